@@ -1,0 +1,139 @@
+"""Findings: matrix work that missed the Tensor Cores (and why), and Tensor Core work that idles them.
+
+Each rule looks at the classified launch table, picks the kernels it is about with vectorised
+masks, and returns ``Finding``s carrying the evidence (kernel names, time share, how we know) and a
+concrete fix. Rules that lack the data they need say nothing rather than guess.
+"""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from ..model import Finding
+from .name_rules import name_mask
+
+LOW_PIPE_PCT = 20.0      # tensor pipe utilisation below which a TC kernel is "underfed"
+MIN_SHARE = 0.01         # findings about less than 1% of kernel time are not worth a reader's time
+
+_FP32_SIMT = re.compile(r"ffma|simt|sgemm|f32f32_f32f32|gemv|internal::kernel<int, int, float", re.I)
+_ALIGN_LEGACY = re.compile(r"align1|align2|cutlass_75_tensorop|s1688gemm|h1688gemm|884gemm", re.I)
+_TRANSPOSE = re.compile(r"nchwToNhwc|nhwcToNchw", re.I)
+_HALF_CONV_SIMT = re.compile(r"implicit_convolve_sgemm<__half|implicit_convolve_sgemm<c10::Half", re.I)
+
+
+def _share(t: float, total: float) -> str:
+    return f"{100 * t / total:.1f}% of GPU kernel time" if total else "n/a"
+
+
+def _names(df: pd.DataFrame, n: int = 3) -> list[str]:
+    return list(df.groupby("name")["time_ns"].sum().sort_values(ascending=False).index[:n])
+
+
+def _how(df: pd.DataFrame) -> str:
+    ev = sorted(set(df["evidence"]))
+    return " and ".join("hardware counters" if e == "hardware" else "kernel names" for e in ev if e != "none")
+
+
+def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
+    if launches.empty:
+        return []
+    total = float(launches["time_ns"].sum())
+    out: list[Finding] = []
+    name = launches["name"]
+
+    def named(rx: re.Pattern) -> pd.Series:
+        return name_mask(name, rx)
+
+    tc = launches["tensor_core"]
+    no_tc = (tc == False) & launches["matrix_work"]  # noqa: E712
+
+    fp32 = launches[no_tc & named(_FP32_SIMT) & ~named(_HALF_CONV_SIMT)]
+    if not fp32.empty and fp32["time_ns"].sum() / total >= MIN_SHARE:
+        t = fp32["time_ns"].sum()
+        out.append(Finding(
+            "fp32-matmul-on-cuda-cores", "high",
+            "fp32 matrix work ran on CUDA cores (FFMA/SIMT kernels), not Tensor Cores",
+            f"{len(fp32)} launches, {_share(t, total)}, e.g. {_names(fp32, 1)[0][:100]} (by {_how(fp32)})",
+            "Use mixed precision (`with torch.autocast('cuda', dtype=torch.bfloat16):` or fp16 + GradScaler), "
+            "or allow TF32: `torch.set_float32_matmul_precision('high')` for matmuls and "
+            "`torch.backends.cudnn.allow_tf32 = True` for convolutions.",
+            t, _names(fp32)))
+
+    half_conv = launches[no_tc & named(_HALF_CONV_SIMT)]
+    if not half_conv.empty:
+        t = half_conv["time_ns"].sum()
+        out.append(Finding(
+            "fp16-conv-on-cuda-cores", "low" if t / total < 0.1 else "medium",
+            "fp16 convolution ran on CUDA cores (cuDNN implicit_convolve_sgemm<__half>)",
+            f"{len(half_conv)} launches, {_share(t, total)} (by {_how(half_conv)}); the name says __half but "
+            "the kernel is a CUDA-core GEMM",
+            "Expected for a first layer with 3 input channels (RGB): Tensor Core convolutions need channel "
+            "counts that are multiples of 8. If it matters, pad the input to 4 or 8 channels "
+            "(`F.pad(x, (0, 0, 0, 0, 0, 5))` plus zero weights) or use channels_last.",
+            t, _names(half_conv)))
+
+    trans = launches[named(_TRANSPOSE)]
+    if not trans.empty and trans["time_ns"].sum() / total >= MIN_SHARE:
+        t = trans["time_ns"].sum()
+        out.append(Finding(
+            "nchw-layout-transposes", "medium",
+            "cuDNN transposes NCHW tensors to NHWC and back around Tensor Core convolutions",
+            f"{len(trans)} nchwToNhwc/nhwcToNchw launches, {_share(t, total)}",
+            "Keep activations in channels_last: `model = model.to(memory_format=torch.channels_last)` and "
+            "`x = x.to(memory_format=torch.channels_last)`.",
+            t, _names(trans)))
+
+    legacy = launches[(tc == True) & named(_ALIGN_LEGACY)]  # noqa: E712
+    if not legacy.empty and legacy["time_ns"].sum() / total >= MIN_SHARE:
+        t = legacy["time_ns"].sum()
+        pipe = legacy["tensor_pipe_pct"]
+        pipe_txt = (f"; tensor pipe {pipe.mean():.0f}% busy" if pipe.notna().any() else "")
+        out.append(Finding(
+            "misaligned-tensor-core-path", "medium",
+            "Tensor Core GEMM on a legacy or misaligned (align1/align2) path",
+            f"{len(legacy)} launches, {_share(t, total)}, e.g. {_names(legacy, 1)[0][:100]}{pipe_txt}",
+            "Make GEMM dimensions (batch*seq, hidden, vocab; conv channels) multiples of 8 for fp16/bf16 "
+            "(16 for fp8/int8) so cuBLAS can pick aligned, modern kernels: pad the tensor or round the layer "
+            "sizes up.",
+            t, _names(legacy)))
+
+    unknown = launches[tc.isna() & launches["matrix_work"]]
+    if not unknown.empty and unknown["time_ns"].sum() / total >= MIN_SHARE:
+        t = unknown["time_ns"].sum()
+        out.append(Finding(
+            "matrix-work-unknown", "medium",
+            "Matrix work whose Tensor Core use cannot be told from its name",
+            f"{len(unknown)} launches, {_share(t, total)}, e.g. {_names(unknown, 1)[0][:100]}; no hardware "
+            "counters in this input",
+            "Profile with Nsight Compute for hardware truth: `nsighttc profile --engine ncu SCRIPT` (or add "
+            "`--metrics sm__ops_path_tensor_src_fp16.sum,...` to your ncu command and pass the export here).",
+            t, _names(unknown)))
+
+    pipe = launches["tensor_pipe_pct"]
+    low = launches[(tc == True) & pipe.notna() & (pipe < LOW_PIPE_PCT)]  # noqa: E712
+    if not low.empty and low["time_ns"].sum() / total >= MIN_SHARE:
+        t = low["time_ns"].sum()
+        out.append(Finding(
+            "low-tensor-pipe-utilisation", "low",
+            f"Tensor Core kernels keep the tensor pipe busy less than {LOW_PIPE_PCT:.0f}% of the time",
+            f"{len(low)} launches, {_share(t, total)}, time-weighted pipe use "
+            f"{(low['tensor_pipe_pct'] * low['time_ns']).sum() / t:.1f}%, e.g. {_names(low, 1)[0][:100]}",
+            "Small or skinny GEMMs (batch 1 inference, split-K) cannot fill the Tensor Cores: batch more work "
+            "per call, fuse small matmuls, or accept it when the kernels are short.",
+            t, _names(low)))
+
+    variants = launches.groupby("name")["tensor_core"].agg(lambda s: s.map(repr).nunique())
+    split = variants[variants > 1]
+    if not split.empty:
+        rows = launches[launches["name"].isin(split.index)]
+        out.append(Finding(
+            "same-name-different-verdicts", "info",
+            "Kernels sharing a name got different verdicts per launch",
+            f"{len(split)} name(s), e.g. {split.index[0][:100]}: kept apart in the kernel table",
+            "Usually Triton/Inductor specialisations of one function (different dtypes or shapes); read each "
+            "variant's row.",
+            float(rows["time_ns"].sum()), list(split.index[:3])))
+
+    order = {"high": 0, "medium": 1, "low": 2, "info": 3}
+    return sorted(out, key=lambda f: (-f.time_ns, order[f.severity]))

@@ -1,0 +1,145 @@
+"""Kernel-name rules: the last rung of the evidence ladder, used only when no counters decide.
+
+Names lie (``sm80_xmma_..._ffma`` runs on CUDA cores; ``nvjet_*`` carries no "tensorop" yet runs on
+Tensor Cores; ``implicit_convolve_sgemm<__half>`` is fp16 on CUDA cores), so this table is ordered
+most-specific first and a rule answers ``None`` ("unknown") whenever the name carries no signal:
+Triton kernels are named after the user's Python function and can go either way.
+
+Each rule: (id, regex, tensor_core True/False/None, dtype or None, where the fact was seen).
+``dtype`` may be a callable taking the name, for families whose names encode the type.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+# Where facts were seen: H200 = shared/fixtures/h200 (ncu 2025.3.1, measured against sm__ops_path_tensor_*).
+H200 = "measured on H200 (fixtures/h200)"
+PEER = "peer knowledge (not measured by us)"
+
+
+def _nvjet_dtype(name: str) -> str | None:
+    """nvjet_sm90_<types>_...: h=fp16, t=bf16, q=fp8 (H200: hsh fp16, tst bf16, qqtst fp8)."""
+    m = re.search(r"nvjet_sm\d+_([a-z]+)_", name)
+    if not m:
+        return None
+    types = m.group(1)
+    if types.startswith("q"):
+        return "fp8"
+    return {"h": "fp16", "t": "bf16"}.get(types[0])
+
+
+def _typed_dtype(name: str) -> str | None:
+    """xmma/cutlass/legacy cuBLAS names that spell their input type."""
+    n = name.lower()
+    if "bf16" in n:
+        return "bf16"
+    if "tf32" in n:
+        return "tf32"
+    if re.search(r"e4m3|e5m2|fp8", n):
+        return "fp8"
+    if re.search(r"f64f64|_d\d{3,5}gemm|dgemm|tensorop_d", n):
+        return "fp64"
+    if re.search(r"i8i8|_s8_|gemm_s8|i161616|i16832|i8816|imma|_i8_", n):
+        return "int8"
+    if re.search(r"f16f16|_f16_|fp16|_h\d{3,5}gemm|_h1688|_h884|_h16816|hgemm", n):
+        return "fp16"
+    if re.search(r"tensorop_s\d{3,5}gemm|_s1688gemm|_s16816gemm", n):
+        return "tf32"  # fp32 operands through TF32 tensor ops (cutlass_80_tensorop_s1688gemm)
+    return None
+
+
+@dataclass(frozen=True)
+class NameRule:
+    id: str
+    pattern: re.Pattern
+    tensor_core: bool | None
+    dtype: str | None | Callable[[str], str | None]
+    seen: str
+
+    def dtype_for(self, name: str) -> str | None:
+        return self.dtype(name) if callable(self.dtype) else self.dtype
+
+
+def _r(id_, pattern, tc, dtype, seen):
+    return NameRule(id_, re.compile(pattern), tc, dtype, seen)
+
+
+RULES: tuple[NameRule, ...] = (
+    # --- CUDA cores although the name suggests otherwise (traps) ---
+    _r("xmma-ffma", r"xmma.*_ffma|_ffma_", False, None, H200 + ": sm80_xmma_fprop_..._f32f32_..._ffma"),
+    _r("cudnn-implicit-sgemm", r"implicit_convolve_sgemm|implicit_convolve_hgemm", False, None,
+       H200 + ": implicit_convolve_sgemm<__half> (VGG16 fp16 first conv, C=3) on CUDA cores"),
+    _r("cudnn-layout-transpose", r"nchwToNhwcKernel|nhwcToNchwKernel|nchwToNhwc|nhwcToNchw", False, None,
+       H200 + ": layout transposes around fp16 NCHW convs"),
+    _r("simt-gemm", r"_simt_|volta_sgemm|maxwell_sgemm|turing_sgemm|ampere_sgemm|\bsgemm_|_sgemm_|"
+       r"gemv2T_kernel|gemv2N_kernel|gemvx|gemv_kernel|\bgemv", False, None,
+       H200 + ": cutlass_80_simt_sgemm, gemv2T_kernel_val"),
+    _r("cublas-internal-float", r"internal::kernel<int, int, float, float, float, float", False, None,
+       H200 + ": cuBLAS internal::kernel<...float...> in vgg16_fp32"),
+    # --- Tensor Cores ---
+    _r("nvjet", r"^nvjet_", True, _nvjet_dtype, H200 + ": nvjet_sm90_hsh/tst/qqtst (cuBLAS on Hopper)"),
+    _r("xmma-typed", r"sm\d+_xmma_.*(f16f16|bf16bf16|tf32f32|f64f64|i8i8|e4m3|e5m2|tensor\d+x\d+x\d+)", True,
+       _typed_dtype, H200 + ": sm90_xmma_gemm/fprop f16f16, tf32f32, f64f64 tensor16x8x16"),
+    _r("cudnn-sdpa-mma", r"cudnn_generated_fort_native_sdpa.*(wgmma|hmma|mma)", True, None,
+       H200 + ": ..._sdpa_sm90_flash_fprop_wgmma_f16_... ran a bf16 input: the name's f16 is not the dtype"),
+    _r("cutlass-tensorop", r"tensorop|wmma_tensorop", True, _typed_dtype,
+       H200 + ": cutlass_75_tensorop_f16_s1688gemm, cutlass_80_wmma_tensorop_i161616gemm_s8"),
+    _r("legacy-mma-gemm", r"(volta|turing|ampere|sm\d+)_(fp16_|bf16_|int8_)?[hsdi](884|1688|16816|16832|8816|"
+       r"88128)gemm", True, _typed_dtype, PEER + " (material: turing_fp16_s1688gemm on RTX 2080)"),
+    _r("flash-attention", r"flash_fwd|flash_bwd|pytorch_flash::|fmha_cutlass[FB]_(f16|bf16)|fmha_.*_(f16|bf16)",
+       True, None, PEER + ": FlashAttention kernels issue mma for fp16/bf16"),
+    # --- No matrix work at all: PyTorch/Inductor elementwise, reductions, copies, pooling ---
+    _r("elementwise", r"elementwise_kernel|unrolled_elementwise|vectorized_elementwise|"
+       r"distribution_elementwise|distribution_nullary", False, None, H200 + ": hmma>0 only via HFMA2.MMA"),
+    _r("reduce-pool-copy", r"reduce_kernel|splitKreduce_kernel|max_pool|avg_pool|adaptive_average_pool|"
+       r"adaptive_max_pool|CatArrayBatchedCopy|softmax_warp|cunn_SoftMax|layer_norm|batch_norm|"
+       r"index_elementwise|indexSelect|scatter_gather|fill_kernel|copy_kernel|memcpy|memset|"
+       r"\bcat_|upsample|embedding_|nll_loss|cross_entropy|multi_tensor_apply", False, None,
+       H200 + ": pooling, splitKreduce, copies"),
+    _r("triton-pointwise", r"^triton_(poi|red|per)_", False, None,
+       PEER + ": Inductor pointwise/reduction kernels contain no tl.dot"),
+)
+
+
+def match(name: str) -> tuple[bool | None, str | None, str | None]:
+    """(tensor_core, dtype, rule id) for one kernel name; (None, None, None) when no rule knows it."""
+    for rule in RULES:
+        if rule.pattern.search(name):
+            return rule.tensor_core, (rule.dtype_for(name) if rule.tensor_core else None), rule.id
+    return None, None, None
+
+
+def classify_names(names: pd.Series) -> pd.DataFrame:
+    """Vectorised over unique names: columns name_tc (object True/False/None), name_dtype, name_rule."""
+    uniq = pd.unique(names.dropna())
+    table = {n: match(n) for n in uniq}
+    res = pd.DataFrame.from_dict(table, orient="index", columns=["name_tc", "name_dtype", "name_rule"])
+    return res.reindex(names.to_numpy()).set_index(names.index)
+
+
+# Kernels that do matrix work (GEMM, GEMV, conv, attention), whatever engine ran them: findings look at
+# these when they did not use Tensor Cores.
+MATRIX_WORK = re.compile(
+    r"gemm|gemv|conv|fprop|dgrad|wgrad|matmul|_mm_|bmm|xmma|nvjet|cutlass|sdpa|attention|flash|fmha|"
+    r"cublas|cudnn_generated|s1688|h884|16816|tensorop|\bmm\b|linear", re.IGNORECASE)
+_NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel", re.IGNORECASE)
+
+
+def name_mask(names: pd.Series, pattern: re.Pattern | str, exclude: re.Pattern | str | None = None) -> pd.Series:
+    """Boolean mask of names matching ``pattern`` (and not ``exclude``), evaluated once per distinct name:
+    a trace has a million launches but only hundreds of kernel names."""
+    rx = re.compile(pattern) if isinstance(pattern, str) else pattern
+    ex = re.compile(exclude) if isinstance(exclude, str) else exclude
+    codes, uniques = pd.factorize(names)
+    hit = np.array([bool(rx.search(str(u))) and not (ex is not None and ex.search(str(u))) for u in uniques]
+                   + [False], dtype=bool)  # code -1 (missing name) -> the trailing False
+    return pd.Series(hit[codes], index=names.index)
+
+
+def is_matrix_work(names: pd.Series) -> pd.Series:
+    return name_mask(names, MATRIX_WORK, _NOT_MATRIX)

@@ -1,0 +1,203 @@
+"""Did the Tensor Cores fire? The per-launch evidence ladder and its roll-ups.
+
+Ladder, per kernel launch (first rung that decides wins):
+
+1. ``hardware`` (ops): any ``tc_ops_<dtype>`` > 0 -> yes; the largest names the dtype, the sum is FLOPs.
+   All ops counters collected for every common dtype and all zero -> no (the counters are exact).
+2. ``hardware`` (instructions): (hmma - hfma2) + imma + dmma + gmma (+ tcgen05) > 0 -> yes.
+   A non-zero hmma alone is *not* evidence: HFMA2.MMA register moves land on the tensor pipe in plain
+   elementwise kernels (measured on H200: hmma == hfma2 in every such kernel). All of them zero, with
+   hmma's HFMA2 part accounted for -> no.
+3. ``kernel-name``: the rule table in ``name_rules``; ``None`` (unknown) when the name carries no signal.
+
+Everything is column arithmetic over the launch table: no per-kernel Python loops.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..model import TC_DTYPES
+from . import name_rules
+
+# The dtypes whose ops counters must all be present for "all zero" to mean "no Tensor Core math".
+OPS_REQUIRED_FOR_NO = ("fp16", "bf16", "tf32", "fp8", "int8", "fp64")
+
+EVIDENCE_HARDWARE = "hardware"
+EVIDENCE_NAME = "kernel-name"
+EVIDENCE_NONE = "none"
+
+
+def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
+    """Add ``tensor_core`` (object: True/False/None), ``evidence``, ``evidence_detail``, ``dtype``,
+    ``tc_flop``, ``name_tc``/``name_rule`` (what the name alone would have said) to a kernel table."""
+    k = k.copy()
+    ops = k[[f"tc_ops_{d}" for d in TC_DTYPES]].to_numpy(dtype="float64")
+    ops_total = np.where(np.isnan(ops).all(axis=1), np.nan, np.nansum(ops, axis=1))
+    ops_pos = ops_total > 0
+    with np.errstate(invalid="ignore"):
+        top = np.argmax(np.where(np.isnan(ops), -1.0, ops), axis=1)
+    ops_dtype = np.array(TC_DTYPES, dtype=object)[top]
+    required = k[[f"tc_ops_{d}" for d in OPS_REQUIRED_FOR_NO]]
+    ops_all_zero = required.notna().all(axis=1).to_numpy() & (np.nan_to_num(ops_total, nan=1.0) == 0)
+
+    hmma, hfma2 = k["inst_hmma"].to_numpy(), k["inst_hfma2"].to_numpy()
+    imma, dmma = k["inst_imma"].to_numpy(), k["inst_dmma"].to_numpy()
+    gmma, tcgen = k["inst_gmma"].to_numpy(), k["inst_tc"].to_numpy()
+    real_hmma = hmma - hfma2  # NaN when either is missing: then hmma proves nothing
+    with np.errstate(invalid="ignore"):
+        inst_pos = (real_hmma > 0) | (imma > 0) | (dmma > 0) | (gmma > 0) | (tcgen > 0)
+        hmma_zero = (hmma == 0) | (real_hmma <= 0)
+        cc_codes, cc_uniques = pd.factorize(k["cc"])
+        cc_major = np.array([float(str(c).split(".")[0]) if str(c)[:1].isdigit() else np.nan for c in cc_uniques]
+                            + [np.nan])
+        major = cc_major[cc_codes]
+        tcgen_ok = (tcgen == 0) | ~(major >= 10)
+        inst_neg = hmma_zero & (imma == 0) & (dmma == 0) & ~(gmma > 0) & tcgen_ok
+    inst_dtype = np.where(imma > 0, "int8", np.where(dmma > 0, "fp64", None))
+
+    names = name_rules.classify_names(k["name"])
+    name_tc = names["name_tc"].to_numpy(dtype=object)
+    name_dtype = names["name_dtype"].to_numpy(dtype=object)
+
+    conds = [ops_pos, ops_all_zero, inst_pos, inst_neg]
+    tc = np.select(conds, [True, False, True, False], default=None).astype(object)
+    tc = np.where(np.any(conds, axis=0), tc, name_tc)
+    decided_hw = np.any(conds, axis=0)
+    evidence = np.where(decided_hw, EVIDENCE_HARDWARE,
+                        np.where(pd.isna(pd.Series(name_tc, dtype=object)).to_numpy(), EVIDENCE_NONE, EVIDENCE_NAME))
+    detail = np.select(conds, ["tensor ops counters", "tensor ops counters all zero",
+                               "tensor instruction counts", "no tensor math instructions"],
+                       default=np.where(evidence == EVIDENCE_NAME, "kernel name rule", "no signal"))
+    # dtype: exact from ops; from instructions where they tell (imma/dmma); else what the name says.
+    hw_inst_dtype = np.where(pd.isna(pd.Series(inst_dtype, dtype=object)).to_numpy(), name_dtype, inst_dtype)
+    dtype = np.where(ops_pos, ops_dtype,
+                     np.where(inst_pos & ~ops_all_zero, hw_inst_dtype,
+                              np.where(~decided_hw & (name_tc == True), name_dtype, None)))  # noqa: E712
+    dtype = np.where(tc == True, dtype, None)  # noqa: E712
+
+    k["tensor_core"] = pd.Series(tc, index=k.index, dtype=object)
+    k["evidence"] = evidence
+    k["evidence_detail"] = detail
+    dtype_s = pd.Series(dtype, index=k.index, dtype=object)
+    k["dtype"] = dtype_s.where(dtype_s.notna(), None)
+    k["tc_flop"] = np.where(ops_pos, ops_total, np.nan)
+    k["name_tc"] = pd.Series(name_tc, index=k.index, dtype=object)
+    k["name_rule"] = names["name_rule"].to_numpy()
+    k["matrix_work"] = name_rules.is_matrix_work(k["name"]).to_numpy() | (k["tensor_core"] == True).to_numpy()  # noqa: E712
+    dur = k["duration_ns"].astype("float64")
+    k["time_ns"] = dur if dur.notna().any() else pd.Series(1.0, index=k.index)
+    return k
+
+
+def _state(tc: pd.Series) -> pd.Series:
+    """True/False/None -> 'yes'/'no'/'unknown' (a plain string column groups and sums fast)."""
+    return tc.map({True: "yes", False: "no"}).fillna("unknown")
+
+
+def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
+    """One row per (name, verdict, dtype, evidence): launches whose evidence disagrees never merge.
+
+    Triton specialisations of one function share a name and may differ (one fp16 tl.dot, one not):
+    they stay separate rows with a ``variant`` number.
+    """
+    if launches.empty:
+        return pd.DataFrame(columns=["name", "calls", "total_time_ns", "tensor_core", "evidence", "dtype",
+                                     "nvtx", "tc_flop", "tflops", "tensor_pipe_pct", "name_tc", "name_rule",
+                                     "matrix_work", "time_share", "variant", "evidence_detail"])
+    df = launches.assign(_state=_state(launches["tensor_core"]), _dtype=launches["dtype"].fillna(""),
+                         _pipe_w=launches["tensor_pipe_pct"] * launches["time_ns"])
+    keys = ["name", "_state", "_dtype", "evidence"]
+    g = df.groupby(keys, sort=False, dropna=False)
+    out = g.agg(calls=("name", "size"), total_time_ns=("time_ns", "sum"), tc_flop=("tc_flop", "sum"),
+                _pipe_w=("_pipe_w", "sum"), _pipe_t=("tensor_pipe_pct", "count"),
+                matrix_work=("matrix_work", "any"), name_rule=("name_rule", "first"),
+                evidence_detail=("evidence_detail", "first"), first_launch=("launch_id", "min")).reset_index()
+    nv = df[df["nvtx"] != ""].groupby(keys, sort=False)["nvtx"].unique()
+    out = out.merge(nv.rename("nvtx").reset_index(), on=keys, how="left")
+    out["nvtx"] = out["nvtx"].apply(lambda v: sorted(v) if isinstance(v, np.ndarray) else [])
+    out["tensor_core"] = out["_state"].map({"yes": True, "no": False, "unknown": None}).astype(object)
+    out["dtype"] = out["_dtype"].replace("", None)
+    out["tensor_pipe_pct"] = np.where(out["_pipe_t"] > 0, out["_pipe_w"] / out["total_time_ns"], np.nan)
+    has_flop = df.groupby(keys, sort=False, dropna=False)["tc_flop"].count().to_numpy() > 0
+    out["tc_flop"] = np.where(has_flop, out["tc_flop"], np.nan)
+    # Achieved TFLOP/s = FLOPs / kernel time (ns) / 1e3.
+    out["tflops"] = out["tc_flop"] / out["total_time_ns"] / 1e3
+    out["name_tc"] = out["name"].map(lambda n: name_rules.match(n)[0])
+    total = out["total_time_ns"].sum()
+    out["time_share"] = out["total_time_ns"] / total if total else 0.0
+    out = out.sort_values(["total_time_ns", "first_launch"], ascending=[False, True], kind="stable")
+    out["variant"] = out.groupby("name").cumcount() + 1
+    n_variants = out.groupby("name")["name"].transform("size")
+    out["variant"] = np.where(n_variants > 1, out["variant"], 0)
+    return out.drop(columns=["_state", "_dtype", "_pipe_w", "_pipe_t"]).reset_index(drop=True)
+
+
+def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
+    """Overall Tensor Core summary of a set of launches (the whole run, or one NVTX range)."""
+    t = launches["time_ns"]
+    total = float(t.sum())
+    tc = launches["tensor_core"]
+    is_yes, is_no, is_unk = (tc == True), (tc == False), tc.isna()  # noqa: E712
+    tc_time = float(t[is_yes].sum())
+    unknown_time = float(t[is_unk].sum())
+    matrix = launches["matrix_work"].astype(bool)
+    matrix_time = float(t[matrix].sum())
+    matrix_cuda_core = float(t[matrix & is_no].sum())
+    matrix_unknown = float(t[matrix & is_unk].sum())
+    yes_rows = launches[is_yes]
+    by_dtype = (yes_rows.assign(d=yes_rows["dtype"].fillna("unknown")).groupby("d")["time_ns"].sum() / total
+                if total and not yes_rows.empty else pd.Series(dtype=float))
+    flop = launches.loc[is_yes, "tc_flop"]
+    flop_time = float(t[is_yes & launches["tc_flop"].notna()].sum())
+    if launches.empty:
+        verdict = "unknown"
+    elif tc_time > 0:
+        off_tc = matrix_cuda_core + matrix_unknown
+        verdict = "yes" if matrix_time and off_tc <= (1 - yes_threshold) * matrix_time else "partial"
+    elif unknown_time > 0:
+        verdict = "unknown"
+    else:
+        verdict = "no"
+    deciding = launches[is_yes | matrix]
+    evs = set(deciding["evidence"]) - {EVIDENCE_NONE} if not deciding.empty else set(launches["evidence"]) - {EVIDENCE_NONE}
+    evidence = (EVIDENCE_NONE if not evs else evs.pop() if len(evs) == 1 else "mixed")
+    if verdict == "unknown" and not evs:
+        evidence = EVIDENCE_NONE
+    return {
+        "verdict": verdict,
+        "evidence": evidence,
+        "tc_time_share": tc_time / total if total else 0.0,
+        "unknown_time_share": unknown_time / total if total else 0.0,
+        "matrix_time_share": matrix_time / total if total else 0.0,
+        "matrix_on_tc_share": tc_time / (matrix_time or 1.0) if matrix_time else 0.0,
+        "by_dtype": {str(k): float(v) for k, v in by_dtype.sort_values(ascending=False).items()},
+        "kernel_time_ns": total,
+        "tc_time_ns": tc_time,
+        "flop": float(flop.sum()) if flop.notna().any() else None,
+        "tflops": (float(flop.sum()) / flop_time / 1e3) if flop.notna().any() and flop_time else None,
+        "launches": int(len(launches)),
+    }
+
+
+def range_table(launches: pd.DataFrame) -> pd.DataFrame:
+    """Per NVTX range path (every prefix: a kernel in ``a/b`` counts for ``a`` and ``a/b``)."""
+    cols = ["name", "kernel_time_ns", "tc_time_share", "tc_verdict", "tc_evidence", "by_dtype", "launches",
+            "unknown_time_share"]
+    nv = launches.loc[launches["nvtx"] != "", "nvtx"]
+    if nv.empty:
+        return pd.DataFrame(columns=cols)
+    paths = pd.unique(nv)
+    pref = pd.DataFrame([(p, "/".join(p.split("/")[:i + 1])) for p in paths for i in range(p.count("/") + 1)],
+                        columns=["nvtx", "range"])
+    joined = launches[launches["nvtx"] != ""].merge(pref, on="nvtx")
+    rows = []
+    for rng, grp in joined.groupby("range", sort=False):  # one group per range: few, not per kernel
+        r = rollup(grp)
+        rows.append({"name": rng, "kernel_time_ns": r["kernel_time_ns"], "tc_time_share": r["tc_time_share"],
+                     "tc_verdict": r["verdict"], "tc_evidence": r["evidence"], "by_dtype": r["by_dtype"],
+                     "launches": r["launches"], "unknown_time_share": r["unknown_time_share"]})
+    out = pd.DataFrame(rows, columns=cols)
+    first_seen = joined.groupby("range")["launch_id"].min()
+    out["_first"] = out["name"].map(first_seen)
+    return out.sort_values(["_first", "name"]).drop(columns="_first").reset_index(drop=True)

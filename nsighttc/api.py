@@ -1,0 +1,85 @@
+"""The Python API: ``analyze(paths) -> Verdict``. The CLI is a thin layer over this.
+
+    >>> import nsighttc
+    >>> v = nsighttc.analyze(["run_ncu.csv"])
+    >>> v.tensor_cores["verdict"], v.tensor_cores["tc_time_share"]
+    >>> v.kernels            # DataFrame: one row per kernel (name x verdict), time shares, dtype, evidence
+    >>> v.launches           # DataFrame: one row per launch with the evidence ladder's columns
+    >>> v.to_json()          # the nsighttc.verdict/1 document
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from .analyze import findings as findings_mod
+from .analyze import tensor_cores
+from .errors import NsighttcError, ParseError, UsageError
+from .model import empty_kernel_table
+from .parse import Parsed, load
+from .verdict import Verdict
+
+
+def _load_all(paths: Iterable[str | Path]) -> list[Parsed]:
+    parsed = []
+    for p in paths:
+        try:
+            parsed.append(load(p))
+        except NsighttcError:
+            raise
+        except Exception as exc:  # last resort: a parser bug must still name the file, not dump a trace
+            raise ParseError(f"could not be parsed ({type(exc).__name__}: {exc})", p) from exc
+    return parsed
+
+
+def _device(kernels: pd.DataFrame) -> dict | None:
+    if kernels.empty:
+        return None
+    names = kernels["device_name"].dropna()
+    ccs = kernels["cc"].dropna()
+    if names.empty and ccs.empty:
+        return None
+    return {"name": names.mode().iloc[0] if not names.empty else None,
+            "compute_capability": ccs.mode().iloc[0] if not ccs.empty else None}
+
+
+def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9) -> Verdict:
+    """Parse every input, classify each kernel launch, roll up, and collect findings.
+
+    Inputs of one run can be mixed: an nsys/torch timeline plus an ncu export, in which case the ncu
+    hardware evidence is merged into the timeline's kernels by name (see ``analyze.merge``).
+    """
+    paths = list(paths)
+    if not paths:
+        raise UsageError("no input files given")
+    parsed = _load_all(paths)
+    timelines = [p for p in parsed if p.timeline is not None]
+    counters = [p for p in parsed if p.timeline is None]
+    warnings = [w for p in parsed for w in p.warnings]
+    if timelines:
+        from .analyze import merge, timeline as timeline_mod
+        kernels = pd.concat([p.kernels for p in timelines], ignore_index=True)
+        hw = pd.concat([p.kernels for p in counters], ignore_index=True) if counters else None
+        launches = tensor_cores.classify_launches(kernels)
+        if hw is not None:
+            launches, merge_note = merge.apply_hardware_evidence(launches, tensor_cores.classify_launches(hw))
+            warnings.append(merge_note)
+        timeline = timeline_mod.analyze_timelines([p.timeline for p in timelines], launches)
+    else:
+        kernels = pd.concat([p.kernels for p in parsed], ignore_index=True) if parsed else empty_kernel_table()
+        launches = tensor_cores.classify_launches(kernels)
+        timeline = None
+    summary = tensor_cores.rollup(launches, yes_threshold=yes_threshold)
+    ranges = tensor_cores.range_table(launches)
+    if timeline is not None:
+        ranges = timeline_mod.extend_ranges(ranges, timeline)
+    device = _device(kernels)
+    found = findings_mod.find(launches, device and device.get("compute_capability"))
+    if timeline is not None:
+        found = sorted(found + timeline_mod.findings(timeline), key=lambda f: -f.time_ns)
+    inputs = [{"path": str(p.path), "kind": p.kind.value, "launches": int(len(p.kernels))} for p in parsed]
+    tl_doc = timeline_mod.to_json(timeline) if timeline is not None else None
+    return Verdict(inputs, device, summary, tensor_cores.aggregate_kernels(launches), ranges, found, launches,
+                   warnings, tl_doc)

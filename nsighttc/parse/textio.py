@@ -1,0 +1,93 @@
+"""Open profiler outputs as text or bytes, gzip or not, and tell broken files apart early.
+
+Everything that reads a user's file goes through here so that "missing", "empty", "not gzip after
+all" and "cut off mid-way" become one-line ``InputError``s naming the file, never tracebacks.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+from pathlib import Path
+
+from ..errors import InputError, ParseError
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def check_file(path: Path) -> None:
+    """Raise InputError unless ``path`` is an existing, readable, non-empty regular file."""
+    if not path.exists():
+        raise InputError("no such file", path)
+    if path.is_dir():
+        raise InputError("is a directory, expected a profiler output file", path)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path) from None
+    if size == 0:
+        raise InputError("file is empty", path)
+
+
+def is_gzip(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def head_bytes(path: Path, n: int = 65536) -> bytes:
+    """The first ``n`` bytes of the (decompressed) content."""
+    try:
+        if is_gzip(path):
+            with gzip.open(path, "rb") as fh:
+                return fh.read(n)
+        with path.open("rb") as fh:
+            return fh.read(n)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ParseError(f"corrupt or truncated gzip data ({exc})", path) from None
+
+
+def read_text(path: Path) -> str:
+    """Whole (decompressed) content as text; undecodable bytes are replaced, not fatal."""
+    try:
+        raw = gzip.open(path, "rb").read() if is_gzip(path) else path.read_bytes()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ParseError(f"corrupt or truncated gzip data ({exc})", path) from None
+    return raw.decode("utf-8", errors="replace")
+
+
+def tail_text(path: Path, n: int = 65536) -> str:
+    """The last ``n`` characters of the (decompressed) content, for truncation checks."""
+    try:
+        if is_gzip(path):
+            tail = b""
+            with gzip.open(path, "rb") as fh:
+                while chunk := fh.read(1 << 22):
+                    tail = (tail + chunk)[-n:]
+        else:
+            with path.open("rb") as fh:
+                fh.seek(0, io.SEEK_END)
+                size = fh.tell()
+                fh.seek(max(0, size - n))
+                tail = fh.read()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ParseError(f"corrupt or truncated gzip data ({exc})", path) from None
+    return tail.decode("utf-8", errors="replace")
+
+
+def looks_binary(head: bytes) -> bool:
+    """NUL bytes or mostly non-text: not something a CSV/JSON reader should try."""
+    if b"\x00" in head[:8192]:
+        return True
+    sample = head[:8192]
+    if not sample:
+        return False
+    text_chars = bytes(range(32, 127)) + b"\n\r\t\f\b"
+    nontext = sum(1 for b in sample if b not in text_chars and b < 128)
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(sample) - 4:  # a multi-byte char cut at the sample's end is fine
+            return True
+    return nontext > len(sample) * 0.1

@@ -1,0 +1,151 @@
+"""Markdown for a pull-request comment, rendered from the verdict JSON (computes nothing itself).
+
+Shape: one headline per question first (a reviewer reads nothing else), then the summary table, the top
+kernels, the per-range table, findings ordered by the time they cost, and long tables folded in
+``<details>``. Every claim carries its evidence level ("hardware counters" / "kernel names").
+"""
+from __future__ import annotations
+
+import html
+
+from .fmt import flop, ns, pct, tc_word
+from .names import short_name
+
+EVIDENCE_WORDS = {"hardware": "confirmed by hardware counters", "kernel-name": "inferred from kernel names",
+                  "mixed": "hardware counters for some kernels, kernel names for others",
+                  "none": "no evidence"}
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _kernel_cell(name: str) -> str:
+    return f'<span title="{html.escape(name, quote=True)}">`{_cell(short_name(name))}`</span>'
+
+
+def _dtype_mix(by_dtype: dict) -> str:
+    parts = [f"{d} {pct(s)}" for d, s in by_dtype.items() if s > 0]
+    return ", ".join(parts) if parts else "none"
+
+
+def tc_headline(tc: dict) -> str:
+    v = tc["verdict"]
+    ev = EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"])
+    dtypes = [d for d, s in tc.get("by_dtype", {}).items() if s > 0]
+    dtype_txt = ", ".join(dtypes) if dtypes else ""
+    share = pct(tc["tc_time_share"], 0)
+    if v == "yes":
+        return f"Tensor Cores: YES — {share} of GPU kernel time, {dtype_txt}, {ev}"
+    if v == "partial":
+        off = 1 - tc.get("matrix_on_tc_share", 0)
+        return (f"Tensor Cores: PARTIAL — {share} of GPU kernel time ({dtype_txt}); {pct(off, 0)} of matrix "
+                f"work did not use them, {ev}")
+    if v == "no":
+        return f"Tensor Cores: NO — no kernel did Tensor Core math, {ev}"
+    if tc.get("launches", 0) == 0:
+        return "Tensor Cores: UNKNOWN — the input holds no GPU kernels"
+    return (f"Tensor Cores: UNKNOWN — {pct(tc.get('unknown_time_share'), 0)} of GPU kernel time is in kernels "
+            "whose names carry no signal and no hardware counters were collected")
+
+
+def timeline_headline(tl: dict) -> str:
+    v = tl.get("verdict", "insufficient-data")
+    busy = pct(tl.get("gpu_busy_share"), 0)
+    scope = "of the step" if tl.get("steps", {}).get("count") else "of the profiled time"
+    cause = tl.get("headline_cause")
+    word = {"cpu-bound": "CPU-bound", "gpu-bound": "GPU-bound", "mixed": "mixed",
+            "insufficient-data": "not enough data to judge", "no-gpu-work": "no GPU work"}.get(v, v)
+    if v == "no-gpu-work":
+        return "GPU busy: none — the workload launched no GPU work"
+    return f"GPU busy {busy} {scope} — {word}" + (f": {cause}" if cause else "")
+
+
+def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
+    tc = doc["tensor_cores"]
+    out = ["# nsighttc verdict", "", f"**{tc_headline(tc)}**", ""]
+    tl = doc.get("timeline")
+    if tl:
+        out += [f"**{timeline_headline(tl)}**", ""]
+    dev = doc.get("device") or {}
+    kernels = doc["kernels"]
+    rows = [("Device", f"{dev.get('name') or 'unknown GPU'} (compute capability {dev.get('compute_capability') or '?'})"
+             if dev else "not recorded in the input"),
+            ("Inputs", ", ".join(f"`{i['path']}` ({i['kind']})" for i in doc["inputs"])),
+            ("GPU kernel time", f"{ns(tc['kernel_time_ns'])} in {tc['launches']:,} launches of {len(kernels)} kernels"),
+            ("On Tensor Cores", f"{pct(tc['tc_time_share'])} of kernel time ({_dtype_mix(tc.get('by_dtype', {}))})"),
+            ("Matrix work on Tensor Cores", pct(tc.get("matrix_on_tc_share")) + f" of {pct(tc.get('matrix_time_share'))} "
+             "of kernel time that is GEMM/conv/attention"),
+            ("Evidence", EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"]))]
+    if tc.get("flop"):
+        rows.append(("Tensor Core math", f"{flop(tc['flop'])} at {tc['tflops']:.1f} TFLOP/s while those kernels ran"))
+    if tc.get("unknown_time_share"):
+        rows.append(("Unknown", f"{pct(tc['unknown_time_share'])} of kernel time: names carry no signal"))
+    if tl:
+        rows.append(("GPU busy", f"{pct(tl.get('gpu_busy_share'))} of {ns(tl.get('wall_ns'))} profiled"))
+        steps = tl.get("steps") or {}
+        if steps.get("count"):
+            rows.append(("Steps", f"{steps['count']} × `{steps['name']}`, median {ns(steps['median_ns'])}, GPU busy "
+                                  f"{pct(steps.get('median_gpu_busy_share'))} (median)"))
+    out += ["| | |", "|---|---|"] + [f"| {k} | {_cell(v)} |" for k, v in rows] + [""]
+    if plots:
+        out += [f"![{alt}]({path})" for alt, path in plots.items()] + [""]
+
+    out += [f"## Top kernels by GPU time", "", _kernel_table(kernels[:top]), ""]
+    if len(kernels) > top:
+        out += [f"<details><summary>All {len(kernels)} kernels</summary>", "", _kernel_table(kernels), "",
+                "</details>", ""]
+
+    ranges = doc.get("ranges") or []
+    if ranges:
+        out += ["## NVTX ranges", "", _range_table(ranges, bool(tl)), ""]
+
+    findings = doc.get("findings") or []
+    out += ["## Findings", ""]
+    if not findings:
+        out += ["Nothing to report: no matrix work missed the Tensor Cores.", ""]
+    for i, f in enumerate(findings, 1):
+        out += [f"### {i}. {f['title']} ({f['severity']})", "", f"- **Evidence:** {f['evidence']}",
+                f"- **Fix:** {f['advice']}", ""]
+        if f.get("kernels"):
+            out += ["<details><summary>Kernels</summary>", ""] + [f"- `{_cell(k)}`" for k in f["kernels"]] + [
+                "", "</details>", ""]
+    if doc.get("warnings"):
+        out += ["## Notes", ""] + [f"- {w}" for w in doc["warnings"]] + [""]
+    out += ["<sub>Hardware counters decide; kernel names only guess and say *unknown* when they cannot tell. "
+            "ncu durations are measured under replay. Generated by nsighttc.</sub>", ""]
+    return "\n".join(out)
+
+
+def _kernel_table(kernels: list[dict]) -> str:
+    head = ("| # | Kernel | Time | Share | Calls | Tensor Cores | dtype | Evidence | TFLOP/s | Pipe |\n"
+            "|---:|---|---:|---:|---:|---|---|---|---:|---:|")
+    lines = [head]
+    for i, k in enumerate(kernels, 1):
+        verdict = tc_word(k["tensor_core"])
+        says = k.get("name_says")
+        if k["evidence"] == "hardware" and says is not None and says != k["tensor_core"]:
+            verdict += f" (name says {tc_word(says)})"
+        if k.get("variant"):
+            verdict += f" · variant {k['variant']}"
+        lines.append("| {} | {} | {} | {} | {:,} | {} | {} | {} | {} | {} |".format(
+            i, _kernel_cell(k["name"]), ns(k["total_time_ns"]), pct(k["time_share"]), k["calls"], verdict,
+            k["dtype"] or "", k["evidence"], "" if k.get("tflops") is None else f"{k['tflops']:.1f}",
+            "" if k.get("tensor_pipe_pct") is None else f"{k['tensor_pipe_pct']:.0f}%"))
+    return "\n".join(lines)
+
+
+def _range_table(ranges: list[dict], timeline: bool) -> str:
+    if timeline:
+        head = ("| Range | Count | Wall time | GPU busy | Kernel time | On Tensor Cores | Verdict |\n"
+                "|---|---:|---:|---:|---:|---:|---|")
+        rows = [f"| `{_cell(r['name'])}` | {r.get('count') or ''} | {ns(r.get('wall_ns'))} | "
+                f"{pct(r.get('gpu_busy_share'))} | {ns(r['kernel_time_ns'])} | {pct(r['tc_time_share'])} | "
+                f"{r.get('verdict') or ''} |" for r in ranges]
+    else:
+        head = ("| Range | Kernel time | On Tensor Cores | Tensor Cores | dtype | Evidence |\n"
+                "|---|---:|---:|---|---|---|")
+        rows = [f"| `{_cell(r['name'])}` | {ns(r['kernel_time_ns'])} | {pct(r['tc_time_share'])} | "
+                f"{r.get('tc_verdict', '')} | {_dtype_mix(r.get('by_dtype') or {})} | {r.get('tc_evidence', '')} |"
+                for r in ranges]
+    return "\n".join([head] + rows)

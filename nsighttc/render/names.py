@@ -1,0 +1,51 @@
+"""Short kernel names for tables and plots (the full name always stays in the JSON and on hover).
+
+C++ kernel names are mostly template noise; what a reader needs is the family plus the one argument
+that says what it computes: the cutlass kernel inside ``cutlass::Kernel2<...>``, the functor inside
+PyTorch's ``elementwise_kernel<...>``.
+"""
+from __future__ import annotations
+
+import re
+
+_WRAPPERS = {"Kernel", "Kernel2", "kernel", "device_kernel"}
+_NOISE = re.compile(r"\bat::<unnamed>::|\(anonymous namespace\)::|<unnamed>::|\bat::native::|\bat::")
+_FUNCTOR = re.compile(r"(CUDAFunctor_\w+(?:<[\w:]+>)?|\w+_copy_kernel_cuda|launch_\w+|normal_kernel|"
+                      r"random_from_to_kernel|\w+_kernel_cuda|\w+Functor\w*(?:<[\w:]+>)?)")
+
+
+def _split_template(name: str) -> tuple[str, str]:
+    """('base', 'first template argument') with nested <> respected."""
+    i = name.find("<")
+    if i < 0:
+        return name.split("(")[0], ""
+    depth, start = 0, i + 1
+    for j in range(i, len(name)):
+        c = name[j]
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+            if depth == 0:
+                return name[:i], name[start:j].strip()
+        elif c == "," and depth == 1:
+            return name[:i], name[start:j].strip()
+    return name[:i], name[start:].split(",")[0].strip()
+
+
+def short_name(name: str, width: int = 64) -> str:
+    n = re.sub(r"^(void|std::enable_if<[^>]*>::type)\s+", "", str(name).strip())
+    n = _NOISE.sub("", n)
+    base, first = _split_template(n)
+    base = base.split("(")[0].strip()
+    leaf = base.split("::")[-1]
+    if leaf in _WRAPPERS and re.fullmatch(r"[A-Za-z_]\w{8,}", first or ""):
+        text = first  # cutlass::Kernel2<cutlass_80_simt_sgemm_...>
+    elif "elementwise" in leaf or "distribution" in leaf:
+        hint = _FUNCTOR.search(n[len(base):])
+        text = f"{base}<{hint.group(1)}>" if hint else f"{base}<…>"
+    elif first:
+        text = f"{base}<{first}{', …' if ',' in n[len(base):].split('>')[0] else ''}>"
+    else:
+        text = base
+    return text if len(text) <= width else text[: width - 1] + "…"

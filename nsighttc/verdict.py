@@ -1,0 +1,107 @@
+"""The verdict: what ``analyze`` concludes, as DataFrames for Python users and as the JSON document
+(schema ``nsighttc.verdict/1``) that renderers, ``report`` and ``diff`` read back.
+
+The JSON is the saved intermediate: renderers take the JSON dict, never the DataFrames, so a report
+re-rendered from ``verdict.json`` is identical to the one written at analysis time.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import InputError
+from .model import SCHEMA_ID, Finding
+
+
+def _num(v: Any) -> Any:
+    """JSON-safe number: NaN/inf -> None, numpy scalars -> Python."""
+    if v is None:
+        return None
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+@dataclass
+class Verdict:
+    inputs: list[dict]
+    device: dict | None
+    tensor_cores: dict
+    kernels: pd.DataFrame
+    ranges: pd.DataFrame
+    findings: list[Finding]
+    launches: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
+    timeline: dict | None = None
+    provenance: dict | None = None
+
+    # -- views ----------------------------------------------------------------------------------
+    def kernel_records(self) -> list[dict]:
+        recs = []
+        for r in self.kernels.itertuples(index=False):  # aggregated rows: one per kernel, not per launch
+            recs.append({
+                "name": r.name, "calls": int(r.calls), "total_time_ns": _num(r.total_time_ns),
+                "time_share": _num(r.time_share), "tensor_core": r.tensor_core, "evidence": r.evidence,
+                "evidence_detail": r.evidence_detail, "dtype": _num(r.dtype), "nvtx": list(r.nvtx),
+                "tc_flop": _num(r.tc_flop), "tflops": _num(r.tflops), "tensor_pipe_pct": _num(r.tensor_pipe_pct),
+                "name_says": _num(r.name_tc), "name_rule": _num(r.name_rule), "matrix_work": bool(r.matrix_work),
+                "variant": int(r.variant),
+            })
+        return recs
+
+    def range_records(self) -> list[dict]:
+        recs = []
+        for r in self.ranges.to_dict("records"):
+            recs.append({k: (_num(v) if not isinstance(v, (dict, list)) else v) for k, v in r.items()})
+        return recs
+
+    def to_json(self) -> dict:
+        doc = {
+            "schema": SCHEMA_ID,
+            "inputs": self.inputs,
+            "device": self.device,
+            "tensor_cores": {k: _num(v) if not isinstance(v, dict) else v for k, v in self.tensor_cores.items()},
+            "kernels": self.kernel_records(),
+            "ranges": self.range_records(),
+            "findings": [f.to_dict() for f in self.findings],
+            "warnings": list(self.warnings),
+        }
+        if self.timeline is not None:
+            doc["timeline"] = self.timeline
+        if self.provenance is not None:
+            doc["provenance"] = self.provenance
+        return doc
+
+    def to_json_text(self) -> str:
+        return json.dumps(self.to_json(), indent=2, allow_nan=False)
+
+
+def load_json(path: str | Path) -> dict:
+    """Read a saved verdict.json (or a run directory holding one), checking the schema id."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "verdict.json"
+    if not p.exists():
+        raise InputError("no such file", p)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"not a verdict JSON file ({exc})", p) from None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if not isinstance(schema, str) or not schema.startswith("nsighttc.verdict/"):
+        raise InputError(f"not an nsighttc verdict (schema is {schema!r}, expected {SCHEMA_ID!r})", p)
+    if schema != SCHEMA_ID:
+        raise InputError(f"verdict schema {schema} is not supported by this version (reads {SCHEMA_ID})", p)
+    return doc

@@ -1,0 +1,54 @@
+"""Shared test helpers. Fixtures are real H200 recordings (see fixtures/README-h200.md)."""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RAW = FIXTURES / "ncu_raw_tensor_metrics.csv.gz"
+DETAILS = FIXTURES / "ncu_details_tensor_metrics.csv.gz"
+VGG_BASIC = FIXTURES / "ncu_details_vgg16_fp16_basic_set.csv.gz"
+NCU_REP = FIXTURES / "mm_fp16_fp32.ncu-rep"
+NSYS_SQLITE_GZ = FIXTURES / "nsys_mm_relu_loops.sqlite.gz"
+KINETO = FIXTURES / "kineto_trace_cases_loops.json.gz"
+
+
+def gunzip_text(path: Path) -> str:
+    return gzip.open(path, "rt", encoding="utf-8").read()
+
+
+def read_rows(path: Path) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(gunzip_text(path))))
+
+
+def write_rows(rows: list[list[str]], dest: Path) -> Path:
+    buf = io.StringIO()
+    csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    dest.write_text(buf.getvalue(), encoding="utf-8")
+    return dest
+
+
+@pytest.fixture
+def nsys_sqlite(tmp_path) -> Path:
+    dest = tmp_path / "nsys_mm_relu_loops.sqlite"
+    with gzip.open(NSYS_SQLITE_GZ, "rb") as src, dest.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return dest
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Call the CLI in-process: returns (exit code, stdout, stderr)."""
+    from nsighttc.cli import main
+
+    def _run(*args: str) -> tuple[int, str, str]:
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return _run
