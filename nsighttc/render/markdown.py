@@ -52,7 +52,7 @@ def tc_headline(tc: dict) -> str:
 def timeline_headline(tl: dict) -> str:
     v = tl.get("verdict", "insufficient-data")
     busy = pct(tl.get("gpu_busy_share"), 0)
-    scope = "of the step" if tl.get("steps", {}).get("count") else "of the profiled time"
+    scope = "of the step" if (tl.get("steps") or {}).get("count") else "of the profiled time"
     cause = tl.get("headline_cause")
     word = {"cpu-bound": "CPU-bound", "gpu-bound": "GPU-bound", "mixed": "mixed",
             "insufficient-data": "not enough data to judge", "no-gpu-work": "no GPU work"}.get(v, v)
@@ -82,11 +82,14 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
     if tc.get("unknown_time_share"):
         rows.append(("Unknown", f"{pct(tc['unknown_time_share'])} of kernel time: names carry no signal"))
     if tl:
-        rows.append(("GPU busy", f"{pct(tl.get('gpu_busy_share'))} of {ns(tl.get('wall_ns'))} profiled"))
+        win = tl.get("window") or {}
+        rows.append(("GPU busy (profiled window)", f"{pct(win.get('gpu_busy_share'))} of {ns(win.get('wall_ns'))}"))
         steps = tl.get("steps") or {}
         if steps.get("count"):
-            rows.append(("Steps", f"{steps['count']} × `{steps['name']}`, median {ns(steps['median_ns'])}, GPU busy "
-                                  f"{pct(steps.get('median_gpu_busy_share'))} (median)"))
+            warm = f"; first {steps['warmup_steps']} left out as warm-up" if steps.get("warmup_steps") else ""
+            rows.append(("Steps", f"{steps['count']} × `{steps['name']}`: median iteration {ns(steps['median_iteration_ns'])} "
+                                  f"(step range {ns(steps['median_ns'])}), GPU busy {pct(steps.get('median_gpu_busy_share'))} "
+                                  f"of it{warm}"))
     out += ["| | |", "|---|---|"] + [f"| {k} | {_cell(v)} |" for k, v in rows] + [""]
     if plots:
         out += [f"![{alt}]({path})" for alt, path in plots.items()] + [""]

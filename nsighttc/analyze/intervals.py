@@ -1,0 +1,69 @@
+"""Interval arithmetic on GPU activity, vectorised with numpy.
+
+The GPU is "busy" when any kernel, copy or set runs on it; overlapping streams count once. We merge
+all activity into disjoint sorted intervals once, keep a prefix sum of their lengths, and then answer
+"how much of [a, b] was busy" for any number of windows with two binary searches each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Union:
+    starts: np.ndarray
+    ends: np.ndarray
+    cum: np.ndarray  # cum[i] = total busy time of intervals before i
+
+    @property
+    def total(self) -> float:
+        return float(self.cum[-1]) if len(self.cum) else 0.0
+
+
+def union(starts: np.ndarray, ends: np.ndarray) -> Union:
+    starts = np.asarray(starts, dtype="float64")
+    ends = np.asarray(ends, dtype="float64")
+    ok = ~(np.isnan(starts) | np.isnan(ends)) & (ends >= starts)
+    starts, ends = starts[ok], ends[ok]
+    if len(starts) == 0:
+        return Union(np.array([]), np.array([]), np.array([0.0]))
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    run_end = np.maximum.accumulate(e)
+    new_block = np.ones(len(s), dtype=bool)
+    new_block[1:] = s[1:] > run_end[:-1]
+    block_id = np.cumsum(new_block) - 1
+    u_start = s[new_block]
+    u_end = np.zeros(len(u_start))
+    np.maximum.at(u_end, block_id, run_end)
+    lengths = u_end - u_start
+    return Union(u_start, u_end, np.concatenate([[0.0], np.cumsum(lengths)]))
+
+
+def busy_before(u: Union, t: np.ndarray) -> np.ndarray:
+    """Busy time in (-inf, t] for each t."""
+    t = np.asarray(t, dtype="float64")
+    if len(u.starts) == 0:
+        return np.zeros_like(t)
+    i = np.searchsorted(u.starts, t, side="right") - 1
+    ic = np.clip(i, 0, None)
+    inside = np.clip(t - u.starts[ic], 0, u.ends[ic] - u.starts[ic])
+    return np.where(i >= 0, u.cum[ic] + inside, 0.0)
+
+
+def busy_within(u: Union, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Busy time inside each window [a, b]."""
+    return np.maximum(busy_before(u, b) - busy_before(u, a), 0.0)
+
+
+def gaps(u: Union, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Idle intervals of the union inside [lo, hi]."""
+    if len(u.starts) == 0:
+        return np.array([lo]), np.array([hi])
+    g_start = np.concatenate([[lo], u.ends])
+    g_end = np.concatenate([u.starts, [hi]])
+    g_start, g_end = np.maximum(g_start, lo), np.minimum(g_end, hi)
+    keep = g_end > g_start
+    return g_start[keep], g_end[keep]

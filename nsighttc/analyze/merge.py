@@ -1,0 +1,59 @@
+"""Merge Nsight Compute hardware evidence into a timeline's kernels (same run, different tools).
+
+A timeline (nsys / torch.profiler) knows when kernels ran but not whether they used Tensor Cores; an
+ncu export of the same workload knows that per kernel name. We copy the ncu verdict onto timeline
+launches by kernel name when every ncu launch of that name agrees (a name whose launches disagree --
+Triton specialisations -- cannot be mapped and keeps its own evidence). torch.profiler demangles names
+differently from NVIDIA's tools (``{lambda(float)#1}`` vs ``[lambda(float) (instance 1)]``), so a second
+pass matches on the short family name when that is unambiguous on both sides.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..render.names import short_name
+from .tensor_cores import EVIDENCE_HARDWARE
+
+_COLS = ["tensor_core", "dtype", "tc_flop_per_call", "tensor_pipe_pct"]
+
+
+def _verdicts(hw: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
+    hard = hw[hw["evidence"] == EVIDENCE_HARDWARE].assign(_key=key, tc_flop_per_call=hw["tc_flop"])
+    state = hard["tensor_core"].map(repr) + "|" + hard["dtype"].map(repr)
+    agree = state.groupby(hard["_key"]).nunique() == 1
+    first = hard.groupby("_key").agg(tensor_core=("tensor_core", "first"), dtype=("dtype", "first"),
+                                     tc_flop_per_call=("tc_flop_per_call", "median"),
+                                     tensor_pipe_pct=("tensor_pipe_pct", "median"))
+    return first[agree.reindex(first.index).fillna(False)]
+
+
+def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    out = timeline.copy()
+    todo = out["evidence"] != EVIDENCE_HARDWARE
+    by_name = _verdicts(hw, hw["name"])
+    hit = todo & out["name"].isin(by_name.index)
+    short_hw = hw["name"].map(short_name)
+    by_short = _verdicts(hw, short_hw)
+    # a short name is usable only if it stands for one full name on the ncu side
+    unique_short = short_hw.groupby(short_hw).transform(lambda s: hw.loc[s.index, "name"].nunique()) == 1
+    by_short = by_short[by_short.index.isin(short_hw[unique_short].unique())]
+    short_tl = out["name"].map(short_name)
+    hit2 = todo & ~hit & short_tl.isin(by_short.index)
+    for mask, table, key in ((hit, by_name, out["name"]), (hit2, by_short, short_tl)):
+        if not mask.any():
+            continue
+        src = table.reindex(key[mask])
+        out.loc[mask, "tensor_core"] = pd.Series(src["tensor_core"].to_numpy(), index=out.index[mask], dtype=object)
+        out.loc[mask, "dtype"] = pd.Series(src["dtype"].to_numpy(), index=out.index[mask], dtype=object)
+        out.loc[mask, "tc_flop"] = src["tc_flop_per_call"].to_numpy()
+        out.loc[mask, "tensor_pipe_pct"] = src["tensor_pipe_pct"].to_numpy()
+        out.loc[mask, "evidence"] = EVIDENCE_HARDWARE
+        out.loc[mask, "evidence_detail"] = "ncu counters merged by kernel name"
+    out["matrix_work"] = out["matrix_work"] | (out["tensor_core"] == True)  # noqa: E712
+    merged = hit | hit2
+    t = out["time_ns"]
+    share = t[merged].sum() / t.sum() if t.sum() else 0.0
+    note = (f"merged ncu hardware evidence into {int(merged.sum()):,} of {len(out):,} timeline launches "
+            f"({100 * share:.0f}% of kernel time) by kernel name; {int((out['evidence'] == EVIDENCE_HARDWARE).sum()):,} "
+            "launches now have hardware evidence")
+    return out, note
