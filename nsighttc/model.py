@@ -69,8 +69,19 @@ def conform(df: pd.DataFrame) -> pd.DataFrame:
             s = pd.Series(np.full(n, np.nan), index=df.index)
         if dtype == "int64":
             dtype = "Int64"  # nullable: a parser may not know the launch id
+        if dtype == "string" and isinstance(s.dtype, pd.CategoricalDtype):
+            out[col] = s  # timeline sources: a million launches share a few hundred names; keep them shared
+            continue
+        if dtype == "string" and n > 50_000:
+            # long tables (timelines): low-cardinality text as categories, not a million string objects
+            out[col] = s.astype("category")
+            continue
         out[col] = s.astype(dtype)
-    table = pd.DataFrame(out, index=df.index).reset_index(drop=True)
+    # copy=False: no consolidation of a million-row table into 2-D blocks (a copy of every column)
+    table = pd.DataFrame(out, index=df.index, copy=False).reset_index(drop=True)
+    if isinstance(table["nvtx"].dtype, pd.CategoricalDtype):
+        if "" not in table["nvtx"].cat.categories:
+            table["nvtx"] = table["nvtx"].cat.add_categories([""])
     table["nvtx"] = table["nvtx"].fillna("")
     return table
 

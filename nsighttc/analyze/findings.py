@@ -27,7 +27,7 @@ def _share(t: float, total: float) -> str:
 
 
 def _names(df: pd.DataFrame, n: int = 3) -> list[str]:
-    return list(df.groupby("name")["time_ns"].sum().sort_values(ascending=False).index[:n])
+    return [str(x) for x in df.groupby("name", observed=True)["time_ns"].sum().sort_values(ascending=False).index[:n]]
 
 
 def _how(df: pd.DataFrame) -> str:
@@ -45,8 +45,10 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
     def named(rx: re.Pattern) -> pd.Series:
         return name_mask(name, rx)
 
-    tc = launches["tensor_core"]
-    no_tc = (tc == False) & launches["matrix_work"]  # noqa: E712
+    state = launches["tc_state"] if "tc_state" in launches else launches["tensor_core"].map(
+        {True: "yes", False: "no"}).fillna("unknown")
+    is_yes, is_no, is_unk = (state == "yes").to_numpy(), (state == "no").to_numpy(), (state == "unknown").to_numpy()
+    no_tc = is_no & launches["matrix_work"].to_numpy()
 
     fp32 = launches[no_tc & named(_FP32_SIMT) & ~named(_HALF_CONV_SIMT)]
     if not fp32.empty and fp32["time_ns"].sum() / total >= MIN_SHARE:
@@ -84,7 +86,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
             "`x = x.to(memory_format=torch.channels_last)`.",
             t, _names(trans)))
 
-    legacy = launches[(tc == True) & named(_ALIGN_LEGACY)]  # noqa: E712
+    legacy = launches[is_yes & named(_ALIGN_LEGACY)]
     if not legacy.empty and legacy["time_ns"].sum() / total >= MIN_SHARE:
         t = legacy["time_ns"].sum()
         pipe = legacy["tensor_pipe_pct"]
@@ -98,7 +100,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
             "sizes up.",
             t, _names(legacy)))
 
-    unknown = launches[tc.isna() & launches["matrix_work"]]
+    unknown = launches[is_unk & launches["matrix_work"].to_numpy()]
     if not unknown.empty and unknown["time_ns"].sum() / total >= MIN_SHARE:
         t = unknown["time_ns"].sum()
         out.append(Finding(
@@ -111,7 +113,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
             t, _names(unknown)))
 
     pipe = launches["tensor_pipe_pct"]
-    low = launches[(tc == True) & pipe.notna() & (pipe < LOW_PIPE_PCT)]  # noqa: E712
+    low = launches[is_yes & pipe.notna().to_numpy() & (pipe < LOW_PIPE_PCT).to_numpy()]
     if not low.empty and low["time_ns"].sum() / total >= MIN_SHARE:
         t = low["time_ns"].sum()
         out.append(Finding(
@@ -123,7 +125,8 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
             "per call, fuse small matmuls, or accept it when the kernels are short.",
             t, _names(low)))
 
-    variants = launches.groupby("name")["tensor_core"].agg(lambda s: s.map(repr).nunique())
+    pairs = pd.DataFrame({"name": launches["name"], "s": state}).drop_duplicates()
+    variants = pairs.groupby("name", observed=True)["s"].nunique()
     split = variants[variants > 1]
     if not split.empty:
         rows = launches[launches["name"].isin(split.index)]

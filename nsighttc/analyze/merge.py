@@ -9,6 +9,7 @@ pass matches on the short family name when that is unambiguous on both sides.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..render.names import short_name
@@ -39,6 +40,10 @@ def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[p
     by_short = by_short[by_short.index.isin(short_hw[unique_short].unique())]
     short_tl = out["name"].map(short_name)
     hit2 = todo & ~hit & short_tl.isin(by_short.index)
+    merged_detail = "ncu counters merged by kernel name"
+    if isinstance(out["evidence_detail"].dtype, pd.CategoricalDtype) and \
+            merged_detail not in out["evidence_detail"].cat.categories:
+        out["evidence_detail"] = out["evidence_detail"].cat.add_categories([merged_detail])
     for mask, table, key in ((hit, by_name, out["name"]), (hit2, by_short, short_tl)):
         if not mask.any():
             continue
@@ -48,8 +53,11 @@ def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[p
         out.loc[mask, "tc_flop"] = src["tc_flop_per_call"].to_numpy()
         out.loc[mask, "tensor_pipe_pct"] = src["tensor_pipe_pct"].to_numpy()
         out.loc[mask, "evidence"] = EVIDENCE_HARDWARE
-        out.loc[mask, "evidence_detail"] = "ncu counters merged by kernel name"
+        out.loc[mask, "evidence_detail"] = merged_detail
     out["matrix_work"] = out["matrix_work"] | (out["tensor_core"] == True)  # noqa: E712
+    tc = out["tensor_core"].to_numpy()
+    out["tc_state"] = pd.Categorical.from_codes(np.where(tc == True, 0, np.where(tc == False, 1, 2)),  # noqa: E712
+                                                categories=["yes", "no", "unknown"])
     merged = hit | hit2
     t = out["time_ns"]
     share = t[merged].sum() / t.sum() if t.sum() else 0.0

@@ -115,11 +115,16 @@ def match(name: str) -> tuple[bool | None, str | None, str | None]:
 
 
 def classify_names(names: pd.Series) -> pd.DataFrame:
-    """Vectorised over unique names: columns name_tc (object True/False/None), name_dtype, name_rule."""
-    uniq = pd.unique(names.dropna())
-    table = {n: match(n) for n in uniq}
-    res = pd.DataFrame.from_dict(table, orient="index", columns=["name_tc", "name_dtype", "name_rule"])
-    return res.reindex(names.to_numpy()).set_index(names.index)
+    """Rules evaluated once per distinct name, then spread by integer codes: columns name_tc
+    (object True/False/None), name_dtype, name_rule."""
+    codes, uniques = pd.factorize(names)
+    res = [match(str(u)) for u in uniques] + [(None, None, None)]  # code -1: missing name
+    cols = list(zip(*res))
+    rule_codes, rule_names = pd.factorize(pd.Series(cols[2], dtype=object))
+    return pd.DataFrame({"name_tc": np.array(cols[0], dtype=object)[codes],
+                         "name_dtype": np.array(cols[1], dtype=object)[codes],
+                         "name_rule": pd.Categorical.from_codes(rule_codes[codes], categories=list(rule_names))},
+                        index=names.index)
 
 
 # Kernels that do matrix work (GEMM, GEMV, conv, attention), whatever engine ran them: findings look at

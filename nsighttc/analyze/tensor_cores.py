@@ -31,13 +31,17 @@ EVIDENCE_NONE = "none"
 def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
     """Add ``tensor_core`` (object: True/False/None), ``evidence``, ``evidence_detail``, ``dtype``,
     ``tc_flop``, ``name_tc``/``name_rule`` (what the name alone would have said) to a kernel table."""
-    k = k.copy()
-    ops = k[[f"tc_ops_{d}" for d in TC_DTYPES]].to_numpy(dtype="float64")
-    ops_total = np.where(np.isnan(ops).all(axis=1), np.nan, np.nansum(ops, axis=1))
-    ops_pos = ops_total > 0
-    with np.errstate(invalid="ignore"):
+    k = k.copy(deep=False)
+    ops_cols = [f"tc_ops_{d}" for d in TC_DTYPES]
+    if k[ops_cols].notna().any().any():
+        ops = k[ops_cols].to_numpy(dtype="float64")
+        ops_total = np.where(np.isnan(ops).all(axis=1), np.nan, np.nansum(ops, axis=1))
         top = np.argmax(np.where(np.isnan(ops), -1.0, ops), axis=1)
-    ops_dtype = np.array(TC_DTYPES, dtype=object)[top]
+        ops_dtype = np.array(TC_DTYPES, dtype=object)[top]
+    else:  # timeline sources: no counters at all
+        ops_total = np.full(len(k), np.nan)
+        ops_dtype = np.full(len(k), None, dtype=object)
+    ops_pos = np.nan_to_num(ops_total, nan=0.0) > 0
     required = k[[f"tc_ops_{d}" for d in OPS_REQUIRED_FOR_NO]]
     ops_all_zero = required.notna().all(axis=1).to_numpy() & (np.nan_to_num(ops_total, nan=1.0) == 0)
 
@@ -61,14 +65,17 @@ def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
     name_dtype = names["name_dtype"].to_numpy(dtype=object)
 
     conds = [ops_pos, ops_all_zero, inst_pos, inst_neg]
-    tc = np.select(conds, [True, False, True, False], default=None).astype(object)
-    tc = np.where(np.any(conds, axis=0), tc, name_tc)
-    decided_hw = np.any(conds, axis=0)
-    evidence = np.where(decided_hw, EVIDENCE_HARDWARE,
-                        np.where(pd.isna(pd.Series(name_tc, dtype=object)).to_numpy(), EVIDENCE_NONE, EVIDENCE_NAME))
-    detail = np.select(conds, ["tensor ops counters", "tensor ops counters all zero",
-                               "tensor instruction counts", "no tensor math instructions"],
-                       default=np.where(evidence == EVIDENCE_NAME, "kernel name rule", "no signal"))
+    decided_hw = ops_pos | ops_all_zero | inst_pos | inst_neg
+    tc = np.where(ops_pos | inst_pos, True, np.where(ops_all_zero | inst_neg, False, None)).astype(object)
+    tc = np.where(decided_hw, tc, name_tc)
+    name_known = pd.notna(pd.Series(name_tc, dtype=object)).to_numpy()
+    # small categoricals built from integer codes: no million-string arrays
+    ev_code = np.where(decided_hw, 0, np.where(name_known, 1, 2))
+    evidence = pd.Categorical.from_codes(ev_code, categories=[EVIDENCE_HARDWARE, EVIDENCE_NAME, EVIDENCE_NONE])
+    detail_code = np.select(conds, [0, 1, 2, 3], default=np.where(name_known, 4, 5))
+    detail = pd.Categorical.from_codes(detail_code, categories=[
+        "tensor ops counters", "tensor ops counters all zero", "tensor instruction counts",
+        "no tensor math instructions", "kernel name rule", "no signal"])
     # dtype: exact from ops; from instructions where they tell (imma/dmma); else what the name says.
     hw_inst_dtype = np.where(pd.isna(pd.Series(inst_dtype, dtype=object)).to_numpy(), name_dtype, inst_dtype)
     dtype = np.where(ops_pos, ops_dtype,
@@ -77,22 +84,26 @@ def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
     dtype = np.where(tc == True, dtype, None)  # noqa: E712
 
     k["tensor_core"] = pd.Series(tc, index=k.index, dtype=object)
+    k["tc_state"] = pd.Categorical.from_codes(np.where(tc == True, 0, np.where(tc == False, 1, 2)),  # noqa: E712
+                                              categories=["yes", "no", "unknown"])
     k["evidence"] = evidence
     k["evidence_detail"] = detail
     dtype_s = pd.Series(dtype, index=k.index, dtype=object)
     k["dtype"] = dtype_s.where(dtype_s.notna(), None)
     k["tc_flop"] = np.where(ops_pos, ops_total, np.nan)
     k["name_tc"] = pd.Series(name_tc, index=k.index, dtype=object)
-    k["name_rule"] = names["name_rule"].to_numpy()
+    k["name_rule"] = names["name_rule"]
     k["matrix_work"] = name_rules.is_matrix_work(k["name"]).to_numpy() | (k["tensor_core"] == True).to_numpy()  # noqa: E712
     dur = k["duration_ns"].astype("float64")
     k["time_ns"] = dur if dur.notna().any() else pd.Series(1.0, index=k.index)
     return k
 
 
-def _state(tc: pd.Series) -> pd.Series:
-    """True/False/None -> 'yes'/'no'/'unknown' (a plain string column groups and sums fast)."""
-    return tc.map({True: "yes", False: "no"}).fillna("unknown")
+def _state(launches: pd.DataFrame) -> pd.Series:
+    """'yes'/'no'/'unknown' per launch (categorical: groups and compares fast)."""
+    if "tc_state" in launches.columns:
+        return launches["tc_state"]
+    return launches["tensor_core"].map({True: "yes", False: "no"}).fillna("unknown")
 
 
 def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
@@ -105,21 +116,28 @@ def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["name", "calls", "total_time_ns", "tensor_core", "evidence", "dtype",
                                      "nvtx", "tc_flop", "tflops", "tensor_pipe_pct", "name_tc", "name_rule",
                                      "matrix_work", "time_share", "variant", "evidence_detail"])
-    df = launches.assign(_state=_state(launches["tensor_core"]), _dtype=launches["dtype"].fillna(""),
-                         _pipe_w=launches["tensor_pipe_pct"] * launches["time_ns"])
+    df = pd.DataFrame({"name": launches["name"], "_state": _state(launches), "_dtype": launches["dtype"].fillna(""),
+                       "evidence": launches["evidence"], "_pipe_w": launches["tensor_pipe_pct"] * launches["time_ns"],
+                       "time_ns": launches["time_ns"], "tc_flop": launches["tc_flop"],
+                       "tensor_pipe_pct": launches["tensor_pipe_pct"], "matrix_work": launches["matrix_work"],
+                       "name_rule": launches["name_rule"], "evidence_detail": launches["evidence_detail"],
+                       "launch_id": launches["launch_id"], "nvtx": launches["nvtx"]}, copy=False)
     keys = ["name", "_state", "_dtype", "evidence"]
-    g = df.groupby(keys, sort=False, dropna=False)
-    out = g.agg(calls=("name", "size"), total_time_ns=("time_ns", "sum"), tc_flop=("tc_flop", "sum"),
+    g = df.groupby(keys, sort=False, dropna=False, observed=True)
+    out = g.agg(calls=("time_ns", "size"), total_time_ns=("time_ns", "sum"), tc_flop=("tc_flop", "sum"),
                 _pipe_w=("_pipe_w", "sum"), _pipe_t=("tensor_pipe_pct", "count"),
                 matrix_work=("matrix_work", "any"), name_rule=("name_rule", "first"),
                 evidence_detail=("evidence_detail", "first"), first_launch=("launch_id", "min")).reset_index()
-    nv = df[df["nvtx"] != ""].groupby(keys, sort=False)["nvtx"].unique()
+    nv = df.loc[df["nvtx"] != "", keys + ["nvtx"]].drop_duplicates().astype({"nvtx": str})
+    nv = nv.groupby(keys, sort=False, observed=True)["nvtx"].unique()
     out = out.merge(nv.rename("nvtx").reset_index(), on=keys, how="left")
     out["nvtx"] = out["nvtx"].apply(lambda v: sorted(v) if isinstance(v, np.ndarray) else [])
+    out["_state"] = out["_state"].astype(str)
     out["tensor_core"] = out["_state"].map({"yes": True, "no": False, "unknown": None}).astype(object)
     out["dtype"] = out["_dtype"].replace("", None)
+    out["name"] = out["name"].astype(str)
     out["tensor_pipe_pct"] = np.where(out["_pipe_t"] > 0, out["_pipe_w"] / out["total_time_ns"], np.nan)
-    has_flop = df.groupby(keys, sort=False, dropna=False)["tc_flop"].count().to_numpy() > 0
+    has_flop = g["tc_flop"].count().to_numpy() > 0
     out["tc_flop"] = np.where(has_flop, out["tc_flop"], np.nan)
     # Achieved TFLOP/s = FLOPs / kernel time (ns) / 1e3.
     out["tflops"] = out["tc_flop"] / out["total_time_ns"] / 1e3
@@ -133,24 +151,55 @@ def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["_state", "_dtype", "_pipe_w", "_pipe_t"]).reset_index(drop=True)
 
 
+def compact(launches: pd.DataFrame) -> pd.DataFrame:
+    """Launches -> one row per (range path, verdict, dtype, matrix work, evidence) with summed time,
+    launch count and FLOPs: roll-ups over a million launches become roll-ups over a few dozen rows."""
+    if "n" in launches.columns:
+        return launches
+    df = pd.DataFrame({
+        "nvtx": launches["nvtx"].to_numpy(),
+        "state": _state(launches).to_numpy(),
+        "dtype": launches["dtype"].fillna("").to_numpy(),
+        "matrix_work": launches["matrix_work"].astype(bool).to_numpy(),
+        "evidence": launches["evidence"].to_numpy(),
+        "time_ns": launches["time_ns"].to_numpy(),
+        "tc_flop": launches["tc_flop"].to_numpy(),
+        "flop_time_ns": np.where(launches["tc_flop"].notna(), launches["time_ns"], 0.0),
+        "launch_id": pd.to_numeric(launches["launch_id"], errors="coerce").to_numpy(dtype="float64"),
+    }, copy=False)
+    df["has_flop"] = df["tc_flop"].notna()
+    g = df.groupby(["nvtx", "state", "dtype", "matrix_work", "evidence"], sort=False, observed=True)
+    out = g.agg(time_ns=("time_ns", "sum"), n=("time_ns", "size"), tc_flop=("tc_flop", "sum"),
+                has_flop=("has_flop", "any"), flop_time_ns=("flop_time_ns", "sum"), first=("launch_id", "min")).reset_index()
+    out["tc_flop"] = out["tc_flop"].where(out["has_flop"])
+    out["nvtx"] = out["nvtx"].astype(str)
+    out["state"] = out["state"].astype(str)
+    out["tensor_core"] = out["state"].map({"yes": True, "no": False, "unknown": None}).astype(object)
+    out["dtype"] = out["dtype"].replace("", None)
+    return out
+
+
 def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
     """Overall Tensor Core summary of a set of launches (the whole run, or one NVTX range)."""
-    t = launches["time_ns"]
+    c = compact(launches)
+    t = c["time_ns"]
     total = float(t.sum())
-    tc = launches["tensor_core"]
-    is_yes, is_no, is_unk = (tc == True), (tc == False), tc.isna()  # noqa: E712
+    state = c["state"]
+    is_yes, is_no, is_unk = state == "yes", state == "no", state == "unknown"
     tc_time = float(t[is_yes].sum())
     unknown_time = float(t[is_unk].sum())
-    matrix = launches["matrix_work"].astype(bool)
+    matrix = c["matrix_work"].astype(bool)
     matrix_time = float(t[matrix].sum())
     matrix_cuda_core = float(t[matrix & is_no].sum())
     matrix_unknown = float(t[matrix & is_unk].sum())
-    yes_rows = launches[is_yes]
+    yes_rows = c[is_yes]
     by_dtype = (yes_rows.assign(d=yes_rows["dtype"].fillna("unknown")).groupby("d")["time_ns"].sum() / total
                 if total and not yes_rows.empty else pd.Series(dtype=float))
-    flop = launches.loc[is_yes, "tc_flop"]
-    flop_time = float(t[is_yes & launches["tc_flop"].notna()].sum())
-    if launches.empty:
+    flop_rows = c[is_yes & c["tc_flop"].notna()]
+    flop = float(flop_rows["tc_flop"].sum()) if not flop_rows.empty else None
+    flop_time = float(flop_rows["flop_time_ns"].sum())
+    n = int(c["n"].sum())
+    if n == 0:
         verdict = "unknown"
     elif tc_time > 0:
         off_tc = matrix_cuda_core + matrix_unknown
@@ -159,24 +208,22 @@ def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
         verdict = "unknown"
     else:
         verdict = "no"
-    deciding = launches[is_yes | matrix]
-    evs = set(deciding["evidence"]) - {EVIDENCE_NONE} if not deciding.empty else set(launches["evidence"]) - {EVIDENCE_NONE}
-    evidence = (EVIDENCE_NONE if not evs else evs.pop() if len(evs) == 1 else "mixed")
-    if verdict == "unknown" and not evs:
-        evidence = EVIDENCE_NONE
+    deciding = c[is_yes | matrix]
+    evs = set((deciding if not deciding.empty else c)["evidence"]) - {EVIDENCE_NONE}
+    evidence = EVIDENCE_NONE if not evs else evs.pop() if len(evs) == 1 else "mixed"
     return {
         "verdict": verdict,
         "evidence": evidence,
         "tc_time_share": tc_time / total if total else 0.0,
         "unknown_time_share": unknown_time / total if total else 0.0,
         "matrix_time_share": matrix_time / total if total else 0.0,
-        "matrix_on_tc_share": tc_time / (matrix_time or 1.0) if matrix_time else 0.0,
-        "by_dtype": {str(k): float(v) for k, v in by_dtype.sort_values(ascending=False).items()},
+        "matrix_on_tc_share": tc_time / matrix_time if matrix_time else 0.0,
+        "by_dtype": {str(k): float(v) for k, v in by_dtype.sort_values(ascending=False).items() if v > 0},
         "kernel_time_ns": total,
         "tc_time_ns": tc_time,
-        "flop": float(flop.sum()) if flop.notna().any() else None,
-        "tflops": (float(flop.sum()) / flop_time / 1e3) if flop.notna().any() and flop_time else None,
-        "launches": int(len(launches)),
+        "flop": flop,
+        "tflops": flop / flop_time / 1e3 if flop and flop_time else None,
+        "launches": n,
     }
 
 
@@ -184,20 +231,21 @@ def range_table(launches: pd.DataFrame) -> pd.DataFrame:
     """Per NVTX range path (every prefix: a kernel in ``a/b`` counts for ``a`` and ``a/b``)."""
     cols = ["name", "kernel_time_ns", "tc_time_share", "tc_verdict", "tc_evidence", "by_dtype", "launches",
             "unknown_time_share"]
-    nv = launches.loc[launches["nvtx"] != "", "nvtx"]
-    if nv.empty:
+    c = compact(launches)
+    c = c[c["nvtx"] != ""]
+    if c.empty:
         return pd.DataFrame(columns=cols)
-    paths = pd.unique(nv)
+    paths = pd.unique(c["nvtx"])
     pref = pd.DataFrame([(p, "/".join(p.split("/")[:i + 1])) for p in paths for i in range(p.count("/") + 1)],
                         columns=["nvtx", "range"])
-    joined = launches[launches["nvtx"] != ""].merge(pref, on="nvtx")
+    joined = c.merge(pref, on="nvtx")
     rows = []
-    for rng, grp in joined.groupby("range", sort=False):  # one group per range: few, not per kernel
+    for rng, grp in joined.groupby("range", sort=False):  # compacted rows: cheap
         r = rollup(grp)
         rows.append({"name": rng, "kernel_time_ns": r["kernel_time_ns"], "tc_time_share": r["tc_time_share"],
                      "tc_verdict": r["verdict"], "tc_evidence": r["evidence"], "by_dtype": r["by_dtype"],
                      "launches": r["launches"], "unknown_time_share": r["unknown_time_share"]})
     out = pd.DataFrame(rows, columns=cols)
-    first_seen = joined.groupby("range")["launch_id"].min()
+    first_seen = joined.groupby("range")["first"].min()
     out["_first"] = out["name"].map(first_seen)
     return out.sort_values(["_first", "name"]).drop(columns="_first").reset_index(drop=True)

@@ -123,7 +123,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     launch = _launch_overhead(w_k, w_api, u, th)
     g = _gaps(u, lo, hi, ranges)
     causes = _causes(rstats, sync, pageable, launch, ranges, u, lo, hi)
-    devices = _devices(ops, tl.devices, lo, hi)
+    devices = _devices(ops, tl.devices, lo, hi, u)
 
     if n_kernels == 0 and ops.empty:
         verdict = "no-gpu-work"
@@ -141,7 +141,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
 def _window(ops: pd.DataFrame, ranges: pd.DataFrame) -> tuple[float, float]:
     """Profiled window: the span of top-level ranges when the workload is annotated, else of GPU work."""
     if not ranges.empty:
-        top = ranges[~ranges["path"].str.contains("/", regex=False)]
+        top = ranges[~ranges["path"].str.contains("/", regex=False).astype(bool).to_numpy()]
         return float(top["start_ns"].min()), float(top["end_ns"].max())
     if ops.empty:
         return 0.0, 0.0
@@ -168,7 +168,7 @@ def _range_stats(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFram
     r = ranges.assign(wall=ranges["end_ns"] - ranges["start_ns"])
     r["busy"] = intervals.busy_within(u, r["start_ns"].to_numpy(), r["end_ns"].to_numpy())
     r["idle"] = r["wall"] - r["busy"]
-    g = r.groupby("path", sort=False)
+    g = r.groupby("path", sort=False, observed=True)
     st = g.agg(count=("wall", "size"), wall_ns=("wall", "sum"), busy_ns=("busy", "sum"),
                median_wall_ns=("wall", "median"), median_idle=("idle", "median"), idle_ns=("idle", "sum"),
                first=("start_ns", "min"))
@@ -216,14 +216,18 @@ def _steps(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, th:
            step_range: str | None) -> dict:
     if ranges.empty:
         return {}
-    leaf = ranges["path"].str.rsplit("/", n=1).str[-1]
-    is_step = (leaf == step_range) if step_range else leaf.str.match(STEP_PATTERN)
-    fams = ranges[is_step].groupby("path").filter(lambda g: len(g) >= 2)
+    codes, paths = pd.factorize(ranges["path"])
+    leaves = [str(p).rsplit("/", 1)[-1] for p in paths]
+    per_path = np.array([(lf == step_range) if step_range else bool(STEP_PATTERN.match(lf)) for lf in leaves] + [False])
+    is_step = pd.Series(per_path[codes], index=ranges.index)
+    cand = ranges[is_step.to_numpy()]
+    sizes = cand["path"].value_counts()
+    fams = cand[cand["path"].isin(sizes[sizes >= 2].index)]
     if fams.empty:
         return {}
     k_start = launches["start_ns"].to_numpy() if "start_ns" in launches else np.array([])
     best = None
-    for path, grp in fams.groupby("path"):
+    for path, grp in fams.groupby("path", observed=True):
         grp = grp.sort_values("start_ns")
         s, e = grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy()
         it_end = np.concatenate([s[1:], e[-1:]])
@@ -249,7 +253,7 @@ def _steps(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, th:
         if best is None or weight > best[0]:
             best = (weight, fam)
     result = dict(best[1])
-    result["families"] = sorted(fams["path"].unique().tolist())
+    result["families"] = sorted(str(p) for p in fams["path"].unique())
     return result
 
 
@@ -336,10 +340,11 @@ def _causes(rstats: pd.DataFrame, sync: dict, pageable: dict, launch: dict, rang
     return sorted(out, key=lambda c: -c["idle_ns"])
 
 
-def _devices(ops: pd.DataFrame, devs: dict, lo: float, hi: float) -> list[dict]:
+def _devices(ops: pd.DataFrame, devs: dict, lo: float, hi: float, all_devices: intervals.Union) -> list[dict]:
     out = []
+    single = ops["device"].nunique() == 1
     for dev, grp in ops.groupby("device"):
-        u = intervals.union(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy())
+        u = all_devices if single else intervals.union(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy())
         busy = float(intervals.busy_within(u, np.array([lo]), np.array([hi]))[0]) if hi > lo else 0.0
         info = devs.get(int(dev), {}) if pd.notna(dev) else {}
         out.append({"device": int(dev) if pd.notna(dev) else None, "name": info.get("name"),

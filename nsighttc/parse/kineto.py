@@ -142,7 +142,7 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
     r["path"] = nest_paths(r)
     ranges = r.reindex(columns=RANGE_COLUMNS)
 
-    copy = g["name"].str.extract(_MEMCPY_NAME)
+    copy = g["name"].astype(str).str.extract(_MEMCPY_NAME)
     gpu_ops = pd.DataFrame({"device": g["device"], "start_ns": g["start_ns"], "end_ns": g["start_ns"] + g["dur_ns"],
                             "kind": g["kind"], "correlation": g["correlation"], "pid": g["pid"], "bytes": g["bytes"],
                             "copy_kind": copy[0].where(g["kind"] == "memcpy"),

@@ -38,28 +38,34 @@ class Timeline:
 
 
 def nest_paths(ranges: pd.DataFrame) -> pd.Series:
-    """'outer/inner' path of every range from nesting on its own thread (a stack sweep over ranges,
-    which are few compared with kernels)."""
+    """'outer/inner' path of every range from nesting on its own thread (one stack sweep over the
+    ranges in start order, on plain arrays: ranges are far fewer than kernels, but can be 10^5)."""
     if ranges.empty:
         return pd.Series([], dtype=object)
-    order = ranges.sort_values(["pid", "tid", "start_ns", "end_ns"], ascending=[True, True, True, False]).index
-    paths = pd.Series("", index=ranges.index, dtype=object)
-    starts, ends, names = ranges["start_ns"], ranges["end_ns"], ranges["name"]
-    keys = list(zip(ranges["pid"], ranges["tid"]))
+    order = np.lexsort((-ranges["end_ns"].to_numpy(), ranges["start_ns"].to_numpy(),
+                        pd.factorize(ranges["tid"])[0], pd.factorize(ranges["pid"])[0]))
+    starts = ranges["start_ns"].to_numpy()[order]
+    ends = ranges["end_ns"].to_numpy()[order]
+    keys = (pd.factorize(ranges["pid"])[0] * 1_000_003 + pd.factorize(ranges["tid"])[0])[order]
+    codes, uniques = pd.factorize(ranges["name"].astype(str))
+    leaves = [_family(u) for u in uniques]
+    leaf_of = [leaves[c] for c in codes[order]]
+    out: list[str] = [""] * len(order)
     stack: list[tuple[float, str]] = []
     current = None
-    for i in order:
-        key = keys[ranges.index.get_loc(i)]
-        if key != current:
-            stack, current = [], key
-        s, e = starts[i], ends[i]
+    for j in range(len(order)):
+        if keys[j] != current:
+            stack, current = [], keys[j]
+        s = starts[j]
         while stack and stack[-1][0] <= s:
             stack.pop()
-        leaf = _family(str(names[i]))
-        path = f"{stack[-1][1]}/{leaf}" if stack else leaf
-        paths[i] = path
-        stack.append((e, path))
-    return paths
+        path = f"{stack[-1][1]}/{leaf_of[j]}" if stack else leaf_of[j]
+        out[j] = path
+        stack.append((ends[j], path))
+    result = np.empty(len(order), dtype=object)
+    result[order] = out
+    # categorical: 10^5 range instances share a handful of paths; string work then runs per path
+    return pd.Series(result, index=ranges.index, dtype="category")
 
 
 _FAMILY = re.compile(r"#\d+$")
@@ -88,11 +94,24 @@ def paths_at(ranges: pd.DataFrame, pids: pd.Series, times: pd.Series) -> pd.Seri
 
 def launch_times(kernels: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     """Start/end of each kernel's launch call (joined on pid + correlation id); NaN where not traced."""
-    calls = api.dropna(subset=["correlation"]).drop_duplicates(["pid", "correlation"])
-    k = pd.DataFrame({"pid": kernels["pid"], "launch_id": kernels["launch_id"].astype("float64")}, index=kernels.index)
-    m = k.reset_index().merge(calls[["pid", "correlation", "start_ns", "end_ns"]].astype({"correlation": "float64"}),
-                              left_on=["pid", "launch_id"], right_on=["pid", "correlation"], how="left")
-    return m.set_index("index")[["start_ns", "end_ns"]].reindex(kernels.index)
+    out = pd.DataFrame({"start_ns": np.nan, "end_ns": np.nan}, index=kernels.index)
+    if api.empty or kernels.empty:
+        return out
+    # one int64 key per (pid, correlation id); a binary search instead of a hash join of millions of rows
+    def key(pid, corr):
+        p = pd.to_numeric(pd.Series(np.asarray(pid)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+        c = pd.to_numeric(pd.Series(np.asarray(corr)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+        return (p << 40) ^ c
+    api_key = key(api["pid"], api["correlation"])
+    order = np.argsort(api_key, kind="stable")
+    sk = api_key[order]
+    kk = key(kernels["pid"], kernels["launch_id"])
+    pos = np.clip(np.searchsorted(sk, kk), 0, len(sk) - 1)
+    hit = sk[pos] == kk
+    src = order[pos]
+    out["start_ns"] = np.where(hit, api["start_ns"].to_numpy(dtype="float64")[src], np.nan)
+    out["end_ns"] = np.where(hit, api["end_ns"].to_numpy(dtype="float64")[src], np.nan)
+    return out
 
 
 def attribute_ranges(kernels: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:
@@ -101,36 +120,49 @@ def attribute_ranges(kernels: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFr
     if kernels.empty or api.empty or ranges.empty:
         return pd.Series("", index=kernels.index, dtype=object)
     launch = launch_times(kernels, api)
-    return paths_at(ranges, kernels["pid"], launch["start_ns"])
+    return paths_at(ranges, kernels["pid"], launch["start_ns"]).astype("category")
+
+
+_SEGMENT_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _segments(r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Elementary time segments of a process's ranges and the innermost open path in each."""
+    """Elementary time segments of a process's ranges and the innermost open path in each.
+
+    Innermost = deepest path, then latest start. A sweep over 2 x ranges boundary events on plain
+    arrays; cached, since kernels, sync calls and gaps all ask for the same process."""
     if r.empty:
         return np.array([]), np.array([], dtype=object)
-    events = pd.concat([
-        pd.DataFrame({"t": r["start_ns"], "open": 1, "end": r["end_ns"], "path": r["path"]}),
-        pd.DataFrame({"t": r["end_ns"], "open": 0, "end": r["end_ns"], "path": r["path"]}),
-    ]).sort_values(["t", "open"], kind="stable")
-    seg_t, seg_p = [], []
-    active: dict[str, int] = {}
-    order: list[tuple[float, str]] = []  # (start, path) of open ranges; innermost = deepest path, latest start
-    for t, is_open, _end, path in events.itertuples(index=False):
-        if is_open:
-            active[path] = active.get(path, 0) + 1
-            order.append((t, path))
+    key = (len(r), float(r["start_ns"].sum()), float(r["end_ns"].sum()), str(r["path"].iloc[0]))
+    if key in _SEGMENT_CACHE:
+        return _SEGMENT_CACHE[key]
+    n = len(r)
+    t = np.concatenate([r["start_ns"].to_numpy(), r["end_ns"].to_numpy()])
+    is_open = np.concatenate([np.ones(n, dtype=bool), np.zeros(n, dtype=bool)])
+    idx = np.concatenate([np.arange(n), np.arange(n)])
+    order = np.lexsort((is_open, t))  # at equal times close before open
+    paths = r["path"].to_numpy()
+    depth = np.array([p.count("/") for p in paths])
+    seg_t = t[order]
+    seg_p = np.empty(len(order), dtype=object)
+    open_set: dict[int, tuple[int, float]] = {}
+    best: tuple | None = None
+    starts = r["start_ns"].to_numpy()
+    for j, o in enumerate(order):
+        i = idx[o]
+        if is_open[o]:
+            open_set[i] = (depth[i], starts[i])
+            if best is None or (depth[i], starts[i]) >= best[0]:
+                best = ((depth[i], starts[i]), i)
         else:
-            active[path] -= 1
-            if not active[path]:
-                del active[path]
-            for j in range(len(order) - 1, -1, -1):
-                if order[j][1] == path:
-                    del order[j]
-                    break
-        inner = max(order, key=lambda o: (o[1].count("/"), o[0]))[1] if order else ""
-        seg_t.append(t)
-        seg_p.append(inner)
-    return np.asarray(seg_t, dtype="float64"), np.asarray(seg_p, dtype=object)
+            open_set.pop(i, None)
+            if best is not None and best[1] == i:
+                best = max(((v, k) for k, v in open_set.items()), default=None)
+        seg_p[j] = paths[best[1]] if best is not None else ""
+    if len(_SEGMENT_CACHE) > 64:
+        _SEGMENT_CACHE.clear()
+    _SEGMENT_CACHE[key] = (seg_t, seg_p)
+    return seg_t, seg_p
 
 
 def strip_api_version(names: pd.Series) -> pd.Series:

@@ -1,0 +1,95 @@
+"""Benchmark: analyse an nsys SQLite export with N kernels (default 1,000,000).
+
+The database is made from the real H200 export (tests/fixtures/nsys_mm_relu_loops.sqlite.gz): the same
+schema, with kernel, memcpy/memset, CUDA API and NVTX rows copied with shifted timestamps and
+correlation ids until there are N kernels. Budget (issue 3): <= 10 s and <= 2 GB peak RSS on the
+2-core CI machine. Run: python benchmarks/bench_nsys_sqlite.py [--kernels N] [--keep FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import math
+import resource
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+FIXTURE = ROOT / "tests" / "fixtures" / "nsys_mm_relu_loops.sqlite.gz"
+API_KEEP = "(SELECT id FROM StringIds WHERE value LIKE 'cuda%' OR value LIKE 'cuLaunch%')"
+
+
+def _replicate(con, table, copies, span, corr_span, where=""):
+    cols = [r[1] for r in con.execute(f'PRAGMA table_info("{table}")')]
+    expr = []
+    for c in cols:
+        if c in ("start", "end"):
+            expr.append(f"{c} + seq.i * {span}")
+        elif c == "correlationId":
+            expr.append(f"{c} + seq.i * {corr_span}")
+        else:
+            expr.append(c)
+    con.execute(f'INSERT INTO "{table}" ({", ".join(cols)}) SELECT {", ".join(expr)} FROM "{table}" AS t, seq '
+                f"WHERE seq.i > 0 {where}")
+
+
+def make_input(n: int, dest: Path) -> int:
+    with gzip.open(FIXTURE, "rb") as src, dest.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    con = sqlite3.connect(dest)
+    nk = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    lo, hi = con.execute("SELECT min(start), max(end) FROM NVTX_EVENTS").fetchone()
+    k_lo, k_hi = con.execute("SELECT min(start), max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    span = max(hi, k_hi) - min(lo, k_lo) + 1_000_000
+    corr_span = con.execute("SELECT max(correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0] + 1
+    copies = math.ceil(n / nk)
+    con.execute("CREATE TEMP TABLE seq (i INTEGER)")
+    con.executemany("INSERT INTO seq VALUES (?)", [(i,) for i in range(copies)])
+    _replicate(con, "CUPTI_ACTIVITY_KIND_KERNEL", copies, span, corr_span)
+    for t in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"):
+        _replicate(con, t, copies, span, corr_span)
+    _replicate(con, "CUPTI_ACTIVITY_KIND_RUNTIME", copies, span, corr_span, f"AND t.nameId IN {API_KEEP}")
+    _replicate(con, "NVTX_EVENTS", copies, span, corr_span)
+    total = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    extra = total - n
+    if extra > 0:
+        con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid IN (SELECT rowid FROM "
+                    "CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start DESC LIMIT ?)", (extra,))
+    con.commit()
+    con.execute("VACUUM")
+    con.close()
+    return n
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kernels", type=int, default=1_000_000)
+    ap.add_argument("--keep", type=Path, help="write the generated database here and keep it")
+    ap.add_argument("--budget-s", type=float, default=10.0)
+    ap.add_argument("--budget-rss-mb", type=float, default=2048)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.keep or Path(tmp) / "bench.sqlite"
+        if not (args.keep and path.exists()):
+            make_input(args.kernels, path)
+        import nsighttc
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        t0 = time.perf_counter()
+        doc = nsighttc.analyze([path]).to_json()
+        dt = time.perf_counter() - t0
+        size_mb = path.stat().st_size / 1e6
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    ok = dt <= args.budget_s and rss <= args.budget_rss_mb
+    print(f"kernels={args.kernels} ranges={len(doc['ranges'])} file={size_mb:.0f}MB analyse={dt:.2f}s "
+          f"peak_rss={rss:.0f}MB (before analyse {rss0:.0f}MB) timeline={doc['timeline']['verdict']} "
+          f"budget={args.budget_s}s/{args.budget_rss_mb:.0f}MB {'OK' if ok else 'OVER BUDGET'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
