@@ -23,6 +23,9 @@ from .model import empty_kernel_table
 from .parse import Parsed, load
 from .verdict import Verdict
 
+if False:  # typing only
+    from .analyze.timeline import Thresholds
+
 
 def _load_all(paths: Iterable[str | Path]) -> list[Parsed]:
     parsed = []
@@ -60,12 +63,20 @@ def _no_cyclic_gc():
             gc.enable()
 
 
-def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9) -> Verdict:
+def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, thresholds: "Thresholds | None" = None,
+            step_range: str | None = None) -> Verdict:
+    """Analyse profiler outputs of one run.
+
+    ``yes_threshold``: share of matrix-work time on Tensor Cores for a "yes" (else "partial").
+    ``thresholds``: timeline verdict thresholds (``nsighttc.analyze.timeline.Thresholds``: cpu_bound=0.5,
+    gpu_bound=0.75, min_wall_ns=2e6, min_kernels=10). ``step_range``: the NVTX/record_function range that
+    marks one training/inference step (default: ``ProfilerStep#N`` or ranges named like ``step``).
+    """
     with _no_cyclic_gc():
-        return _analyze(paths, yes_threshold=yes_threshold)
+        return _analyze(paths, yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range)
 
 
-def _analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9) -> Verdict:
+def _analyze(paths, *, yes_threshold, thresholds, step_range) -> Verdict:
     """Parse every input, classify each kernel launch, roll up, and collect findings.
 
     Inputs of one run can be mixed: an nsys/torch timeline plus an ncu export, in which case the ncu
@@ -86,7 +97,7 @@ def _analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9) -> Verd
         if hw is not None:
             launches, merge_note = merge.apply_hardware_evidence(launches, tensor_cores.classify_launches(hw))
             warnings.append(merge_note)
-        timeline = timeline_mod.analyze_timelines([p.timeline for p in timelines], launches)
+        timeline = timeline_mod.analyze_timelines([p.timeline for p in timelines], launches, thresholds, step_range)
     else:
         kernels = pd.concat([p.kernels for p in parsed], ignore_index=True) if parsed else empty_kernel_table()
         launches = tensor_cores.classify_launches(kernels)

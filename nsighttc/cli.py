@@ -47,7 +47,18 @@ def cli() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @click.option("--yes-threshold", type=click.FloatRange(0, 1), default=0.9, show_default=True,
               help="Share of matrix-work time that must be on Tensor Cores for a YES (else PARTIAL).")
-def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold: float) -> None:
+@click.option("--step-range", metavar="NAME",
+              help="Range that marks one step (default: ProfilerStep#N, or ranges named like 'step').")
+@click.option("--cpu-bound", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="GPU busy share below which a range or step is CPU-bound.")
+@click.option("--gpu-bound", type=click.FloatRange(0, 1), default=0.75, show_default=True,
+              help="GPU busy share from which a range or step is GPU-bound (between: mixed).")
+@click.option("--min-wall-ms", type=click.FloatRange(0), default=2.0, show_default=True,
+              help="Ranges shorter than this in total get 'insufficient-data'.")
+@click.option("--min-kernels", type=click.IntRange(0), default=10, show_default=True,
+              help="Ranges that launch fewer kernels get 'insufficient-data'.")
+def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold: float, step_range: str | None,
+            cpu_bound: float, gpu_bound: float, min_wall_ms: float, min_kernels: int) -> None:
     """Analyse profiler outputs and print the verdict.
 
     INPUTS: Nsight Compute CSV exports (`ncu -i R.ncu-rep --csv --page raw --print-units base`, or
@@ -55,10 +66,14 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
     torch.profiler traces (.json / .json.gz). Files of one run can be combined: a timeline plus an ncu
     export makes the timeline's Tensor Core shares hardware-true.
     """
+    from .analyze.timeline import Thresholds
     from .api import analyze as run_analysis
     from .render import render
 
-    verdict = run_analysis(list(inputs), yes_threshold=yes_threshold)
+    if cpu_bound > gpu_bound:
+        raise UsageError(f"--cpu-bound ({cpu_bound}) must not exceed --gpu-bound ({gpu_bound})")
+    th = Thresholds(cpu_bound=cpu_bound, gpu_bound=gpu_bound, min_wall_ns=min_wall_ms * 1e6, min_kernels=min_kernels)
+    verdict = run_analysis(list(inputs), yes_threshold=yes_threshold, thresholds=th, step_range=step_range)
     for w in verdict.warnings:
         click.echo(f"nsighttc: note: {w}", err=True)
     _write(render(verdict.to_json(), fmt), output, list(inputs))
@@ -66,17 +81,21 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
 
 @cli.command()
 @click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
-def demo(fmt: str) -> None:
+@click.option("--which", type=click.Choice(["both", "counters", "timeline"]), default="both", show_default=True,
+              help="counters: the Nsight Compute recording alone (every Tensor Core trap); timeline: the "
+                   "Nsight Systems one alone; both: the timeline with the counters merged in.")
+def demo(fmt: str, which: str) -> None:
     """Analyse real H200 recordings shipped with nsighttc (no GPU needed).
 
-    The recording: a probe workload (fp32/TF32/fp16/bf16/fp8/int8/fp64 matmuls, convolutions, attention,
-    VGG16 fp32 and fp16) under Nsight Compute with Tensor Core counters, one NVTX range per case.
+    Recordings: a probe workload under Nsight Compute with Tensor Core counters (fp32/TF32/fp16/bf16/
+    fp8/int8/fp64 matmuls, convolutions, attention, VGG16; one NVTX range per case), and under Nsight
+    Systems a data-loader-starved training loop next to a GEMM-bound one.
     """
     from .api import analyze as run_analysis
     from .render import render
     from .resources import demo_inputs
 
-    verdict = run_analysis(demo_inputs())
+    verdict = run_analysis(demo_inputs(which))
     click.echo(render(verdict.to_json(), fmt))
 
 

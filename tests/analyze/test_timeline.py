@@ -151,3 +151,20 @@ def test_markdown_headlines_for_timeline(run_cli, nsys_doc):
     assert bold[0].startswith("**Tensor Cores:")
     assert bold[1].startswith("**GPU busy") and "CPU-bound" in bold[1] and "dataloader" in bold[1]
     assert "| `cpu_bound` | 1 |" in out
+
+
+def test_thresholds_and_step_range_are_configurable(nsys_doc):
+    from nsighttc.analyze.timeline import Thresholds
+    db, _ = nsys_doc
+    # with a 0.1% line the starved loop no longer counts as CPU-bound
+    doc = nsighttc.analyze([db], thresholds=Thresholds(cpu_bound=0.001, gpu_bound=0.002)).to_json()
+    assert _ranges(doc)["cpu_bound"]["verdict"] == "gpu-bound"
+    doc = nsighttc.analyze([db], thresholds=Thresholds(min_kernels=10_000)).to_json()
+    assert _ranges(doc)["cpu_bound"]["verdict"] == "insufficient-data"
+    doc = nsighttc.analyze([db], step_range="dataloader").to_json()
+    assert doc["timeline"]["steps"]["name"] == "cpu_bound/dataloader"
+
+
+def test_cli_rejects_contradictory_thresholds(run_cli, nsys_doc):
+    code, _, err = run_cli("analyze", nsys_doc[0], "--cpu-bound", "0.9", "--gpu-bound", "0.5")
+    assert code == 2 and "--cpu-bound" in err

@@ -57,7 +57,11 @@ def test_output_file_and_refusal_to_overwrite_an_input(run_cli, tmp_path):
 
 def test_demo_runs_on_shipped_recordings(run_cli):
     code, out, _ = run_cli("demo")
-    assert code == 0 and "Tensor Cores:" in out and "NVIDIA H200" in out
+    assert code == 0 and "NVIDIA H200" in out
+    bold = [line for line in out.splitlines() if line.startswith("**")]
+    assert bold[0].startswith("**Tensor Cores: YES") and bold[1].startswith("**GPU busy") and "CPU-bound" in bold[1]
+    code, out, _ = run_cli("demo", "--which", "counters")
+    assert code == 0 and "**Tensor Cores: PARTIAL" in out
 
 
 def _bad(tmp_path):
