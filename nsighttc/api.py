@@ -16,15 +16,15 @@ from typing import Iterable
 
 import pandas as pd
 
-from .analyze import findings as findings_mod
-from .analyze import tensor_cores
+from .analysis import findings as findings_mod
+from .analysis import tensor_cores
 from .errors import NsighttcError, ParseError, UsageError
 from .model import empty_kernel_table
 from .parse import Parsed, load
 from .verdict import Verdict
 
 if False:  # typing only
-    from .analyze.timeline import Thresholds
+    from .analysis.timeline import Thresholds
 
 
 def _load_all(paths: Iterable[str | Path]) -> list[Parsed]:
@@ -68,7 +68,7 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
     """Analyse profiler outputs of one run.
 
     ``yes_threshold``: share of matrix-work time on Tensor Cores for a "yes" (else "partial").
-    ``thresholds``: timeline verdict thresholds (``nsighttc.analyze.timeline.Thresholds``: cpu_bound=0.5,
+    ``thresholds``: timeline verdict thresholds (``nsighttc.analysis.timeline.Thresholds``: cpu_bound=0.5,
     gpu_bound=0.75, min_wall_ns=2e6, min_kernels=10). ``step_range``: the NVTX/record_function range that
     marks one training/inference step (default: ``ProfilerStep#N`` or ranges named like ``step``).
     """
@@ -90,7 +90,7 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range) -> Verdict:
     counters = [p for p in parsed if p.timeline is None]
     warnings = [w for p in parsed for w in p.warnings]
     if timelines:
-        from .analyze import merge, timeline as timeline_mod
+        from .analysis import merge, timeline as timeline_mod
         kernels = pd.concat([p.kernels for p in timelines], ignore_index=True)
         hw = pd.concat([p.kernels for p in counters], ignore_index=True) if counters else None
         launches = tensor_cores.classify_launches(kernels)

@@ -66,7 +66,7 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
     torch.profiler traces (.json / .json.gz). Files of one run can be combined: a timeline plus an ncu
     export makes the timeline's Tensor Core shares hardware-true.
     """
-    from .analyze.timeline import Thresholds
+    from .analysis.timeline import Thresholds
     from .api import analyze as run_analysis
     from .render import render
 
@@ -97,6 +97,72 @@ def demo(fmt: str, which: str) -> None:
 
     verdict = run_analysis(demo_inputs(which))
     click.echo(render(verdict.to_json(), fmt))
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--engine", type=click.Choice(["auto", "ncu", "nsys", "torch"]), default="auto", show_default=True,
+              help="auto: one ncu pass with the torch.profiler timeline inside when ncu exists (hardware Tensor "
+                   "Core truth at about the cost of a plain run), else nsys, else torch. torch needs no NVIDIA tools.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),
+              show_default=True, help="Parent of the run directory; each run gets a new <time>-<script> folder.")
+@click.option("--range", "range_", metavar="NAME", help="Profile only inside NVTX range NAME (ncu, nsys).")
+@click.option("--annotate", type=click.Choice(["none", "script", "modules"]), default="script", show_default=True,
+              help="script: one range around the program; modules: also one per nn.Module call (no code edits).")
+@click.option("--ncu", "ncu_path", metavar="PATH", help="ncu executable (default: PATH, /usr/local/cuda/bin, /opt/nvidia).")
+@click.option("--nsys", "nsys_path", metavar="PATH", help="nsys executable (default: PATH, /opt/nvidia/nsight-*).")
+@click.option("--timeout", type=click.FloatRange(min=1), metavar="SECONDS",
+              help="Stop the workload (its whole process group) after this long and report what was recorded.")
+@click.option("--keep-going", is_flag=True, help="If an engine fails, go on with the others instead of stopping.")
+@click.option("--every-launch", is_flag=True, help="ncu: profile every launch, not each launch configuration once (slow).")
+@click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True, help="What to print at the end.")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def profile(engine, out, range_, annotate, ncu_path, nsys_path, timeout, keep_going, every_launch, fmt, args) -> None:
+    """Profile a program and write its verdict.
+
+    \b
+      nsighttc profile train.py --epochs 1
+      nsighttc profile --engine torch wrappers/vgg16.py --dtype fp16
+      nsighttc profile -- python -m mypkg.train --epochs 1
+
+    Writes nsighttc-runs/<time>-<name>/ with the raw recordings, verdict.json, report.md, the exact
+    commands, tool versions, GPU, and the workload's logs. Exits with the workload's exit code.
+    """
+    from .profile import Options, profile as run_profile, resolve_target
+    from .render import render
+
+    args = list(args)
+    if not args:
+        raise UsageError("nothing to profile: give SCRIPT.py [ARGS] or -- COMMAND [ARGS]")
+    if args[0].endswith(".py"):
+        target = resolve_target(args[0], args[1:], None)
+    else:
+        target = resolve_target(None, [], args)
+    opts = Options(engine=engine, out=out, range=range_, annotate=annotate, ncu=ncu_path, nsys=nsys_path,
+                   timeout=timeout, keep_going=keep_going, every_launch=every_launch)
+    say = (lambda s: click.echo(s, err=True))
+    result = run_profile(target, opts, say=say)
+    for note in result.notes:
+        click.echo(f"nsighttc: note: {note}", err=True)
+    if result.verdict is not None:
+        click.echo(render(result.verdict.to_json(), fmt))
+    click.echo(f"nsighttc: engines run: {', '.join(result.engines) or 'none'}; results in {result.run_dir}", err=True)
+    if result.exit_code:
+        raise click.exceptions.Exit(result.exit_code)
+
+
+@cli.command()
+@click.option("--probe/--no-probe", default=True, show_default=True,
+              help="Run tiny ncu and nsys probes (a few seconds each) to check counters and nsys import.")
+def doctor(probe: bool) -> None:
+    """Check what this machine can profile: GPUs, driver, CUDA/torch, ncu and nsys, counters, nsys import."""
+    from .collect.doctor import run_checks
+
+    checks = run_checks(probe=probe)
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        click.echo(f"{c.status:8} {c.name:<{width}}  {c.detail}" + (f"\n{'':8} {'':<{width}}  -> {c.fix}" if c.fix else ""))
+    if any(c.status == "broken" for c in checks):
+        raise click.exceptions.Exit(1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,8 +4,8 @@ import re
 import pandas as pd
 import pytest
 
-from nsighttc.analyze import name_rules
-from nsighttc.analyze.tensor_cores import aggregate_kernels, classify_launches, rollup
+from nsighttc.analysis import name_rules
+from nsighttc.analysis.tensor_cores import aggregate_kernels, classify_launches, rollup
 from nsighttc.parse import load
 from tests.conftest import DETAILS, NCU_REP, RAW, VGG_BASIC
 

@@ -154,7 +154,7 @@ def test_markdown_headlines_for_timeline(run_cli, nsys_doc):
 
 
 def test_thresholds_and_step_range_are_configurable(nsys_doc):
-    from nsighttc.analyze.timeline import Thresholds
+    from nsighttc.analysis.timeline import Thresholds
     db, _ = nsys_doc
     # with a 0.1% line the starved loop no longer counts as CPU-bound
     doc = nsighttc.analyze([db], thresholds=Thresholds(cpu_bound=0.001, gpu_bound=0.002)).to_json()

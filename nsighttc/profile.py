@@ -1,0 +1,363 @@
+"""``nsighttc profile``: from a script to a verdict. Plans the engines, runs them as subprocesses in a
+new run directory, exports what they recorded, analyses it, and writes ``verdict.json`` + ``report.md``.
+
+Engines (``collect.engines`` builds their argument lists):
+- ``torch``: the program under torch.profiler (needs only PyTorch): timeline, kernel names;
+- ``nsys``: Nsight Systems: timeline with NVTX ranges and CUDA API calls;
+- ``ncu``: Nsight Compute: hardware Tensor Core counters, each distinct launch configuration once;
+- ``auto``: the cheapest combination that answers both questions: when ncu is available, one ncu pass
+  that also records the torch.profiler timeline in-process (the workload runs once, so the whole
+  profile stays near the cost of a plain run); else a timeline engine (nsys if it works, else torch).
+  When ncu is refused performance counters it falls back to the timeline engine and says so.
+
+The run directory is never reused; Ctrl-C or ``--timeout`` kills the workload's whole process group and
+a report is still written from what was collected. The workload's exit code is reported and returned.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from . import __version__
+from .collect import engines, gpu, process, tools
+from .collect.ncu_export import export_raw_csv
+from .collect.nsys_export import export_sqlite
+from .errors import CollectError, NsighttcError, UsageError
+
+ENGINES = ("auto", "ncu", "nsys", "torch")
+PERM_ERROR = "ERR_NVGPUCTRPERM"
+PERM_FIX = ("ncu is not allowed to read the GPU performance counters (ERR_NVGPUCTRPERM). Fix: run as root or "
+            "with CAP_SYS_ADMIN (containers: --cap-add SYS_ADMIN), or set `options nvidia "
+            "NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d/ and reload the driver")
+_PROF_LINE = re.compile(r'==PROF== Profiling "([^"]+)"')
+
+
+class NoGPU(NsighttcError):
+    exit_code = 5
+
+
+class CounterPermission(CollectError):
+    exit_code = 6
+
+
+@dataclass
+class Options:
+    engine: str = "auto"
+    out: Path | None = None
+    range: str | None = None
+    annotate: str = "script"
+    ncu: str | None = None
+    nsys: str | None = None
+    timeout: float | None = None
+    keep_going: bool = False
+    every_launch: bool = False
+    python: str = field(default_factory=lambda: sys.executable)
+
+
+@dataclass
+class Pass:
+    engine: str
+    argv: list[str]
+    log: Path
+    artifacts: list[Path]
+    torch_trace: Path | None = None
+    returncode: int | None = None
+    seconds: float = 0.0
+    timed_out: bool = False
+    interrupted: bool = False
+    profiled_kernels: int = 0
+
+
+@dataclass
+class Result:
+    run_dir: Path
+    verdict: object | None
+    exit_code: int
+    engines: list[str]
+    notes: list[str]
+    interrupted: bool = False
+    timed_out: bool = False
+
+
+# --- the target -----------------------------------------------------------------------------------
+@dataclass
+class Target:
+    argv: list[str]          # what to run inside the launcher (script + args, or module + args)
+    module: bool             # True: ``-m module``
+    python_program: bool     # False: an arbitrary command, run as is (no launcher, no torch engine)
+    label: str
+
+
+def resolve_target(script: str | None, args: list[str], command: list[str] | None) -> Target:
+    if command:
+        exe = Path(command[0]).name
+        if re.fullmatch(r"python(\d(\.\d+)?)?", exe) and len(command) >= 2:
+            if command[1] == "-m" and len(command) >= 3:
+                return Target([command[2], *command[3:]], True, True, command[2])
+            if command[1].endswith(".py"):
+                return resolve_target(command[1], command[2:], None)
+        if shutil.which(command[0]) is None and not Path(command[0]).exists():
+            raise UsageError(f"{command[0]}: command not found")
+        return Target(list(command), False, False, exe)
+    if not script:
+        raise UsageError("nothing to profile: give SCRIPT.py [ARGS] or -- COMMAND [ARGS]")
+    p = Path(script)
+    if not p.is_file():
+        raise UsageError(f"{script}: script not found")
+    return Target([str(p), *args], False, True, p.stem)
+
+
+# --- planning -------------------------------------------------------------------------------------
+def _nsys_usable(nsys: Path | None) -> bool:
+    return nsys is not None
+
+
+def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[list[Pass], list[str]]:
+    """Which passes to run, as argument lists. Pure except for looking tools up."""
+    notes: list[str] = []
+    ncu = tools.find_or_none("ncu", opts.ncu)
+    nsys = tools.find_or_none("nsys", opts.nsys)
+    engine = opts.engine
+    if engine == "ncu" and ncu is None:
+        tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
+    if engine == "nsys" and nsys is None:
+        tools.find("nsys", opts.nsys)
+    if engine == "torch" and not target.python_program:
+        raise UsageError("--engine torch runs Python programs only (SCRIPT.py or -- python -m MODULE)")
+
+    def inner(torch_trace: Path | None = None) -> list[str]:
+        if not target.python_program:
+            return list(target.argv)
+        return engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
+                                     torch_trace=torch_trace, python=opts.python)
+
+    passes: list[Pass] = []
+    if engine == "auto":
+        if ncu is not None:
+            trace = run_dir / "torch_trace.json" if target.python_program else None
+            passes.append(Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(trace), cc, nvtx_range=opts.range,
+                                                       every_launch=opts.every_launch),
+                               run_dir / "ncu.log", [run_dir / "ncu.ncu-rep"], torch_trace=trace))
+            notes.append("auto: one Nsight Compute pass (hardware Tensor Core counters, each launch configuration "
+                         "once) with the torch.profiler timeline recorded in the same run")
+        elif nsys is not None:
+            passes.append(Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range),
+                               run_dir / "nsys.log", [run_dir / "nsys.nsys-rep"]))
+            notes.append("auto: ncu not found, so Tensor Core evidence comes from kernel names only; timeline from nsys")
+        elif target.python_program:
+            trace = run_dir / "torch_trace.json"
+            passes.append(Pass("torch", inner(trace), run_dir / "torch.log", [trace], torch_trace=trace))
+            notes.append("auto: neither ncu nor nsys found; timeline from torch.profiler, Tensor Core evidence "
+                         "from kernel names only")
+        else:
+            raise UsageError("no engine can profile a non-Python command here: ncu and nsys were not found")
+    elif engine == "ncu":
+        passes.append(Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(), cc, nvtx_range=opts.range,
+                                                   every_launch=opts.every_launch),
+                           run_dir / "ncu.log", [run_dir / "ncu.ncu-rep"]))
+    elif engine == "nsys":
+        passes.append(Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range),
+                           run_dir / "nsys.log", [run_dir / "nsys.nsys-rep"]))
+    else:
+        trace = run_dir / "torch_trace.json"
+        passes.append(Pass("torch", inner(trace), run_dir / "torch.log", [trace], torch_trace=trace))
+    return passes, notes
+
+
+def fallback_timeline_pass(opts: Options, target: Target, run_dir: Path) -> Pass | None:
+    nsys = tools.find_or_none("nsys", opts.nsys)
+    inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python) \
+        if target.python_program else list(target.argv)
+    if nsys is not None:
+        return Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner, opts.range), run_dir / "nsys.log",
+                    [run_dir / "nsys.nsys-rep"])
+    if target.python_program:
+        trace = run_dir / "torch_trace.json"
+        argv = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, torch_trace=trace,
+                                     python=opts.python)
+        return Pass("torch", argv, run_dir / "torch.log", [trace], torch_trace=trace)
+    return None
+
+
+# --- the run directory ----------------------------------------------------------------------------
+def new_run_dir(base: Path | None, label: str) -> Path:
+    """A fresh directory: ``<base>/<YYYYmmdd-HHMMSS>-<label>``, suffixed -2, -3... never an existing one."""
+    base = Path(base or "nsighttc-runs")
+    base.mkdir(parents=True, exist_ok=True)
+    stem = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', label)[:60]}"
+    for i in range(1, 1000):
+        d = base / (stem if i == 1 else f"{stem}-{i}")
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            continue
+    raise UsageError(f"{base}: could not create a new run directory")
+
+
+# --- running --------------------------------------------------------------------------------------
+def _env(python_program: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    if python_program:  # the launcher must import nsighttc from wherever this copy lives
+        here = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def run_pass(p: Pass, *, timeout: float | None, python_program: bool, say: Callable[[str], None]) -> Pass:
+    seen: set[str] = set()
+    perm = []
+
+    def on_line(line: str) -> None:
+        m = _PROF_LINE.search(line)
+        if m:
+            p.profiled_kernels += 1
+            seen.add(m.group(1))
+            if p.profiled_kernels % 10 == 1:
+                say(f"[{p.engine}] profiled {p.profiled_kernels} kernels ({len(seen)} distinct), last: {m.group(1)[:70]}")
+        elif PERM_ERROR in line:
+            perm.append(line)
+        elif not line.startswith("==PROF=="):
+            say(f"  | {line}")
+
+    say(f"[{p.engine}] running: {shlex.join(p.argv)}")
+    r = process.run(p.argv, stdout_path=p.log, stderr_path=p.log.with_suffix(".stderr.log"), timeout=timeout,
+                    env=_env(python_program), on_line=on_line)
+    p.returncode, p.seconds, p.timed_out, p.interrupted = r.returncode, r.seconds, r.timed_out, r.interrupted
+    if perm:
+        raise CounterPermission(PERM_FIX)
+    return p
+
+
+def _export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
+    """Turn a pass's artifacts into files `analyze` reads; keep everything that exists."""
+    out: list[Path] = []
+    if p.engine == "ncu":
+        rep = run_dir / "ncu.ncu-rep"
+        if rep.exists():
+            ncu = Path(p.argv[0])
+            out.append(export_raw_csv(ncu, rep, run_dir / "ncu_raw.csv"))
+        else:
+            notes.append("ncu wrote no report (the workload launched no kernels, or was stopped before any was profiled)")
+    if p.engine == "nsys":
+        rep = run_dir / "nsys.nsys-rep"
+        if rep.exists():
+            out.append(export_sqlite(Path(p.argv[0]), rep, run_dir / "nsys.sqlite"))
+        elif list(run_dir.glob("nsys*.qdstrm")):
+            raise CollectError("nsys recorded a .qdstrm stream but could not turn it into a .nsys-rep report: its "
+                               "importer (QdstrmImporter) failed, on Linux usually because libdw.so.1 is missing "
+                               "(install libdw1 / elfutils, or put it on LD_LIBRARY_PATH); `nsighttc doctor` checks it")
+        else:
+            notes.append("nsys wrote no report")
+    if p.torch_trace is not None:
+        if p.torch_trace.exists() and p.torch_trace.stat().st_size > 0:
+            out.append(p.torch_trace)
+        else:
+            notes.append(f"no torch.profiler trace was written ({p.torch_trace.name})")
+    return out
+
+
+def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s: None) -> Result:
+    gpus = gpu.list_gpus()
+    if not gpus:
+        raise NoGPU("no NVIDIA GPU found here (nvidia-smi is missing or lists none), so nothing can be profiled. "
+                    "What still works: `nsighttc analyze` on ncu/nsys/torch.profiler outputs recorded on a GPU "
+                    "machine, and `nsighttc demo`")
+    cc = gpus[0].compute_capability
+    run_dir = new_run_dir(opts.out, target.label)
+    passes, notes = plan(opts, target, cc, run_dir)
+    say(f"nsighttc: run directory {run_dir}")
+    started = time.monotonic()
+    inputs: list[Path] = []
+    done: list[Pass] = []
+    failures: list[str] = []
+    queue = list(passes)
+    while queue:
+        p = queue.pop(0)
+        remaining = None if opts.timeout is None else max(1.0, opts.timeout - (time.monotonic() - started))
+        try:
+            run_pass(p, timeout=remaining, python_program=target.python_program, say=say)
+        except CounterPermission as exc:
+            if opts.engine != "auto":
+                _write_meta(run_dir, target, opts, done + [p], gpus, notes + [str(exc)])
+                raise
+            notes.append(f"ncu was refused the performance counters; fell back to a timeline engine. {PERM_FIX}")
+            fb = fallback_timeline_pass(opts, target, run_dir)
+            if fb is not None:
+                queue.insert(0, fb)
+            continue
+        done.append(p)
+        try:
+            inputs += _export(p, run_dir, notes)
+        except NsighttcError as exc:
+            failures.append(str(exc))
+            if not opts.keep_going and opts.engine != "auto":
+                _write_meta(run_dir, target, opts, done, gpus, notes + failures)
+                raise
+            if opts.engine == "auto" and p.engine == "nsys":
+                fb = fallback_timeline_pass(Options(**{**opts.__dict__, "nsys": "/nonexistent"}), target, run_dir)
+                if fb is not None and fb.engine == "torch":
+                    notes.append(f"{exc}; fell back to torch.profiler")
+                    queue.insert(0, fb)
+        if p.interrupted or p.timed_out:
+            break
+    workload_rc = next((p.returncode for p in done if p.returncode not in (None, 0)), 0)
+    interrupted = any(p.interrupted for p in done)
+    timed_out = any(p.timed_out for p in done)
+    if interrupted:
+        notes.append("interrupted (Ctrl-C): the workload's process group was stopped; the report covers what was recorded")
+    if timed_out:
+        notes.append(f"--timeout {opts.timeout:g}s reached: the workload's process group was stopped; the report "
+                     "covers what was recorded")
+    if workload_rc:
+        notes.append(f"the workload exited with code {workload_rc}")
+    notes += failures
+    verdict = None
+    if inputs:
+        from .api import analyze
+        from .render import markdown
+        try:
+            verdict = analyze(inputs, step_range=None)
+        except NsighttcError as exc:
+            notes.append(f"analysis failed: {exc}")
+        if verdict is not None:
+            verdict.provenance = _provenance(run_dir, target, opts, done, gpus, notes)
+            verdict.warnings = list(verdict.warnings) + notes
+            doc = verdict.to_json()
+            (run_dir / "verdict.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+            (run_dir / "report.md").write_text(markdown.render(doc))
+    _write_meta(run_dir, target, opts, done, gpus, notes)
+    code = 130 if interrupted else 124 if timed_out else workload_rc
+    return Result(run_dir, verdict, code, [p.engine for p in done], notes, interrupted, timed_out)
+
+
+def _provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], gpus: list, notes: list[str]) -> dict:
+    versions = {"nsighttc": __version__, "python": sys.version.split()[0]}
+    for p in done:
+        if p.engine in ("ncu", "nsys"):
+            versions[p.engine] = gpu.tool_version(p.argv[0])
+    return {
+        "gpu": [g.__dict__ for g in gpus], "engines": [p.engine for p in done],
+        "commands": [shlex.join(p.argv) for p in done],
+        "seconds": {p.engine: round(p.seconds, 3) for p in done},
+        "profiled_kernels": {p.engine: p.profiled_kernels for p in done if p.engine == "ncu"},
+        "versions": versions, "run_dir": str(run_dir), "target": target.argv, "options": {
+            k: (str(v) if isinstance(v, Path) else v) for k, v in opts.__dict__.items()},
+        "notes": notes,
+    }
+
+
+def _write_meta(run_dir: Path, target: Target, opts: Options, done: list[Pass], gpus: list, notes: list[str]) -> None:
+    meta = _provenance(run_dir, target, opts, done, gpus, notes)
+    meta["exit_codes"] = {p.engine: p.returncode for p in done}
+    (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")

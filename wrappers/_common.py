@@ -1,0 +1,40 @@
+"""Helpers shared by the wrappers: device choice, timing with CUDA synchronisation, and the annotate API
+(imported from nsighttc when installed, else no-op stand-ins so a wrapper also runs on its own)."""
+from __future__ import annotations
+
+import contextlib
+import time
+
+try:
+    from nsighttc import annotate
+except ImportError:  # pragma: no cover - wrappers copied elsewhere
+    class _NoAnnotate:
+        @staticmethod
+        def range(name):
+            return contextlib.nullcontext()
+
+        step = range
+
+    annotate = _NoAnnotate()  # type: ignore
+
+
+def pick_device(name: str):
+    import torch
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("error: --device cuda but no CUDA device is available (use --device cpu for a smoke run)")
+    return torch.device(name)
+
+
+def sync(device) -> None:
+    import torch
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@contextlib.contextmanager
+def timed(device, out: dict, key: str):
+    sync(device)
+    t0 = time.perf_counter()
+    yield
+    sync(device)
+    out[key] = time.perf_counter() - t0
