@@ -39,7 +39,8 @@ def latest_run(runs: Path) -> Path | None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--engines", default="auto,torch,nsys,ncu")
+    ap.add_argument("--engines", default="auto,auto_timeline,torch,nsys,ncu",
+                    help="auto_timeline = auto --timeline")
     ap.add_argument("wrapper_args", nargs="*", default=[])
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -64,8 +65,8 @@ def main() -> int:
             e_env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
                                             if not (Path(p) / "ncu").exists() and not (Path(p) / "nsys").exists())
         runs = a.out / f"runs_{eng}"
-        cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *([] if eng == "auto" else ["--engine", eng]),
-               "--format", "json", *wrapper]
+        extra = {"auto": [], "auto_timeline": ["--timeline"]}.get(eng, ["--engine", eng])
+        cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *extra, "--format", "json", *wrapper]
         secs, rc = timed(cmd, e_env, a.out / f"{eng}.log")
         run = latest_run(runs)
         entry = {"name": eng, "command": " ".join(cmd[1:]).replace(str(runs), "RUNS"), "seconds": round(secs, 2),

@@ -89,6 +89,10 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range) -> Verdict:
     timelines = [p for p in parsed if p.timeline is not None]
     counters = [p for p in parsed if p.timeline is None]
     warnings = [w for p in parsed for w in p.warnings]
+    empty = [p for p in timelines if p.timeline.gpu_ops.empty]
+    if counters and empty:  # a timeline without GPU events has nothing to merge ncu evidence into
+        timelines = [p for p in timelines if not p.timeline.gpu_ops.empty]
+        warnings += [f"{p.path}: no GPU events in this timeline; the verdict uses the counters alone" for p in empty]
     if timelines:
         from .analysis import merge, timeline as timeline_mod
         kernels = pd.concat([p.kernels for p in timelines], ignore_index=True)

@@ -101,8 +101,8 @@ def demo(fmt: str, which: str) -> None:
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--engine", type=click.Choice(["auto", "ncu", "nsys", "torch"]), default="auto", show_default=True,
-              help="auto: one ncu pass with the torch.profiler timeline inside when ncu exists (hardware Tensor "
-                   "Core truth at about the cost of a plain run), else nsys, else torch. torch needs no NVIDIA tools.")
+              help="auto: one ncu pass when ncu exists (hardware Tensor Core truth; add --timeline for the GPU-busy "
+                   "timeline), else nsys, else torch. torch needs no NVIDIA tools.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),
               show_default=True, help="Parent of the run directory; each run gets a new <time>-<script> folder.")
 @click.option("--range", "range_", metavar="NAME", help="Profile only inside NVTX range NAME (ncu, nsys).")
@@ -114,9 +114,14 @@ def demo(fmt: str, which: str) -> None:
               help="Stop the workload (its whole process group) after this long and report what was recorded.")
 @click.option("--keep-going", is_flag=True, help="If an engine fails, go on with the others instead of stopping.")
 @click.option("--every-launch", is_flag=True, help="ncu: profile every launch, not each launch configuration once (slow).")
+@click.option("--all-kernels", is_flag=True,
+              help="ncu: also profile elementwise/pooling/copy kernels (their 'no' is otherwise taken from names).")
+@click.option("--timeline", is_flag=True,
+              help="auto: after the ncu pass, run the program once more under nsys/torch for the GPU-busy timeline.")
 @click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True, help="What to print at the end.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def profile(engine, out, range_, annotate, ncu_path, nsys_path, timeout, keep_going, every_launch, fmt, args) -> None:
+def profile(engine, out, range_, annotate, ncu_path, nsys_path, timeout, keep_going, every_launch, all_kernels,
+            timeline, fmt, args) -> None:
     """Profile a program and write its verdict.
 
     \b
@@ -138,7 +143,8 @@ def profile(engine, out, range_, annotate, ncu_path, nsys_path, timeout, keep_go
     else:
         target = resolve_target(None, [], args)
     opts = Options(engine=engine, out=out, range=range_, annotate=annotate, ncu=ncu_path, nsys=nsys_path,
-                   timeout=timeout, keep_going=keep_going, every_launch=every_launch)
+                   timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
+                   timeline=timeline)
     say = (lambda s: click.echo(s, err=True))
     result = run_profile(target, opts, say=say)
     for note in result.notes:

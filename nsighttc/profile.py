@@ -5,9 +5,11 @@ Engines (``collect.engines`` builds their argument lists):
 - ``torch``: the program under torch.profiler (needs only PyTorch): timeline, kernel names;
 - ``nsys``: Nsight Systems: timeline with NVTX ranges and CUDA API calls;
 - ``ncu``: Nsight Compute: hardware Tensor Core counters, each distinct launch configuration once;
-- ``auto``: the cheapest combination that answers both questions: when ncu is available, one ncu pass
-  that also records the torch.profiler timeline in-process (the workload runs once, so the whole
-  profile stays near the cost of a plain run); else a timeline engine (nsys if it works, else torch).
+- ``auto``: when ncu is available, one ncu pass (hardware Tensor Core truth at about 1.5x a plain run);
+  ``--timeline`` adds a timeline pass (nsys if it works, else torch), merged into one verdict. The two
+  cannot share a run: torch.profiler's CUPTI session is refused under ncu
+  (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, seen on H100 with torch 2.11 / ncu 2025.3.1), and a
+  second run of the program costs about one more plain run. Without ncu: the timeline engine alone.
   When ncu is refused performance counters it falls back to the timeline engine and says so.
 
 The run directory is never reused; Ctrl-C or ``--timeout`` kills the workload's whole process group and
@@ -60,6 +62,8 @@ class Options:
     timeout: float | None = None
     keep_going: bool = False
     every_launch: bool = False
+    all_kernels: bool = False
+    timeline: bool = False
     python: str = field(default_factory=lambda: sys.executable)
 
 
@@ -140,15 +144,25 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
         return engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
                                      torch_trace=torch_trace, python=opts.python)
 
+    def ncu_pass() -> Pass:
+        return Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(), cc, nvtx_range=opts.range,
+                                            every_launch=opts.every_launch, all_kernels=opts.all_kernels),
+                    run_dir / "ncu.log", [run_dir / "ncu.ncu-rep"])
+
     passes: list[Pass] = []
     if engine == "auto":
         if ncu is not None:
-            trace = run_dir / "torch_trace.json" if target.python_program else None
-            passes.append(Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(trace), cc, nvtx_range=opts.range,
-                                                       every_launch=opts.every_launch),
-                               run_dir / "ncu.log", [run_dir / "ncu.ncu-rep"], torch_trace=trace))
-            notes.append("auto: one Nsight Compute pass (hardware Tensor Core counters, each launch configuration "
-                         "once) with the torch.profiler timeline recorded in the same run")
+            passes.append(ncu_pass())
+            if opts.timeline:
+                fb = fallback_timeline_pass(opts, target, run_dir)
+                if fb is not None:
+                    passes.append(fb)
+                notes.append("auto --timeline: an Nsight Compute pass for hardware Tensor Core truth, then a "
+                             f"{fb.engine if fb else 'timeline'} pass for the timeline (the program runs twice)")
+            else:
+                notes.append("auto: one Nsight Compute pass (hardware Tensor Core truth; each launch configuration "
+                             "once). For the GPU-busy timeline add --timeline (one more run of the program) or use "
+                             "--engine nsys / --engine torch")
         elif nsys is not None:
             passes.append(Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range),
                                run_dir / "nsys.log", [run_dir / "nsys.nsys-rep"]))
@@ -161,9 +175,7 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
         else:
             raise UsageError("no engine can profile a non-Python command here: ncu and nsys were not found")
     elif engine == "ncu":
-        passes.append(Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(), cc, nvtx_range=opts.range,
-                                                   every_launch=opts.every_launch),
-                           run_dir / "ncu.log", [run_dir / "ncu.ncu-rep"]))
+        passes.append(ncu_pass())
     elif engine == "nsys":
         passes.append(Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range),
                            run_dir / "nsys.log", [run_dir / "nsys.nsys-rep"]))
@@ -245,8 +257,11 @@ def _export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
     if p.engine == "ncu":
         rep = run_dir / "ncu.ncu-rep"
         if rep.exists():
-            ncu = Path(p.argv[0])
-            out.append(export_raw_csv(ncu, rep, run_dir / "ncu_raw.csv"))
+            from .parse.ncu_rep import _import_ncu_report
+            if _import_ncu_report() is not None:  # read in-process: no second ncu start-up to export
+                out.append(rep)
+            else:
+                out.append(export_raw_csv(Path(p.argv[0]), rep, run_dir / "ncu_raw.csv"))
         else:
             notes.append("ncu wrote no report (the workload launched no kernels, or was stopped before any was profiled)")
     if p.engine == "nsys":

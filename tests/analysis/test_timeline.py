@@ -168,3 +168,17 @@ def test_thresholds_and_step_range_are_configurable(nsys_doc):
 def test_cli_rejects_contradictory_thresholds(run_cli, nsys_doc):
     code, _, err = run_cli("analyze", nsys_doc[0], "--cpu-bound", "0.9", "--gpu-bound", "0.5")
     assert code == 2 and "--cpu-bound" in err
+
+
+def test_empty_timeline_does_not_swallow_ncu_evidence(tmp_path):
+    """Under ncu, torch.profiler records no GPU events (CUPTI refuses a second subscriber): the verdict
+    must then come from the counters, not from the empty timeline."""
+    from tests.conftest import RAW
+    doc = json.load(gzip.open(KINETO))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in
+                          ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_runtime", "cuda_driver")]
+    f = tmp_path / "empty_trace.json"
+    f.write_text(json.dumps(doc))
+    v = nsighttc.analyze([f, RAW])
+    assert v.tensor_cores["launches"] == 404 and v.tensor_cores["evidence"] == "hardware"
+    assert any("no GPU events" in w for w in v.warnings)
