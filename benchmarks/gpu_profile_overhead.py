@@ -41,6 +41,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--engines", default="auto,auto_timeline,torch,nsys,ncu",
                     help="auto_timeline = auto --timeline")
+    ap.add_argument("--repeat", type=int, default=1, help="alternate plain and each engine this many times; medians reported")
     ap.add_argument("wrapper_args", nargs="*", default=[])
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -56,9 +57,20 @@ def main() -> int:
     import torch
     results["torch"] = torch.__version__
     plain_cmd = [py, *wrapper]
-    secs, rc = timed(plain_cmd, env, a.out / "plain.log")
-    results["runs"].append({"name": "plain", "command": " ".join(plain_cmd), "seconds": round(secs, 2), "rc": rc})
-    plain = secs
+    import statistics
+    samples: dict[str, list[float]] = {"plain": []}
+    for rep in range(a.repeat):
+        secs, rc = timed(plain_cmd, env, a.out / "plain.log")
+        samples["plain"].append(secs)
+        if rep < a.repeat - 1:  # all but the last round only time; the last one also collects verdicts
+            for eng in a.engines.split(","):
+                extra = {"auto": [], "auto_timeline": ["--timeline"]}.get(eng, ["--engine", eng])
+                cmd = [py, "-m", "nsighttc", "profile", "--out", str(a.out / "runs_timing"), *extra, "--format", "json", *wrapper]
+                samples.setdefault(eng, []).append(timed(cmd, env, a.out / f"{eng}.timing.log")[0])
+    plain = statistics.median(samples["plain"])
+    results["runs"].append({"name": "plain", "command": " ".join(plain_cmd), "seconds": round(plain, 2), "rc": rc,
+                            "samples": [round(x, 2) for x in samples["plain"]],
+                            "stdout": (a.out / "plain.log").read_text().strip().splitlines()[-1:]})
     for eng in a.engines.split(","):
         e_env = dict(env)
         if eng == "torch":  # no Nsight tool on PATH at all
@@ -68,8 +80,11 @@ def main() -> int:
         extra = {"auto": [], "auto_timeline": ["--timeline"]}.get(eng, ["--engine", eng])
         cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *extra, "--format", "json", *wrapper]
         secs, rc = timed(cmd, e_env, a.out / f"{eng}.log")
+        samples.setdefault(eng, []).append(secs)
+        secs = statistics.median(samples[eng])
         run = latest_run(runs)
         entry = {"name": eng, "command": " ".join(cmd[1:]).replace(str(runs), "RUNS"), "seconds": round(secs, 2),
+                 "samples": [round(x, 2) for x in samples[eng]],
                  "ratio_to_plain": round(secs / plain, 2), "rc": rc, "run_dir": run.name if run else None}
         if run and (run / "verdict.json").exists():
             doc = json.loads((run / "verdict.json").read_text())
@@ -83,6 +98,8 @@ def main() -> int:
         results["runs"].append(entry)
     (a.out / "profile_overhead.json").write_text(json.dumps(results, indent=2) + "\n")
     lines = [f"# nsighttc profile overhead on {results['gpu']}", "",
+             f"Medians of {a.repeat} alternating rounds (plain, then each engine); seconds include start-up, "
+             "export and analysis. Samples are in profile_overhead.json.", "",
              f"torch {results['torch']}, ncu `{results['ncu_version']}`, nsys `{results['nsys_version']}`, Python {results['python']}", "",
              "| run | seconds | x plain | Tensor Cores | evidence | TC share | timeline | GPU busy | command |",
              "|---|---:|---:|---|---|---:|---|---:|---|"]

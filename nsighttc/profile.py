@@ -291,6 +291,11 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
     cc = gpus[0].compute_capability
     run_dir = new_run_dir(opts.out, target.label)
     passes, notes = plan(opts, target, cc, run_dir)
+    # tool versions for the provenance, looked up while the workload runs (an ncu start costs ~0.5 s)
+    import threading
+    for p in passes:
+        if p.engine in ("ncu", "nsys"):
+            threading.Thread(target=gpu.tool_version, args=(p.argv[0],), daemon=True).start()
     say(f"nsighttc: run directory {run_dir}")
     started = time.monotonic()
     inputs: list[Path] = []
@@ -346,6 +351,12 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
         if verdict is not None:
+            sampled = any(p.engine == "ncu" for p in done) and not any(p.engine in ("nsys", "torch") for p in done)
+            if sampled and not (opts.every_launch and opts.all_kernels):
+                verdict.tensor_cores["basis"] = "sampled"
+                verdict.tensor_cores["sampling"] = (
+                    ("every launch" if opts.every_launch else "one launch of each launch configuration")
+                    + ("" if opts.all_kernels else "; elementwise/pooling/copy kernels judged by name, not profiled"))
             verdict.provenance = _provenance(run_dir, target, opts, done, gpus, notes)
             verdict.warnings = list(verdict.warnings) + notes
             doc = verdict.to_json()

@@ -35,6 +35,12 @@ def tc_headline(tc: dict) -> str:
     dtypes = [d for d, s in tc.get("by_dtype", {}).items() if s > 0]
     dtype_txt = ", ".join(dtypes) if dtypes else ""
     share = pct(tc["tc_time_share"], 0)
+    if tc.get("basis") == "sampled" and v in ("yes", "partial", "no"):
+        # ncu sampled each kernel configuration once: shares are not GPU time shares
+        word = {"yes": "YES", "partial": "PARTIAL", "no": "NO"}[v]
+        kinds = f", {dtype_txt}" if dtype_txt else ""
+        return (f"Tensor Cores: {word}{kinds} — {ev}, each kernel configuration profiled once "
+                "(time shares: run with --timeline)")
     if v == "yes":
         return f"Tensor Cores: YES — {share} of GPU kernel time, {dtype_txt}, {ev}"
     if v == "partial":
@@ -73,10 +79,12 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
              if dev else "not recorded in the input"),
             ("Inputs", ", ".join(f"`{i['path']}` ({i['kind']})" for i in doc["inputs"])),
             ("GPU kernel time", f"{ns(tc['kernel_time_ns'])} in {tc['launches']:,} launches of {len(kernels)} kernels"),
-            ("On Tensor Cores", f"{pct(tc['tc_time_share'])} of kernel time ({_dtype_mix(tc.get('by_dtype', {}))})"),
+            ("On Tensor Cores", f"{pct(tc['tc_time_share'])} of kernel time ({_dtype_mix(tc.get('by_dtype', {}))})"
+             + (" — of the sampled kernels, not of the run" if tc.get("basis") == "sampled" else "")),
             ("Matrix work on Tensor Cores", pct(tc.get("matrix_on_tc_share")) + f" of {pct(tc.get('matrix_time_share'))} "
              "of kernel time that is GEMM/conv/attention"),
-            ("Evidence", EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"]))]
+            ("Evidence", EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"])
+             + (f" ({tc['sampling']})" if tc.get("sampling") else ""))]
     if tc.get("flop"):
         rows.append(("Tensor Core math", f"{flop(tc['flop'])} at {tc['tflops']:.1f} TFLOP/s while those kernels ran"))
     if tc.get("unknown_time_share"):
