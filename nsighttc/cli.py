@@ -174,8 +174,8 @@ def doctor(probe: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: returns the exit code (tests call it directly)."""
     try:
-        cli.main(args=argv, prog_name="nsighttc", standalone_mode=False)
-        return 0
+        rv = cli.main(args=argv, prog_name="nsighttc", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0  # click returns Exit(code) values in non-standalone mode
     except NsighttcError as exc:
         click.echo(f"nsighttc: error: {exc}", err=True)
         return exc.exit_code

@@ -1,0 +1,75 @@
+"""Fake profiler executables for tests of how we *launch* tools. They record their argv, run the inner
+command like the real tool would, and write the real recorded fixtures as their output, so everything
+we *parse* is still a real recording."""
+from __future__ import annotations
+
+import gzip
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+from tests.conftest import FIXTURES, NCU_REP, NSYS_SQLITE_GZ, RAW
+
+
+def _write(path: Path, body: str) -> Path:
+    path.write_text(f"#!{sys.executable}\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def make_bin(tmp: Path, *, gpu: bool = True, ncu: str | None = "ok", nsys: str | None = "ok") -> Path:
+    """A bin/ folder with fake nvidia-smi / ncu / nsys; modes: 'ok', 'perm' (counters refused),
+    'qdstrm' (nsys importer broken), None (absent)."""
+    b = tmp / "bin"
+    b.mkdir(exist_ok=True)
+    log = tmp / "calls.log"
+    raw_csv = tmp / "raw.csv"
+    raw_csv.write_text(gzip.open(RAW, "rt").read())
+    sqlite = tmp / "fixture.sqlite"
+    with gzip.open(NSYS_SQLITE_GZ, "rb") as src, sqlite.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    if gpu:
+        _write(b / "nvidia-smi", 'print("0, NVIDIA H200, 9.0, 580.159.03")\n')
+    common = f"""import os, subprocess, sys, shutil
+open({str(log)!r}, "a").write(repr(sys.argv) + "\\n")
+args = sys.argv[1:]
+if args[:1] == ["--version"]:
+    print("FAKE {{tool}} version 2025.3.1"); sys.exit(0)
+"""
+    if ncu:
+        _write(b / "ncu", common.replace("{tool}", "ncu") + f"""
+if "--import" in args:
+    sys.stdout.write(open({str(raw_csv)!r}).read()); sys.exit(0)
+if {ncu!r} == "perm":
+    print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0."); sys.exit(1)
+out = args[args.index("-o") + 1]
+# the inner command starts after the last ncu option value: it is the first arg that is an executable path
+i = next(j for j, a in enumerate(args) if a == sys.executable or a.endswith("python") or os.path.sep in a and os.access(a, os.X_OK) and not a.startswith("regex:"))
+for k in range(3):
+    print(f'==PROF== Profiling "kernel_{{k}}" - {{k}}: 0%....50%....100% - 7 passes', flush=True)
+rc = subprocess.call(args[i:])
+shutil.copy({str(NCU_REP)!r}, out + ".ncu-rep")
+sys.exit(rc)
+""")
+    if nsys:
+        _write(b / "nsys", common.replace("{tool}", "nsys") + f"""
+if args[0] == "export":
+    dest = args[args.index("--output") + 1]
+    shutil.copy({str(sqlite)!r}, dest); sys.exit(0)
+out = args[args.index("-o") + 1]
+i = next(j for j, a in enumerate(args) if a == sys.executable)
+rc = subprocess.call(args[i:])
+if {nsys!r} == "qdstrm":
+    open(out + ".qdstrm", "wb").write(b"x" * 64)
+    print("Importer error status: An unknown error occurred."); sys.exit(rc)
+open(out + ".nsys-rep", "wb").write(b"NVIDIA Tegra Profiler Report 363")
+sys.exit(rc)
+""")
+    return b
+
+
+def calls(tmp: Path) -> list[list[str]]:
+    import ast
+    f = tmp / "calls.log"
+    return [ast.literal_eval(line) for line in f.read_text().splitlines()] if f.exists() else []

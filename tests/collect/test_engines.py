@@ -1,0 +1,68 @@
+"""Command construction: argument lists, metrics per compute capability, filters."""
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsighttc import ncu_metrics
+from nsighttc.collect import engines
+
+
+@pytest.mark.parametrize("cc, must, must_not", [
+    ("9.0", ["sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum"],
+     ["sm__inst_executed_pipe_tensor_op_hmma_v2.sum"]),
+    ("8.9", ["sm__inst_executed_pipe_tensor_op_hmma_v2.sum", "sm__pipe_tensor_cycles_active_v2.avg.pct_of_peak_sustained_active"],
+     ["sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__ops_path_tensor_src_fp16.sum"]),
+    ("8.0", ["sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"], ["sm__ops_path_tensor_src_fp8.sum"]),
+    ("7.5", ["sm__inst_executed_pipe_tensor_op_hmma.sum"], ["sm__inst_executed_pipe_tc.sum"]),
+    ("10.0", ["sm__inst_executed_pipe_tc.sum"], ["sm__inst_executed_pipe_tensor_op_hmma.sum"]),
+])
+def test_metric_set_per_compute_capability(cc, must, must_not):
+    m = ncu_metrics.metrics_for_cc(cc)
+    assert m[0] == "gpu__time_duration.sum"
+    assert all(x in m for x in must) and not any(x in m for x in must_not)
+    assert len(m) == len(set(m))
+
+
+def test_metrics_we_ask_for_on_hopper_are_ones_the_parser_understands():
+    m = ncu_metrics.metrics_for_cc("9.0")
+    chosen = ncu_metrics.choose_ops_columns(m)
+    assert set(chosen) == {"fp16", "bf16", "fp8", "int8", "fp64", "tf32"}  # every dtype of the H200 truth table
+
+
+def test_ncu_argv_is_a_list_with_the_sampling_filters(tmp_path):
+    inner = engines.launcher_argv(["train.py", "--epochs", "1"])
+    argv = engines.ncu_argv("/usr/bin/ncu", tmp_path / "ncu", inner, "9.0", nvtx_range="train")
+    assert argv[0] == "/usr/bin/ncu" and all(isinstance(a, str) for a in argv)
+    for flag, value in (("--clock-control", "none"), ("--cache-control", "none"), ("--filter-mode", "per-launch-config"),
+                        ("--launch-count", "1"), ("--nvtx-include", "train/"), ("-o", str(tmp_path / "ncu"))):
+        assert argv[argv.index(flag) + 1] == value
+    assert "--nvtx" in argv
+    kn = argv[argv.index("--kernel-name") + 1]
+    assert kn.startswith("regex:^(?!") and "elementwise" in kn
+    assert argv[-len(inner):] == inner
+    full = engines.ncu_argv("ncu", tmp_path / "n", inner, "9.0", every_launch=True, all_kernels=True)
+    assert "--filter-mode" not in full and "--kernel-name" not in full
+
+
+def test_kernel_filter_regex_keeps_matrix_kernels_and_drops_settled_families():
+    import re
+    from nsighttc.analysis.name_rules import ncu_kernel_filter
+    rx = re.compile(ncu_kernel_filter()[len("regex:"):])
+    for keep in ("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", "implicit_convolve_sgemm", "matmul_kernel",
+                 "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_stage3_warpsize1x2x1_g1_ffma"):
+        assert rx.match(keep), keep
+    for drop in ("vectorized_elementwise_kernel", "nchwToNhwcKernel", "max_pool_forward_nchw", "splitKreduce_kernel"):
+        assert not rx.match(drop), drop
+
+
+def test_nsys_and_launcher_argv(tmp_path):
+    inner = engines.launcher_argv(["mypkg.train", "--epochs", "1"], module=True, annotate="modules",
+                                  torch_trace=tmp_path / "t.json")
+    assert inner[:3] == [sys.executable, "-m", "nsighttc.launch"]
+    assert inner[inner.index("--annotate") + 1] == "modules" and inner[inner.index("-m", 3) + 1] == "mypkg.train"
+    assert inner[-3:] == ["--", "--epochs", "1"]
+    argv = engines.nsys_argv("nsys", tmp_path / "r", inner, capture_range="step")
+    assert argv[:2] == ["nsys", "profile"] and argv[argv.index("-t") + 1] == "cuda,nvtx,osrt"
+    assert argv[argv.index("-s") + 1] == "none" and "--cpuctxsw=none" in argv
+    assert "--nvtx-capture=step" in argv and argv[-len(inner):] == inner
