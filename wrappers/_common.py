@@ -13,7 +13,9 @@ except ImportError:  # pragma: no cover - wrappers copied elsewhere
         def range(name):
             return contextlib.nullcontext()
 
-        step = range
+        @staticmethod
+        def step(name="step"):
+            return contextlib.nullcontext()
 
     annotate = _NoAnnotate()  # type: ignore
 

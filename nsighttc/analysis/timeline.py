@@ -62,6 +62,7 @@ class TimelineResult:
     kernels: int
     headline_cause: str | None = None
     notes: list[str] = field(default_factory=list)
+    activity: dict = field(default_factory=dict)
 
     @property
     def window_busy_share(self) -> float:
@@ -134,7 +135,38 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     res = TimelineResult(wall, busy, (lo, hi), verdict, rstats, steps, g, causes, devices, sync, pageable, launch,
                          n_kernels, notes=list(tl.notes))
     res.headline_cause = _headline_cause(res)
+    res.activity = _activity(u, launches, ranges, lo, hi)
     return res
+
+
+def _activity(u: intervals.Union, launches: pd.DataFrame, ranges: pd.DataFrame, lo: float, hi: float,
+              bins: int = 240, max_ranges: int = 400) -> dict:
+    """A compact picture of the window for plots: GPU busy and Tensor Core busy share per time bin, and
+    the range instances (outermost two levels, the longest first when there are many). Small enough to
+    live in verdict.json, so `nsighttc report` can draw the timeline without the raw trace."""
+    if hi <= lo:
+        return {}
+    edges = np.linspace(lo, hi, bins + 1)
+    width = edges[1] - edges[0]
+    busy = intervals.busy_within(u, edges[:-1], edges[1:]) / width
+    tc = np.zeros(bins)
+    if "start_ns" in launches and not launches.empty:
+        k = launches[(launches["tc_state"] == "yes").to_numpy() & launches["start_ns"].notna().to_numpy()] \
+            if "tc_state" in launches else launches.iloc[0:0]
+        if not k.empty:
+            tu = intervals.union(k["start_ns"].to_numpy(), (k["start_ns"] + k["duration_ns"]).to_numpy())
+            tc = intervals.busy_within(tu, edges[:-1], edges[1:]) / width
+    inst = []
+    if not ranges.empty:
+        depth = ranges["path"].astype(str).str.count("/")
+        r = ranges[(depth <= 1).to_numpy() & (ranges["end_ns"] > lo).to_numpy() & (ranges["start_ns"] < hi).to_numpy()]
+        r = r.assign(d=depth[r.index], w=r["end_ns"] - r["start_ns"])
+        if len(r) > max_ranges:
+            r = r.nlargest(max_ranges, "w")
+        inst = [{"path": str(p), "depth": int(d), "start_ns": float(s0 - lo), "end_ns": float(e0 - lo)}
+                for p, d, s0, e0 in zip(r["path"], r["d"], r["start_ns"], r["end_ns"])]
+    return {"bin_ns": float(width), "busy": [round(float(x), 4) for x in busy],
+            "tensor_core_busy": [round(float(x), 4) for x in tc], "ranges": inst}
 
 
 # --- pieces ---------------------------------------------------------------------------------------
@@ -392,6 +424,7 @@ def to_json(res: TimelineResult) -> dict:
         "headline_cause": res.headline_cause,
         "steps": steps, "gaps": res.gaps, "causes": res.causes, "devices": res.devices,
         "sync": res.sync, "pageable_copies": res.pageable, "launch": res.launch, "notes": res.notes,
+        "activity": res.activity,
     }
 
 
