@@ -20,7 +20,12 @@ variant() {  # name wrapper args...
   python3 -m nsighttc profile --timeline --out "$d/runs" --format json "$@" > "$d/profile_stdout.json" 2> "$d/profile_stderr.txt"
   local rc=$?
   t1=$(date +%s%N)
-  echo "profile rc=$rc seconds=$(( (t1 - t0) / 1000 ))ms" | tee -a "$W/summary.txt"
+  echo "profile rc=$rc seconds=$(( (t1 - t0) / 1000000 ))ms" | tee -a "$W/summary.txt"
+  # keep what re-analysis needs, compressed: the nsys export and the ncu raw page
+  for r in "$d"/runs/*/; do
+    [ -f "$r/nsys.sqlite" ] && gzip -c "$r/nsys.sqlite" > "$r/nsys.sqlite.gz"
+    [ -f "$r/ncu.ncu-rep" ] && ncu --import "$r/ncu.ncu-rep" --csv --page raw --print-units base | gzip > "$r/ncu_raw.csv.gz"
+  done
 }
 case "$GROUP" in
 a)

@@ -64,19 +64,29 @@ def _no_cyclic_gc():
 
 
 def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, thresholds: "Thresholds | None" = None,
-            step_range: str | None = None) -> Verdict:
+            step_range: str | None = None, range_name: str | None = None) -> Verdict:
     """Analyse profiler outputs of one run.
 
     ``yes_threshold``: share of matrix-work time on Tensor Cores for a "yes" (else "partial").
     ``thresholds``: timeline verdict thresholds (``nsighttc.analysis.timeline.Thresholds``: cpu_bound=0.5,
     gpu_bound=0.75, min_wall_ns=2e6, min_kernels=10). ``step_range``: the NVTX/record_function range that
     marks one training/inference step (default: ``ProfilerStep#N`` or ranges named like ``step``).
+    ``range_name``: keep only kernels launched inside this NVTX range (a path prefix ``a/b`` or a range
+    name anywhere in the path); an error names the ranges that exist when nothing matches.
     """
     with _no_cyclic_gc():
-        return _analyze(paths, yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range)
+        return _analyze(paths, yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range,
+                        range_name=range_name)
 
 
-def _analyze(paths, *, yes_threshold, thresholds, step_range) -> Verdict:
+def _in_range(launches: pd.DataFrame, name: str) -> pd.Series:
+    codes, uniq = pd.factorize(launches["nvtx"].astype(str))
+    hit = [(p == name or p.startswith(name + "/") or name in p.split("/")) for p in uniq] + [False]
+    import numpy as np
+    return pd.Series(np.asarray(hit)[codes], index=launches.index)
+
+
+def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None) -> Verdict:
     """Parse every input, classify each kernel launch, roll up, and collect findings.
 
     Inputs of one run can be mixed: an nsys/torch timeline plus an ncu export, in which case the ncu
@@ -106,6 +116,13 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range) -> Verdict:
         kernels = pd.concat([p.kernels for p in parsed], ignore_index=True) if parsed else empty_kernel_table()
         launches = tensor_cores.classify_launches(kernels)
         timeline = None
+    if range_name:
+        keep = _in_range(launches, range_name)
+        if not keep.any():
+            known = sorted(set(launches["nvtx"].astype(str)) - {""})[:20]
+            raise UsageError(f"--range {range_name}: no kernel was launched inside it (ranges: {', '.join(known) or 'none'})")
+        launches = launches[keep.to_numpy()]
+        warnings.append(f"only kernels launched inside range {range_name!r} are judged")
     compacted = tensor_cores.compact(launches)
     summary = tensor_cores.rollup(compacted, yes_threshold=yes_threshold)
     ranges = tensor_cores.range_table(compacted)

@@ -57,8 +57,10 @@ def cli() -> None:
               help="Ranges shorter than this in total get 'insufficient-data'.")
 @click.option("--min-kernels", type=click.IntRange(0), default=10, show_default=True,
               help="Ranges that launch fewer kernels get 'insufficient-data'.")
+@click.option("--range", "range_", metavar="NAME",
+              help="Judge only kernels launched inside NVTX range NAME (a path like 'train/step' or a name).")
 def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold: float, step_range: str | None,
-            cpu_bound: float, gpu_bound: float, min_wall_ms: float, min_kernels: int) -> None:
+            cpu_bound: float, gpu_bound: float, min_wall_ms: float, min_kernels: int, range_: str | None) -> None:
     """Analyse profiler outputs and print the verdict.
 
     INPUTS: Nsight Compute CSV exports (`ncu -i R.ncu-rep --csv --page raw --print-units base`, or
@@ -73,10 +75,66 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
     if cpu_bound > gpu_bound:
         raise UsageError(f"--cpu-bound ({cpu_bound}) must not exceed --gpu-bound ({gpu_bound})")
     th = Thresholds(cpu_bound=cpu_bound, gpu_bound=gpu_bound, min_wall_ns=min_wall_ms * 1e6, min_kernels=min_kernels)
-    verdict = run_analysis(list(inputs), yes_threshold=yes_threshold, thresholds=th, step_range=step_range)
+    verdict = run_analysis(list(inputs), yes_threshold=yes_threshold, thresholds=th, step_range=step_range,
+                           range_name=range_)
     for w in verdict.warnings:
         click.echo(f"nsighttc: note: {w}", err=True)
     _write(render(verdict.to_json(), fmt), output, list(inputs))
+
+
+@cli.command()
+@click.argument("source", type=click.Path(exists=False))
+@click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write here (the plots go beside it) instead of stdout.")
+@click.option("--plots/--no-plots", default=True, show_default=True, help="Draw the PNG plots (with -o).")
+def report(source: str, fmt: str, output: str | None, plots: bool) -> None:
+    """Re-render a saved verdict (a run directory or verdict.json) without profiling again."""
+    from .render import markdown, render
+    from .verdict import load_json
+
+    doc = load_json(source)
+    if fmt == "markdown" and output and plots:
+        from .render.plots import write_plots
+        made = write_plots(doc, Path(output).resolve().parent)
+        _write(markdown.render(doc, plots=made), output, [source])
+    else:
+        _write(render(doc, fmt), output, [source])
+
+
+@cli.command()
+@click.argument("base", type=click.Path())
+@click.argument("new", type=click.Path())
+@click.option("--max-tc-drop", type=float, default=5.0, show_default=True,
+              help="Fail when the Tensor Core share of kernel time drops by more than this many points.")
+@click.option("--max-busy-drop", type=float, default=10.0, show_default=True,
+              help="Fail when the GPU busy share drops by more than this many points.")
+@click.option("--max-slowdown", type=float, default=10.0, show_default=True,
+              help="Fail when the median step gets slower by more than this many percent.")
+@click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the comparison here.")
+def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slowdown: float, fmt: str,
+         output: str | None) -> None:
+    """Compare two verdicts (run directories or verdict.json) and gate on regressions.
+
+    Exit 0 when nothing regressed beyond the gate, 1 when something did, 2 on bad input. Markdown output
+    is a side-by-side table for a PR comment.
+    """
+    import json as _json
+    from .diff import Gate, compare, render_markdown
+    from .verdict import load_json
+
+    gate = Gate(max_tc_drop, max_busy_drop, max_slowdown)
+    checks = compare(load_json(base), load_json(new), gate)
+    if fmt == "json":
+        text = _json.dumps({"schema": "nsighttc.diff/1", "base": base, "new": new, "gate": gate.__dict__,
+                            "checks": [c.__dict__ for c in checks],
+                            "failed": any(c.status == "fail" for c in checks)}, indent=2) + "\n"
+    else:
+        text = render_markdown(checks, base, new, gate)
+    _write(text, output, [base, new])
+    if any(c.status == "fail" for c in checks):
+        raise click.exceptions.Exit(1)
 
 
 @cli.command()

@@ -361,7 +361,9 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
             verdict.warnings = list(verdict.warnings) + notes
             doc = verdict.to_json()
             (run_dir / "verdict.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-            (run_dir / "report.md").write_text(markdown.render(doc))
+            from .render.plots import write_plots
+            made = write_plots(doc, run_dir)
+            (run_dir / "report.md").write_text(markdown.render(doc, plots=made))
     _write_meta(run_dir, target, opts, done, gpus, notes)
     code = 130 if interrupted else 124 if timed_out else workload_rc
     return Result(run_dir, verdict, code, [p.engine for p in done], notes, interrupted, timed_out)

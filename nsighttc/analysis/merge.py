@@ -9,7 +9,10 @@ pass matches on the short family name when that is unambiguous on both sides.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
+
 import pandas as pd
 
 from ..render.names import short_name
@@ -28,11 +31,24 @@ def _verdicts(hw: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
     return first[agree.reindex(first.index).fillna(False)]
 
 
+_CASTS = re.compile(r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool|unsigned)\)")
+
+
+def merge_key(names: pd.Series) -> pd.Series:
+    """Names as one demangler would write them: ncu_report writes template values with C casts
+    (`implicit_convolve_sgemm<__half, __half, (int)1024, ...>`, seen with ncu 2025.3.1), nsys and the
+    ncu CSV without (`..., 1024, ...`)."""
+    codes, uniq = pd.factorize(names.astype(str))
+    keys = np.array([re.sub(r"\s+", " ", _CASTS.sub("", u)).strip() for u in uniq] + [""], dtype=object)
+    return pd.Series(keys[codes], index=names.index)
+
+
 def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     out = timeline.copy()
-    todo = out["evidence"] != EVIDENCE_HARDWARE
-    by_name = _verdicts(hw, hw["name"])
-    hit = todo & out["name"].isin(by_name.index)
+    todo = (out["evidence"] != EVIDENCE_HARDWARE).to_numpy()
+    hw_key, tl_key = merge_key(hw["name"]), merge_key(out["name"])
+    by_name = _verdicts(hw, hw_key)
+    hit = todo & tl_key.isin(by_name.index).to_numpy()
     short_hw = hw["name"].map(short_name)
     by_short = _verdicts(hw, short_hw)
     # a short name is usable only if it stands for one full name on the ncu side

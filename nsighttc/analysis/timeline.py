@@ -112,18 +112,26 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     busy = float(intervals.busy_within(u, np.array([lo]), np.array([hi]))[0]) if wall else 0.0
     n_kernels = int((ops["kind"] == "kernel").sum())
 
+    has_launch = "start_ns" in launches and "pid" in launches and not api.empty and not launches.empty
+    lt = launch_times(launches, api) if has_launch else pd.DataFrame({"start_ns": np.nan, "end_ns": np.nan},
+                                                                      index=launches.index)
     rstats = _range_stats(ranges, u, launches, th)
-    steps = _steps(ranges, u, launches, th, step_range)
-    # causes are judged inside the profiled window: set-up before it (weights uploaded, cuBLAS loaded)
-    # is not what the user asked about
-    w_ops = ops[(ops["start_ns"] >= lo) & (ops["start_ns"] <= hi)]
-    w_api = api[(api["start_ns"] >= lo) & (api["start_ns"] <= hi)]
-    w_k = launches[(launches["start_ns"] >= lo) & (launches["start_ns"] <= hi)] if "start_ns" in launches else launches
+    steps = _steps(ranges, u, lt["start_ns"].to_numpy(), th, step_range)
+    # Causes are judged where the question is: inside the steady-state loop when the run has steps (not
+    # in one-off set-up such as building the model), else inside the profiled window.
+    c_lo, c_hi, scope = lo, hi, None
+    if steps.get("count"):
+        c_lo, c_hi = steps["steady_window_ns"]
+        scope = steps["name"].rsplit("/", 1)[0] if "/" in steps["name"] else None
+    w_ops = ops[(ops["start_ns"] >= c_lo) & (ops["start_ns"] <= c_hi)]
+    w_api = api[(api["start_ns"] >= c_lo) & (api["start_ns"] <= c_hi)]
+    in_win = (lt["start_ns"] >= c_lo).to_numpy() & (lt["start_ns"] <= c_hi).to_numpy()
     sync = _sync(w_api, ranges, w_ops)
     pageable = _pageable(w_ops)
-    launch = _launch_overhead(w_k, w_api, u, th)
+    launch = _launch_overhead(launches[in_win], lt[in_win], u, th)
     g = _gaps(u, lo, hi, ranges)
-    causes = _causes(rstats, sync, pageable, launch, ranges, u, lo, hi)
+    scoped = rstats if scope is None else rstats[rstats["name"].str.startswith(scope + "/")]
+    causes = _causes(scoped, sync, pageable, launch)
     devices = _devices(ops, tl.devices, lo, hi, u)
 
     if n_kernels == 0 and ops.empty:
@@ -244,7 +252,7 @@ def _range_stats(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFram
     return st[cols + ["robust_idle_ns", "kernel_ns"]]
 
 
-def _steps(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, th: Thresholds,
+def _steps(ranges: pd.DataFrame, u: intervals.Union, launch_start: np.ndarray, th: Thresholds,
            step_range: str | None) -> dict:
     if ranges.empty:
         return {}
@@ -257,7 +265,8 @@ def _steps(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, th:
     fams = cand[cand["path"].isin(sizes[sizes >= 2].index)]
     if fams.empty:
         return {}
-    k_start = launches["start_ns"].to_numpy() if "start_ns" in launches else np.array([])
+    # kernels per iteration counted by when they were *launched* (async GPU work runs later)
+    k_start = np.sort(launch_start[~np.isnan(launch_start)]) if len(launch_start) else np.array([])
     best = None
     for path, grp in fams.groupby("path", observed=True):
         grp = grp.sort_values("start_ns")
@@ -272,14 +281,15 @@ def _steps(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, th:
         while warm < len(it_wall) - 1 and it_wall[warm] > th.warmup_factor * med_wall:
             warm += 1
         steady = slice(warm, None)
-        k_in = (np.searchsorted(np.sort(k_start), it_end) - np.searchsorted(np.sort(k_start), s)) if len(k_start) else np.zeros(len(s))
+        k_in = (np.searchsorted(k_start, it_end) - np.searchsorted(k_start, s)) if len(k_start) else np.zeros(len(s))
         med_share = float(np.median(share[steady]))
         med_it = float(np.median(it_wall[steady]))
         fam = {"name": path, "count": int(len(s)), "median_ns": float(np.median((e - s)[steady])),
                "median_iteration_ns": med_it, "median_gpu_busy_share": med_share,
                "gpu_busy_shares": [float(x) for x in share], "iteration_ns": [float(x) for x in it_wall],
                "median_kernels": float(np.median(k_in[steady])) if len(k_in) else 0.0,
-               "warmup_steps": int(warm), "warmup_ns": [float(x) for x in it_wall[:warm]]}
+               "warmup_steps": int(warm), "warmup_ns": [float(x) for x in it_wall[:warm]],
+               "steady_window_ns": [float(s[warm]), float(it_end[-1])]}
         fam["verdict"] = classify(med_share, med_it * max(len(s) - warm, 1), int(np.sum(k_in[steady])), th)
         weight = med_it * (len(s) - warm)
         if best is None or weight > best[0]:
@@ -312,14 +322,15 @@ def _pageable(ops: pd.DataFrame) -> dict:
             "ns": float((m["end_ns"] - m["start_ns"]).sum())}
 
 
-def _launch_overhead(launches: pd.DataFrame, api: pd.DataFrame, u: intervals.Union, th: Thresholds) -> dict:
+def _launch_overhead(launches: pd.DataFrame, lt: pd.DataFrame, u: intervals.Union, th: Thresholds) -> dict:
     """Idle gaps the host caused by launching too slowly: the kernel's launch call started after the GPU
     had gone idle (HTA's "host wait"), and the gap is short (the host was launching, not computing)."""
-    k = launches[launches["start_ns"].notna()] if "start_ns" in launches else launches.iloc[0:0]
-    if k.empty or api.empty or "pid" not in k:
+    ok = (launches["start_ns"].notna() & lt["start_ns"].notna()).to_numpy() if "start_ns" in launches else \
+        np.zeros(len(launches), dtype=bool)
+    k, lt = launches[ok], lt[ok]
+    if k.empty:
         return {"kernels": int(len(k)), "host_wait_ns": 0.0, "short_gaps_ns": 0.0, "median_kernel_ns": None,
                 "launch_bound_kernels": 0}
-    lt = launch_times(k, api)
     start = k["start_ns"].to_numpy()
     # end of GPU activity just before each kernel started
     i = np.searchsorted(u.starts, start, side="left") - 1
@@ -347,9 +358,8 @@ def _gaps(u: intervals.Union, lo: float, hi: float, ranges: pd.DataFrame, top: i
             for n, j in enumerate(order)]
 
 
-def _causes(rstats: pd.DataFrame, sync: dict, pageable: dict, launch: dict, ranges: pd.DataFrame,
-            u: intervals.Union, lo: float, hi: float) -> list[dict]:
-    """Candidate causes of idle GPU time over the whole window, each with its number, largest first."""
+def _causes(rstats: pd.DataFrame, sync: dict, pageable: dict, launch: dict) -> list[dict]:
+    """Candidate causes of idle GPU time in the steady state, each with its number, largest first."""
     out = []
     if not rstats.empty:
         names = rstats["name"].tolist()
@@ -432,23 +442,29 @@ def findings(res: TimelineResult) -> list[Finding]:
     out: list[Finding] = []
     bound = res.verdict in ("cpu-bound", "mixed")
     steps = res.steps or {}
-    for c in res.causes[:3]:
-        if not bound:
-            break
-        if c["kind"] == "host-range" and re.search(r"data|load|batch|prep|augment|collate", c["name"], re.I):
-            out.append(Finding(
-                "gpu-starved-by-data-loading", "high", f"The GPU waits for the host in `{c['name']}`",
-                f"{c['idle_ns'] / 1e6:.3g} ms of GPU idle time in steady state: {c['detail']}",
-                "Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin_memory=True, "
-                "persistent_workers=True, prefetch_factor=4)`; move host preprocessing off the critical path "
-                "(GPU transforms, or pre-processed data), and do not compute in numpy float16 on the CPU "
-                "(it is emulated and slow): preprocess in float32 and cast on the GPU.", c["idle_ns"], []))
-        elif c["kind"] == "host-range":
-            out.append(Finding(
-                "gpu-idle-during-host-range", "medium", f"The GPU idles while the host is in `{c['name']}`",
-                f"{c['idle_ns'] / 1e6:.3g} ms of GPU idle time in steady state: {c['detail']}",
-                "Overlap this host work with GPU work (a background thread or DataLoader workers), or move "
-                "it to the GPU; check it with a CPU profiler (py-spy) if its cost is not obvious.", c["idle_ns"], []))
+    host = [c for c in res.causes if c["kind"] == "host-range"]
+    idle_total = sum(c["idle_ns"] for c in res.causes if c["kind"] in ("host-range", "launch-overhead")) or 1.0
+    data = [c for c in host if re.search(r"data|load|batch|prep|augment|collate", c["name"], re.I)
+            and c["idle_ns"] >= 0.25 * idle_total]
+    if bound and data:
+        c = data[0]
+        out.append(Finding(
+            "gpu-starved-by-data-loading", "high", f"The GPU waits for the host in `{c['name']}`",
+            f"{c['idle_ns'] / 1e6:.3g} ms of GPU idle time in steady state ({100 * c['idle_ns'] / idle_total:.0f}% of "
+            f"it): {c['detail']}",
+            "Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin_memory=True, "
+            "persistent_workers=True, prefetch_factor=4)`; move host preprocessing off the critical path "
+            "(GPU transforms, or pre-processed data), and do not compute in numpy float16 on the CPU "
+            "(it is emulated and slow): preprocess in float32 and cast on the GPU.", c["idle_ns"], []))
+    others = [c for c in host if c not in data[:1]][:3]
+    if bound and others:
+        lst = "; ".join(f"`{c['name']}` {c['idle_ns'] / 1e6:.3g} ms ({c['detail']})" for c in others)
+        out.append(Finding(
+            "gpu-idle-during-host-range", "medium", "The GPU idles while the host works in these ranges",
+            f"steady-state GPU idle time: {lst}",
+            "Overlap this host work with GPU work (DataLoader workers, a background thread), move it to the GPU, "
+            "or, when the range is the step itself, cut per-kernel host cost (see launch overhead); py-spy shows "
+            "where host time goes.", others[0]["idle_ns"], []))
     lb = res.launch
     if bound and lb.get("short_gaps_ns") and lb["short_gaps_ns"] >= 0.2 * max(res.wall_ns - res.busy_ns, 1):
         # launch gaps are at least a fifth of the window's idle time: launching, not host work, starves it

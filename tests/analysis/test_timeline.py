@@ -121,15 +121,23 @@ def test_kernels_are_attributed_through_their_launch_call(nsys_doc):
     assert r["gpu_bound"]["launches"] == n
 
 
-def test_pageable_copies_and_syncs_are_counted_in_the_window(nsys_doc):
+def test_causes_are_counted_in_the_steady_state_loop(nsys_doc):
     db, doc = nsys_doc
-    con = sqlite3.connect(db)
-    lo = con.execute("SELECT min(start) FROM NVTX_EVENTS").fetchone()[0]
-    n = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind=1 AND srcKind=0 AND start>=?",
-                    (lo,)).fetchone()[0]
     tl = doc["timeline"]
-    assert tl["pageable_copies"]["copies"] == n > 0
-    assert tl["sync"]["by_range"]["cpu_bound/dataloader"]["calls"] == 30  # one .cuda() sync per batch
+    assert tl["steps"]["warmup_steps"] == 2  # README: the first two steps are one-time initialisation
+    con = sqlite3.connect(db)
+    # independent: the steady window runs from the third cpu_bound 'step' to the end of the last one
+    cpu = con.execute("SELECT start, end FROM NVTX_EVENTS WHERE text='cpu_bound'").fetchone()
+    steps = con.execute("SELECT start, end FROM NVTX_EVENTS WHERE text='step' AND start >= ? AND end <= ? "
+                        "ORDER BY start", cpu).fetchall()
+    lo, hi = steps[2][0], steps[-1][1]
+    assert tl["steps"]["steady_window_ns"] == [lo, hi]
+    n_copies = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind=1 AND srcKind=0 "
+                           "AND start >= ? AND start <= ?", (lo, hi)).fetchone()[0]
+    assert tl["pageable_copies"]["copies"] == n_copies > 0
+    n_loaders = con.execute("SELECT count(*) FROM NVTX_EVENTS WHERE text='dataloader' AND start >= ? AND start <= ?",
+                            (lo, hi)).fetchone()[0]
+    assert tl["sync"]["by_range"]["cpu_bound/dataloader"]["calls"] == n_loaders  # one .cuda() sync per batch
 
 
 def test_combined_with_ncu_makes_range_shares_hardware_true(nsys_doc):

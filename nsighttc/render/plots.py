@@ -1,0 +1,117 @@
+"""PNG plots beside the report, drawn from the verdict JSON alone (so `nsighttc report` can redraw them).
+
+- ``timeline.png``: GPU activity over the profiled window (share of each time bin the GPU was busy, and
+  the part of it in Tensor Core kernels) with the NVTX ranges above it;
+- ``kernel_time.png``: GPU kernel time per range, split by Tensor Core dtype / CUDA cores / unknown.
+Sizes are chosen to stay readable when a PR comment scales them to ~800 px wide.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+DTYPE_COLORS = {"fp16": "#2ca02c", "bf16": "#17becf", "tf32": "#9467bd", "fp8": "#e377c2", "int8": "#bcbd22",
+                "fp64": "#8c564b", "unknown": "#7fbf7f"}
+CUDA_CORE = "#d62728"
+UNKNOWN = "#b0b0b0"
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def timeline_png(doc: dict, path: Path) -> Path | None:
+    tl = doc.get("timeline") or {}
+    act = tl.get("activity") or {}
+    busy = act.get("busy")
+    if not busy:
+        return None
+    plt = _plt()
+    import numpy as np
+    bin_ms = act["bin_ns"] / 1e6
+    x = np.arange(len(busy)) * bin_ms
+    ranges = act.get("ranges") or []
+    depths = sorted({r["depth"] for r in ranges})
+    fig, (ax_r, ax) = plt.subplots(2, 1, figsize=(10, 3.6 + 0.3 * len(depths)), sharex=True,
+                                   gridspec_kw={"height_ratios": [max(1, len(depths)), 3]})
+    ax.fill_between(x, 0, np.asarray(busy) * 100, step="post", color="#9ecae1", label="GPU busy")
+    ax.fill_between(x, 0, np.asarray(act.get("tensor_core_busy", [0] * len(busy))) * 100, step="post",
+                    color=DTYPE_COLORS["fp16"], label="Tensor Core kernels")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("GPU busy (%)")
+    ax.set_xlabel("time since the window start (ms)")
+    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+    ax.grid(axis="y", alpha=0.3)
+    names = sorted({r["path"] for r in ranges})
+    palette = plt.get_cmap("tab20")
+    color = {n: palette(i % 20) for i, n in enumerate(names)}
+    labelled = set()
+    for r in ranges:
+        s, e = r["start_ns"] / 1e6, r["end_ns"] / 1e6
+        ax_r.barh(r["depth"], e - s, left=s, height=0.8, color=color[r["path"]], edgecolor="white", linewidth=0.3)
+        span = x[-1] + bin_ms if len(x) else 1
+        if (e - s) > span * 0.06 and r["path"] not in labelled:
+            ax_r.text(s + (e - s) / 2, r["depth"], r["path"].rsplit("/", 1)[-1][:24], ha="center", va="center",
+                      fontsize=7, clip_on=True)
+            labelled.add(r["path"])
+    ax_r.set_yticks(depths or [0])
+    ax_r.set_yticklabels([f"level {d}" for d in depths] or [""], fontsize=8)
+    ax_r.invert_yaxis()
+    ax_r.set_title(f"GPU activity and NVTX ranges — {tl.get('verdict', '')}, GPU busy "
+                   f"{100 * (tl.get('window') or {}).get('gpu_busy_share', 0):.0f}% of the window", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def kernel_time_png(doc: dict, path: Path, top: int = 12) -> Path | None:
+    ranges = [r for r in (doc.get("ranges") or []) if (r.get("kernel_time_ns") or 0) > 0]
+    tc = doc["tensor_cores"]
+    if not ranges:
+        ranges = [{"name": "whole run", "kernel_time_ns": tc["kernel_time_ns"], "tc_time_share": tc["tc_time_share"],
+                   "by_dtype": {d: s / tc["tc_time_share"] * tc["tc_time_share"] for d, s in tc.get("by_dtype", {}).items()},
+                   "unknown_time_share": tc.get("unknown_time_share", 0)}]
+        ranges[0]["by_dtype"] = dict(tc.get("by_dtype", {}))
+    if not ranges or not tc.get("kernel_time_ns"):
+        return None
+    ranges = sorted(ranges, key=lambda r: -r["kernel_time_ns"])[:top][::-1]
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.42 * len(ranges)))
+    dtypes = sorted({d for r in ranges for d in (r.get("by_dtype") or {})})
+    for i, r in enumerate(ranges):
+        total = r["kernel_time_ns"] / 1e6
+        left = 0.0
+        for d in dtypes:
+            w = (r.get("by_dtype") or {}).get(d, 0.0) * total
+            ax.barh(i, w, left=left, color=DTYPE_COLORS.get(d, "#2ca02c"), label=f"Tensor Cores {d}" if i == 0 or True else None)
+            left += w
+        unk = (r.get("unknown_time_share") or 0.0) * total
+        cuda = max(total - left - unk, 0.0)
+        ax.barh(i, cuda, left=left, color=CUDA_CORE, label="CUDA cores")
+        ax.barh(i, unk, left=left + cuda, color=UNKNOWN, label="unknown")
+    handles, labels = ax.get_legend_handles_labels()
+    uniq = dict(zip(labels, handles))
+    ax.legend(uniq.values(), uniq.keys(), fontsize=8, loc="lower right", framealpha=0.9)
+    ax.set_yticks(range(len(ranges)))
+    ax.set_yticklabels([r["name"][-40:] for r in ranges], fontsize=8)
+    ax.set_xlabel("GPU kernel time (ms)")
+    ax.set_title("Kernel time by NVTX range: on Tensor Cores (by dtype) vs CUDA cores", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_plots(doc: dict, out_dir: Path) -> dict[str, str]:
+    """Write the plots that the verdict has data for; returns {alt text: file name} for the Markdown."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = {}
+    if timeline_png(doc, out_dir / "timeline.png"):
+        made["GPU activity timeline"] = "timeline.png"
+    if kernel_time_png(doc, out_dir / "kernel_time.png"):
+        made["Kernel time by range"] = "kernel_time.png"
+    return made
