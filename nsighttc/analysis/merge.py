@@ -32,14 +32,19 @@ def _verdicts(hw: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
 
 
 _CASTS = re.compile(r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool|unsigned)\)")
+# The ncu CSV collapses namespaces (`native::vectorized_gather_kernel`, `at_cuda_detail::DeviceRadixSort...`)
+# where nsys writes them in full (`at::native::...`, `at_cuda_detail::cub::detail::radix_sort::...`):
+# seen on H100 with ncu/nsys 2025.3.1. Keys drop every qualifier.
+_QUALIFIERS = re.compile(r"(?:<unnamed>::|\(anonymous namespace\)::|\b[A-Za-z_]\w*::)+")
 
 
 def merge_key(names: pd.Series) -> pd.Series:
-    """Names as one demangler would write them: ncu_report writes template values with C casts
-    (`implicit_convolve_sgemm<__half, __half, (int)1024, ...>`, seen with ncu 2025.3.1), nsys and the
-    ncu CSV without (`..., 1024, ...`)."""
+    """Names as one demangler would write them: ncu_report and nsys write template values with C casts
+    (`implicit_convolve_sgemm<__half, __half, (int)1024, ...>`, seen with 2025.3.1), the ncu CSV without
+    (`..., 1024, ...`); and namespaces differ (see _QUALIFIERS)."""
     codes, uniq = pd.factorize(names.astype(str))
-    keys = np.array([re.sub(r"\s+", " ", _CASTS.sub("", u)).strip() for u in uniq] + [""], dtype=object)
+    keys = np.array([re.sub(r"\s+", " ", _QUALIFIERS.sub("", _CASTS.sub("", u))).strip() for u in uniq] + [""],
+                    dtype=object)
     return pd.Series(keys[codes], index=names.index)
 
 
@@ -55,15 +60,16 @@ def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[p
     unique_short = short_hw.groupby(short_hw).transform(lambda s: hw.loc[s.index, "name"].nunique()) == 1
     by_short = by_short[by_short.index.isin(short_hw[unique_short].unique())]
     short_tl = out["name"].map(short_name)
-    hit2 = todo & ~hit & short_tl.isin(by_short.index)
+    hit2 = todo & ~hit & short_tl.isin(by_short.index).to_numpy()
     merged_detail = "ncu counters merged by kernel name"
     if isinstance(out["evidence_detail"].dtype, pd.CategoricalDtype) and \
             merged_detail not in out["evidence_detail"].cat.categories:
         out["evidence_detail"] = out["evidence_detail"].cat.add_categories([merged_detail])
-    for mask, table, key in ((hit, by_name, out["name"]), (hit2, by_short, short_tl)):
+    for mask, table, key in ((hit, by_name, tl_key), (hit2, by_short, short_tl)):
         if not mask.any():
             continue
-        src = table.reindex(key[mask])
+        src = table.reindex(key[mask].to_numpy())
+        assert src["tensor_core"].notna().all(), "merge looked up a key it had not matched"
         out.loc[mask, "tensor_core"] = pd.Series(src["tensor_core"].to_numpy(), index=out.index[mask], dtype=object)
         out.loc[mask, "dtype"] = pd.Series(src["dtype"].to_numpy(), index=out.index[mask], dtype=object)
         out.loc[mask, "tc_flop"] = src["tc_flop_per_call"].to_numpy()

@@ -101,6 +101,9 @@ RULES: tuple[NameRule, ...] = (
        r"index_elementwise|indexSelect|scatter_gather|fill_kernel|copy_kernel|memcpy|memset|"
        r"\bcat_|upsample|embedding_|nll_loss|cross_entropy|multi_tensor_apply", False, None,
        H200 + ": pooling, splitKreduce, copies"),
+    _r("gather-sort-epilogue", r"gather_kernel|scatter_kernel|DeviceRadixSort|radix_sort|randperm|"
+       r"cublasLt::epilogue|epilogue::impl", False, None,
+       "measured on H100 (reports/mnist_mlp): gather, radix sort, randperm, cuBLASLt epilogue: tensor ops 0"),
     _r("triton-pointwise", r"^triton_(poi|red|per)_", False, None,
        PEER + ": Inductor pointwise/reduction kernels contain no tl.dot"),
 )
@@ -131,7 +134,8 @@ def classify_names(names: pd.Series) -> pd.DataFrame:
 # the ncu engine leaves them out of hardware profiling, which is most of what makes ncu slow.
 NO_MATRIX_FAMILIES = ("elementwise", "reduce_kernel", "distribution_", "max_pool", "avg_pool", "adaptive_",
                       "nchwToNhwc", "nhwcToNchw", "splitKreduce", "copy_kernel", "fill_kernel",
-                      "CatArrayBatchedCopy", "softmax", "layer_norm", "batch_norm", "index_", "triton_poi_",
+                      "CatArrayBatchedCopy", "softmax", "layer_norm", "batch_norm", "index_", "gather_kernel",
+                      "RadixSort", "randperm", "epilogue", "triton_poi_",
                       "triton_red_", "triton_per_")
 
 
@@ -146,7 +150,7 @@ def ncu_kernel_filter() -> str:
 MATRIX_WORK = re.compile(
     r"gemm|gemv|conv|fprop|dgrad|wgrad|matmul|_mm_|bmm|xmma|nvjet|cutlass|sdpa|attention|flash|fmha|"
     r"cublas|cudnn_generated|s1688|h884|16816|tensorop|\bmm\b|linear", re.IGNORECASE)
-_NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel", re.IGNORECASE)
+_NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel|epilogue", re.IGNORECASE)
 
 
 def name_mask(names: pd.Series, pattern: re.Pattern | str, exclude: re.Pattern | str | None = None) -> pd.Series:

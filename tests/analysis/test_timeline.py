@@ -190,3 +190,25 @@ def test_empty_timeline_does_not_swallow_ncu_evidence(tmp_path):
     v = nsighttc.analyze([f, RAW])
     assert v.tensor_cores["launches"] == 404 and v.tensor_cores["evidence"] == "hardware"
     assert any("no GPU events" in w for w in v.warnings)
+
+
+def test_merge_matches_names_written_with_template_casts():
+    """ncu_report and nsys 2025 write `<(int)1024, (bool)0>` where the ncu CSV writes `<1024, 0>`."""
+    import re
+    from nsighttc.analysis import merge
+    from nsighttc.analysis.tensor_cores import classify_launches
+    from nsighttc.parse import load
+    from tests.conftest import RAW
+    hw = classify_launches(load(RAW).kernels)
+    tl = hw.copy()
+    tl["name"] = tl["name"].str.replace(r"<(\d+), ", lambda m: f"<(int){m.group(1)}, ", regex=True)
+    changed = tl["name"] != hw["name"]
+    assert changed.any()
+    for c in ("tc_ops_fp16", "tc_ops_bf16", "tc_ops_tf32", "tc_ops_fp8", "tc_ops_int8", "tc_ops_fp64",
+              "inst_hmma", "inst_hfma2", "inst_imma", "inst_dmma", "inst_gmma"):
+        tl[c] = float("nan")
+    tl = classify_launches(tl)
+    out, _ = merge.apply_hardware_evidence(tl, hw)
+    assert (out["evidence"] == "hardware").all()
+    assert (out["tensor_core"].to_numpy() == hw["tensor_core"].to_numpy()).all()
+    assert (out["tc_state"] == hw["tc_state"]).all()
