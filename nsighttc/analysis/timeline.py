@@ -143,7 +143,10 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     res = TimelineResult(wall, busy, (lo, hi), verdict, rstats, steps, g, causes, devices, sync, pageable, launch,
                          n_kernels, notes=list(tl.notes))
     res.headline_cause = _headline_cause(res)
-    res.activity = _activity(u, launches, ranges, lo, hi)
+    # the picture shows where the question is: the steady-state loop when there are steps
+    a_lo, a_hi = steps["steady_window_ns"] if steps.get("count") else (lo, hi)
+    res.activity = _activity(u, launches, ranges, a_lo, a_hi)
+    res.activity["scope"] = "steady-state steps" if steps.get("count") else "profiled window"
     return res
 
 
@@ -167,11 +170,13 @@ def _activity(u: intervals.Union, launches: pd.DataFrame, ranges: pd.DataFrame, 
     inst = []
     if not ranges.empty:
         depth = ranges["path"].astype(str).str.count("/")
-        r = ranges[(depth <= 1).to_numpy() & (ranges["end_ns"] > lo).to_numpy() & (ranges["start_ns"] < hi).to_numpy()]
+        inside = (ranges["end_ns"] > lo).to_numpy() & (ranges["start_ns"] < hi).to_numpy()
+        shown = sorted(set(depth[inside]))[-2:] if inside.any() else []  # the two innermost levels in view
+        r = ranges[inside & depth.isin(shown).to_numpy()]
         r = r.assign(d=depth[r.index], w=r["end_ns"] - r["start_ns"])
         if len(r) > max_ranges:
             r = r.nlargest(max_ranges, "w")
-        inst = [{"path": str(p), "depth": int(d), "start_ns": float(s0 - lo), "end_ns": float(e0 - lo)}
+        inst = [{"path": str(p), "depth": int(d), "start_ns": float(max(s0, lo) - lo), "end_ns": float(min(e0, hi) - lo)}
                 for p, d, s0, e0 in zip(r["path"], r["d"], r["start_ns"], r["end_ns"])]
     return {"bin_ns": float(width), "busy": [round(float(x), 4) for x in busy],
             "tensor_core_busy": [round(float(x), 4) for x in tc], "ranges": inst}

@@ -57,10 +57,11 @@ def timeline_png(doc: dict, path: Path) -> Path | None:
                       fontsize=7, clip_on=True)
             labelled.add(r["path"])
     ax_r.set_yticks(depths or [0])
-    ax_r.set_yticklabels([f"level {d}" for d in depths] or [""], fontsize=8)
+    ax_r.set_yticklabels([f"depth {d}" for d in depths] or [""], fontsize=8)
     ax_r.invert_yaxis()
-    ax_r.set_title(f"GPU activity and NVTX ranges — {tl.get('verdict', '')}, GPU busy "
-                   f"{100 * (tl.get('window') or {}).get('gpu_busy_share', 0):.0f}% of the window", fontsize=10)
+    ax.set_xlabel(f"time (ms) since the start of the {act.get('scope', 'profiled window')}")
+    ax_r.set_title(f"GPU activity and NVTX ranges over the {act.get('scope', 'profiled window')} — "
+                   f"{tl.get('verdict', '')}, GPU busy {100 * float(np.mean(busy)):.0f}%", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
