@@ -10,10 +10,12 @@
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 import gc
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
 import pandas as pd
 
 from .analysis import findings as findings_mod
@@ -23,7 +25,7 @@ from .model import empty_kernel_table
 from .parse import Parsed, load
 from .verdict import Verdict
 
-if False:  # typing only
+if TYPE_CHECKING:
     from .analysis.timeline import Thresholds
 
 
@@ -80,9 +82,9 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
 
 
 def _in_range(launches: pd.DataFrame, name: str) -> pd.Series:
+    """Launches whose range path is ``name``, lies under it, or contains a range called ``name``."""
     codes, uniq = pd.factorize(launches["nvtx"].astype(str))
     hit = [(p == name or p.startswith(name + "/") or name in p.split("/")) for p in uniq] + [False]
-    import numpy as np
     return pd.Series(np.asarray(hit)[codes], index=launches.index)
 
 

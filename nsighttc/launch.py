@@ -49,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     remove_hooks = None
     prof = None
     # SIGTERM (our timeout) becomes KeyboardInterrupt, so the profiler still writes what it has.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    def _interrupt(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
     code = 0
     try:
         if ns.annotate == "modules":

@@ -121,10 +121,6 @@ def resolve_target(script: str | None, args: list[str], command: list[str] | Non
 
 
 # --- planning -------------------------------------------------------------------------------------
-def _nsys_usable(nsys: Path | None) -> bool:
-    return nsys is not None
-
-
 def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[list[Pass], list[str]]:
     """Which passes to run, as argument lists. Pure except for looking tools up."""
     notes: list[str] = []
@@ -185,8 +181,9 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
     return passes, notes
 
 
-def fallback_timeline_pass(opts: Options, target: Target, run_dir: Path) -> Pass | None:
-    nsys = tools.find_or_none("nsys", opts.nsys)
+def fallback_timeline_pass(opts: Options, target: Target, run_dir: Path, allow_nsys: bool = True) -> Pass | None:
+    """The timeline pass: nsys when found (and allowed), else torch.profiler for Python programs."""
+    nsys = tools.find_or_none("nsys", opts.nsys) if allow_nsys else None
     inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python) \
         if target.python_program else list(target.argv)
     if nsys is not None:
@@ -325,7 +322,7 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
                 _write_meta(run_dir, target, opts, done, gpus, notes + failures)
                 raise
             if opts.engine == "auto" and p.engine == "nsys":
-                fb = fallback_timeline_pass(Options(**{**opts.__dict__, "nsys": "/nonexistent"}), target, run_dir)
+                fb = fallback_timeline_pass(opts, target, run_dir, allow_nsys=False)
                 if fb is not None and fb.engine == "torch":
                     notes.append(f"{exc}; fell back to torch.profiler")
                     queue.insert(0, fb)

@@ -19,9 +19,6 @@ from ..errors import ParseError, ReaderMissing
 from ..model import INST_KINDS, TC_DTYPES, conform
 from . import ncu_csv
 
-NCU_REP_MAGIC = b"NVR\x00"
-
-
 def _import_ncu_report():
     try:
         import ncu_report  # type: ignore

@@ -71,11 +71,9 @@ def timeline_png(doc: dict, path: Path) -> Path | None:
 def kernel_time_png(doc: dict, path: Path, top: int = 12) -> Path | None:
     ranges = [r for r in (doc.get("ranges") or []) if (r.get("kernel_time_ns") or 0) > 0]
     tc = doc["tensor_cores"]
-    if not ranges:
+    if not ranges:  # no NVTX ranges: one bar for the whole run (by_dtype are shares of all kernel time)
         ranges = [{"name": "whole run", "kernel_time_ns": tc["kernel_time_ns"], "tc_time_share": tc["tc_time_share"],
-                   "by_dtype": {d: s / tc["tc_time_share"] * tc["tc_time_share"] for d, s in tc.get("by_dtype", {}).items()},
-                   "unknown_time_share": tc.get("unknown_time_share", 0)}]
-        ranges[0]["by_dtype"] = dict(tc.get("by_dtype", {}))
+                   "by_dtype": dict(tc.get("by_dtype", {})), "unknown_time_share": tc.get("unknown_time_share", 0)}]
     if not ranges or not tc.get("kernel_time_ns"):
         return None
     ranges = sorted(ranges, key=lambda r: -r["kernel_time_ns"])[:top][::-1]
@@ -87,7 +85,7 @@ def kernel_time_png(doc: dict, path: Path, top: int = 12) -> Path | None:
         left = 0.0
         for d in dtypes:
             w = (r.get("by_dtype") or {}).get(d, 0.0) * total
-            ax.barh(i, w, left=left, color=DTYPE_COLORS.get(d, "#2ca02c"), label=f"Tensor Cores {d}" if i == 0 or True else None)
+            ax.barh(i, w, left=left, color=DTYPE_COLORS.get(d, "#2ca02c"), label=f"Tensor Cores {d}")
             left += w
         unk = (r.get("unknown_time_share") or 0.0) * total
         cuda = max(total - left - unk, 0.0)
