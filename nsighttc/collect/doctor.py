@@ -59,10 +59,15 @@ def run_checks(probe: bool = True) -> list[Check]:
         checks.append(Check("torch", "OK" if avail or not gpus else "broken",
                             f"{tv}, CUDA {cuda}, cuda available: {avail}",
                             "" if avail or not gpus else "install a CUDA build of torch matching the driver"))
-    for mod, why in (("nvtx", "NVTX ranges for ncu/nsys"), ("ncu_report", "reading .ncu-rep without ncu")):
-        ok = importlib.util.find_spec(mod) is not None
-        checks.append(Check(f"python {mod}", "OK" if ok else "missing", why,
-                            "" if ok else f"pip install {'nvtx' if mod == 'nvtx' else 'ncu-report'}"))
+    ok = importlib.util.find_spec("nvtx") is not None
+    checks.append(Check("python nvtx", "OK" if ok else "missing", "NVTX ranges for ncu/nsys",
+                        "" if ok else "pip install nvtx"))
+    from ..parse.ncu_rep import _import_ncu_report  # the same lookup the parser uses (PyPI, then ncu's extras)
+    module = _import_ncu_report()
+    checks.append(Check("python ncu_report", "OK" if module else "missing",
+                        f"reads .ncu-rep in-process ({getattr(module, '__file__', '')})" if module else
+                        "reading .ncu-rep in-process (else nsighttc exports through `ncu --import`)",
+                        "" if module else "pip install ncu-report"))
     can_probe = probe and bool(gpus) and avail
     for tool in ("ncu", "nsys"):
         path = tools.find_or_none(tool)
