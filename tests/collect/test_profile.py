@@ -43,6 +43,9 @@ def test_auto_runs_one_ncu_pass_and_writes_the_run_directory(env, tmp_path):
     assert doc["tensor_cores"]["evidence"] == "hardware" and doc["tensor_cores"]["basis"] == "sampled"
     assert doc["provenance"]["engines"] == ["ncu"] and "FAKE ncu" in doc["provenance"]["versions"]["ncu"]
     assert doc["provenance"]["gpu"][0]["name"] == "NVIDIA H200"
+    report = (d / "report.md").read_text()
+    assert "<summary>Provenance</summary>" in report and "NVIDIA H200 (CC 9.0" in report
+    assert f"Command: `{doc['provenance']['commands'][0]}`" in report
 
 
 def test_timeline_flag_adds_an_nsys_pass_and_merges(env, tmp_path):
