@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..model import Finding
 from .name_rules import name_mask
+from .tensor_cores import tc_states
 
 LOW_PIPE_PCT = 20.0      # tensor pipe utilisation below which a TC kernel is "underfed"
 MIN_SHARE = 0.01         # findings about less than 1% of kernel time are not worth a reader's time
@@ -45,8 +46,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
     def named(rx: re.Pattern) -> pd.Series:
         return name_mask(name, rx)
 
-    state = launches["tc_state"] if "tc_state" in launches else launches["tensor_core"].map(
-        {True: "yes", False: "no"}).fillna("unknown")
+    state = tc_states(launches)
     is_yes, is_no, is_unk = (state == "yes").to_numpy(), (state == "no").to_numpy(), (state == "unknown").to_numpy()
     no_tc = is_no & launches["matrix_work"].to_numpy()
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..render.names import short_name
-from .tensor_cores import EVIDENCE_HARDWARE
+from .tensor_cores import EVIDENCE_HARDWARE, state_categorical
 
 _COLS = ["tensor_core", "dtype", "tc_flop_per_call", "tensor_pipe_pct"]
 
@@ -77,9 +77,7 @@ def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[p
         out.loc[mask, "evidence"] = EVIDENCE_HARDWARE
         out.loc[mask, "evidence_detail"] = merged_detail
     out["matrix_work"] = out["matrix_work"] | (out["tensor_core"] == True)  # noqa: E712
-    tc = out["tensor_core"].to_numpy()
-    out["tc_state"] = pd.Categorical.from_codes(np.where(tc == True, 0, np.where(tc == False, 1, 2)),  # noqa: E712
-                                                categories=["yes", "no", "unknown"])
+    out["tc_state"] = state_categorical(out["tensor_core"].to_numpy())
     merged = hit | hit2
     t = out["time_ns"]
     share = t[merged].sum() / t.sum() if t.sum() else 0.0

@@ -23,6 +23,23 @@ from . import name_rules
 # The dtypes whose ops counters must all be present for "all zero" to mean "no Tensor Core math".
 OPS_REQUIRED_FOR_NO = ("fp16", "bf16", "tf32", "fp8", "int8", "fp64")
 
+STATES = ["yes", "no", "unknown"]
+
+
+def state_categorical(tc) -> pd.Categorical:
+    """True/False/None per launch -> categorical 'yes'/'no'/'unknown' (built from integer codes)."""
+    tc = np.asarray(tc, dtype=object)
+    return pd.Categorical.from_codes(np.where(tc == True, 0, np.where(tc == False, 1, 2)),  # noqa: E712
+                                     categories=STATES)
+
+
+def path_prefixes(paths) -> pd.DataFrame:
+    """Every range path with each of its prefixes: 'a/b' -> ('a/b', 'a'), ('a/b', 'a/b'). A kernel in a/b
+    counts for the range a and for a/b (used by every per-range roll-up)."""
+    return pd.DataFrame([(p, "/".join(p.split("/")[:i + 1])) for p in paths for i in range(p.count("/") + 1)],
+                        columns=["nvtx", "range"])
+
+
 EVIDENCE_HARDWARE = "hardware"
 EVIDENCE_NAME = "kernel-name"
 EVIDENCE_NONE = "none"
@@ -84,8 +101,7 @@ def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
     dtype = np.where(tc == True, dtype, None)  # noqa: E712
 
     k["tensor_core"] = pd.Series(tc, index=k.index, dtype=object)
-    k["tc_state"] = pd.Categorical.from_codes(np.where(tc == True, 0, np.where(tc == False, 1, 2)),  # noqa: E712
-                                              categories=["yes", "no", "unknown"])
+    k["tc_state"] = state_categorical(tc)
     k["evidence"] = evidence
     k["evidence_detail"] = detail
     dtype_s = pd.Series(dtype, index=k.index, dtype=object)
@@ -99,11 +115,11 @@ def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
     return k
 
 
-def _state(launches: pd.DataFrame) -> pd.Series:
+def tc_states(launches: pd.DataFrame) -> pd.Series:
     """'yes'/'no'/'unknown' per launch (categorical: groups and compares fast)."""
     if "tc_state" in launches.columns:
         return launches["tc_state"]
-    return launches["tensor_core"].map({True: "yes", False: "no"}).fillna("unknown")
+    return pd.Series(state_categorical(launches["tensor_core"].to_numpy()), index=launches.index)
 
 
 def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
@@ -116,7 +132,7 @@ def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["name", "calls", "total_time_ns", "tensor_core", "evidence", "dtype",
                                      "nvtx", "tc_flop", "tflops", "tensor_pipe_pct", "name_tc", "name_rule",
                                      "matrix_work", "time_share", "variant", "evidence_detail"])
-    df = pd.DataFrame({"name": launches["name"], "_state": _state(launches), "_dtype": launches["dtype"].fillna(""),
+    df = pd.DataFrame({"name": launches["name"], "_state": tc_states(launches), "_dtype": launches["dtype"].fillna(""),
                        "evidence": launches["evidence"], "_pipe_w": launches["tensor_pipe_pct"] * launches["time_ns"],
                        "time_ns": launches["time_ns"], "tc_flop": launches["tc_flop"],
                        "tensor_pipe_pct": launches["tensor_pipe_pct"], "matrix_work": launches["matrix_work"],
@@ -158,7 +174,7 @@ def compact(launches: pd.DataFrame) -> pd.DataFrame:
         return launches
     df = pd.DataFrame({
         "nvtx": launches["nvtx"].to_numpy(),
-        "state": _state(launches).to_numpy(),
+        "state": tc_states(launches).to_numpy(),
         "dtype": launches["dtype"].fillna("").to_numpy(),
         "matrix_work": launches["matrix_work"].astype(bool).to_numpy(),
         "evidence": launches["evidence"].to_numpy(),
@@ -235,10 +251,7 @@ def range_table(launches: pd.DataFrame) -> pd.DataFrame:
     c = c[c["nvtx"] != ""]
     if c.empty:
         return pd.DataFrame(columns=cols)
-    paths = pd.unique(c["nvtx"])
-    pref = pd.DataFrame([(p, "/".join(p.split("/")[:i + 1])) for p in paths for i in range(p.count("/") + 1)],
-                        columns=["nvtx", "range"])
-    joined = c.merge(pref, on="nvtx")
+    joined = c.merge(path_prefixes(pd.unique(c["nvtx"])), on="nvtx")
     rows = []
     for rng, grp in joined.groupby("range", sort=False):  # compacted rows: cheap
         r = rollup(grp)

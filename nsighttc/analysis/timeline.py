@@ -27,6 +27,7 @@ import pandas as pd
 from ..model import Finding
 from ..parse.timeline import Timeline, launch_times, paths_at
 from . import intervals
+from .tensor_cores import path_prefixes
 
 SYNC_CALLS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
               "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cuCtxSynchronize",
@@ -195,14 +196,12 @@ def _window(ops: pd.DataFrame, ranges: pd.DataFrame) -> tuple[float, float]:
 
 def _kernels_per_path(launches: pd.DataFrame) -> pd.DataFrame:
     """Kernel count / time per range path, a kernel in a/b counting for a and a/b (like the TC table)."""
-    nv = launches.loc[launches["nvtx"] != "", ["nvtx", "time_ns"]]
+    nv = launches.loc[(launches["nvtx"] != "").to_numpy(), ["nvtx", "time_ns"]]
     if nv.empty:
         return pd.DataFrame(columns=["kernels", "kernel_ns"])
-    per = nv.groupby("nvtx").agg(kernels=("time_ns", "size"), kernel_ns=("time_ns", "sum"))
-    rows = [(p[:i] if i > 0 else p, r.kernels, r.kernel_ns) for p, r in per.iterrows()
-            for i in [m.start() for m in re.finditer("/", p)] + [0]]
-    df = pd.DataFrame(rows, columns=["path", "kernels", "kernel_ns"])
-    return df.groupby("path").sum()
+    per = nv.astype({"nvtx": str}).groupby("nvtx").agg(kernels=("time_ns", "size"), kernel_ns=("time_ns", "sum"))
+    joined = per.reset_index().merge(path_prefixes(per.index), on="nvtx")
+    return joined.groupby("range")[["kernels", "kernel_ns"]].sum().rename_axis("path")
 
 
 def _range_stats(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, th: Thresholds) -> pd.DataFrame:
