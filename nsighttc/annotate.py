@@ -33,7 +33,6 @@ except Exception:  # pragma: no cover - exercised only on broken installs
         return None
 
 DOMAIN = None  # the default NVTX domain: ncu's --nvtx-include "name/" matches it without a domain prefix
-_step_counter = 0
 
 
 def _torch_profiling() -> bool:
@@ -74,8 +73,6 @@ class range(contextlib.ContextDecorator):  # noqa: A001 - the natural name for u
 
 def step(name: str = "step") -> range:
     """A range marking one iteration; nsighttc reads repeated 'step' ranges as the loop's steps."""
-    global _step_counter
-    _step_counter += 1
     return range(name)
 
 

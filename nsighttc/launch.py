@@ -7,7 +7,6 @@ even when the program fails or is interrupted.
 from __future__ import annotations
 
 import argparse
-import os
 import runpy
 import signal
 import sys

@@ -72,7 +72,6 @@ class Pass:
     engine: str
     argv: list[str]
     log: Path
-    artifacts: list[Path]
     torch_trace: Path | None = None
     returncode: int | None = None
     seconds: float = 0.0
@@ -143,7 +142,7 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
     def ncu_pass() -> Pass:
         return Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(), cc, nvtx_range=opts.range,
                                             every_launch=opts.every_launch, all_kernels=opts.all_kernels),
-                    run_dir / "ncu.log", [run_dir / "ncu.ncu-rep"])
+                    run_dir / "ncu.log")
 
     passes: list[Pass] = []
     if engine == "auto":
@@ -161,11 +160,11 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
                              "--engine nsys / --engine torch")
         elif nsys is not None:
             passes.append(Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range),
-                               run_dir / "nsys.log", [run_dir / "nsys.nsys-rep"]))
+                               run_dir / "nsys.log"))
             notes.append("auto: ncu not found, so Tensor Core evidence comes from kernel names only; timeline from nsys")
         elif target.python_program:
             trace = run_dir / "torch_trace.json"
-            passes.append(Pass("torch", inner(trace), run_dir / "torch.log", [trace], torch_trace=trace))
+            passes.append(Pass("torch", inner(trace), run_dir / "torch.log", torch_trace=trace))
             notes.append("auto: neither ncu nor nsys found; timeline from torch.profiler, Tensor Core evidence "
                          "from kernel names only")
         else:
@@ -174,10 +173,10 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
         passes.append(ncu_pass())
     elif engine == "nsys":
         passes.append(Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range),
-                           run_dir / "nsys.log", [run_dir / "nsys.nsys-rep"]))
+                           run_dir / "nsys.log"))
     else:
         trace = run_dir / "torch_trace.json"
-        passes.append(Pass("torch", inner(trace), run_dir / "torch.log", [trace], torch_trace=trace))
+        passes.append(Pass("torch", inner(trace), run_dir / "torch.log", torch_trace=trace))
     return passes, notes
 
 
@@ -187,13 +186,12 @@ def fallback_timeline_pass(opts: Options, target: Target, run_dir: Path, allow_n
     inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python) \
         if target.python_program else list(target.argv)
     if nsys is not None:
-        return Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner, opts.range), run_dir / "nsys.log",
-                    [run_dir / "nsys.nsys-rep"])
+        return Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner, opts.range), run_dir / "nsys.log")
     if target.python_program:
         trace = run_dir / "torch_trace.json"
         argv = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, torch_trace=trace,
                                      python=opts.python)
-        return Pass("torch", argv, run_dir / "torch.log", [trace], torch_trace=trace)
+        return Pass("torch", argv, run_dir / "torch.log", torch_trace=trace)
     return None
 
 
@@ -344,7 +342,7 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
         from .api import analyze
         from .render import markdown
         try:
-            verdict = analyze(inputs, step_range=None)
+            verdict = analyze(inputs)
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
         if verdict is not None:

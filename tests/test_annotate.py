@@ -1,5 +1,4 @@
 """The annotation API and the launcher: ranges reach torch.profiler; no-ops without a profiler."""
-import gzip
 import json
 import subprocess
 import sys
@@ -37,7 +36,7 @@ def test_ranges_become_profiler_labels():
 
 
 def test_no_profiler_no_torch_labels():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     r = annotate.range("quiet")
     with r:
         assert r._rf is None  # record_function is only used inside a profiler session

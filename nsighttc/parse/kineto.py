@@ -12,7 +12,6 @@ we use are kept per event: memory grows with the number of GPU events, not with 
 from __future__ import annotations
 
 import gzip
-import io
 import re
 from pathlib import Path
 

@@ -102,7 +102,7 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
     if plots:
         out += [f"![{alt}]({path})" for alt, path in plots.items()] + [""]
 
-    out += [f"## Top kernels by GPU time", "", _kernel_table(kernels[:top]), ""]
+    out += ["## Top kernels by GPU time", "", _kernel_table(kernels[:top]), ""]
     if len(kernels) > top:
         out += [f"<details><summary>All {len(kernels)} kernels</summary>", "", _kernel_table(kernels), "",
                 "</details>", ""]

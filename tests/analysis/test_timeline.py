@@ -194,7 +194,6 @@ def test_empty_timeline_does_not_swallow_ncu_evidence(tmp_path):
 
 def test_merge_matches_names_written_with_template_casts():
     """ncu_report and nsys 2025 write `<(int)1024, (bool)0>` where the ncu CSV writes `<1024, 0>`."""
-    import re
     from nsighttc.analysis import merge
     from nsighttc.analysis.tensor_cores import classify_launches
     from nsighttc.parse import load

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.conftest import DETAILS, NCU_REP, RAW, VGG_BASIC, gunzip_text
+from tests.conftest import RAW, gunzip_text
 
 
 def test_markdown_headline_and_tables(run_cli):

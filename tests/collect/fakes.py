@@ -9,7 +9,7 @@ import stat
 import sys
 from pathlib import Path
 
-from tests.conftest import FIXTURES, NCU_REP, NSYS_SQLITE_GZ, RAW
+from tests.conftest import NCU_REP, NSYS_SQLITE_GZ, RAW
 
 
 def _write(path: Path, body: str) -> Path:

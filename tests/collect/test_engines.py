@@ -1,6 +1,5 @@
 """Command construction: argument lists, metrics per compute capability, filters."""
 import sys
-from pathlib import Path
 
 import pytest
 

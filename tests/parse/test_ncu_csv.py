@@ -1,6 +1,4 @@
 """ncu CSV exports (raw and details pages) -> kernel table, on the real H200 recordings."""
-import gzip
-
 import numpy as np
 import pytest
 

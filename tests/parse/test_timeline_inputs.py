@@ -3,8 +3,6 @@ import gzip
 import json
 import sqlite3
 
-import pytest
-
 from tests.conftest import KINETO
 
 
@@ -89,7 +87,6 @@ def test_trace_without_gpu_events_says_no_gpu_work(run_cli, tmp_path):
 
 
 def test_nsys_rep_without_nsys_is_a_clear_error(run_cli, monkeypatch, tmp_path):
-    from tests.conftest import FIXTURES
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"NVIDIA Tegra Profiler Report 363" + b"\x00" * 64)
     monkeypatch.setenv("PATH", str(tmp_path))
