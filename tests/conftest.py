@@ -16,6 +16,10 @@ VGG_BASIC = FIXTURES / "ncu_details_vgg16_fp16_basic_set.csv.gz"
 NCU_REP = FIXTURES / "mm_fp16_fp32.ncu-rep"
 NSYS_SQLITE_GZ = FIXTURES / "nsys_mm_relu_loops.sqlite.gz"
 KINETO = FIXTURES / "kineto_trace_cases_loops.json.gz"
+# wrappers/multi_phase.py recorded on an H100 (benchmarks/gpu_multi_phase.sh, reports/multi_phase/)
+MULTI_GRAPH = FIXTURES / "multi_phase_nsys_graph.sqlite.gz"   # nsys --cuda-graph-trace=graph
+MULTI_NODE = FIXTURES / "multi_phase_nsys_node.sqlite.gz"     # nsys --cuda-graph-trace=node
+MULTI_TORCH = FIXTURES / "multi_phase_torch.json.gz"          # torch.profiler
 
 
 def gunzip_text(path: Path) -> str:

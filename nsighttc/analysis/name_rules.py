@@ -70,6 +70,10 @@ def _r(id_, pattern, tc, dtype, seen):
 
 
 RULES: tuple[NameRule, ...] = (
+    # --- not one kernel: a whole CUDA graph execution (nsys --cuda-graph-trace=graph, its default) ---
+    _r("cuda-graph-whole", r"^CUDA graph #\S+ \(traced whole\)$", None, None,
+       "nsys 2025.3.1 on H100 (tests/fixtures/multi_phase_nsys_graph): one CUPTI_ACTIVITY_KIND_GRAPH_TRACE record "
+       "per graph launch, no kernel names; record with --cuda-graph-trace=node to judge its kernels"),
     # --- CUDA cores although the name suggests otherwise (traps) ---
     _r("xmma-ffma", r"xmma.*_ffma|_ffma_", False, None, H200 + ": sm80_xmma_fprop_..._f32f32_..._ffma"),
     _r("cudnn-implicit-sgemm", r"implicit_convolve_sgemm|implicit_convolve_hgemm", False, None,

@@ -2,7 +2,11 @@
 
 Each builder is a pure function so tests can check exactly what we would run:
 - torch: the launcher under torch.profiler (CPU + CUDA activities), Kineto trace out;
-- nsys: ``nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none`` then ``nsys export --type sqlite``;
+- nsys: ``nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none --cuda-graph-trace=node`` then
+  ``nsys export --type sqlite``. Graph nodes are traced one by one so graph kernels get names and Tensor
+  Core verdicts (nsys's default, ``graph``, records whole executions only); measured on H100 with
+  wrappers/multi_phase.py (60 graph launches of 7 kernels): node vs graph within run-to-run noise
+  (reports/multi_phase/README.md);
 - ncu: Tensor Core metrics chosen per compute capability, ``--nvtx``, ``--clock-control none`` (the clocks
   are not ours to lock), ``--cache-control none`` (counts do not depend on cache state), each distinct
   launch configuration profiled once (``--filter-mode per-launch-config --launch-count 1``), and kernel
@@ -34,7 +38,7 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
 
 def nsys_argv(nsys: Path | str, out_base: Path, inner: list[str], capture_range: str | None = None) -> list[str]:
     argv = [str(nsys), "profile", "-t", "cuda,nvtx,osrt", "-s", "none", "--cpuctxsw=none",
-            "--force-overwrite", "false", "-o", str(out_base)]
+            "--cuda-graph-trace=node", "--force-overwrite", "false", "-o", str(out_base)]
     if capture_range:
         argv += ["--capture-range=nvtx", f"--nvtx-capture={capture_range}", "--capture-range-end=stop"]
     return argv + inner

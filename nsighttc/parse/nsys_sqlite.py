@@ -2,7 +2,10 @@
 
 Tables read (others ignored; any except the kernel table may be missing):
 ``CUPTI_ACTIVITY_KIND_KERNEL`` (start, end, deviceId, streamId, correlationId, globalPid, demangledName,
-grid/block), ``_MEMCPY`` (bytes, copyKind, srcKind), ``_MEMSET``, ``_RUNTIME`` (host API calls with
+grid/block), ``_MEMCPY`` (bytes, copyKind, srcKind), ``_MEMSET``, ``_GRAPH_TRACE`` (whole CUDA-graph
+executions: what nsys writes instead of the graph's kernels under its default ``--cuda-graph-trace=graph``;
+seen with nsys 2025.3.1 on H100: start, end, deviceId, streamId, correlationId = the ``cudaGraphLaunch``
+call's, globalPid, graphId, graphExecId), ``_RUNTIME`` (host API calls with
 correlation ids), ``_SYNCHRONIZATION``, ``NVTX_EVENTS`` (push/pop = eventType 59, start/end = 60;
 text inline or via ``textId``), ``StringIds``, ``TARGET_INFO_GPU``/``TARGET_INFO_CUDA_DEVICE``.
 
@@ -103,6 +106,10 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
         jobs["memset"] = ("CUPTI_ACTIVITY_KIND_MEMSET", ["start", "end", "deviceId", "streamId", "correlationId",
                                                           "globalPid", "bytes"], _columns(con, "CUPTI_ACTIVITY_KIND_MEMSET"))
+    if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" in tables:
+        jobs["graph"] = ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", ["start", "end", "deviceId", "streamId", "correlationId",
+                                                             "globalPid", "graphId"],
+                         _columns(con, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"))
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         jobs["runtime"] = ("CUPTI_ACTIVITY_KIND_RUNTIME", ["start", "end", "globalTid", "correlationId", "nameId"],
                            _columns(con, "CUPTI_ACTIVITY_KIND_RUNTIME"))
@@ -113,6 +120,7 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
         ranges = nvtx_future.result()
     k = got["kernel"]
     names = _categorical(k[name_col], strings)
+    graphs = got.get("graph")
     kernels = pd.DataFrame({
         "source": "nsys", "input": str(path),
         "launch_id": pd.array(k["correlationId"], dtype="Int64"),
@@ -144,6 +152,10 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
         ops.append(pd.DataFrame({"device": st["deviceId"], "start_ns": st["start"], "end_ns": st["end"], "kind": "memset",
                                  "correlation": st["correlationId"], "pid": _pid(st["globalPid"]), "bytes": st["bytes"],
                                  "stream": st["streamId"]}))
+    if graphs is not None and len(graphs["start"]):
+        ops.append(pd.DataFrame({"device": graphs["deviceId"], "start_ns": graphs["start"], "end_ns": graphs["end"],
+                                 "kind": "graph", "correlation": graphs["correlationId"],
+                                 "pid": _pid(graphs["globalPid"]), "stream": graphs["streamId"]}))
     gpu_ops = pd.concat(ops, ignore_index=True).reindex(columns=GPU_OP_COLUMNS)
     for col in ("kind", "copy_kind", "src_kind"):  # a few labels over a million rows
         gpu_ops[col] = gpu_ops[col].astype("category")
@@ -162,10 +174,34 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
                             "correlation": r["correlationId"]}, copy=False)
 
     kernels["pid"] = kernel_pid
+    if graphs is not None and len(graphs["start"]):
+        kernels = pd.concat([kernels, _graph_rows(graphs, path, devices)], ignore_index=True)
     kernels["nvtx"] = attribute_ranges(kernels, api, ranges)
     kernels = conform(kernels)
     timeline = Timeline("nsys", gpu_ops, api, ranges, devices)
     return Parsed(path, Kind.NSYS_SQLITE, kernels, [], timeline)
+
+
+def graph_kernel_name(graph_id) -> str:
+    """The kernel-table name of one whole-graph execution (``name_rules`` knows it: Tensor Cores unknown)."""
+    return f"CUDA graph #{graph_id} (traced whole)"
+
+
+def _graph_rows(g: dict[str, np.ndarray], path: Path, devices: dict) -> pd.DataFrame:
+    """Whole-graph executions as kernel-table rows: their GPU time belongs to the range of the
+    ``cudaGraphLaunch`` call (correlation id) like any kernel's, while what ran inside is unknown."""
+    rows = pd.DataFrame({
+        "source": "nsys", "input": str(path),
+        "launch_id": pd.array(g["correlationId"], dtype="Int64"),
+        "name": [graph_kernel_name(x) for x in g["graphId"]],
+        "duration_ns": (g["end"] - g["start"]).astype("float64"), "start_ns": g["start"].astype("float64"),
+        "stream": [str(x) for x in g["streamId"]], "device": pd.array(g["deviceId"], dtype="Int64"),
+        "pid": _pid(g["globalPid"]),
+    })
+    if devices:
+        rows["device_name"] = rows["device"].map({d: v["name"] for d, v in devices.items()})
+        rows["cc"] = rows["device"].map({d: v["compute_capability"] for d, v in devices.items()})
+    return rows
 
 
 def _ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: int = 262144) -> dict[str, np.ndarray]:

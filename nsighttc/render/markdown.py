@@ -55,16 +55,47 @@ def tc_headline(tc: dict) -> str:
             "whose names carry no signal and no hardware counters were collected")
 
 
+VERDICT_WORDS = {"cpu-bound": "CPU-bound", "gpu-bound": "GPU-bound", "mixed": "mixed",
+                 "insufficient-data": "not enough data to judge", "no-gpu-work": "no GPU work"}
+
+
 def timeline_headline(tl: dict) -> str:
     v = tl.get("verdict", "insufficient-data")
     busy = pct(tl.get("gpu_busy_share"), 0)
-    scope = "of the step" if (tl.get("steps") or {}).get("count") else "of the profiled time"
+    steps = tl.get("steps") or {}
+    fams = tl.get("step_families") or []
+    if steps.get("count"):
+        scope = "of the step"
+        if len(fams) > 1:  # several phases: name the one that holds most of the wall time
+            phase = steps.get("phase") or steps["name"]
+            scope = (f"of the step in phase `{phase}` ({pct(steps.get('wall_share_of_steps'), 0)} of the steady-state "
+                     f"wall time of {len(fams)} phases)")
+    else:
+        scope = "of the profiled time"
     cause = tl.get("headline_cause")
-    word = {"cpu-bound": "CPU-bound", "gpu-bound": "GPU-bound", "mixed": "mixed",
-            "insufficient-data": "not enough data to judge", "no-gpu-work": "no GPU work"}.get(v, v)
+    word = VERDICT_WORDS.get(v, v)
     if v == "no-gpu-work":
         return "GPU busy: none — the workload launched no GPU work"
     return f"GPU busy {busy} {scope} — {word}" + (f": {cause}" if cause else "")
+
+
+def _cause_cell(causes: list[dict] | None) -> str:
+    c = next((c for c in causes or [] if c.get("idle_ns", 0) > 0), None)
+    if c is None:
+        return ""
+    what = {"host-range": f"host in `{_cell(c['name'])}`", "sync": f"sync ({_cell(c['name'])})",
+            "launch-overhead": "launch overhead", "pageable-copy": "pageable copies",
+            "gpu-wait": "GPU waiting on launched work"}.get(c["kind"], _cell(c["name"]))
+    return f"{what}, {ns(c['idle_ns'])}"
+
+
+def _phase_table(fams: list[dict]) -> str:
+    head = ("| Phase (step family) | Steps | Median iteration | Warm-up left out | GPU busy | Verdict | First cause of idle time |\n"
+            "|---|---:|---:|---:|---:|---|---|")
+    rows = [f"| `{_cell(f['name'])}` | {f['count']} | {ns(f['median_iteration_ns'])} | {f.get('warmup_steps', 0)} | "
+            f"{pct(f.get('median_gpu_busy_share'))} | {VERDICT_WORDS.get(f['verdict'], f['verdict'])} | "
+            f"{_cause_cell(f.get('causes')) if f['verdict'] in ('cpu-bound', 'mixed') else ''} |" for f in fams]
+    return "\n".join([head] + rows)
 
 
 def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
@@ -102,6 +133,17 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
     if plots:
         out += [f"![{alt}]({path})" for alt, path in plots.items()] + [""]
 
+    fams = (tl or {}).get("step_families") or []
+    if fams:
+        out += ["## Phases", "", "Each step family judged on its own: median iteration after warm-up, GPU busy share "
+                "of it, verdict, and what the GPU waited for most.", "", _phase_table(fams), ""]
+    graphs = (tl or {}).get("graphs") or {}
+    if graphs.get("launches"):
+        how = {"node": "traced node by node: their kernels are judged like any other",
+               "graph": "traced as whole graphs: their kernels have no names here (record with "
+                        "`nsys --cuda-graph-trace=node`)"}.get(graphs.get("trace"), "")
+        out += [f"CUDA graphs: {graphs['launches']:,} graph launches held {pct(graphs.get('share_of_gpu_busy'))} of GPU "
+                f"busy time{'; ' + how if how else ''}.", ""]
     out += ["## Top kernels by GPU time", "", _kernel_table(kernels[:top]), ""]
     if len(kernels) > top:
         out += [f"<details><summary>All {len(kernels)} kernels</summary>", "", _kernel_table(kernels), "",
@@ -161,11 +203,12 @@ def _kernel_table(kernels: list[dict]) -> str:
 
 def _range_table(ranges: list[dict], timeline: bool) -> str:
     if timeline:
-        head = ("| Range | Count | Wall time | GPU busy | Kernel time | On Tensor Cores | Verdict |\n"
-                "|---|---:|---:|---:|---:|---:|---|")
+        head = ("| Range | Count | Wall time | GPU busy | Kernel time | On Tensor Cores | Verdict | First cause of idle time |\n"
+                "|---|---:|---:|---:|---:|---:|---|---|")
         rows = [f"| `{_cell(r['name'])}` | {r.get('count') or ''} | {ns(r.get('wall_ns'))} | "
                 f"{pct(r.get('gpu_busy_share'))} | {ns(r['kernel_time_ns'])} | {pct(r['tc_time_share'])} | "
-                f"{r.get('verdict') or ''} |" for r in ranges]
+                f"{r.get('verdict') or ''} | {_cause_cell(r.get('causes')) if r.get('verdict') in ('cpu-bound', 'mixed') else ''} |"
+                for r in ranges]
     else:
         head = ("| Range | Kernel time | On Tensor Cores | Tensor Cores | dtype | Evidence |\n"
                 "|---|---:|---:|---|---|---|")

@@ -2,7 +2,8 @@
 
 - ``timeline.png``: GPU activity over the profiled window (share of each time bin the GPU was busy, and
   the part of it in Tensor Core kernels) with the NVTX ranges above it;
-- ``kernel_time.png``: GPU kernel time per range, split by Tensor Core dtype / CUDA cores / unknown.
+- ``kernel_time.png``: GPU kernel time per range, split by Tensor Core dtype / CUDA cores / unknown; each
+  kernel counted once, in its innermost range (a parent shows only what ran outside its children).
 Sizes are chosen to stay readable when a PR comment scales them to ~800 px wide.
 """
 from __future__ import annotations
@@ -60,16 +61,45 @@ def timeline_png(doc: dict, path: Path) -> Path | None:
     ax_r.set_yticklabels([f"depth {d}" for d in depths] or [""], fontsize=8)
     ax_r.invert_yaxis()
     ax.set_xlabel(f"time (ms) since the start of the {act.get('scope', 'profiled window')}")
-    ax_r.set_title(f"GPU activity and NVTX ranges over the {act.get('scope', 'profiled window')} — "
-                   f"{tl.get('verdict', '')}, GPU busy {100 * float(np.mean(busy)):.0f}%", fontsize=10)
+    phase = f" (phase `{act['phase']}`)" if act.get("phase") else ""
+    ax_r.set_title(f"GPU activity and NVTX ranges — {tl.get('verdict', '')}, GPU busy {100 * float(np.mean(busy)):.0f}%\n"
+                   f"over the {act.get('scope', 'profiled window')}{phase}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
 
+def self_ranges(ranges: list[dict]) -> list[dict]:
+    """Each range's own kernel time: its total minus its direct children's, so that a kernel launched in
+    ``a/b`` is drawn once (in ``a/b``), not again in ``a``. A parent keeps what ran outside its children,
+    labelled as such. Dtype and unknown shares are recomputed for the remainder."""
+    by_name = {r["name"]: r for r in ranges}
+    kids: dict[str, list[dict]] = {}
+    for r in ranges:
+        if "/" in r["name"] and r["name"].rsplit("/", 1)[0] in by_name:
+            kids.setdefault(r["name"].rsplit("/", 1)[0], []).append(r)
+    out = []
+    for r in ranges:
+        total = r.get("kernel_time_ns") or 0.0
+        ch = kids.get(r["name"], [])
+        own = total - sum(c.get("kernel_time_ns") or 0.0 for c in ch)
+        if own <= max(total, 1.0) * 1e-6:
+            continue
+        dt = {d: s * total - sum((c.get("by_dtype") or {}).get(d, 0.0) * (c.get("kernel_time_ns") or 0.0) for c in ch)
+              for d, s in (r.get("by_dtype") or {}).items()}
+        unk = (r.get("unknown_time_share") or 0.0) * total - sum(
+            (c.get("unknown_time_share") or 0.0) * (c.get("kernel_time_ns") or 0.0) for c in ch)
+        out.append({"name": r["name"] + (" (outside child ranges)" if ch else ""), "kernel_time_ns": own,
+                    "by_dtype": {d: max(v, 0.0) / own for d, v in dt.items()},
+                    "unknown_time_share": max(unk, 0.0) / own})
+    return out
+
+
 def kernel_time_png(doc: dict, path: Path, top: int = 12) -> Path | None:
-    ranges = [r for r in (doc.get("ranges") or []) if (r.get("kernel_time_ns") or 0) > 0]
+    ranges = self_ranges([r for r in (doc.get("ranges") or []) if (r.get("kernel_time_ns") or 0) > 0])
+    floor = 1e-3 * sum(r["kernel_time_ns"] for r in ranges)
+    ranges = [r for r in ranges if r["kernel_time_ns"] >= floor]  # slivers under 0.1% of kernel time
     tc = doc["tensor_cores"]
     if not ranges:  # no NVTX ranges: one bar for the whole run (by_dtype are shares of all kernel time)
         ranges = [{"name": "whole run", "kernel_time_ns": tc["kernel_time_ns"], "tc_time_share": tc["tc_time_share"],
@@ -95,9 +125,9 @@ def kernel_time_png(doc: dict, path: Path, top: int = 12) -> Path | None:
     uniq = dict(zip(labels, handles))
     ax.legend(uniq.values(), uniq.keys(), fontsize=8, loc="lower right", framealpha=0.9)
     ax.set_yticks(range(len(ranges)))
-    ax.set_yticklabels([r["name"][-40:] for r in ranges], fontsize=8)
+    ax.set_yticklabels([r["name"] if len(r["name"]) <= 56 else "…" + r["name"][-55:] for r in ranges], fontsize=8)
     ax.set_xlabel("GPU kernel time (ms)")
-    ax.set_title("Kernel time by NVTX range: on Tensor Cores (by dtype) vs CUDA cores", fontsize=10)
+    ax.set_title("Kernel time by NVTX range (each kernel once, in its innermost range)", fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -64,4 +64,5 @@ def test_nsys_and_launcher_argv(tmp_path):
     argv = engines.nsys_argv("nsys", tmp_path / "r", inner, capture_range="step")
     assert argv[:2] == ["nsys", "profile"] and argv[argv.index("-t") + 1] == "cuda,nvtx,osrt"
     assert argv[argv.index("-s") + 1] == "none" and "--cpuctxsw=none" in argv
+    assert "--cuda-graph-trace=node" in argv  # graph kernels get names and Tensor Core verdicts
     assert "--nvtx-capture=step" in argv and argv[-len(inner):] == inner

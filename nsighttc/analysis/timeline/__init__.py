@@ -1,0 +1,193 @@
+"""Was the GPU kept busy, and if not, why? Timeline verdicts from nsys / torch.profiler inputs.
+
+Split by question:
+- ``busy``: the window, GPU busy per device, CUDA-graph work, the longest gaps, the activity picture;
+- ``steps``: step families (phases), each judged on its own with warm-up left out;
+- ``ranges``: per-range wall time, busy share, kernels and verdict;
+- ``idle``: the cause of every idle moment (sync, pageable copy, launch overhead, host range, GPU wait),
+  summed per range, per step family and per window;
+- ``findings``: causes turned into fixes.
+
+Definitions (thresholds configurable through ``Thresholds``): a verdict is ``insufficient-data`` if the
+scope lasts < 2 ms in total or launches < 10 kernels, else ``cpu-bound`` (busy < 50%), ``gpu-bound``
+(>= 75%), ``mixed`` between (torch-tb-profiler's and ``nsys analyze``'s 50% line, see
+shared/reference/tensor-cores.md section 3). Loops run over range families and paths, never over kernels.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...parse.timeline import Timeline, launch_times
+from .. import intervals
+from . import busy, idle, ranges as ranges_mod, steps as steps_mod
+from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
+from .findings import findings
+
+__all__ = ["GRAPH_LAUNCH_CALLS", "STEP_PATTERN", "SYNC_CALLS", "Thresholds", "TimelineResult", "analyze_timelines",
+           "classify", "extend_ranges", "findings", "to_json"]
+
+
+def _merge(timelines: list[Timeline]) -> Timeline:
+    if len(timelines) == 1:
+        return timelines[0]
+    return Timeline("+".join(t.source for t in timelines),
+                    pd.concat([t.gpu_ops for t in timelines], ignore_index=True),
+                    pd.concat([t.api for t in timelines], ignore_index=True),
+                    pd.concat([t.ranges for t in timelines], ignore_index=True),
+                    {k: v for t in timelines for k, v in t.devices.items()})
+
+
+def _containers(fams: list[dict]) -> set[str]:
+    """Step ranges and every range that holds steps: they frame iterations, they are not host work."""
+    out: set[str] = set()
+    for f in fams:
+        parts = f["name"].split("/")
+        out.update("/".join(parts[:i + 1]) for i in range(len(parts)))
+    return out
+
+
+def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thresholds | None = None,
+                      step_range: str | None = None) -> TimelineResult:
+    th = th or Thresholds()
+    tl = _merge(timelines)
+    ops, ranges, api = tl.gpu_ops, tl.ranges, tl.api
+    u = intervals.union(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy())
+    lo, hi = busy.window(ops, ranges)
+    wall = max(hi - lo, 0.0)
+    busy_ns = float(intervals.busy_within(u, np.array([lo]), np.array([hi]))[0]) if wall else 0.0
+    n_kernels = int(ops["kind"].isin(["kernel", "graph"]).sum())
+
+    has_launch = "start_ns" in launches and "pid" in launches and not api.empty and not launches.empty
+    lt = launch_times(launches, api) if has_launch else pd.DataFrame({"start_ns": np.nan, "end_ns": np.nan},
+                                                                      index=launches.index)
+    rstats = ranges_mod.range_stats(ranges, u, launches, th)
+    work_end = (launches["start_ns"] + launches["duration_ns"]).to_numpy(dtype="float64") \
+        if "start_ns" in launches else np.full(len(launches), np.nan)
+    fams = steps_mod.families(ranges, u, lt["start_ns"].to_numpy(dtype="float64"), work_end, th, step_range)
+
+    # every idle moment of the window with its cause, then summed per scope
+    paths = np.array(sorted(str(p) for p in pd.unique(ranges["path"].astype(str))) if not ranges.empty else [],
+                     dtype=object)
+    containers = _containers(fams)
+    op_launch = idle.op_launch_starts(ops, api)
+    pieces = idle.pieces(u, lo, hi, ops, op_launch, api, ranges, paths, containers, th)
+    rinfo = {r.name: {"count": int(r.count), "median_wall_ns": float(r.median_wall_ns),
+                      "gpu_busy_share": float(r.gpu_busy_share), "leaf_work": r.name not in containers}
+             for r in rstats.itertuples(index=False)}
+    for f in fams:
+        sc = idle.time_scope(pieces, *f["_steady"])
+        f["causes"] = idle.causes(sc, f["steady_busy_ns"], paths, rinfo)
+        f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
+    if not rstats.empty:
+        warm = intervals.union(np.concatenate([f["_warm"][0] for f in fams] or [np.array([])]),
+                               np.concatenate([f["_warm"][1] for f in fams] or [np.array([])]))
+        scopes = idle.range_scopes(pieces, rstats["name"].tolist(), (warm.starts, warm.ends))
+        steady_busy = rstats["busy_ns"] - _busy_in(ranges, rstats["name"], u, warm)
+        rstats["causes"] = [idle.causes(scopes[n], b, paths, rinfo) for n, b in zip(rstats["name"], steady_busy)]
+    else:
+        rstats["causes"] = pd.Series(dtype=object)
+    window_causes = idle.causes(idle.time_scope(pieces, np.array([lo]), np.array([hi])), busy_ns, paths, rinfo)
+
+    if n_kernels == 0 and ops.empty:
+        verdict = "no-gpu-work"
+    elif fams:
+        verdict = fams[0]["verdict"]
+    else:
+        verdict = classify(busy_ns / wall if wall else 0.0, wall, n_kernels, th)
+    dom = fams[0] if fams else {}
+    steps = steps_mod.public(dom) if dom else {}
+    if steps:
+        steps["families"] = sorted(f["name"] for f in fams)
+    causes = dom.get("causes", window_causes) if dom else window_causes
+    res = TimelineResult(wall, busy_ns, (lo, hi), verdict, rstats, steps, fams, busy.top_gaps(u, lo, hi, ranges),
+                         causes, busy.devices(ops, tl.devices, lo, hi, u), _sync(pieces), _pageable(pieces),
+                         _launch(pieces, launches), busy.graphs(ops, api, u), n_kernels, notes=list(tl.notes))
+    res.headline_cause = idle.headline(causes, verdict)
+    # the picture shows where the question is: the dominant phase's steady steps when there are steps
+    a_lo, a_hi = dom["steady_window_ns"] if dom else (lo, hi)
+    res.activity = busy.activity(u, launches, ranges, a_lo, a_hi)
+    res.activity["scope"] = f"steady-state steps of `{dom['name']}`" if dom else "profiled window"
+    if dom:
+        res.activity["phase"] = dom["phase"] or dom["name"]
+    return res
+
+
+def _busy_in(ranges: pd.DataFrame, names: pd.Series, u: intervals.Union, w: intervals.Union) -> np.ndarray:
+    """Per range path: GPU busy time of its instances that fell inside the intervals ``w`` (warm-up)."""
+    if len(w.starts) == 0 or ranges.empty:
+        return np.zeros(len(names))
+    s, e = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy()
+    tot = np.zeros(len(ranges))
+    for ws, we in zip(w.starts, w.ends):  # a handful of warm-up iterations
+        a, b = np.maximum(s, ws), np.minimum(e, we)
+        tot += np.where(b > a, intervals.busy_within(u, a, np.maximum(a, b)), 0.0)
+    per = pd.Series(tot).groupby(ranges["path"].astype(str).to_numpy()).sum()
+    return per.reindex(names.astype(str).to_numpy()).fillna(0.0).to_numpy()
+
+
+def _by_range(paths: np.ndarray, pc: np.ndarray, values: dict[str, np.ndarray]) -> dict[str, dict]:
+    names = np.where(pc >= 0, paths[np.clip(pc, 0, None)] if len(paths) else "", "(no range)")
+    frame = pd.DataFrame({"range": names, **values})
+    g = frame.groupby("range").agg(**{k: (k, "sum") for k in values}, n=("range", "size"))
+    return {str(r): {"calls": int(row.n), **{k: float(getattr(row, k)) for k in values}} for r, row in g.iterrows()}
+
+
+def _sync(p: idle.Idle) -> dict:
+    """Synchronising calls and device-to-host copies over the whole run, by name and by innermost range."""
+    s, d = p.calls.sync, p.calls.dtoh
+    by_name = s.groupby("name").agg(calls=("ns", "size"), ns=("ns", "sum"))
+    by_range = {r: {"calls": v["calls"], "ns": v["ns"]} for r, v in
+                _by_range(p.paths, s["pc"].to_numpy(), {"ns": s["ns"].to_numpy()}).items()} if len(s) else {}
+    dtoh = {r: v["calls"] for r, v in _by_range(p.paths, d["pc"].to_numpy(), {}).items()} if len(d) else {}
+    return {"calls": int(len(s)), "host_blocked_ns": float(s["ns"].sum()),
+            "by_name": {str(n): {"calls": int(r.calls), "ns": float(r.ns)} for n, r in by_name.iterrows()},
+            "by_range": by_range, "dtoh_copies": int(len(d)), "dtoh_by_range": dtoh}
+
+
+def _pageable(p: idle.Idle) -> dict:
+    g = p.calls.pageable
+    by_range = {r: {"copies": v["calls"], "bytes": v["bytes"], "ns": v["ns"]} for r, v in
+                _by_range(p.paths, g["pc"].to_numpy(), {"bytes": g["bytes"].to_numpy(), "ns": g["ns"].to_numpy()}).items()} \
+        if len(g) else {}
+    return {"copies": int(len(g)), "bytes": float(g["bytes"].sum()), "ns": float(g["ns"].sum()), "by_range": by_range}
+
+
+def _launch(p: idle.Idle, launches: pd.DataFrame) -> dict:
+    """Launch overhead over the window: idle gaps the host caused by launching too slowly."""
+    m = p.kind == idle.LAUNCH
+    dur = launches["duration_ns"] if "duration_ns" in launches else pd.Series(dtype=float)
+    return {"kernels": int(len(launches)), "launch_bound_gaps": int(p.first[m].sum()),
+            "short_gaps_ns": float(p.ns[m].sum()),
+            "median_kernel_ns": float(dur.median()) if len(dur.dropna()) else None}
+
+
+# --- ranges, JSON ---------------------------------------------------------------------------------
+def extend_ranges(tc_ranges: pd.DataFrame, res: TimelineResult) -> pd.DataFrame:
+    """Join the timeline's per-range numbers onto the Tensor Core range table (outer join on path)."""
+    tl = res.ranges.drop(columns=["busy_ns", "robust_idle_ns", "kernel_ns"], errors="ignore")
+    if tc_ranges.empty:
+        merged = tl.assign(kernel_time_ns=0.0, tc_time_share=0.0, tc_verdict=None, tc_evidence=None, by_dtype=None,
+                           launches=tl["kernels"], unknown_time_share=0.0)
+    else:
+        merged = tl.merge(tc_ranges, on="name", how="outer")
+        order = {n: i for i, n in enumerate(tl["name"])}
+        merged["_o"] = merged["name"].map(order).fillna(len(order))
+        merged = merged.sort_values("_o", kind="stable").drop(columns="_o")
+    merged["kernel_time_ns"] = merged["kernel_time_ns"].fillna(0.0)
+    merged["tc_time_share"] = merged["tc_time_share"].fillna(0.0)
+    return merged.reset_index(drop=True)
+
+
+def to_json(res: TimelineResult) -> dict:
+    return {
+        "gpu_busy_share": res.busy_share, "basis": res.basis, "verdict": res.verdict,
+        "window": {"start_ns": res.window[0], "end_ns": res.window[1], "wall_ns": res.wall_ns,
+                   "gpu_busy_share": res.window_busy_share},
+        "wall_ns": res.wall_ns, "kernels": res.kernels,
+        "headline_cause": res.headline_cause,
+        "steps": dict(res.steps), "step_families": [steps_mod.public(f) for f in res.families],
+        "gaps": res.gaps, "causes": res.causes, "devices": res.devices,
+        "sync": res.sync, "pageable_copies": res.pageable, "launch": res.launch, "graphs": res.graphs,
+        "notes": res.notes, "activity": res.activity,
+    }

@@ -1,0 +1,82 @@
+"""What every timeline question shares: thresholds, the verdict rule, the result object, the call tables."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+# Host calls that block until the GPU (or a copy) is done. `.item()`, `.cpu()`, `print(tensor)` and
+# blocking `.to()` copies reach the driver as cudaMemcpyAsync + cudaStreamSynchronize (torch 2.11, H100,
+# tests/fixtures/multi_phase_*), older code as cudaMemcpy.
+SYNC_CALLS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+              "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cuCtxSynchronize",
+              "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cudaMemset"}
+# Host calls that launch a whole CUDA graph: their correlation id is shared by every node of the graph.
+GRAPH_LAUNCH_CALLS = {"cudaGraphLaunch", "cuGraphLaunch"}
+# Leaves that mark an iteration. torch.optim's own record_function labels (`Optimizer.step#AdamW.step`,
+# torch 2.11 traces, tests/fixtures/multi_phase_torch) contain "step" but are not iterations.
+STEP_PATTERN = re.compile(r"^(ProfilerStep|(?!Optimizer\.).*step.*|iteration|iter|train_batch|batch)$", re.IGNORECASE)
+
+
+@dataclass
+class Thresholds:
+    cpu_bound: float = 0.50
+    gpu_bound: float = 0.75
+    min_wall_ns: float = 2e6
+    min_kernels: int = 10
+    launch_gap_ns: float = 100e3      # idle gaps shorter than this, before a kernel launched after the
+                                      # GPU went idle, are launch overhead; longer ones are host work
+    warmup_factor: float = 3.0        # leading steps longer than this x median are warm-up
+
+
+def classify(busy_share: float, wall_ns: float, kernels: int, th: Thresholds) -> str:
+    if wall_ns < th.min_wall_ns or kernels < th.min_kernels:
+        return "insufficient-data"
+    if busy_share < th.cpu_bound:
+        return "cpu-bound"
+    if busy_share >= th.gpu_bound:
+        return "gpu-bound"
+    return "mixed"
+
+
+def is_step_leaf(leaf: str, step_range: str | None) -> bool:
+    return leaf == step_range if step_range else bool(STEP_PATTERN.match(leaf))
+
+
+@dataclass
+class TimelineResult:
+    wall_ns: float
+    busy_ns: float
+    window: tuple[float, float]
+    verdict: str
+    ranges: pd.DataFrame
+    steps: dict                      # the family with the most wall time ({} without steps)
+    families: list[dict]             # every step family, judged on its own
+    gaps: list[dict]
+    causes: list[dict]               # of the dominant family's steady state, else of the window
+    devices: list[dict]
+    sync: dict
+    pageable: dict
+    launch: dict
+    graphs: dict
+    kernels: int
+    headline_cause: str | None = None
+    notes: list[str] = field(default_factory=list)
+    activity: dict = field(default_factory=dict)
+
+    @property
+    def window_busy_share(self) -> float:
+        return self.busy_ns / self.wall_ns if self.wall_ns else 0.0
+
+    @property
+    def busy_share(self) -> float:
+        """The headline number: the dominant step family's median iteration busy share when the run has
+        steps (steady state), else the whole profiled window's."""
+        if self.steps.get("count"):
+            return self.steps["median_gpu_busy_share"]
+        return self.window_busy_share
+
+    @property
+    def basis(self) -> str:
+        return "median step iteration" if self.steps.get("count") else "profiled window"

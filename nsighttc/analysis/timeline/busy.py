@@ -1,0 +1,109 @@
+"""Busy time: the profiled window, GPU busy per device, the longest gaps, CUDA-graph work, and the
+compact activity picture that plots draw from ``verdict.json``.
+
+GPU busy = union of kernels, copies, sets and whole-graph executions on any device of the process
+(overlapping streams counted once).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...parse.timeline import paths_at
+from .. import intervals
+from .base import GRAPH_LAUNCH_CALLS
+
+
+def window(ops: pd.DataFrame, ranges: pd.DataFrame) -> tuple[float, float]:
+    """Profiled window: the span of top-level ranges when the workload is annotated, else of GPU work."""
+    if not ranges.empty:
+        top = ranges[~ranges["path"].astype(str).str.contains("/", regex=False).to_numpy()]
+        return float(top["start_ns"].min()), float(top["end_ns"].max())
+    if ops.empty:
+        return 0.0, 0.0
+    return float(ops["start_ns"].min()), float(ops["end_ns"].max())
+
+
+def devices(ops: pd.DataFrame, devs: dict, lo: float, hi: float, all_devices: intervals.Union) -> list[dict]:
+    out = []
+    single = ops["device"].nunique() == 1
+    for dev, grp in ops.groupby("device"):
+        u = all_devices if single else intervals.union(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy())
+        busy = float(intervals.busy_within(u, np.array([lo]), np.array([hi]))[0]) if hi > lo else 0.0
+        info = devs.get(int(dev), {}) if pd.notna(dev) else {}
+        out.append({"device": int(dev) if pd.notna(dev) else None, "name": info.get("name"),
+                    "gpu_busy_share": busy / (hi - lo) if hi > lo else 0.0})
+    return out
+
+
+def top_gaps(u: intervals.Union, lo: float, hi: float, ranges: pd.DataFrame, top: int = 10) -> list[dict]:
+    if hi <= lo:
+        return []
+    gs, ge = intervals.gaps(u, lo, hi)
+    if len(gs) == 0:
+        return []
+    order = np.argsort(-(ge - gs))[:top]
+    mid = pd.Series((gs[order] + ge[order]) / 2)
+    pid = ranges["pid"].mode().iloc[0] if not ranges.empty else 0
+    during = paths_at(ranges, pd.Series([pid] * len(mid)), mid) if not ranges.empty else pd.Series([""] * len(mid))
+    return [{"start_ns": float(gs[j] - lo), "duration_ns": float(ge[j] - gs[j]), "during": during.iloc[n] or None}
+            for n, j in enumerate(order)]
+
+
+def graphs(ops: pd.DataFrame, api: pd.DataFrame, u: intervals.Union) -> dict:
+    """CUDA-graph launches and the GPU time they held.
+
+    Work belongs to a graph when its correlation id is a ``cudaGraphLaunch`` call's: whole-graph records
+    (nsys ``--cuda-graph-trace=graph``, kind ``graph``) and per-node kernels (nsys ``node`` mode, and
+    torch.profiler, which records graph kernels under the launch's correlation id) alike."""
+    if api.empty:
+        launches = pd.DataFrame(columns=["pid", "correlation"])
+    else:
+        launches = api[api["name"].astype(str).isin(GRAPH_LAUNCH_CALLS).to_numpy()]
+    n = int(len(launches))
+    whole = (ops["kind"] == "graph").to_numpy()
+    if n == 0 and not whole.any():
+        return {"launches": 0}
+    key = pd.MultiIndex.from_arrays([pd.to_numeric(launches["pid"], errors="coerce"),
+                                     pd.to_numeric(launches["correlation"], errors="coerce")])
+    op_key = pd.MultiIndex.from_arrays([pd.to_numeric(ops["pid"], errors="coerce"),
+                                        pd.to_numeric(ops["correlation"], errors="coerce")])
+    in_graph = op_key.isin(key) | whole
+    g = ops[in_graph]
+    gu = intervals.union(g["start_ns"].to_numpy(), g["end_ns"].to_numpy())
+    trace = "graph" if whole.any() else "node" if ((g["kind"] == "kernel").any()) else None
+    return {"launches": n, "executions": int(whole.sum()) if whole.any() else n,
+            "trace": trace, "kernels": int((g["kind"] == "kernel").sum()),
+            "gpu_busy_ns": gu.total, "share_of_gpu_busy": gu.total / u.total if u.total else 0.0}
+
+
+def activity(u: intervals.Union, launches: pd.DataFrame, ranges: pd.DataFrame, lo: float, hi: float,
+             bins: int = 240, max_ranges: int = 400) -> dict:
+    """A compact picture of the window for plots: GPU busy and Tensor Core busy share per time bin, and
+    the range instances (outermost two levels, the longest first when there are many). Small enough to
+    live in verdict.json, so `nsighttc report` can draw the timeline without the raw trace."""
+    if hi <= lo:
+        return {}
+    edges = np.linspace(lo, hi, bins + 1)
+    width = edges[1] - edges[0]
+    busy = intervals.busy_within(u, edges[:-1], edges[1:]) / width
+    tc = np.zeros(bins)
+    if "start_ns" in launches and not launches.empty:
+        k = launches[(launches["tc_state"] == "yes").to_numpy() & launches["start_ns"].notna().to_numpy()] \
+            if "tc_state" in launches else launches.iloc[0:0]
+        if not k.empty:
+            tu = intervals.union(k["start_ns"].to_numpy(), (k["start_ns"] + k["duration_ns"]).to_numpy())
+            tc = intervals.busy_within(tu, edges[:-1], edges[1:]) / width
+    inst = []
+    if not ranges.empty:
+        depth = ranges["path"].astype(str).str.count("/")
+        inside = (ranges["end_ns"] > lo).to_numpy() & (ranges["start_ns"] < hi).to_numpy()
+        shown = sorted(set(depth[inside]))[-2:] if inside.any() else []  # the two innermost levels in view
+        r = ranges[inside & depth.isin(shown).to_numpy()]
+        r = r.assign(d=depth[r.index], w=r["end_ns"] - r["start_ns"])
+        if len(r) > max_ranges:
+            r = r.nlargest(max_ranges, "w")
+        inst = [{"path": str(p), "depth": int(d), "start_ns": float(max(s0, lo) - lo), "end_ns": float(min(e0, hi) - lo)}
+                for p, d, s0, e0 in zip(r["path"], r["d"], r["start_ns"], r["end_ns"])]
+    return {"bin_ns": float(width), "busy": [round(float(x), 4) for x in busy],
+            "tensor_core_busy": [round(float(x), 4) for x in tc], "ranges": inst}

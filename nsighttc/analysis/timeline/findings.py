@@ -1,0 +1,112 @@
+"""Findings from the timeline: each cause of idle GPU time that matters, turned into a fix.
+
+Findings are drawn per phase (step family) whose verdict is CPU-bound or mixed, or from the window when
+the program has no steps, so a program of several phases gets the fix of each slow phase.
+"""
+from __future__ import annotations
+
+import re
+
+from ...model import Finding
+from .base import TimelineResult
+
+DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)
+
+
+def _scopes(res: TimelineResult) -> list[tuple[str, str, list[dict]]]:
+    """(label, verdict, causes) of every scope that is judged: each step family, else the window."""
+    if res.families:
+        return [(f"`{f['name']}`", f["verdict"], f.get("causes") or []) for f in res.families]
+    return [("the profiled window", res.verdict, res.causes)]
+
+
+def findings(res: TimelineResult) -> list[Finding]:
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(key: str, name: str, f: Finding) -> None:
+        if (key, name) not in seen:
+            seen.add((key, name))
+            out.append(f)
+
+    sync_top = []
+    for label, verdict, causes in _scopes(res):
+        if verdict not in ("cpu-bound", "mixed") or not causes:
+            continue
+        idle_total = sum(c["idle_ns"] for c in causes) or 1.0
+        for c in causes:
+            share = c["idle_ns"] / idle_total
+            if share < 0.2 or c["idle_ns"] <= 0:
+                continue
+            if c["kind"] == "host-range" and DATA_WORDS.search(c["name"].rsplit("/", 1)[-1]):
+                add("data", c["name"], Finding(
+                    "gpu-starved-by-data-loading", "high", f"The GPU waits for the host in `{c['name']}`",
+                    f"in {label} ({verdict}): {c['idle_ns'] / 1e6:.3g} ms of GPU idle time in steady state "
+                    f"({100 * share:.0f}% of it): {c['detail']}",
+                    "Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin_memory=True, "
+                    "persistent_workers=True, prefetch_factor=4)`; move host preprocessing off the critical path "
+                    "(GPU transforms, or pre-processed data), and do not compute in numpy float16 on the CPU "
+                    "(it is emulated and slow): preprocess in float32 and cast on the GPU.", c["idle_ns"], []))
+            elif c["kind"] == "host-range":
+                add("host", c["name"], Finding(
+                    "gpu-idle-during-host-range", "medium", f"The GPU idles while the host works in `{c['name']}`",
+                    f"in {label} ({verdict}): {c['detail']} ({100 * share:.0f}% of the idle time)",
+                    "Overlap this host work with GPU work (DataLoader workers, a background thread), move it to "
+                    "the GPU, or cut it; when the range is the step itself, py-spy shows where the host time goes "
+                    "(and see launch overhead / synchronising calls).", c["idle_ns"], []))
+            elif c["kind"] == "launch-overhead":
+                add("launch", label, Finding(
+                    "launch-bound", "high", f"Launch-bound in {label}: the host cannot issue kernels as fast as the "
+                    "GPU runs them", f"{c['detail']}: {c['idle_ns'] / 1e6:.3g} ms of idle time ({100 * share:.0f}%)",
+                    "Cut per-kernel host cost: capture the step in a CUDA graph (`torch.cuda.graphs` / "
+                    "`torch.compile(model, mode=\"reduce-overhead\")`), fuse small ops (`torch.compile`), or give "
+                    "each kernel more work (larger batches).", c["idle_ns"], []))
+            elif c["kind"] == "sync":
+                sync_top.append((label, c, share))
+            elif c["kind"] == "pageable-copy":
+                add("pageable", label, Finding(
+                    "pageable-host-copies", "medium", f"Pageable host-to-device copies stall {label}",
+                    c["detail"], "Pin the source: `DataLoader(..., pin_memory=True)` or `tensor.pin_memory()`, "
+                    "then `x.to('cuda', non_blocking=True)`.", c["idle_ns"], []))
+    sync = res.sync
+    if sync.get("calls"):
+        top = ", ".join(f"{n} ×{v['calls']}" for n, v in sorted(sync["by_name"].items(), key=lambda x: -x[1]["calls"]))
+        where = ", ".join(f"`{r}` ×{v['calls']}" for r, v in sorted(sync["by_range"].items(), key=lambda x: -x[1]["calls"])[:3])
+        cost = "; ".join(f"in {label} they cost {c['idle_ns'] / 1e6:.3g} ms of GPU idle time ({100 * s:.0f}%)"
+                         for label, c, s in sync_top)
+        out.append(Finding(
+            "synchronising-calls", "high" if sync_top else "low",
+            "Synchronising calls stall the launch queue" if sync_top else "Synchronising calls",
+            f"{sync['calls']} calls over the run ({top}) in {where}; host blocked {sync['host_blocked_ns'] / 1e6:.3g} ms; "
+            f"{sync['dtoh_copies']} device-to-host copies" + (f"; {cost}" if cost else ""),
+            "Remove per-step syncs: avoid `.item()`, `.cpu()`, `print(tensor)` and `torch.cuda.synchronize()` "
+            "inside the loop (accumulate on the GPU, read once per epoch); use `non_blocking=True` copies; "
+            "`torch.cuda.set_sync_debug_mode(\"warn\")` points at each one.",
+            max([c["idle_ns"] for _, c, _ in sync_top] or [sync["host_blocked_ns"]]), []))
+    pg = res.pageable
+    if pg.get("copies") and not any(f.id == "pageable-host-copies" for f in out):
+        out.append(Finding(
+            "pageable-host-copies", "low", "Host-to-device copies from pageable memory",
+            f"{pg['copies']} copies, {pg['bytes'] / 1e6:.3g} MB, {pg['ns'] / 1e6:.3g} ms on the GPU; pageable copies "
+            "are staged by the driver and block the host",
+            "Pin the source: `DataLoader(..., pin_memory=True)` or `tensor.pin_memory()`, then "
+            "`x.to('cuda', non_blocking=True)`.", pg["ns"], []))
+    gr = res.graphs
+    if gr.get("trace") == "graph":
+        out.append(Finding(
+            "cuda-graphs-traced-whole", "info", "CUDA graphs were traced as whole graphs",
+            f"{gr['launches']} graph launches held {100 * gr['share_of_gpu_busy']:.0f}% of GPU busy time; their "
+            "kernels have no names in this recording, so their Tensor Core use is unknown",
+            "Record graph nodes one by one: `nsys profile --cuda-graph-trace=node ...` (what `nsighttc profile` "
+            "does), or use the torch engine.", 0.0, []))
+    warm = [f for f in res.families if f.get("warmup_steps")]
+    if warm:
+        lst = "; ".join(f"`{f['name']}`: {f['warmup_steps']} step(s) of "
+                        + ", ".join(f"{x / 1e6:.3g} ms" for x in f["warmup_ns"][:3])
+                        + f" before a median of {f['median_iteration_ns'] / 1e6:.3g} ms" for f in warm)
+        out.append(Finding(
+            "warm-up-excluded", "info", "Warm-up steps were left out",
+            f"{lst} (one-time CUDA/cuBLAS/autograd initialisation)",
+            "Nothing to fix; profile more steps after warm-up (e.g. `torch.profiler.schedule(wait=1, warmup=2, "
+            "active=5)`) for steadier numbers.", 0.0, []))
+    return out

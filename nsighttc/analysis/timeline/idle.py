@@ -1,0 +1,313 @@
+"""Why was the GPU idle? Every idle moment gets one cause, read from what the host was doing then.
+
+The GPU's idle time (gaps in the union of its activity) is cut into pieces at every boundary of the
+host's ranges and blocking calls, so each piece has one innermost host range and one host state. A piece
+is, in this order:
+
+1. ``pageable-copy``: the host was inside the call of a pageable host-to-device copy (staged and
+   blocking by CUDA's rules);
+2. ``sync``: the host was blocked in a synchronising call (``cudaStreamSynchronize``, ``cudaMemcpy``...);
+3. ``gpu-wait``: the work that ended the gap had been launched *before* the GPU went idle: the GPU, not
+   the host, was waiting (another stream, an event, a graph dependency);
+4. ``launch-overhead``: a short gap (< ``Thresholds.launch_gap_ns``) ended by work launched after the
+   GPU went idle: the host could not launch as fast as the GPU ran (HTA's "host wait");
+5. ``host-range``: the host was in a range the user drew around host work (``data``, ``preprocess``:
+   any range that is neither a step nor holds steps), named after it;
+6. drained: a synchronising call had emptied the GPU's queue in this gap and the host then ran unnamed
+   code. Had the host not waited, that code would have run while the GPU worked, so per scope the
+   drained time is blamed on ``sync`` up to the GPU work the scope had to overlap it with, and the rest
+   on the host code itself (``host-range``, the innermost range);
+7. otherwise ``host-range``: host code in the innermost range, outside any child range.
+
+Pieces are plain numpy arrays (a few per gap); scopes (a range path and everything under it, a step
+family's steady iterations, the window) only sum them, so every range gets its own causes for the price
+of a group-by.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ...parse.timeline import _segments, launch_times, paths_at
+from .. import intervals
+from .base import SYNC_CALLS, Thresholds
+
+KINDS = ("sync", "pageable-copy", "gpu-wait", "launch-overhead", "host-range", "drained")
+SYNC, PAGEABLE, GPU_WAIT, LAUNCH, HOST, DRAINED = range(len(KINDS))
+
+
+@dataclass
+class HostCalls:
+    """Whole-run tables of the host's blocking calls and copies, each with its time and range (path code)."""
+    sync: pd.DataFrame       # t, ns, name, pc
+    dtoh: pd.DataFrame       # t, pc
+    pageable: pd.DataFrame   # t, pc, bytes, ns (GPU time of the copy)
+
+
+@dataclass
+class Idle:
+    start: np.ndarray
+    end: np.ndarray
+    kind: np.ndarray         # int8 index into KINDS
+    pc: np.ndarray           # innermost range path code (index into paths), -1 = none
+    first: np.ndarray        # the piece opens its gap (counts gaps)
+    paths: np.ndarray        # object array of path strings
+    calls: HostCalls
+
+    @property
+    def ns(self) -> np.ndarray:
+        return self.end - self.start
+
+
+def path_codes(paths: np.ndarray, values: pd.Series) -> np.ndarray:
+    """Codes of path strings in ``paths`` ('' or unknown -> -1)."""
+    lookup = pd.Index(paths)
+    return lookup.get_indexer(pd.Series(values, dtype=object).fillna("").astype(str))
+
+
+def op_launch_starts(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
+    """Start of the host call that launched each GPU op (kernel, copy, set, graph); NaN if not traced."""
+    if ops.empty or api.empty:
+        return np.full(len(ops), np.nan)
+    frame = pd.DataFrame({"pid": ops["pid"].to_numpy(), "launch_id": ops["correlation"].to_numpy()})
+    return launch_times(frame, api)["start_ns"].to_numpy()
+
+
+def _member(u: intervals.Union, t: np.ndarray) -> np.ndarray:
+    if len(u.starts) == 0:
+        return np.zeros(len(t), dtype=bool)
+    i = np.searchsorted(u.starts, t, side="right") - 1
+    return (i >= 0) & (t < u.ends[np.clip(i, 0, None)])
+
+
+def host_calls(ops: pd.DataFrame, op_launch: np.ndarray, api: pd.DataFrame, ranges: pd.DataFrame,
+               paths: np.ndarray) -> HostCalls:
+    """Synchronising calls, device-to-host copies and pageable copies over the whole run, each attributed
+    to the innermost range open when its host call started."""
+    s = api[api["name"].isin(SYNC_CALLS).to_numpy()] if not api.empty else api
+    sync = pd.DataFrame({"t": s["start_ns"].to_numpy(dtype="float64"),
+                         "ns": (s["end_ns"] - s["start_ns"]).to_numpy(dtype="float64"),
+                         "name": s["name"].astype(str).to_numpy(),
+                         "pc": path_codes(paths, paths_at(ranges, s["pid"], s["start_ns"]))})
+    memcpy = (ops["kind"] == "memcpy").to_numpy()
+    d = memcpy & (ops["copy_kind"] == "DtoH").to_numpy()
+    p = memcpy & (ops["copy_kind"] == "HtoD").to_numpy() & (ops["src_kind"] == "pageable").to_numpy()
+
+    def at(mask):
+        t = pd.Series(op_launch[mask])
+        return path_codes(paths, paths_at(ranges, pd.Series(ops["pid"].to_numpy()[mask]), t))
+    dtoh = pd.DataFrame({"t": op_launch[d], "pc": at(d)})
+    pg = ops[p]
+    pageable = pd.DataFrame({"t": op_launch[p], "pc": at(p), "bytes": pg["bytes"].fillna(0).to_numpy(dtype="float64"),
+                             "ns": (pg["end_ns"] - pg["start_ns"]).to_numpy(dtype="float64")})
+    return HostCalls(sync, dtoh, pageable)
+
+
+def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, op_launch: np.ndarray, api: pd.DataFrame,
+           ranges: pd.DataFrame, paths: np.ndarray, containers: set[str], th: Thresholds) -> Idle:
+    """Cut the window's idle time into pieces and give each its cause (see the module docstring)."""
+    calls = host_calls(ops, op_launch, api, ranges, paths)
+    gs, ge = intervals.gaps(u, lo, hi) if hi > lo else (np.array([]), np.array([]))
+    # the op that ended each gap, and when the host launched it
+    o_start = ops["start_ns"].to_numpy(dtype="float64")
+    order = np.argsort(o_start, kind="stable")
+    s_sorted, l_sorted = o_start[order], op_launch[order]
+    j = np.searchsorted(s_sorted, ge, side="left")
+    if len(s_sorted):
+        jj = np.clip(j, 0, len(s_sorted) - 1)
+        has_next = (j < len(s_sorted)) & (s_sorted[jj] == ge)   # the gap at the window's end has none
+        next_launch = np.where(has_next, l_sorted[jj], np.nan)
+    else:
+        has_next, next_launch = np.zeros(len(ge), dtype=bool), np.full(len(ge), np.nan)
+    queued_before = has_next & (next_launch < gs)            # NaN (launch not traced) compares False
+    short = (ge - gs) < th.launch_gap_ns
+    # blocking host calls: synchronising calls, and the calls that launched pageable copies
+    sync_u = intervals.union(calls.sync["t"].to_numpy(), (calls.sync["t"] + calls.sync["ns"]).to_numpy())
+    p_mask = (ops["kind"] == "memcpy").to_numpy() & (ops["copy_kind"] == "HtoD").to_numpy() & \
+        (ops["src_kind"] == "pageable").to_numpy()
+    pl = launch_times(pd.DataFrame({"pid": ops["pid"].to_numpy()[p_mask],
+                                    "launch_id": ops["correlation"].to_numpy()[p_mask]}), api) \
+        if p_mask.any() and not api.empty else pd.DataFrame({"start_ns": [], "end_ns": []})
+    page_u = intervals.union(pl["start_ns"].to_numpy(), pl["end_ns"].to_numpy())
+    ends = np.sort(np.concatenate([sync_u.ends, page_u.ends]))
+    drained = (np.searchsorted(ends, ge, side="right") - np.searchsorted(ends, gs, side="left")) > 0
+
+    # host ranges of the process that launches the work
+    main = _main_pid(api, ranges)
+    mine = ranges[(ranges["pid"] == main).to_numpy()] if main is not None and not ranges.empty else ranges.iloc[0:0]
+    seg_t, seg_p = _segments(mine) if not mine.empty else (np.array([]), np.array([], dtype=object))
+    seg_c = path_codes(paths, pd.Series(seg_p, dtype=object)) if len(seg_p) else np.array([], dtype=np.int64)
+
+    pts = np.unique(np.concatenate([gs, ge, seg_t, sync_u.starts, sync_u.ends, page_u.starts, page_u.ends]))
+    pts = pts[(pts >= lo) & (pts <= hi)]
+    a, b = pts[:-1], pts[1:]
+    mid = (a + b) / 2
+    g = np.searchsorted(gs, mid, side="right") - 1
+    inside = (g >= 0) & (mid < ge[np.clip(g, 0, None)]) if len(gs) else np.zeros(len(mid), dtype=bool)
+    a, b, mid, g = a[inside], b[inside], mid[inside], g[inside]
+    if len(seg_t):
+        pos = np.searchsorted(seg_t, mid, side="right") - 1
+        pc = np.where(pos >= 0, seg_c[np.clip(pos, 0, None)], -1)
+    else:
+        pc = np.full(len(mid), -1)
+    named_path = np.array([bool(p) and p not in containers for p in paths] + [False])
+    named = named_path[pc]  # pc -1 -> the trailing False
+    kind = np.select(
+        [_member(page_u, mid), _member(sync_u, mid), queued_before[g], short[g] & ~drained[g], named, drained[g]],
+        [PAGEABLE, SYNC, GPU_WAIT, LAUNCH, HOST, DRAINED], default=HOST).astype(np.int8)
+    return Idle(a, b, kind, pc, a == gs[g], paths, calls)
+
+
+def _main_pid(api: pd.DataFrame, ranges: pd.DataFrame):
+    """The process that launches the GPU work (most API calls); its ranges describe the host's state."""
+    src = api["pid"] if not api.empty else ranges["pid"] if not ranges.empty else None
+    if src is None or src.dropna().empty:
+        return None
+    return src.mode().iloc[0]
+
+
+# --- scopes ---------------------------------------------------------------------------------------
+def in_intervals(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which times fall in one of the sorted, disjoint intervals [starts, ends)."""
+    if len(starts) == 0:
+        return np.zeros(len(t), dtype=bool)
+    i = np.searchsorted(starts, t, side="right") - 1
+    return (i >= 0) & (t < ends[np.clip(i, 0, None)])
+
+
+@dataclass
+class Scope:
+    """What one scope (a range and its children, a step family's steady iterations) holds, per path code."""
+    idle: pd.DataFrame       # pc, kind, ns, gaps
+    sync: pd.DataFrame       # pc, name, calls, ns
+    dtoh: int
+    pageable: pd.DataFrame   # copies, bytes, ns (one row)
+
+
+def scope_of(idle: Idle, piece_mask: np.ndarray, sync_mask: np.ndarray, dtoh_mask: np.ndarray,
+             page_mask: np.ndarray) -> Scope:
+    t = pd.DataFrame({"pc": idle.pc[piece_mask], "kind": idle.kind[piece_mask], "ns": idle.ns[piece_mask],
+                      "gaps": idle.first[piece_mask]})
+    c = idle.calls
+    s = c.sync[sync_mask]
+    pg = c.pageable[page_mask]
+    return Scope(t.groupby(["pc", "kind"], as_index=False).agg(ns=("ns", "sum"), gaps=("gaps", "sum")),
+                 s.groupby(["pc", "name"], as_index=False).agg(calls=("ns", "size"), ns=("ns", "sum")),
+                 int(dtoh_mask.sum()),
+                 pd.DataFrame({"copies": [len(pg)], "bytes": [float(pg["bytes"].sum())], "ns": [float(pg["ns"].sum())]}))
+
+
+def time_scope(idle: Idle, starts: np.ndarray, ends: np.ndarray) -> Scope:
+    """Everything inside the sorted, disjoint intervals (steady iterations of a family, the window)."""
+    c = idle.calls
+    return scope_of(idle, in_intervals((idle.start + idle.end) / 2, starts, ends),
+                    in_intervals(c.sync["t"].to_numpy(), starts, ends), in_intervals(c.dtoh["t"].to_numpy(), starts, ends),
+                    in_intervals(c.pageable["t"].to_numpy(), starts, ends))
+
+
+def range_scopes(idle: Idle, names: list[str], warm: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Scope]:
+    """One scope per range path: the pieces and calls whose innermost range is the path or lies under it.
+    Pieces inside warm-up iterations (``warm``: sorted disjoint intervals) are left out, as for families:
+    causes describe the steady state."""
+    paths = idle.paths
+    prefix_rows = [(i, "/".join(p.split("/")[:k + 1])) for i, p in enumerate(paths) if p
+                   for k in range(p.count("/") + 1)]
+    m = pd.DataFrame(prefix_rows, columns=["pc", "range"])
+    m = m[m["range"].isin(set(names))]
+    c = idle.calls
+    keep = ~in_intervals((idle.start + idle.end) / 2, *warm) if warm is not None else np.ones(len(idle.start), dtype=bool)
+    base = scope_of(idle, keep, np.ones(len(c.sync), dtype=bool),
+                    np.ones(len(c.dtoh), dtype=bool), np.ones(len(c.pageable), dtype=bool))
+    idle_g = {k: g for k, g in base.idle.merge(m, on="pc").groupby("range")}
+    sync_g = {k: g for k, g in base.sync.merge(m, on="pc").groupby("range")}
+    dtoh_g = c.dtoh.merge(m, on="pc").groupby("range").size().to_dict()
+    pg = c.pageable.merge(m, on="pc").groupby("range").agg(copies=("ns", "size"), bytes=("bytes", "sum"), ns=("ns", "sum"))
+    empty_idle = base.idle.iloc[0:0]
+    empty_sync = base.sync.iloc[0:0]
+    out = {}
+    for n in names:
+        prow = pg.loc[[n]] if n in pg.index else pd.DataFrame({"copies": [0], "bytes": [0.0], "ns": [0.0]})
+        out[n] = Scope(idle_g.get(n, empty_idle), sync_g.get(n, empty_sync), int(dtoh_g.get(n, 0)),
+                       prow.reset_index(drop=True))
+    return out
+
+
+# --- causes ---------------------------------------------------------------------------------------
+def _ms(x: float) -> str:
+    return f"{x / 1e6:.3g} ms"
+
+
+def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] | None = None) -> list[dict]:
+    """The scope's causes of idle GPU time, ``{kind, name, idle_ns, detail}``, largest first."""
+    rinfo = rinfo or {}
+    by_kind = sc.idle.groupby("kind")["ns"].sum().to_dict() if not sc.idle.empty else {}
+    out: list[dict] = []
+    host = sc.idle[sc.idle["kind"] == HOST].groupby("pc")["ns"].sum().to_dict() if not sc.idle.empty else {}
+    drained_ns = float(by_kind.get(DRAINED, 0.0))
+    sync_drained = min(drained_ns, max(busy_ns, 0.0))
+    rest = drained_ns - sync_drained
+    if rest > 0:  # host code that no overlap could have hidden: blame it, per range, in proportion
+        d = sc.idle[sc.idle["kind"] == DRAINED].groupby("pc")["ns"].sum()
+        for pc, ns in d.items():
+            host[pc] = host.get(pc, 0.0) + rest * ns / drained_ns
+    for pc, ns in sorted(host.items(), key=lambda x: -x[1]):
+        if ns <= 0:
+            continue
+        path = str(paths[pc]) if pc >= 0 else "(no range)"
+        info = rinfo.get(path)
+        if info and info.get("leaf_work"):
+            detail = (f"the GPU idled {_ms(ns)} while the host worked in `{path}` ({info['count']} × median "
+                      f"{_ms(info['median_wall_ns'])} with the GPU busy {100 * info['gpu_busy_share']:.1f}%)")
+        else:
+            detail = f"the GPU idled {_ms(ns)} while the host ran code in `{path}` outside any child range"
+        out.append({"kind": "host-range", "name": path, "idle_ns": float(ns), "detail": detail})
+    blocked = float(by_kind.get(SYNC, 0.0))
+    if not sc.sync.empty or blocked or sync_drained:
+        calls = int(sc.sync["calls"].sum()) if not sc.sync.empty else 0
+        names = sc.sync.groupby("name")["calls"].sum().sort_values(ascending=False) if not sc.sync.empty else pd.Series(dtype=int)
+        host_ns = float(sc.sync["ns"].sum()) if not sc.sync.empty else 0.0
+        where = sc.sync.groupby("pc")["calls"].sum().sort_values(ascending=False) if not sc.sync.empty else pd.Series(dtype=int)
+        top = ", ".join(f"`{paths[pc] if pc >= 0 else '(no range)'}` ×{n}" for pc, n in where.head(3).items())
+        out.append({"kind": "sync", "name": ", ".join(names.index) or "synchronising calls",
+                    "idle_ns": blocked + sync_drained,
+                    "detail": f"{calls} synchronising calls ({', '.join(f'{k} ×{v}' for k, v in names.items())})"
+                              f"{' in ' + top if top else ''}, {sc.dtoh} device-to-host copies; the host was blocked "
+                              f"{_ms(host_ns)}, and the GPU idled {_ms(blocked + sync_drained)} while the host was blocked "
+                              "or after the call had emptied its queue"})
+    n_launch = int(sc.idle.loc[sc.idle["kind"] == LAUNCH, "gaps"].sum()) if not sc.idle.empty else 0
+    if by_kind.get(LAUNCH):
+        ns = float(by_kind[LAUNCH])
+        out.append({"kind": "launch-overhead", "name": "kernel launches", "idle_ns": ns,
+                    "detail": f"{n_launch:,} idle gaps shorter than 100 µs, each ended by work the host launched "
+                              f"after the GPU had gone idle (mean gap {ns / max(n_launch, 1) / 1e3:.1f} µs)"})
+    pg = sc.pageable.iloc[0] if not sc.pageable.empty else None
+    if by_kind.get(PAGEABLE) or (pg is not None and pg["copies"]):
+        ns = float(by_kind.get(PAGEABLE, 0.0))
+        out.append({"kind": "pageable-copy", "name": "pageable host-to-device copies", "idle_ns": ns,
+                    "detail": f"{int(pg['copies']) if pg is not None else 0} copies, "
+                              f"{(pg['bytes'] if pg is not None else 0) / 1e6:.3g} MB from pageable memory; the GPU "
+                              f"idled {_ms(ns)} while the host was staging them"})
+    if by_kind.get(GPU_WAIT):
+        ns = float(by_kind[GPU_WAIT])
+        out.append({"kind": "gpu-wait", "name": "launched work waiting", "idle_ns": ns,
+                    "detail": f"the GPU idled {_ms(ns)} with the next work already launched (a dependency on "
+                              "another stream, an event, or between the nodes of a CUDA graph)"})
+    return sorted(out, key=lambda c: -c["idle_ns"])
+
+
+def headline(causes_: list[dict], verdict: str) -> str | None:
+    """One line for the verdict's headline: the first cause and its share of the idle time."""
+    if verdict not in ("cpu-bound", "mixed") or not causes_ or causes_[0]["idle_ns"] <= 0:
+        return None
+    c = causes_[0]
+    share = c["idle_ns"] / (sum(x["idle_ns"] for x in causes_) or 1.0)
+    of = f"{100 * share:.0f}% of the GPU's idle time"
+    if c["kind"] == "host-range":
+        return f"host busy in `{c['name']}` ({of}, {_ms(c['idle_ns'])})"
+    if c["kind"] == "launch-overhead":
+        return f"launch overhead ({of}: {c['detail']})"
+    if c["kind"] == "sync":
+        return f"synchronising calls ({c['name']}) emptied the GPU's queue ({of}, {_ms(c['idle_ns'])})"
+    return f"{c['detail']} ({of})"

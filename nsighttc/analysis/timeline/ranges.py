@@ -1,0 +1,81 @@
+"""Per-range timeline numbers: wall time, GPU busy share, kernels launched inside, verdict, and the old
+median-based split of a parent's idle time among its child ranges (``idle_causes``).
+
+A range path aggregates all of its instances; a kernel launched in ``a/b`` counts for ``a`` and ``a/b``
+(like the Tensor Core range table). Idle time among children is attributed robustly: median idle per
+instance x instances, so warm-up outliers cannot outvote the steady state.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import intervals
+from ..tensor_cores import path_prefixes
+from .base import Thresholds, classify
+
+COLUMNS = ["name", "count", "wall_ns", "busy_ns", "gpu_busy_share", "median_wall_ns", "kernels", "verdict",
+           "idle_causes", "warmup_ns"]
+
+
+def _kernels_per_path(launches: pd.DataFrame) -> pd.DataFrame:
+    """Kernel count / time per range path, a kernel in a/b counting for a and a/b (like the TC table)."""
+    nv = launches.loc[(launches["nvtx"] != "").to_numpy(), ["nvtx", "time_ns"]]
+    if nv.empty:
+        return pd.DataFrame(columns=["kernels", "kernel_ns"])
+    per = nv.astype({"nvtx": str}).groupby("nvtx").agg(kernels=("time_ns", "size"), kernel_ns=("time_ns", "sum"))
+    joined = per.reset_index().merge(path_prefixes(per.index), on="nvtx")
+    return joined.groupby("range")[["kernels", "kernel_ns"]].sum().rename_axis("path")
+
+
+def range_stats(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, th: Thresholds) -> pd.DataFrame:
+    if ranges.empty:
+        return pd.DataFrame(columns=COLUMNS + ["robust_idle_ns", "kernel_ns"])
+    r = ranges.assign(wall=ranges["end_ns"] - ranges["start_ns"])
+    r["busy"] = intervals.busy_within(u, r["start_ns"].to_numpy(), r["end_ns"].to_numpy())
+    r["idle"] = r["wall"] - r["busy"]
+    g = r.groupby("path", sort=False, observed=True)
+    st = g.agg(count=("wall", "size"), wall_ns=("wall", "sum"), busy_ns=("busy", "sum"),
+               median_wall_ns=("wall", "median"), median_idle=("idle", "median"), idle_ns=("idle", "sum"),
+               first=("start_ns", "min"))
+    kp = _kernels_per_path(launches)
+    st = st.join(kp, how="left").fillna({"kernels": 0, "kernel_ns": 0.0})
+    st["gpu_busy_share"] = np.where(st["wall_ns"] > 0, st["busy_ns"] / st["wall_ns"], 0.0)
+    st["verdict"] = [classify(b, w, int(k), th) for b, w, k in zip(st["gpu_busy_share"], st["wall_ns"], st["kernels"])]
+    st["robust_idle_ns"] = st["median_idle"] * st["count"]
+    st["warmup_ns"] = [_warmup(grp["wall"].to_numpy()[np.argsort(grp["start_ns"].to_numpy())], th)
+                       for _, grp in g] if len(st) else []
+    st["warmup_ns"] = st["warmup_ns"].astype(object)
+    st["idle_causes"] = [_child_split(st, parent) for parent in st.index]
+    st = st.sort_values("first").reset_index().rename(columns={"path": "name"})
+    return st[COLUMNS + ["robust_idle_ns", "kernel_ns"]]
+
+
+def _warmup(w: np.ndarray, th: Thresholds) -> list[float]:
+    """Leading instances much longer than the family's median."""
+    if len(w) < 3:
+        return []
+    med = np.median(w)
+    lead = []
+    for x in w:
+        if x > th.warmup_factor * med:
+            lead.append(float(x))
+        else:
+            break
+    return lead
+
+
+def _child_split(st: pd.DataFrame, parent: str) -> list[dict]:
+    kids = st[[p.startswith(parent + "/") and "/" not in p[len(parent) + 1:] for p in st.index]]
+    if kids.empty:
+        return []
+    total_idle = st.at[parent, "idle_ns"]
+    lst = [{"range": p, "idle_ns": float(k.robust_idle_ns), "instances": int(k["count"]),
+            "median_idle_ns": float(k.median_idle),
+            "share_of_idle": float(k.robust_idle_ns / total_idle) if total_idle else 0.0}
+           for p, k in kids.iterrows()]
+    outside = float(total_idle - kids["idle_ns"].sum())
+    if outside > 0:
+        lst.append({"range": f"{parent} (outside child ranges)", "idle_ns": outside, "instances": int(st.at[parent, "count"]),
+                    "median_idle_ns": None, "share_of_idle": outside / total_idle if total_idle else 0.0})
+    return sorted(lst, key=lambda c: -c["idle_ns"])

@@ -1,0 +1,171 @@
+"""Several phases, CUDA graphs and the cause of idle time per range, on wrappers/multi_phase.py recorded
+on an H100 three ways (nsys whole-graph trace, nsys node trace, torch.profiler). Each phase was built for
+one reason to be slow or fast (see the wrapper's docstring); every recording must find that reason."""
+import gzip
+import shutil
+import sqlite3
+
+import pytest
+
+import nsighttc
+from tests.conftest import MULTI_GRAPH, MULTI_NODE, MULTI_TORCH
+
+P = "multi_phase.py/"
+# phase -> (verdict, kind of the first cause, name of the first cause or None)
+EXPECTED = {
+    "train_bf16": ("gpu-bound", None, None),
+    "graph_replay": ("gpu-bound", None, None),
+    "item_sync": ("cpu-bound", "sync", "cudaStreamSynchronize"),
+    "host_preprocess": ("cpu-bound", "host-range", P + "host_preprocess/preprocess"),
+    "tiny_kernels": ("cpu-bound", "launch-overhead", None),
+}
+
+
+def _sqlite(tmp_path_factory, gz):
+    db = tmp_path_factory.mktemp("mp") / gz.name.replace(".gz", "")
+    with gzip.open(gz) as src, db.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return db
+
+
+@pytest.fixture(scope="module")
+def dbs(tmp_path_factory):
+    return {"graph": _sqlite(tmp_path_factory, MULTI_GRAPH), "node": _sqlite(tmp_path_factory, MULTI_NODE)}
+
+
+@pytest.fixture(scope="module")
+def docs(dbs):
+    return {"graph": nsighttc.analyze([dbs["graph"]]).to_json(), "node": nsighttc.analyze([dbs["node"]]).to_json(),
+            "torch": nsighttc.analyze([MULTI_TORCH]).to_json()}
+
+
+def _fams(doc):
+    return {f["name"][len(P):].rsplit("/", 1)[0]: f for f in doc["timeline"]["step_families"]}
+
+
+@pytest.mark.parametrize("which", ["graph", "node", "torch"])
+def test_every_phase_gets_its_own_verdict_and_cause(docs, which):
+    fams = _fams(docs[which])
+    assert set(fams) == set(EXPECTED)  # torch.optim's `Optimizer.step#...` labels are not step families
+    for phase, (verdict, kind, name) in EXPECTED.items():
+        f = fams[phase]
+        assert f["verdict"] == verdict, (phase, f["verdict"], f["causes"][:2])
+        assert f["warmup_steps"] <= 2
+        if kind:
+            assert f["causes"][0]["kind"] == kind, (phase, f["causes"][:2])
+            if name:
+                assert f["causes"][0]["name"] == name
+            assert f["headline_cause"]
+
+
+def test_both_input_kinds_agree(docs):
+    for a in ("graph", "torch"):
+        fa, fb = _fams(docs["node"]), _fams(docs[a])
+        for phase in EXPECTED:
+            assert fa[phase]["verdict"] == fb[phase]["verdict"], (a, phase)
+            assert fa[phase]["causes"][0]["kind"] == fb[phase]["causes"][0]["kind"] or EXPECTED[phase][1] is None
+
+
+def test_headline_names_the_dominant_phase(docs, run_cli, dbs):
+    tl = docs["node"]["timeline"]
+    fams = tl["step_families"]
+    # the family whose steady state holds the most wall time speaks for `steps` and the headline
+    assert tl["steps"]["name"] == max(fams, key=lambda f: f["steady_wall_ns"])["name"] == P + "host_preprocess/step"
+    assert tl["verdict"] == "cpu-bound" and "preprocess" in tl["headline_cause"]
+    code, out, _ = run_cli("analyze", dbs["node"])
+    assert code == 0
+    head = [line for line in out.splitlines() if line.startswith("**GPU busy")][0]
+    assert "phase `multi_phase.py/host_preprocess`" in head and "5 phases" in head
+    assert "## Phases" in out and "| `multi_phase.py/item_sync/step` | 30 |" in out
+    assert "60 graph launches" in out
+
+
+def test_whole_graph_executions_count_as_busy_and_are_attributed(docs, dbs):
+    """nsys's default trace writes graphs to CUPTI_ACTIVITY_KIND_GRAPH_TRACE, not as kernels."""
+    con = sqlite3.connect(dbs["graph"])
+    n, gpu_ns = con.execute("SELECT count(*), sum(end - start) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchone()
+    assert n == 60 and con.execute("SELECT count(graphNodeId) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0] == 0
+    doc = docs["graph"]
+    g = doc["timeline"]["graphs"]
+    assert g["launches"] == 60 and g["trace"] == "graph" and g["gpu_busy_ns"] == pytest.approx(gpu_ns)
+    r = {x["name"]: x for x in doc["ranges"]}
+    step = r[P + "graph_replay/step"]
+    assert step["launches"] == 60 and step["kernel_time_ns"] == pytest.approx(gpu_ns)  # via the launch's correlation id
+    assert _fams(doc)["graph_replay"]["median_gpu_busy_share"] > 0.95
+    graph_rows = [k for k in doc["kernels"] if k["name"].startswith("CUDA graph #")]
+    assert graph_rows and all(k["tensor_core"] is None and k["name_rule"] == "cuda-graph-whole" for k in graph_rows)
+    assert "cuda-graphs-traced-whole" in {f["id"] for f in doc["findings"]}
+
+
+@pytest.mark.parametrize("which", ["node", "torch"])
+def test_graph_kernels_are_named_and_attributed(docs, dbs, which):
+    doc = docs[which]
+    g = doc["timeline"]["graphs"]
+    assert g["launches"] == 60 and g["trace"] == "node" and g["kernels"] == 420  # 7 kernels x 60 replays
+    if which == "node":
+        con = sqlite3.connect(dbs["node"])
+        assert con.execute("SELECT count(graphNodeId) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0] == 420
+    r = {x["name"]: x for x in doc["ranges"]}
+    step = r[P + "graph_replay/step"]
+    assert step["launches"] == 420 and step["tc_time_share"] > 0.8 and step["by_dtype"].get("fp16", 0) > 0.8
+    assert 0.05 < g["share_of_gpu_busy"] < 0.2
+
+
+def test_syncs_are_counted_over_the_run_and_attributed_to_their_range(docs, dbs):
+    con = sqlite3.connect(dbs["node"])
+    s, e = con.execute("""SELECT n.start, n.end FROM NVTX_EVENTS n LEFT JOIN StringIds t ON t.id = n.textId
+                          WHERE COALESCE(n.text, t.value) = 'item_sync'""").fetchone()
+    from nsighttc.analysis.timeline import SYNC_CALLS
+    names = con.execute("""SELECT t.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds t ON t.id = r.nameId
+                           WHERE r.start >= ? AND r.end <= ?""", (s, e)).fetchall()
+    n_sync = sum(1 for (v,) in names if v.rsplit("_v", 1)[0] in SYNC_CALLS)
+    n_dtoh = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 2").fetchone()[0]
+    sync = docs["node"]["timeline"]["sync"]
+    assert n_sync >= 30 and sync["dtoh_copies"] == n_dtoh == 30  # one .item() per step
+    assert sync["dtoh_by_range"] == {P + "item_sync/step": 30}
+    in_phase = sum(v["calls"] for k, v in sync["by_range"].items() if k.startswith(P + "item_sync"))
+    assert in_phase == n_sync
+    r = {x["name"]: x for x in docs["node"]["ranges"]}
+    c = r[P + "item_sync/step"]["causes"][0]
+    assert c["kind"] == "sync" and "30 device-to-host copies" in c["detail"]
+    sync_finding = next(f for f in docs["node"]["findings"] if f["id"] == "synchronising-calls")
+    assert sync_finding["severity"] == "high" and "item_sync/step" in sync_finding["evidence"]
+
+
+def test_every_timeline_range_carries_its_causes(docs):
+    for r in docs["node"]["ranges"]:
+        if r.get("verdict"):
+            assert isinstance(r["causes"], list)
+            assert [c["idle_ns"] for c in r["causes"]] == sorted((c["idle_ns"] for c in r["causes"]), reverse=True)
+    r = {x["name"]: x for x in docs["node"]["ranges"]}
+    assert r[P + "host_preprocess"]["causes"][0]["name"] == P + "host_preprocess/preprocess"
+    assert r[P + "tiny_kernels/step"]["causes"][0]["kind"] == "launch-overhead"
+
+
+def test_idle_causes_add_up_to_the_idle_time(docs):
+    """Each idle moment gets exactly one cause: a range without warm-up steps has causes summing to its idle
+    time (wall - busy); ranges with warm-up leave the warm-up iterations out, so they sum to less."""
+    r = {x["name"]: x for x in docs["node"]["ranges"]}
+    fams = _fams(docs["node"])
+    assert fams["tiny_kernels"]["warmup_steps"] == 0
+    for name in (P + "tiny_kernels", P + "tiny_kernels/step"):
+        x = r[name]
+        idle = x["wall_ns"] * (1 - x["gpu_busy_share"])
+        assert sum(c["idle_ns"] for c in x["causes"]) == pytest.approx(idle, rel=0.02), name
+    for phase in ("item_sync", "host_preprocess"):
+        x = r[P + phase]
+        assert fams[phase]["warmup_steps"] >= 1
+        assert sum(c["idle_ns"] for c in x["causes"]) < x["wall_ns"] * (1 - x["gpu_busy_share"])
+
+
+def test_plots_show_the_dominant_phase_and_each_kernel_once(docs, tmp_path):
+    from nsighttc.render.plots import self_ranges, write_plots
+    doc = docs["node"]
+    act = doc["timeline"]["activity"]
+    assert act["phase"] == P + "host_preprocess" and "host_preprocess/step" in act["scope"]
+    own = self_ranges([r for r in doc["ranges"] if r["kernel_time_ns"] > 0])
+    # each kernel once: the drawn ranges add up to all kernel time launched inside ranges
+    in_ranges = sum(r["kernel_time_ns"] for r in doc["ranges"] if "/" not in r["name"])
+    assert sum(r["kernel_time_ns"] for r in own) == pytest.approx(in_ranges, rel=1e-9)
+    made = write_plots(doc, tmp_path)
+    assert set(made.values()) == {"timeline.png", "kernel_time.png"}
