@@ -18,6 +18,8 @@ CASES = {
     "resnet_amp.py": ([], r"images/s"),
     "dataloader_bound.py": (["--fp16-preprocess"], r"it/s"),
     "reduced_precision.py": ([], r"max relative error"),
+    "multi_phase.py": ([], r"(?s)phase train_bf16: .*phase graph_replay: .*phase item_sync: .*phase host_preprocess: "
+                           r".*phase tiny_kernels: [\d.]+ steps/s"),
 }
 
 
@@ -36,3 +38,10 @@ def test_wrapper_smoke(case):
 def test_wrapper_help(script):
     proc = subprocess.run([sys.executable, str(WRAPPERS / script), "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "--device" in proc.stdout
+
+
+def test_multi_phase_rejects_unknown_phases():
+    pytest.importorskip("torch")
+    proc = subprocess.run([sys.executable, str(WRAPPERS / "multi_phase.py"), "--device", "cpu", "--phases", "nope"],
+                          capture_output=True, text=True, timeout=120, env=ENV)
+    assert proc.returncode == 2 and "unknown phase(s) nope" in proc.stderr

@@ -16,6 +16,7 @@ correlation id; ``nvtx`` is filled by ``attribute_ranges`` from where the *launc
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -92,6 +93,9 @@ def paths_at(ranges: pd.DataFrame, pids: pd.Series, times: pd.Series) -> pd.Seri
     return out
 
 
+_API_KEY_CACHE: dict[int, tuple] = {}
+
+
 def launch_times(kernels: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     """Start/end of each kernel's launch call (joined on pid + correlation id); NaN where not traced."""
     out = pd.DataFrame({"start_ns": np.nan, "end_ns": np.nan}, index=kernels.index)
@@ -102,9 +106,15 @@ def launch_times(kernels: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
         p = pd.to_numeric(pd.Series(np.asarray(pid)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
         c = pd.to_numeric(pd.Series(np.asarray(corr)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
         return (p << 40) ^ c
-    api_key = key(api["pid"], api["correlation"])
-    order = np.argsort(api_key, kind="stable")
-    sk = api_key[order]
+    cached = _API_KEY_CACHE.get(id(api))
+    if cached is not None and cached[0]() is api:
+        order, sk = cached[1], cached[2]
+    else:  # kernels, copies and syncs all ask for the same table: sort its keys once
+        api_key = key(api["pid"], api["correlation"])
+        order = np.argsort(api_key, kind="stable")
+        sk = api_key[order]
+        _API_KEY_CACHE.clear()
+        _API_KEY_CACHE[id(api)] = (weakref.ref(api), order, sk)  # weak: never keeps a table alive
     kk = key(kernels["pid"], kernels["launch_id"])
     pos = np.clip(np.searchsorted(sk, kk), 0, len(sk) - 1)
     hit = sk[pos] == kk

@@ -59,16 +59,17 @@ def graphs(ops: pd.DataFrame, api: pd.DataFrame, u: intervals.Union) -> dict:
     if api.empty:
         launches = pd.DataFrame(columns=["pid", "correlation"])
     else:
-        launches = api[api["name"].astype(str).isin(GRAPH_LAUNCH_CALLS).to_numpy()]
+        launches = api[api["name"].isin(GRAPH_LAUNCH_CALLS).to_numpy()]  # categorical: per name, not per row
     n = int(len(launches))
     whole = (ops["kind"] == "graph").to_numpy()
     if n == 0 and not whole.any():
         return {"launches": 0}
-    key = pd.MultiIndex.from_arrays([pd.to_numeric(launches["pid"], errors="coerce"),
-                                     pd.to_numeric(launches["correlation"], errors="coerce")])
-    op_key = pd.MultiIndex.from_arrays([pd.to_numeric(ops["pid"], errors="coerce"),
-                                        pd.to_numeric(ops["correlation"], errors="coerce")])
-    in_graph = op_key.isin(key) | whole
+
+    def key(pid, corr):  # one int64 per (process, correlation id), as parse.timeline.launch_times does
+        p = pd.to_numeric(pd.Series(np.asarray(pid)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+        c = pd.to_numeric(pd.Series(np.asarray(corr)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+        return (p << 40) ^ c
+    in_graph = np.isin(key(ops["pid"], ops["correlation"]), key(launches["pid"], launches["correlation"])) | whole
     g = ops[in_graph]
     gu = intervals.union(g["start_ns"].to_numpy(), g["end_ns"].to_numpy())
     trace = "graph" if whole.any() else "node" if ((g["kind"] == "kernel").any()) else None

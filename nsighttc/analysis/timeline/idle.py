@@ -188,12 +188,18 @@ class Scope:
 
 def scope_of(idle: Idle, piece_mask: np.ndarray, sync_mask: np.ndarray, dtoh_mask: np.ndarray,
              page_mask: np.ndarray) -> Scope:
-    t = pd.DataFrame({"pc": idle.pc[piece_mask], "kind": idle.kind[piece_mask], "ns": idle.ns[piece_mask],
-                      "gaps": idle.first[piece_mask]})
+    # (path, kind) sums with bincount: pieces can number millions, their (path, kind) pairs a few hundred
+    nk = len(KINDS)
+    code = (idle.pc[piece_mask].astype(np.int64) + 1) * nk + idle.kind[piece_mask]
+    size = (len(idle.paths) + 1) * nk
+    ns = np.bincount(code, weights=idle.ns[piece_mask], minlength=size)
+    gaps = np.bincount(code, weights=idle.first[piece_mask].astype(np.float64), minlength=size)
+    hit = np.flatnonzero((ns > 0) | (gaps > 0))
+    t = pd.DataFrame({"pc": hit // nk - 1, "kind": (hit % nk).astype(np.int8), "ns": ns[hit], "gaps": gaps[hit]})
     c = idle.calls
     s = c.sync[sync_mask]
     pg = c.pageable[page_mask]
-    return Scope(t.groupby(["pc", "kind"], as_index=False).agg(ns=("ns", "sum"), gaps=("gaps", "sum")),
+    return Scope(t,
                  s.groupby(["pc", "name"], as_index=False).agg(calls=("ns", "size"), ns=("ns", "sum")),
                  int(dtoh_mask.sum()),
                  pd.DataFrame({"copies": [len(pg)], "bytes": [float(pg["bytes"].sum())], "ns": [float(pg["ns"].sum())]}))
