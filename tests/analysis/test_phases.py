@@ -169,3 +169,18 @@ def test_plots_show_the_dominant_phase_and_each_kernel_once(docs, tmp_path):
     assert sum(r["kernel_time_ns"] for r in own) == pytest.approx(in_ranges, rel=1e-9)
     made = write_plots(doc, tmp_path)
     assert set(made.values()) == {"timeline.png", "kernel_time.png"}
+
+
+def test_traces_without_ranges_or_api_calls_still_get_causes(tmp_path):
+    """No NVTX/record_function ranges, or no CUDA API events: causes degrade, they do not break."""
+    import json as _json
+    d = _json.load(gzip.open(MULTI_TORCH))
+    for drop in ({"user_annotation"}, {"cuda_runtime", "cuda_driver"}):
+        f = tmp_path / "t.json"
+        f.write_text(_json.dumps({**d, "traceEvents": [e for e in d["traceEvents"] if e.get("cat") not in drop]}))
+        tl = nsighttc.analyze([f]).to_json()["timeline"]
+        assert tl["causes"] and all(c["idle_ns"] >= 0 for c in tl["causes"])
+        if "user_annotation" in drop:
+            assert tl["step_families"] == [] and tl["causes"][0]["name"] in ("(no range)", "kernel launches")
+        else:  # no launch calls: nothing can be called launch overhead or a graph launch
+            assert "launch-overhead" not in {c["kind"] for c in tl["causes"]} and tl["graphs"]["launches"] == 0

@@ -10,7 +10,8 @@ is, in this order:
 3. ``gpu-wait``: the work that ended the gap had been launched *before* the GPU went idle: the GPU, not
    the host, was waiting (another stream, an event, a graph dependency);
 4. ``launch-overhead``: a short gap (< ``Thresholds.launch_gap_ns``) ended by work launched after the
-   GPU went idle: the host could not launch as fast as the GPU ran (HTA's "host wait");
+   GPU went idle: the host could not launch as fast as the GPU ran (HTA's "host wait"); only where the
+   launch call was traced;
 5. ``host-range``: the host was in a range the user drew around host work (``data``, ``preprocess``:
    any range that is neither a step nor holds steps), named after it;
 6. drained: a synchronising call had emptied the GPU's queue in this gap and the host then ran unnamed
@@ -122,6 +123,7 @@ def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, op_launc
     else:
         has_next, next_launch = np.zeros(len(ge), dtype=bool), np.full(len(ge), np.nan)
     queued_before = has_next & (next_launch < gs)            # NaN (launch not traced) compares False
+    known = has_next & ~np.isnan(next_launch)                 # without the launch call, no launch overhead
     short = (ge - gs) < th.launch_gap_ns
     # blocking host calls: synchronising calls, and the calls that launched pageable copies
     sync_u = intervals.union(calls.sync["t"].to_numpy(), (calls.sync["t"] + calls.sync["ns"]).to_numpy())
@@ -155,7 +157,8 @@ def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, op_launc
     named_path = np.array([bool(p) and p not in containers for p in paths] + [False])
     named = named_path[pc]  # pc -1 -> the trailing False
     kind = np.select(
-        [_member(page_u, mid), _member(sync_u, mid), queued_before[g], short[g] & ~drained[g], named, drained[g]],
+        [_member(page_u, mid), _member(sync_u, mid), queued_before[g], short[g] & ~drained[g] & known[g], named,
+         drained[g]],
         [PAGEABLE, SYNC, GPU_WAIT, LAUNCH, HOST, DRAINED], default=HOST).astype(np.int8)
     return Idle(a, b, kind, pc, a == gs[g], paths, calls)
 
@@ -266,6 +269,9 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
         if info and info.get("leaf_work"):
             detail = (f"the GPU idled {_ms(ns)} while the host worked in `{path}` ({info['count']} × median "
                       f"{_ms(info['median_wall_ns'])} with the GPU busy {100 * info['gpu_busy_share']:.1f}%)")
+        elif pc < 0:
+            detail = (f"the GPU idled {_ms(ns)} while the host ran code outside any range (name that host work "
+                      "with `nsighttc.annotate.range(...)` to see which)")
         else:
             detail = f"the GPU idled {_ms(ns)} while the host ran code in `{path}` outside any child range"
         out.append({"kind": "host-range", "name": path, "idle_ns": float(ns), "detail": detail})
