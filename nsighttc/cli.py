@@ -216,12 +216,17 @@ def profile(engine, out, range_, annotate, ncu_path, nsys_path, timeout, keep_go
 
 @cli.command()
 @click.option("--probe/--no-probe", default=True, show_default=True,
-              help="Run tiny ncu and nsys probes (a few seconds each) to check counters and nsys import.")
-def doctor(probe: bool) -> None:
-    """Check what this machine can profile: GPUs, driver, CUDA/torch, ncu and nsys, counters, nsys import."""
+              help="Run tiny ncu and nsys probes (a few seconds each, side by side) to check counters and nsys import.")
+@click.option("--refresh", is_flag=True,
+              help="Ignore the cached result (~/.cache/nsighttc/doctor.json, $NSIGHTTC_CACHE_DIR) and probe again.")
+def doctor(probe: bool, refresh: bool) -> None:
+    """Check what this machine can profile: GPUs, driver, CUDA/torch, ncu and nsys, counters, nsys import.
+
+    The slow checks run in parallel and their result is cached until the GPUs, driver, Python or the
+    ncu/nsys binaries change (or --refresh); a setup with a broken check is never cached."""
     from .collect.doctor import run_checks
 
-    checks = run_checks(probe=probe)
+    checks = run_checks(probe=probe, refresh=refresh)
     width = max(len(c.name) for c in checks)
     for c in checks:
         click.echo(f"{c.status:8} {c.name:<{width}}  {c.detail}" + (f"\n{'':8} {'':<{width}}  -> {c.fix}" if c.fix else ""))

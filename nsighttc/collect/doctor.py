@@ -4,13 +4,23 @@ The probes are real but tiny: ncu profiles one kernel of a one-line torch progra
 performance counters are permitted: ERR_NVGPUCTRPERM otherwise), and nsys records the same program and
 must produce a ``.nsys-rep`` (the known broken case writes only a ``.qdstrm`` because its importer cannot
 load libdw.so.1).
+
+Speed (issue 10: a doctor in <= 5 s): the slow checks (torch's import, tool versions, the two probes, each
+a process start of seconds) run in parallel, and their result is cached in ``~/.cache/nsighttc/doctor.json``
+(``$NSIGHTTC_CACHE_DIR`` or ``$XDG_CACHE_HOME/nsighttc``) keyed by the GPUs and driver, the Python, and the
+path, size and mtime of ncu and nsys: a second doctor answers from the cache and says so; ``--refresh`` (or
+any change of those) runs the probes again.
 """
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import sys
 import tempfile
-from dataclasses import dataclass
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import gpu, process, tools
@@ -35,7 +45,23 @@ def _torch_info() -> tuple[str | None, str | None, bool]:
     return lines[0], lines[1] if len(lines) > 1 else None, len(lines) > 2 and lines[2] == "True"
 
 
-def run_checks(probe: bool = True) -> list[Check]:
+def cache_dir() -> Path:
+    if os.environ.get("NSIGHTTC_CACHE_DIR"):
+        return Path(os.environ["NSIGHTTC_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nsighttc"
+
+
+def _tool_key(path: Path | None) -> list | None:
+    if path is None:
+        return None
+    try:
+        st = Path(path).resolve().stat()
+        return [str(path), st.st_size, st.st_mtime_ns]
+    except OSError:
+        return [str(path)]
+
+
+def run_checks(probe: bool = True, refresh: bool = False) -> list[Check]:
     checks: list[Check] = []
     gpus = gpu.list_gpus()
     if not gpus:
@@ -50,15 +76,8 @@ def run_checks(probe: bool = True) -> list[Check]:
         checks.append(Check(f"GPU {g.index}", "OK" if tc else "warn",
                             f"{g.name}, compute capability {cc or '?'}" + ("" if tc else ": Tensor Cores need 7.0 or newer"),
                             "" if tc else "Tensor Core verdicts will be 'no' on this GPU"))
-        checks.append(Check("driver", "OK", g.driver or "unknown")) if g.index == 0 else None
-    tv, cuda, avail = _torch_info()
-    if tv is None:
-        checks.append(Check("torch", "missing", "PyTorch not importable by this Python",
-                            "pip install torch (needed by --engine torch and the wrappers)"))
-    else:
-        checks.append(Check("torch", "OK" if avail or not gpus else "broken",
-                            f"{tv}, CUDA {cuda}, cuda available: {avail}",
-                            "" if avail or not gpus else "install a CUDA build of torch matching the driver"))
+        if g.index == 0:
+            checks.append(Check("driver", "OK", g.driver or "unknown"))
     ok = importlib.util.find_spec("nvtx") is not None
     checks.append(Check("python nvtx", "OK" if ok else "missing", "NVTX ranges for ncu/nsys",
                         "" if ok else "pip install nvtx"))
@@ -68,20 +87,78 @@ def run_checks(probe: bool = True) -> list[Check]:
                         f"reads .ncu-rep in-process ({getattr(module, '__file__', '')})" if module else
                         "reading .ncu-rep in-process (else nsighttc exports through `ncu --import`)",
                         "" if module else "pip install ncu-report"))
-    can_probe = probe and bool(gpus) and avail
-    for tool in ("ncu", "nsys"):
-        path = tools.find_or_none(tool)
-        if path is None:
-            checks.append(Check(tool, "missing", f"not found (looked in: {', '.join(tools.candidates(tool))})",
-                                "install Nsight Compute" if tool == "ncu" else "install Nsight Systems (it also ships inside Nsight Compute)"))
-            continue
-        version = gpu.tool_version(str(path)) or "version unknown"
-        checks.append(Check(tool, "OK", f"{path} ({version})"))
-        if not can_probe:
-            checks.append(Check(f"{tool} probe", "skipped", "needs a GPU, a CUDA build of torch, and --probe"))
-            continue
-        checks.append(_probe_ncu(path) if tool == "ncu" else _probe_nsys(path))
-    return [c for c in checks if c is not None]
+    paths = {tool: tools.find_or_none(tool) for tool in ("ncu", "nsys")}
+    key = {"gpus": [[g.name, g.driver, g.compute_capability] for g in gpus], "python": sys.executable,
+           "probe": probe, **{t: _tool_key(p) for t, p in paths.items()}}
+    cached = None if refresh else _load_cache(key)
+    if cached is not None:
+        slow, when = cached
+        checks += slow
+        checks.append(Check("cache", "OK", f"torch, tool and probe results from {when} (nothing changed since); "
+                            "`nsighttc doctor --refresh` runs them again"))
+        return checks
+    slow = _slow_checks(gpus, paths, probe)
+    _save_cache(key, slow)
+    return checks + slow
+
+
+def _slow_checks(gpus: list, paths: dict, probe: bool) -> list[Check]:
+    """torch's import, tool versions and the probes: process starts of seconds each, run side by side."""
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        torch_f = pool.submit(_torch_info)
+        version_f = {t: pool.submit(gpu.tool_version, str(p)) for t, p in paths.items() if p is not None}
+        probe_f = {}
+        if probe and gpus:  # started before torch's answer; judged (or called skipped) after it
+            if paths["ncu"] is not None:
+                probe_f["ncu"] = pool.submit(_probe_ncu, paths["ncu"])
+            if paths["nsys"] is not None:
+                probe_f["nsys"] = pool.submit(_probe_nsys, paths["nsys"])
+        tv, cuda, avail = torch_f.result()
+        out: list[Check] = []
+        if tv is None:
+            out.append(Check("torch", "missing", "PyTorch not importable by this Python",
+                             "pip install torch (needed by --engine torch and the wrappers)"))
+        else:
+            out.append(Check("torch", "OK" if avail or not gpus else "broken",
+                             f"{tv}, CUDA {cuda}, cuda available: {avail}",
+                             "" if avail or not gpus else "install a CUDA build of torch matching the driver"))
+        can_probe = probe and bool(gpus) and avail
+        for tool, path in paths.items():
+            if path is None:
+                out.append(Check(tool, "missing", f"not found (looked in: {', '.join(tools.candidates(tool))})",
+                                 "install Nsight Compute" if tool == "ncu" else
+                                 "install Nsight Systems (it also ships inside Nsight Compute)"))
+                continue
+            out.append(Check(tool, "OK", f"{path} ({version_f[tool].result() or 'version unknown'})"))
+            if not can_probe:
+                out.append(Check(f"{tool} probe", "skipped", "needs a GPU, a CUDA build of torch, and --probe"))
+                continue
+            out.append(probe_f[tool].result())
+    return out
+
+
+def _load_cache(key: dict) -> tuple[list[Check], str] | None:
+    try:
+        doc = json.loads((cache_dir() / "doctor.json").read_text())
+        if doc.get("key") != json.loads(json.dumps(key)):
+            return None
+        return [Check(**c) for c in doc["checks"]], doc["when"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _save_cache(key: dict, checks: list[Check]) -> None:
+    if any(c.status == "broken" for c in checks):
+        return  # a broken setup is re-checked every time: the user is about to fix it
+    try:
+        d = cache_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f"doctor.json.{os.getpid()}"
+        tmp.write_text(json.dumps({"key": key, "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                   "checks": [asdict(c) for c in checks]}, indent=1))
+        tmp.replace(d / "doctor.json")
+    except OSError:
+        pass  # no writable cache: the doctor still answers, only slower next time
 
 
 def _probe_ncu(ncu: Path) -> Check:
