@@ -84,6 +84,17 @@ class Verdict:
             doc["provenance"] = self.provenance
         return doc
 
+    def _repr_markdown_(self) -> str:
+        """Jupyter shows a cell that evaluates to a Verdict as the rendered report (headlines, tables, findings)."""
+        from .render.markdown import render
+        return render(self.to_json())
+
+    def __repr__(self) -> str:
+        tc = self.tensor_cores
+        tl = f", timeline {self.timeline.get('verdict')}" if self.timeline else ""
+        return (f"<nsighttc.Verdict: Tensor Cores {tc.get('verdict')} ({tc.get('evidence')}), "
+                f"{tc.get('launches', 0):,} launches, {len(self.findings)} findings{tl}>")
+
     def to_json_text(self) -> str:
         return json.dumps(self.to_json(), indent=2, allow_nan=False)
 

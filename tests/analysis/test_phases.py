@@ -184,3 +184,10 @@ def test_traces_without_ranges_or_api_calls_still_get_causes(tmp_path):
             assert tl["step_families"] == [] and tl["causes"][0]["name"] in ("(no range)", "kernel launches")
         else:  # no launch calls: nothing can be called launch overhead or a graph launch
             assert "launch-overhead" not in {c["kind"] for c in tl["causes"]} and tl["graphs"]["launches"] == 0
+
+
+def test_verdict_shows_itself_in_notebooks_and_the_repl():
+    v = nsighttc.analyze([MULTI_TORCH])
+    md = v._repr_markdown_()
+    assert md.startswith("# nsighttc verdict") and "## Phases" in md
+    assert repr(v).startswith("<nsighttc.Verdict: Tensor Cores partial") and "timeline cpu-bound" in repr(v)
