@@ -96,16 +96,20 @@ def paths_at(ranges: pd.DataFrame, pids: pd.Series, times: pd.Series) -> pd.Seri
 _API_KEY_CACHE: dict[int, tuple] = {}
 
 
+def corr_key(pid, corr) -> np.ndarray:
+    """One int64 per (host process, correlation id): what joins GPU work to the host call that launched it."""
+    p = pd.to_numeric(pd.Series(np.asarray(pid)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    c = pd.to_numeric(pd.Series(np.asarray(corr)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+    return (p << 40) ^ c
+
+
 def launch_times(kernels: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     """Start/end of each kernel's launch call (joined on pid + correlation id); NaN where not traced."""
     out = pd.DataFrame({"start_ns": np.nan, "end_ns": np.nan}, index=kernels.index)
     if api.empty or kernels.empty:
         return out
     # one int64 key per (pid, correlation id); a binary search instead of a hash join of millions of rows
-    def key(pid, corr):
-        p = pd.to_numeric(pd.Series(np.asarray(pid)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-        c = pd.to_numeric(pd.Series(np.asarray(corr)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-        return (p << 40) ^ c
+    key = corr_key
     cached = _API_KEY_CACHE.get(id(api))
     if cached is not None and cached[0]() is api:
         order, sk = cached[1], cached[2]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...parse.timeline import paths_at
+from ...parse.timeline import corr_key, paths_at
 from .. import intervals
 from .base import GRAPH_LAUNCH_CALLS
 
@@ -64,12 +64,7 @@ def graphs(ops: pd.DataFrame, api: pd.DataFrame, u: intervals.Union) -> dict:
     whole = (ops["kind"] == "graph").to_numpy()
     if n == 0 and not whole.any():
         return {"launches": 0}
-
-    def key(pid, corr):  # one int64 per (process, correlation id), as parse.timeline.launch_times does
-        p = pd.to_numeric(pd.Series(np.asarray(pid)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-        c = pd.to_numeric(pd.Series(np.asarray(corr)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-        return (p << 40) ^ c
-    in_graph = np.isin(key(ops["pid"], ops["correlation"]), key(launches["pid"], launches["correlation"])) | whole
+    in_graph = np.isin(corr_key(ops["pid"], ops["correlation"]), corr_key(launches["pid"], launches["correlation"])) | whole
     g = ops[in_graph]
     gu = intervals.union(g["start_ns"].to_numpy(), g["end_ns"].to_numpy())
     trace = "graph" if whole.any() else "node" if ((g["kind"] == "kernel").any()) else None
