@@ -22,7 +22,8 @@ from ..errors import ParseError
 from ..model import conform
 from . import Parsed, textio
 from .sniff import Kind
-from .timeline import API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, nest_paths, strip_api_version
+from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, nest_paths, sanitize,
+                       strip_api_version)
 
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver"}
@@ -161,9 +162,9 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
     if devices:
         kernels["device_name"] = kernels["device"].map({d: v["name"] for d, v in devices.items()})
         kernels["cc"] = kernels["device"].map({d: v["compute_capability"] for d, v in devices.items()})
+    kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api_df, ranges)
     kernels["nvtx"] = attribute_ranges(kernels, api_df, ranges)
-    notes = []
-    if g.empty:
+    if gpu_ops.empty:
         notes.append(f"{path}: the trace holds no GPU events: the workload launched no GPU work "
                      "(or the profiler ran without ProfilerActivity.CUDA)")
     return Parsed(path, Kind.KINETO_JSON, conform(kernels), notes, Timeline("torch", gpu_ops, api_df, ranges, devices))

@@ -31,7 +31,8 @@ from ..errors import InputError, ParseError
 from ..model import conform
 from . import Parsed
 from .sniff import Kind
-from .timeline import API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, nest_paths, strip_api_version
+from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, nest_paths, sanitize,
+                       strip_api_version)
 from .textio import is_gzip
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
@@ -176,10 +177,11 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     kernels["pid"] = kernel_pid
     if graphs is not None and len(graphs["start"]):
         kernels = pd.concat([kernels, _graph_rows(graphs, path, devices)], ignore_index=True)
+    kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api, ranges)
     kernels["nvtx"] = attribute_ranges(kernels, api, ranges)
     kernels = conform(kernels)
     timeline = Timeline("nsys", gpu_ops, api, ranges, devices)
-    return Parsed(path, Kind.NSYS_SQLITE, kernels, [], timeline)
+    return Parsed(path, Kind.NSYS_SQLITE, kernels, notes, timeline)
 
 
 def graph_kernel_name(graph_id) -> str:
@@ -273,14 +275,16 @@ def _nvtx(db: str, tables: set[str], strings: dict) -> pd.DataFrame:
         con.close()
     is_dom = ev["eventType"] == NVTX_DOMAIN_CREATE
     domains = dict(zip(ev.loc[is_dom, "domainId"], ev.loc[is_dom, "text"]))
-    ev = ev[~is_dom & (ev["end_"] >= 0)]
+    ev = ev[~is_dom]
+    # a range never closed (end NULL: the program stopped inside it) ends "never" until sanitize() closes it
+    end = np.where(ev["end_"].to_numpy() >= 0, ev["end_"].to_numpy(dtype="float64"), np.inf)
     name = ev["text"].where(ev["text"] != "", ev["textId"].map(strings))
     name = name.fillna("(unnamed)")
     dname = ev["domainId"].map(domains)
     name = name.where(dname.isna(), dname.astype(str) + "@" + name)
     ranges = pd.DataFrame({"pid": _pid(ev["tid"].to_numpy()), "tid": ev["tid"].to_numpy(),
                            "start_ns": ev["start"].to_numpy(dtype="float64"),
-                           "end_ns": ev["end_"].to_numpy(dtype="float64"), "name": name.astype(str).to_numpy()})
+                           "end_ns": end, "name": name.astype(str).to_numpy()})
     ranges["path"] = nest_paths(ranges)
     return ranges
 

@@ -179,6 +179,49 @@ def _segments(r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return seg_t, seg_p
 
 
+def sanitize(path, kernels: pd.DataFrame, gpu_ops: pd.DataFrame, api: pd.DataFrame,
+             ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """Data that parses but cannot be true is never used silently.
+
+    - GPU work with no start, no end, or an end before its start is dropped (kernel table and GPU ops alike),
+      with a note giving the count;
+    - ranges ending before they start are dropped, with a note;
+    - ranges never closed (NVTX end NULL: the program crashed, was killed by ``--timeout`` or Ctrl-C) arrive
+      with an infinite end: they are closed at the end of the trace and marked ``truncated``."""
+    notes: list[str] = []
+    s, e = gpu_ops["start_ns"].to_numpy(dtype="float64"), gpu_ops["end_ns"].to_numpy(dtype="float64")
+    bad = ~(np.isfinite(s) & np.isfinite(e)) | (e < s)
+    if bad.any():
+        gpu_ops = gpu_ops[~bad].reset_index(drop=True)
+        notes.append(f"{path}: {int(bad.sum()):,} GPU activity records without a valid start/end (or ending before "
+                     "they start) were left out")
+    ks, kd = kernels["start_ns"].to_numpy(dtype="float64"), kernels["duration_ns"].to_numpy(dtype="float64")
+    kbad = ~(np.isfinite(ks) & np.isfinite(kd)) | (kd < 0)
+    if kbad.any():
+        kernels = kernels[~kbad].reset_index(drop=True)
+    ranges = ranges.assign(truncated=False) if "truncated" not in ranges else ranges
+    if not ranges.empty:
+        rs, re_ = ranges["start_ns"].to_numpy(dtype="float64"), ranges["end_ns"].to_numpy(dtype="float64")
+        open_ = np.isinf(re_) & (re_ > 0)
+        rbad = ~np.isfinite(rs) | np.isnan(re_) | (re_ < rs)
+        if rbad.any():
+            notes.append(f"{path}: {int(rbad.sum()):,} ranges ending before they start (or without a start) were left out")
+        if open_.any():
+            ends = [x for x in (np.nanmax(e) if len(e) and np.isfinite(e).any() else np.nan,
+                                api["end_ns"].max() if not api.empty else np.nan,
+                                np.nanmax(np.where(np.isfinite(re_), re_, np.nan)) if np.isfinite(re_).any() else np.nan,
+                                np.nanmax(rs[np.isfinite(rs)]) if np.isfinite(rs).any() else np.nan) if pd.notna(x)]
+            trace_end = float(max(ends)) if ends else 0.0
+            ranges = ranges.assign(end_ns=np.where(open_, np.maximum(trace_end, rs), re_),
+                                   truncated=ranges["truncated"].to_numpy() | open_)
+            names = sorted(set(ranges.loc[open_, "name"].astype(str)))[:5]
+            notes.append(f"{path}: {int(open_.sum()):,} ranges were never closed (the program stopped inside them: "
+                         f"{', '.join(names)}); they are closed at the end of the trace and marked truncated")
+        if rbad.any():
+            ranges = ranges[~rbad].reset_index(drop=True)
+    return kernels, gpu_ops, ranges, notes
+
+
 def strip_api_version(names: pd.Series) -> pd.Series:
     """nsys writes 'cudaLaunchKernel_v7000'; torch writes 'cudaLaunchKernel'."""
     return names.str.replace(r"_v\d+$", "", regex=True)

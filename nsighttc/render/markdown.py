@@ -205,7 +205,8 @@ def _range_table(ranges: list[dict], timeline: bool) -> str:
     if timeline:
         head = ("| Range | Count | Wall time | GPU busy | Kernel time | On Tensor Cores | Verdict | First cause of idle time |\n"
                 "|---|---:|---:|---:|---:|---:|---|---|")
-        rows = [f"| `{_cell(r['name'])}` | {r.get('count') or ''} | {ns(r.get('wall_ns'))} | "
+        rows = [f"| `{_cell(r['name'])}`{' (truncated: never closed)' if r.get('truncated') else ''} | "
+                f"{r.get('count') or ''} | {ns(r.get('wall_ns'))} | "
                 f"{pct(r.get('gpu_busy_share'))} | {ns(r['kernel_time_ns'])} | {pct(r['tc_time_share'])} | "
                 f"{r.get('verdict') or ''} | {_cause_cell(r.get('causes')) if r.get('verdict') in ('cpu-bound', 'mixed') else ''} |"
                 for r in ranges]

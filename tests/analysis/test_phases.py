@@ -191,3 +191,38 @@ def test_verdict_shows_itself_in_notebooks_and_the_repl():
     md = v._repr_markdown_()
     assert md.startswith("# nsighttc verdict") and "## Phases" in md
     assert repr(v).startswith("<nsighttc.Verdict: Tensor Cores partial") and "timeline cpu-bound" in repr(v)
+
+
+def test_impossible_records_are_dropped_with_a_note_and_open_ranges_truncated(dbs, tmp_path):
+    """A crashed/killed run leaves NVTX ranges open (end NULL); a broken export can hold kernels that end
+    before they start. Neither is used silently (issue 14)."""
+    db = tmp_path / "broken.sqlite"
+    shutil.copy(dbs["node"], db)
+    con = sqlite3.connect(db)
+    phase_id = con.execute("SELECT id FROM StringIds WHERE value = 'tiny_kernels'").fetchone()[0]
+    con.execute("UPDATE NVTX_EVENTS SET end = NULL WHERE textId = ? OR text = 'tiny_kernels'", (phase_id,))
+    n_bad = con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 1000 WHERE rowid % 100 = 0").rowcount
+    con.commit()
+    con.close()
+    v = nsighttc.analyze([db])
+    doc = v.to_json()
+    assert any(f"{n_bad:,} GPU activity records" in w for w in doc["warnings"])
+    assert any("never closed" in w and "tiny_kernels" in w for w in doc["warnings"])
+    r = {x["name"]: x for x in doc["ranges"]}
+    assert r[P + "tiny_kernels"]["truncated"] is True and r[P + "item_sync"]["truncated"] is False
+    assert P + "tiny_kernels/step" in r  # the steps inside the open range keep their path
+    assert v.tensor_cores["kernel_time_ns"] > 0 and all(k["total_time_ns"] >= 0 for k in doc["kernels"])
+    assert v.tensor_cores["launches"] == 16557 - n_bad
+
+
+def test_a_trace_whose_gpu_events_have_no_times_is_no_gpu_work(tmp_path):
+    import json as _json
+    d = _json.load(gzip.open(MULTI_TORCH))
+    ev = [e for e in d["traceEvents"] if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")]
+    k = next(e for e in d["traceEvents"] if e.get("cat") == "kernel")
+    ev.append({key: val for key, val in k.items() if key not in ("ts", "dur")})
+    f = tmp_path / "t.json"
+    f.write_text(_json.dumps({**d, "traceEvents": ev}))
+    doc = nsighttc.analyze([f]).to_json()
+    assert doc["timeline"]["verdict"] == "no-gpu-work" and doc["timeline"]["gpu_busy_share"] == 0
+    assert any("1 GPU activity records" in w for w in doc["warnings"])

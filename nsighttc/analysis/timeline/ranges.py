@@ -15,7 +15,7 @@ from ..tensor_cores import path_prefixes
 from .base import Thresholds, classify
 
 COLUMNS = ["name", "count", "wall_ns", "busy_ns", "gpu_busy_share", "median_wall_ns", "kernels", "verdict",
-           "idle_causes", "warmup_ns"]
+           "idle_causes", "warmup_ns", "truncated"]
 
 
 def _kernels_per_path(launches: pd.DataFrame) -> pd.DataFrame:
@@ -38,6 +38,7 @@ def range_stats(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame
     st = g.agg(count=("wall", "size"), wall_ns=("wall", "sum"), busy_ns=("busy", "sum"),
                median_wall_ns=("wall", "median"), median_idle=("idle", "median"), idle_ns=("idle", "sum"),
                first=("start_ns", "min"))
+    st["truncated"] = g["truncated"].any() if "truncated" in r else False  # closed by us at the trace's end
     kp = _kernels_per_path(launches)
     st = st.join(kp, how="left").fillna({"kernels": 0, "kernel_ns": 0.0})
     st["gpu_busy_share"] = np.where(st["wall_ns"] > 0, st["busy_ns"] / st["wall_ns"], 0.0)
