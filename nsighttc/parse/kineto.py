@@ -61,12 +61,37 @@ def _has_trace_events(path: Path) -> bool:
     return False
 
 
+MAX_DEPTH = 64            # Kineto traces nest 4 deep; a streaming parser pays per level on every value
+DEPTH_SCAN_BYTES = 64 << 20
+
+
+def _check_depth(path: Path) -> None:
+    """Refuse absurd nesting before streaming: ``[[[[...]]]]`` 100,000 deep (200 KB) kept ijson busy for
+    minutes (its item prefixes grow with the depth). Brackets inside strings (kernel names with
+    ``[lambda]``) are balanced in practice and far below the limit. Vectorised over the first 64 MB."""
+    depth = 0
+    with _open(path) as fh:
+        left = DEPTH_SCAN_BYTES
+        while left > 0:
+            chunk = fh.read(min(left, 8 << 20))
+            if not chunk:
+                return
+            left -= len(chunk)
+            b = np.frombuffer(chunk, dtype=np.uint8)
+            step = ((b == 91) | (b == 123)).astype(np.int64) - ((b == 93) | (b == 125)).astype(np.int64)
+            run = depth + np.cumsum(step)
+            if len(run) and run.max() > MAX_DEPTH:
+                raise ParseError(f"JSON nested more than {MAX_DEPTH} levels deep: not a torch.profiler trace", path)
+            depth = int(run[-1]) if len(run) else depth
+
+
 def read(path: Path) -> Parsed:
     gpu, api, rng = {k: [] for k in ("cat", "name", "ts", "dur", "corr", "device", "stream", "bytes", "grid", "block", "pid")}, \
         {k: [] for k in ("name", "ts", "dur", "corr", "pid", "tid")}, {k: [] for k in ("name", "ts", "dur", "pid", "tid")}
     props: dict = {}
     n_events = 0
     try:
+        _check_depth(path)
         for ev in _events(path):
             n_events += 1
             if not isinstance(ev, dict):

@@ -102,3 +102,14 @@ def test_qdstrm_left_by_a_broken_importer(run_cli, tmp_path):
     code, _, err = run_cli("analyze", f)
     assert code == 2
     _one_line(err, f, "importer")
+
+
+def test_deeply_nested_json_is_refused_at_once(tmp_path, run_cli):
+    """Issue 14: `[[[[...]]]]` 100,000 deep (200 KB) ran past 30 s; it must answer at once, exit 2, name the file."""
+    import time
+    f = tmp_path / "deep.json"
+    f.write_text("[" * 100_000 + "]" * 100_000)
+    t0 = time.monotonic()
+    code, out, err = run_cli("analyze", f)
+    assert time.monotonic() - t0 < 5
+    assert code == 2 and str(f) in err and "nested" in err and len(err.strip().splitlines()) == 1
