@@ -134,11 +134,14 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     if (k["gridX"] >= 0).all() and len(k["gridX"]):
         kernels["grid"] = _dims(k["gridX"], k["gridY"], k["gridZ"])
         kernels["block"] = _dims(k["blockX"], k["blockY"], k["blockZ"])
+    kernel_pid = _pid(k["globalPid"])
+    kernels["pid"] = kernel_pid
+    if graphs is not None and len(graphs["start"]):
+        kernels = pd.concat([kernels, _graph_rows(graphs, path)], ignore_index=True)
     devices = _devices(con, tables)
     if devices:
         kernels["device_name"] = kernels["device"].map({d: v["name"] for d, v in devices.items()})
         kernels["cc"] = kernels["device"].map({d: v["compute_capability"] for d, v in devices.items()})
-    kernel_pid = _pid(k["globalPid"])
 
     ops = [pd.DataFrame({"device": k["deviceId"], "start_ns": k["start"], "end_ns": k["end"], "kind": "kernel",
                          "correlation": k["correlationId"], "pid": kernel_pid, "stream": k["streamId"]}, copy=False)]
@@ -174,9 +177,6 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
                             "end_ns": r["end"].astype("float64"), "name": api_names,
                             "correlation": r["correlationId"]}, copy=False)
 
-    kernels["pid"] = kernel_pid
-    if graphs is not None and len(graphs["start"]):
-        kernels = pd.concat([kernels, _graph_rows(graphs, path, devices)], ignore_index=True)
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api, ranges)
     kernels["nvtx"] = attribute_ranges(kernels, api, ranges)
     kernels = conform(kernels)
@@ -189,10 +189,10 @@ def graph_kernel_name(graph_id) -> str:
     return f"CUDA graph #{graph_id} (traced whole)"
 
 
-def _graph_rows(g: dict[str, np.ndarray], path: Path, devices: dict) -> pd.DataFrame:
+def _graph_rows(g: dict[str, np.ndarray], path: Path) -> pd.DataFrame:
     """Whole-graph executions as kernel-table rows: their GPU time belongs to the range of the
     ``cudaGraphLaunch`` call (correlation id) like any kernel's, while what ran inside is unknown."""
-    rows = pd.DataFrame({
+    return pd.DataFrame({
         "source": "nsys", "input": str(path),
         "launch_id": pd.array(g["correlationId"], dtype="Int64"),
         "name": [graph_kernel_name(x) for x in g["graphId"]],
@@ -200,10 +200,6 @@ def _graph_rows(g: dict[str, np.ndarray], path: Path, devices: dict) -> pd.DataF
         "stream": [str(x) for x in g["streamId"]], "device": pd.array(g["deviceId"], dtype="Int64"),
         "pid": _pid(g["globalPid"]),
     })
-    if devices:
-        rows["device_name"] = rows["device"].map({d: v["name"] for d, v in devices.items()})
-        rows["cc"] = rows["device"].map({d: v["compute_capability"] for d, v in devices.items()})
-    return rows
 
 
 def _ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: int = 262144) -> dict[str, np.ndarray]:

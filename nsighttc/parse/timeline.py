@@ -207,11 +207,9 @@ def sanitize(path, kernels: pd.DataFrame, gpu_ops: pd.DataFrame, api: pd.DataFra
         if rbad.any():
             notes.append(f"{path}: {int(rbad.sum()):,} ranges ending before they start (or without a start) were left out")
         if open_.any():
-            ends = [x for x in (np.nanmax(e) if len(e) and np.isfinite(e).any() else np.nan,
-                                api["end_ns"].max() if not api.empty else np.nan,
-                                np.nanmax(np.where(np.isfinite(re_), re_, np.nan)) if np.isfinite(re_).any() else np.nan,
-                                np.nanmax(rs[np.isfinite(rs)]) if np.isfinite(rs).any() else np.nan) if pd.notna(x)]
-            trace_end = float(max(ends)) if ends else 0.0
+            seen = np.concatenate([e, api["end_ns"].to_numpy(dtype="float64"), re_, rs])  # every timestamp we have
+            seen = seen[np.isfinite(seen)]
+            trace_end = float(seen.max()) if len(seen) else 0.0
             ranges = ranges.assign(end_ns=np.where(open_, np.maximum(trace_end, rs), re_),
                                    truncated=ranges["truncated"].to_numpy() | open_)
             names = sorted(set(ranges.loc[open_, "name"].astype(str)))[:5]

@@ -70,8 +70,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     paths = np.array(sorted(str(p) for p in pd.unique(ranges["path"].astype(str))) if not ranges.empty else [],
                      dtype=object)
     containers = _containers(fams)
-    op_launch = idle.op_launch_starts(ops, api)
-    pieces = idle.pieces(u, lo, hi, ops, op_launch, api, ranges, paths, containers, th)
+    pieces = idle.pieces(u, lo, hi, ops, idle.op_launch_calls(ops, api), api, ranges, paths, containers, th)
     rinfo = {r.name: {"count": int(r.count), "median_wall_ns": float(r.median_wall_ns),
                       "gpu_busy_share": float(r.gpu_busy_share), "leaf_work": r.name not in containers}
              for r in rstats.itertuples(index=False)}

@@ -44,7 +44,7 @@ class HostCalls:
     """Whole-run tables of the host's blocking calls and copies, each with its time and range (path code)."""
     sync: pd.DataFrame       # t, ns, name, pc
     dtoh: pd.DataFrame       # t, pc
-    pageable: pd.DataFrame   # t, pc, bytes, ns (GPU time of the copy)
+    pageable: pd.DataFrame   # t, call_end (the launching call), pc, bytes, ns (GPU time of the copy)
 
 
 @dataclass
@@ -68,12 +68,12 @@ def path_codes(paths: np.ndarray, values: pd.Series) -> np.ndarray:
     return lookup.get_indexer(pd.Series(values, dtype=object).fillna("").astype(str))
 
 
-def op_launch_starts(ops: pd.DataFrame, api: pd.DataFrame) -> np.ndarray:
-    """Start of the host call that launched each GPU op (kernel, copy, set, graph); NaN if not traced."""
+def op_launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
+    """Start and end of the host call that launched each GPU op (kernel, copy, set, graph); NaN if not traced."""
     if ops.empty or api.empty:
-        return np.full(len(ops), np.nan)
+        return pd.DataFrame({"start_ns": np.full(len(ops), np.nan), "end_ns": np.full(len(ops), np.nan)})
     frame = pd.DataFrame({"pid": ops["pid"].to_numpy(), "launch_id": ops["correlation"].to_numpy()})
-    return launch_times(frame, api)["start_ns"].to_numpy()
+    return launch_times(frame, api).reset_index(drop=True)
 
 
 def _member(u: intervals.Union, t: np.ndarray) -> np.ndarray:
@@ -83,7 +83,7 @@ def _member(u: intervals.Union, t: np.ndarray) -> np.ndarray:
     return (i >= 0) & (t < u.ends[np.clip(i, 0, None)])
 
 
-def host_calls(ops: pd.DataFrame, op_launch: np.ndarray, api: pd.DataFrame, ranges: pd.DataFrame,
+def host_calls(ops: pd.DataFrame, calls: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame,
                paths: np.ndarray) -> HostCalls:
     """Synchronising calls, device-to-host copies and pageable copies over the whole run, each attributed
     to the innermost range open when its host call started."""
@@ -92,6 +92,7 @@ def host_calls(ops: pd.DataFrame, op_launch: np.ndarray, api: pd.DataFrame, rang
                          "ns": (s["end_ns"] - s["start_ns"]).to_numpy(dtype="float64"),
                          "name": s["name"].astype(str).to_numpy(),
                          "pc": path_codes(paths, paths_at(ranges, s["pid"], s["start_ns"]))})
+    op_launch = calls["start_ns"].to_numpy()
     memcpy = (ops["kind"] == "memcpy").to_numpy()
     d = memcpy & (ops["copy_kind"] == "DtoH").to_numpy()
     p = memcpy & (ops["copy_kind"] == "HtoD").to_numpy() & (ops["src_kind"] == "pageable").to_numpy()
@@ -101,15 +102,17 @@ def host_calls(ops: pd.DataFrame, op_launch: np.ndarray, api: pd.DataFrame, rang
         return path_codes(paths, paths_at(ranges, pd.Series(ops["pid"].to_numpy()[mask]), t))
     dtoh = pd.DataFrame({"t": op_launch[d], "pc": at(d)})
     pg = ops[p]
-    pageable = pd.DataFrame({"t": op_launch[p], "pc": at(p), "bytes": pg["bytes"].fillna(0).to_numpy(dtype="float64"),
+    pageable = pd.DataFrame({"t": op_launch[p], "call_end": calls["end_ns"].to_numpy()[p], "pc": at(p),
+                             "bytes": pg["bytes"].fillna(0).to_numpy(dtype="float64"),
                              "ns": (pg["end_ns"] - pg["start_ns"]).to_numpy(dtype="float64")})
     return HostCalls(sync, dtoh, pageable)
 
 
-def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, op_launch: np.ndarray, api: pd.DataFrame,
-           ranges: pd.DataFrame, paths: np.ndarray, containers: set[str], th: Thresholds) -> Idle:
+def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, launch_calls: pd.DataFrame,
+           api: pd.DataFrame, ranges: pd.DataFrame, paths: np.ndarray, containers: set[str], th: Thresholds) -> Idle:
     """Cut the window's idle time into pieces and give each its cause (see the module docstring)."""
-    calls = host_calls(ops, op_launch, api, ranges, paths)
+    calls = host_calls(ops, launch_calls, api, ranges, paths)
+    op_launch = launch_calls["start_ns"].to_numpy()
     gs, ge = intervals.gaps(u, lo, hi) if hi > lo else (np.array([]), np.array([]))
     # the op that ended each gap, and when the host launched it
     o_start = ops["start_ns"].to_numpy(dtype="float64")
@@ -127,12 +130,7 @@ def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, op_launc
     short = (ge - gs) < th.launch_gap_ns
     # blocking host calls: synchronising calls, and the calls that launched pageable copies
     sync_u = intervals.union(calls.sync["t"].to_numpy(), (calls.sync["t"] + calls.sync["ns"]).to_numpy())
-    p_mask = (ops["kind"] == "memcpy").to_numpy() & (ops["copy_kind"] == "HtoD").to_numpy() & \
-        (ops["src_kind"] == "pageable").to_numpy()
-    pl = launch_times(pd.DataFrame({"pid": ops["pid"].to_numpy()[p_mask],
-                                    "launch_id": ops["correlation"].to_numpy()[p_mask]}), api) \
-        if p_mask.any() and not api.empty else pd.DataFrame({"start_ns": [], "end_ns": []})
-    page_u = intervals.union(pl["start_ns"].to_numpy(), pl["end_ns"].to_numpy())
+    page_u = intervals.union(calls.pageable["t"].to_numpy(), calls.pageable["call_end"].to_numpy())
     ends = np.sort(np.concatenate([sync_u.ends, page_u.ends]))
     drained = (np.searchsorted(ends, ge, side="right") - np.searchsorted(ends, gs, side="left")) > 0
 
