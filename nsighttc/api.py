@@ -29,9 +29,12 @@ if TYPE_CHECKING:
     from .analysis.timeline import Thresholds
 
 
-def _load_all(paths: Iterable[str | Path]) -> list[Parsed]:
+def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
     parsed = []
     for p in paths:
+        if isinstance(p, Parsed):  # already parsed by the caller (profile's default run plans on it)
+            parsed.append(p)
+            continue
         try:
             parsed.append(load(p))
         except NsighttcError:
@@ -66,7 +69,8 @@ def _no_cyclic_gc():
 
 
 def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, thresholds: "Thresholds | None" = None,
-            step_range: str | None = None, range_name: str | None = None) -> Verdict:
+            step_range: str | None = None, range_name: str | None = None,
+            evidence: pd.DataFrame | None = None) -> Verdict:
     """Analyse profiler outputs of one run.
 
     ``yes_threshold``: share of matrix-work time on Tensor Cores for a "yes" (else "partial").
@@ -75,10 +79,12 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
     marks one training/inference step (default: ``ProfilerStep#N`` or ranges named like ``step``).
     ``range_name``: keep only kernels launched inside this NVTX range (a path prefix ``a/b`` or a range
     name anywhere in the path); an error names the ranges that exist when nothing matches.
+    ``evidence``: hardware evidence measured earlier (``collect.evidence_cache.EvidenceCache.lookup``),
+    merged into the timeline's kernels by name like an ncu export of the same run.
     """
     with _no_cyclic_gc():
         return _analyze(paths, yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range,
-                        range_name=range_name)
+                        range_name=range_name, evidence=evidence)
 
 
 def _in_range(launches: pd.DataFrame, name: str) -> pd.Series:
@@ -88,7 +94,7 @@ def _in_range(launches: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series(np.asarray(hit)[codes], index=launches.index)
 
 
-def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None) -> Verdict:
+def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, evidence=None) -> Verdict:
     """Parse every input, classify each kernel launch, roll up, and collect findings.
 
     Inputs of one run can be mixed: an nsys/torch timeline plus an ncu export, in which case the ncu
@@ -108,10 +114,13 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None) -
     if timelines:
         from .analysis import merge, timeline as timeline_mod
         kernels = pd.concat([p.kernels for p in timelines], ignore_index=True)
-        hw = pd.concat([p.kernels for p in counters], ignore_index=True) if counters else None
+        hw = [tensor_cores.classify_launches(pd.concat([p.kernels for p in counters], ignore_index=True))] \
+            if counters else []
+        if evidence is not None and not evidence.empty:
+            hw.append(evidence)
         launches = tensor_cores.classify_launches(kernels)
-        if hw is not None:
-            launches, merge_note = merge.apply_hardware_evidence(launches, tensor_cores.classify_launches(hw))
+        if hw:
+            launches, merge_note = merge.apply_hardware_evidence(launches, pd.concat(hw, ignore_index=True))
             warnings.append(merge_note)
         timeline = timeline_mod.analyze_timelines([p.timeline for p in timelines], launches, thresholds, step_range)
     else:

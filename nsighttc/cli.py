@@ -159,8 +159,21 @@ def demo(fmt: str, which: str) -> None:
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--engine", type=click.Choice(["auto", "ncu", "nsys", "torch"]), default="auto", show_default=True,
-              help="auto: one ncu pass when ncu exists (hardware Tensor Core truth; add --timeline for the GPU-busy "
-                   "timeline), else nsys, else torch. torch needs no NVIDIA tools.")
+              help="auto: the timeline (torch.profiler, else nsys) plus an Nsight Compute pass for just the kernels "
+                   "that lack hardware evidence (none when the evidence cache has them). ncu / nsys / torch: that "
+                   "one tool alone.")
+@click.option("--fast", is_flag=True, help="auto: the timeline only; Tensor Cores judged by kernel names (and the cache).")
+@click.option("--hardware", is_flag=True,
+              help="auto: measure every kernel that needs hardware evidence with ncu, even those in the cache.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="auto: do not read or write the evidence cache (~/.cache/nsighttc/evidence, $NSIGHTTC_CACHE_DIR).")
+@click.option("--overlap", type=click.Choice(["cuda", "start", "none"]), default="cuda", show_default=True,
+              help="auto: the ncu pass starts beside the timeline run and waits at the program's first CUDA use "
+                   "(cuda: its CPU start-up runs at the same time as the timeline run's), before its first line "
+                   "(start), or starts after it (none). Use start or none for programs that write shared files "
+                   "(downloads, output folders) before they touch the GPU.")
+@click.option("--timeline-engine", type=click.Choice(["auto", "torch", "nsys"]), default="auto", show_default=True,
+              help="auto: torch.profiler for Python programs with torch (cheapest), else nsys.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),
               show_default=True, help="Parent of the run directory; each run gets a new <time>-<script> folder.")
 @click.option("--range", "range_", metavar="NAME", help="Profile only inside NVTX range NAME (ncu, nsys).")
@@ -174,18 +187,25 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--every-launch", is_flag=True, help="ncu: profile every launch, not each launch configuration once (slow).")
 @click.option("--all-kernels", is_flag=True,
               help="ncu: also profile elementwise/pooling/copy kernels (their 'no' is otherwise taken from names).")
-@click.option("--timeline", is_flag=True,
-              help="auto: after the ncu pass, run the program once more under nsys/torch for the GPU-busy timeline.")
+@click.option("--timeline", is_flag=True, hidden=True, help="Accepted for old command lines: the default run has the timeline.")
 @click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True, help="What to print at the end.")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def profile(engine, out, range_, annotate, ncu_path, nsys_path, timeout, keep_going, every_launch, all_kernels,
-            timeline, fmt, args) -> None:
-    """Profile a program and write its verdict.
+def profile(engine, fast, hardware, no_cache, overlap, timeline_engine, out, range_, annotate, ncu_path, nsys_path, timeout,
+            keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
+    """Profile a program and write its verdict: did the Tensor Cores fire, and is it GPU- or host-bound?
 
     \b
       nsighttc profile train.py --epochs 1
-      nsighttc profile --engine torch wrappers/vgg16.py --dtype fp16
+      nsighttc profile --fast wrappers/vgg16.py --dtype fp16
       nsighttc profile -- python -m mypkg.train --epochs 1
+
+    \b
+    The default run answers both questions:
+      1. the program runs once under torch.profiler (or nsys): every kernel, range, step, host call;
+      2. Nsight Compute measures only the kernels that still lack hardware Tensor Core evidence
+         (matrix work, or unsettled by the name), once each, then stops the program. It starts
+         beside step 1 so its start-up is hidden, and the evidence is cached per GPU and driver:
+         a second run of the same program usually needs no ncu pass at all.
 
     Writes nsighttc-runs/<time>-<name>/ with the raw recordings, verdict.json, report.md, the exact
     commands, tool versions, GPU, and the workload's logs. Exits with the workload's exit code.
@@ -202,14 +222,22 @@ def profile(engine, out, range_, annotate, ncu_path, nsys_path, timeout, keep_go
         target = resolve_target(None, [], args)
     opts = Options(engine=engine, out=out, range=range_, annotate=annotate, ncu=ncu_path, nsys=nsys_path,
                    timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
-                   timeline=timeline)
+                   timeline=timeline, fast=fast, hardware=hardware, cache=not no_cache, timeline_engine=timeline_engine,
+                   overlap=overlap)
     say = (lambda s: click.echo(s, err=True))
+    if timeline and engine == "auto":
+        say("nsighttc: note: --timeline is no longer needed: the default run has the timeline")
     result = run_profile(target, opts, say=say)
     for note in result.notes:
         click.echo(f"nsighttc: note: {note}", err=True)
     if result.verdict is not None:
-        click.echo(render(result.verdict.to_json(), fmt))
-    click.echo(f"nsighttc: engines run: {', '.join(result.engines) or 'none'}; results in {result.run_dir}", err=True)
+        doc = result.verdict.to_json()
+        click.echo(render(doc, fmt))
+        from .render.markdown import headline_lines
+        for line in headline_lines(doc):
+            click.echo(f"nsighttc: {line}", err=True)
+    click.echo(f"nsighttc: engines run: {', '.join(result.engines) or 'none'}; report: "
+               f"{result.run_dir / 'report.md' if result.verdict is not None else result.run_dir}", err=True)
     if result.exit_code:
         raise click.exceptions.Exit(result.exit_code)
 

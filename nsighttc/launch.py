@@ -3,6 +3,17 @@
 ``__main__``, ``sys.argv``, ``sys.path[0]``) inside a top-level range, optionally annotating every
 ``nn.Module`` call, and, for the torch engine, under ``torch.profiler`` with the Kineto trace written
 even when the program fails or is interrupted.
+
+For the default ``profile`` run, the Nsight Compute pass starts while the timeline pass still runs and
+waits at a gate (``--wait-for FILE``) until nsighttc writes ``go`` into the file (``stop``: exit without
+going on). Where the gate is (``--gate-at``):
+- ``start``: before the program's first line (any program);
+- ``cuda``: at the program's first CUDA use in PyTorch (``torch.cuda._lazy_init``, which PyTorch's C++
+  side also calls before the first CUDA tensor): imports, model construction and data preparation on the
+  CPU overlap the timeline run too, and no GPU work of the two runs overlaps. While it waits, torch uses
+  one CPU thread (restored at the gate) so the timeline run keeps the cores it had.
+``--pid-file`` tells nsighttc which process to interrupt (SIGINT, a KeyboardInterrupt here) once every
+kernel it needs was profiled, so the rest of the program does not run under ncu.
 """
 from __future__ import annotations
 
@@ -18,6 +29,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--annotate", choices=["none", "script", "modules"], default="script")
     ap.add_argument("--range-name", default=None, help="name of the top-level range (default: the script's name)")
     ap.add_argument("--torch-trace", type=Path, help="run under torch.profiler and write the trace here")
+    ap.add_argument("--wait-for", type=Path, help="wait until FILE says 'go' (run) or 'stop' (exit 0 at once)")
+    ap.add_argument("--gate-at", choices=["start", "cuda"], default="start",
+                    help="where to wait: before the program, or at its first CUDA use in PyTorch")
+    ap.add_argument("--pid-file", type=Path, help="write this process's id here before running the program")
     ap.add_argument("-m", dest="module", help="run a module (like python -m)")
     ap.add_argument("target", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -39,8 +54,80 @@ def _run_target(ns: argparse.Namespace) -> None:
         runpy.run_path(script, run_name="__main__")
 
 
+GATE_POLL_S = 0.01
+
+
+def _owner_alive() -> bool:
+    """The nsighttc process that opens the gate (``NSIGHTTC_GATE_OWNER``) still exists: a waiting program
+    must not outlive an nsighttc that was killed (seen when a run was SIGKILLed: gated programs waited on)."""
+    import os
+    owner = os.environ.get("NSIGHTTC_GATE_OWNER")
+    if not owner:
+        return True
+    try:
+        os.kill(int(owner), 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+
+
+def _wait_at_gate(gate: Path) -> bool:
+    """Block until ``gate`` holds 'go' (True) or 'stop' (False); 'stop' too when its owner is gone."""
+    import time
+    checks = 0
+    while True:
+        checks += 1
+        if checks % 50 == 0 and not _owner_alive():
+            return False
+        try:
+            word = gate.read_text().strip()
+        except OSError:
+            word = ""
+        if word in ("go", "stop"):
+            return word == "go"
+        time.sleep(GATE_POLL_S)
+
+
+def _gate_at_first_cuda_use(gate: Path) -> bool:
+    """Run the program until PyTorch first initialises CUDA, and wait at the gate there. False when torch is
+    missing (then the gate is at the start)."""
+    try:
+        import torch
+        import torch.cuda
+    except Exception:
+        return False
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    original = torch.cuda._lazy_init
+    state = {"passed": False}
+
+    def gated_lazy_init(*args, **kwargs):
+        if not state["passed"]:
+            state["passed"] = True
+            torch.cuda._lazy_init = original
+            if not _wait_at_gate(gate):
+                import os
+                os._exit(0)  # nothing to measure: leave without running any GPU work
+            torch.set_num_threads(threads)
+        return original(*args, **kwargs)
+
+    torch.cuda._lazy_init = gated_lazy_init
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = _parse(sys.argv[1:] if argv is None else argv)
+    if ns.pid_file:
+        import os
+        ns.pid_file.write_text(str(os.getpid()))
+    if ns.wait_for and not (ns.gate_at == "cuda" and _gate_at_first_cuda_use(ns.wait_for)):
+        try:
+            if not _wait_at_gate(ns.wait_for):
+                return 0
+        except KeyboardInterrupt:
+            return 130
     from . import annotate
 
     name = ns.range_name or (ns.module or Path(ns.target[0]).name)

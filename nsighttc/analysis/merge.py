@@ -19,18 +19,28 @@ from ..render.names import short_name
 from .tensor_cores import EVIDENCE_HARDWARE, state_categorical
 
 _COLS = ["tensor_core", "dtype", "tc_flop_per_call", "tensor_pipe_pct"]
+# evidence rows taken from the cache of earlier ncu measurements (collect.evidence_cache) keep saying so
+CACHE_DETAIL = "ncu counters from the evidence cache"
+MERGED_DETAIL = "ncu counters merged by kernel name"
 
 
 def _verdicts(hw: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
-    hard = hw[hw["evidence"] == EVIDENCE_HARDWARE].assign(_key=key, tc_flop_per_call=hw["tc_flop"])
+    detail = hw["evidence_detail"].astype(str) if "evidence_detail" in hw else pd.Series("", index=hw.index)
+    detail = detail.where(detail.str.startswith(CACHE_DETAIL), MERGED_DETAIL)
+    hard = hw[hw["evidence"] == EVIDENCE_HARDWARE].assign(_key=key, tc_flop_per_call=hw["tc_flop"], _detail=detail)
     state = hard["tensor_core"].map(repr) + "|" + hard["dtype"].map(repr)
     agree = state.groupby(hard["_key"]).nunique() == 1
     first = hard.groupby("_key").agg(tensor_core=("tensor_core", "first"), dtype=("dtype", "first"),
                                      tc_flop_per_call=("tc_flop_per_call", "median"),
-                                     tensor_pipe_pct=("tensor_pipe_pct", "median"))
+                                     tensor_pipe_pct=("tensor_pipe_pct", "median"), detail=("_detail", "first"))
     return first[agree.reindex(first.index).fillna(False)]
 
 
+# Template values: the ncu CSV writes `nchwToNhwcKernel<__half, __half, float, 0, 1, 0>`, torch.profiler
+# `<__half, __half, float, false, true, (cudnnKernelDataType_t)0>` (same kernel, probe cases on H200):
+# booleans become 0/1 and any C cast in front of a number goes.
+_BOOL = re.compile(r"\b(true|false)\b|\(bool\)([01])")
+_ENUM_CAST = re.compile(r"\((?:[A-Za-z_][\w:]*)\s*\)(?=-?\d)")
 _CASTS = re.compile(r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool|unsigned)\)")
 # The ncu CSV collapses namespaces (`native::vectorized_gather_kernel`, `at_cuda_detail::DeviceRadixSort...`)
 # where nsys writes them in full (`at::native::...`, `at_cuda_detail::cub::detail::radix_sort::...`):
@@ -38,12 +48,32 @@ _CASTS = re.compile(r"\((?:unsigned |signed )?(?:int|long|long long|short|char|b
 _QUALIFIERS = re.compile(r"(?:<unnamed>::|\(anonymous namespace\)::|\b[A-Za-z_]\w*::)+")
 
 
+def _bool01(m: re.Match) -> str:
+    return m.group(2) if m.group(2) else ("1" if m.group(1) == "true" else "0")
+
+
+def _drop_params(name: str) -> str:
+    """Cut the parameter list: ncu's CSV writes it generically (`(nchw2nhwc_params_t<T3>, const T1 *, T2 *)`),
+    torch.profiler concretely (`(nchw2nhwc_params_t<float>, __half const*, __half*)`); the template arguments
+    before it already say which kernel it is."""
+    depth = 0
+    for i, c in enumerate(name):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "(" and depth == 0 and i > 0:
+            return name[:i]
+    return name
+
+
 def merge_key(names: pd.Series) -> pd.Series:
     """Names as one demangler would write them: ncu_report and nsys write template values with C casts
     (`implicit_convolve_sgemm<__half, __half, (int)1024, ...>`, seen with 2025.3.1), the ncu CSV without
     (`..., 1024, ...`); and namespaces differ (see _QUALIFIERS)."""
     codes, uniq = pd.factorize(names.astype(str))
-    keys = np.array([re.sub(r"\s+", " ", _QUALIFIERS.sub("", _CASTS.sub("", u))).strip() for u in uniq] + [""],
+    keys = np.array([re.sub(r"\s+", " ", _drop_params(_QUALIFIERS.sub("", _CASTS.sub("", _ENUM_CAST.sub(
+                     "", _BOOL.sub(_bool01, u)))))).strip() for u in uniq] + [""],
                     dtype=object)
     return pd.Series(keys[codes], index=names.index)
 
@@ -61,10 +91,11 @@ def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[p
     by_short = by_short[by_short.index.isin(short_hw[unique_short].unique())]
     short_tl = out["name"].map(short_name)
     hit2 = todo & ~hit & short_tl.isin(by_short.index).to_numpy()
-    merged_detail = "ncu counters merged by kernel name"
-    if isinstance(out["evidence_detail"].dtype, pd.CategoricalDtype) and \
-            merged_detail not in out["evidence_detail"].cat.categories:
-        out["evidence_detail"] = out["evidence_detail"].cat.add_categories([merged_detail])
+    if isinstance(out["evidence_detail"].dtype, pd.CategoricalDtype):  # categories must exist before .loc
+        new = set(by_name["detail"]) | set(by_short["detail"]) if len(by_name) + len(by_short) else set()
+        new -= set(out["evidence_detail"].cat.categories)
+        if new:
+            out["evidence_detail"] = out["evidence_detail"].cat.add_categories(sorted(new))
     for mask, table, key in ((hit, by_name, tl_key), (hit2, by_short, short_tl)):
         if not mask.any():
             continue
@@ -75,7 +106,7 @@ def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[p
         out.loc[mask, "tc_flop"] = src["tc_flop_per_call"].to_numpy()
         out.loc[mask, "tensor_pipe_pct"] = src["tensor_pipe_pct"].to_numpy()
         out.loc[mask, "evidence"] = EVIDENCE_HARDWARE
-        out.loc[mask, "evidence_detail"] = merged_detail
+        out.loc[mask, "evidence_detail"] = src["detail"].to_numpy()
     out["matrix_work"] = out["matrix_work"] | (out["tensor_core"] == True)  # noqa: E712
     out["tc_state"] = state_categorical(out["tensor_core"].to_numpy())
     merged = hit | hit2

@@ -23,8 +23,13 @@ from .. import ncu_metrics
 
 
 def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "script",
-                  torch_trace: Path | None = None, python: str | None = None, range_name: str | None = None) -> list[str]:
+                  torch_trace: Path | None = None, python: str | None = None, range_name: str | None = None,
+                  gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start") -> list[str]:
     argv = [python or sys.executable, "-m", "nsighttc.launch", "--annotate", annotate]
+    if gate is not None:
+        argv += ["--wait-for", str(gate), "--gate-at", gate_at]
+    if pid_file is not None:
+        argv += ["--pid-file", str(pid_file)]
     if range_name:
         argv += ["--range-name", range_name]
     if torch_trace is not None:
@@ -45,14 +50,19 @@ def nsys_argv(nsys: Path | str, out_base: Path, inner: list[str], capture_range:
 
 
 def ncu_argv(ncu: Path | str, out_base: Path, inner: list[str], cc: str | None, *, nvtx_range: str | None = None,
-             every_launch: bool = False, all_kernels: bool = False, metrics: list[str] | None = None) -> list[str]:
+             every_launch: bool = False, all_kernels: bool = False, metrics: list[str] | None = None,
+             kernel_regex: str | None = None) -> list[str]:
+    """``kernel_regex``: profile only kernels whose demangled name matches (``hardware_pass.kernel_regex``),
+    else every kernel outside the settled no-matrix families (unless ``all_kernels``)."""
     from ..analysis.name_rules import ncu_kernel_filter
 
     argv = [str(ncu), "--nvtx", "--clock-control", "none", "--cache-control", "none", "--target-processes", "all",
             "--metrics", ",".join(metrics or ncu_metrics.metrics_for_cc(cc)), "-o", str(out_base)]
     if nvtx_range:
         argv += ["--nvtx-include", f"{nvtx_range}/"]
-    if not all_kernels:
+    if kernel_regex:
+        argv += ["--kernel-name-base", "demangled", "--kernel-name", kernel_regex]
+    elif not all_kernels:
         argv += ["--kernel-name", ncu_kernel_filter()]
     if not every_launch:
         argv += ["--filter-mode", "per-launch-config", "--launch-count", "1"]

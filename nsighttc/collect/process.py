@@ -42,14 +42,53 @@ def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
             continue
 
 
-def run(argv: Sequence[str], *, stdout_path: Path | None = None, stderr_path: Path | None = None,
-        timeout: float | None = None, env: dict[str, str] | None = None, cwd: Path | None = None,
-        on_line: Callable[[str], None] | None = None) -> ProcessResult:
-    """Run ``argv`` (a list, never a shell string) in a new session; see the module docstring."""
+class Running:
+    """A started child (see ``start``): ``wait`` it like ``run`` would, or ``kill`` its whole group."""
+
+    def __init__(self, argv: list[str], proc: subprocess.Popen, threads: list[threading.Thread], files: list,
+                 start: float, stdout_path: Path | None, stderr_path: Path | None):
+        self.argv, self.proc, self._threads, self._files = argv, proc, threads, files
+        self._start, self.stdout_path, self.stderr_path = start, stdout_path, stderr_path
+        self.killed = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def kill(self, grace_s: float = 5.0) -> None:
+        self.killed = True
+        kill_group(self.proc, grace_s)
+
+    def wait(self, timeout: float | None = None) -> ProcessResult:
+        """Wait for the child; on timeout or Ctrl-C its whole process group is stopped."""
+        timed_out = interrupted = False
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(self.proc)
+        except KeyboardInterrupt:
+            interrupted = True
+            kill_group(self.proc)
+        finally:
+            for t in self._threads:
+                t.join(timeout=5)
+            for fh in self._files:
+                if fh:
+                    fh.close()
+        rc = None if (timed_out or interrupted or self.killed) else self.proc.returncode
+        return ProcessResult(self.argv, rc, timed_out, interrupted, time.monotonic() - self._start,
+                             self.stdout_path, self.stderr_path)
+
+
+def start(argv: Sequence[str], *, stdout_path: Path | None = None, stderr_path: Path | None = None,
+          env: dict[str, str] | None = None, cwd: Path | None = None,
+          on_line: Callable[[str], None] | None = None) -> Running:
+    """Start ``argv`` (a list, never a shell string) in a new session; see the module docstring."""
     argv = [str(a) for a in argv]
     out_fh = open(stdout_path, "w", encoding="utf-8", errors="replace") if stdout_path else None
     err_fh = open(stderr_path, "w", encoding="utf-8", errors="replace") if stderr_path else None
-    start = time.monotonic()
+    begin = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env=env, cwd=cwd, start_new_session=True, text=True, errors="replace", bufsize=1)
 
@@ -65,23 +104,15 @@ def run(argv: Sequence[str], *, stdout_path: Path | None = None, stderr_path: Pa
                threading.Thread(target=pump, args=(proc.stderr, err_fh), daemon=True)]
     for t in threads:
         t.start()
-    timed_out = interrupted = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc)
-    except KeyboardInterrupt:
-        interrupted = True
-        kill_group(proc)
-    finally:
-        for t in threads:
-            t.join(timeout=5)
-        for fh in (out_fh, err_fh):
-            if fh:
-                fh.close()
-    rc = None if (timed_out or interrupted) else proc.returncode
-    return ProcessResult(argv, rc, timed_out, interrupted, time.monotonic() - start, stdout_path, stderr_path)
+    return Running(argv, proc, threads, [out_fh, err_fh], begin, stdout_path, stderr_path)
+
+
+def run(argv: Sequence[str], *, stdout_path: Path | None = None, stderr_path: Path | None = None,
+        timeout: float | None = None, env: dict[str, str] | None = None, cwd: Path | None = None,
+        on_line: Callable[[str], None] | None = None) -> ProcessResult:
+    """Run ``argv`` to the end (or the timeout / Ctrl-C, which stop its whole process group)."""
+    return start(argv, stdout_path=stdout_path, stderr_path=stderr_path, env=env, cwd=cwd,
+                 on_line=on_line).wait(timeout)
 
 
 def capture(argv: Sequence[str], timeout: float = 60.0) -> tuple[int | None, str, str]:

@@ -40,7 +40,7 @@ def tc_headline(tc: dict) -> str:
         word = {"yes": "YES", "partial": "PARTIAL", "no": "NO"}[v]
         kinds = f", {dtype_txt}" if dtype_txt else ""
         return (f"Tensor Cores: {word}{kinds} — {ev}, each kernel configuration profiled once "
-                "(time shares: run with --timeline)")
+                "(time shares: the default run, not --engine ncu)")
     if v == "yes":
         return f"Tensor Cores: YES — {share} of GPU kernel time, {dtype_txt}, {ev}"
     if v == "partial":
@@ -98,6 +98,27 @@ def _phase_table(fams: list[dict]) -> str:
     return "\n".join([head] + rows)
 
 
+SOURCE_WORDS = {"ncu_this_run": "ncu in this run", "ncu_cache": "ncu earlier (evidence cache)",
+                "kernel_names": "kernel names only"}
+
+
+def evidence_sources_text(src: dict) -> str:
+    """'92% ncu in this run, 8% kernel names only': which evidence each share of the deciding time has."""
+    parts = [f"{pct(v, 0)} {SOURCE_WORDS.get(k, k)}" for k, v in sorted(src.items(), key=lambda kv: -kv[1]) if v > 0]
+    return ", ".join(parts) or "none"
+
+
+def headline_lines(doc: dict) -> list[str]:
+    """The lines a terminal shows at the end of a run: one per question, and where the evidence came from."""
+    tc = doc["tensor_cores"]
+    lines = [tc_headline(tc)]
+    if doc.get("timeline"):
+        lines.append(timeline_headline(doc["timeline"]))
+    if tc.get("evidence_sources"):
+        lines.append("Evidence for the matrix-work kernels: " + evidence_sources_text(tc["evidence_sources"]))
+    return lines
+
+
 def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
     tc = doc["tensor_cores"]
     out = ["# nsighttc verdict", "", f"**{tc_headline(tc)}**", ""]
@@ -115,7 +136,8 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
             ("Matrix work on Tensor Cores", pct(tc.get("matrix_on_tc_share")) + f" of {pct(tc.get('matrix_time_share'))} "
              "of kernel time that is GEMM/conv/attention"),
             ("Evidence", EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"])
-             + (f" ({tc['sampling']})" if tc.get("sampling") else ""))]
+             + (f" ({tc['sampling']})" if tc.get("sampling") else "")
+             + (f"; matrix-work time: {evidence_sources_text(tc['evidence_sources'])}" if tc.get("evidence_sources") else ""))]
     if tc.get("flop"):
         rows.append(("Tensor Core math", f"{flop(tc['flop'])} at {tc['tflops']:.1f} TFLOP/s while those kernels ran"))
     if tc.get("unknown_time_share"):

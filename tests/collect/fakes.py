@@ -18,9 +18,21 @@ def _write(path: Path, body: str) -> Path:
     return path
 
 
-def make_bin(tmp: Path, *, gpu: bool = True, ncu: str | None = "ok", nsys: str | None = "ok") -> Path:
+def drop_kernels(sqlite: Path, short_names: list[str]) -> None:
+    """Drop the kernel rows named (nsys shortName): a real recording, cut down to a subset of its kernels."""
+    import sqlite3
+    con = sqlite3.connect(sqlite)
+    ids = [r[0] for r in con.execute("SELECT id, value FROM StringIds") if r[1] in short_names]
+    con.execute(f"DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE shortName IN ({','.join('?' * len(ids))})", ids)
+    con.commit()
+    con.close()
+
+
+def make_bin(tmp: Path, *, gpu: bool = True, ncu: str | None = "ok", nsys: str | None = "ok",
+             nsys_drop: list[str] | None = None) -> Path:
     """A bin/ folder with fake nvidia-smi / ncu / nsys; modes: 'ok', 'perm' (counters refused),
-    'qdstrm' (nsys importer broken), None (absent)."""
+    'qdstrm' (nsys importer broken), None (absent). ``nsys_drop``: kernels (nsys shortName) left out of the nsys
+    recording. The fake ncu runs the program with FAKE_TOOL=ncu in its environment."""
     b = tmp / "bin"
     b.mkdir(exist_ok=True)
     log = tmp / "calls.log"
@@ -29,6 +41,8 @@ def make_bin(tmp: Path, *, gpu: bool = True, ncu: str | None = "ok", nsys: str |
     sqlite = tmp / "fixture.sqlite"
     with gzip.open(NSYS_SQLITE_GZ, "rb") as src, sqlite.open("wb") as dst:
         shutil.copyfileobj(src, dst)
+    if nsys_drop:
+        drop_kernels(sqlite, nsys_drop)
     if gpu:
         _write(b / "nvidia-smi", 'print("0, NVIDIA H200, 9.0, 580.159.03")\n')
     common = f"""import os, subprocess, sys, shutil
@@ -48,7 +62,7 @@ out = args[args.index("-o") + 1]
 i = next(j for j, a in enumerate(args) if a == sys.executable or a.endswith("python") or os.path.sep in a and os.access(a, os.X_OK) and not a.startswith("regex:"))
 for k in range(3):
     print(f'==PROF== Profiling "kernel_{{k}}" - {{k}}: 0%....50%....100% - 7 passes', flush=True)
-rc = subprocess.call(args[i:])
+rc = subprocess.call(args[i:], env=dict(os.environ, FAKE_TOOL="ncu"))
 shutil.copy({str(NCU_REP)!r}, out + ".ncu-rep")
 sys.exit(rc)
 """)

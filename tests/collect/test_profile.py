@@ -1,4 +1,5 @@
 """`nsighttc profile` end to end with fake tools (launching is what is tested; parsing stays real)."""
+import json
 import os
 import signal
 import sys
@@ -28,48 +29,113 @@ def env(tmp_path, monkeypatch):
     return setup
 
 
-def test_auto_runs_one_ncu_pass_and_writes_the_run_directory(env, tmp_path):
+# The nsys fixture's kernels that need hardware evidence (matrix work), as ncu's ==PROF== lines print them.
+NVJET = "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"
+XMMA = "sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"
+# Under the fake ncu the workload prints the profiling lines ncu would, then would run for a minute more.
+PROFILED_THEN_LONG = f"""import os, sys, time
+print('workload ran', sys.argv[1:], flush=True)
+if os.environ.get('FAKE_TOOL') == 'ncu':
+    for name in {[NVJET, "Kernel2", XMMA]!r}:
+        print(f'==PROF== Profiling "{{name}}": 0%....50%....100% - 7 passes', flush=True)
+    time.sleep(60)
+"""
+
+
+def _ncu_calls(tmp_path):
+    return [c for c in calls(tmp_path) if Path(c[0]).name == "ncu" and "-o" in c]
+
+
+def test_default_run_is_timeline_then_ncu_for_the_missing_kernels_stopped_early(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
     script = env()
-    res = profile(resolve_target(str(script), ["--x", "1"], None), Options(out=tmp_path / "runs"))
-    assert res.engines == ["ncu"] and res.exit_code == 0
-    ncu_call = [c for c in calls(tmp_path) if Path(c[0]).name == "ncu" and "-o" in c][0]
-    assert "--filter-mode" in ncu_call and ncu_call[ncu_call.index("--metrics") + 1].startswith("gpu__time_duration.sum,sm__ops_path")
-    assert ncu_call[-3:] == [str(script), "--x", "1"]
-    d = res.run_dir
-    for f in ("verdict.json", "report.md", "run.json", "ncu.log", "ncu.ncu-rep"):
-        assert (d / f).exists(), f
-    assert "workload ran ['--x', '1']" in (d / "ncu.log").read_text()
+    script.write_text(PROFILED_THEN_LONG)
+    t0 = time.monotonic()
+    res = profile(resolve_target(str(script), ["--x", "1"], None), Options(out=tmp_path / "runs", timeline_engine="nsys"))
+    assert time.monotonic() - t0 < 40, "the program was not stopped once its kernels were profiled"
+    assert res.engines == ["nsys", "ncu"] and res.exit_code == 0
+    ncu_call = _ncu_calls(tmp_path)[0]
+    launcher = ncu_call[ncu_call.index("nsighttc.launch"):]
+    assert "--wait-for" in launcher and "--pid-file" in launcher  # started beside the timeline, gated
+    assert "--filter-mode" in ncu_call and launcher[-3:] == [str(script), "--x", "1"]
     doc = res.verdict.to_json()
-    assert doc["tensor_cores"]["evidence"] == "hardware" and doc["tensor_cores"]["basis"] == "sampled"
-    assert doc["provenance"]["engines"] == ["ncu"] and "FAKE ncu" in doc["provenance"]["versions"]["ncu"]
-    assert doc["provenance"]["gpu"][0]["name"] == "NVIDIA H200"
-    report = (d / "report.md").read_text()
-    assert "<summary>Provenance</summary>" in report and "NVIDIA H200 (CC 9.0" in report
-    assert f"Command: `{doc['provenance']['commands'][0]}`" in report
+    ev = doc["provenance"]["evidence"]
+    assert ev["kernels_needing_hardware"] == 3 and ev["from_cache"] == 0 and ev["to_measure"] == 3
+    assert ev["hardware_pass"] == "overlapped" and ev["stopped_early"] and ev["measured"] == 3
+    assert doc["timeline"]["verdict"] == "cpu-bound"  # the real nsys recording's verdict
+    # nvjet is in the ncu recording: its time is hardware-confirmed; the other two keep their names' answer
+    src = doc["tensor_cores"]["evidence_sources"]
+    assert src["ncu_this_run"] > 0 and src["kernel_names"] > 0 and src["ncu_cache"] == 0
+    assert any("stopped after the 3 kernel(s)" in n for n in res.notes)
+    for f in ("verdict.json", "report.md", "run.json", "nsys.sqlite", "ncu.ncu-rep"):
+        assert (res.run_dir / f).exists(), f
+    assert not (res.run_dir / ".ncu-gate").exists()
+    cache = json.loads(next((tmp_path / "cache" / "evidence").glob("*.json")).read_text())
+    assert cache["gpu"] == "NVIDIA H200" and any(e["name"] == NVJET and e["tensor_core"] for e in cache["kernels"].values())
+    assert "matrix-work time:" in (res.run_dir / "report.md").read_text()
 
 
-def test_timeline_flag_adds_an_nsys_pass_and_merges(env, tmp_path):
+def test_second_run_takes_the_evidence_from_the_cache_and_runs_no_ncu(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    script = env(nsys_drop=["Kernel2", XMMA])  # the recording keeps one matrix kernel: nvjet, which ncu measures
+    script.write_text(PROFILED_THEN_LONG)
+    target = resolve_target(str(script), [], None)
+    first = profile(target, Options(out=tmp_path / "runs", timeline_engine="nsys"))
+    assert first.engines == ["nsys", "ncu"]
+    assert first.verdict.to_json()["tensor_cores"]["evidence_sources"]["ncu_this_run"] == 1.0
+    n_ncu = len(_ncu_calls(tmp_path))
+    second = profile(target, Options(out=tmp_path / "runs", timeline_engine="nsys"))
+    assert second.engines == ["nsys"] and len(_ncu_calls(tmp_path)) == n_ncu  # ncu not even started
+    doc = second.verdict.to_json()
+    assert doc["provenance"]["evidence"]["hardware_pass"] == "not needed (cache)"
+    assert doc["tensor_cores"]["evidence_sources"] == {"ncu_this_run": 0.0, "ncu_cache": 1.0, "kernel_names": 0.0}
+    assert doc["tensor_cores"]["evidence"] == "hardware"
+    assert doc["tensor_cores"]["verdict"] == first.verdict.to_json()["tensor_cores"]["verdict"]
+    assert any("came from the evidence cache" in n for n in second.notes)
+    # --hardware measures again; --no-cache neither reads nor writes
+    third = profile(target, Options(out=tmp_path / "runs", timeline_engine="nsys", hardware=True))
+    assert third.engines == ["nsys", "ncu"]
+    fourth = profile(target, Options(out=tmp_path / "runs", timeline_engine="nsys", cache=False))
+    assert fourth.engines == ["nsys", "ncu"]
+
+
+def test_fast_is_the_timeline_alone(env, tmp_path, monkeypatch, run_cli):
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
     script = env()
-    res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", timeline=True))
-    assert res.engines == ["ncu", "nsys"]
-    doc = res.verdict.to_json()
-    assert doc["timeline"]["verdict"] == "cpu-bound"  # the replayed nsys recording
-    assert (res.run_dir / "nsys.sqlite").exists()
+    code, _, err = run_cli("profile", "--fast", "--timeline-engine", "nsys", "--out", tmp_path / "runs", script)
+    assert code == 0 and not _ncu_calls(tmp_path)
+    assert "--fast: timeline only" in err and "GPU busy" in err and "report: " in err
+    code, _, err = run_cli("profile", "--fast", "--hardware", script)
+    assert code == 2 and "contradict" in err
 
 
-def test_auto_without_ncu_uses_nsys(env, tmp_path):
-    script = env(ncu=None)
+def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    script = env()
     res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs"))
+    assert res.engines == ["torch"]  # CPU torch: no GPU kernel needs evidence, the gated ncu pass is told to stop
+    assert (res.run_dir / "torch_trace.json").exists()
+    ncu = _ncu_calls(tmp_path)
+    assert ncu and ncu[0][ncu[0].index("--gate-at") + 1] == "cuda"  # CPU start-up overlaps the timeline
+
+
+def test_without_ncu_the_default_is_the_timeline_with_name_evidence(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    script = env(ncu=None)
+    res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", timeline_engine="nsys"))
     assert res.engines == ["nsys"]
-    assert any("Tensor Core evidence comes from kernel names only" in n for n in res.notes)
+    assert any("ncu was not found" in n for n in res.notes)
 
 
-def test_counter_permission_denied(env, tmp_path, run_cli):
+def test_counter_permission_denied(env, tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
     script = env(ncu="perm")
     code, _, err = run_cli("profile", "--engine", "ncu", "--out", tmp_path / "runs", script)
     assert code == 6 and "ERR_NVGPUCTRPERM" in err and "CAP_SYS_ADMIN" in err and "Traceback" not in err
-    res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs2"))  # auto falls back
-    assert res.engines == ["nsys"] and any("fell back" in n for n in res.notes)
+    res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs2", timeline_engine="nsys"))
+    assert res.engines == ["nsys"] and any("refused the performance counters" in n for n in res.notes)
+    assert res.verdict.to_json()["timeline"]["verdict"] == "cpu-bound"
 
 
 def test_broken_nsys_importer_is_diagnosed(env, tmp_path, run_cli):

@@ -2,15 +2,16 @@
 new run directory, exports what they recorded, analyses it, and writes ``verdict.json`` + ``report.md``.
 
 Engines (``collect.engines`` builds their argument lists):
+- ``auto`` (the default run, ``profile.default``): a timeline pass (torch.profiler, or nsys) and an
+  Nsight Compute pass restricted to the kernels that still lack hardware evidence, started beside the
+  timeline pass and stopped once each was profiled; an evidence cache makes the ncu pass unnecessary on
+  later runs. The two cannot share one run: torch.profiler's CUPTI session is refused under ncu
+  (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, seen on H100 with torch 2.11 / ncu 2025.3.1), and under
+  ncu every launch is serialised, so its timing is no timeline. ``--fast``: timeline only.
+  When ncu is refused performance counters the verdict keeps the timeline and says so.
 - ``torch``: the program under torch.profiler (needs only PyTorch): timeline, kernel names;
 - ``nsys``: Nsight Systems: timeline with NVTX ranges and CUDA API calls;
-- ``ncu``: Nsight Compute: hardware Tensor Core counters, each distinct launch configuration once;
-- ``auto``: when ncu is available, one ncu pass (hardware Tensor Core truth at about 1.5x a plain run);
-  ``--timeline`` adds a timeline pass (nsys if it works, else torch), merged into one verdict. The two
-  cannot share a run: torch.profiler's CUPTI session is refused under ncu
-  (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, seen on H100 with torch 2.11 / ncu 2025.3.1), and a
-  second run of the program costs about one more plain run. Without ncu: the timeline engine alone.
-  When ncu is refused performance counters it falls back to the timeline engine and says so.
+- ``ncu``: Nsight Compute alone: hardware Tensor Core counters, each distinct launch configuration once.
 
 The run directory is never reused; Ctrl-C or ``--timeout`` kills the workload's whole process group and
 a report is still written from what was collected. The workload's exit code is reported and returned.
@@ -29,11 +30,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from . import __version__
-from .collect import engines, gpu, process, tools
-from .collect.ncu_export import export_raw_csv
-from .collect.nsys_export import export_sqlite
-from .errors import CollectError, NsighttcError, UsageError
+from .. import __version__
+from ..collect import engines, gpu, process, tools
+from ..collect.ncu_export import export_raw_csv
+from ..collect.nsys_export import export_sqlite
+from ..errors import CollectError, NsighttcError, UsageError
 
 ENGINES = ("auto", "ncu", "nsys", "torch")
 PERM_ERROR = "ERR_NVGPUCTRPERM"
@@ -63,7 +64,12 @@ class Options:
     keep_going: bool = False
     every_launch: bool = False
     all_kernels: bool = False
-    timeline: bool = False
+    timeline: bool = False          # accepted for old command lines: the default run has the timeline
+    fast: bool = False              # default run: timeline only, no Nsight Compute pass
+    hardware: bool = False          # default run: measure every kernel needing hardware evidence, cache or not
+    cache: bool = True              # default run: read and write the evidence cache
+    timeline_engine: str = "auto"   # default run: auto | torch | nsys
+    overlap: str = "cuda"           # default run: where the ncu pass waits while the timeline runs (cuda|start|none)
     python: str = field(default_factory=lambda: sys.executable)
 
 
@@ -78,6 +84,9 @@ class Pass:
     timed_out: bool = False
     interrupted: bool = False
     profiled_kernels: int = 0
+    on_prof: Callable[[str], None] | None = None  # sees each ==PROF== line (the default run's stop rule)
+    stopped_early: bool = False                    # we interrupted the program on purpose (all kernels measured)
+    mode: str = ""                                 # default run: "overlapped" | "after" ncu pass; "timeline"
 
 
 @dataclass
@@ -121,15 +130,12 @@ def resolve_target(script: str | None, args: list[str], command: list[str] | Non
 
 # --- planning -------------------------------------------------------------------------------------
 def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[list[Pass], list[str]]:
-    """Which passes to run, as argument lists. Pure except for looking tools up."""
+    """The pass of an explicit engine (``--engine ncu|nsys|torch``), as an argument list. Pure except for
+    looking tools up. The default run (``auto``) is planned step by step by ``profile.default``."""
     notes: list[str] = []
-    ncu = tools.find_or_none("ncu", opts.ncu)
-    nsys = tools.find_or_none("nsys", opts.nsys)
     engine = opts.engine
-    if engine == "ncu" and ncu is None:
-        tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
-    if engine == "nsys" and nsys is None:
-        tools.find("nsys", opts.nsys)
+    if engine == "auto":
+        raise ValueError("the default run is planned by profile.default.run_default")
     if engine == "torch" and not target.python_program:
         raise UsageError("--engine torch runs Python programs only (SCRIPT.py or -- python -m MODULE)")
 
@@ -139,60 +145,16 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
         return engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
                                      torch_trace=torch_trace, python=opts.python)
 
-    def ncu_pass() -> Pass:
-        return Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(), cc, nvtx_range=opts.range,
-                                            every_launch=opts.every_launch, all_kernels=opts.all_kernels),
-                    run_dir / "ncu.log")
-
-    passes: list[Pass] = []
-    if engine == "auto":
-        if ncu is not None:
-            passes.append(ncu_pass())
-            if opts.timeline:
-                fb = fallback_timeline_pass(opts, target, run_dir)
-                if fb is not None:
-                    passes.append(fb)
-                notes.append("auto --timeline: an Nsight Compute pass for hardware Tensor Core truth, then a "
-                             f"{fb.engine if fb else 'timeline'} pass for the timeline (the program runs twice)")
-            else:
-                notes.append("auto: one Nsight Compute pass (hardware Tensor Core truth; each launch configuration "
-                             "once). For the GPU-busy timeline add --timeline (one more run of the program) or use "
-                             "--engine nsys / --engine torch")
-        elif nsys is not None:
-            passes.append(Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range),
-                               run_dir / "nsys.log"))
-            notes.append("auto: ncu not found, so Tensor Core evidence comes from kernel names only; timeline from nsys")
-        elif target.python_program:
-            trace = run_dir / "torch_trace.json"
-            passes.append(Pass("torch", inner(trace), run_dir / "torch.log", torch_trace=trace))
-            notes.append("auto: neither ncu nor nsys found; timeline from torch.profiler, Tensor Core evidence "
-                         "from kernel names only")
-        else:
-            raise UsageError("no engine can profile a non-Python command here: ncu and nsys were not found")
-    elif engine == "ncu":
-        passes.append(ncu_pass())
-    elif engine == "nsys":
-        passes.append(Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range),
-                           run_dir / "nsys.log"))
-    else:
-        trace = run_dir / "torch_trace.json"
-        passes.append(Pass("torch", inner(trace), run_dir / "torch.log", torch_trace=trace))
-    return passes, notes
-
-
-def fallback_timeline_pass(opts: Options, target: Target, run_dir: Path, allow_nsys: bool = True) -> Pass | None:
-    """The timeline pass: nsys when found (and allowed), else torch.profiler for Python programs."""
-    nsys = tools.find_or_none("nsys", opts.nsys) if allow_nsys else None
-    inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python) \
-        if target.python_program else list(target.argv)
-    if nsys is not None:
-        return Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner, opts.range), run_dir / "nsys.log")
-    if target.python_program:
-        trace = run_dir / "torch_trace.json"
-        argv = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, torch_trace=trace,
-                                     python=opts.python)
-        return Pass("torch", argv, run_dir / "torch.log", torch_trace=trace)
-    return None
+    if engine == "ncu":
+        ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
+        return [Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(), cc, nvtx_range=opts.range,
+                                             every_launch=opts.every_launch, all_kernels=opts.all_kernels),
+                     run_dir / "ncu.log")], notes
+    if engine == "nsys":
+        nsys = tools.find("nsys", opts.nsys)
+        return [Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range), run_dir / "nsys.log")], notes
+    trace = run_dir / "torch_trace.json"
+    return [Pass("torch", inner(trace), run_dir / "torch.log", torch_trace=trace)], notes
 
 
 # --- the run directory ----------------------------------------------------------------------------
@@ -215,35 +177,47 @@ def new_run_dir(base: Path | None, label: str) -> Path:
 def _env(python_program: bool) -> dict[str, str]:
     env = dict(os.environ)
     if python_program:  # the launcher must import nsighttc from wherever this copy lives
-        here = str(Path(__file__).resolve().parents[1])
+        here = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env["NSIGHTTC_GATE_OWNER"] = str(os.getpid())  # a gated program leaves when this process is gone
     return env
 
 
-def run_pass(p: Pass, *, timeout: float | None, python_program: bool, say: Callable[[str], None]) -> Pass:
+def start_pass(p: Pass, *, python_program: bool, say: Callable[[str], None]) -> process.Running:
+    """Start a pass; its output lines are logged, shown (workload output) and watched (ncu progress)."""
     seen: set[str] = set()
-    perm = []
+    p._perm = []  # type: ignore[attr-defined]
 
     def on_line(line: str) -> None:
         m = _PROF_LINE.search(line)
         if m:
             p.profiled_kernels += 1
             seen.add(m.group(1))
-            if p.profiled_kernels % 10 == 1:
+            if p.on_prof is not None:
+                p.on_prof(line)
+            elif p.profiled_kernels % 10 == 1:
                 say(f"[{p.engine}] profiled {p.profiled_kernels} kernels ({len(seen)} distinct), last: {m.group(1)[:70]}")
         elif PERM_ERROR in line:
-            perm.append(line)
+            p._perm.append(line)  # type: ignore[attr-defined]
         elif not line.startswith("==PROF=="):
             say(f"  | {line}")
 
     say(f"[{p.engine}] running: {shlex.join(p.argv)}")
-    r = process.run(p.argv, stdout_path=p.log, stderr_path=p.log.with_suffix(".stderr.log"), timeout=timeout,
-                    env=_env(python_program), on_line=on_line)
+    return process.start(p.argv, stdout_path=p.log, stderr_path=p.log.with_suffix(".stderr.log"),
+                         env=_env(python_program), on_line=on_line)
+
+
+def finish_pass(p: Pass, running: process.Running, timeout: float | None) -> Pass:
+    r = running.wait(timeout)
     p.returncode, p.seconds, p.timed_out, p.interrupted = r.returncode, r.seconds, r.timed_out, r.interrupted
-    if perm:
+    if getattr(p, "_perm", None):
         raise CounterPermission(PERM_FIX)
     return p
+
+
+def run_pass(p: Pass, *, timeout: float | None, python_program: bool, say: Callable[[str], None]) -> Pass:
+    return finish_pass(p, start_pass(p, python_program=python_program, say=say), timeout)
 
 
 def _export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
@@ -252,7 +226,7 @@ def _export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
     if p.engine == "ncu":
         rep = run_dir / "ncu.ncu-rep"
         if rep.exists():
-            from .parse.ncu_rep import _import_ncu_report
+            from ..parse.ncu_rep import _import_ncu_report
             if _import_ncu_report() is not None:  # read in-process: no second ncu start-up to export
                 out.append(rep)
             else:
@@ -277,6 +251,31 @@ def _export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
     return out
 
 
+def _run_queue(passes: list[Pass], opts: Options, target: Target, run_dir: Path, gpus: list, notes: list[str],
+               say: Callable[[str], None], remaining: Callable[[], float | None]):
+    """The explicit engines (``--engine ncu|nsys|torch``): their passes one after the other."""
+    inputs: list[Path] = []
+    done: list[Pass] = []
+    failures: list[str] = []
+    for p in passes:
+        try:
+            run_pass(p, timeout=remaining(), python_program=target.python_program, say=say)
+        except CounterPermission as exc:
+            _write_meta(run_dir, target, opts, done + [p], gpus, notes + [str(exc)])
+            raise
+        done.append(p)
+        try:
+            inputs += _export(p, run_dir, notes)
+        except NsighttcError as exc:
+            failures.append(str(exc))
+            if not opts.keep_going:
+                _write_meta(run_dir, target, opts, done, gpus, notes + failures)
+                raise
+        if p.interrupted or p.timed_out:
+            break
+    return done, inputs, failures
+
+
 def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s: None) -> Result:
     gpus = gpu.list_gpus()
     if not gpus:
@@ -284,49 +283,32 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
                     "What still works: `nsighttc analyze` on ncu/nsys/torch.profiler outputs recorded on a GPU "
                     "machine, and `nsighttc demo`")
     cc = gpus[0].compute_capability
+    if opts.engine != "auto" and (opts.fast or opts.hardware):
+        raise UsageError("--fast and --hardware choose what the default run measures; they do not combine with --engine")
+    if opts.fast and opts.hardware:
+        raise UsageError("--fast (no Nsight Compute pass) and --hardware (always one) contradict each other")
     run_dir = new_run_dir(opts.out, target.label)
-    passes, notes = plan(opts, target, cc, run_dir)
     # tool versions for the provenance, looked up while the workload runs (an ncu start costs ~0.5 s)
     import threading
-    for p in passes:
-        if p.engine in ("ncu", "nsys"):
-            threading.Thread(target=gpu.tool_version, args=(p.argv[0],), daemon=True).start()
+    for tool, given in (("ncu", opts.ncu), ("nsys", opts.nsys)):
+        exe = tools.find_or_none(tool, given)
+        if exe is not None:
+            threading.Thread(target=gpu.tool_version, args=(str(exe),), daemon=True).start()
     say(f"nsighttc: run directory {run_dir}")
     started = time.monotonic()
-    inputs: list[Path] = []
-    done: list[Pass] = []
-    failures: list[str] = []
-    queue = list(passes)
-    while queue:
-        p = queue.pop(0)
-        remaining = None if opts.timeout is None else max(1.0, opts.timeout - (time.monotonic() - started))
-        try:
-            run_pass(p, timeout=remaining, python_program=target.python_program, say=say)
-        except CounterPermission as exc:
-            if opts.engine != "auto":
-                _write_meta(run_dir, target, opts, done + [p], gpus, notes + [str(exc)])
-                raise
-            notes.append(f"ncu was refused the performance counters; fell back to a timeline engine. {PERM_FIX}")
-            fb = fallback_timeline_pass(opts, target, run_dir)
-            if fb is not None:
-                queue.insert(0, fb)
-            continue
-        done.append(p)
-        try:
-            inputs += _export(p, run_dir, notes)
-        except NsighttcError as exc:
-            failures.append(str(exc))
-            if not opts.keep_going and opts.engine != "auto":
-                _write_meta(run_dir, target, opts, done, gpus, notes + failures)
-                raise
-            if opts.engine == "auto" and p.engine == "nsys":
-                fb = fallback_timeline_pass(opts, target, run_dir, allow_nsys=False)
-                if fb is not None and fb.engine == "torch":
-                    notes.append(f"{exc}; fell back to torch.profiler")
-                    queue.insert(0, fb)
-        if p.interrupted or p.timed_out:
-            break
-    workload_rc = next((p.returncode for p in done if p.returncode not in (None, 0)), 0)
+
+    def remaining() -> float | None:
+        return None if opts.timeout is None else max(1.0, opts.timeout - (time.monotonic() - started))
+
+    outcome = None
+    if opts.engine == "auto":
+        from .default import run_default
+        outcome = run_default(target, opts, gpus, run_dir, cc, say, remaining)
+        done, inputs, notes, failures = outcome.done, outcome.inputs, outcome.notes, outcome.failures
+    else:
+        passes, notes = plan(opts, target, cc, run_dir)
+        done, inputs, failures = _run_queue(passes, opts, target, run_dir, gpus, notes, say, remaining)
+    workload_rc = next((p.returncode for p in done if p.returncode not in (None, 0) and not p.stopped_early), 0)
     interrupted = any(p.interrupted for p in done)
     timed_out = any(p.timed_out for p in done)
     if interrupted:
@@ -339,10 +321,11 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
     notes += failures
     verdict = None
     if inputs:
-        from .api import analyze
-        from .render import markdown
+        from ..api import analyze
+        from ..render import markdown
         try:
-            verdict = analyze(inputs)
+            ready = outcome.parsed if outcome else {}
+            verdict = analyze([ready.get(p, p) for p in inputs], evidence=outcome.evidence if outcome else None)
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
         if verdict is not None:
@@ -352,19 +335,43 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
                 verdict.tensor_cores["sampling"] = (
                     ("every launch" if opts.every_launch else "one launch of each launch configuration")
                     + ("" if opts.all_kernels else "; elementwise/pooling/copy kernels judged by name, not profiled"))
-            verdict.provenance = _provenance(run_dir, target, opts, done, gpus, notes)
+            if outcome is not None:
+                from .default import remember
+                remember(outcome, verdict, target)
+            verdict.tensor_cores["evidence_sources"] = evidence_sources(verdict.launches)
+            verdict.provenance = _provenance(run_dir, target, opts, done, gpus, notes,
+                                             outcome.info if outcome else None)
             verdict.warnings = list(verdict.warnings) + notes
             doc = verdict.to_json()
             (run_dir / "verdict.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-            from .render.plots import write_plots
+            from ..render.plots import write_plots
             made = write_plots(doc, run_dir)
             (run_dir / "report.md").write_text(markdown.render(doc, plots=made))
-    _write_meta(run_dir, target, opts, done, gpus, notes)
+    _write_meta(run_dir, target, opts, done, gpus, notes, outcome.info if outcome else None)
     code = 130 if interrupted else 124 if timed_out else workload_rc
     return Result(run_dir, verdict, code, [p.engine for p in done], notes, interrupted, timed_out)
 
 
-def _provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], gpus: list, notes: list[str]) -> dict:
+def evidence_sources(launches) -> dict:
+    """Where the Tensor Core answer of the kernels that decide it (matrix work, or on Tensor Cores) came
+    from, as shares of their GPU time: ncu in this run, ncu from the evidence cache, or names only."""
+    from ..analysis.merge import CACHE_DETAIL
+
+    if launches is None or launches.empty:
+        return {}
+    deciding = launches[(launches["matrix_work"].astype(bool) | (launches["tensor_core"] == True)).to_numpy()]  # noqa: E712
+    total = float(deciding["duration_ns"].sum()) if not deciding.empty else 0.0
+    if not total:
+        return {}
+    hw = (deciding["evidence"] == "hardware").to_numpy()
+    cached = deciding["evidence_detail"].astype(str).str.startswith(CACHE_DETAIL).to_numpy()
+    t = deciding["duration_ns"].to_numpy(dtype=float)
+    return {"ncu_this_run": float(t[hw & ~cached].sum() / total), "ncu_cache": float(t[hw & cached].sum() / total),
+            "kernel_names": float(t[~hw].sum() / total)}
+
+
+def _provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], gpus: list, notes: list[str],
+                evidence: dict | None = None) -> dict:
     versions = {"nsighttc": __version__, "python": sys.version.split()[0]}
     for p in done:
         if p.engine in ("ncu", "nsys"):
@@ -377,10 +384,14 @@ def _provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], 
         "versions": versions, "run_dir": str(run_dir), "target": target.argv, "options": {
             k: (str(v) if isinstance(v, Path) else v) for k, v in opts.__dict__.items()},
         "notes": notes,
+        **({"evidence": evidence} if evidence else {}),
+        "passes": [{"engine": p.engine, "mode": p.mode or None, "seconds": round(p.seconds, 3),
+                    "stopped_early": p.stopped_early} for p in done],
     }
 
 
-def _write_meta(run_dir: Path, target: Target, opts: Options, done: list[Pass], gpus: list, notes: list[str]) -> None:
-    meta = _provenance(run_dir, target, opts, done, gpus, notes)
+def _write_meta(run_dir: Path, target: Target, opts: Options, done: list[Pass], gpus: list, notes: list[str],
+                evidence: dict | None = None) -> None:
+    meta = _provenance(run_dir, target, opts, done, gpus, notes, evidence)
     meta["exit_codes"] = {p.engine: p.returncode for p in done}
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")

@@ -1,0 +1,297 @@
+"""The default ``nsighttc profile`` run: the timeline verdict and hardware Tensor Core verdicts together,
+at close to the cost of one plain run.
+
+1. **Timeline pass**: the program under torch.profiler (Python programs whose interpreter has torch:
+   ~1.0-1.2x a plain run) or Nsight Systems (anything else; ~1.5x). Every kernel of the real run, with
+   its time, range, step and the host calls around it.
+2. **Hardware pass** (Nsight Compute), only for what the timeline found still lacking hardware evidence:
+   matrix-work kernels and kernels the name rules cannot settle (``collect.hardware_pass``), minus those
+   the evidence cache measured before (``collect.evidence_cache``). Each is profiled once, and the program
+   is interrupted as soon as the last one was, so the rest of it never runs under ncu. For Python
+   programs, this pass is started *while the timeline pass runs* and waits at a gate in the launcher
+   (``nsighttc.launch``): the interpreter, the imports and ncu's start-up overlap the timeline run (with torch, the gate is at its first CUDA use, so its CPU-side start-up, model
+   construction included, overlaps too). The gate says ``stop`` when nothing is missing (then the pass costs nothing), ``go``
+   otherwise. A program whose every kernel was found in the cache on its last run skips the overlapped
+   start altogether (no process competes with its timeline run).
+3. The ncu measurements are merged into the timeline's kernels by name (``analysis.merge``), so time shares
+   are weighted by the real run's kernel time, per range; the new measurements go into the cache.
+
+``--fast``: the timeline pass alone (Tensor Cores from kernel names). ``--hardware``: measure every kernel
+that needs hardware evidence, cache or not. ``--no-cache``: neither read nor write the cache.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from ..collect import engines, process, tools
+from ..collect.evidence_cache import EvidenceCache, program_key
+from ..collect.hardware_pass import StopWhenCovered, kernel_regex, needs_hardware
+from ..errors import NsighttcError, UsageError
+from . import CounterPermission, Options, Pass, PERM_FIX, Target, _export, finish_pass, run_pass, start_pass
+
+GATE_WAIT_S = 60.0  # how long a gated pass told "stop" may take to exit before its group is killed
+
+
+@dataclass
+class Outcome:
+    done: list[Pass] = field(default_factory=list)
+    inputs: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    evidence: pd.DataFrame | None = None      # cached hardware evidence to merge into the timeline
+    cache: EvidenceCache | None = None
+    program: str = ""
+    info: dict = field(default_factory=dict)  # what the run did for the evidence: provenance["evidence"]
+    parsed: dict = field(default_factory=dict)  # input path -> parse.Parsed, read once for planning and verdict
+
+
+def _has_torch(python: str) -> bool:
+    import sys
+    if os.path.realpath(python) == os.path.realpath(sys.executable):  # our own interpreter: no process start
+        import importlib.util
+        return importlib.util.find_spec("torch") is not None
+    rc, _, _ = process.capture([python, "-c", "import importlib.util, sys; "
+                                "sys.exit(0 if importlib.util.find_spec('torch') else 1)"], timeout=60)
+    return rc == 0
+
+
+def timeline_pass(opts: Options, target: Target, run_dir: Path) -> Pass | None:
+    """torch.profiler for Python programs with torch (the cheapest timeline), else nsys, else None."""
+    choice = opts.timeline_engine
+    nsys = tools.find_or_none("nsys", opts.nsys) if choice in ("auto", "nsys") else None
+    if choice == "nsys" and nsys is None:
+        tools.find("nsys", opts.nsys)  # raises, naming where we looked
+    use_torch = target.python_program and choice in ("auto", "torch") and \
+        (choice == "torch" or nsys is None or _has_torch(opts.python))
+    if choice == "torch" and not target.python_program:
+        raise UsageError("--timeline-engine torch runs Python programs only (SCRIPT.py or -- python -m MODULE)")
+    if use_torch:
+        trace = run_dir / "torch_trace.json"
+        argv = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, torch_trace=trace,
+                                     python=opts.python)
+        return Pass("torch", argv, run_dir / "torch.log", torch_trace=trace, mode="timeline")
+    if nsys is not None:
+        inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python) \
+            if target.python_program else list(target.argv)
+        return Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner, opts.range), run_dir / "nsys.log",
+                    mode="timeline")
+    return None
+
+
+def _interrupt_program(pid_file: Path, p: Pass, say: Callable[[str], None]) -> None:
+    """SIGINT the profiled program (the launcher turns it into KeyboardInterrupt; ncu then writes its
+    report). The pid file may not exist yet when ncu prints before the program starts: retry a while."""
+    p.stopped_early = True
+
+    def send() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                os.kill(int(pid_file.read_text().strip()), signal.SIGINT)
+                return
+            except (OSError, ValueError):
+                time.sleep(0.05)
+
+    say("[ncu] every kernel that needed hardware evidence was profiled: stopping the program")
+    threading.Thread(target=send, daemon=True).start()
+
+
+def _planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
+    """Kernels of the timeline that need hardware evidence; the parsed files are kept in ``parsed`` so the
+    final analysis does not read them a second time (a 30 MB trace costs seconds)."""
+    from ..analysis.tensor_cores import classify_launches
+    from ..api import _load_all
+
+    for p, loaded in zip(inputs, _load_all(inputs)):
+        parsed[p] = loaded
+    frames = [parsed[p].kernels for p in inputs]
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return needs_hardware(pd.DataFrame())
+    return needs_hardware(classify_launches(pd.concat(frames, ignore_index=True)))
+
+
+def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: str | None,
+                say: Callable[[str], None], remaining: Callable[[], float | None]) -> Outcome:
+    out = Outcome()
+    started = time.monotonic()
+    ncu = None if opts.fast else tools.find_or_none("ncu", opts.ncu)
+    tl = timeline_pass(opts, target, run_dir)
+    if tl is None:
+        if ncu is None:
+            raise UsageError("no engine can profile a non-Python command here: ncu and nsys were not found")
+        out.notes.append("default run: nsys was not found, so there is no timeline; one Nsight Compute pass "
+                         "answers the Tensor Core question only")
+        p = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", list(target.argv), cc, nvtx_range=opts.range,
+                                         every_launch=opts.every_launch, all_kernels=opts.all_kernels),
+                 run_dir / "ncu.log", mode="after")
+        run_pass(p, timeout=remaining(), python_program=False, say=say)
+        out.done.append(p)
+        out.inputs += _export(p, run_dir, out.notes)
+        return out
+    if opts.cache and gpus:
+        out.cache = EvidenceCache(gpus[0].name, gpus[0].driver or "")
+        out.notes += out.cache.notes
+    out.program = program_key(target.argv)
+    record = out.cache.program(out.program) if out.cache is not None and not opts.hardware else None
+    gate, pid_file = run_dir / ".ncu-gate", run_dir / ".ncu-pid"
+    hw: Pass | None = None
+    hw_run: process.Running | None = None
+    if ncu is not None and target.python_program and opts.overlap != "none" and not (record and record.get("complete")):
+        inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python,
+                                      gate=gate, pid_file=pid_file, gate_at="cuda" if (opts.overlap == "cuda" and tl.engine == "torch") else "start")
+        hw = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
+                                          every_launch=opts.every_launch, all_kernels=opts.all_kernels),
+                  run_dir / "ncu.log", mode="overlapped")
+        hw.on_prof = lambda line: None  # quiet until the gate opens
+        say("[ncu] starting now and waiting at the gate while the timeline runs (start-up overlaps)")
+        hw_run = start_pass(hw, python_program=True, say=lambda s: None if s.startswith("[ncu] running") else say(s))
+
+    def close_gate(word: str) -> None:
+        try:
+            gate.write_text(word)
+        except OSError:
+            pass
+
+    say(f"[1/2 timeline: {tl.engine}] running the program "
+        f"({'torch.profiler' if tl.engine == 'torch' else 'Nsight Systems'}) ... {time.monotonic() - started:.0f}s")
+    try:
+        run_pass(tl, timeout=remaining(), python_program=target.python_program, say=say)
+    except BaseException:
+        if hw_run is not None:
+            close_gate("stop")
+            hw_run.kill(grace_s=2.0)
+        raise
+    out.done.append(tl)
+    try:
+        out.inputs += _export(tl, run_dir, out.notes)
+    except NsighttcError as exc:
+        out.failures.append(str(exc))
+    say(f"[1/2 timeline: {tl.engine}] done in {tl.seconds:.1f}s")
+    info = out.info
+    info.update({"timeline_engine": tl.engine, "hardware_pass": "none"})
+    stop_everything = tl.interrupted or tl.timed_out or not out.inputs
+    need = pd.DataFrame() if stop_everything else _planned_needs(out.inputs, out.parsed)
+    names = list(dict.fromkeys(need["name"])) if not need.empty else []
+    cached = out.cache.lookup(need) if (out.cache is not None and not opts.hardware and names) else None
+    have = set(cached["name"]) if cached is not None and not cached.empty else set()
+    tried = out.cache.unmeasured(set(names) - have) if (out.cache is not None and not opts.hardware) else set()
+    missing = [n for n in names if n not in have and n not in tried]
+    out.evidence = cached
+    info.update({"kernels_needing_hardware": len(names), "from_cache": len(have), "to_measure": len(missing),
+                 "not_measurable_before": len(tried),
+                 "cache": str(out.cache.path) if out.cache is not None else None})
+    if opts.fast:
+        info["hardware_pass"] = "skipped (--fast)"
+        out.notes.append(f"--fast: timeline only; Tensor Core evidence for {len(names) - len(have)} matrix/unknown "
+                         "kernel(s) comes from kernel names" + (f", {len(have)} from the evidence cache" if have else ""))
+    elif not missing or ncu is None or stop_everything:
+        if hw_run is not None:
+            close_gate("stop")
+            res = hw_run.wait(GATE_WAIT_S)
+            if res.returncode is None:
+                hw_run.kill(grace_s=2.0)
+        if ncu is None and missing:
+            out.notes.append(f"ncu was not found: {len(missing)} matrix/unknown kernel(s) are judged by their names "
+                             "only (install Nsight Compute for hardware evidence)")
+        elif names and not missing:
+            info["hardware_pass"] = "not needed (cache)"
+            out.notes.append(f"hardware evidence for {len(have)} of the {len(names)} kernel(s) that need it came from "
+                             f"the evidence cache ({out.cache.path if out.cache else ''}); no Nsight Compute pass was run"
+                             + (f"; {len(tried)} an earlier ncu pass could not measure keep their names' answer "
+                                "(--hardware tries again)" if tried else ""))
+        elif not stop_everything:
+            info["hardware_pass"] = "not needed"
+            out.notes.append("no kernel needed hardware evidence (none does matrix work or is unsettled by its name)")
+    else:
+        say(f"[2/2 ncu] {len(missing)} kernel(s) need hardware evidence"
+            + (f" ({len(have)} more found in the cache)" if have else "") + f" ... {time.monotonic() - started:.0f}s")
+        if hw is None:  # not started beside the timeline: start it now, filtered to exactly these kernels
+            inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
+                                          python=opts.python, pid_file=pid_file) \
+                if target.python_program else list(target.argv)
+            hw = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
+                                              every_launch=opts.every_launch, kernel_regex=kernel_regex(missing)),
+                      run_dir / "ncu.log", mode="after")
+        p = hw
+        weights = need.groupby("name")["time_ns"].sum().to_dict()
+        watcher = StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_file, p, say)
+                                  if target.python_program else None, weights=weights)
+
+        def progress(line: str) -> None:
+            watcher.on_line(line)
+            say(f"[2/2 ncu] profiled {watcher.profiled} kernel(s); {watcher.covered}/{watcher.total} of those needed "
+                f"... {time.monotonic() - started:.0f}s")
+        hw.on_prof = progress
+        if hw_run is None:
+            hw_run = start_pass(hw, python_program=target.python_program, say=say)
+        else:
+            close_gate("go")
+        watcher.started = time.monotonic()
+
+        def idle_stop() -> None:
+            while hw_run.proc.poll() is None and not watcher.stopped:
+                watcher.check_idle()
+                time.sleep(0.5)
+        if target.python_program:
+            threading.Thread(target=idle_stop, daemon=True).start()
+        try:
+            finish_pass(hw, hw_run, remaining())
+        except CounterPermission:
+            out.notes.append(f"ncu was refused the performance counters; Tensor Core evidence comes from kernel "
+                             f"names and the cache. {PERM_FIX}")
+            hw = None
+        if hw is not None:
+            out.done.append(hw)
+            info.update({"hardware_pass": hw.mode, "stopped_early": hw.stopped_early, "stop_reason": watcher.reason,
+                         "profiled": hw.profiled_kernels, "measured": watcher.covered,
+                         "measured_time_share": round(watcher.covered_share, 4),
+                         "seconds_after_timeline": round(time.monotonic() - watcher.started, 2)})
+            try:
+                out.inputs += _export(hw, run_dir, out.notes)
+            except NsighttcError as exc:
+                out.failures.append(str(exc))
+            if hw.stopped_early and watcher.reason == "covered":
+                out.notes.append(f"Nsight Compute pass: the program was stopped after the {watcher.total} kernel(s) "
+                                 "needing hardware evidence were profiled (the timeline pass ran it to the end)")
+            elif hw.stopped_early:
+                out.notes.append(f"Nsight Compute pass: the program was stopped once {watcher.covered} of "
+                                 f"{watcher.total} kernel(s) needing evidence ({watcher.covered_share:.0%} of their "
+                                 "GPU time) were profiled and no new one appeared for a while; the others keep their "
+                                 "names' answer (`--engine ncu` profiles every launch configuration of a whole run)")
+            elif watcher.remaining:
+                out.notes.append(f"Nsight Compute pass: {len(watcher.remaining)} kernel(s) needing evidence were not "
+                                 "seen by ncu (launched only in the timeline run, or named differently); they keep "
+                                 "name-rule evidence")
+    for f in (gate, pid_file):
+        try:
+            f.unlink()
+        except OSError:
+            pass
+    return out
+
+
+def remember(out: Outcome, verdict, target: Target) -> None:
+    """Put this run's ncu measurements into the evidence cache, and whether the program is now covered."""
+    if out.cache is None or verdict is None:
+        return
+    source = str(out.done[0].log.parent) if out.done else ""
+    added = out.cache.add(verdict.launches, source=source)
+    still = needs_hardware(verdict.launches)
+    ncu_had_its_chance = any(p.engine == "ncu" and p.returncode is not None for p in out.done)
+    if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
+        out.cache.add_unmeasured(list(dict.fromkeys(still["name"])), source)
+        still = still.iloc[0:0]
+    complete = still.empty
+    out.cache.set_program(out.program, complete, target.label)
+    if out.cache.save():
+        out.info["cached_now"] = added
+    out.notes += [n for n in out.cache.notes if n not in out.notes]

@@ -1,0 +1,161 @@
+"""The default run's ncu pass: which kernels need hardware evidence, how ncu is told their names, when it
+stops, and the evidence cache, all on real recordings (torch.profiler and ncu of the same probe cases)."""
+import json
+import re
+import subprocess
+import sys
+
+import pandas as pd
+
+from nsighttc.analysis.tensor_cores import classify_launches
+from nsighttc.collect.evidence_cache import EvidenceCache
+from nsighttc.collect.hardware_pass import StopWhenCovered, kernel_regex, leaf_name, ncu_token, needs_hardware
+from nsighttc.parse import load
+from nsighttc.render.names import short_name
+from tests.conftest import KINETO, RAW
+
+
+def _ecma_to_python(rx: str) -> re.Pattern:
+    return re.compile(rx.removeprefix("regex:"))  # the subset we emit means the same in both
+
+
+def test_needs_hardware_is_matrix_or_unknown_work_without_hardware_evidence():
+    launches = classify_launches(load(KINETO).kernels)
+    need = needs_hardware(launches)
+    assert not need.empty and need["time_ns"].is_monotonic_decreasing
+    state = launches["tc_state"].astype(str)
+    want = set(launches.loc[(launches["matrix_work"].astype(bool) | (state == "unknown")).to_numpy(), "name"].astype(str))
+    assert set(need["name"]) == want
+    assert not any("elementwise_kernel" in n and "gemm" not in n for n in need["name"])
+    hw = classify_launches(load(RAW).kernels)  # ncu counters: nothing left to measure
+    assert needs_hardware(hw).empty
+
+
+def test_the_ncu_filter_built_from_torch_names_selects_the_same_kernels_in_ncus_names():
+    need = needs_hardware(classify_launches(load(KINETO).kernels))
+    rx = _ecma_to_python(kernel_regex(list(need["name"])))
+    ncu_names = pd.Series(load(RAW).kernels["name"].astype(str).unique())
+    picked = ncu_names[ncu_names.map(lambda n: bool(rx.search(n)))]
+    # every matrix kernel the torch trace and the ncu recording share (same short name) is selected ...
+    shared = set(need["name"].map(short_name)) & set(ncu_names.map(short_name))
+    assert shared and shared <= set(picked.map(short_name))
+    # ... and the settled elementwise / pooling kernels are not
+    assert not picked.str.contains("vectorized_elementwise_kernel|max_pool_forward").any()
+
+
+def test_tokens_and_leaves_are_what_ncu_prints():
+    assert leaf_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, T2)") \
+        == "vectorized_elementwise_kernel"
+    wrapped = "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(T1::Params)"
+    assert leaf_name(wrapped) == "Kernel2" and ncu_token(wrapped) == "cutlass_80_simt_sgemm_64x64_8x5_tn_align1"
+    assert ncu_token("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT") == "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"
+
+
+def test_stop_when_every_needed_kernel_was_profiled_once():
+    stops = []
+    names = ["void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(T1::Params)",
+             "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4>(int)",
+             "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"]
+    w = StopWhenCovered(names, stop=lambda: stops.append(1))
+    assert not w.on_line("workload output")
+    # the three shapes ncu 2025.3.1 printed on H100 (benchmarks/gpu_ncu_stop_probe.py)
+    w.on_line('==PROF== Profiling "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT": 0%....50%....100% - 7 passes')
+    w.on_line('==PROF== Profiling "unrelated_kernel": 0%....50%....100% - 7 passes')
+    w.on_line('==PROF== Profiling "distribution_elementwise_grid..." - 3 (1/1): 0%....50%....100% - 1 pass')
+    assert not stops and w.covered == 2 and w.profiled == 3
+    w.on_line('==PROF== Profiling "Kernel2": 0%....50%....100% - 7 passes')
+    w.on_line('==PROF== Profiling "Kernel2": 0%....50%....100% - 7 passes')
+    assert stops == [1] and w.covered == 3  # stopped once, not twice
+
+
+def test_evidence_cache_round_trip_from_a_real_ncu_recording(tmp_path):
+    hw = classify_launches(load(RAW).kernels)
+    cache = EvidenceCache("NVIDIA H200", "580.159.03", root=tmp_path)
+    assert cache.add(hw, source="fixture") > 0 and cache.save()
+    again = EvidenceCache("NVIDIA H200", "580.159.03", root=tmp_path)
+    found = again.lookup(hw[["name", "grid", "block"]])
+    hard = hw[hw["evidence"] == "hardware"]
+    assert set(found["name"]) == set(hard["name"].astype(str))
+    merged = found.merge(hard.drop_duplicates("name")[["name", "tensor_core", "dtype"]], on="name", suffixes=("", "_ncu"))
+    assert (merged["tensor_core"].astype(str) == merged["tensor_core_ncu"].astype(str)).all()
+    assert found["evidence_detail"].str.startswith("ncu counters from the evidence cache").all()
+    # another GPU or driver is another cache
+    assert EvidenceCache("NVIDIA H100 80GB HBM3", "580.159.03", root=tmp_path).lookup(hw[["name", "grid", "block"]]).empty
+    # torch.profiler spells some names differently: the short family name still finds them
+    tl = needs_hardware(classify_launches(load(KINETO).kernels))
+    assert not again.lookup(tl).empty
+
+
+def test_a_broken_cache_file_is_ignored_with_a_note(tmp_path):
+    c = EvidenceCache("GPU", "1", root=tmp_path)
+    c.path.parent.mkdir(parents=True)
+    c.path.write_text("{not json")
+    again = EvidenceCache("GPU", "1", root=tmp_path)
+    assert len(again) == 0 and "unreadable evidence cache" in again.notes[0]
+    assert again.save() and json.loads(again.path.read_text())["schema"] == "nsighttc.evidence-cache/1"
+
+
+def test_the_launcher_gate(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("print('program ran')\n")
+    gate, pid = tmp_path / "gate", tmp_path / "pid"
+    argv = [sys.executable, "-m", "nsighttc.launch", "--annotate", "none", "--wait-for", str(gate), "--pid-file",
+            str(pid), "--", str(script)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    gate.write_text("stop")
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "program ran" not in out and pid.read_text().strip() == str(proc.pid)
+    gate.write_text("go")
+    out = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=60).stdout
+    assert "program ran" in out
+
+
+def test_the_gate_at_the_first_cuda_use(tmp_path):
+    torch = __import__("pytest").importorskip("torch")
+    script = tmp_path / "s.py"
+    script.write_text("import torch\nprint('cpu start-up ran', torch.get_num_threads(), flush=True)\n"
+                      "torch.cuda._lazy_init()\nprint('gpu work ran')\n")
+    gate = tmp_path / "gate"
+    gate.write_text("stop")
+    argv = [sys.executable, "-m", "nsighttc.launch", "--annotate", "none", "--wait-for", str(gate), "--gate-at", "cuda",
+            "--", str(script)]
+    r = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=120)
+    # the CPU part ran (on one thread while waiting), the GPU part never did
+    assert r.returncode == 0 and "cpu start-up ran 1" in r.stdout and "gpu work ran" not in r.stdout
+
+
+def test_idle_stop_when_most_of_the_time_is_measured_and_nothing_new_comes():
+    stops = []
+    w = StopWhenCovered(["big_gemm_kernel", "rare_gemm_kernel"], stop=lambda: stops.append(1),
+                        weights={"big_gemm_kernel": 99.0, "rare_gemm_kernel": 1.0})
+    w.started = 100.0
+    assert not w.check_idle(now=500.0)  # nothing measured yet: keep going, however long
+    w.on_line('==PROF== Profiling "big_gemm_kernel": 0%....50%....100% - 7 passes')
+    w.first_cover = w.last_cover = 110.0  # the first kernel needed 10 s: wait 3 x 10 s for news
+    assert w.covered_share == 0.99
+    assert not w.check_idle(now=135.0) and w.check_idle(now=141.0)
+    assert stops == [1] and w.reason == "idle"
+    w2 = StopWhenCovered(["a_kernel", "b_kernel"], stop=lambda: None, weights={"a_kernel": 50.0, "b_kernel": 50.0})
+    w2.on_line('==PROF== Profiling "a_kernel": 0%....50%....100% - 7 passes')
+    assert not w2.check_idle(now=w2.last_cover + 3600)  # half the time unmeasured: never an idle stop
+
+
+def test_merge_keys_of_torch_and_ncu_names_of_the_same_kernels_agree():
+    from nsighttc.analysis.merge import merge_key
+    k = set(merge_key(load(KINETO).kernels["name"].astype(str)))
+    r = set(merge_key(load(RAW).kernels["name"].astype(str)))
+    # bools (false/true vs 0/1), enum casts and parameter lists no longer split them (12 -> 18 of 34)
+    assert "void nchwToNhwcKernel<__half, __half, float, 0, 1, 0>" in k & r
+    assert len(k & r) >= 18
+
+
+def test_a_gated_program_leaves_when_nsighttc_is_gone(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("print('program ran')\n")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer exists
+    argv = [sys.executable, "-m", "nsighttc.launch", "--annotate", "none", "--wait-for", str(tmp_path / "never"),
+            "--", str(script)]
+    r = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=60,
+                       env={**__import__("os").environ, "NSIGHTTC_GATE_OWNER": str(dead.pid)})
+    assert r.returncode == 0 and "program ran" not in r.stdout
