@@ -29,6 +29,24 @@ if TYPE_CHECKING:
     from .analysis.timeline import Thresholds
 
 
+def _without_nameless(p: Parsed) -> Parsed:
+    """A launch without a kernel name (a damaged report record) cannot be judged or attributed: dropped,
+    with a note giving the count (seen in fuzzed .ncu-rep files)."""
+    k = p.kernels
+    if not k.empty and k["name"].isna().any():
+        n = int(k["name"].isna().sum())
+        if p.timeline is None:
+            p.kernels = k[k["name"].notna().to_numpy()].reset_index(drop=True)
+            p.warnings.append(f"{p.path}: {n:,} kernel launch(es) without a name were left out")
+        else:  # a timeline's rows line up with its GPU-op table: keep them, named as what they are
+            names = k["name"]
+            if isinstance(names.dtype, pd.CategoricalDtype):
+                names = names.cat.add_categories(["(unnamed kernel)"]) if "(unnamed kernel)" not in names.cat.categories else names
+            k["name"] = names.fillna("(unnamed kernel)")
+            p.warnings.append(f"{p.path}: {n:,} kernel launch(es) without a name are shown as '(unnamed kernel)'")
+    return p
+
+
 def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
     parsed = []
     for p in paths:
@@ -36,7 +54,7 @@ def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
             parsed.append(p)
             continue
         try:
-            parsed.append(load(p))
+            parsed.append(_without_nameless(load(p)))
         except NsighttcError:
             raise
         except Exception as exc:  # last resort: a parser bug must still name the file, not dump a trace

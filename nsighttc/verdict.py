@@ -6,6 +6,7 @@ re-rendered from ``verdict.json`` is identical to the one written at analysis ti
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -110,9 +111,33 @@ def load_json(path: str | Path) -> dict:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"not a verdict JSON file ({exc})", p) from None
+    except RecursionError:
+        raise InputError("not a verdict JSON file (nested too deeply)", p) from None
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if not isinstance(schema, str) or not schema.startswith("nsighttc.verdict/"):
         raise InputError(f"not an nsighttc verdict (schema is {schema!r}, expected {SCHEMA_ID!r})", p)
     if schema != SCHEMA_ID:
         raise InputError(f"verdict schema {schema} is not supported by this version (reads {SCHEMA_ID})", p)
+    problem = schema_problem(doc)
+    if problem:
+        raise InputError(f"not a valid {SCHEMA_ID} document: {problem}", p)
     return doc
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+    from importlib.resources import files
+    schema = json.loads(files("nsighttc").joinpath("schema/verdict-1.json").read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def schema_problem(doc: dict) -> str | None:
+    """The first schema violation as 'at $.path.to.field: what is wrong' (the shallowest path first, so a
+    wrong type high up is named instead of its consequences), or None for a valid document."""
+    errors = list(_validator().iter_errors(doc))
+    if not errors:
+        return None
+    first = min(errors, key=lambda e: (len(e.absolute_path), [str(x) for x in e.absolute_path]))
+    msg = first.message if len(first.message) <= 160 else first.message[:157] + "..."
+    return f"at {first.json_path}: {msg}"

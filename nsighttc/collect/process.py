@@ -28,18 +28,44 @@ class ProcessResult:
     stderr_path: Path | None
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def clear_group(pgid: int, grace_s: float = 2.0) -> None:
+    """Stop what is left in a process group whose leader has exited: a grandchild that ignored SIGINT, a
+    daemon the workload forked. SIGTERM, then SIGKILL after ``grace_s``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not _group_alive(pgid):
+            return
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and _group_alive(pgid):
+            time.sleep(0.05)
+
+
 def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
-    """SIGINT the child's process group, then SIGTERM, then SIGKILL: profilers finalise on SIGINT."""
+    """SIGINT the child's process group, then SIGTERM, then SIGKILL: profilers finalise on SIGINT. The
+    leader exiting is not enough: whatever else is in the group (a grandchild ignoring the signals) is
+    stopped too."""
     for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except (ProcessLookupError, PermissionError):
-            return
+            break
         try:
             proc.wait(timeout=wait)
-            return
+            break
         except subprocess.TimeoutExpired:
             continue
+    clear_group(proc.pid)
 
 
 class Running:
@@ -76,6 +102,8 @@ class Running:
             for fh in self._files:
                 if fh:
                     fh.close()
+        if not (timed_out or interrupted):
+            clear_group(self.proc.pid)  # the run is over: nothing it started stays behind
         rc = None if (timed_out or interrupted or self.killed) else self.proc.returncode
         return ProcessResult(self.argv, rc, timed_out, interrupted, time.monotonic() - self._start,
                              self.stdout_path, self.stderr_path)

@@ -161,7 +161,11 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
 def new_run_dir(base: Path | None, label: str) -> Path:
     """A fresh directory: ``<base>/<YYYYmmdd-HHMMSS>-<label>``, suffixed -2, -3... never an existing one."""
     base = Path(base or "nsighttc-runs")
-    base.mkdir(parents=True, exist_ok=True)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the run directory's parent ({exc.strerror or exc}); choose another with --out",
+                         base) from None
     stem = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', label)[:60]}"
     for i in range(1, 1000):
         d = base / (stem if i == 1 else f"{stem}-{i}")
@@ -170,6 +174,9 @@ def new_run_dir(base: Path | None, label: str) -> Path:
             return d
         except FileExistsError:
             continue
+        except OSError as exc:
+            raise UsageError(f"cannot create a run directory here ({exc.strerror or exc}); choose another with --out",
+                             base) from None
     raise UsageError(f"{base}: could not create a new run directory")
 
 
@@ -309,6 +316,11 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
         passes, notes = plan(opts, target, cc, run_dir)
         done, inputs, failures = _run_queue(passes, opts, target, run_dir, gpus, notes, say, remaining)
     workload_rc = next((p.returncode for p in done if p.returncode not in (None, 0) and not p.stopped_early), 0)
+    killed = [p for p in done if p.returncode is not None and p.returncode < 0 and not p.stopped_early]
+    if killed:  # the tool (or the program under it) died of a signal we did not send
+        notes += [f"{p.engine} died of signal {-p.returncode} ({_signal_name(-p.returncode)}); see {p.log.name}"
+                  for p in killed]
+        workload_rc = CollectError.exit_code
     interrupted = any(p.interrupted for p in done)
     timed_out = any(p.timed_out for p in done)
     if interrupted:
@@ -319,6 +331,22 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
     if workload_rc:
         notes.append(f"the workload exited with code {workload_rc}")
     notes += failures
+    try:
+        verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome)
+    except OSError as exc:  # a full disk, a directory made read-only under us: say so, keep what exists
+        raise CollectError(f"cannot write the run directory ({exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}); "
+                           f"what was recorded is kept: {_kept(run_dir)}", run_dir) from None
+    if verdict is None and not (interrupted or timed_out):
+        notes.append(f"no verdict could be made; what was recorded is kept in {run_dir}: {_kept(run_dir)}")
+        if inputs and not workload_rc:  # recordings exist but cannot be read: the profiler run failed
+            workload_rc = CollectError.exit_code
+    code = 130 if interrupted else 124 if timed_out else workload_rc
+    return Result(run_dir, verdict, code, [p.engine for p in done], notes, interrupted, timed_out)
+
+
+def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: list, notes: list[str],
+              inputs: list, outcome) -> object | None:
+    """Analyse what was recorded and write verdict.json, report.md, the plots and run.json."""
     verdict = None
     if inputs:
         from ..api import analyze
@@ -348,8 +376,23 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
             made = write_plots(doc, run_dir)
             (run_dir / "report.md").write_text(markdown.render(doc, plots=made))
     _write_meta(run_dir, target, opts, done, gpus, notes, outcome.info if outcome else None)
-    code = 130 if interrupted else 124 if timed_out else workload_rc
-    return Result(run_dir, verdict, code, [p.engine for p in done], notes, interrupted, timed_out)
+    return verdict
+
+
+def _kept(run_dir: Path) -> str:
+    try:
+        files = sorted(p for p in run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+    except OSError:
+        return "nothing readable"
+    return ", ".join(f"{p.name} ({p.stat().st_size:,} B)" for p in files) or "nothing"
+
+
+def _signal_name(n: int) -> str:
+    import signal as _signal
+    try:
+        return _signal.Signals(n).name
+    except ValueError:
+        return "unknown signal"
 
 
 def evidence_sources(launches) -> dict:

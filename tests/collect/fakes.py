@@ -31,7 +31,8 @@ def drop_kernels(sqlite: Path, short_names: list[str]) -> None:
 def make_bin(tmp: Path, *, gpu: bool = True, ncu: str | None = "ok", nsys: str | None = "ok",
              nsys_drop: list[str] | None = None) -> Path:
     """A bin/ folder with fake nvidia-smi / ncu / nsys; modes: 'ok', 'perm' (counters refused),
-    'qdstrm' (nsys importer broken), None (absent). ``nsys_drop``: kernels (nsys shortName) left out of the nsys
+    'qdstrm' (nsys importer broken), 'hang' (ncu never returns, ignores SIGINT/SIGTERM), 'dies' (ncu
+    writes half its report and is SIGKILLed), None (absent). The fake ncu writes its pid to TMP/ncu.pid. ``nsys_drop``: kernels (nsys shortName) left out of the nsys
     recording. The fake ncu runs the program with FAKE_TOOL=ncu in its environment."""
     b = tmp / "bin"
     b.mkdir(exist_ok=True)
@@ -55,6 +56,11 @@ if args[:1] == ["--version"]:
         _write(b / "ncu", common.replace("{tool}", "ncu") + f"""
 if "--import" in args:
     sys.stdout.write(open({str(raw_csv)!r}).read()); sys.exit(0)
+open({str(tmp)!r} + "/ncu.pid", "w").write(str(os.getpid()))
+if {ncu!r} == "hang":  # a profiler that never returns and ignores SIGINT/SIGTERM
+    import signal, time
+    signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(3600)
 if {ncu!r} == "perm":
     print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters on the target device 0."); sys.exit(1)
 out = args[args.index("-o") + 1]
@@ -63,6 +69,11 @@ i = next(j for j, a in enumerate(args) if a == sys.executable or a.endswith("pyt
 for k in range(3):
     print(f'==PROF== Profiling "kernel_{{k}}" - {{k}}: 0%....50%....100% - 7 passes', flush=True)
 rc = subprocess.call(args[i:], env=dict(os.environ, FAKE_TOOL="ncu"))
+if {ncu!r} == "dies":  # half the report written, then killed (an OOM kill, a crash)
+    data = open({str(NCU_REP)!r}, "rb").read()
+    open(out + ".ncu-rep", "wb").write(data[: len(data) // 2])
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)
 shutil.copy({str(NCU_REP)!r}, out + ".ncu-rep")
 sys.exit(rc)
 """)

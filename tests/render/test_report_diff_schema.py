@@ -99,3 +99,20 @@ def test_diff_timeline_gates(run_cli, tmp_path, docs):
     assert code == 1 and "+50.0%" in out and "new: cudaDeviceSynchronize_new" in out
     code, _, err = run_cli("diff", a, tmp_path / "missing.json")
     assert code == 2 and "missing.json" in err
+
+
+def test_report_and_diff_validate_the_verdict_against_its_schema(tmp_path, run_cli):
+    import json as _json
+    from pathlib import Path as _Path
+    good = _Path(__file__).resolve().parents[2] / "reports" / "examples" / "nsys_plus_ncu_merged" / "verdict.json"
+    doc = _json.loads(good.read_text())
+    doc["tensor_cores"]["tc_time_share"] = "45%"   # the right schema id, a wrong type
+    bad = tmp_path / "verdict.json"
+    bad.write_text(_json.dumps(doc))
+    before = bad.read_bytes()
+    code, out, err = run_cli("report", bad)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert f"{bad}: not a valid nsighttc.verdict/1 document: at $.tensor_cores.tc_time_share: '45%' is not of type 'number'" in err
+    code, _, err = run_cli("diff", good, bad)
+    assert code == 2 and "$.tensor_cores.tc_time_share" in err  # exit 2, not 1 ("regression") for a CI gate
+    assert bad.read_bytes() == before
