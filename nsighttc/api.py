@@ -166,5 +166,10 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         found = sorted(found + timeline_mod.findings(timeline), key=lambda f: -f.time_ns)
     inputs = [{"path": str(p.path), "kind": p.kind.value, "launches": int(len(p.kernels))} for p in parsed]
     tl_doc = timeline_mod.to_json(timeline) if timeline is not None else None
-    return Verdict(inputs, device, summary, tensor_cores.aggregate_kernels(launches), ranges, found, launches,
+    from .analysis import peak
+    kernel_rows = tensor_cores.aggregate_kernels(launches)
+    gpu_name = (device or {}).get("name")
+    kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], peak.match(gpu_name))
+    summary["peak"] = peak.summary(kernel_rows, gpu_name)
+    return Verdict(inputs, device, summary, kernel_rows, ranges, found, launches,
                    warnings, tl_doc)

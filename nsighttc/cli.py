@@ -13,6 +13,38 @@ from . import __version__
 from .errors import NsighttcError, UsageError
 
 FORMAT = click.Choice(["markdown", "json"])
+FORMAT_HELP = ("Markdown for people (a PR comment), JSON (schema nsighttc.verdict/1) for machines. Default: a short "
+               "summary on a terminal, the whole Markdown document when piped or written to a file.")
+_LEVEL = {"value": 1}  # 0 quiet, 1 normal, 2 verbose (set by -q / -v on every command)
+
+
+def verbosity(f):
+    """-q/--quiet and -v/--verbose for a command."""
+    def set_level(ctx, param, value):
+        if value:
+            _LEVEL["value"] = 0 if param.name == "quiet" else 2
+        return value
+    f = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=set_level,
+                     help="Say more on stderr (timings, every note, the workload's output).")(f)
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=set_level,
+                        help="Only the result (and errors): no notes or progress on stderr.")(f)
+
+
+def note(text: str, level: int = 1) -> None:
+    """A line on stderr, shown at this verbosity level or above."""
+    if _LEVEL["value"] >= level:
+        click.echo(text, err=True)
+
+
+def _show(doc: dict, fmt: str | None, output: str | None, inputs: list[str], report: str | None = None) -> None:
+    """The result: the terminal summary when stdout is a terminal and no format was asked for, else the document."""
+    from .render import render
+    if fmt is None and output in (None, "-") and sys.stdout.isatty():
+        from .render import terminal
+        import shutil
+        click.echo(terminal.render(doc, report=report, width=shutil.get_terminal_size().columns), nl=False)
+        return
+    _write(render(doc, fmt or "markdown"), output, inputs)
 
 
 def _write(text: str, output: str | None, inputs: list[str]) -> None:
@@ -41,9 +73,9 @@ def cli() -> None:
 
 
 @cli.command()
+@verbosity
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True,
-              help="Markdown for people (a PR comment), JSON (schema nsighttc.verdict/1) for machines.")
+@click.option("--format", "fmt", type=FORMAT, default=None, help=FORMAT_HELP)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @click.option("--yes-threshold", type=click.FloatRange(0, 1), default=0.9, show_default=True,
               help="Share of matrix-work time that must be on Tensor Cores for a YES (else PARTIAL).")
@@ -75,14 +107,19 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
     if cpu_bound > gpu_bound:
         raise UsageError(f"--cpu-bound ({cpu_bound}) must not exceed --gpu-bound ({gpu_bound})")
     th = Thresholds(cpu_bound=cpu_bound, gpu_bound=gpu_bound, min_wall_ns=min_wall_ms * 1e6, min_kernels=min_kernels)
+    import time
+    t0 = time.perf_counter()
     verdict = run_analysis(list(inputs), yes_threshold=yes_threshold, thresholds=th, step_range=step_range,
                            range_name=range_)
+    note(f"nsighttc: analysed {len(inputs)} input(s), {len(verdict.launches):,} kernel launches in "
+         f"{time.perf_counter() - t0:.2f} s", level=2)
     for w in verdict.warnings:
-        click.echo(f"nsighttc: note: {w}", err=True)
-    _write(render(verdict.to_json(), fmt), output, list(inputs))
+        note(f"nsighttc: note: {w}")
+    _show(verdict.to_json(), fmt, output, list(inputs))
 
 
 @cli.command()
+@verbosity
 @click.argument("source", type=click.Path(exists=False))
 @click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
@@ -103,6 +140,7 @@ def report(source: str, fmt: str, output: str | None, plots: bool) -> None:
 
 
 @cli.command()
+@verbosity
 @click.argument("base", type=click.Path())
 @click.argument("new", type=click.Path())
 @click.option("--max-tc-drop", type=float, default=5.0, show_default=True,
@@ -138,7 +176,8 @@ def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slow
 
 
 @cli.command()
-@click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
+@verbosity
+@click.option("--format", "fmt", type=FORMAT, default=None, help=FORMAT_HELP)
 @click.option("--which", type=click.Choice(["both", "counters", "timeline"]), default="both", show_default=True,
               help="counters: the Nsight Compute recording alone (every Tensor Core trap); timeline: the "
                    "Nsight Systems one alone; both: the timeline with the counters merged in.")
@@ -154,10 +193,11 @@ def demo(fmt: str, which: str) -> None:
     from .resources import demo_inputs
 
     verdict = run_analysis(demo_inputs(which))
-    click.echo(render(verdict.to_json(), fmt))
+    _show(verdict.to_json(), fmt, None, [])
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@verbosity
 @click.option("--engine", type=click.Choice(["auto", "ncu", "nsys", "torch"]), default="auto", show_default=True,
               help="auto: the timeline (torch.profiler, else nsys) plus an Nsight Compute pass for just the kernels "
                    "that lack hardware evidence (none when the evidence cache has them). ncu / nsys / torch: that "
@@ -188,7 +228,7 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--all-kernels", is_flag=True,
               help="ncu: also profile elementwise/pooling/copy kernels (their 'no' is otherwise taken from names).")
 @click.option("--timeline", is_flag=True, hidden=True, help="Accepted for old command lines: the default run has the timeline.")
-@click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True, help="What to print at the end.")
+@click.option("--format", "fmt", type=FORMAT, default=None, help="What to print at the end. " + FORMAT_HELP)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def profile(engine, fast, hardware, no_cache, overlap, timeline_engine, out, range_, annotate, ncu_path, nsys_path, timeout,
             keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
@@ -224,25 +264,28 @@ def profile(engine, fast, hardware, no_cache, overlap, timeline_engine, out, ran
                    timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
                    timeline=timeline, fast=fast, hardware=hardware, cache=not no_cache, timeline_engine=timeline_engine,
                    overlap=overlap)
-    say = (lambda s: click.echo(s, err=True))
+    def say(s: str) -> None:  # progress; the workload's own output only with -v
+        note(s, level=2 if s.startswith("  | ") else 1)
     if timeline and engine == "auto":
-        say("nsighttc: note: --timeline is no longer needed: the default run has the timeline")
+        note("nsighttc: note: --timeline is no longer needed: the default run has the timeline")
     result = run_profile(target, opts, say=say)
-    for note in result.notes:
-        click.echo(f"nsighttc: note: {note}", err=True)
+    for n in result.notes:
+        note(f"nsighttc: note: {n}")
+    report_path = str(result.run_dir / "report.md") if result.verdict is not None else None
     if result.verdict is not None:
         doc = result.verdict.to_json()
-        click.echo(render(doc, fmt))
-        from .render.markdown import headline_lines
-        for line in headline_lines(doc):
-            click.echo(f"nsighttc: {line}", err=True)
-    click.echo(f"nsighttc: engines run: {', '.join(result.engines) or 'none'}; report: "
-               f"{result.run_dir / 'report.md' if result.verdict is not None else result.run_dir}", err=True)
+        _show(doc, fmt, None, [], report=report_path)
+        if not (fmt is None and sys.stdout.isatty()):  # the summary already has them
+            from .render.markdown import headline_lines
+            for line in headline_lines(doc):
+                note(f"nsighttc: {line}")
+    note(f"nsighttc: engines run: {', '.join(result.engines) or 'none'}; report: {report_path or result.run_dir}")
     if result.exit_code:
         raise click.exceptions.Exit(result.exit_code)
 
 
 @cli.command()
+@verbosity
 @click.option("--probe/--no-probe", default=True, show_default=True,
               help="Run tiny ncu and nsys probes (a few seconds each, side by side) to check counters and nsys import.")
 @click.option("--refresh", is_flag=True,
@@ -264,6 +307,7 @@ def doctor(probe: bool, refresh: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: returns the exit code (tests call it directly)."""
+    _LEVEL["value"] = 1
     try:
         rv = cli.main(args=argv, prog_name="nsighttc", standalone_mode=False)
         return rv if isinstance(rv, int) else 0  # click returns Exit(code) values in non-standalone mode

@@ -56,7 +56,8 @@ class Verdict:
                 "name": r.name, "calls": int(r.calls), "total_time_ns": _num(r.total_time_ns),
                 "time_share": _num(r.time_share), "tensor_core": r.tensor_core, "evidence": r.evidence,
                 "evidence_detail": r.evidence_detail, "dtype": _num(r.dtype), "nvtx": list(r.nvtx),
-                "tc_flop": _num(r.tc_flop), "tflops": _num(r.tflops), "tensor_pipe_pct": _num(r.tensor_pipe_pct),
+                "tc_flop": _num(r.tc_flop), "tflops": _num(r.tflops),
+                "pct_of_peak": _num(getattr(r, "pct_of_peak", None)), "tensor_pipe_pct": _num(r.tensor_pipe_pct),
                 "name_says": _num(r.name_tc), "name_rule": _num(r.name_rule), "matrix_work": bool(r.matrix_work),
                 "variant": int(r.variant),
             })

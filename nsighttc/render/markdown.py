@@ -108,6 +108,21 @@ def evidence_sources_text(src: dict) -> str:
     return ", ".join(parts) or "none"
 
 
+def peak_text(peak: dict | None) -> str:
+    """'; 34% of the H100 SXM's dense fp16 peak (989 TFLOP/s, datasheet)' or why there is no percentage."""
+    if not peak:
+        return ""
+    if not peak.get("gpu"):
+        return f"; {peak.get('note', 'no peak known for this GPU')}"
+    if peak.get("pct_of_peak") is None:
+        return ""
+    d = peak.get("main_dtype")
+    ref = (peak.get("dense_tflops") or {}).get(d)
+    return (f"; {pct(peak['pct_of_peak'], 0)} of the {peak['gpu']}'s dense Tensor Core peak for each kernel's dtype "
+            f"(time-weighted" + (f"; {d} peak {ref:,.0f} TFLOP/s" if ref else "")
+            + f"; {peak.get('source', 'datasheet')})")
+
+
 def headline_lines(doc: dict) -> list[str]:
     """The lines a terminal shows at the end of a run: one per question, and where the evidence came from."""
     tc = doc["tensor_cores"]
@@ -139,7 +154,8 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
              + (f" ({tc['sampling']})" if tc.get("sampling") else "")
              + (f"; matrix-work time: {evidence_sources_text(tc['evidence_sources'])}" if tc.get("evidence_sources") else ""))]
     if tc.get("flop"):
-        rows.append(("Tensor Core math", f"{flop(tc['flop'])} at {tc['tflops']:.1f} TFLOP/s while those kernels ran"))
+        rows.append(("Tensor Core math", f"{flop(tc['flop'])} at {tc['tflops']:.1f} TFLOP/s while those kernels ran"
+                     + peak_text(tc.get("peak"))))
     if tc.get("unknown_time_share"):
         rows.append(("Unknown", f"{pct(tc['unknown_time_share'])} of kernel time: names carry no signal"))
     if tl:
