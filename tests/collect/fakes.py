@@ -98,3 +98,16 @@ def calls(tmp: Path) -> list[list[str]]:
     import ast
     f = tmp / "calls.log"
     return [ast.literal_eval(line) for line in f.read_text().splitlines()] if f.exists() else []
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a zombie is gone for our purpose)."""
+    import os
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True

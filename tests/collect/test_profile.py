@@ -11,7 +11,7 @@ import pytest
 
 from nsighttc.collect import tools
 from nsighttc.profile import Options, profile, resolve_target, new_run_dir
-from tests.collect.fakes import calls, make_bin
+from tests.collect.fakes import alive as _alive, calls, make_bin
 
 SCRIPT = "import sys\nprint('workload ran', sys.argv[1:])\n"
 
@@ -178,14 +178,6 @@ def test_module_and_command_targets(tmp_path):
     script.write_text("")
     t = resolve_target(None, [], ["python", str(script), "a"])
     assert not t.module and t.argv == [str(script), "a"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 def test_timeout_kills_the_process_group_and_still_reports(env, tmp_path):

@@ -11,18 +11,7 @@ import pytest
 
 from nsighttc.collect import tools
 from nsighttc.profile import Options, profile, resolve_target
-from tests.collect.fakes import make_bin
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is gone for our purpose
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
+from tests.collect.fakes import alive as _alive, make_bin
 
 
 @pytest.fixture
