@@ -31,8 +31,18 @@ if TYPE_CHECKING:
 
 def _without_nameless(p: Parsed) -> Parsed:
     """A launch without a kernel name (a damaged report record) cannot be judged or attributed: dropped,
-    with a note giving the count (seen in fuzzed .ncu-rep files)."""
+    with a note giving the count (seen in fuzzed .ncu-rep files). Infinite counter values (`1e400` in a
+    CSV cell) cannot be true either: they become "not collected" (NaN), with a note."""
     k = p.kernels
+    infinite = 0
+    for c in [c for c in k.columns if k[c].dtype == "float64"]:  # column by column: no copy of the table
+        col = k[c].to_numpy()
+        bad = np.isinf(col)
+        if bad.any():
+            infinite += int(bad.sum())
+            k[c] = np.where(bad, np.nan, col)
+    if infinite:
+        p.warnings.append(f"{p.path}: {infinite:,} infinite value(s) treated as not collected")
     if not k.empty and k["name"].isna().any():
         n = int(k["name"].isna().sum())
         if p.timeline is None:

@@ -47,6 +47,21 @@ def _show(doc: dict, fmt: str | None, output: str | None, inputs: list[str], rep
     _write(render(doc, fmt or "markdown"), output, inputs)
 
 
+import contextlib
+
+
+@contextlib.contextmanager
+def _saved_verdict(path: str):
+    """A saved verdict that passed its schema can still lack a field the schema leaves optional and a
+    renderer needs (found by tests/fuzz): that is bad input (exit 2 naming the file), not our crash."""
+    from .errors import InputError
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise InputError(f"cannot be rendered ({what}); was it written by nsighttc?", path) from None
+
+
 def _write(text: str, output: str | None, inputs: list[str]) -> None:
     if output in (None, "-"):
         click.echo(text, nl=not text.endswith("\n"))
@@ -131,12 +146,14 @@ def report(source: str, fmt: str, output: str | None, plots: bool) -> None:
     from .verdict import load_json
 
     doc = load_json(source)
-    if fmt == "markdown" and output and plots:
-        from .render.plots import write_plots
-        made = write_plots(doc, Path(output).resolve().parent)
-        _write(markdown.render(doc, plots=made), output, [source])
-    else:
-        _write(render(doc, fmt), output, [source])
+    with _saved_verdict(source):
+        if fmt == "markdown" and output and plots:
+            from .render.plots import write_plots
+            made = write_plots(doc, Path(output).resolve().parent)
+            text = markdown.render(doc, plots=made)
+        else:
+            text = render(doc, fmt)
+    _write(text, output, [source])
 
 
 @cli.command()
@@ -163,13 +180,15 @@ def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slow
     from .verdict import load_json
 
     gate = Gate(max_tc_drop, max_busy_drop, max_slowdown)
-    checks = compare(load_json(base), load_json(new), gate)
-    if fmt == "json":
-        text = _json.dumps({"schema": "nsighttc.diff/1", "base": base, "new": new, "gate": gate.__dict__,
-                            "checks": [c.__dict__ for c in checks],
-                            "failed": any(c.status == "fail" for c in checks)}, indent=2) + "\n"
-    else:
-        text = render_markdown(checks, base, new, gate)
+    base_doc, new_doc = load_json(base), load_json(new)
+    with _saved_verdict(f"{base} / {new}"):
+        checks = compare(base_doc, new_doc, gate)
+        if fmt == "json":
+            text = _json.dumps({"schema": "nsighttc.diff/1", "base": base, "new": new, "gate": gate.__dict__,
+                                "checks": [c.__dict__ for c in checks],
+                                "failed": any(c.status == "fail" for c in checks)}, indent=2) + "\n"
+        else:
+            text = render_markdown(checks, base, new, gate)
     _write(text, output, [base, new])
     if any(c.status == "fail" for c in checks):
         raise click.exceptions.Exit(1)
