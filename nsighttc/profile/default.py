@@ -179,7 +179,11 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     info = out.info
     info.update({"timeline_engine": tl.engine, "hardware_pass": "none"})
     stop_everything = tl.interrupted or tl.timed_out or not out.inputs
-    need = pd.DataFrame() if stop_everything else _planned_needs(out.inputs, out.parsed)
+    try:
+        need = pd.DataFrame() if stop_everything else _planned_needs(out.inputs, out.parsed)
+    except NsighttcError as exc:  # the timeline cannot be read: no plan for ncu; the analysis will say why
+        out.failures.append(f"the timeline could not be read to plan the Nsight Compute pass: {exc}")
+        need, stop_everything = pd.DataFrame(), True
     names = list(dict.fromkeys(need["name"])) if not need.empty else []
     cached = out.cache.lookup(need) if (out.cache is not None and not opts.hardware and names) else None
     have = set(cached["name"]) if cached is not None and not cached.empty else set()
