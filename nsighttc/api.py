@@ -29,34 +29,6 @@ if TYPE_CHECKING:
     from .analysis.timeline import Thresholds
 
 
-def _without_nameless(p: Parsed) -> Parsed:
-    """A launch without a kernel name (a damaged report record) cannot be judged or attributed: dropped,
-    with a note giving the count (seen in fuzzed .ncu-rep files). Infinite counter values (`1e400` in a
-    CSV cell) cannot be true either: they become "not collected" (NaN), with a note."""
-    k = p.kernels
-    infinite = 0
-    for c in [c for c in k.columns if k[c].dtype == "float64"]:  # column by column: no copy of the table
-        col = k[c].to_numpy()
-        bad = np.isinf(col)
-        if bad.any():
-            infinite += int(bad.sum())
-            k[c] = np.where(bad, np.nan, col)
-    if infinite:
-        p.warnings.append(f"{p.path}: {infinite:,} infinite value(s) treated as not collected")
-    if not k.empty and k["name"].isna().any():
-        n = int(k["name"].isna().sum())
-        if p.timeline is None:
-            p.kernels = k[k["name"].notna().to_numpy()].reset_index(drop=True)
-            p.warnings.append(f"{p.path}: {n:,} kernel launch(es) without a name were left out")
-        else:  # a timeline's rows line up with its GPU-op table: keep them, named as what they are
-            names = k["name"]
-            if isinstance(names.dtype, pd.CategoricalDtype):
-                names = names.cat.add_categories(["(unnamed kernel)"]) if "(unnamed kernel)" not in names.cat.categories else names
-            k["name"] = names.fillna("(unnamed kernel)")
-            p.warnings.append(f"{p.path}: {n:,} kernel launch(es) without a name are shown as '(unnamed kernel)'")
-    return p
-
-
 def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
     parsed = []
     for p in paths:
@@ -64,7 +36,7 @@ def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
             parsed.append(p)
             continue
         try:
-            parsed.append(_without_nameless(load(p)))
+            parsed.append(load(p))
         except NsighttcError:
             raise
         except Exception as exc:  # last resort: a parser bug must still name the file, not dump a trace
@@ -179,7 +151,8 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
     from .analysis import peak
     kernel_rows = tensor_cores.aggregate_kernels(launches)
     gpu_name = (device or {}).get("name")
-    kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], peak.match(gpu_name))
-    summary["peak"] = peak.summary(kernel_rows, gpu_name)
+    gpu_peak = peak.match(gpu_name)
+    kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], gpu_peak)
+    summary["peak"] = peak.summary(kernel_rows, gpu_peak, gpu_name)
     return Verdict(inputs, device, summary, kernel_rows, ranges, found, launches,
                    warnings, tl_doc)

@@ -3,14 +3,17 @@ output, and maps errors to exit codes (``NsighttcError.exit_code``; 2 for bad in
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from . import __version__
-from .errors import NsighttcError, UsageError
+from .errors import InputError, NsighttcError, UsageError
 
 FORMAT = click.Choice(["markdown", "json"])
 FORMAT_HELP = ("Markdown for people (a PR comment), JSON (schema nsighttc.verdict/1) for machines. Default: a short "
@@ -36,25 +39,22 @@ def note(text: str, level: int = 1) -> None:
         click.echo(text, err=True)
 
 
-def _show(doc: dict, fmt: str | None, output: str | None, inputs: list[str], report: str | None = None) -> None:
-    """The result: the terminal summary when stdout is a terminal and no format was asked for, else the document."""
-    from .render import render
+def _show(doc: dict, fmt: str | None, output: str | None, inputs: list[str], report: str | None = None) -> bool:
+    """The result: the terminal summary when stdout is a terminal and no format was asked for (returns
+    True), else the whole document."""
     if fmt is None and output in (None, "-") and sys.stdout.isatty():
         from .render import terminal
-        import shutil
         click.echo(terminal.render(doc, report=report, width=shutil.get_terminal_size().columns), nl=False)
-        return
+        return True
+    from .render import render
     _write(render(doc, fmt or "markdown"), output, inputs)
-
-
-import contextlib
+    return False
 
 
 @contextlib.contextmanager
 def _saved_verdict(path: str):
     """A saved verdict that passed its schema can still lack a field the schema leaves optional and a
     renderer needs (found by tests/fuzz): that is bad input (exit 2 naming the file), not our crash."""
-    from .errors import InputError
     try:
         yield
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
@@ -117,12 +117,10 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
     """
     from .analysis.timeline import Thresholds
     from .api import analyze as run_analysis
-    from .render import render
 
     if cpu_bound > gpu_bound:
         raise UsageError(f"--cpu-bound ({cpu_bound}) must not exceed --gpu-bound ({gpu_bound})")
     th = Thresholds(cpu_bound=cpu_bound, gpu_bound=gpu_bound, min_wall_ns=min_wall_ms * 1e6, min_kernels=min_kernels)
-    import time
     t0 = time.perf_counter()
     verdict = run_analysis(list(inputs), yes_threshold=yes_threshold, thresholds=th, step_range=step_range,
                            range_name=range_)
@@ -208,7 +206,6 @@ def demo(fmt: str, which: str) -> None:
     Systems a data-loader-starved training loop next to a GEMM-bound one.
     """
     from .api import analyze as run_analysis
-    from .render import render
     from .resources import demo_inputs
 
     verdict = run_analysis(demo_inputs(which))
@@ -270,7 +267,6 @@ def profile(engine, fast, hardware, no_cache, overlap, timeline_engine, out, ran
     commands, tool versions, GPU, and the workload's logs. Exits with the workload's exit code.
     """
     from .profile import Options, profile as run_profile, resolve_target
-    from .render import render
 
     args = list(args)
     if not args:
@@ -293,8 +289,7 @@ def profile(engine, fast, hardware, no_cache, overlap, timeline_engine, out, ran
     report_path = str(result.run_dir / "report.md") if result.verdict is not None else None
     if result.verdict is not None:
         doc = result.verdict.to_json()
-        _show(doc, fmt, None, [], report=report_path)
-        if not (fmt is None and sys.stdout.isatty()):  # the summary already has them
+        if not _show(doc, fmt, None, [], report=report_path):  # the terminal summary already has them
             from .render.markdown import headline_lines
             for line in headline_lines(doc):
                 note(f"nsighttc: {line}")

@@ -18,9 +18,11 @@ kernel it needs was profiled, so the rest of the program does not run under ncu.
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import signal
 import sys
+import time
 from pathlib import Path
 
 
@@ -60,7 +62,6 @@ GATE_POLL_S = 0.01
 def _owner_alive() -> bool:
     """The nsighttc process that opens the gate (``NSIGHTTC_GATE_OWNER``) still exists: a waiting program
     must not outlive an nsighttc that was killed (seen when a run was SIGKILLed: gated programs waited on)."""
-    import os
     owner = os.environ.get("NSIGHTTC_GATE_OWNER")
     if not owner:
         return True
@@ -75,7 +76,6 @@ def _owner_alive() -> bool:
 
 def _wait_at_gate(gate: Path) -> bool:
     """Block until ``gate`` holds 'go' (True) or 'stop' (False); 'stop' too when its owner is gone."""
-    import time
     checks = 0
     while True:
         checks += 1
@@ -108,7 +108,6 @@ def _gate_at_first_cuda_use(gate: Path) -> bool:
             state["passed"] = True
             torch.cuda._lazy_init = original
             if not _wait_at_gate(gate):
-                import os
                 os._exit(0)  # nothing to measure: leave without running any GPU work
             torch.set_num_threads(threads)
         return original(*args, **kwargs)
@@ -120,7 +119,6 @@ def _gate_at_first_cuda_use(gate: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     ns = _parse(sys.argv[1:] if argv is None else argv)
     if ns.pid_file:
-        import os
         ns.pid_file.write_text(str(os.getpid()))
     if ns.wait_for and not (ns.gate_at == "cuda" and _gate_at_first_cuda_use(ns.wait_for)):
         try:

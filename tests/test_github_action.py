@@ -2,6 +2,7 @@
 file), with the REST exchange replayed through an injected opener: no GitHub, no network."""
 import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -17,7 +18,7 @@ FP32 = ROOT / "reports" / "resnet_amp" / "fp32" / "verdict.json"
 
 @pytest.fixture
 def gh_env(tmp_path, monkeypatch):
-    for k in list(__import__("os").environ):
+    for k in list(os.environ):
         if k.startswith("INPUT_"):
             monkeypatch.delenv(k)
     summary, output = tmp_path / "summary.md", tmp_path / "output.txt"

@@ -21,25 +21,25 @@ class Peak:
     source: str = ""
 
 
+# NVIDIA H100 datasheet, SXM5 column: FP16/BF16 1,979*, TF32 989*, FP8 3,958*, INT8 3,958*, FP64 TC 67; 132 SMs
+_HOPPER_SXM = {"fp16": 989.5, "bf16": 989.5, "tf32": 494.7, "fp8": 1978.9, "int8": 1978.9, "fp64": 67.0}
+H100_SXM = Peak("H100 SXM", _HOPPER_SXM, "NVIDIA H100 datasheet (SXM)")
+# same datasheet, PCIe column: FP16/BF16 1,513*, TF32 756*, FP8 3,026*, INT8 3,026*, FP64 TC 51; 114 SMs
+H100_PCIE = Peak("H100 PCIe", {"fp16": 756.5, "bf16": 756.5, "tf32": 378.0, "fp8": 1513.0, "int8": 1513.0,
+                               "fp64": 51.0}, "NVIDIA H100 datasheet (PCIe)")
+
 # (name regex, SM count or None, Peak). First match wins; order specific before general.
 PEAKS: list[tuple[str, int | None, Peak]] = [
     # NVIDIA H200 datasheet (SXM): FP16/BF16 1,979 TFLOPS*, TF32 989*, FP8 3,958*, INT8 3,958*, FP64 TC 67
-    # (* with sparsity). Same SM count (132) and clocks as H100 SXM.
-    (r"\bH200\b(?!.*NVL)", None, Peak("H200 SXM", {"fp16": 989.5, "bf16": 989.5, "tf32": 494.7, "fp8": 1978.9,
-                                                  "int8": 1978.9, "fp64": 67.0}, "NVIDIA H200 Tensor Core GPU datasheet")),
-    # NVIDIA H100 datasheet, SXM5 column: FP16/BF16 1,979*, TF32 989*, FP8 3,958*, INT8 3,958*, FP64 TC 67; 132 SMs
+    # (* with sparsity). Same SM count (132) and clocks as H100 SXM. (The H200 NVL runs lower: not listed.)
+    (r"\bH200\b(?!.*NVL)", None, Peak("H200 SXM", _HOPPER_SXM, "NVIDIA H200 Tensor Core GPU datasheet")),
     # NVIDIA H100 datasheet, NVL column: FP16/BF16 1,671*, TF32 835*, FP8 3,341*, INT8 3,341*, FP64 TC 60
     (r"\bH100\b.*NVL", None, Peak("H100 NVL", {"fp16": 835.5, "bf16": 835.5, "tf32": 417.5, "fp8": 1670.5,
                                                "int8": 1670.5, "fp64": 60.0}, "NVIDIA H100 datasheet (NVL)")),
-    (r"\bH100\b.*(SXM|HBM3\b)", None, Peak("H100 SXM", {"fp16": 989.5, "bf16": 989.5, "tf32": 494.7, "fp8": 1978.9,
-                                                        "int8": 1978.9, "fp64": 67.0}, "NVIDIA H100 datasheet (SXM)")),
-    (r"\bH100\b", 132, Peak("H100 SXM", {"fp16": 989.5, "bf16": 989.5, "tf32": 494.7, "fp8": 1978.9, "int8": 1978.9,
-                                         "fp64": 67.0}, "NVIDIA H100 datasheet (SXM)")),
-    # same datasheet, PCIe column: FP16/BF16 1,513*, TF32 756*, FP8 3,026*, INT8 3,026*, FP64 TC 51; 114 SMs
-    (r"\bH100\b.*PCIe", None, Peak("H100 PCIe", {"fp16": 756.5, "bf16": 756.5, "tf32": 378.0, "fp8": 1513.0,
-                                                 "int8": 1513.0, "fp64": 51.0}, "NVIDIA H100 datasheet (PCIe)")),
-    (r"\bH100\b", 114, Peak("H100 PCIe", {"fp16": 756.5, "bf16": 756.5, "tf32": 378.0, "fp8": 1513.0, "int8": 1513.0,
-                                          "fp64": 51.0}, "NVIDIA H100 datasheet (PCIe)")),
+    (r"\bH100\b.*(SXM|HBM3\b)", None, H100_SXM),
+    (r"\bH100\b.*PCIe", None, H100_PCIE),
+    (r"\bH100\b", 132, H100_SXM),  # a bare "H100": the SM count tells SXM from PCIe
+    (r"\bH100\b", 114, H100_PCIE),
     # NVIDIA A100 datasheet (SXM and PCIe, 40 and 80 GB alike): FP16/BF16 312, TF32 156, INT8 624, FP64 TC 19.5
     # (dense; 624/312/1248 with sparsity); 108 SMs
     (r"\bA100\b", None, Peak("A100", {"fp16": 312.0, "bf16": 312.0, "tf32": 156.0, "int8": 624.0, "fp64": 19.5},
@@ -79,10 +79,9 @@ def pct_of_peak(tflops: pd.Series, dtype: pd.Series, peak: Peak | None) -> pd.Se
     return pd.to_numeric(tflops, errors="coerce") / ref
 
 
-def summary(kernels: pd.DataFrame, device_name: str | None, sm_count: int | None = None) -> dict:
-    """``tensor_cores.peak``: the GPU matched, its peaks, and the time-weighted % of peak of the kernels
-    with a TFLOP/s figure; or why there is none."""
-    peak = match(device_name, sm_count)
+def summary(kernels: pd.DataFrame, peak: Peak | None, device_name: str | None) -> dict:
+    """``tensor_cores.peak``: the GPU matched (``match``), its peaks, and the time-weighted % of peak of the
+    kernels with a TFLOP/s figure (``pct_of_peak`` column); or why there is none."""
     if peak is None:
         return {"gpu": None, "pct_of_peak": None,
                 "note": f"no dense Tensor Core peak is known for {device_name or 'this GPU'}: no % of peak"}

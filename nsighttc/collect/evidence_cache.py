@@ -42,6 +42,10 @@ def _config(s: pd.Series) -> pd.Series:
     return s.astype("string").fillna("").str.replace(r"[^\d,]", "", regex=True)
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def program_key(argv: list[str], cwd: str | None = None) -> str:
     """Which program a run was of: its command line and working directory."""
     return hashlib.sha1(json.dumps([list(map(str, argv)), cwd or os.getcwd()]).encode()).hexdigest()[:16]
@@ -128,7 +132,7 @@ class EvidenceCache:
         return set(names[merge_key(names).isin(gone).to_numpy()])
 
     def add_unmeasured(self, names, source: str) -> None:
-        now = time.strftime("%Y-%m-%dT%H:%M:%S")
+        now = _now()
         for n, k in zip(names, merge_key(pd.Series(list(names), dtype=object))):
             self._doc["kernels"].setdefault(f"{k}||", {"name": str(n), "unmeasured": True, "measured": now,
                                                         "source": source})
@@ -153,7 +157,7 @@ class EvidenceCache:
             states=("tensor_core", lambda s: len({repr(v) for v in s})),
             tc_flop=("tc_flop", "median"), tensor_pipe_pct=("tensor_pipe_pct", "median")).reset_index()
         g = g[g["states"] == 1]  # launches of one configuration that disagree are not cached
-        now = time.strftime("%Y-%m-%dT%H:%M:%S")
+        now = _now()
         for r in g.itertuples(index=False):
             self._doc["kernels"][f"{r.k_name}|{r.k_grid}|{r.k_block}"] = {
                 "name": str(r.name), "tensor_core": None if r.tensor_core is None or pd.isna(r.tensor_core) else bool(r.tensor_core),
@@ -165,7 +169,7 @@ class EvidenceCache:
 
     def set_program(self, key: str, complete: bool, label: str) -> None:
         self._doc["programs"][key] = {"complete": bool(complete), "label": label,
-                                      "seen": time.strftime("%Y-%m-%dT%H:%M:%S")}
+                                      "seen": _now()}
 
     def save(self) -> bool:
         """Write atomically, merged with what another run may have written meanwhile."""
@@ -179,9 +183,13 @@ class EvidenceCache:
             doc = {"schema": SCHEMA, "gpu": self.gpu, "driver": self.driver, "kernels": kernels,
                    "programs": dict(list(programs.items())[-2000:])}
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".evidence-", suffix=".json")
-            with os.fdopen(fd, "w") as fh:
-                json.dump(doc, fh)
-            os.replace(tmp, self.path)
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    json.dump(doc, fh)
+                os.replace(tmp, self.path)
+            except OSError:
+                os.unlink(tmp)  # a full disk must not leave half a cache beside the real one
+                raise
             self._doc = doc
             return True
         except OSError as exc:

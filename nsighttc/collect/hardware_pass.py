@@ -26,7 +26,7 @@ from typing import Callable
 import pandas as pd
 
 from ..analysis.tensor_cores import EVIDENCE_HARDWARE, tc_states
-from ..render.names import _NOISE, _WRAPPERS, _split_template
+from ..render.names import _WRAPPERS, name_parts
 
 _COMMUNICATION = re.compile(r"nccl|ncclDevKernel|cross_device_reduce|all_?reduce|all_?gather|reduce_scatter",
                             re.IGNORECASE)
@@ -55,19 +55,14 @@ def needs_hardware(launches: pd.DataFrame) -> pd.DataFrame:
 def leaf_name(name: str) -> str:
     """The function's own name, as ncu prints it: no return type, namespaces, templates or parameters
     (``void at::native::vectorized_elementwise_kernel<4, ...>(...)`` -> ``vectorized_elementwise_kernel``)."""
-    n = re.sub(r"^(void|std::enable_if<[^>]*>::type)\s+", "", str(name).strip())
-    n = _NOISE.sub("", n)
-    base, _ = _split_template(n)
-    return base.split("(")[0].strip().split("::")[-1].strip()
+    return name_parts(name)[3]
 
 
 def ncu_token(name: str) -> str:
     """The distinctive identifier of a kernel name for ncu's demangled-name filter: the leaf, or for
     wrapper templates (``cutlass::Kernel2<cutlass_80_tensorop_...>``) the kernel inside."""
-    n = _NOISE.sub("", re.sub(r"^(void|std::enable_if<[^>]*>::type)\s+", "", str(name).strip()))
-    leaf = leaf_name(name)
+    _, _, first, leaf = name_parts(name)
     if leaf in _WRAPPERS:
-        _, first = _split_template(n)
         m = _IDENT.search(first.split("::")[-1] if first else "")
         if m and len(m.group(0)) >= 8:
             return m.group(0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .sniff import Kind, sniff
@@ -24,7 +25,40 @@ class Parsed:
 
 
 def load(path: str | Path) -> Parsed:
-    path = Path(path)
+    """Parse one file into a kernel table (plus timeline tables), checked by ``_usable``."""
+    return _usable(_read(Path(path)))
+
+
+def _usable(p: Parsed) -> Parsed:
+    """What no reader may pass on, whatever the format. A launch without a kernel name (a damaged report
+    record, seen in fuzzed .ncu-rep files) cannot be judged or attributed: dropped with a note (a timeline
+    keeps it as '(unnamed kernel)': its rows line up with its GPU-op table). Infinite counter values
+    (`1e400` in a CSV cell) cannot be true: they become "not collected" (NaN), with a note."""
+    k = p.kernels
+    infinite = 0
+    for c in [c for c in k.columns if k[c].dtype == "float64"]:  # column by column: no copy of the table
+        col = k[c].to_numpy()
+        bad = np.isinf(col)
+        if bad.any():
+            infinite += int(bad.sum())
+            k[c] = np.where(bad, np.nan, col)
+    if infinite:
+        p.warnings.append(f"{p.path}: {infinite:,} infinite value(s) treated as not collected")
+    if not k.empty and k["name"].isna().any():
+        n = int(k["name"].isna().sum())
+        if p.timeline is None:
+            p.kernels = k[k["name"].notna().to_numpy()].reset_index(drop=True)
+            p.warnings.append(f"{p.path}: {n:,} kernel launch(es) without a name were left out")
+        else:
+            names = k["name"]
+            if isinstance(names.dtype, pd.CategoricalDtype) and "(unnamed kernel)" not in names.cat.categories:
+                names = names.cat.add_categories(["(unnamed kernel)"])
+            k["name"] = names.fillna("(unnamed kernel)")
+            p.warnings.append(f"{p.path}: {n:,} kernel launch(es) without a name are shown as '(unnamed kernel)'")
+    return p
+
+
+def _read(path: Path) -> Parsed:
     kind = sniff(path)
     if kind is Kind.NCU_CSV:
         from . import ncu_csv

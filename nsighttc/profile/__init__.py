@@ -87,6 +87,7 @@ class Pass:
     on_prof: Callable[[str], None] | None = None  # sees each ==PROF== line (the default run's stop rule)
     stopped_early: bool = False                    # we interrupted the program on purpose (all kernels measured)
     mode: str = ""                                 # default run: "overlapped" | "after" ncu pass; "timeline"
+    perm_lines: list[str] = field(default_factory=list)  # ncu's ERR_NVGPUCTRPERM lines, if any
 
 
 @dataclass
@@ -194,7 +195,6 @@ def _env(python_program: bool) -> dict[str, str]:
 def start_pass(p: Pass, *, python_program: bool, say: Callable[[str], None]) -> process.Running:
     """Start a pass; its output lines are logged, shown (workload output) and watched (ncu progress)."""
     seen: set[str] = set()
-    p._perm = []  # type: ignore[attr-defined]
 
     def on_line(line: str) -> None:
         m = _PROF_LINE.search(line)
@@ -206,7 +206,7 @@ def start_pass(p: Pass, *, python_program: bool, say: Callable[[str], None]) -> 
             elif p.profiled_kernels % 10 == 1:
                 say(f"[{p.engine}] profiled {p.profiled_kernels} kernels ({len(seen)} distinct), last: {m.group(1)[:70]}")
         elif PERM_ERROR in line:
-            p._perm.append(line)  # type: ignore[attr-defined]
+            p.perm_lines.append(line)
         elif not line.startswith("==PROF=="):
             say(f"  | {line}")
 
@@ -218,7 +218,7 @@ def start_pass(p: Pass, *, python_program: bool, say: Callable[[str], None]) -> 
 def finish_pass(p: Pass, running: process.Running, timeout: float | None) -> Pass:
     r = running.wait(timeout)
     p.returncode, p.seconds, p.timed_out, p.interrupted = r.returncode, r.seconds, r.timed_out, r.interrupted
-    if getattr(p, "_perm", None):
+    if p.perm_lines:
         raise CounterPermission(PERM_FIX)
     return p
 
@@ -333,20 +333,21 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
     notes += failures
     try:
         verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome)
+        if verdict is None and not (interrupted or timed_out):
+            notes.append(f"no verdict could be made; what was recorded is kept in {run_dir}: {_kept(run_dir)}")
+            if inputs and not workload_rc:  # recordings exist but cannot be read: the profiler run failed
+                workload_rc = CollectError.exit_code
+        _write_meta(run_dir, target, opts, done, gpus, notes, outcome.info if outcome else None)
     except OSError as exc:  # a full disk, a directory made read-only under us: say so, keep what exists
         raise CollectError(f"cannot write the run directory ({exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}); "
                            f"what was recorded is kept: {_kept(run_dir)}", run_dir) from None
-    if verdict is None and not (interrupted or timed_out):
-        notes.append(f"no verdict could be made; what was recorded is kept in {run_dir}: {_kept(run_dir)}")
-        if inputs and not workload_rc:  # recordings exist but cannot be read: the profiler run failed
-            workload_rc = CollectError.exit_code
     code = 130 if interrupted else 124 if timed_out else workload_rc
     return Result(run_dir, verdict, code, [p.engine for p in done], notes, interrupted, timed_out)
 
 
 def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: list, notes: list[str],
               inputs: list, outcome) -> object | None:
-    """Analyse what was recorded and write verdict.json, report.md, the plots and run.json."""
+    """Analyse what was recorded and write verdict.json, report.md and the plots."""
     verdict = None
     if inputs:
         from ..api import analyze
@@ -375,7 +376,6 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             from ..render.plots import write_plots
             made = write_plots(doc, run_dir)
             (run_dir / "report.md").write_text(markdown.render(doc, plots=made))
-    _write_meta(run_dir, target, opts, done, gpus, notes, outcome.info if outcome else None)
     return verdict
 
 

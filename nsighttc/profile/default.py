@@ -9,8 +9,9 @@ at close to the cost of one plain run.
    the evidence cache measured before (``collect.evidence_cache``). Each is profiled once, and the program
    is interrupted as soon as the last one was, so the rest of it never runs under ncu. For Python
    programs, this pass is started *while the timeline pass runs* and waits at a gate in the launcher
-   (``nsighttc.launch``): the interpreter, the imports and ncu's start-up overlap the timeline run (with torch, the gate is at its first CUDA use, so its CPU-side start-up, model
-   construction included, overlaps too). The gate says ``stop`` when nothing is missing (then the pass costs nothing), ``go``
+   (``nsighttc.launch``): the interpreter, the imports and ncu's start-up overlap the timeline run (with
+   torch, the gate is at its first CUDA use, so its CPU-side start-up, model construction included,
+   overlaps too). The gate says ``stop`` when nothing is missing (then the pass costs nothing), ``go``
    otherwise. A program whose every kernel was found in the cache on its last run skips the overlapped
    start altogether (no process competes with its timeline run).
 3. The ncu measurements are merged into the timeline's kernels by name (``analysis.merge``), so time shares
@@ -23,9 +24,10 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -35,7 +37,7 @@ from ..collect import engines, process, tools
 from ..collect.evidence_cache import EvidenceCache, program_key
 from ..collect.hardware_pass import StopWhenCovered, kernel_regex, needs_hardware
 from ..errors import NsighttcError, UsageError
-from . import CounterPermission, Options, Pass, PERM_FIX, Target, _export, finish_pass, run_pass, start_pass
+from . import CounterPermission, Options, Pass, PERM_FIX, Target, _export, finish_pass, plan, run_pass, start_pass
 
 GATE_WAIT_S = 60.0  # how long a gated pass told "stop" may take to exit before its group is killed
 
@@ -54,7 +56,6 @@ class Outcome:
 
 
 def _has_torch(python: str) -> bool:
-    import sys
     if os.path.realpath(python) == os.path.realpath(sys.executable):  # our own interpreter: no process start
         import importlib.util
         return importlib.util.find_spec("torch") is not None
@@ -73,20 +74,15 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path) -> Pass | None:
         (choice == "torch" or nsys is None or _has_torch(opts.python))
     if choice == "torch" and not target.python_program:
         raise UsageError("--timeline-engine torch runs Python programs only (SCRIPT.py or -- python -m MODULE)")
-    if use_torch:
-        trace = run_dir / "torch_trace.json"
-        argv = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, torch_trace=trace,
-                                     python=opts.python)
-        return Pass("torch", argv, run_dir / "torch.log", torch_trace=trace, mode="timeline")
-    if nsys is not None:
-        inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python) \
-            if target.python_program else list(target.argv)
-        return Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner, opts.range), run_dir / "nsys.log",
-                    mode="timeline")
-    return None
+    engine = "torch" if use_torch else "nsys" if nsys is not None else None
+    if engine is None:
+        return None
+    p = plan(replace(opts, engine=engine), target, None, run_dir)[0][0]  # the same pass --engine X runs
+    p.mode = "timeline"
+    return p
 
 
-def _interrupt_program(pid_file: Path, p: Pass, say: Callable[[str], None]) -> None:
+def _interrupt_program(pid_file: Path, p: Pass, say: Callable[[str], None], reason: str) -> None:
     """SIGINT the profiled program (the launcher turns it into KeyboardInterrupt; ncu then writes its
     report). The pid file may not exist yet when ncu prints before the program starts: retry a while."""
     p.stopped_early = True
@@ -100,7 +96,9 @@ def _interrupt_program(pid_file: Path, p: Pass, say: Callable[[str], None]) -> N
             except (OSError, ValueError):
                 time.sleep(0.05)
 
-    say("[ncu] every kernel that needed hardware evidence was profiled: stopping the program")
+    say("[ncu] " + ("every kernel that needed hardware evidence was profiled" if reason == "covered" else
+                    "most of the needed kernels' time is measured and no new one came for a while")
+        + ": stopping the program")
     threading.Thread(target=send, daemon=True).start()
 
 
@@ -130,10 +128,9 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             raise UsageError("no engine can profile a non-Python command here: ncu and nsys were not found")
         out.notes.append("default run: nsys was not found, so there is no timeline; one Nsight Compute pass "
                          "answers the Tensor Core question only")
-        p = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", list(target.argv), cc, nvtx_range=opts.range,
-                                         every_launch=opts.every_launch, all_kernels=opts.all_kernels),
-                 run_dir / "ncu.log", mode="after")
-        run_pass(p, timeout=remaining(), python_program=False, say=say)
+        p = plan(replace(opts, engine="ncu"), target, cc, run_dir)[0][0]  # what --engine ncu runs
+        p.mode = "after"
+        run_pass(p, timeout=remaining(), python_program=target.python_program, say=say)
         out.done.append(p)
         out.inputs += _export(p, run_dir, out.notes)
         return out
@@ -143,14 +140,21 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     out.program = program_key(target.argv)
     record = out.cache.program(out.program) if out.cache is not None and not opts.hardware else None
     gate, pid_file = run_dir / ".ncu-gate", run_dir / ".ncu-pid"
+
+    def ncu_pass(mode: str, regex: str | None = None, **gating) -> Pass:
+        """The hardware pass: beside the timeline behind the gate (mode "overlapped"), or after it,
+        filtered to exactly the missing kernels (mode "after")."""
+        inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python,
+                                      pid_file=pid_file, **gating) if target.python_program else list(target.argv)
+        return Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
+                                            every_launch=opts.every_launch, all_kernels=opts.all_kernels,
+                                            kernel_regex=regex), run_dir / "ncu.log", mode=mode)
+
     hw: Pass | None = None
     hw_run: process.Running | None = None
     if ncu is not None and target.python_program and opts.overlap != "none" and not (record and record.get("complete")):
-        inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python,
-                                      gate=gate, pid_file=pid_file, gate_at="cuda" if (opts.overlap == "cuda" and tl.engine == "torch") else "start")
-        hw = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
-                                          every_launch=opts.every_launch, all_kernels=opts.all_kernels),
-                  run_dir / "ncu.log", mode="overlapped")
+        hw = ncu_pass("overlapped", gate=gate,
+                      gate_at="cuda" if (opts.overlap == "cuda" and tl.engine == "torch") else "start")
         hw.on_prof = lambda line: None  # quiet until the gate opens
         say("[ncu] starting now and waiting at the gate while the timeline runs (start-up overlaps)")
         hw_run = start_pass(hw, python_program=True, say=lambda s: None if s.startswith("[ncu] running") else say(s))
@@ -219,15 +223,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         say(f"[2/2 ncu] {len(missing)} kernel(s) need hardware evidence"
             + (f" ({len(have)} more found in the cache)" if have else "") + f" ... {time.monotonic() - started:.0f}s")
         if hw is None:  # not started beside the timeline: start it now, filtered to exactly these kernels
-            inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
-                                          python=opts.python, pid_file=pid_file) \
-                if target.python_program else list(target.argv)
-            hw = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
-                                              every_launch=opts.every_launch, kernel_regex=kernel_regex(missing)),
-                      run_dir / "ncu.log", mode="after")
+            hw = ncu_pass("after", regex=kernel_regex(missing))
         p = hw
         weights = need.groupby("name")["time_ns"].sum().to_dict()
-        watcher = StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_file, p, say)
+        watcher = StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_file, p, say, watcher.reason)
                                   if target.python_program else None, weights=weights)
 
         def progress(line: str) -> None:
@@ -293,9 +292,7 @@ def remember(out: Outcome, verdict, target: Target) -> None:
     ncu_had_its_chance = any(p.engine == "ncu" and p.returncode is not None for p in out.done)
     if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
         out.cache.add_unmeasured(list(dict.fromkeys(still["name"])), source)
-        still = still.iloc[0:0]
-    complete = still.empty
-    out.cache.set_program(out.program, complete, target.label)
+    out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label)
     if out.cache.save():
         out.info["cached_now"] = added
     out.notes += [n for n in out.cache.notes if n not in out.notes]

@@ -109,7 +109,8 @@ def evidence_sources_text(src: dict) -> str:
 
 
 def peak_text(peak: dict | None) -> str:
-    """'; 34% of the H100 SXM's dense fp16 peak (989 TFLOP/s, datasheet)' or why there is no percentage."""
+    """'; 35% of the H200 SXM's dense Tensor Core peak for each kernel's dtype (time-weighted; fp16 peak
+    990 TFLOP/s; <datasheet>)', or why there is no percentage."""
     if not peak:
         return ""
     if not peak.get("gpu"):

@@ -36,13 +36,20 @@ def _split_template(name: str) -> tuple[str, str]:
     return name[:i], name[start:].split(",")[0].strip()
 
 
-def short_name(name: str, width: int = 64) -> str:
-    name = str(name)[:MAX_NAME]
-    n = re.sub(r"^(void|std::enable_if<[^>]*>::type)\s+", "", str(name).strip())
-    n = _NOISE.sub("", n)
+_RETURN_TYPE = re.compile(r"^(void|std::enable_if<[^>]*>::type)\s+")
+
+
+def name_parts(name: str) -> tuple[str, str, str, str]:
+    """(name without return type and namespace noise, base before templates and parameters, first template
+    argument, leaf function name): what short names and ncu's kernel-name filter are made of."""
+    n = _NOISE.sub("", _RETURN_TYPE.sub("", str(name)[:MAX_NAME].strip()))
     base, first = _split_template(n)
     base = base.split("(")[0].strip()
-    leaf = base.split("::")[-1]
+    return n, base, first, base.split("::")[-1].strip()
+
+
+def short_name(name: str, width: int = 64) -> str:
+    n, base, first, leaf = name_parts(name)
     if leaf in _WRAPPERS and re.fullmatch(r"[A-Za-z_]\w{8,}", first or ""):
         text = first  # cutlass::Kernel2<cutlass_80_simt_sgemm_...>
     elif "elementwise" in leaf or "distribution" in leaf:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 
 from .fmt import ns, pct, tc_word
-from .markdown import evidence_sources_text, tc_headline, timeline_headline
+from .markdown import headline_lines
 from .names import short_name
 
 
@@ -19,12 +19,7 @@ def _one_line(text: str, width: int = 110) -> str:
 
 def summary_lines(doc: dict, report: str | None = None, top_kernels: int = 5, top_findings: int = 3) -> list[tuple[str, str]]:
     """(style, text) lines; the renderer-independent part, so tests can read it without a terminal."""
-    tc = doc["tensor_cores"]
-    lines = [("bold", tc_headline(tc))]
-    if doc.get("timeline"):
-        lines.append(("bold", timeline_headline(doc["timeline"])))
-    if tc.get("evidence_sources"):
-        lines.append(("dim", "evidence for the matrix-work kernels: " + evidence_sources_text(tc["evidence_sources"])))
+    lines = [("dim" if text.startswith("Evidence") else "bold", text) for text in headline_lines(doc)]
     findings = [f for f in doc.get("findings", []) if f.get("severity") != "info"][:top_findings]
     if findings:
         lines.append(("bold", "Top findings"))

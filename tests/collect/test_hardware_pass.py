@@ -1,11 +1,13 @@
 """The default run's ncu pass: which kernels need hardware evidence, how ncu is told their names, when it
 stops, and the evidence cache, all on real recordings (torch.profiler and ncu of the same probe cases)."""
 import json
+import os
 import re
 import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from nsighttc.analysis.tensor_cores import classify_launches
 from nsighttc.collect.evidence_cache import EvidenceCache
@@ -111,7 +113,7 @@ def test_the_launcher_gate(tmp_path):
 
 
 def test_the_gate_at_the_first_cuda_use(tmp_path):
-    torch = __import__("pytest").importorskip("torch")
+    pytest.importorskip("torch")
     script = tmp_path / "s.py"
     script.write_text("import torch\nprint('cpu start-up ran', torch.get_num_threads(), flush=True)\n"
                       "torch.cuda._lazy_init()\nprint('gpu work ran')\n")
@@ -157,5 +159,5 @@ def test_a_gated_program_leaves_when_nsighttc_is_gone(tmp_path):
     argv = [sys.executable, "-m", "nsighttc.launch", "--annotate", "none", "--wait-for", str(tmp_path / "never"),
             "--", str(script)]
     r = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=60,
-                       env={**__import__("os").environ, "NSIGHTTC_GATE_OWNER": str(dead.pid)})
+                       env={**os.environ, "NSIGHTTC_GATE_OWNER": str(dead.pid)})
     assert r.returncode == 0 and "program ran" not in r.stdout

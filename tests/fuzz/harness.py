@@ -98,5 +98,5 @@ def save(seed: Seed, data: bytes) -> Path:
 
 def seed_of_bad_file(path: Path) -> Seed:
     from .seeds import SEEDS
-    kind = next(s for s in sorted(SEEDS, key=lambda s: -len(s.kind)) if path.name.startswith(s.kind + "-"))
-    return kind
+    # longest kind first: "kineto-gz-..." is not a "kineto" file
+    return next(s for s in sorted(SEEDS, key=lambda s: -len(s.kind)) if path.name.startswith(s.kind + "-"))
