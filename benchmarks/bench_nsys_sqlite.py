@@ -38,8 +38,10 @@ def _replicate(con, table, copies, span, corr_span, where=""):
                 f"WHERE seq.i > 0 {where}")
 
 
-def make_input(n: int, dest: Path) -> int:
-    with gzip.open(FIXTURE, "rb") as src, dest.open("wb") as dst:
+def make_input(n: int, dest: Path, fixture: Path = FIXTURE) -> int:
+    """``dest``: the real recording ``fixture`` with its GPU work, API calls and ranges repeated (shifted in
+    time and correlation id) until it holds ``n`` kernels."""
+    with gzip.open(fixture, "rb") as src, dest.open("wb") as dst:
         shutil.copyfileobj(src, dst)
     con = sqlite3.connect(dest)
     nk = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis import findings as findings_mod
+from .analysis import ranks as ranks_mod
 from .analysis import tensor_cores
 from .errors import NsighttcError, ParseError, UsageError
 from .model import empty_kernel_table
@@ -70,7 +71,7 @@ def _no_cyclic_gc():
 
 def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, thresholds: "Thresholds | None" = None,
             step_range: str | None = None, range_name: str | None = None,
-            evidence: pd.DataFrame | None = None) -> Verdict:
+            evidence: pd.DataFrame | None = None, jobs: int | None = None) -> Verdict:
     """Analyse profiler outputs of one run.
 
     ``yes_threshold``: share of matrix-work time on Tensor Cores for a "yes" (else "partial").
@@ -81,10 +82,75 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
     name anywhere in the path); an error names the ranges that exist when nothing matches.
     ``evidence``: hardware evidence measured earlier (``collect.evidence_cache.EvidenceCache.lookup``),
     merged into the timeline's kernels by name like an ncu export of the same run.
+
+    Directories are read as the profiler outputs inside them. Inputs of several ranks of one distributed
+    job (``analysis.ranks``: torch.profiler's ``distributedInfo``, or ``rank<N>`` in the path) are analysed
+    rank by rank in ``jobs`` processes (default: one per core) and the verdict gains ``ranks`` and
+    ``distributed``; Nsight Compute inputs are evidence for every rank.
     """
+    kwargs = dict(yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range,
+                  range_name=range_name, evidence=evidence)
     with _no_cyclic_gc():
-        return _analyze(paths, yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range,
-                        range_name=range_name, evidence=evidence)
+        paths = ranks_mod.expand(list(paths))
+        grouped = _rank_groups(paths)
+        if grouped is not None:
+            return _analyze_ranks(*grouped, jobs=jobs, kwargs=kwargs)
+        return _analyze(paths, **kwargs)
+
+
+def _rank_groups(paths: list):
+    """(inputs by rank, shared counter inputs, rank infos) when the inputs hold two ranks or more, else None."""
+    from .parse.sniff import sniff
+    if len(paths) < 2:
+        return None
+    kinds, plain = {}, []
+    for p in paths:
+        path = p.path if isinstance(p, Parsed) else Path(p)
+        try:
+            kinds[path] = p.kind if isinstance(p, Parsed) else sniff(path)
+        except NsighttcError:
+            return None  # the single-run path reports the bad file with its usual message
+        plain.append(path)
+    by_rank, counters, infos = ranks_mod.group(plain, kinds)
+    if len([r for r in by_rank if r >= 0]) < 2:
+        return None
+    if -1 in by_rank:
+        raise UsageError("inputs of several ranks, but no rank for "
+                         + ", ".join(str(p) for p in by_rank[-1][:3])
+                         + " (name it rank<N>, or keep each rank's files in a rank<N>/ directory)")
+    return by_rank, counters, infos
+
+
+def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | None, kwargs: dict) -> Verdict:
+    """Every rank on its own (in parallel), then the job: rank table, distributed verdict, cross-rank
+    Tensor Core roll-up. The timeline, ranges and findings shown are the straggler's (else the lowest rank's)."""
+    from .analysis import peak
+    results = ranks_mod.analyze_ranks(by_rank, counters, jobs, kwargs)
+    rows = [ranks_mod.rank_row(r, results[r][0]) for r in sorted(results)]
+    sizes = {i.world_size for i in infos.values() if i.world_size}
+    dist = ranks_mod.distributed(rows, sizes.pop() if len(sizes) == 1 else None)
+    shown = dist["straggler"]["rank"] if dist["straggler"] else min(results)
+    sv = results[shown][0]
+    low = results[min(results)][0]
+    compacted = pd.concat([c for _, c in results.values()], ignore_index=True)
+    summary = tensor_cores.rollup(tensor_cores.compact(compacted), yes_threshold=kwargs["yes_threshold"])
+    kernel_rows = tensor_cores.combine_kernel_rows([v.kernels for v, _ in results.values()])
+    gpu_name = (sv.device or {}).get("name")
+    gpu_peak = peak.match(gpu_name)
+    kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], gpu_peak)
+    summary["peak"] = peak.summary(kernel_rows, gpu_peak, gpu_name)
+    found = sorted(ranks_mod.findings(rows, dist) + list(sv.findings), key=lambda f: -f.time_ns)
+    warnings = list(dict.fromkeys(w for v, _ in results.values() for w in v.warnings))
+    warnings.append(f"{len(rows)} ranks analysed one by one; the timeline, ranges and findings shown are rank "
+                    f"{shown}'s ({'the straggler' if dist['straggler'] else 'the lowest rank'}); the Tensor Core "
+                    f"numbers cover every rank; `launches` holds rank {min(results)}'s")
+    dist["timeline_rank"] = shown
+    inputs = [i for v, _ in results.values() for i in v.inputs if i["kind"] not in ("ncu-csv", "ncu-rep")]
+    inputs += [i for i in low.inputs if i["kind"] in ("ncu-csv", "ncu-rep")]
+    v = Verdict(inputs, sv.device, summary, kernel_rows, sv.ranges, found, low.launches, warnings, sv.timeline)
+    v.ranks = [ranks_mod.public(r) for r in rows]
+    v.distributed = dist
+    return v
 
 
 def _in_range(launches: pd.DataFrame, name: str) -> pd.Series:

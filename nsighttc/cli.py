@@ -89,7 +89,7 @@ def cli() -> None:
 
 @cli.command()
 @verbosity
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=FORMAT, default=None, help=FORMAT_HELP)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @click.option("--yes-threshold", type=click.FloatRange(0, 1), default=0.9, show_default=True,
@@ -106,14 +106,24 @@ def cli() -> None:
               help="Ranges that launch fewer kernels get 'insufficient-data'.")
 @click.option("--range", "range_", metavar="NAME",
               help="Judge only kernels launched inside NVTX range NAME (a path like 'train/step' or a name).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Ranks analysed at once, one process each (default: one per core). Memory grows with N, not "
+                   "with the number of ranks.")
 def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold: float, step_range: str | None,
-            cpu_bound: float, gpu_bound: float, min_wall_ms: float, min_kernels: int, range_: str | None) -> None:
+            cpu_bound: float, gpu_bound: float, min_wall_ms: float, min_kernels: int, range_: str | None,
+            jobs: int | None) -> None:
     """Analyse profiler outputs and print the verdict.
 
     INPUTS: Nsight Compute CSV exports (`ncu -i R.ncu-rep --csv --page raw --print-units base`, or
     --page details; plain or .gz), .ncu-rep reports, Nsight Systems SQLite exports / .nsys-rep, and
-    torch.profiler traces (.json / .json.gz). Files of one run can be combined: a timeline plus an ncu
-    export makes the timeline's Tensor Core shares hardware-true.
+    torch.profiler traces (.json / .json.gz), or directories holding them. Files of one run can be
+    combined: a timeline plus an ncu export makes the timeline's Tensor Core shares hardware-true.
+
+    \b
+    Distributed jobs: give every rank's files (or the job's directory, e.g. runs/job/ with rank0/,
+    rank1/, ...). Ranks are told apart by torch.profiler's distributedInfo, else by rank<N> in the
+    file or directory name; each rank is judged on its own and the verdict adds a rank table, the
+    straggler and the communication not overlapped by compute.
     """
     from .analysis.timeline import Thresholds
     from .api import analyze as run_analysis
@@ -123,7 +133,7 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
     th = Thresholds(cpu_bound=cpu_bound, gpu_bound=gpu_bound, min_wall_ns=min_wall_ms * 1e6, min_kernels=min_kernels)
     t0 = time.perf_counter()
     verdict = run_analysis(list(inputs), yes_threshold=yes_threshold, thresholds=th, step_range=step_range,
-                           range_name=range_)
+                           range_name=range_, jobs=jobs)
     note(f"nsighttc: analysed {len(inputs)} input(s), {len(verdict.launches):,} kernel launches in "
          f"{time.perf_counter() - t0:.2f} s", level=2)
     for w in verdict.warnings:
@@ -163,11 +173,14 @@ def report(source: str, fmt: str, output: str | None, plots: bool) -> None:
 @click.option("--max-busy-drop", type=float, default=10.0, show_default=True,
               help="Fail when the GPU busy share drops by more than this many points.")
 @click.option("--max-slowdown", type=float, default=10.0, show_default=True,
-              help="Fail when the median step gets slower by more than this many percent.")
+              help="Fail when the median step (distributed: the slowest rank's) gets slower by more than this many percent.")
+@click.option("--max-comm-rise", type=float, default=10.0, show_default=True,
+              help="Distributed runs: fail when communication not overlapped by compute rises by more than this many "
+                   "points of step time.")
 @click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the comparison here.")
-def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slowdown: float, fmt: str,
-         output: str | None) -> None:
+def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slowdown: float, max_comm_rise: float,
+         fmt: str, output: str | None) -> None:
     """Compare two verdicts (run directories or verdict.json) and gate on regressions.
 
     Exit 0 when nothing regressed beyond the gate, 1 when something did, 2 on bad input. Markdown output
@@ -177,7 +190,7 @@ def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slow
     from .diff import Gate, compare, render_markdown
     from .verdict import load_json
 
-    gate = Gate(max_tc_drop, max_busy_drop, max_slowdown)
+    gate = Gate(max_tc_drop, max_busy_drop, max_slowdown, max_comm_rise)
     base_doc, new_doc = load_json(base), load_json(new)
     with _saved_verdict(f"{base} / {new}"):
         checks = compare(base_doc, new_doc, gate)

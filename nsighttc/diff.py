@@ -3,7 +3,9 @@
 Checks (defaults in ``Gate``): the Tensor Core share of kernel time must not drop by more than
 ``max_tc_drop`` percentage points, the GPU busy share by more than ``max_busy_drop`` points, the median
 step (or the profiled window when there are no steps) must not get slower by more than ``max_slowdown``
-percent, and no synchronising call may appear that BASE did not make. A check whose data is missing on
+percent, and no synchronising call may appear that BASE did not make. Distributed runs (several ranks) also
+gate on the slowest rank's median step (``max_slowdown``) and on exposed communication (``max_comm_rise``
+points of step time). A check whose data is missing on
 either side is reported as skipped, never as passed or failed.
 """
 from __future__ import annotations
@@ -18,6 +20,7 @@ class Gate:
     max_tc_drop: float = 5.0      # percentage points
     max_busy_drop: float = 10.0   # percentage points
     max_slowdown: float = 10.0    # percent
+    max_comm_rise: float = 10.0   # percentage points of step time in exposed communication (distributed runs)
 
 
 @dataclass
@@ -73,6 +76,36 @@ def compare(base: dict, new: dict, gate: Gate) -> list[Check]:
     else:
         out.append(Check("GPU busy / step time / syncs", "n/a" if not bt else "recorded", "n/a" if not nt else "recorded",
                          "", "skipped", "needs a timeline (nsys or torch) on both sides"))
+    if base.get("distributed") or new.get("distributed"):
+        out += _distributed_checks(base.get("distributed") or {}, new.get("distributed") or {}, gate)
+    return out
+
+
+def _distributed_checks(b: dict, n: dict, gate: Gate) -> list[Check]:
+    """Distributed runs: the job runs at its slowest rank's pace, and waiting in exposed communication is
+    time every rank loses."""
+    out = []
+    bs, nsv = b.get("slowest_rank_step_ns"), n.get("slowest_rank_step_ns")
+    if bs and nsv:
+        d = 100 * (nsv / bs - 1)
+        out.append(Check("Slowest rank's median step", f"{ns(bs)} (rank {b.get('slowest_rank')})",
+                         f"{ns(nsv)} (rank {n.get('slowest_rank')})", f"{d:+.1f}%",
+                         "fail" if d > gate.max_slowdown else "ok",
+                         f"slower by more than {gate.max_slowdown:g}%" if d > gate.max_slowdown else ""))
+    else:
+        out.append(Check("Slowest rank's median step", ns(bs), ns(nsv), "", "skipped", "rank steps on one side only"))
+    be, ne = b.get("exposed_comm_share"), n.get("exposed_comm_share")
+    if be is not None and ne is not None:
+        d = 100 * (ne - be)
+        out.append(Check("Exposed communication (share of step time)", pct(be), pct(ne), f"{d:+.1f} pts",
+                         "fail" if d > gate.max_comm_rise else "ok",
+                         f"rose more than {gate.max_comm_rise:g} points" if d > gate.max_comm_rise else ""))
+    else:
+        out.append(Check("Exposed communication (share of step time)", pct(be), pct(ne), "", "skipped",
+                         "several ranks on one side only"))
+    bst, nst = (b.get("straggler") or {}).get("rank"), (n.get("straggler") or {}).get("rank")
+    out.append(Check("Straggler", "none" if bst is None else f"rank {bst}", "none" if nst is None else f"rank {nst}",
+                     "new" if nst is not None and bst is None else "", "ok"))
     return out
 
 
@@ -85,5 +118,8 @@ def render_markdown(checks: list[Check], base_name: str, new_name: str, gate: Ga
     for c in checks:
         lines.append(f"| {c.name} | {c.base} | {c.new} | {c.change} | {icon[c.status]}{(' — ' + c.why) if c.why and c.status != 'fail' else ''} |")
     lines += ["", f"<sub>Gate: Tensor Core share drop ≤ {gate.max_tc_drop:g} pts, GPU busy drop ≤ {gate.max_busy_drop:g} pts, "
-              f"step slowdown ≤ {gate.max_slowdown:g}%, no new synchronising calls.</sub>", ""]
+              f"step slowdown ≤ {gate.max_slowdown:g}%, no new synchronising calls"
+              + (f"; distributed: slowest rank's step slowdown ≤ {gate.max_slowdown:g}%, exposed communication rise ≤ "
+                 f"{gate.max_comm_rise:g} pts" if any(c.name.startswith(("Slowest", "Exposed")) for c in checks) else "")
+              + ".</sub>", ""]
     return "\n".join(lines)

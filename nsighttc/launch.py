@@ -116,6 +116,28 @@ def _gate_at_first_cuda_use(gate: Path) -> bool:
     return True
 
 
+def _add_rank_metadata(prof) -> None:
+    """torch.profiler writes ``distributedInfo`` only when torch.distributed is initialised as the trace
+    *starts*; ours starts before the program calls ``init_process_group``. Write what the distributed
+    launcher told this process (torchrun's RANK/WORLD_SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS), so every
+    rank's trace says which rank it is (``analysis.ranks``)."""
+    import json
+    from .rankexec import RANK_VARIABLES, current_rank, world_size
+    if not any(os.environ.get(v, "").strip().isdigit() for v in RANK_VARIABLES):
+        return
+    info = {"rank": current_rank(), "world_size": world_size(), "source": "environment (nsighttc.launch)"}
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            info["backend"] = dist.get_backend()
+    except Exception:
+        pass
+    try:
+        prof.add_metadata_json("distributedInfo", json.dumps(info))
+    except Exception:  # an older torch without add_metadata_json: the rank<N>/ directory still tells
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = _parse(sys.argv[1:] if argv is None else argv)
     if ns.pid_file:
@@ -168,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                     torch.cuda.synchronize()
             except Exception:
                 pass
+            _add_rank_metadata(prof)
             prof.__exit__(None, None, None)
             ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
             prof.export_chrome_trace(str(ns.torch_trace))

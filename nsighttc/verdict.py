@@ -47,6 +47,8 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)
     timeline: dict | None = None
     provenance: dict | None = None
+    ranks: list[dict] | None = None        # several ranks: one row per rank (analysis.ranks)
+    distributed: dict | None = None        # several ranks: straggler, step skew, communication
 
     # -- views ----------------------------------------------------------------------------------
     def kernel_records(self) -> list[dict]:
@@ -82,6 +84,10 @@ class Verdict:
         }
         if self.timeline is not None:
             doc["timeline"] = self.timeline
+        if self.ranks is not None:
+            doc["ranks"] = [{k: _num(v) if not isinstance(v, (list, dict)) else v for k, v in r.items()}
+                            for r in self.ranks]
+            doc["distributed"] = self.distributed
         if self.provenance is not None:
             doc["provenance"] = self.provenance
         return doc

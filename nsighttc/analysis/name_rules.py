@@ -69,7 +69,18 @@ def _r(id_, pattern, tc, dtype, seen):
     return NameRule(id_, re.compile(pattern), tc, dtype, seen)
 
 
+# Communication between GPUs: collectives and peer reductions. Never Tensor Core work, never "unknown"; the
+# timeline counts a rank's time inside them as waiting, not compute (analysis/timeline/comm.py).
+# NCCL names seen on H200 x2 with torch 2.11 (reports/ddp): ncclDevKernel_AllReduce_Sum_f32_RING_LL(...);
+# older NCCL (2.1x): ncclKernel_AllReduce_RING_LL_Sum_float(...); custom all-reduce kernels of vLLM and
+# torch symmetric memory (peer knowledge): cross_device_reduce_*, one_shot/two_shot/multimem_all_reduce.
+COMMUNICATION = re.compile(r"\bnccl|^nccl|cross_device_reduce|(one|two)_shot_all_reduce|multimem_all_reduce|"
+                           r"multimem_all_gather|all_gather_into_tensor_kernel", re.IGNORECASE)
+
 RULES: tuple[NameRule, ...] = (
+    _r("communication", COMMUNICATION.pattern, False, None,
+       "collectives and peer reductions move data between GPUs (reduction adds on CUDA cores); names seen on "
+       "H200 x2 (reports/ddp); never replayed under ncu, where a lone rank's collective stalls the others"),
     # --- not one kernel: a whole CUDA graph execution (nsys --cuda-graph-trace=graph, its default) ---
     _r("cuda-graph-whole", r"^CUDA graph #\S+ \(traced whole\)$", None, None,
        "nsys 2025.3.1 on H100 (tests/fixtures/multi_phase_nsys_graph): one CUPTI_ACTIVITY_KIND_GRAPH_TRACE record "
@@ -140,7 +151,8 @@ NO_MATRIX_FAMILIES = ("elementwise", "reduce_kernel", "distribution_", "max_pool
                       "nchwToNhwc", "nhwcToNchw", "splitKreduce", "copy_kernel", "fill_kernel",
                       "CatArrayBatchedCopy", "softmax", "layer_norm", "batch_norm", "index_", "gather_kernel",
                       "RadixSort", "randperm", "epilogue", "triton_poi_",
-                      "triton_red_", "triton_per_")
+                      "triton_red_", "triton_per_",
+                      "nccl")  # never replay a collective under ncu: the other ranks stall in it
 
 
 def ncu_kernel_filter() -> str:
@@ -154,7 +166,8 @@ def ncu_kernel_filter() -> str:
 MATRIX_WORK = re.compile(
     r"gemm|gemv|conv|fprop|dgrad|wgrad|matmul|_mm_|bmm|xmma|nvjet|cutlass|sdpa|attention|flash|fmha|"
     r"cublas|cudnn_generated|s1688|h884|16816|tensorop|\bmm\b|linear", re.IGNORECASE)
-_NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel|epilogue", re.IGNORECASE)
+_NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel|epilogue|nccl|"
+                         r"all_reduce|cross_device", re.IGNORECASE)
 
 
 def name_mask(names: pd.Series, pattern: re.Pattern | str, exclude: re.Pattern | str | None = None) -> pd.Series:
@@ -166,6 +179,11 @@ def name_mask(names: pd.Series, pattern: re.Pattern | str, exclude: re.Pattern |
     hit = np.array([bool(rx.search(str(u))) and not (ex is not None and ex.search(str(u))) for u in uniques]
                    + [False], dtype=bool)  # code -1 (missing name) -> the trailing False
     return pd.Series(hit[codes], index=names.index)
+
+
+def is_communication(names: pd.Series) -> pd.Series:
+    """Kernels that move data between GPUs (``COMMUNICATION``), evaluated once per distinct name."""
+    return name_mask(names, COMMUNICATION)
 
 
 def is_matrix_work(names: pd.Series) -> pd.Series:

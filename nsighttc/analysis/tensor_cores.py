@@ -167,6 +167,34 @@ def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["_state", "_dtype", "_pipe_w", "_pipe_t"]).reset_index(drop=True)
 
 
+def combine_kernel_rows(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Per-kernel rows of several ranks (``aggregate_kernels`` each) -> one table: rows of one kernel with
+    the same verdict, dtype and evidence add up; shares, TFLOP/s and variants are recomputed."""
+    tables = [t for t in tables if not t.empty]
+    if not tables:
+        return aggregate_kernels(pd.DataFrame())
+    df = pd.concat(tables, ignore_index=True)
+    df["_tc"] = df["tensor_core"].astype(str)
+    df["_dtype"] = df["dtype"].fillna("").astype(str)
+    df["_pipe_w"] = df["tensor_pipe_pct"] * df["total_time_ns"]
+    keys = ["name", "_tc", "_dtype", "evidence"]
+    g = df.groupby(keys, sort=False, dropna=False)
+    out = g.agg(calls=("calls", "sum"), total_time_ns=("total_time_ns", "sum"),
+                tc_flop=("tc_flop", lambda x: x.sum(min_count=1)), _pipe_w=("_pipe_w", "sum"),
+                _pipe_n=("tensor_pipe_pct", "count"), tensor_core=("tensor_core", "first"), dtype=("dtype", "first"),
+                matrix_work=("matrix_work", "any"), name_rule=("name_rule", "first"), name_tc=("name_tc", "first"),
+                evidence_detail=("evidence_detail", "first"), first_launch=("first_launch", "min"),
+                nvtx=("nvtx", lambda x: sorted({n for lst in x for n in lst}))).reset_index()
+    out["tensor_pipe_pct"] = np.where(out["_pipe_n"] > 0, out["_pipe_w"] / out["total_time_ns"], np.nan)
+    out["tflops"] = out["tc_flop"] / out["total_time_ns"] / 1e3
+    total = out["total_time_ns"].sum()
+    out["time_share"] = out["total_time_ns"] / total if total else 0.0
+    out = out.sort_values(["total_time_ns", "first_launch"], ascending=[False, True], kind="stable")
+    out["variant"] = out.groupby("name").cumcount() + 1
+    out["variant"] = np.where(out.groupby("name")["name"].transform("size") > 1, out["variant"], 0)
+    return out.drop(columns=["_tc", "_dtype", "_pipe_w", "_pipe_n"]).reset_index(drop=True)
+
+
 def compact(launches: pd.DataFrame) -> pd.DataFrame:
     """Launches -> one row per (range path, verdict, dtype, matrix work, evidence) with summed time,
     launch count and FLOPs: roll-ups over a million launches become roll-ups over a few dozen rows."""

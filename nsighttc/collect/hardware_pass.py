@@ -25,11 +25,10 @@ from typing import Callable
 
 import pandas as pd
 
+from ..analysis import name_rules
 from ..analysis.tensor_cores import EVIDENCE_HARDWARE, tc_states
 from ..render.names import _WRAPPERS, name_parts
 
-_COMMUNICATION = re.compile(r"nccl|ncclDevKernel|cross_device_reduce|all_?reduce|all_?gather|reduce_scatter",
-                            re.IGNORECASE)
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -46,7 +45,7 @@ def needs_hardware(launches: pd.DataFrame) -> pd.DataFrame:
     if d.empty:
         return pd.DataFrame(columns=cols)
     d = d.assign(name=d["name"].astype(str), grid=d["grid"].astype(str), block=d["block"].astype(str))
-    d = d[~d["name"].str.contains(_COMMUNICATION)]
+    d = d[~name_rules.is_communication(d["name"]).to_numpy()]
     g = d.groupby(["name", "grid", "block"], sort=False).agg(time_ns=("duration_ns", "sum"),
                                                              launches=("duration_ns", "size")).reset_index()
     return g.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)

@@ -88,6 +88,13 @@ class Pass:
     stopped_early: bool = False                    # we interrupted the program on purpose (all kernels measured)
     mode: str = ""                                 # default run: "overlapped" | "after" ncu pass; "timeline"
     perm_lines: list[str] = field(default_factory=list)  # ncu's ERR_NVGPUCTRPERM lines, if any
+    ranked: bool = False                           # run once per rank: outputs in rank<R>/ (distribute)
+    tool: str | None = None                        # the profiler's executable when argv[0] is the launcher
+
+    @property
+    def exe(self) -> str:
+        """The profiler executable (ncu/nsys) of this pass, behind a distributed launcher or not."""
+        return self.tool or self.argv[0]
 
 
 @dataclass
@@ -108,11 +115,61 @@ class Target:
     module: bool             # True: ``-m module``
     python_program: bool     # False: an arbitrary command, run as is (no launcher, no torch engine)
     label: str
+    dist_prefix: list[str] | None = None  # torchrun and its options: every pass runs once per rank
+
+    @property
+    def distributed(self) -> bool:
+        return self.dist_prefix is not None
+
+
+# torchrun options that take no value (torch 2.11 torch/distributed/run.py); every other option takes one
+_TORCHRUN_FLAGS = {"--standalone", "--run-path", "--run_path", "--virtual-local-rank", "--virtual_local_rank"}
+_TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
+
+
+def _torchrun_target(prefix: list[str], args: list[str]) -> Target:
+    """``torchrun [OPTIONS] SCRIPT|-m MODULE|--no-python CMD [ARGS]`` -> the per-rank program and the
+    launcher prefix every pass is run behind (``rankexec`` starts the profilers inside each rank)."""
+    opts: list[str] = []
+    no_python = module = False
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        a = args[i]
+        if a in ("--no-python", "--no_python"):
+            no_python = True
+        elif a in ("-m", "--module"):
+            module = True
+        elif a in _TORCHRUN_FLAGS or "=" in a:
+            opts.append(a)
+        else:
+            opts += args[i:i + 2]
+            i += 1
+        i += 1
+    if i < len(args) and args[i] == "--":
+        i += 1
+    program = args[i:]
+    if not program:
+        raise UsageError(f"{' '.join(prefix)}: no training script after its options")
+    dist = [*prefix, *opts]
+    if no_python:
+        if shutil.which(program[0]) is None and not Path(program[0]).exists():
+            raise UsageError(f"{program[0]}: command not found")
+        return Target(program, False, False, Path(program[0]).name, dist)
+    if module:
+        return Target(program, True, True, program[0], dist)
+    if not Path(program[0]).is_file():
+        raise UsageError(f"{program[0]}: script not found")
+    return Target(program, False, True, Path(program[0]).stem, dist)
 
 
 def resolve_target(script: str | None, args: list[str], command: list[str] | None) -> Target:
     if command:
         exe = Path(command[0]).name
+        if exe == "torchrun":
+            return _torchrun_target([command[0]], command[1:])
+        if re.fullmatch(r"python(\d(\.\d+)?)?", exe) and len(command) >= 3 and command[1] == "-m" \
+                and command[2] in _TORCHRUN_MODULES:
+            return _torchrun_target(command[:3], command[3:])
         if re.fullmatch(r"python(\d(\.\d+)?)?", exe) and len(command) >= 2:
             if command[1] == "-m" and len(command) >= 3:
                 return Target([command[2], *command[3:]], True, True, command[2])
@@ -148,14 +205,45 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
 
     if engine == "ncu":
         ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
-        return [Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(), cc, nvtx_range=opts.range,
-                                             every_launch=opts.every_launch, all_kernels=opts.all_kernels),
-                     run_dir / "ncu.log")], notes
+        p = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(), cc, nvtx_range=opts.range,
+                                         every_launch=opts.every_launch, all_kernels=opts.all_kernels),
+                 run_dir / "ncu.log")
+        if target.distributed:
+            notes.append("distributed run: Nsight Compute profiles rank 0 (every rank runs the same kernels)")
+        return [distribute(p, target, run_dir, len(inner()), only_ranks="0")], notes
     if engine == "nsys":
         nsys = tools.find("nsys", opts.nsys)
-        return [Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range), run_dir / "nsys.log")], notes
+        p = Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range), run_dir / "nsys.log")
+        return [distribute(p, target, run_dir, len(inner()))], notes
     trace = run_dir / "torch_trace.json"
-    return [Pass("torch", inner(trace), run_dir / "torch.log", torch_trace=trace)], notes
+    p = Pass("torch", inner(trace), run_dir / "torch.log", torch_trace=trace)
+    return [distribute(p, target, run_dir, len(p.argv))], notes
+
+
+RANK_DIR = "rank{nsighttc_rank}"  # rankexec.PLACEHOLDER inside: one directory per rank
+
+
+def distribute(p: Pass, target: Target, run_dir: Path, inner_len: int, only_ranks: str | None = None) -> Pass:
+    """A distributed target's pass runs behind its launcher (torchrun), once per rank: paths in the run
+    directory move to ``rank<R>/`` and ``nsighttc.rankexec`` starts the profiler (the first
+    ``len(argv) - inner_len`` arguments) inside each rank, or only inside ``only_ranks``."""
+    if not target.distributed:
+        return p
+    base = str(run_dir) + os.sep
+    argv = [base + RANK_DIR + os.sep + a[len(base):] if a.startswith(base) else a for a in p.argv]
+    tool = len(argv) - inner_len
+    p.tool = argv[0] if tool else None
+    p.argv = [*target.dist_prefix, "--no-python", sys.executable, "-m", "nsighttc.rankexec",
+              "--mkdir", base + RANK_DIR, "--tool-args", str(tool),
+              *(["--only-ranks", only_ranks] if only_ranks is not None else []), "--", *argv]
+    p.ranked = True
+    return p
+
+
+def rank_dirs(run_dir: Path) -> list[Path]:
+    """The per-rank directories a distributed pass wrote, in rank order."""
+    found = [d for d in run_dir.glob("rank*") if d.is_dir() and d.name[4:].isdigit()]
+    return sorted(found, key=lambda d: int(d.name[4:]))
 
 
 # --- the run directory ----------------------------------------------------------------------------
@@ -181,12 +269,36 @@ def new_run_dir(base: Path | None, label: str) -> Path:
     raise UsageError(f"{base}: could not create a new run directory")
 
 
+def _launched_per_rank(target: Target) -> bool:
+    """nsighttc itself started once per rank by the cluster's launcher (``srun nsighttc profile ...``)."""
+    from ..rankexec import world_size
+    return not target.distributed and world_size() > 1
+
+
+def _rank_run_dir(base: Path | None) -> Path:
+    """``srun nsighttc profile --out runs/job ...``: each rank writes ``runs/job/rank<R>/`` (never an
+    existing one), so that ``nsighttc analyze runs/job/`` finds every rank."""
+    from ..rankexec import current_rank
+    if base is None:
+        raise UsageError("started as one rank of several (SLURM_PROCID/RANK and a world size > 1 are set): give "
+                         "--out DIR, the job's directory every rank writes its rank<R>/ into")
+    d = Path(base) / f"rank{current_rank()}"
+    try:
+        d.mkdir(parents=True)
+    except FileExistsError:
+        raise UsageError(f"{d} exists already: give each job its own --out directory", d) from None
+    except OSError as exc:
+        raise UsageError(f"cannot create the rank's run directory ({exc.strerror or exc})", d) from None
+    return d
+
+
 # --- running --------------------------------------------------------------------------------------
 def _env(python_program: bool) -> dict[str, str]:
+    """The passes' environment. Even a command that is not a Python program may reach our launcher or
+    ``rankexec`` (behind torchrun): both must import nsighttc from wherever this copy lives."""
     env = dict(os.environ)
-    if python_program:  # the launcher must import nsighttc from wherever this copy lives
-        here = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    here = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
     env["NSIGHTTC_GATE_OWNER"] = str(os.getpid())  # a gated program leaves when this process is gone
     return env
@@ -228,8 +340,24 @@ def run_pass(p: Pass, *, timeout: float | None, python_program: bool, say: Calla
 
 
 def _export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
-    """Turn a pass's artifacts into files `analyze` reads; keep everything that exists."""
+    """Turn a pass's artifacts into files `analyze` reads; keep everything that exists. A pass run once
+    per rank exports each rank's directory."""
+    if not p.ranked:
+        return _export_dir(p, run_dir, notes)
+    dirs = rank_dirs(run_dir)
+    if not dirs:
+        notes.append(f"{p.engine}: no rank wrote a recording (no rank<N>/ directory in {run_dir})")
     out: list[Path] = []
+    for d in dirs:
+        rank_notes: list[str] = []
+        out += _export_dir(p, d, rank_notes, trace=d / p.torch_trace.name if p.torch_trace else None)
+        notes += [f"{d.name}: {n}" for n in rank_notes]
+    return out
+
+
+def _export_dir(p: Pass, run_dir: Path, notes: list[str], trace: Path | None = None) -> list[Path]:
+    out: list[Path] = []
+    trace = trace or p.torch_trace
     if p.engine == "ncu":
         rep = run_dir / "ncu.ncu-rep"
         if rep.exists():
@@ -237,24 +365,24 @@ def _export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
             if _import_ncu_report() is not None:  # read in-process: no second ncu start-up to export
                 out.append(rep)
             else:
-                out.append(export_raw_csv(Path(p.argv[0]), rep, run_dir / "ncu_raw.csv"))
+                out.append(export_raw_csv(Path(p.exe), rep, run_dir / "ncu_raw.csv"))
         else:
             notes.append("ncu wrote no report (the workload launched no kernels, or was stopped before any was profiled)")
     if p.engine == "nsys":
         rep = run_dir / "nsys.nsys-rep"
         if rep.exists():
-            out.append(export_sqlite(Path(p.argv[0]), rep, run_dir / "nsys.sqlite"))
+            out.append(export_sqlite(Path(p.exe), rep, run_dir / "nsys.sqlite"))
         elif list(run_dir.glob("nsys*.qdstrm")):
             raise CollectError("nsys recorded a .qdstrm stream but could not turn it into a .nsys-rep report: its "
                                "importer (QdstrmImporter) failed, on Linux usually because libdw.so.1 is missing "
                                "(install libdw1 / elfutils, or put it on LD_LIBRARY_PATH); `nsighttc doctor` checks it")
         else:
             notes.append("nsys wrote no report")
-    if p.torch_trace is not None:
-        if p.torch_trace.exists() and p.torch_trace.stat().st_size > 0:
-            out.append(p.torch_trace)
+    if trace is not None:
+        if trace.exists() and trace.stat().st_size > 0:
+            out.append(trace)
         else:
-            notes.append(f"no torch.profiler trace was written ({p.torch_trace.name})")
+            notes.append(f"no torch.profiler trace was written ({trace.name})")
     return out
 
 
@@ -294,7 +422,7 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
         raise UsageError("--fast and --hardware choose what the default run measures; they do not combine with --engine")
     if opts.fast and opts.hardware:
         raise UsageError("--fast (no Nsight Compute pass) and --hardware (always one) contradict each other")
-    run_dir = new_run_dir(opts.out, target.label)
+    run_dir = _rank_run_dir(opts.out) if _launched_per_rank(target) else new_run_dir(opts.out, target.label)
     # tool versions for the provenance, looked up while the workload runs (an ncu start costs ~0.5 s)
     import threading
     for tool, given in (("ncu", opts.ncu), ("nsys", opts.nsys)):
@@ -418,7 +546,7 @@ def _provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], 
     versions = {"nsighttc": __version__, "python": sys.version.split()[0]}
     for p in done:
         if p.engine in ("ncu", "nsys"):
-            versions[p.engine] = gpu.tool_version(p.argv[0])
+            versions[p.engine] = gpu.tool_version(p.exe)
     return {
         "gpu": [g.__dict__ for g in gpus], "engines": [p.engine for p in done],
         "commands": [shlex.join(p.argv) for p in done],

@@ -37,7 +37,8 @@ from ..collect import engines, process, tools
 from ..collect.evidence_cache import EvidenceCache, program_key
 from ..collect.hardware_pass import StopWhenCovered, kernel_regex, needs_hardware
 from ..errors import NsighttcError, UsageError
-from . import CounterPermission, Options, Pass, PERM_FIX, Target, _export, finish_pass, plan, run_pass, start_pass
+from . import (CounterPermission, Options, Pass, PERM_FIX, Target, _export, distribute, finish_pass, plan, run_pass,
+               start_pass)
 
 GATE_WAIT_S = 60.0  # how long a gated pass told "stop" may take to exit before its group is killed
 
@@ -70,7 +71,11 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path) -> Pass | None:
     nsys = tools.find_or_none("nsys", opts.nsys) if choice in ("auto", "nsys") else None
     if choice == "nsys" and nsys is None:
         tools.find("nsys", opts.nsys)  # raises, naming where we looked
-    use_torch = target.python_program and choice in ("auto", "torch") and \
+    # Distributed runs prefer nsys: torch.profiler's host-side recording slows each rank's host unevenly
+    # (DDP ResNet-50 AMP on 2 H200s, 30 ms straggler: plain 60.2 ms/step, nsys 69 ms, torch.profiler 86.8 ms;
+    # reports/ddp), and uneven host slow-downs are exactly what the straggler question measures.
+    prefer_nsys = target.distributed and choice == "auto" and nsys is not None
+    use_torch = target.python_program and choice in ("auto", "torch") and not prefer_nsys and \
         (choice == "torch" or nsys is None or _has_torch(opts.python))
     if choice == "torch" and not target.python_program:
         raise UsageError("--timeline-engine torch runs Python programs only (SCRIPT.py or -- python -m MODULE)")
@@ -143,16 +148,21 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
 
     def ncu_pass(mode: str, regex: str | None = None, **gating) -> Pass:
         """The hardware pass: beside the timeline behind the gate (mode "overlapped"), or after it,
-        filtered to exactly the missing kernels (mode "after")."""
+        filtered to exactly the missing kernels (mode "after"). Distributed: on rank 0 only."""
         inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python,
                                       pid_file=pid_file, **gating) if target.python_program else list(target.argv)
-        return Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
-                                            every_launch=opts.every_launch, all_kernels=opts.all_kernels,
-                                            kernel_regex=regex), run_dir / "ncu.log", mode=mode)
+        p = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
+                                         every_launch=opts.every_launch, all_kernels=opts.all_kernels,
+                                         kernel_regex=regex), run_dir / "ncu.log", mode=mode)
+        return distribute(p, target, run_dir, len(inner), only_ranks="0")
 
+    # the pid the stop rule interrupts: rank 0's launcher in a distributed run (rankexec fills rank<R>/)
+    pid_to_stop = run_dir / "rank0" / pid_file.name if target.distributed else pid_file
     hw: Pass | None = None
     hw_run: process.Running | None = None
-    if ncu is not None and target.python_program and opts.overlap != "none" and not (record and record.get("complete")):
+    # Distributed runs never overlap: two torchrun jobs would contend for the rendezvous port and the GPUs.
+    if ncu is not None and target.python_program and opts.overlap != "none" and not target.distributed \
+            and not (record and record.get("complete")):
         hw = ncu_pass("overlapped", gate=gate,
                       gate_at="cuda" if (opts.overlap == "cuda" and tl.engine == "torch") else "start")
         hw.on_prof = lambda line: None  # quiet until the gate opens
@@ -226,7 +236,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             hw = ncu_pass("after", regex=kernel_regex(missing))
         p = hw
         weights = need.groupby("name")["time_ns"].sum().to_dict()
-        watcher = StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_file, p, say, watcher.reason)
+        watcher = StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_to_stop, p, say, watcher.reason)
                                   if target.python_program else None, weights=weights)
 
         def progress(line: str) -> None:

@@ -76,7 +76,42 @@ def timeline_headline(tl: dict) -> str:
     word = VERDICT_WORDS.get(v, v)
     if v == "no-gpu-work":
         return "GPU busy: none — the workload launched no GPU work"
+    comm = tl.get("communication") or {}
+    if comm:  # a rank that communicates is judged on its compute (analysis/timeline/comm.py)
+        busy += f" (compute {pct(comm.get('compute_busy_share'), 0)}, the rest communication)"
     return f"GPU busy {busy} {scope} — {word}" + (f": {cause}" if cause else "")
+
+
+def distributed_headline(doc: dict) -> str | None:
+    """One line for the distributed question: who holds the job back, and how much waiting is exposed."""
+    d = doc.get("distributed")
+    if not d:
+        return None
+    ex = d.get("exposed_comm_share")
+    comm = (f"communication not overlapped by compute: {pct(ex, 0)} of step time (mean over ranks)"
+            if ex is not None else "no communication measured")
+    s = d.get("straggler")
+    if s:
+        return (f"Ranks: rank {s['rank']} is the straggler — {s['cause']}; the other ranks wait "
+                f"{ns(s['others_wait_per_step_ns'])} per step for it; {comm}")
+    li = d.get("launch_imbalance")
+    if li:
+        return (f"Ranks: {d['ranks']} ranks, no straggler named — rank {li['rank']}'s host launched kernels slower "
+                f"(+{ns(li['launch_overhead_excess_ns'])} per step, profiler-sensitive: compare a plain run); {comm}")
+    skew = d.get("step_skew") or {}
+    sk = f", step skew {skew['median']:.2f}x median" if skew.get("median") else ""
+    return f"Ranks: {d['ranks']} ranks, no straggler{sk}; {comm}"
+
+
+def _rank_table(ranks: list[dict]) -> str:
+    lines = ["| rank | median step | own work / step | waits in comm / step | GPU busy | compute busy | Tensor Cores "
+             "| verdict | first cause |", "|---:|---:|---:|---:|---:|---:|---|---|---|"]
+    for r in ranks:
+        lines.append(f"| {r['rank']} | {ns(r.get('median_step_ns'))} | {ns(r.get('own_step_ns'))} | "
+                     f"{ns(r.get('exposed_comm_per_step_ns'))} | {pct(r.get('gpu_busy_share'))} | "
+                     f"{pct(r.get('compute_busy_share'))} | {pct(r.get('tc_time_share'))} ({r.get('tc_verdict')}) | "
+                     f"{VERDICT_WORDS.get(r.get('verdict'), r.get('verdict'))} | {_cell(r.get('headline_cause') or '')} |")
+    return "\n".join(lines)
 
 
 def _cause_cell(causes: list[dict] | None) -> str:
@@ -85,7 +120,8 @@ def _cause_cell(causes: list[dict] | None) -> str:
         return ""
     what = {"host-range": f"host in `{_cell(c['name'])}`", "sync": f"sync ({_cell(c['name'])})",
             "launch-overhead": "launch overhead", "pageable-copy": "pageable copies",
-            "gpu-wait": "GPU waiting on launched work"}.get(c["kind"], _cell(c["name"]))
+            "gpu-wait": "GPU waiting on launched work",
+            "communication": "waiting in communication"}.get(c["kind"], _cell(c["name"]))
     return f"{what}, {ns(c['idle_ns'])}"
 
 
@@ -130,6 +166,8 @@ def headline_lines(doc: dict) -> list[str]:
     lines = [tc_headline(tc)]
     if doc.get("timeline"):
         lines.append(timeline_headline(doc["timeline"]))
+    if distributed_headline(doc):
+        lines.append(distributed_headline(doc))
     if tc.get("evidence_sources"):
         lines.append("Evidence for the matrix-work kernels: " + evidence_sources_text(tc["evidence_sources"]))
     return lines
@@ -141,6 +179,8 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
     tl = doc.get("timeline")
     if tl:
         out += [f"**{timeline_headline(tl)}**", ""]
+    if distributed_headline(doc):
+        out += [f"**{distributed_headline(doc)}**", ""]
     dev = doc.get("device") or {}
     kernels = doc["kernels"]
     rows = [("Device", f"{dev.get('name') or 'unknown GPU'} (compute capability {dev.get('compute_capability') or '?'})"
@@ -172,6 +212,17 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
     if plots:
         out += [f"![{alt}]({path})" for alt, path in plots.items()] + [""]
 
+    if doc.get("ranks"):
+        d = doc.get("distributed") or {}
+        out += ["## Ranks", "", "Each rank judged on its own. *Own work* is the median step minus the time the rank "
+                "waited in communication with no compute beside it: the straggler is the rank whose own work is "
+                "longest; the others wait for it. NCCL kernels are "
+                f"{pct(d.get('nccl_time_share'))} of all kernel time; the timeline sections below are rank "
+                f"{d.get('timeline_rank')}'s.", "", _rank_table(doc["ranks"]), ""]
+        s_ = d.get("straggler") or d.get("launch_imbalance")
+        if s_ and s_.get("excess_by_cause"):
+            out += [f"Rank {s_['rank']} against the median of the others, per step: "
+                    + "; ".join(f"{c['cause']} +{ns(c['per_step_ns'])}" for c in s_["excess_by_cause"]), ""]
     fams = (tl or {}).get("step_families") or []
     if fams:
         out += ["## Phases", "", "Each step family judged on its own: median iteration after warm-up, GPU busy share "

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ...parse.timeline import Timeline, launch_times
 from .. import intervals
-from . import busy, idle, ranges as ranges_mod, steps as steps_mod
+from . import busy, comm as comm_mod, idle, ranges as ranges_mod, steps as steps_mod
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
 
@@ -87,11 +87,15 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     else:
         rstats["causes"] = pd.Series(dtype=object)
     window_causes = idle.causes(idle.time_scope(pieces, np.array([lo]), np.array([hi])), busy_ns, paths, rinfo)
+    work = comm_mod.Work(ops, launches)
+    communication = _communication(work, fams, window_causes, lo, hi, n_kernels, th) if work.any else {}
 
     if n_kernels == 0 and ops.empty:
         verdict = "no-gpu-work"
     elif fams:
         verdict = fams[0]["verdict"]
+    elif communication:
+        verdict = classify(communication["compute_busy_share"], wall, n_kernels, th)
     else:
         verdict = classify(busy_ns / wall if wall else 0.0, wall, n_kernels, th)
     dom = fams[0] if fams else {}
@@ -103,6 +107,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
                          causes, busy.devices(ops, tl.devices, lo, hi, u), _sync(pieces), _pageable(pieces),
                          _launch(pieces, launches), busy.graphs(ops, api, u), n_kernels, notes=list(tl.notes))
     res.headline_cause = idle.headline(causes, verdict)
+    res.communication = communication
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
     a_lo, a_hi = dom["steady_window_ns"] if dom else (lo, hi)
     res.activity = busy.activity(u, launches, ranges, a_lo, a_hi)
@@ -110,6 +115,37 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     if dom:
         res.activity["phase"] = dom["phase"] or dom["name"]
     return res
+
+
+def _communication(work: comm_mod.Work, fams: list[dict], window_causes: list[dict], lo: float, hi: float,
+                   n_kernels: int, th: Thresholds) -> dict:
+    """A rank that communicates is judged on its compute: each step family's verdict and causes, and the
+    window's causes, gain the communication time no compute overlapped (``comm``)."""
+    def add_cause(causes: list[dict], exposed: float) -> list[dict]:
+        if exposed <= 0:
+            return causes
+        return sorted(causes + [comm_mod.cause(exposed, work.comm_launches)], key=lambda c: -c["idle_ns"])
+
+    for f in fams:
+        n_steady = f["count"] - f["warmup_steps"]
+        sc = work.scope(*f["_steady"], steps=n_steady)
+        f["compute_busy_share"] = sc["compute_busy_share"]
+        f["exposed_comm_share"] = sc["exposed_comm_share"]
+        f["exposed_comm_per_step_ns"] = sc["exposed_comm_per_step_ns"]
+        f["gpu_busy_verdict"] = f["verdict"]  # what the raw busy share (communication counted) said
+        if f["verdict"] != "insufficient-data":
+            f["verdict"] = classify(sc["compute_busy_share"], sc["wall_ns"], th.min_kernels, th)
+        f["causes"] = add_cause(f["causes"], sc["exposed_comm_ns"])
+        f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
+    window = work.scope(np.array([lo]), np.array([hi]))
+    window_causes[:] = add_cause(window_causes, window["exposed_comm_ns"])
+    dom = fams[0] if fams else None
+    scope = work.scope(*dom["_steady"], steps=dom["count"] - dom["warmup_steps"]) if dom else window
+    return {"basis": f"steady-state steps of `{dom['name']}`" if dom else "profiled window",
+            "communication_launches": work.comm_launches, "peer_copies": work.peer_copies,
+            "communication_kernel_ns": work.comm_kernel_ns,
+            "communication_kernel_share": work.comm_kernel_ns / work.kernel_ns if work.kernel_ns else 0.0,
+            **scope, "window": window}
 
 
 def _busy_in(ranges: pd.DataFrame, names: pd.Series, u: intervals.Union, w: intervals.Union) -> np.ndarray:
@@ -189,4 +225,5 @@ def to_json(res: TimelineResult) -> dict:
         "gaps": res.gaps, "causes": res.causes, "devices": res.devices,
         "sync": res.sync, "pageable_copies": res.pageable, "launch": res.launch, "graphs": res.graphs,
         "notes": res.notes, "activity": res.activity,
+        **({"communication": res.communication} if res.communication else {}),
     }

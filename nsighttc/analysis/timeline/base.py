@@ -64,6 +64,7 @@ class TimelineResult:
     headline_cause: str | None = None
     notes: list[str] = field(default_factory=list)
     activity: dict = field(default_factory=dict)
+    communication: dict = field(default_factory=dict)  # comm.py: compute busy and exposed communication
 
     @property
     def window_busy_share(self) -> float:

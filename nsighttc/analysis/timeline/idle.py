@@ -313,11 +313,14 @@ def headline(causes_: list[dict], verdict: str) -> str | None:
         return None
     c = causes_[0]
     share = c["idle_ns"] / (sum(x["idle_ns"] for x in causes_) or 1.0)
-    of = f"{100 * share:.0f}% of the GPU's idle time"
+    waiting = any(x["kind"] == "communication" for x in causes_)  # a rank: idle of compute, not of the GPU
+    of = f"{100 * share:.0f}% of the GPU's {'time without compute' if waiting else 'idle time'}"
     if c["kind"] == "host-range":
         return f"host busy in `{c['name']}` ({of}, {_ms(c['idle_ns'])})"
     if c["kind"] == "launch-overhead":
         return f"launch overhead ({of}: {c['detail']})"
+    if c["kind"] == "communication":
+        return f"waiting in communication not overlapped by compute ({of}, {_ms(c['idle_ns'])}): another rank is late, or the transfers are not overlapped"
     if c["kind"] == "sync":
         return f"synchronising calls ({c['name']}) emptied the GPU's queue ({of}, {_ms(c['idle_ns'])})"
     return f"{c['detail']} ({of})"

@@ -1,0 +1,166 @@
+"""Several ranks of one DDP job, recorded on 2 H200s (benchmarks/gpu_ddp.sh, reports/ddp/): each rank judged
+on its own, communication kept apart from compute, the straggler named with its own cause, and balanced
+jobs left without an invented one. Fixtures: tests/fixtures/ddp/README.md."""
+from __future__ import annotations
+
+import gzip
+import shutil
+
+import pytest
+
+from nsighttc import analyze
+from nsighttc.analysis import name_rules, ranks
+from nsighttc.diff import Gate, compare
+from nsighttc.errors import UsageError
+from nsighttc.render.markdown import headline_lines, render
+
+from ..conftest import FIXTURES
+
+DDP = FIXTURES / "ddp"
+
+
+@pytest.fixture(scope="module")
+def straggler_nsys():
+    return analyze([DDP / "straggler_nsys"], jobs=1)
+
+
+@pytest.fixture(scope="module")
+def straggler_torch():
+    return analyze([DDP / "straggler_torch"], jobs=1)
+
+
+def test_every_rank_is_judged_on_its_own(straggler_nsys):
+    v = straggler_nsys
+    assert [r["rank"] for r in v.ranks] == [0, 1]
+    assert all(len(r["inputs"]) == 1 and f"rank{r['rank']}" in r["inputs"][0] for r in v.ranks)
+    waiting, late = v.ranks
+    # rank 0's GPU sits in NCCL kernels waiting for rank 1: busy by the raw share, idle by compute
+    assert waiting["gpu_busy_share"] > 0.6 and waiting["compute_busy_share"] < 0.3
+    assert waiting["headline_cause"].startswith("waiting in communication")
+    assert waiting["exposed_comm_per_step_ns"] > 30e6
+    # rank 1 does not wait: its own work is nearly its whole step
+    assert late["own_step_ns"] > 0.9 * late["median_step_ns"]
+    assert late["exposed_comm_per_step_ns"] < 2e6
+
+
+def test_straggler_is_named_with_its_host_side_cause(straggler_nsys, straggler_torch):
+    for v in (straggler_nsys, straggler_torch):
+        s = v.distributed["straggler"]
+        assert s["rank"] == 1
+        assert "host busy in `ddp_train.py/train/step`" in s["cause"]
+        assert s["excess_ns"] > 30e6 and s["others_wait_per_step_ns"] > 30e6
+        assert v.distributed["timeline_rank"] == 1
+        assert any(f.id == "straggler-rank" for f in v.findings)
+        # the waiting rank's long NCCL kernels shrink its share of *all* kernel time, not of its compute
+        shares = [r["tc_compute_share"] for r in v.ranks]
+        assert v.ranks[0]["tc_time_share"] < 0.5 * v.ranks[1]["tc_time_share"]
+        assert abs(shares[0] - shares[1]) < 0.02
+        assert not any(f.id == "ranks-differ-in-tensor-cores" for f in v.findings)
+
+
+def test_balanced_jobs_get_no_straggler():
+    v = analyze([DDP / "balanced_torch"], jobs=1)
+    assert v.distributed["straggler"] is None and v.distributed["launch_imbalance"] is None
+    assert not any(f.id == "straggler-rank" for f in v.findings)
+
+
+def test_uneven_launch_rate_under_a_profiler_is_not_a_straggler():
+    """No delay on any rank, yet under nsys rank 0's host launched 20 ms/step slower: reported as a launch
+    imbalance to check in a plain run, not as a straggler."""
+    v = analyze([DDP / "balanced_nsys_uneven"], jobs=1)
+    d = v.distributed
+    assert d["straggler"] is None
+    li = d["launch_imbalance"]
+    assert li["rank"] == 0 and li["launch_overhead_excess_ns"] > 10e6
+    assert "no straggler named" in headline_lines(v.to_json())[2]
+
+
+def test_communication_is_its_own_category(straggler_nsys):
+    k = straggler_nsys.kernels
+    nccl = k[k["name"].str.startswith("ncclDevKernel")]
+    assert len(nccl) >= 2
+    assert (nccl["tensor_core"] == False).all()  # noqa: E712  never None ("unknown")
+    assert set(nccl["name_rule"]) == {"communication"}
+    assert not nccl["matrix_work"].any()
+    assert straggler_nsys.distributed["nccl_time_share"] > 0.5
+    assert name_rules.ncu_kernel_filter().count("nccl") == 1  # never replayed under ncu
+
+
+def test_distributed_numbers_and_json(straggler_nsys):
+    doc = straggler_nsys.to_json()
+    d = doc["distributed"]
+    assert d["ranks"] == 2 and d["exposed_comm_share"] > 0.2
+    assert 0.9 < d["step_skew"]["median"] < 1.2  # lock-step: equal step times despite the straggler
+    assert set(doc["ranks"][0]) >= {"rank", "inputs", "tc_time_share", "gpu_busy_share", "compute_busy_share",
+                                    "median_step_ns", "verdict", "headline_cause"}
+    assert not any(k.startswith("_") for r in doc["ranks"] for k in r)
+    from nsighttc.verdict import schema_problem
+    assert schema_problem(doc) is None
+    # the Tensor Core numbers cover both ranks: more launches than one rank's
+    assert doc["tensor_cores"]["launches"] > len(straggler_nsys.launches)
+
+
+def test_markdown_has_the_rank_table_and_one_distributed_headline(straggler_nsys):
+    md = render(straggler_nsys.to_json())
+    assert "## Ranks" in md and "| rank | median step |" in md
+    assert md.count("**Ranks: rank 1 is the straggler") == 1
+
+
+def test_rank_from_trace_metadata_when_names_say_nothing(tmp_path):
+    """torch.profiler traces carry distributedInfo: file names need not tell the rank."""
+    a, b = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
+    shutil.copy(DDP / "straggler_torch" / "rank1" / "torch_trace.json.gz", a)
+    shutil.copy(DDP / "straggler_torch" / "rank0" / "torch_trace.json.gz", b)
+    assert ranks.rank_of(a).rank == 1 and ranks.rank_of(a).source == "distributedInfo"
+    v = analyze([a, b], jobs=1)
+    assert [r["rank"] for r in v.ranks] == [0, 1]
+    assert v.distributed["straggler"]["rank"] == 1 and v.distributed["world_size"] == 2
+
+
+def test_parallel_ranks_agree_with_serial(straggler_nsys):
+    v = analyze([DDP / "straggler_nsys"], jobs=2)
+    assert [r["own_step_ns"] for r in v.ranks] == [r["own_step_ns"] for r in straggler_nsys.ranks]
+    assert v.distributed["straggler"]["rank"] == 1
+
+
+@pytest.mark.parametrize("name,rank", [("rank3", 3), ("run_rank12.sqlite", 12), ("RANK-0", 0), ("rank_7.json", 7),
+                                       ("frankly", None), ("ranking", None), ("trace.json", None)])
+def test_rank_in_names(tmp_path, name, rank):
+    p = tmp_path / name
+    p.write_text("{}")
+    assert ranks.rank_of(p).rank == rank
+
+
+def test_rank_from_the_nearest_directory(tmp_path):
+    p = tmp_path / "rank9" / "sub" / "nsys.sqlite"
+    p.parent.mkdir(parents=True)
+    p.write_bytes(b"")
+    assert ranks.rank_of(p).rank == 9
+
+
+def test_inputs_of_ranks_and_no_rank_are_refused(tmp_path):
+    r0 = tmp_path / "rank0.json.gz"
+    shutil.copy(DDP / "straggler_torch" / "rank0" / "torch_trace.json.gz", r0)
+    r1 = tmp_path / "rank1.json.gz"
+    shutil.copy(DDP / "straggler_torch" / "rank1" / "torch_trace.json.gz", r1)
+    plain = tmp_path / "other.json"
+    doc = gzip.open(r1, "rt").read().replace('"distributedInfo"', '"notDistributed"')
+    plain.write_text(doc)
+    with pytest.raises(UsageError, match="no rank for .*other.json"):
+        analyze([r0, r1, plain], jobs=1)
+
+
+def test_empty_directory_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="no profiler outputs"):
+        analyze([tmp_path])
+
+
+def test_diff_gates_on_the_slowest_rank_and_exposed_communication(straggler_torch):
+    base = analyze([DDP / "balanced_torch"], jobs=1).to_json()
+    checks = {c.name: c for c in compare(base, straggler_torch.to_json(), Gate())}
+    assert checks["Slowest rank's median step"].status == "fail"
+    assert checks["Exposed communication (share of step time)"].status == "fail"
+    assert checks["Straggler"].new == "rank 1"
+    same = {c.name: c for c in compare(base, base, Gate())}
+    assert same["Slowest rank's median step"].status == "ok"
+    assert same["Exposed communication (share of step time)"].status == "ok"

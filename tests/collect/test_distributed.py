@@ -1,0 +1,152 @@
+"""Profiling distributed jobs: torchrun targets, one recording per rank (rankexec), Slurm's one nsighttc per
+rank, and the wrapper's CPU smoke mode (gloo, world size 2) under the torch engine."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsighttc import analyze, rankexec
+from nsighttc.errors import UsageError
+from nsighttc.profile import Options, _env, _rank_run_dir, plan, profile, resolve_target
+from tests.collect.fakes import calls, make_bin
+
+ROOT = Path(__file__).resolve().parents[2]
+WRAPPER = ROOT / "wrappers" / "ddp_train.py"
+
+
+def _free_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("command,argv,module,python", [
+    (["torchrun", "--nproc_per_node", "2", "--master_port=29500", "train.py", "--lr", "1"], ["train.py", "--lr", "1"],
+     False, True),
+    (["torchrun", "--standalone", "--nnodes", "1", "-m", "pkg.train", "--x"], ["pkg.train", "--x"], True, True),
+    (["python3", "-m", "torch.distributed.run", "--nproc-per-node", "gpu", "train.py"], ["train.py"], False, True),
+    (["torchrun", "--nproc_per_node", "2", "--no-python", "sh", "-c", "echo"], ["sh", "-c", "echo"], False, False),
+])
+def test_torchrun_targets(tmp_path, monkeypatch, command, argv, module, python):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    t = resolve_target(None, [], command)
+    assert t.distributed and t.argv == argv and t.module is module and t.python_program is python
+    prefix_end = len(command) - len(argv) - (1 if module or not python else 0)
+    assert t.dist_prefix == command[:prefix_end]
+
+
+def test_torchrun_without_a_script_is_a_usage_error():
+    with pytest.raises(UsageError, match="no training script"):
+        resolve_target(None, [], ["torchrun", "--nproc_per_node", "2"])
+
+
+def test_each_engine_runs_inside_every_rank_and_ncu_on_rank_0(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    t = resolve_target(None, [], ["torchrun", "--nproc_per_node", "2", "train.py"])
+    run = tmp_path / "run"
+    tpl = f"{run}/rank{{nsighttc_rank}}"
+    for engine, tool in (("torch", None), ("nsys", "nsys"), ("ncu", "ncu")):
+        bin_ = make_bin(tmp_path)
+        monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+        p = plan(Options(engine=engine), t, "9.0", run)[0][0]
+        a = p.argv
+        assert a[:3] == ["torchrun", "--nproc_per_node", "2"] and a[3] == "--no-python"
+        assert a[a.index("-m") + 1] == "nsighttc.rankexec" and a[a.index("--mkdir") + 1] == tpl
+        inner = a[a.index("--") + 1:]
+        n_tool = int(a[a.index("--tool-args") + 1])
+        assert inner[n_tool:n_tool + 3] == [sys.executable, "-m", "nsighttc.launch"]
+        assert inner[-1] == "train.py" and p.ranked
+        if tool:
+            assert Path(inner[0]).name == tool and p.exe == inner[0]
+            assert inner[inner.index("-o") + 1] == f"{tpl}/{engine}"
+        else:
+            assert n_tool == 0 and inner[inner.index("--torch-trace") + 1] == f"{tpl}/torch_trace.json"
+        assert ("--only-ranks" in a) is (engine == "ncu")
+
+
+def test_rankexec_fills_the_rank_and_drops_the_profiler_where_asked(tmp_path):
+    argv = ["ncu", "-o", "r{nsighttc_rank}/ncu", "python", "x.py"]
+    assert rankexec.command_for_rank(argv, 0, 3, {0}) == ["ncu", "-o", "r0/ncu", "python", "x.py"]
+    assert rankexec.command_for_rank(argv, 1, 3, {0}) == ["python", "x.py"]
+    assert rankexec.command_for_rank(argv, 1, 3, None)[2] == "r1/ncu"
+    assert rankexec.current_rank({"SLURM_PROCID": "5"}) == 5 and rankexec.current_rank({}) == 0
+    out = tmp_path / "out.txt"
+    code = ("import sys; open(sys.argv[1], 'w').write(' '.join(sys.argv[2:]))")
+    r = subprocess.run([sys.executable, "-m", "nsighttc.rankexec", "--mkdir", str(tmp_path / "rank{nsighttc_rank}"),
+                        "--tool-args", "2", "--only-ranks", "0", "--", "tool", "--flag", sys.executable, "-c", code,
+                        str(out), "rank={nsighttc_rank}"], env={**_env(True), "RANK": "3"}, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() == "rank=3" and (tmp_path / "rank3").is_dir()
+    r = subprocess.run([sys.executable, "-m", "nsighttc.rankexec", "--", "/no/such/tool"], env=_env(True),
+                       capture_output=True, text=True)
+    assert r.returncode == 127 and "cannot run /no/such/tool" in r.stderr
+
+
+def test_one_nsighttc_per_rank_writes_rank_directories(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLURM_PROCID", "3")
+    monkeypatch.setenv("SLURM_NTASKS", "4")
+    assert _rank_run_dir(tmp_path / "job") == tmp_path / "job" / "rank3"
+    with pytest.raises(UsageError, match="exists already"):
+        _rank_run_dir(tmp_path / "job")
+    with pytest.raises(UsageError, match="give --out DIR"):
+        _rank_run_dir(None)
+
+
+def test_cpu_smoke_run_writes_one_trace_per_rank(tmp_path):
+    """The wrapper under torchrun (gloo, world size 2, CPU) behind the torch engine's per-rank launcher:
+    each rank writes its own trace, which says which rank it is."""
+    pytest.importorskip("torch")
+    t = resolve_target(None, [], [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+                                  "2", str(WRAPPER), "--device", "cpu",
+                                  "--straggler-rank", "1", "--delay-ms", "5"])
+    run = tmp_path / "run"
+    run.mkdir()
+    p = plan(Options(engine="torch"), t, None, run)[0][0]
+    try:
+        r = subprocess.run(p.argv, env=_env(True), capture_output=True, text=True, timeout=240, cwd=ROOT)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"torchrun hung: {(exc.stderr or b'')[-3000:]!r}") from None
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.count("ddp_train rank") == 2 and "straggler=1" in r.stdout
+    for rank in (0, 1):
+        trace = run / f"rank{rank}" / "torch_trace.json"
+        info = json.loads(trace.read_text())["distributedInfo"]
+        assert info["rank"] == rank and info["world_size"] == 2 and info.get("backend") in (None, "gloo")
+    v = analyze([run], jobs=1)
+    assert [r["rank"] for r in v.ranks] == [0, 1] and v.distributed["world_size"] == 2
+    assert all(r["step_family"] and r["step_family"].endswith("train/step") for r in v.ranks)
+
+
+def test_profile_of_a_torchrun_job_records_every_rank(tmp_path, monkeypatch):
+    """End to end with fake nsys/ncu (the recordings they 'write' are real): the timeline on every rank,
+    Nsight Compute on rank 0 only, then one verdict with a rank table."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    b = make_bin(tmp_path)
+    monkeypatch.setenv("PATH", f"{b}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")
+    from nsighttc.collect import tools
+    monkeypatch.setattr(tools, "_SEARCH", {"ncu": [], "nsys": []})
+    script = tmp_path / "work.py"
+    script.write_text("import os\nprint('rank', os.environ['RANK'], 'ran')\n")
+    t = resolve_target(None, [], [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                                  "--master_port", _free_port(), str(script)])
+    res = profile(t, Options(out=tmp_path / "runs"))
+    assert res.exit_code == 0, res.notes
+    assert res.engines == ["nsys", "ncu"]  # distributed: nsys is the timeline, even with torch installed
+    assert sorted(p.name for p in res.run_dir.glob("rank*/nsys.sqlite")) == ["nsys.sqlite", "nsys.sqlite"]
+    assert not list(res.run_dir.glob("rank1/ncu*"))
+    ncu_runs = [c for c in calls(tmp_path) if Path(c[0]).name == "ncu" and "-o" in c]
+    assert len(ncu_runs) == 1 and ncu_runs[0][ncu_runs[0].index("-o") + 1].endswith("rank0/ncu")
+    doc = json.loads((res.run_dir / "verdict.json").read_text())
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1] and doc["distributed"]["ranks"] == 2
+    assert "## Ranks" in (res.run_dir / "report.md").read_text()
+    again = analyze([res.run_dir], jobs=1)  # the run directory is analysable again as a whole
+    assert [r["rank"] for r in again.ranks] == [0, 1]
