@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import sys
+import json
 import time
 from pathlib import Path
 
@@ -309,6 +310,80 @@ def profile(engine, fast, hardware, no_cache, overlap, timeline_engine, out, ran
     note(f"nsighttc: engines run: {', '.join(result.engines) or 'none'}; report: {report_path or result.run_dir}")
     if result.exit_code:
         raise click.exceptions.Exit(result.exit_code)
+
+
+@cli.command("try", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@verbosity
+@click.option("--variant", "variants", multiple=True, metavar="NAME",
+              help="Run the program under this variant too (repeatable): tf32, no-tf32, bf16-autocast, fp16-autocast, "
+                   "cudnn-benchmark, workers=N, pin-memory; A+B applies both in one run; auto (the default): those "
+                   "the baseline's findings point to.")
+@click.option("--metric", metavar="REGEX",
+              help="The program's own metric: the last match in its output, first group (e.g. '([\\d.]+) images/s').")
+@click.option("--step-range", metavar="NAME",
+              help="Range that marks one step (default: ProfilerStep#N, or ranges named like 'step').")
+@click.option("--fail-if-slower", is_flag=True, help="Exit 1 when a variant that ran is slower than the baseline.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="N for workers=N when --variant auto chooses it (default: min(8, cores)).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),
+              show_default=True, help="Parent of the run directory (<time>-try-<script>).")
+@click.option("--timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="Stop each run after this long.")
+@click.option("--annotate", type=click.Choice(["none", "script", "modules"]), default="script", show_default=True)
+@click.option("--no-cache", "no_cache", is_flag=True, help="Do not read Tensor Core evidence from the cache.")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default=None,
+              help="Print the comparison (default: a summary; the files are always written).")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, annotate, no_cache, fmt, args) -> None:
+    """Run a program as it is and under variants, and compare what each bought.
+
+    \b
+      nsighttc try wrappers/mnist_mlp.py --net large --variant tf32 --variant bf16-autocast
+      nsighttc try --metric '([\\d.]+) it/s' wrappers/dataloader_bound.py --variant workers=8 --variant pin-memory
+      nsighttc try train.py --epochs 1                 # --variant auto: what the baseline's findings suggest
+
+    \b
+    Each variant is applied from the launcher, without editing the program: TF32 flags, the whole program
+    inside torch.autocast, cuDNN autotuning, DataLoader defaults (only loaders left at num_workers=0 /
+    pin_memory=False). channels-last is not offered: it needs the program's input tensors converted too.
+    Every run is one torch.profiler pass (~1.0-1.2x a plain run). Writes try.json (schema nsighttc.try/1),
+    try.md and try.png, and one directory per variant with its verdict, in nsighttc-runs/<time>-try-<name>/.
+    A variant that crashes is reported as failed; the others still run.
+    """
+    from .experiment import TryOptions, run_try
+    from .profile import resolve_target
+
+    args = list(args)
+    if not args:
+        raise UsageError("nothing to try: give SCRIPT.py [ARGS] or -- python -m MODULE [ARGS]")
+    target = resolve_target(args[0], args[1:], None) if args[0].endswith(".py") else resolve_target(None, [], args)
+    opts = TryOptions(variants=list(variants), metric=metric, step_range=step_range, out=out, timeout=timeout,
+                      annotate=annotate, cache=not no_cache, workers=workers)
+
+    def say(s: str) -> None:
+        note(s, level=2 if s.startswith("  | ") else 1)
+    result = run_try(target, opts, say=say)
+    doc = result.doc
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2))
+    elif fmt == "markdown":
+        click.echo((result.run_dir / "try.md").read_text())
+    else:
+        base = doc["variants"][0]
+        for v in doc["variants"]:
+            sp = f"{v['speedup']:.2f}x" if v.get("speedup") else "—"
+            step = f"{v['median_step_ns'] / 1e6:.3g} ms" if v.get("median_step_ns") else "no steps"
+            extra = f", metric {v['metric']:g}" if v.get("metric") is not None else ""
+            what = f"{step}, {sp}{extra}" if v["status"] == "ok" else f"FAILED: {v.get('error')}"
+            click.echo(f"{v['name']:<16} {what}")
+        if base["status"] != "ok":
+            note(f"nsighttc try: the baseline failed: {base.get('error')}", level=0)
+    for n in doc.get("notes", []):
+        note(f"nsighttc: note: {n}")
+    note(f"nsighttc: comparison: {result.run_dir / 'try.md'}")
+    slower = [v["name"] for v in doc["variants"] if v["status"] == "ok" and v.get("speedup") and v["speedup"] < 1.0]
+    if fail_if_slower and slower:
+        note(f"nsighttc try: slower than the baseline: {', '.join(slower)}", level=0)
+        raise click.exceptions.Exit(1)
 
 
 @cli.command()

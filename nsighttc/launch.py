@@ -18,6 +18,7 @@ kernel it needs was profiled, so the rest of the program does not run under ncu.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import runpy
 import signal
@@ -35,6 +36,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--gate-at", choices=["start", "cuda"], default="start",
                     help="where to wait: before the program, or at its first CUDA use in PyTorch")
     ap.add_argument("--pid-file", type=Path, help="write this process's id here before running the program")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="apply a variant of `nsighttc try` before the program runs (nsighttc.variants)")
+    ap.add_argument("--applied", type=Path, help="write what the variants set here (JSON) when the program ends")
     ap.add_argument("-m", dest="module", help="run a module (like python -m)")
     ap.add_argument("target", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -160,7 +164,15 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _interrupt)
     code = 0
+    applied = None
+    variant_ctx = contextlib.nullcontext()
     try:
+        if ns.variant or ns.applied:
+            from . import variants
+            applied = variants.Applied()
+            variant_ctx = variants.apply(ns.variant, applied)
+            if any(v.startswith("fp16-autocast") for v in ns.variant):
+                print(f"nsighttc.launch: warning: {variants.FP16_WARNING}", file=sys.stderr)
         if ns.annotate == "modules":
             remove_hooks = annotate.annotate_all_modules()
         if ns.torch_trace:
@@ -170,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                 acts.append(torch.profiler.ProfilerActivity.CUDA)
             prof = torch.profiler.profile(activities=acts, record_shapes=False, with_stack=False)
             prof.__enter__()
-        with top:
+        with top, variant_ctx:
             _run_target(ns)
     except SystemExit as exc:  # the script called sys.exit(): keep its code
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -183,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if remove_hooks:
             remove_hooks()
+        if applied is not None and ns.applied:
+            import json
+            ns.applied.write_text(json.dumps(applied.record(), indent=2))
         if prof is not None:
             try:
                 import torch

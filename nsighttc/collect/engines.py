@@ -24,8 +24,13 @@ from .. import ncu_metrics
 
 def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "script",
                   torch_trace: Path | None = None, python: str | None = None, range_name: str | None = None,
-                  gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start") -> list[str]:
+                  gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start",
+                  variants: list[str] | None = None, applied: Path | None = None) -> list[str]:
     argv = [python or sys.executable, "-m", "nsighttc.launch", "--annotate", annotate]
+    for v in variants or []:
+        argv += ["--variant", v]
+    if applied is not None:
+        argv += ["--applied", str(applied)]
     if gate is not None:
         argv += ["--wait-for", str(gate), "--gate-at", gate_at]
     if pid_file is not None:

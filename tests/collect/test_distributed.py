@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -110,12 +111,16 @@ def test_cpu_smoke_run_writes_one_trace_per_rank(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     p = plan(Options(engine="torch"), t, None, run)[0][0]
+    proc = subprocess.Popen(p.argv, env=_env(True), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, start_new_session=True)
     try:
-        r = subprocess.run(p.argv, env=_env(True), capture_output=True, text=True, timeout=240, cwd=ROOT)
-    except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"torchrun hung: {(exc.stderr or b'')[-3000:]!r}") from None
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.count("ddp_train rank") == 2 and "straggler=1" in r.stdout
+        out, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # torchrun and both ranks: nothing may outlive the test
+        out, err = proc.communicate()
+        raise AssertionError(f"torchrun hung: {err[-3000:]}") from None
+    assert proc.returncode == 0, err[-2000:]
+    assert out.count("ddp_train rank") == 2 and "straggler=1" in out
     for rank in (0, 1):
         trace = run / f"rank{rank}" / "torch_trace.json"
         info = json.loads(trace.read_text())["distributedInfo"]

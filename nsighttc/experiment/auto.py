@@ -1,0 +1,55 @@
+"""``--variant auto``: the variants the baseline's verdict points to, each with the finding that chose it.
+
+Reads only what the baseline run recorded: its verdict (Tensor Core answer, findings, timeline causes) and
+the launcher's record of the program's own settings (DataLoaders left at num_workers=0 / pin_memory=False,
+TF32 and cuDNN flags at exit, ``nsighttc.variants.Applied``). A variant is chosen only when the program
+left the setting it changes at the default, so ``auto`` never proposes what the program already does.
+"""
+from __future__ import annotations
+
+import os
+
+HOST_BOUND = ("cpu-bound", "mixed")
+
+
+def choose(verdict: dict, record: dict | None, workers: int | None = None) -> list[tuple[str, str]]:
+    """[(variant, why)] in the order they should run."""
+    record = record or {}
+    flags = record.get("flags_at_exit") or {}
+    loaders = record.get("dataloaders") or {}
+    tc = verdict.get("tensor_cores") or {}
+    found = {f["id"]: f for f in verdict.get("findings") or []}
+    tl = verdict.get("timeline") or {}
+    out: list[tuple[str, str]] = []
+
+    def add(name: str, why: str) -> None:
+        if name not in [n for n, _ in out]:
+            out.append((name, why))
+
+    if "fp32-matmul-on-cuda-cores" in found:
+        f = found["fp32-matmul-on-cuda-cores"]
+        if not flags.get("torch.backends.cuda.matmul.allow_tf32", False):
+            add("tf32", f"finding `fp32-matmul-on-cuda-cores`: {f['evidence'][:160]}")
+        add("bf16-autocast", f"finding `fp32-matmul-on-cuda-cores`: {f['evidence'][:160]}")
+    by = tc.get("by_dtype") or {}
+    if tc.get("matrix_time_share", 0) >= 0.05 and not ({"fp16", "bf16", "fp8"} & set(by)):
+        add("bf16-autocast", f"matrix work is {100 * tc['matrix_time_share']:.0f}% of kernel time and none of it "
+                             f"runs in fp16/bf16 (Tensor Cores: {tc.get('verdict')}, dtypes: "
+                             f"{', '.join(by) or 'none'})")
+    host = tl.get("verdict") in HOST_BOUND
+    if loaders.get("workers_default") and host:
+        n = workers or min(8, os.cpu_count() or 1)
+        add(f"workers={n}", f"timeline {tl.get('verdict')} ({tl.get('headline_cause') or 'host-bound'}) and "
+                            f"{loaders['workers_default']} DataLoader(s) built with num_workers=0")
+    pageable = (tl.get("pageable_copies") or {}).get("copies", 0)
+    if loaders.get("pin_memory_default") and (pageable or host):
+        add("pin-memory", f"{loaders['pin_memory_default']} DataLoader(s) with pin_memory=False"
+                          + (f" and {pageable:,} pageable host-to-device copies" if pageable else
+                             f", timeline {tl.get('verdict')}"))
+    convs = [k for k in verdict.get("kernels") or [] if any(w in k["name"].lower() for w in
+                                                                 ("conv", "fprop", "dgrad", "wgrad"))]
+    if convs and not flags.get("torch.backends.cudnn.benchmark", False):
+        share = sum(k.get("time_share") or 0 for k in convs)
+        add("cudnn-benchmark", f"{len(convs)} convolution kernels ({100 * share:.0f}% of kernel time) with "
+                               "torch.backends.cudnn.benchmark off")
+    return out

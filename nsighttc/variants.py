@@ -1,0 +1,149 @@
+"""Variants ``nsighttc try`` applies to a program from the launcher, without editing it.
+
+Each variant is one change the material's experiments make by hand (TF32 on/off, autocast, cuDNN autotuning,
+DataLoader workers and pinned memory). ``apply`` runs inside the program's process (``nsighttc.launch
+--variant NAME``) before its first line, and returns a record of exactly what it set; the record lands in
+the variant's ``run.json``.
+
+Not offered: ``channels-last``. Applying it from outside means converting every model *and* every input
+batch to ``torch.channels_last``; the launcher can patch ``nn.Module.to`` but cannot find the input tensors a
+program builds, and a model in channels_last fed NCHW inputs converts back and forth at every layer, which
+measures the conversion, not the layout. Programs opt in themselves (``wrappers/resnet_amp.py
+--channels-last``).
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import re
+import warnings
+from dataclasses import dataclass
+
+# name -> what it does (shown by `nsighttc try --help` and written beside each result)
+VARIANTS = {
+    "baseline": "the program as it is",
+    "tf32": "fp32 matmuls and convolutions on TF32 Tensor Cores: torch.backends.cuda.matmul.allow_tf32 = "
+            "torch.backends.cudnn.allow_tf32 = True, torch.set_float32_matmul_precision('high')",
+    "no-tf32": "TF32 off: allow_tf32 = False for matmul and cuDNN, set_float32_matmul_precision('highest')",
+    "bf16-autocast": "the whole program inside torch.autocast('cuda', dtype=torch.bfloat16)",
+    "fp16-autocast": "the whole program inside torch.autocast('cuda', dtype=torch.float16); training without a "
+                     "GradScaler may underflow gradients",
+    "cudnn-benchmark": "torch.backends.cudnn.benchmark = True (cuDNN times its algorithms per input shape)",
+    "workers=N": "DataLoaders built with num_workers=0 (the default) get N worker processes",
+    "pin-memory": "DataLoaders built with pin_memory=False (the default) pin their batches",
+}
+FP16_WARNING = ("fp16-autocast: training needs a torch.amp.GradScaler, which the program may not have; without "
+                "one small gradients underflow to zero (check the loss/metric column)")
+_WORKERS = re.compile(r"^workers=(\d+)$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    key: str          # the VARIANTS entry: "workers=N" for workers=8
+    arg: int | None = None
+
+
+def parse(name: str) -> Variant:
+    """A variant name as the user typed it; ValueError names the ones that exist."""
+    name = name.strip()
+    m = _WORKERS.match(name)
+    if m:
+        n = int(m.group(1))
+        if n < 1:
+            raise ValueError("workers=N needs N >= 1")
+        return Variant(name, "workers=N", n)
+    if name in VARIANTS and name != "workers=N":
+        return Variant(name, name)
+    raise ValueError(f"unknown variant {name!r}; variants: {', '.join(k for k in VARIANTS if k != 'baseline')}, auto")
+
+
+class Applied:
+    """What the variants set in this process, and what the program itself did with the settings variants
+    touch (DataLoaders it built, TF32 and cuDNN flags at the end): ``record()`` is written to the run's
+    applied-variants file, and ``--variant auto`` reads the baseline's to choose."""
+
+    def __init__(self) -> None:
+        self.items: list[dict] = []
+        self.loaders = {"built": 0, "changed": 0, "workers_default": 0, "pin_memory_default": 0}
+
+    def record(self) -> dict:
+        out = {"variants": self.items, "dataloaders": dict(self.loaders)}
+        try:
+            import torch
+            out["flags_at_exit"] = {"torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+                                    "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+                                    "torch.backends.cudnn.benchmark": torch.backends.cudnn.benchmark,
+                                    "float32_matmul_precision": torch.get_float32_matmul_precision()}
+        except Exception:
+            pass
+        return out
+
+
+def apply(names: list[str], applied: Applied) -> contextlib.AbstractContextManager:
+    """Apply the variants in this process; returns the context the program must run in (autocast). With no
+    variants (the baseline) it only watches what the program does with DataLoaders."""
+    try:
+        import torch
+    except ImportError:
+        if names:
+            raise
+        return contextlib.nullcontext()
+    stack = contextlib.ExitStack()
+    loader_changes: dict[str, object] = {}
+    for v in (parse(n) for n in names):
+        if v.key in ("tf32", "no-tf32"):
+            on = v.key == "tf32"
+            torch.backends.cuda.matmul.allow_tf32 = on
+            torch.backends.cudnn.allow_tf32 = on
+            torch.set_float32_matmul_precision("high" if on else "highest")
+            applied.items.append({"variant": v.name, "set": {"torch.backends.cuda.matmul.allow_tf32": on,
+                                                              "torch.backends.cudnn.allow_tf32": on,
+                                                              "float32_matmul_precision": "high" if on else "highest"}})
+        elif v.key in ("bf16-autocast", "fp16-autocast"):
+            dtype = torch.bfloat16 if v.key == "bf16-autocast" else torch.float16
+            device = "cuda" if torch.cuda.is_available() else "cpu"  # CPU: what CI can check
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # fp16 on CPU autocast is allowed on recent torch
+                stack.enter_context(torch.autocast(device, dtype=dtype))
+            applied.items.append({"variant": v.name, "set": {"autocast": device, "dtype": str(dtype).replace("torch.", "")}})
+        elif v.key == "cudnn-benchmark":
+            torch.backends.cudnn.benchmark = True
+            applied.items.append({"variant": v.name, "set": {"torch.backends.cudnn.benchmark": True}})
+        elif v.key == "workers=N":
+            loader_changes["num_workers"] = v.arg
+            applied.items.append({"variant": v.name, "set": {"DataLoader num_workers (where 0)": v.arg}})
+        elif v.key == "pin-memory":
+            loader_changes["pin_memory"] = True
+            applied.items.append({"variant": v.name, "set": {"DataLoader pin_memory (where False)": True}})
+    watch_dataloaders(applied, loader_changes)
+    return stack
+
+
+def watch_dataloaders(applied: Applied, changes: dict | None = None) -> None:
+    """Wrap DataLoader.__init__: count loaders built and those left at the defaults variants change (the
+    baseline's record, for ``--variant auto``), and give the arguments the program left at their defaults
+    (num_workers 0, pin_memory False) the ``changes``; arguments it set otherwise are kept."""
+    from torch.utils.data import DataLoader
+    original = getattr(DataLoader.__init__, "__wrapped__", DataLoader.__init__)
+    sig = inspect.signature(original)
+    changes = changes or {}
+
+    def __init__(self, *args, **kwargs):
+        bound = sig.bind_partial(self, *args, **kwargs)
+        applied.loaders["built"] += 1
+        for name, key in (("num_workers", "workers_default"), ("pin_memory", "pin_memory_default")):
+            if bound.arguments.get(name, sig.parameters[name].default) == sig.parameters[name].default:
+                applied.loaders[key] += 1
+        changed = False
+        for name, value in changes.items():
+            current = bound.arguments.get(name, sig.parameters[name].default)
+            if current == sig.parameters[name].default:
+                bound.arguments[name] = value
+                changed = True
+        if changed:
+            applied.loaders["changed"] += 1
+        original(*bound.args, **bound.kwargs)
+
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    DataLoader.__init__ = __init__

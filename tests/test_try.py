@@ -1,0 +1,197 @@
+"""`nsighttc try`: variants applied by the launcher (checked inside the program, on CPU), the auto choice on
+recorded verdicts, and the comparison end to end on CPU."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsighttc import variants
+from nsighttc.experiment import read_metric
+from nsighttc.experiment.auto import choose
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "reports"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+PROBE = """
+import json, sys, torch
+from torch.utils.data import DataLoader
+ds = list(range(8))
+loaders = [DataLoader(ds), DataLoader(ds, num_workers=3), DataLoader(ds, batch_size=2, pin_memory=True),
+           DataLoader(ds, 4, False, None, None, 0)]
+print(json.dumps({
+    "tf32": torch.backends.cuda.matmul.allow_tf32, "cudnn_tf32": torch.backends.cudnn.allow_tf32,
+    "precision": torch.get_float32_matmul_precision(), "benchmark": torch.backends.cudnn.benchmark,
+    "autocast": torch.is_autocast_enabled("cpu"), "autocast_dtype": str(torch.get_autocast_dtype("cpu")),
+    "workers": [l.num_workers for l in loaders], "pin": [l.pin_memory for l in loaders],
+    "mm_dtype": str((torch.ones(4, 4) @ torch.ones(4, 4)).dtype)}))
+"""
+
+
+def _probe(tmp_path, *names):
+    pytest.importorskip("torch")
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    applied = tmp_path / "applied.json"
+    argv = [sys.executable, "-m", "nsighttc.launch", "--applied", str(applied)]
+    for n in names:
+        argv += ["--variant", n]
+    r = subprocess.run([*argv, "--", str(script)], capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1]), json.loads(applied.read_text()), r.stderr
+
+
+def test_baseline_changes_nothing_and_records_what_the_program_did(tmp_path):
+    seen, record, _ = _probe(tmp_path)
+    assert seen["workers"] == [0, 3, 0, 0] and seen["pin"] == [False, False, True, False]
+    assert not seen["autocast"] and seen["mm_dtype"] == "torch.float32"
+    assert record["variants"] == []
+    assert record["dataloaders"] == {"built": 4, "changed": 0, "workers_default": 3, "pin_memory_default": 3}
+    assert record["flags_at_exit"]["torch.backends.cudnn.benchmark"] is False
+
+
+def test_flag_variants_are_set_inside_the_program(tmp_path):
+    seen, record, _ = _probe(tmp_path, "tf32", "cudnn-benchmark")
+    assert seen["tf32"] and seen["cudnn_tf32"] and seen["precision"] == "high" and seen["benchmark"]
+    assert [i["variant"] for i in record["variants"]] == ["tf32", "cudnn-benchmark"]
+    seen, _, _ = _probe(tmp_path, "no-tf32")
+    assert not seen["tf32"] and not seen["cudnn_tf32"] and seen["precision"] == "highest"
+
+
+def test_autocast_is_active_inside_the_program(tmp_path):
+    seen, record, _ = _probe(tmp_path, "bf16-autocast")
+    assert seen["autocast"] and seen["autocast_dtype"] == "torch.bfloat16" and seen["mm_dtype"] == "torch.bfloat16"
+    assert record["variants"][0]["set"] == {"autocast": "cpu", "dtype": "bfloat16"}
+    seen, _, err = _probe(tmp_path, "fp16-autocast")
+    assert seen["autocast_dtype"] == "torch.float16" and "GradScaler" in err
+
+
+def test_dataloader_defaults_change_only_where_the_program_left_them(tmp_path):
+    seen, record, _ = _probe(tmp_path, "workers=5", "pin-memory")
+    assert seen["workers"] == [5, 3, 5, 5]          # num_workers=3 was the program's choice: kept
+    assert seen["pin"] == [True, True, True, True]  # positional pin_memory=False (the default) is changed too
+    assert record["dataloaders"]["built"] == 4 and record["dataloaders"]["changed"] == 4
+
+
+@pytest.mark.parametrize("name,key,arg", [("tf32", "tf32", None), ("workers=8", "workers=N", 8),
+                                          ("pin-memory", "pin-memory", None)])
+def test_variant_names(name, key, arg):
+    v = variants.parse(name)
+    assert (v.key, v.arg) == (key, arg)
+
+
+@pytest.mark.parametrize("bad", ["channels-last", "workers=0", "workers=x", "fp8"])
+def test_unknown_variants_name_the_ones_that_exist(bad):
+    with pytest.raises(ValueError, match="variants: tf32|N >= 1"):
+        variants.parse(bad)
+
+
+def test_metric_is_the_last_match():
+    out = "epoch 1: 10.5 images/s\nepoch 2: 1,234.5 images/s\ndone"
+    assert read_metric(r"([\d.,]+) images/s", out) == 1234.5
+    assert read_metric(r"accuracy", out) is None
+    assert read_metric(r"epoch \d", out) == 2.0
+
+
+def _verdict(rel: str) -> dict:
+    return json.loads((REPORTS / rel / "verdict.json").read_text())
+
+
+def test_auto_on_recorded_verdicts():
+    """Verdicts recorded on an H100 (reports/): each points to the variants the material tried by hand."""
+    mlp = dict(choose(_verdict("mnist_mlp/large_fp32"), {"flags_at_exit": {}}))
+    assert list(mlp) == ["tf32", "bf16-autocast"] and "fp32-matmul-on-cuda-cores" in mlp["tf32"]
+    resnet = dict(choose(_verdict("resnet_amp/fp32"), {"flags_at_exit": {"torch.backends.cudnn.benchmark": False}}))
+    assert "bf16-autocast" in resnet and "tf32" in resnet["bf16-autocast"]  # its matrix work was TF32 only
+    assert "cudnn-benchmark" in resnet
+    fp16 = dict(choose(_verdict("mnist_mlp/large_fp16"), {}))
+    assert "bf16-autocast" not in fp16 and "tf32" not in fp16  # already on fp16 Tensor Cores
+
+
+def test_auto_picks_loader_variants_only_for_loaders_left_at_defaults(tmp_path):
+    """The data-loader wrapper's recorded verdict (CPU-bound in `dataloader`) with the launcher's record of the
+    same wrapper run here on CPU (its DataLoader built with num_workers=0, pin_memory=False)."""
+    pytest.importorskip("torch")
+    applied = tmp_path / "applied.json"
+    r = subprocess.run([sys.executable, "-m", "nsighttc.launch", "--applied", str(applied), "--",
+                        str(ROOT / "wrappers" / "dataloader_bound.py"), "--device", "cpu"],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    record = json.loads(applied.read_text())
+    assert record["dataloaders"]["workers_default"] >= 1
+    v = _verdict("dataloader_bound/workers0_fp16_preprocess")
+    picked = dict(choose(v, record, workers=8))
+    assert "workers=8" in picked and "pin-memory" in picked and "num_workers=0" in picked["workers=8"]
+    record["dataloaders"] = {"built": 1, "changed": 0, "workers_default": 0, "pin_memory_default": 0}
+    assert not {"workers=8", "pin-memory"} & set(dict(choose(v, record, workers=8)))
+
+
+STEPPED = """
+import os, sys, time, torch
+from nsighttc import annotate
+if torch.is_autocast_enabled("cpu"):
+    raise RuntimeError("expected scalar type Float but found BFloat16")
+slow = torch.backends.cudnn.benchmark
+x = torch.ones(64, 64)
+for i in range(8):
+    with annotate.step():
+        x = torch.tanh(x @ x)
+        time.sleep(0.03 if slow else 0.005)
+print(f"throughput {100 if not slow else 20} items/s")
+"""
+
+
+def test_try_end_to_end_on_cpu(tmp_path, run_cli):
+    pytest.importorskip("torch")
+    script = tmp_path / "stepped.py"
+    script.write_text(STEPPED)
+    code, out, err = run_cli("try", "--out", tmp_path / "runs", "--metric", r"throughput (\d+)", "--variant", "tf32",
+                             "--variant", "bf16-autocast", "--variant", "cudnn-benchmark", "--fail-if-slower",
+                             str(script))
+    assert code == 1, err  # cudnn-benchmark makes this program slower
+    run = next((tmp_path / "runs").iterdir())
+    doc = json.loads((run / "try.json").read_text())
+    assert doc["schema"] == "nsighttc.try/1" and doc["program"] == "stepped"
+    rows = {v["name"]: v for v in doc["variants"]}
+    assert list(rows) == ["baseline", "tf32", "bf16-autocast", "cudnn-benchmark"]
+    base = rows["baseline"]
+    assert base["status"] == "ok" and base["speedup"] == 1.0 and 4e6 < base["median_step_ns"] < 30e6
+    assert base["metric"] == 100.0
+    failed = rows["bf16-autocast"]
+    assert failed["status"] == "failed" and "BFloat16" in failed["error"] and failed["speedup"] is None
+    slow = rows["cudnn-benchmark"]
+    assert slow["status"] == "ok" and slow["speedup"] < 0.6 and slow["metric"] == 20.0
+    assert slow["applied"] == [{"variant": "cudnn-benchmark", "set": {"torch.backends.cudnn.benchmark": True}}]
+    assert rows["tf32"]["status"] == "ok"
+    for key in ("name", "status", "applied", "median_step_ns", "speedup", "tc_time_share", "by_dtype",
+                "gpu_busy_share", "verdict", "metric"):
+        assert all(key in v for v in doc["variants"])
+    md = (run / "try.md").read_text()
+    assert "| `bf16-autocast` | **failed**" in md and (run / "try.png").exists()
+    assert json.loads((run / "cudnn-benchmark" / "run.json").read_text())["applied"]["variants"][0]["variant"] \
+        == "cudnn-benchmark"
+    assert "cudnn-benchmark" in out and "FAILED" in out
+
+
+def test_combined_variant_applies_both(tmp_path, run_cli):
+    pytest.importorskip("torch")
+    script = tmp_path / "stepped.py"
+    script.write_text(STEPPED.replace('raise RuntimeError("expected scalar type Float but found BFloat16")', "pass"))
+    code, _, err = run_cli("try", "--out", tmp_path / "runs", "--variant", "tf32+cudnn-benchmark", str(script))
+    assert code == 0, err
+    doc = json.loads((next((tmp_path / "runs").iterdir()) / "try.json").read_text())
+    both = doc["variants"][1]
+    assert both["name"] == "tf32+cudnn-benchmark" and [a["variant"] for a in both["applied"]] == ["tf32", "cudnn-benchmark"]
+
+
+def test_try_refuses_unknown_variants_before_running(tmp_path, run_cli):
+    script = tmp_path / "s.py"
+    script.write_text("print(1)\n")
+    code, _, err = run_cli("try", "--out", tmp_path / "runs", "--variant", "channels-last", str(script))
+    assert code == 2 and "unknown variant 'channels-last'" in err
+    assert not (tmp_path / "runs").exists()
