@@ -36,8 +36,9 @@ class Check:
 def _step_ns(doc: dict) -> float | None:
     tl = doc.get("timeline") or {}
     steps = tl.get("steps") or {}
-    if steps.get("median_iteration_ns"):
-        return steps["median_iteration_ns"]
+    # the step as the GPU finished it (steps.py), else the host's iteration (verdicts saved before it existed)
+    if steps.get("median_effective_ns") or steps.get("median_iteration_ns"):
+        return steps.get("median_effective_ns") or steps["median_iteration_ns"]
     return None
 
 

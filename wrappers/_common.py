@@ -40,3 +40,11 @@ def timed(device, out: dict, key: str):
     yield
     sync(device)
     out[key] = time.perf_counter() - t0
+
+
+def fp16_autocast(device, on: bool):
+    """fp16 autocast when asked, else no autocast context at all: not ``enabled=False``, which would switch
+    off an autocast applied from outside (``nsighttc try --variant bf16-autocast``), as a plain fp32 program
+    would not."""
+    import torch
+    return torch.autocast(device.type, dtype=torch.float16) if on else contextlib.nullcontext()

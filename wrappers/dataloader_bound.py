@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import annotate, pick_device, sync  # noqa: E402
+from _common import annotate, fp16_autocast, pick_device, sync  # noqa: E402
 
 
 class SlowDataset:
@@ -36,6 +36,7 @@ class SlowDataset:
             img = (img - img.mean()) / (img.std() + 1e-3)
             img = img * 0.5 + 0.25
         return img.astype(np.float32), i % 10
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             x, y = next(it)
             x, y = x.to(device, non_blocking=a.pin_memory), y.to(device, non_blocking=a.pin_memory)
         with annotate.step():
-            with torch.autocast(device.type, dtype=torch.float16, enabled=amp):
+            with fp16_autocast(device, amp):
                 loss = torch.nn.functional.cross_entropy(model(x), y)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import annotate, sync  # noqa: E402
+from _common import annotate, fp16_autocast, sync  # noqa: E402
 
 
 def _model(name: str):
@@ -32,6 +32,7 @@ def _model(name: str):
         return nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
     from resnet_amp import build_resnet
     return build_resnet()
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     def step():
         if delay:
             time.sleep(delay)  # host-side work of the straggler (not annotated: found from the timeline)
-        with torch.autocast(device.type, dtype=torch.float16, enabled=amp):
+        with fp16_autocast(device, amp):
             loss = loss_fn(ddp(x), y)
         opt.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
           f"loss {float(loss.detach()):.3f}", flush=True)
     # Free DDP (its reducer holds the process group) before destroying the group: freed after it, a gloo
     # reducer hung at exit in ~half of the CPU smoke runs on a 2-core machine (torch 2.13).
-    del ddp, opt, model
+    ddp = opt = model = None  # noqa: F841  (the step closure's references go too)
     import gc
     gc.collect()
     dist.destroy_process_group()

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import annotate, pick_device, timed  # noqa: E402
+from _common import annotate, fp16_autocast, pick_device, timed  # noqa: E402
 
 NETS = {"small": ([1000, 1000], 100), "large": ([4096] * 5, 4096)}
 
@@ -26,6 +26,7 @@ def build(hidden: list[int], n_in: int = 784, n_out: int = 10):
         c = h
     layers.append(nn.Linear(c, n_out))
     return nn.Sequential(*layers)
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(n_steps):
                 with annotate.step():
                     idx = perm[i * batch:(i + 1) * batch]
-                    with torch.autocast(device.type, dtype=torch.float16, enabled=use_amp):
+                    with fp16_autocast(device, use_amp):
                         loss = loss_fn(model(data[idx]), labels[idx])
                     opt.zero_grad(set_to_none=True)
                     scaler.scale(loss).backward()

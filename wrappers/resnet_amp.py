@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import annotate, pick_device, sync  # noqa: E402
+from _common import annotate, fp16_autocast, pick_device, sync  # noqa: E402
 
 
 def build_resnet(width_div: int = 1):
@@ -52,6 +52,7 @@ def build_resnet(width_div: int = 1):
     return nn.Sequential(*layers)
 
 
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step():
-        with torch.autocast(device.type, dtype=torch.float16, enabled=amp):
+        with fp16_autocast(device, amp):
             loss = loss_fn(model(x), y)
         opt.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()

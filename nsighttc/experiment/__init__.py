@@ -150,7 +150,7 @@ def _write(run_dir: Path, doc: dict) -> None:
 def _run_one(target, opts: TryOptions, name: str, why: str | None, run_dir: Path, cache, say) -> dict:
     """One run of the program (the baseline, or one variant) under torch.profiler, then its verdict."""
     from ..collect import engines
-    from ..profile import Pass, _env, run_pass
+    from ..profile import Pass, run_pass
     d = run_dir / _safe(name)
     d.mkdir()
     trace, applied = d / "torch_trace.json", d / "applied.json"
@@ -195,10 +195,18 @@ def _run_one(target, opts: TryOptions, name: str, why: str | None, run_dir: Path
     (d / "report.md").write_text(render(doc))
     tc, tl = doc["tensor_cores"], doc.get("timeline") or {}
     steps = tl.get("steps") or {}
-    row.update({"median_step_ns": steps.get("median_iteration_ns"), "tc_time_share": tc.get("tc_time_share"),
+    # the step as the GPU finished it: a host running ahead of the GPU makes host iterations look short
+    step_ns = steps.get("median_effective_ns") or steps.get("median_iteration_ns")
+    row.update({"median_step_ns": step_ns, "median_host_iteration_ns": steps.get("median_iteration_ns"),
+                "tc_time_share": tc.get("tc_time_share"),
                 "by_dtype": tc.get("by_dtype"), "tc_verdict": tc.get("verdict"), "tc_evidence": tc.get("evidence"),
                 "gpu_busy_share": tl.get("gpu_busy_share"), "verdict": tl.get("verdict"),
                 "headline_cause": tl.get("headline_cause"), "_verdict": doc})
+    want = {"bf16-autocast": "bf16", "fp16-autocast": "fp16"}
+    missing = [d for part, d in want.items() if part in name.split("+") and d not in (row["by_dtype"] or {})]
+    if missing:
+        row["note"] = (f"applied, but no {'/'.join(missing)} Tensor Core work ran: the program's own "
+                       "`torch.autocast(..., enabled=False)` or explicit casts override an outer autocast")
     say(f"[try {name}] median step {row['median_step_ns'] and row['median_step_ns'] / 1e6:.3g} ms, "
         f"Tensor Cores {100 * (row['tc_time_share'] or 0):.0f}%" if row["median_step_ns"] else
         f"[try {name}] done (no steps found)")

@@ -45,6 +45,9 @@ def markdown(doc: dict, plot: str | None = None) -> str:
             row += f" {'%g' % v['metric'] if v.get('metric') is not None else '—'} |"
         lines.append(row + f" {_applied(v)} |")
     lines.append("")
+    noted = [v for v in vs if v.get("note")]
+    if noted:
+        lines += [f"- `{v['name']}`: {v['note']}" for v in noted] + [""]
     chosen = [v for v in vs if v.get("chosen_by")]
     if chosen:
         lines += ["Chosen by `--variant auto`:", ""] + [f"- `{v['name']}`: {v['chosen_by']}" for v in chosen] + [""]

@@ -66,9 +66,18 @@ def families(ranges: pd.DataFrame, u: intervals.Union, launch_start: np.ndarray,
         span_end = max(float(it_end[-1]), gpu_end)
         span = span_end - float(s[warm])
         span_busy = float(intervals.busy_within(u, np.array([s[warm]]), np.array([span_end]))[0])
+        # When each iteration's GPU work was done: a host that runs ahead of the GPU (async launches, no
+        # sync per step) has short host iterations and one long one where it finally waits; per step, the
+        # time between the GPU finishing one iteration's work and the next's is what the loop really costs.
+        n_done = np.searchsorted(k_start, it_end, side="right") if len(k_start) else np.zeros(len(s), dtype=int)
+        gpu_done = np.where(n_done > 0, k_end_max[np.clip(n_done - 1, 0, None)] if len(k_start) else 0.0, np.nan)
+        gpu_done = np.maximum(gpu_done, it_end)  # a step whose work finished earlier still ends with its host
+        completion = np.diff(np.concatenate([s[:1], gpu_done]))
+        effective = np.maximum(it_wall, completion)
         fam = {"name": path, "phase": path.rsplit("/", 1)[0] if "/" in path else None,
                "count": int(len(s)), "median_ns": float(np.median((e - s)[steady])),
                "median_iteration_ns": med_it, "median_gpu_busy_share": med_share,
+               "median_effective_ns": float(np.median(effective[steady])),
                "wall_ns": float(it_wall.sum()), "steady_wall_ns": span, "steady_busy_ns": span_busy,
                "steady_gpu_busy_share": span_busy / span if span > 0 else 0.0,
                "host_ahead_ns": max(gpu_end - float(it_end[-1]), 0.0),
