@@ -71,9 +71,9 @@ def families(ranges: pd.DataFrame, u: intervals.Union, launch_start: np.ndarray,
         # time between the GPU finishing one iteration's work and the next's is what the loop really costs.
         n_done = np.searchsorted(k_start, it_end, side="right") if len(k_start) else np.zeros(len(s), dtype=int)
         gpu_done = np.where(n_done > 0, k_end_max[np.clip(n_done - 1, 0, None)] if len(k_start) else 0.0, np.nan)
-        gpu_done = np.maximum(gpu_done, it_end)  # a step whose work finished earlier still ends with its host
+        gpu_done = np.fmax(gpu_done, it_end)  # a step whose work finished earlier still ends with its host
         completion = np.diff(np.concatenate([s[:1], gpu_done]))
-        effective = np.maximum(it_wall, completion)
+        effective = np.fmax(it_wall, completion)  # fmax: NaN (no GPU work yet) never wins
         fam = {"name": path, "phase": path.rsplit("/", 1)[0] if "/" in path else None,
                "count": int(len(s)), "median_ns": float(np.median((e - s)[steady])),
                "median_iteration_ns": med_it, "median_gpu_busy_share": med_share,
