@@ -195,3 +195,15 @@ def test_try_refuses_unknown_variants_before_running(tmp_path, run_cli):
     code, _, err = run_cli("try", "--out", tmp_path / "runs", "--variant", "channels-last", str(script))
     assert code == 2 and "unknown variant 'channels-last'" in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_recorded_comparisons_render_and_flag_a_metric_that_changed():
+    """The comparisons recorded on an H100 (reports/try/): bf16 autocast made the large MLP 8x faster and
+    broke its accuracy (1.0 -> 0.067); the report must say so next to the speed-up."""
+    from nsighttc.render import try_report
+    doc = json.loads((REPORTS / "try" / "mnist_large_fp32" / "try.json").read_text())
+    rows = {v["name"]: v for v in doc["variants"]}
+    assert rows["bf16-autocast"]["speedup"] > 2 and rows["tf32"]["speedup"] > 2
+    assert try_report.metric_changes(doc) == [("bf16-autocast", 1.0, 0.067)]
+    md = try_report.markdown(doc)
+    assert "`bf16-autocast` 1 → 0.067" in md and "**Fastest: `bf16-autocast`" in md
