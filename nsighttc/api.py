@@ -100,9 +100,9 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
 
 def _rank_groups(paths: list):
     """(inputs by rank, shared counter inputs, rank infos) when the inputs hold two ranks or more, else None."""
-    from .parse.sniff import sniff
-    if len(paths) < 2:
-        return None
+    from .parse.sniff import Kind, sniff
+    if len(paths) < 2 and not (paths and not isinstance(paths[0], Parsed) and sniff(Path(paths[0])) is Kind.NSYS_SQLITE):
+        return None  # one file is one process, unless it is an nsys export of a whole job
     kinds, plain = {}, []
     for p in paths:
         path = p.path if isinstance(p, Parsed) else Path(p)

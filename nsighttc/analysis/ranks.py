@@ -10,7 +10,9 @@ job's verdict is built from the per-rank results.
 
 Rank of an input, first found wins: the file's own metadata (torch.profiler's ``distributedInfo.rank``,
 written when ``torch.distributed`` was initialised), else ``rank<N>`` in the file's name or the nearest
-directory's (``runs/job/rank3/nsys.sqlite``: what ``nsighttc profile`` writes for torchrun and srun).
+directory's (``runs/job/rank3/nsys.sqlite``: what ``nsighttc profile`` writes for torchrun and srun), else
+for nsys exports, which record no rank: one export holding several processes is a whole job, one rank per
+process in GPU order; exports of one process each take their GPU's index when the GPUs differ.
 
 The straggler rule (``straggler``): a rank's *own* step time is its median step minus the communication
 it waited in per step (``timeline.comm``). Ranks that run in lock-step have equal step times, so step
@@ -93,6 +95,48 @@ def _head(p: Path, n: int = 1 << 20) -> bytes:
         return b""
 
 
+@dataclass(frozen=True)
+class ProcessInput:
+    """One process of a recording that holds several (``nsys profile torchrun ...``: one report, every rank)."""
+    path: Path
+    pid: int
+    device: int
+
+    def __str__(self) -> str:
+        return f"{self.path} (process {self.pid}, GPU {self.device})"
+
+
+def processes(path: Path) -> list[tuple[int, int]]:
+    """(device, pid) of every host process that launched kernels in an nsys SQLite export, device order;
+    [] when the file cannot be read this way (the single-run path then reports it as usual)."""
+    import sqlite3
+    import tempfile
+    from ..parse import textio
+    tmp = None
+    try:
+        db = path
+        if textio.is_gzip(path):
+            import gzip
+            import shutil
+            tmp = tempfile.NamedTemporaryFile(prefix="nsighttc-", suffix=".sqlite", delete=False)
+            with gzip.open(path, "rb") as src:
+                shutil.copyfileobj(src, tmp)
+            tmp.close()
+            db = Path(tmp.name)
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            rows = con.execute("SELECT MIN(deviceId), (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                               "GROUP BY 2").fetchall()
+        finally:
+            con.close()
+    except (sqlite3.Error, OSError, EOFError):
+        return []
+    finally:
+        if tmp is not None:
+            Path(tmp.name).unlink(missing_ok=True)
+    return sorted((int(d), int(p)) for d, p in rows if d is not None and p is not None)
+
+
 def expand(paths: list) -> list:
     """Directories become the profiler outputs inside them (any depth, sorted); files stay as given.
     A ``.nsys-rep`` beside its ``.sqlite`` export is left out (same recording), as are nsighttc's own
@@ -126,11 +170,25 @@ def group(paths: list, kinds: dict) -> tuple[dict[int, list], list, dict[int, Ra
     by_rank: dict[int, list] = {}
     infos: dict[int, RankInfo] = {}
     counters = []
-    for p in paths:
-        if kinds[p] in (Kind.NCU_CSV, Kind.NCU_REP):
-            counters.append(p)
-            continue
-        info = rank_of(p)
+    timelines = [p for p in paths if kinds[p] not in (Kind.NCU_CSV, Kind.NCU_REP)]
+    counters = [p for p in paths if kinds[p] in (Kind.NCU_CSV, Kind.NCU_REP)]
+    found = {p: rank_of(p) for p in timelines}
+    # nsys files name no rank: one file of several processes is a whole job (one rank per process, device
+    # order); files of one process each take their GPU as the rank when the GPUs differ (one node)
+    unranked = [p for p in timelines if found[p].rank is None and kinds[p] is Kind.NSYS_SQLITE]
+    procs = {p: processes(p) for p in unranked}
+    if len(timelines) == 1 and len(procs.get(timelines[0], [])) >= 2:
+        p = timelines[0]
+        for r, (dev, pid) in enumerate(procs[p]):
+            by_rank[r] = [ProcessInput(Path(p), pid, dev)]
+            infos[r] = RankInfo(r, len(procs[p]), f"nsys process {pid} on GPU {dev}")
+        return by_rank, counters, infos
+    single = {p: v[0][0] for p, v in procs.items() if len(v) == 1}
+    if single and len(set(single.values())) == len(single):
+        for p, dev in single.items():
+            found[p] = RankInfo(dev, None, f"nsys GPU {dev}")
+    for p in timelines:
+        info = found[p]
         r = info.rank if info.rank is not None else -1
         by_rank.setdefault(r, []).append(p)
         if r not in infos or infos[r].source != "distributedInfo":
@@ -142,8 +200,14 @@ def group(paths: list, kinds: dict) -> tuple[dict[int, list], list, dict[int, Ra
 def _rank_job(rank: int, paths: list, kwargs: dict, keep_launches: bool):
     """One rank's verdict, small enough to send back: its launch table only when asked (one rank's)."""
     from ..api import analyze
+    from ..parse import load
+    from ..parse.timeline import only_process
     from . import tensor_cores
-    v = analyze(paths, **kwargs)
+    inputs = [only_process(load(p.path), p.pid) if isinstance(p, ProcessInput) else p for p in paths]
+    v = analyze(inputs, **kwargs)
+    for i, p in zip(v.inputs, paths):
+        if isinstance(p, ProcessInput):
+            i["path"] = str(p)
     compacted = tensor_cores.compact(v.launches)
     if not keep_launches:
         v.launches = v.launches.iloc[0:0]

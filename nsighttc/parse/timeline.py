@@ -223,3 +223,19 @@ def sanitize(path, kernels: pd.DataFrame, gpu_ops: pd.DataFrame, api: pd.DataFra
 def strip_api_version(names: pd.Series) -> pd.Series:
     """nsys writes 'cudaLaunchKernel_v7000'; torch writes 'cudaLaunchKernel'."""
     return names.str.replace(r"_v\d+$", "", regex=True)
+
+
+def only_process(parsed, pid: int):
+    """The part of a timeline recording that one host process did (its kernels, GPU ops, API calls and
+    ranges): one rank of a job that ``nsys profile torchrun ...`` recorded into a single report."""
+    from . import Parsed
+    tl = parsed.timeline
+    k = parsed.kernels
+    keep_k = (pd.to_numeric(k["pid"], errors="coerce") == pid).fillna(False).to_numpy()
+    ops = tl.gpu_ops[(pd.to_numeric(tl.gpu_ops["pid"], errors="coerce") == pid).to_numpy()].reset_index(drop=True)
+    api = tl.api[(pd.to_numeric(tl.api["pid"], errors="coerce") == pid).to_numpy()].reset_index(drop=True)
+    ranges = tl.ranges[(pd.to_numeric(tl.ranges["pid"], errors="coerce") == pid).to_numpy()].reset_index(drop=True)
+    used = set(pd.to_numeric(ops["device"], errors="coerce").dropna().astype(int))
+    devices = {d: v for d, v in tl.devices.items() if d in used}
+    return Parsed(parsed.path, parsed.kind, k[keep_k].reset_index(drop=True), list(parsed.warnings),
+                  Timeline(tl.source, ops, api, ranges, devices, list(tl.notes)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +165,23 @@ def test_diff_gates_on_the_slowest_rank_and_exposed_communication(straggler_torc
     same = {c.name: c for c in compare(base, base, Gate())}
     assert same["Slowest rank's median step"].status == "ok"
     assert same["Exposed communication (share of step time)"].status == "ok"
+
+
+def test_one_nsys_report_of_a_whole_job_is_split_into_ranks():
+    """`nsys profile torchrun ...` writes one report with every rank's process: one rank per process, in GPU
+    order. Analysed as one program it said "GPU busy 82%"; per process, rank 1 is the straggler."""
+    v = analyze([DDP / "straggler_nsys_one_report.sqlite.gz"], jobs=1)
+    assert [r["rank"] for r in v.ranks] == [0, 1]
+    assert "(process" in v.ranks[0]["inputs"][0] and "GPU 0" in v.ranks[0]["inputs"][0]
+    s = v.distributed["straggler"]
+    assert s["rank"] == 1 and "host busy in `train/step`" in s["cause"]
+    assert v.ranks[0]["exposed_comm_per_step_ns"] > 30e6
+
+
+def test_nsys_files_without_rank_names_take_their_gpu(tmp_path):
+    a, b = tmp_path / "first.sqlite.gz", tmp_path / "second.sqlite.gz"
+    shutil.copy(DDP / "straggler_nsys" / "rank1" / "nsys.sqlite.gz", a)
+    shutil.copy(DDP / "straggler_nsys" / "rank0" / "nsys.sqlite.gz", b)
+    v = analyze([a, b], jobs=1)
+    assert [(r["rank"], Path(r["inputs"][0]).name) for r in v.ranks] == [(0, "second.sqlite.gz"), (1, "first.sqlite.gz")]
+    assert v.distributed["straggler"]["rank"] == 1
