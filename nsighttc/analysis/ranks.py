@@ -210,7 +210,7 @@ def _rank_job(rank: int, paths: list, kwargs: dict, keep_launches: bool):
             i["path"] = str(p)
     compacted = tensor_cores.compact(v.launches)
     if not keep_launches:
-        v.launches = v.launches.iloc[0:0]
+        v.launches = v.launches.iloc[0:0].copy()  # a view would keep the whole table alive in-process
     return rank, v, compacted
 
 
@@ -222,9 +222,11 @@ def analyze_ranks(by_rank: dict[int, list], counters: list, jobs: int | None, kw
     work = [(r, [*by_rank[r], *counters], kwargs, r == low) for r in sorted(by_rank)]
     results = {}
     if jobs == 1 or len(work) == 1:
+        import gc
         for w in work:
             r, v, c = _rank_job(*w)
             results[r] = (v, c)
+            gc.collect()  # analysis runs with the cyclic collector paused: free each rank's cycles before the next
         return results
     import multiprocessing as mp
     ctx = mp.get_context("spawn")  # no fork: the caller may hold threads (profile's progress, pools)
