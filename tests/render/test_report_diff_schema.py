@@ -89,7 +89,9 @@ def test_diff_gate_fp16_to_fp32_fails_and_back_passes(run_cli, tmp_path):
 def test_diff_timeline_gates(run_cli, tmp_path, docs):
     base = dict(docs["nsys"])
     slower = json.loads(json.dumps(base))
-    slower["timeline"]["steps"]["median_iteration_ns"] *= 1.5
+    for key in ("median_iteration_ns", "median_effective_ns"):  # diff reads the effective step when present
+        if key in slower["timeline"]["steps"]:
+            slower["timeline"]["steps"][key] *= 1.5
     slower["timeline"]["gpu_busy_share"] = max(0.0, base["timeline"]["gpu_busy_share"] - 0.0)
     slower["timeline"]["sync"]["by_name"]["cudaDeviceSynchronize_new"] = {"calls": 1, "ns": 1.0}
     a, b = tmp_path / "a.json", tmp_path / "b.json"
