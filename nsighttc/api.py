@@ -6,6 +6,8 @@
     >>> v.kernels            # DataFrame: one row per kernel (name x verdict), time shares, dtype, evidence
     >>> v.launches           # DataFrame: one row per launch with the evidence ladder's columns
     >>> v.to_json()          # the nsighttc.verdict/1 document
+    >>> v = nsighttc.analyze(["runs/job/"])   # several ranks of one job (directories are searched)
+    >>> v.ranks, v.distributed                # one row per rank; straggler, step skew, communication
 """
 from __future__ import annotations
 

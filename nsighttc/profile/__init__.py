@@ -22,7 +22,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,6 +34,11 @@ from ..collect import engines, gpu, process, tools
 from ..collect.ncu_export import export_raw_csv
 from ..collect.nsys_export import export_sqlite
 from ..errors import CollectError, NsighttcError, UsageError
+from .target import Target, resolve_target
+from .distributed import distribute, launched_per_rank, rank_dirs, rank_run_dir
+
+__all__ = ["Options", "Pass", "Result", "Target", "distribute", "new_run_dir", "plan", "profile", "rank_dirs",
+           "rank_run_dir", "resolve_target"]
 
 ENGINES = ("auto", "ncu", "nsys", "torch")
 PERM_ERROR = "ERR_NVGPUCTRPERM"
@@ -108,84 +112,7 @@ class Result:
     timed_out: bool = False
 
 
-# --- the target -----------------------------------------------------------------------------------
-@dataclass
-class Target:
-    argv: list[str]          # what to run inside the launcher (script + args, or module + args)
-    module: bool             # True: ``-m module``
-    python_program: bool     # False: an arbitrary command, run as is (no launcher, no torch engine)
-    label: str
-    dist_prefix: list[str] | None = None  # torchrun and its options: every pass runs once per rank
-
-    @property
-    def distributed(self) -> bool:
-        return self.dist_prefix is not None
-
-
-# torchrun options that take no value (torch 2.11 torch/distributed/run.py); every other option takes one
-_TORCHRUN_FLAGS = {"--standalone", "--run-path", "--run_path", "--virtual-local-rank", "--virtual_local_rank"}
-_TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
-
-
-def _torchrun_target(prefix: list[str], args: list[str]) -> Target:
-    """``torchrun [OPTIONS] SCRIPT|-m MODULE|--no-python CMD [ARGS]`` -> the per-rank program and the
-    launcher prefix every pass is run behind (``rankexec`` starts the profilers inside each rank)."""
-    opts: list[str] = []
-    no_python = module = False
-    i = 0
-    while i < len(args) and args[i].startswith("-") and args[i] != "--":
-        a = args[i]
-        if a in ("--no-python", "--no_python"):
-            no_python = True
-        elif a in ("-m", "--module"):
-            module = True
-        elif a in _TORCHRUN_FLAGS or "=" in a:
-            opts.append(a)
-        else:
-            opts += args[i:i + 2]
-            i += 1
-        i += 1
-    if i < len(args) and args[i] == "--":
-        i += 1
-    program = args[i:]
-    if not program:
-        raise UsageError(f"{' '.join(prefix)}: no training script after its options")
-    dist = [*prefix, *opts]
-    if no_python:
-        if shutil.which(program[0]) is None and not Path(program[0]).exists():
-            raise UsageError(f"{program[0]}: command not found")
-        return Target(program, False, False, Path(program[0]).name, dist)
-    if module:
-        return Target(program, True, True, program[0], dist)
-    if not Path(program[0]).is_file():
-        raise UsageError(f"{program[0]}: script not found")
-    return Target(program, False, True, Path(program[0]).stem, dist)
-
-
-def resolve_target(script: str | None, args: list[str], command: list[str] | None) -> Target:
-    if command:
-        exe = Path(command[0]).name
-        if exe == "torchrun":
-            return _torchrun_target([command[0]], command[1:])
-        if re.fullmatch(r"python(\d(\.\d+)?)?", exe) and len(command) >= 3 and command[1] == "-m" \
-                and command[2] in _TORCHRUN_MODULES:
-            return _torchrun_target(command[:3], command[3:])
-        if re.fullmatch(r"python(\d(\.\d+)?)?", exe) and len(command) >= 2:
-            if command[1] == "-m" and len(command) >= 3:
-                return Target([command[2], *command[3:]], True, True, command[2])
-            if command[1].endswith(".py"):
-                return resolve_target(command[1], command[2:], None)
-        if shutil.which(command[0]) is None and not Path(command[0]).exists():
-            raise UsageError(f"{command[0]}: command not found")
-        return Target(list(command), False, False, exe)
-    if not script:
-        raise UsageError("nothing to profile: give SCRIPT.py [ARGS] or -- COMMAND [ARGS]")
-    p = Path(script)
-    if not p.is_file():
-        raise UsageError(f"{script}: script not found")
-    return Target([str(p), *args], False, True, p.stem)
-
-
+# --- the target: profile/target.py; per-rank runs: profile/distributed.py -----------------------------------------------------------------------------------
 # --- planning -------------------------------------------------------------------------------------
 def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[list[Pass], list[str]]:
     """The pass of an explicit engine (``--engine ncu|nsys|torch``), as an argument list. Pure except for
@@ -220,32 +147,6 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
     return [distribute(p, target, run_dir, len(p.argv))], notes
 
 
-RANK_DIR = "rank{nsighttc_rank}"  # rankexec.PLACEHOLDER inside: one directory per rank
-
-
-def distribute(p: Pass, target: Target, run_dir: Path, inner_len: int, only_ranks: str | None = None) -> Pass:
-    """A distributed target's pass runs behind its launcher (torchrun), once per rank: paths in the run
-    directory move to ``rank<R>/`` and ``nsighttc.rankexec`` starts the profiler (the first
-    ``len(argv) - inner_len`` arguments) inside each rank, or only inside ``only_ranks``."""
-    if not target.distributed:
-        return p
-    base = str(run_dir) + os.sep
-    argv = [base + RANK_DIR + os.sep + a[len(base):] if a.startswith(base) else a for a in p.argv]
-    tool = len(argv) - inner_len
-    p.tool = argv[0] if tool else None
-    p.argv = [*target.dist_prefix, "--no-python", sys.executable, "-m", "nsighttc.rankexec",
-              "--mkdir", base + RANK_DIR, "--tool-args", str(tool),
-              *(["--only-ranks", only_ranks] if only_ranks is not None else []), "--", *argv]
-    p.ranked = True
-    return p
-
-
-def rank_dirs(run_dir: Path) -> list[Path]:
-    """The per-rank directories a distributed pass wrote, in rank order."""
-    found = [d for d in run_dir.glob("rank*") if d.is_dir() and d.name[4:].isdigit()]
-    return sorted(found, key=lambda d: int(d.name[4:]))
-
-
 # --- the run directory ----------------------------------------------------------------------------
 def new_run_dir(base: Path | None, label: str) -> Path:
     """A fresh directory: ``<base>/<YYYYmmdd-HHMMSS>-<label>``, suffixed -2, -3... never an existing one."""
@@ -267,29 +168,6 @@ def new_run_dir(base: Path | None, label: str) -> Path:
             raise UsageError(f"cannot create a run directory here ({exc.strerror or exc}); choose another with --out",
                              base) from None
     raise UsageError(f"{base}: could not create a new run directory")
-
-
-def _launched_per_rank(target: Target) -> bool:
-    """nsighttc itself started once per rank by the cluster's launcher (``srun nsighttc profile ...``)."""
-    from ..rankexec import world_size
-    return not target.distributed and world_size() > 1
-
-
-def _rank_run_dir(base: Path | None) -> Path:
-    """``srun nsighttc profile --out runs/job ...``: each rank writes ``runs/job/rank<R>/`` (never an
-    existing one), so that ``nsighttc analyze runs/job/`` finds every rank."""
-    from ..rankexec import current_rank
-    if base is None:
-        raise UsageError("started as one rank of several (SLURM_PROCID/RANK and a world size > 1 are set): give "
-                         "--out DIR, the job's directory every rank writes its rank<R>/ into")
-    d = Path(base) / f"rank{current_rank()}"
-    try:
-        d.mkdir(parents=True)
-    except FileExistsError:
-        raise UsageError(f"{d} exists already: give each job its own --out directory", d) from None
-    except OSError as exc:
-        raise UsageError(f"cannot create the rank's run directory ({exc.strerror or exc})", d) from None
-    return d
 
 
 # --- running --------------------------------------------------------------------------------------
@@ -422,7 +300,7 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
         raise UsageError("--fast and --hardware choose what the default run measures; they do not combine with --engine")
     if opts.fast and opts.hardware:
         raise UsageError("--fast (no Nsight Compute pass) and --hardware (always one) contradict each other")
-    run_dir = _rank_run_dir(opts.out) if _launched_per_rank(target) else new_run_dir(opts.out, target.label)
+    run_dir = rank_run_dir(opts.out) if launched_per_rank(target) else new_run_dir(opts.out, target.label)
     # tool versions for the provenance, looked up while the workload runs (an ncu start costs ~0.5 s)
     import threading
     for tool, given in (("ncu", opts.ncu), ("nsys", opts.nsys)):

@@ -14,7 +14,7 @@ import pytest
 
 from nsighttc import analyze, rankexec
 from nsighttc.errors import UsageError
-from nsighttc.profile import Options, _env, _rank_run_dir, plan, profile, resolve_target
+from nsighttc.profile import Options, _env, plan, profile, rank_run_dir, resolve_target
 from tests.collect.fakes import calls, make_bin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,11 +94,11 @@ def test_rankexec_fills_the_rank_and_drops_the_profiler_where_asked(tmp_path):
 def test_one_nsighttc_per_rank_writes_rank_directories(tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_PROCID", "3")
     monkeypatch.setenv("SLURM_NTASKS", "4")
-    assert _rank_run_dir(tmp_path / "job") == tmp_path / "job" / "rank3"
+    assert rank_run_dir(tmp_path / "job") == tmp_path / "job" / "rank3"
     with pytest.raises(UsageError, match="exists already"):
-        _rank_run_dir(tmp_path / "job")
+        rank_run_dir(tmp_path / "job")
     with pytest.raises(UsageError, match="give --out DIR"):
-        _rank_run_dir(None)
+        rank_run_dir(None)
 
 
 def test_cpu_smoke_run_writes_one_trace_per_rank(tmp_path):
