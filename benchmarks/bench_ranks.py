@@ -28,6 +28,7 @@ DDP = ROOT / "tests" / "fixtures" / "ddp" / "straggler_nsys"
 
 def build(root: Path, ranks: int, kernels: int) -> None:
     from bench_nsys_sqlite import make_input
+    root.mkdir(parents=True, exist_ok=True)
     seeds = []
     for r in (0, 1):
         seed = root / f"seed{r}.sqlite"
