@@ -48,3 +48,14 @@ def fp16_autocast(device, on: bool):
     would not."""
     import torch
     return torch.autocast(device.type, dtype=torch.float16) if on else contextlib.nullcontext()
+
+
+def amp_step(model, x, y, loss_fn, opt, scaler, device, amp: bool):
+    """One training step: forward (fp16 autocast when ``amp``), backward through the GradScaler, update."""
+    with fp16_autocast(device, amp):
+        loss = loss_fn(model(x), y)
+    opt.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    return loss

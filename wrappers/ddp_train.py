@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import annotate, fp16_autocast, sync  # noqa: E402
+from _common import amp_step, annotate, sync  # noqa: E402
 
 
 def _model(name: str):
@@ -86,13 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     def step():
         if delay:
             time.sleep(delay)  # host-side work of the straggler (not annotated: found from the timeline)
-        with fp16_autocast(device, amp):
-            loss = loss_fn(ddp(x), y)
-        opt.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        return loss
+        return amp_step(ddp, x, y, loss_fn, opt, scaler, device, amp)
 
     with annotate.range("warmup"):
         for _ in range(a.warmup):

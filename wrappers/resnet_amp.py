@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import annotate, fp16_autocast, pick_device, sync  # noqa: E402
+from _common import amp_step, annotate, pick_device, sync  # noqa: E402
 
 
 def build_resnet(width_div: int = 1):
@@ -80,12 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step():
-        with fp16_autocast(device, amp):
-            loss = loss_fn(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
+        amp_step(model, x, y, loss_fn, opt, scaler, device, amp)
 
     with annotate.range("warmup"):
         for _ in range(a.warmup):
