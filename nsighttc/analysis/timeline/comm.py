@@ -21,6 +21,7 @@ from ..name_rules import is_communication
 
 
 def _launch_intervals(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Start, end, device and is-communication of every kernel launch (timeline sources)."""
     if launches.empty or "start_ns" not in launches:
         z = np.array([])
         return z, z, z, np.array([], dtype=bool)
@@ -34,17 +35,23 @@ class Work:
     """Compute and communication unions, per device and over all devices."""
 
     def __init__(self, ops: pd.DataFrame, launches: pd.DataFrame):
-        s, e, dev, comm = _launch_intervals(launches)
+        comm = is_communication(launches["name"]).to_numpy() if not launches.empty else np.array([], dtype=bool)
+        peer_any = (not ops.empty) and bool(ops["copy_kind"].eq("PtoP").any())  # categorical: no strings built
         self.comm_launches = int(comm.sum())
+        self.any = bool(self.comm_launches or peer_any)
+        self._per_device: list = []
+        if not self.any:  # one GPU, no collectives: nothing to split (a million-kernel trace pays one name scan)
+            self.peer_copies, self.comm_kernel_ns, self.kernel_ns = 0, 0.0, 0.0
+            return
+        s, e, dev, comm = _launch_intervals(launches)
         self.comm_kernel_ns = float(np.nansum((e - s)[comm])) if comm.any() else 0.0
         self.kernel_ns = float(np.nansum(e - s)) if len(s) else 0.0
         other = ops[(ops["kind"].astype(str) != "kernel").to_numpy()] if not ops.empty else ops
-        peer = (other["copy_kind"].astype(str) == "PtoP").to_numpy() if not other.empty else np.array([], dtype=bool)
+        peer = other["copy_kind"].eq("PtoP").to_numpy(dtype=bool) if not other.empty else np.array([], dtype=bool)
         os_, oe = (other["start_ns"].to_numpy(dtype="float64"), other["end_ns"].to_numpy(dtype="float64")) \
             if not other.empty else (np.array([]), np.array([]))
         odev = pd.to_numeric(other["device"], errors="coerce").to_numpy(dtype="float64") if not other.empty else np.array([])
         self.peer_copies = int(peer.sum())
-        self.any = bool(self.comm_launches or self.peer_copies)
         cs = np.concatenate([s[~comm], os_[~peer]])
         ce = np.concatenate([e[~comm], oe[~peer]])
         cd = np.concatenate([dev[~comm], odev[~peer]])
@@ -52,15 +59,14 @@ class Work:
         me = np.concatenate([e[comm], oe[peer]])
         md = np.concatenate([dev[comm], odev[peer]])
         self.compute = intervals.union(cs, ce)
-        self._per_device = []  # (compute union, compute ∪ comm union) of each device that communicates
-        if self.any:
-            key_c, key_m = np.nan_to_num(cd, nan=-1), np.nan_to_num(md, nan=-1)
-            for d in np.unique(key_m):
-                c_on = key_c == d
-                m_on = key_m == d
-                self._per_device.append((intervals.union(cs[c_on], ce[c_on]),
-                                         intervals.union(np.concatenate([cs[c_on], ms[m_on]]),
-                                                         np.concatenate([ce[c_on], me[m_on]]))))
+        # (compute union, compute ∪ comm union) of each device that communicates
+        key_c, key_m = np.nan_to_num(cd, nan=-1), np.nan_to_num(md, nan=-1)
+        for d in np.unique(key_m):
+            c_on = key_c == d
+            m_on = key_m == d
+            self._per_device.append((intervals.union(cs[c_on], ce[c_on]),
+                                     intervals.union(np.concatenate([cs[c_on], ms[m_on]]),
+                                                     np.concatenate([ce[c_on], me[m_on]]))))
 
     def exposed_within(self, a: np.ndarray, b: np.ndarray) -> float:
         """Communication time not overlapped by compute on its own device, summed over [a_i, b_i]."""
