@@ -188,16 +188,30 @@ def run_peers(results: list[dict], work: Path) -> list[dict]:
     for r in results:
         if not r["name"].startswith("nsys") or r.get("wall_s") is None:
             continue
-        row = {"peer": "nsys-ai", "case": r["name"], "input": r["input"], "nsighttc_wall_s": r["wall_s"]}
+        row = {"peer": "nsys-ai diagnose (default skill pack, offline)", "case": r["name"], "input": r["input"],
+               "nsighttc_wall_s": r["wall_s"], "nsighttc_peak_rss_mb": r["peak_rss_mb"]}
         if nsys_ai is None:
             row["error"] = "nsys-ai could not be installed"
-        else:
-            exe = nsys_ai.parent / "nsys-ai"
+            out.append(row)
+            continue
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / "profile.sqlite"  # nsys-ai writes a cache lock beside its input: never ours
+            shutil.copy(r["input"], copy)
+            argv = [str(nsys_ai.parent / "nsys-ai"), "diagnose", str(copy), "--format", "json", "-o",
+                    str(Path(tmp) / "findings.json"), "--session", str(Path(tmp) / "session")]
             t0 = time.perf_counter()
-            p = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=600)
-            row["error"] = ("nsys-ai has no offline, non-interactive analysis of a SQLite file to time "
-                            f"(its CLI: {(p.stdout or p.stderr).strip().splitlines()[:1]}); not compared")
-            row["probe_s"] = round(time.perf_counter() - t0, 2)
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - t0
+            err = proc.stderr.read() if proc.stderr else ""
+            if os.waitstatus_to_exitcode(status) == 0:
+                rss = usage.ru_maxrss / 1024
+                row.update({"peer_wall_s": round(wall, 2), "peer_peak_rss_mb": round(rss, 1),
+                            "time_ratio": round(wall / r["wall_s"], 2),
+                            "memory_ratio": round(rss / r["peak_rss_mb"], 2) if r.get("peak_rss_mb") else None})
+            else:
+                row["error"] = (err.strip().splitlines() or ["failed"])[-1][:300]
         out.append(row)
     return out
 
