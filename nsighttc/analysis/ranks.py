@@ -169,7 +169,6 @@ def group(paths: list, kinds: dict) -> tuple[dict[int, list], list, dict[int, Ra
     from ..parse.sniff import Kind
     by_rank: dict[int, list] = {}
     infos: dict[int, RankInfo] = {}
-    counters = []
     timelines = [p for p in paths if kinds[p] not in (Kind.NCU_CSV, Kind.NCU_REP)]
     counters = [p for p in paths if kinds[p] in (Kind.NCU_CSV, Kind.NCU_REP)]
     found = {p: rank_of(p) for p in timelines}
