@@ -123,7 +123,8 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
     \b
     Distributed jobs: give every rank's files (or the job's directory, e.g. runs/job/ with rank0/,
     rank1/, ...). Ranks are told apart by torch.profiler's distributedInfo, else by rank<N> in the
-    file or directory name; each rank is judged on its own and the verdict adds a rank table, the
+    file or directory name; one nsys export of a whole job (`nsys profile torchrun ...`) is split into
+    one rank per process. Each rank is judged on its own and the verdict adds a rank table, the
     straggler and the communication not overlapped by compute.
     """
     from .analysis.timeline import Thresholds
@@ -337,9 +338,12 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     """Run a program as it is and under variants, and compare what each bought.
 
     \b
-      nsighttc try wrappers/mnist_mlp.py --net large --variant tf32 --variant bf16-autocast
-      nsighttc try --metric '([\\d.]+) it/s' wrappers/dataloader_bound.py --variant workers=8 --variant pin-memory
+      nsighttc try --variant tf32 --variant bf16-autocast wrappers/mnist_mlp.py --net large
+      nsighttc try --metric '([\\d.]+) it/s' --variant workers=8+pin-memory wrappers/dataloader_bound.py
       nsighttc try train.py --epochs 1                 # --variant auto: what the baseline's findings suggest
+
+    \b
+    nsighttc's options come before the program; everything after SCRIPT.py goes to the program.
 
     \b
     Each variant is applied from the launcher, without editing the program: TF32 flags, the whole program
