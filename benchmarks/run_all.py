@@ -164,54 +164,60 @@ def peer_venv(work: Path, name: str, packages: list[str]) -> Path | None:
     return py
 
 
+def _peer_row(peer: str, r: dict) -> dict:
+    return {"peer": peer, "case": r["name"], "input": r["input"], "nsighttc_wall_s": r["wall_s"],
+            "nsighttc_peak_rss_mb": r["peak_rss_mb"]}
+
+
+def _measured(row: dict, wall: float, rss: float) -> None:
+    """The peer's time and memory beside ours, as ratios (peer / nsighttc)."""
+    row.update({"peer_wall_s": round(wall, 2), "peer_peak_rss_mb": round(rss, 1),
+                "time_ratio": round(wall / row["nsighttc_wall_s"], 2),
+                "memory_ratio": round(rss / row["nsighttc_peak_rss_mb"], 2) if row["nsighttc_peak_rss_mb"] else None})
+
+
 def run_peers(results: list[dict], work: Path) -> list[dict]:
+    import tempfile
     out = []
-    py = peer_venv(work, "hta", ["HolisticTraceAnalysis"])
-    for r in results:
-        if not r["name"].startswith("kineto") or r.get("wall_s") is None:
-            continue
-        row = {"peer": "HTA get_temporal_breakdown", "case": r["name"], "input": r["input"],
-               "nsighttc_wall_s": r["wall_s"], "nsighttc_peak_rss_mb": r["peak_rss_mb"]}
-        if py is None:
-            row["error"] = "HolisticTraceAnalysis could not be installed"
-        else:
-            p = subprocess.run([str(py), "-c", HTA_SCRIPT, r["input"]], capture_output=True, text=True, timeout=7200)
-            got = next((json.loads(ln) for ln in reversed(p.stdout.splitlines()) if ln.startswith("{")), None)
-            if got:
-                row.update({"peer_wall_s": round(got["wall_s"], 2), "peer_peak_rss_mb": round(got["peak_rss_mb"], 1),
-                            "time_ratio": round(got["wall_s"] / r["wall_s"], 2),
-                            "memory_ratio": round(got["peak_rss_mb"] / r["peak_rss_mb"], 2)})
-            else:
-                row["error"] = (p.stderr.strip().splitlines() or ["no output"])[-1][:300]
-        out.append(row)
+    hta = peer_venv(work, "hta", ["HolisticTraceAnalysis"])
     nsys_ai = peer_venv(work, "nsys-ai", ["nsys-ai"])
     for r in results:
-        if not r["name"].startswith("nsys") or r.get("wall_s") is None:
+        if r.get("wall_s") is None:
             continue
-        row = {"peer": "nsys-ai diagnose (default skill pack, offline)", "case": r["name"], "input": r["input"],
-               "nsighttc_wall_s": r["wall_s"], "nsighttc_peak_rss_mb": r["peak_rss_mb"]}
-        if nsys_ai is None:
-            row["error"] = "nsys-ai could not be installed"
-            out.append(row)
-            continue
-        import tempfile
-        with tempfile.TemporaryDirectory() as tmp:
-            copy = Path(tmp) / "profile.sqlite"  # nsys-ai writes a cache lock beside its input: never ours
-            shutil.copy(r["input"], copy)
-            argv = [str(nsys_ai.parent / "nsys-ai"), "diagnose", str(copy), "--format", "json", "-o",
-                    str(Path(tmp) / "findings.json"), "--session", str(Path(tmp) / "session")]
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            _, status, usage = os.wait4(proc.pid, 0)
-            wall = time.perf_counter() - t0
-            err = proc.stderr.read() if proc.stderr else ""
-            if os.waitstatus_to_exitcode(status) == 0:
-                rss = usage.ru_maxrss / 1024
-                row.update({"peer_wall_s": round(wall, 2), "peer_peak_rss_mb": round(rss, 1),
-                            "time_ratio": round(wall / r["wall_s"], 2),
-                            "memory_ratio": round(rss / r["peak_rss_mb"], 2) if r.get("peak_rss_mb") else None})
+        if r["name"].startswith("kineto"):
+            row = _peer_row("HTA get_temporal_breakdown", r)
+            if hta is None:
+                row["error"] = "HolisticTraceAnalysis could not be installed"
             else:
-                row["error"] = (err.strip().splitlines() or ["failed"])[-1][:300]
+                p = subprocess.run([str(hta), "-c", HTA_SCRIPT, r["input"]], capture_output=True, text=True,
+                                   timeout=7200)
+                got = next((json.loads(ln) for ln in reversed(p.stdout.splitlines()) if ln.startswith("{")), None)
+                if got:
+                    _measured(row, got["wall_s"], got["peak_rss_mb"])
+                else:
+                    row["error"] = (p.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        elif r["name"].startswith("nsys"):
+            row = _peer_row("nsys-ai diagnose (default skill pack, offline)", r)
+            if nsys_ai is None:
+                row["error"] = "nsys-ai could not be installed"
+            else:
+                with tempfile.TemporaryDirectory() as tmp:
+                    copy = Path(tmp) / "profile.sqlite"  # nsys-ai writes a cache lock beside its input: never ours
+                    shutil.copy(r["input"], copy)
+                    argv = [str(nsys_ai.parent / "nsys-ai"), "diagnose", str(copy), "--format", "json", "-o",
+                            str(Path(tmp) / "findings.json"), "--session", str(Path(tmp) / "session")]
+                    err_path = Path(tmp) / "stderr.txt"
+                    with err_path.open("w") as err:  # a file, not a pipe: a full pipe would block the child
+                        t0 = time.perf_counter()
+                        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+                        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS
+                        wall = time.perf_counter() - t0
+                    if os.waitstatus_to_exitcode(status) == 0:
+                        _measured(row, wall, usage.ru_maxrss / 1024)
+                    else:
+                        row["error"] = (err_path.read_text().strip().splitlines() or ["failed"])[-1][:300]
+        else:
+            continue
         out.append(row)
     return out
 

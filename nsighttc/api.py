@@ -103,8 +103,6 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
 def _rank_groups(paths: list):
     """(inputs by rank, shared counter inputs, rank infos) when the inputs hold two ranks or more, else None."""
     from .parse.sniff import Kind, sniff
-    if len(paths) < 2 and not (paths and not isinstance(paths[0], Parsed) and sniff(Path(paths[0])) is Kind.NSYS_SQLITE):
-        return None  # one file is one process, unless it is an nsys export of a whole job
     kinds, plain = {}, []
     for p in paths:
         path = p.path if isinstance(p, Parsed) else Path(p)
@@ -113,6 +111,8 @@ def _rank_groups(paths: list):
         except NsighttcError:
             return None  # the single-run path reports the bad file with its usual message
         plain.append(path)
+    if len(plain) < 2 and not (plain and kinds[plain[0]] is Kind.NSYS_SQLITE and not isinstance(paths[0], Parsed)):
+        return None  # one file is one process, unless it is an nsys export of a whole job
     by_rank, counters, infos = ranks_mod.group(plain, kinds)
     if len([r for r in by_rank if r >= 0]) < 2:
         return None

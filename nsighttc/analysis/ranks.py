@@ -110,30 +110,18 @@ def processes(path: Path) -> list[tuple[int, int]]:
     """(device, pid) of every host process that launched kernels in an nsys SQLite export, device order;
     [] when the file cannot be read this way (the single-run path then reports it as usual)."""
     import sqlite3
-    import tempfile
-    from ..parse import textio
-    tmp = None
+    from ..errors import NsighttcError
+    from ..parse.nsys_sqlite import plain_database
     try:
-        db = path
-        if textio.is_gzip(path):
-            import gzip
-            import shutil
-            tmp = tempfile.NamedTemporaryFile(prefix="nsighttc-", suffix=".sqlite", delete=False)
-            with gzip.open(path, "rb") as src:
-                shutil.copyfileobj(src, tmp)
-            tmp.close()
-            db = Path(tmp.name)
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            rows = con.execute("SELECT MIN(deviceId), (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL "
-                               "GROUP BY 2").fetchall()
-        finally:
-            con.close()
-    except (sqlite3.Error, OSError, EOFError):
+        with plain_database(path) as db:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                rows = con.execute("SELECT MIN(deviceId), (globalPid >> 24) & 16777215 FROM "
+                                   "CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 2").fetchall()
+            finally:
+                con.close()
+    except (sqlite3.Error, OSError, EOFError, NsighttcError):
         return []
-    finally:
-        if tmp is not None:
-            Path(tmp.name).unlink(missing_ok=True)
     return sorted((int(d), int(p)) for d, p in rows if d is not None and p is not None)
 
 
@@ -353,10 +341,6 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None]:
                            f"launch overhead (+{launch / 1e6:.1f} ms per step): its host launched kernels slower. A "
                            "tracing profiler slows every launch call and the ranks unevenly, so this is not named a "
                            "straggler; compare the ranks' step times in a plain run")}
-
-
-def straggler(rows: list[dict]) -> dict | None:
-    return imbalance(rows)[0]
 
 
 def distributed(rows: list[dict], world_size: int | None) -> dict:

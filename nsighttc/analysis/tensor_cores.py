@@ -158,13 +158,18 @@ def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
     # Achieved TFLOP/s = FLOPs / kernel time (ns) / 1e3.
     out["tflops"] = out["tc_flop"] / out["total_time_ns"] / 1e3
     out["name_tc"] = out["name"].map(lambda n: name_rules.match(n)[0])
+    return _shares_and_variants(out).drop(columns=["_state", "_dtype", "_pipe_w", "_pipe_t"])
+
+
+def _shares_and_variants(out: pd.DataFrame) -> pd.DataFrame:
+    """Per-kernel rows: time shares, largest first, and a ``variant`` number where one name has several rows
+    (verdicts, dtypes or evidence that disagree), 0 where it has one."""
     total = out["total_time_ns"].sum()
     out["time_share"] = out["total_time_ns"] / total if total else 0.0
     out = out.sort_values(["total_time_ns", "first_launch"], ascending=[False, True], kind="stable")
     out["variant"] = out.groupby("name").cumcount() + 1
-    n_variants = out.groupby("name")["name"].transform("size")
-    out["variant"] = np.where(n_variants > 1, out["variant"], 0)
-    return out.drop(columns=["_state", "_dtype", "_pipe_w", "_pipe_t"]).reset_index(drop=True)
+    out["variant"] = np.where(out.groupby("name")["name"].transform("size") > 1, out["variant"], 0)
+    return out.reset_index(drop=True)
 
 
 def combine_kernel_rows(tables: list[pd.DataFrame]) -> pd.DataFrame:
@@ -187,12 +192,7 @@ def combine_kernel_rows(tables: list[pd.DataFrame]) -> pd.DataFrame:
                 nvtx=("nvtx", lambda x: sorted({n for lst in x for n in lst}))).reset_index()
     out["tensor_pipe_pct"] = np.where(out["_pipe_n"] > 0, out["_pipe_w"] / out["total_time_ns"], np.nan)
     out["tflops"] = out["tc_flop"] / out["total_time_ns"] / 1e3
-    total = out["total_time_ns"].sum()
-    out["time_share"] = out["total_time_ns"] / total if total else 0.0
-    out = out.sort_values(["total_time_ns", "first_launch"], ascending=[False, True], kind="stable")
-    out["variant"] = out.groupby("name").cumcount() + 1
-    out["variant"] = np.where(out.groupby("name")["name"].transform("size") > 1, out["variant"], 0)
-    return out.drop(columns=["_tc", "_dtype", "_pipe_w", "_pipe_n"]).reset_index(drop=True)
+    return _shares_and_variants(out).drop(columns=["_tc", "_dtype", "_pipe_w", "_pipe_n"])
 
 
 def compact(launches: pd.DataFrame) -> pd.DataFrame:

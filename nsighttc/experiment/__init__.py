@@ -43,10 +43,6 @@ class Outcome:
     exit_code: int = 0
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-
-
 def _last_error_line(*logs: Path) -> str | None:
     """The last line that looks like the error a crashed program printed (its traceback's last line)."""
     for log in logs:
@@ -150,8 +146,8 @@ def _write(run_dir: Path, doc: dict) -> None:
 def _run_one(target, opts: TryOptions, name: str, why: str | None, run_dir: Path, cache, say) -> dict:
     """One run of the program (the baseline, or one variant) under torch.profiler, then its verdict."""
     from ..collect import engines
-    from ..profile import Pass, run_pass
-    d = run_dir / _safe(name)
+    from ..profile import Pass, run_pass, safe_name
+    d = run_dir / safe_name(name)
     d.mkdir()
     trace, applied = d / "torch_trace.json", d / "applied.json"
     argv = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, torch_trace=trace,
@@ -159,7 +155,7 @@ def _run_one(target, opts: TryOptions, name: str, why: str | None, run_dir: Path
     p = Pass("torch", argv, d / "program.log", torch_trace=trace)
     say(f"[try {name}] running ...")
     t0 = time.monotonic()
-    run_pass(p, timeout=opts.timeout, python_program=True, say=say)
+    run_pass(p, timeout=opts.timeout, say=say)
     row: dict = {"name": name, "status": "ok", "chosen_by": why, "applied": None, "median_step_ns": None,
                  "speedup": None, "tc_time_share": None, "by_dtype": None, "gpu_busy_share": None, "verdict": None,
                  "metric": None, "error": None, "seconds": round(time.monotonic() - t0, 2), "run_dir": d.name}
@@ -215,13 +211,12 @@ def _run_one(target, opts: TryOptions, name: str, why: str | None, run_dir: Path
 
 def _analyse(trace: Path, opts: TryOptions, cache):
     """The run's verdict; Tensor Core evidence from the cache where an earlier ncu pass measured the kernel."""
-    from ..analysis.tensor_cores import classify_launches
-    from ..api import _load_all, analyze
-    from ..collect.hardware_pass import needs_hardware
-    parsed = _load_all([trace])[0]
+    from ..api import analyze
+    from ..profile.default import planned_needs
+    parsed: dict = {}
     evidence = None
-    if cache is not None and not parsed.kernels.empty:
-        need = needs_hardware(classify_launches(parsed.kernels))
+    if cache is not None:  # what the default run's ncu pass would need, looked up instead of measured
+        need = planned_needs([trace], parsed)
         if not need.empty:
             evidence = cache.lookup(need)
-    return analyze([parsed], step_range=opts.step_range, evidence=evidence)
+    return analyze([parsed.get(trace, trace)], step_range=opts.step_range, evidence=evidence)

@@ -16,6 +16,7 @@ million-kernel export stays a few vectorised passes.
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import shutil
@@ -55,18 +56,26 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
 
 
+@contextlib.contextmanager
+def plain_database(path: Path):
+    """The path of an uncompressed copy of a gzipped export (removed afterwards), or the export itself:
+    SQLite opens files, not streams."""
+    if not is_gzip(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="nsighttc-") as tmp:
+        plain = Path(tmp) / "export.sqlite"
+        try:
+            with gzip.open(path, "rb") as src, plain.open("wb") as dst:
+                shutil.copyfileobj(src, dst)
+        except (OSError, EOFError) as exc:
+            raise ParseError(f"corrupt or truncated gzip data ({exc})", path) from None
+        yield plain
+
+
 def read(path: Path) -> Parsed:
-    if is_gzip(path):
-        with tempfile.TemporaryDirectory(prefix="nsighttc-") as tmp:
-            plain = Path(tmp) / "export.sqlite"
-            try:
-                with gzip.open(path, "rb") as src, plain.open("wb") as dst:
-                    shutil.copyfileobj(src, dst)
-            except (OSError, EOFError) as exc:
-                raise ParseError(f"corrupt or truncated gzip data ({exc})", path) from None
-            parsed = _read_plain(plain, path)
-        return parsed
-    return _read_plain(path, path)
+    with plain_database(path) as db:
+        return _read_plain(db, path)
 
 
 def _read_plain(db: Path, shown: Path) -> Parsed:

@@ -148,6 +148,11 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
 
 
 # --- the run directory ----------------------------------------------------------------------------
+def safe_name(text: str) -> str:
+    """``text`` as a file name: runs of anything but letters, digits, ``_ . -`` become one ``_``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
 def new_run_dir(base: Path | None, label: str) -> Path:
     """A fresh directory: ``<base>/<YYYYmmdd-HHMMSS>-<label>``, suffixed -2, -3... never an existing one."""
     base = Path(base or "nsighttc-runs")
@@ -156,7 +161,7 @@ def new_run_dir(base: Path | None, label: str) -> Path:
     except OSError as exc:
         raise UsageError(f"cannot create the run directory's parent ({exc.strerror or exc}); choose another with --out",
                          base) from None
-    stem = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', label)[:60]}"
+    stem = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{safe_name(label)[:60]}"
     for i in range(1, 1000):
         d = base / (stem if i == 1 else f"{stem}-{i}")
         try:
@@ -171,7 +176,7 @@ def new_run_dir(base: Path | None, label: str) -> Path:
 
 
 # --- running --------------------------------------------------------------------------------------
-def _env(python_program: bool) -> dict[str, str]:
+def _env() -> dict[str, str]:
     """The passes' environment. Even a command that is not a Python program may reach our launcher or
     ``rankexec`` (behind torchrun): both must import nsighttc from wherever this copy lives."""
     env = dict(os.environ)
@@ -182,7 +187,7 @@ def _env(python_program: bool) -> dict[str, str]:
     return env
 
 
-def start_pass(p: Pass, *, python_program: bool, say: Callable[[str], None]) -> process.Running:
+def start_pass(p: Pass, *, say: Callable[[str], None]) -> process.Running:
     """Start a pass; its output lines are logged, shown (workload output) and watched (ncu progress)."""
     seen: set[str] = set()
 
@@ -202,7 +207,7 @@ def start_pass(p: Pass, *, python_program: bool, say: Callable[[str], None]) -> 
 
     say(f"[{p.engine}] running: {shlex.join(p.argv)}")
     return process.start(p.argv, stdout_path=p.log, stderr_path=p.log.with_suffix(".stderr.log"),
-                         env=_env(python_program), on_line=on_line)
+                         env=_env(), on_line=on_line)
 
 
 def finish_pass(p: Pass, running: process.Running, timeout: float | None) -> Pass:
@@ -213,8 +218,8 @@ def finish_pass(p: Pass, running: process.Running, timeout: float | None) -> Pas
     return p
 
 
-def run_pass(p: Pass, *, timeout: float | None, python_program: bool, say: Callable[[str], None]) -> Pass:
-    return finish_pass(p, start_pass(p, python_program=python_program, say=say), timeout)
+def run_pass(p: Pass, *, timeout: float | None, say: Callable[[str], None]) -> Pass:
+    return finish_pass(p, start_pass(p, say=say), timeout)
 
 
 def _export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
@@ -272,7 +277,7 @@ def _run_queue(passes: list[Pass], opts: Options, target: Target, run_dir: Path,
     failures: list[str] = []
     for p in passes:
         try:
-            run_pass(p, timeout=remaining(), python_program=target.python_program, say=say)
+            run_pass(p, timeout=remaining(), say=say)
         except CounterPermission as exc:
             _write_meta(run_dir, target, opts, done + [p], gpus, notes + [str(exc)])
             raise

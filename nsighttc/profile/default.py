@@ -107,7 +107,7 @@ def _interrupt_program(pid_file: Path, p: Pass, say: Callable[[str], None], reas
     threading.Thread(target=send, daemon=True).start()
 
 
-def _planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
+def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
     """Kernels of the timeline that need hardware evidence; the parsed files are kept in ``parsed`` so the
     final analysis does not read them a second time (a 30 MB trace costs seconds)."""
     from ..analysis.tensor_cores import classify_launches
@@ -135,7 +135,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                          "answers the Tensor Core question only")
         p = plan(replace(opts, engine="ncu"), target, cc, run_dir)[0][0]  # what --engine ncu runs
         p.mode = "after"
-        run_pass(p, timeout=remaining(), python_program=target.python_program, say=say)
+        run_pass(p, timeout=remaining(), say=say)
         out.done.append(p)
         out.inputs += _export(p, run_dir, out.notes)
         return out
@@ -167,7 +167,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                       gate_at="cuda" if (opts.overlap == "cuda" and tl.engine == "torch") else "start")
         hw.on_prof = lambda line: None  # quiet until the gate opens
         say("[ncu] starting now and waiting at the gate while the timeline runs (start-up overlaps)")
-        hw_run = start_pass(hw, python_program=True, say=lambda s: None if s.startswith("[ncu] running") else say(s))
+        hw_run = start_pass(hw, say=lambda s: None if s.startswith("[ncu] running") else say(s))
 
     def close_gate(word: str) -> None:
         try:
@@ -178,7 +178,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     say(f"[1/2 timeline: {tl.engine}] running the program "
         f"({'torch.profiler' if tl.engine == 'torch' else 'Nsight Systems'}) ... {time.monotonic() - started:.0f}s")
     try:
-        run_pass(tl, timeout=remaining(), python_program=target.python_program, say=say)
+        run_pass(tl, timeout=remaining(), say=say)
     except BaseException:
         if hw_run is not None:
             close_gate("stop")
@@ -194,7 +194,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     info.update({"timeline_engine": tl.engine, "hardware_pass": "none"})
     stop_everything = tl.interrupted or tl.timed_out or not out.inputs
     try:
-        need = pd.DataFrame() if stop_everything else _planned_needs(out.inputs, out.parsed)
+        need = pd.DataFrame() if stop_everything else planned_needs(out.inputs, out.parsed)
     except NsighttcError as exc:  # the timeline cannot be read: no plan for ncu; the analysis will say why
         out.failures.append(f"the timeline could not be read to plan the Nsight Compute pass: {exc}")
         need, stop_everything = pd.DataFrame(), True
@@ -245,7 +245,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                 f"... {time.monotonic() - started:.0f}s")
         hw.on_prof = progress
         if hw_run is None:
-            hw_run = start_pass(hw, python_program=target.python_program, say=say)
+            hw_run = start_pass(hw, say=say)
         else:
             close_gate("go")
         watcher.started = time.monotonic()

@@ -83,10 +83,10 @@ def test_rankexec_fills_the_rank_and_drops_the_profiler_where_asked(tmp_path):
     code = ("import sys; open(sys.argv[1], 'w').write(' '.join(sys.argv[2:]))")
     r = subprocess.run([sys.executable, "-m", "nsighttc.rankexec", "--mkdir", str(tmp_path / "rank{nsighttc_rank}"),
                         "--tool-args", "2", "--only-ranks", "0", "--", "tool", "--flag", sys.executable, "-c", code,
-                        str(out), "rank={nsighttc_rank}"], env={**_env(True), "RANK": "3"}, capture_output=True, text=True)
+                        str(out), "rank={nsighttc_rank}"], env={**_env(), "RANK": "3"}, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert out.read_text() == "rank=3" and (tmp_path / "rank3").is_dir()
-    r = subprocess.run([sys.executable, "-m", "nsighttc.rankexec", "--", "/no/such/tool"], env=_env(True),
+    r = subprocess.run([sys.executable, "-m", "nsighttc.rankexec", "--", "/no/such/tool"], env=_env(),
                        capture_output=True, text=True)
     assert r.returncode == 127 and "cannot run /no/such/tool" in r.stderr
 
@@ -111,7 +111,7 @@ def test_cpu_smoke_run_writes_one_trace_per_rank(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     p = plan(Options(engine="torch"), t, None, run)[0][0]
-    proc = subprocess.Popen(p.argv, env=_env(True), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(p.argv, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=240)

@@ -20,15 +20,14 @@ from .. import intervals
 from ..name_rules import is_communication
 
 
-def _launch_intervals(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Start, end, device and is-communication of every kernel launch (timeline sources)."""
+def _launch_intervals(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Start, end and device of every kernel launch (timeline sources)."""
     if launches.empty or "start_ns" not in launches:
         z = np.array([])
-        return z, z, z, np.array([], dtype=bool)
+        return z, z, z
     s = launches["start_ns"].to_numpy(dtype="float64")
     e = s + launches["duration_ns"].to_numpy(dtype="float64")
-    dev = pd.to_numeric(launches["device"], errors="coerce").to_numpy(dtype="float64")
-    return s, e, dev, is_communication(launches["name"]).to_numpy()
+    return s, e, pd.to_numeric(launches["device"], errors="coerce").to_numpy(dtype="float64")
 
 
 class Work:
@@ -43,7 +42,9 @@ class Work:
         if not self.any:  # one GPU, no collectives: nothing to split (a million-kernel trace pays one name scan)
             self.peer_copies, self.comm_kernel_ns, self.kernel_ns = 0, 0.0, 0.0
             return
-        s, e, dev, comm = _launch_intervals(launches)
+        s, e, dev = _launch_intervals(launches)
+        if len(s) != len(comm):  # launches without start times: no intervals to split
+            comm = np.zeros(len(s), dtype=bool)
         self.comm_kernel_ns = float(np.nansum((e - s)[comm])) if comm.any() else 0.0
         self.kernel_ns = float(np.nansum(e - s)) if len(s) else 0.0
         other = ops[(ops["kind"].astype(str) != "kernel").to_numpy()] if not ops.empty else ops
