@@ -34,10 +34,9 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Union:
     run_end = np.maximum.accumulate(e)
     new_block = np.ones(len(s), dtype=bool)
     new_block[1:] = s[1:] > run_end[:-1]
-    block_id = np.cumsum(new_block) - 1
-    u_start = s[new_block]
-    u_end = np.zeros(len(u_start))
-    np.maximum.at(u_end, block_id, run_end)
+    first = np.flatnonzero(new_block)
+    u_start = s[first]
+    u_end = run_end[np.r_[first[1:] - 1, len(s) - 1]]  # the running maximum at each block's last interval
     lengths = u_end - u_start
     return Union(u_start, u_end, np.concatenate([[0.0], np.cumsum(lengths)]))
 

@@ -139,8 +139,8 @@ def classify_names(names: pd.Series) -> pd.DataFrame:
     res = [match(str(u)) for u in uniques] + [(None, None, None)]  # code -1: missing name
     cols = list(zip(*res))
     rule_codes, rule_names = pd.factorize(pd.Series(cols[2], dtype=object))
-    return pd.DataFrame({"name_tc": np.array(cols[0], dtype=object)[codes],
-                         "name_dtype": np.array(cols[1], dtype=object)[codes],
+    return pd.DataFrame({"name_tc": pd.Series(np.array(cols[0], dtype=object)[codes], dtype=object, index=names.index),
+                         "name_dtype": pd.Series(np.array(cols[1], dtype=object)[codes], dtype=object, index=names.index),
                          "name_rule": pd.Categorical.from_codes(rule_codes[codes], categories=list(rule_names))},
                         index=names.index)
 

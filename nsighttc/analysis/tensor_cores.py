@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import TC_DTYPES
-from . import name_rules
+from . import labels, name_rules
 
 # The dtypes whose ops counters must all be present for "all zero" to mean "no Tensor Core math".
 OPS_REQUIRED_FOR_NO = ("fp16", "bf16", "tf32", "fp8", "int8", "fp64")
@@ -132,23 +132,27 @@ def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["name", "calls", "total_time_ns", "tensor_core", "evidence", "dtype",
                                      "nvtx", "tc_flop", "tflops", "tensor_pipe_pct", "name_tc", "name_rule",
                                      "matrix_work", "time_share", "variant", "evidence_detail"])
-    df = pd.DataFrame({"name": launches["name"], "_state": tc_states(launches), "_dtype": launches["dtype"].fillna(""),
-                       "evidence": launches["evidence"], "_pipe_w": launches["tensor_pipe_pct"] * launches["time_ns"],
+    df = pd.DataFrame({"name": labels.as_categorical(launches["name"]).array, "_state": tc_states(launches).array,
+                       "_dtype": _dtype_categorical(launches["dtype"]), "evidence": pd.Categorical(launches["evidence"]), "_pipe_w": launches["tensor_pipe_pct"] * launches["time_ns"],
                        "time_ns": launches["time_ns"], "tc_flop": launches["tc_flop"],
                        "tensor_pipe_pct": launches["tensor_pipe_pct"], "matrix_work": launches["matrix_work"],
                        "name_rule": launches["name_rule"], "evidence_detail": launches["evidence_detail"],
-                       "launch_id": launches["launch_id"], "nvtx": launches["nvtx"]}, copy=False)
+                       "launch_id": launches["launch_id"], "nvtx": labels.as_categorical(launches["nvtx"]).array},
+                      copy=False)
     keys = ["name", "_state", "_dtype", "evidence"]
     g = df.groupby(keys, sort=False, dropna=False, observed=True)
     out = g.agg(calls=("time_ns", "size"), total_time_ns=("time_ns", "sum"), tc_flop=("tc_flop", "sum"),
                 _pipe_w=("_pipe_w", "sum"), _pipe_t=("tensor_pipe_pct", "count"),
                 matrix_work=("matrix_work", "any"), name_rule=("name_rule", "first"),
                 evidence_detail=("evidence_detail", "first"), first_launch=("launch_id", "min")).reset_index()
-    nv = df.loc[df["nvtx"] != "", keys + ["nvtx"]].drop_duplicates().astype({"nvtx": str})
-    nv = nv.groupby(keys, sort=False, observed=True)["nvtx"].unique()
+    nv = df.groupby(keys + ["nvtx"], sort=False, observed=True, dropna=False).size().reset_index()
+    nv = nv[nv["nvtx"] != ""].astype({"nvtx": object})
+    nv = nv.groupby(keys, sort=False, observed=True, dropna=False)["nvtx"].unique()
     out = out.merge(nv.rename("nvtx").reset_index(), on=keys, how="left")
     out["nvtx"] = out["nvtx"].apply(lambda v: sorted(v) if isinstance(v, np.ndarray) else [])
     out["_state"] = out["_state"].astype(str)
+    out["_dtype"] = out["_dtype"].astype(str)
+    out["evidence"] = out["evidence"].astype(str).astype(object)
     out["tensor_core"] = out["_state"].map({"yes": True, "no": False, "unknown": None}).astype(object)
     out["dtype"] = out["_dtype"].replace("", None)
     out["name"] = out["name"].astype(str)
@@ -200,12 +204,13 @@ def compact(launches: pd.DataFrame) -> pd.DataFrame:
     launch count and FLOPs: roll-ups over a million launches become roll-ups over a few dozen rows."""
     if "n" in launches.columns:
         return launches
+    # group keys stay categorical (codes): object or Arrow strings over a million rows cost seconds
     df = pd.DataFrame({
-        "nvtx": launches["nvtx"].to_numpy(),
-        "state": tc_states(launches).to_numpy(),
-        "dtype": launches["dtype"].fillna("").to_numpy(),
+        "nvtx": labels.as_categorical(launches["nvtx"]).array,
+        "state": tc_states(launches).array,
+        "dtype": _dtype_categorical(launches["dtype"]),
         "matrix_work": launches["matrix_work"].astype(bool).to_numpy(),
-        "evidence": launches["evidence"].to_numpy(),
+        "evidence": pd.Categorical(launches["evidence"]),
         "time_ns": launches["time_ns"].to_numpy(),
         "tc_flop": launches["tc_flop"].to_numpy(),
         "flop_time_ns": np.where(launches["tc_flop"].notna(), launches["time_ns"], 0.0),
@@ -216,11 +221,23 @@ def compact(launches: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(time_ns=("time_ns", "sum"), n=("time_ns", "size"), tc_flop=("tc_flop", "sum"),
                 has_flop=("has_flop", "any"), flop_time_ns=("flop_time_ns", "sum"), first=("launch_id", "min")).reset_index()
     out["tc_flop"] = out["tc_flop"].where(out["has_flop"])
-    out["nvtx"] = out["nvtx"].astype(str)
-    out["state"] = out["state"].astype(str)
+    out["nvtx"] = out["nvtx"].astype(str).astype(object)
+    out["state"] = out["state"].astype(str).astype(object)
+    out["dtype"] = out["dtype"].astype(str).astype(object)
+    out["evidence"] = out["evidence"].astype(str).astype(object)
     out["tensor_core"] = out["state"].map({"yes": True, "no": False, "unknown": None}).astype(object)
     out["dtype"] = out["dtype"].replace("", None)
     return out
+
+
+def _dtype_categorical(dtype: pd.Series) -> pd.Categorical:
+    """dtype per launch ('' where none) as a categorical, built from integer codes."""
+    values = dtype.to_numpy(dtype=object)
+    codes, uniq = pd.factorize(values, use_na_sentinel=True)
+    cats = [str(u) for u in uniq]
+    if "" not in cats:
+        cats.append("")
+    return pd.Categorical.from_codes(np.where(codes < 0, cats.index(""), codes), categories=cats)
 
 
 def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:

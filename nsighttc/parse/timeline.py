@@ -77,20 +77,37 @@ def _family(name: str) -> str:
     return _FAMILY.sub("", name)
 
 
+def _path_categorical(ranges: pd.DataFrame) -> pd.Series:
+    path = ranges["path"]
+    return path if isinstance(path.dtype, pd.CategoricalDtype) else path.astype(str).astype("category")
+
+
 def paths_at(ranges: pd.DataFrame, pids: pd.Series, times: pd.Series) -> pd.Series:
     """Innermost range path open in process ``pid`` at time ``t`` (any thread of it), per row; '' if none.
-    Vectorised: one segment table per process, then a binary search per timestamp."""
-    out = pd.Series("", index=times.index, dtype=object)
-    if ranges.empty or times.empty:
-        return out
-    frame = pd.DataFrame({"pid": pids, "t": times}).dropna(subset=["t"])
-    for pid, grp in frame.groupby("pid"):
-        seg_start, seg_path = _segments(ranges[ranges["pid"] == pid])
-        if len(seg_start) == 0:
+    Vectorised: one segment table per process, then a binary search per timestamp; the result is
+    categorical (a million launches share a few hundred paths)."""
+    index = times.index if isinstance(times, pd.Series) else pd.RangeIndex(len(times))
+    if ranges.empty or len(times) == 0:
+        return pd.Series(pd.Categorical([""] * len(index), categories=[""]), index=index)
+    path = _path_categorical(ranges)
+    cats = list(path.cat.categories)
+    empty_code = cats.index("") if "" in cats else len(cats)
+    if empty_code == len(cats):
+        cats.append("")
+    t = np.asarray(times, dtype="float64")
+    pid_codes, pid_uniq = pd.factorize(np.asarray(pids))
+    codes = np.full(len(t), empty_code, dtype=np.int64)
+    rpid = ranges["pid"].to_numpy()
+    for i, pid in enumerate(pid_uniq):
+        rows = np.flatnonzero(pid_codes == i)
+        seg_t, seg_c = _segment_codes(ranges[rpid == pid].assign(path=path[rpid == pid]))
+        if len(seg_t) == 0:
             continue
-        pos = np.searchsorted(seg_start, grp["t"].to_numpy(), side="right") - 1
-        out.loc[grp.index] = np.where(pos >= 0, seg_path[np.clip(pos, 0, None)], "")
-    return out
+        tt = t[rows]
+        pos = np.searchsorted(seg_t, tt, side="right") - 1
+        got = np.where(pos >= 0, seg_c[np.clip(pos, 0, None)], -1)
+        codes[rows] = np.where((got >= 0) & ~np.isnan(tt), got, empty_code)
+    return pd.Series(pd.Categorical.from_codes(codes, categories=cats), index=index)
 
 
 _API_KEY_CACHE: dict[int, tuple] = {}
@@ -134,49 +151,93 @@ def attribute_ranges(kernels: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFr
     if kernels.empty or api.empty or ranges.empty:
         return pd.Series("", index=kernels.index, dtype=object)
     launch = launch_times(kernels, api)
-    return paths_at(ranges, kernels["pid"], launch["start_ns"]).astype("category")
+    return paths_at(ranges, kernels["pid"], launch["start_ns"])
 
 
 _SEGMENT_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _segments(r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Elementary time segments of a process's ranges and the innermost open path in each.
+    """Elementary time segments of a process's ranges and the innermost open path in each (strings)."""
+    seg_t, seg_c = _segment_codes(r)
+    cats = np.asarray(_path_categorical(r).cat.categories, dtype=object)
+    return seg_t, np.where(seg_c >= 0, cats[np.clip(seg_c, 0, None)] if len(cats) else "", "").astype(object)
 
-    Innermost = deepest path, then latest start. A sweep over 2 x ranges boundary events on plain
-    arrays; cached, since kernels, sync calls and gaps all ask for the same process."""
+
+def _segment_codes(r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Elementary time segments of a process's ranges: their start times (sorted, unique) and the code (in
+    the ``path`` categories) of the innermost range open from each until the next, -1 = none.
+
+    Innermost = deepest path, then latest start (then later row), over all threads of the process; a range
+    is open on [start, end). Ranges of one thread and one depth never overlap when they nest (push/pop,
+    and start/end ranges used like them), so at any time each (thread, depth) group has at most one open
+    range, found by a binary search: a few array passes per group instead of a Python loop over every
+    boundary (255k ranges: 0.02 s instead of 0.3 s). Groups whose ranges overlap fall back to the sweep.
+    Cached: kernels, sync calls and gaps all ask for the same process."""
     if r.empty:
-        return np.array([]), np.array([], dtype=object)
-    key = (len(r), float(r["start_ns"].sum()), float(r["end_ns"].sum()), str(r["path"].iloc[0]))
+        return np.array([]), np.array([], dtype=np.int64)
+    path = _path_categorical(r)
+    codes = path.cat.codes.to_numpy().astype(np.int64)
+    key = (len(r), float(r["start_ns"].sum()), float(r["end_ns"].sum()), int(codes.sum()), id(path.cat.categories))
     if key in _SEGMENT_CACHE:
         return _SEGMENT_CACHE[key]
     n = len(r)
-    t = np.concatenate([r["start_ns"].to_numpy(), r["end_ns"].to_numpy()])
+    starts = r["start_ns"].to_numpy(dtype="float64")
+    ends = r["end_ns"].to_numpy(dtype="float64")
+    cat_depth = np.array([str(c).count("/") for c in path.cat.categories] + [0], dtype=np.int64)
+    depth = cat_depth[codes]  # code -1 (no path) -> depth 0
+    rank = np.empty(n, dtype=np.int64)
+    by_rank = np.lexsort((np.arange(n), starts, depth))
+    rank[by_rank] = np.arange(n)
+    bounds = np.unique(np.concatenate([starts, ends]))
+    best = np.full(len(bounds), -1, dtype=np.int64)
+    tid = pd.factorize(r["tid"].to_numpy())[0] if "tid" in r else np.zeros(n, dtype=np.int64)
+    order = np.lexsort((starts, depth, tid))
+    g_key = tid[order] * (int(depth.max()) + 1) + depth[order]
+    cuts = np.flatnonzero(np.diff(g_key)) + 1
+    for idx in np.split(order, cuts):
+        s, e = starts[idx], ends[idx]
+        if len(idx) > 1 and np.any(e[:-1] > s[1:]):
+            seg = _sweep(starts, ends, depth, codes)
+            break
+        lo, hi = np.searchsorted(bounds, s[0], side="left"), np.searchsorted(bounds, e.max(), side="left")
+        b = bounds[lo:hi]
+        pos = np.searchsorted(s, b, side="right") - 1
+        ok = (pos >= 0) & (e[np.clip(pos, 0, None)] > b)
+        best[lo:hi] = np.maximum(best[lo:hi], np.where(ok, rank[idx][np.clip(pos, 0, None)], -1))
+    else:
+        seg = (bounds, np.where(best >= 0, codes[by_rank[np.clip(best, 0, None)]], -1))
+    if len(_SEGMENT_CACHE) > 64:
+        _SEGMENT_CACHE.clear()
+    _SEGMENT_CACHE[key] = seg
+    return seg
+
+
+def _sweep(starts: np.ndarray, ends: np.ndarray, depth: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The exact sweep over every boundary event, for ranges that overlap within one thread and depth
+    (start/end ranges can): an open set, and the innermost recomputed when it closes."""
+    n = len(starts)
+    t = np.concatenate([starts, ends])
     is_open = np.concatenate([np.ones(n, dtype=bool), np.zeros(n, dtype=bool)])
     idx = np.concatenate([np.arange(n), np.arange(n)])
     order = np.lexsort((is_open, t))  # at equal times close before open
-    paths = r["path"].to_numpy()
-    depth = np.array([p.count("/") for p in paths])
-    seg_t = t[order]
-    seg_p = np.empty(len(order), dtype=object)
-    open_set: dict[int, tuple[int, float]] = {}
+    seg_c = np.full(len(order), -1, dtype=np.int64)
+    open_set: dict[int, tuple] = {}
     best: tuple | None = None
-    starts = r["start_ns"].to_numpy()
     for j, o in enumerate(order):
-        i = idx[o]
-        if is_open[o]:
-            open_set[i] = (depth[i], starts[i])
-            if best is None or (depth[i], starts[i]) >= best[0]:
-                best = ((depth[i], starts[i]), i)
-        else:
+        i = int(idx[o])
+        if is_open[o] and ends[i] > starts[i]:  # an empty range is never open
+            open_set[i] = (depth[i], starts[i], i)
+            if best is None or open_set[i] >= best:
+                best = open_set[i]
+        elif not is_open[o]:
             open_set.pop(i, None)
-            if best is not None and best[1] == i:
-                best = max(((v, k) for k, v in open_set.items()), default=None)
-        seg_p[j] = paths[best[1]] if best is not None else ""
-    if len(_SEGMENT_CACHE) > 64:
-        _SEGMENT_CACHE.clear()
-    _SEGMENT_CACHE[key] = (seg_t, seg_p)
-    return seg_t, seg_p
+            if best is not None and best[2] == i:
+                best = max(open_set.values(), default=None)
+        seg_c[j] = codes[best[2]] if best is not None else -1
+    seg_t = t[order]
+    last = np.r_[seg_t[1:] != seg_t[:-1], True]  # the state after every event at one time
+    return seg_t[last], seg_c[last]
 
 
 def sanitize(path, kernels: pd.DataFrame, gpu_ops: pd.DataFrame, api: pd.DataFrame,

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...parse.timeline import Timeline, launch_times
-from .. import intervals
+from .. import intervals, labels
 from . import busy, comm as comm_mod, idle, ranges as ranges_mod, steps as steps_mod
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
@@ -67,7 +67,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     fams = steps_mod.families(ranges, u, lt["start_ns"].to_numpy(dtype="float64"), work_end, th, step_range)
 
     # every idle moment of the window with its cause, then summed per scope
-    paths = np.array(sorted(str(p) for p in pd.unique(ranges["path"].astype(str))) if not ranges.empty else [],
+    paths = np.array(sorted(set(labels.strings(ranges["path"]))) if not ranges.empty else [],
                      dtype=object)
     containers = _containers(fams)
     pieces = idle.pieces(u, lo, hi, ops, idle.op_launch_calls(ops, api), api, ranges, paths, containers, th)
@@ -157,7 +157,7 @@ def _busy_in(ranges: pd.DataFrame, names: pd.Series, u: intervals.Union, w: inte
     for ws, we in zip(w.starts, w.ends):  # a handful of warm-up iterations
         a, b = np.maximum(s, ws), np.minimum(e, we)
         tot += np.where(b > a, intervals.busy_within(u, a, np.maximum(a, b)), 0.0)
-    per = pd.Series(tot).groupby(ranges["path"].astype(str).to_numpy()).sum()
+    per = pd.Series(tot).groupby(labels.strings(ranges["path"])).sum()
     return per.reindex(names.astype(str).to_numpy()).fillna(0.0).to_numpy()
 
 

@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 
 from ...parse.timeline import corr_key, paths_at
-from .. import intervals
+from .. import intervals, labels
 from .base import GRAPH_LAUNCH_CALLS
 
 
 def window(ops: pd.DataFrame, ranges: pd.DataFrame) -> tuple[float, float]:
     """Profiled window: the span of top-level ranges when the workload is annotated, else of GPU work."""
     if not ranges.empty:
-        top = ranges[~ranges["path"].astype(str).str.contains("/", regex=False).to_numpy()]
+        top = ranges[~labels.per_category(ranges["path"], lambda p: "/" in p, dtype=bool)]
         return float(top["start_ns"].min()), float(top["end_ns"].max())
     if ops.empty:
         return 0.0, 0.0
@@ -92,7 +92,7 @@ def activity(u: intervals.Union, launches: pd.DataFrame, ranges: pd.DataFrame, l
             tc = intervals.busy_within(tu, edges[:-1], edges[1:]) / width
     inst = []
     if not ranges.empty:
-        depth = ranges["path"].astype(str).str.count("/")
+        depth = pd.Series(labels.per_category(ranges["path"], lambda p: p.count("/"), dtype=np.int64), index=ranges.index)
         inside = (ranges["end_ns"] > lo).to_numpy() & (ranges["start_ns"] < hi).to_numpy()
         shown = sorted(set(depth[inside]))[-2:] if inside.any() else []  # the two innermost levels in view
         r = ranges[inside & depth.isin(shown).to_numpy()]

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...parse.timeline import _segments, launch_times, paths_at
-from .. import intervals
+from ...parse.timeline import _path_categorical, _segment_codes, launch_times, paths_at
+from .. import intervals, labels
 from .base import SYNC_CALLS, Thresholds
 
 KINDS = ("sync", "pageable-copy", "gpu-wait", "launch-overhead", "host-range", "drained")
@@ -64,8 +64,7 @@ class Idle:
 
 def path_codes(paths: np.ndarray, values: pd.Series) -> np.ndarray:
     """Codes of path strings in ``paths`` ('' or unknown -> -1)."""
-    lookup = pd.Index(paths)
-    return lookup.get_indexer(pd.Series(values, dtype=object).fillna("").astype(str))
+    return labels.codes_in(values, paths)
 
 
 def op_launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
@@ -90,7 +89,7 @@ def host_calls(ops: pd.DataFrame, calls: pd.DataFrame, api: pd.DataFrame, ranges
     s = api[api["name"].isin(SYNC_CALLS).to_numpy()] if not api.empty else api
     sync = pd.DataFrame({"t": s["start_ns"].to_numpy(dtype="float64"),
                          "ns": (s["end_ns"] - s["start_ns"]).to_numpy(dtype="float64"),
-                         "name": s["name"].astype(str).to_numpy(),
+                         "name": labels.strings(s["name"]),
                          "pc": path_codes(paths, paths_at(ranges, s["pid"], s["start_ns"]))})
     op_launch = calls["start_ns"].to_numpy()
     memcpy = (ops["kind"] == "memcpy").to_numpy()
@@ -137,16 +136,13 @@ def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, launch_c
     # host ranges of the process that launches the work
     main = _main_pid(api, ranges)
     mine = ranges[(ranges["pid"] == main).to_numpy()] if main is not None and not ranges.empty else ranges.iloc[0:0]
-    seg_t, seg_p = _segments(mine) if not mine.empty else (np.array([]), np.array([], dtype=object))
-    seg_c = path_codes(paths, pd.Series(seg_p, dtype=object)) if len(seg_p) else np.array([], dtype=np.int64)
+    seg_t, seg_c = _segment_codes(mine) if not mine.empty else (np.array([]), np.array([], dtype=np.int64))
+    if len(seg_c):  # range categories -> positions in ``paths``
+        cat_pc = path_codes(paths, pd.Series(_path_categorical(mine).cat.categories, dtype=object))
+        seg_c = np.where(seg_c >= 0, np.append(cat_pc, -1)[seg_c], -1)
 
-    pts = np.unique(np.concatenate([gs, ge, seg_t, sync_u.starts, sync_u.ends, page_u.starts, page_u.ends]))
-    pts = pts[(pts >= lo) & (pts <= hi)]
-    a, b = pts[:-1], pts[1:]
+    a, b, g = _cut_gaps(gs, ge, np.concatenate([seg_t, sync_u.starts, sync_u.ends, page_u.starts, page_u.ends]))
     mid = (a + b) / 2
-    g = np.searchsorted(gs, mid, side="right") - 1
-    inside = (g >= 0) & (mid < ge[np.clip(g, 0, None)]) if len(gs) else np.zeros(len(mid), dtype=bool)
-    a, b, mid, g = a[inside], b[inside], mid[inside], g[inside]
     if len(seg_t):
         pos = np.searchsorted(seg_t, mid, side="right") - 1
         pc = np.where(pos >= 0, seg_c[np.clip(pos, 0, None)], -1)
@@ -159,6 +155,27 @@ def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, launch_c
          drained[g]],
         [PAGEABLE, SYNC, GPU_WAIT, LAUNCH, HOST, DRAINED], default=HOST).astype(np.int8)
     return Idle(a, b, kind, pc, a == gs[g], paths, calls)
+
+
+def _cut_gaps(gs: np.ndarray, ge: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gaps [gs, ge) cut at every point of ``cuts`` that falls strictly inside one: piece starts, ends
+    and gap index. Gap edges are already sorted and interleaved, and few cuts fall inside gaps, so one
+    merge of nearly sorted runs replaces a sort of every point (1M-kernel trace: 0.05 s, was 0.3 s)."""
+    if len(gs) == 0:
+        return np.array([]), np.array([]), np.array([], dtype=np.int64)
+    i = np.clip(np.searchsorted(gs, cuts, side="right") - 1, 0, None)
+    cuts = cuts[(cuts > gs[i]) & (cuts < ge[i])]
+    edges = np.column_stack([gs, ge]).ravel()
+    label = np.tile(np.array([1, -1], dtype=np.int8), len(gs))
+    pts = np.concatenate([edges, np.unique(cuts)])
+    lab = np.concatenate([label, np.zeros(len(pts) - len(edges), dtype=np.int8)])
+    order = np.argsort(pts, kind="stable")  # runs: timsort merges them; ties keep gap edges first
+    pts, lab = pts[order], lab[order]
+    is_open = np.cumsum(lab)[:-1] > 0        # a gap is open from this point to the next
+    gap = np.cumsum(lab == 1)[:-1] - 1
+    a, b = pts[:-1], pts[1:]
+    keep = is_open & (b > a)
+    return a[keep], b[keep], gap[keep]
 
 
 def _main_pid(api: pd.DataFrame, ranges: pd.DataFrame):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import intervals
+from .. import intervals, labels
 from ..tensor_cores import path_prefixes
 from .base import Thresholds, classify
 
@@ -23,7 +23,9 @@ def _kernels_per_path(launches: pd.DataFrame) -> pd.DataFrame:
     nv = launches.loc[(launches["nvtx"] != "").to_numpy(), ["nvtx", "time_ns"]]
     if nv.empty:
         return pd.DataFrame(columns=["kernels", "kernel_ns"])
-    per = nv.astype({"nvtx": str}).groupby("nvtx").agg(kernels=("time_ns", "size"), kernel_ns=("time_ns", "sum"))
+    per = nv.groupby(labels.as_categorical(nv["nvtx"]), observed=True).agg(kernels=("time_ns", "size"),
+                                                                        kernel_ns=("time_ns", "sum"))
+    per.index = per.index.astype(str)
     joined = per.reset_index().merge(path_prefixes(per.index), on="nvtx")
     return joined.groupby("range")[["kernels", "kernel_ns"]].sum().rename_axis("path")
 

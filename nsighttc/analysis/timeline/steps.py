@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import intervals
+from .. import intervals, labels
 from .base import Thresholds, classify, is_step_leaf
 
 
@@ -42,8 +42,8 @@ def families(ranges: pd.DataFrame, u: intervals.Union, launch_start: np.ndarray,
     k_start = launch_start[ok][k_order]
     k_end_max = np.maximum.accumulate(work_end[ok][k_order]) if ok.any() else np.array([])
     out = []
-    cand = ranges[ranges["path"].astype(str).isin(paths).to_numpy()]
-    for path, grp in cand.groupby(cand["path"].astype(str)):
+    cand = ranges[labels.per_category(ranges["path"], lambda p: p in paths, dtype=bool)]
+    for path, grp in cand.groupby(labels.strings(cand["path"])):
         grp = grp.sort_values("start_ns")
         s, e = grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy()
         it_end = np.concatenate([s[1:], e[-1:]])

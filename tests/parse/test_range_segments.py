@@ -1,0 +1,73 @@
+"""The vectorised innermost-range lookup (``parse.timeline._segment_codes``) must say what the exact sweep
+over every boundary event says, on real recordings and on any nesting of ranges over several threads."""
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings, strategies as st
+
+from nsighttc.parse import load
+from nsighttc.parse.timeline import _segment_codes, _sweep, nest_paths, paths_at
+from tests.conftest import FIXTURES
+
+
+def _lookup(seg_t, seg_c, t):
+    pos = np.searchsorted(seg_t, t, side="right") - 1
+    return np.where(pos >= 0, seg_c[np.clip(pos, 0, None)], -1)
+
+
+def _both(r: pd.DataFrame, t: np.ndarray):
+    fast = _lookup(*_segment_codes(r), t)
+    path = r["path"]
+    cat_depth = np.array([str(c).count("/") for c in path.cat.categories] + [0])
+    codes = path.cat.codes.to_numpy().astype(np.int64)
+    slow = _lookup(*_sweep(r["start_ns"].to_numpy(float), r["end_ns"].to_numpy(float), cat_depth[codes], codes), t)
+    return fast, slow
+
+
+def test_real_recordings_agree_with_the_sweep():
+    for name in ("multi_phase_nsys_node.sqlite.gz", "multi_phase_torch.json.gz"):
+        p = load(FIXTURES / name)
+        r = p.timeline.ranges
+        pid = r["pid"].mode().iloc[0]
+        mine = r[r["pid"] == pid]
+        edges = np.concatenate([mine["start_ns"], mine["end_ns"]])
+        t = np.concatenate([edges, edges - 1, edges + 1, p.kernels["start_ns"].to_numpy(float)])
+        fast, slow = _both(mine, t)
+        assert len(mine) > 10 and (fast >= 0).sum() > 10
+        np.testing.assert_array_equal(fast, slow)
+
+
+@st.composite
+def nested_ranges(draw):
+    """Push/pop ranges on 1-3 threads: each thread a random tree of ranges laid out in time."""
+    rows = []
+    for tid in range(draw(st.integers(1, 3))):
+        t = draw(st.integers(0, 20))
+
+        def emit(depth, t):
+            for _ in range(draw(st.integers(0, 3 if depth < 3 else 0))):
+                t += draw(st.integers(0, 5))
+                start = t
+                t = emit(depth + 1, t)
+                t += draw(st.integers(0, 5))
+                rows.append((tid, float(start), float(t), draw(st.sampled_from(["a", "b", "step", "x/y"]))))
+            return t
+        emit(0, t)
+    return pd.DataFrame(rows, columns=["tid", "start_ns", "end_ns", "name"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(nested_ranges(), st.lists(st.integers(-2, 120), min_size=1, max_size=40))
+def test_any_nesting_agrees_with_the_sweep(r, times):
+    if r.empty:
+        return
+    r = r.assign(pid=1)
+    r["path"] = nest_paths(r)
+    fast, slow = _both(r, np.asarray(times, dtype=float))
+    np.testing.assert_array_equal(fast, slow)
+
+
+def test_overlapping_start_end_ranges_take_the_sweep():
+    r = pd.DataFrame({"pid": 1, "tid": 1, "start_ns": [0.0, 5.0], "end_ns": [10.0, 20.0], "name": ["a", "b"]})
+    r["path"] = pd.Series(["a", "b"], dtype="category")  # same depth, same thread, overlapping
+    got = paths_at(r, pd.Series([1, 1, 1, 1]), pd.Series([1.0, 7.0, 12.0, 25.0]))
+    assert list(got.astype(str)) == ["a", "b", "b", ""]
