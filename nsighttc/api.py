@@ -155,6 +155,11 @@ def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | No
     return v
 
 
+def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """One table from several; a single one as it is (a concat would copy a million rows)."""
+    return tables[0] if len(tables) == 1 else pd.concat(tables, ignore_index=True)
+
+
 def _in_range(launches: pd.DataFrame, name: str) -> pd.Series:
     """Launches whose range path is ``name``, lies under it, or contains a range called ``name``."""
     codes, uniq = pd.factorize(launches["nvtx"].astype(str))
@@ -181,9 +186,8 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         warnings += [f"{p.path}: no GPU events in this timeline; the verdict uses the counters alone" for p in empty]
     if timelines:
         from .analysis import merge, timeline as timeline_mod
-        kernels = pd.concat([p.kernels for p in timelines], ignore_index=True)
-        hw = [tensor_cores.classify_launches(pd.concat([p.kernels for p in counters], ignore_index=True))] \
-            if counters else []
+        kernels = _concat([p.kernels for p in timelines])
+        hw = [tensor_cores.classify_launches(_concat([p.kernels for p in counters]))] if counters else []
         if evidence is not None and not evidence.empty:
             hw.append(evidence)
         launches = tensor_cores.classify_launches(kernels)
@@ -192,7 +196,7 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
             warnings.append(merge_note)
         timeline = timeline_mod.analyze_timelines([p.timeline for p in timelines], launches, thresholds, step_range)
     else:
-        kernels = pd.concat([p.kernels for p in parsed], ignore_index=True) if parsed else empty_kernel_table()
+        kernels = _concat([p.kernels for p in parsed]) if parsed else empty_kernel_table()
         launches = tensor_cores.classify_launches(kernels)
         timeline = None
     if range_name:

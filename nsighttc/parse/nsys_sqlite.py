@@ -151,28 +151,8 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
         kernels["device_name"] = kernels["device"].map({d: v["name"] for d, v in devices.items()})
         kernels["cc"] = kernels["device"].map({d: v["compute_capability"] for d, v in devices.items()})
 
-    ops = [pd.DataFrame({"device": k["deviceId"], "start_ns": k["start"], "end_ns": k["end"], "kind": "kernel",
-                         "correlation": k["correlationId"], "pid": kernel_pid, "stream": k["streamId"]}, copy=False)]
-    if "memcpy" in got:
-        m = got["memcpy"]
-        ops.append(pd.DataFrame({"device": m["deviceId"], "start_ns": m["start"], "end_ns": m["end"], "kind": "memcpy",
-                                 "correlation": m["correlationId"], "pid": _pid(m["globalPid"]), "bytes": m["bytes"],
-                                 "copy_kind": pd.Series(m["copyKind"]).map(COPY_KIND),
-                                 "src_kind": pd.Series(m["srcKind"]).map(MEM_KIND), "stream": m["streamId"]}))
-    if "memset" in got:
-        st = got["memset"]
-        ops.append(pd.DataFrame({"device": st["deviceId"], "start_ns": st["start"], "end_ns": st["end"], "kind": "memset",
-                                 "correlation": st["correlationId"], "pid": _pid(st["globalPid"]), "bytes": st["bytes"],
-                                 "stream": st["streamId"]}))
-    if graphs is not None and len(graphs["start"]):
-        ops.append(pd.DataFrame({"device": graphs["deviceId"], "start_ns": graphs["start"], "end_ns": graphs["end"],
-                                 "kind": "graph", "correlation": graphs["correlationId"],
-                                 "pid": _pid(graphs["globalPid"]), "stream": graphs["streamId"]}))
-    gpu_ops = pd.concat(ops, ignore_index=True).reindex(columns=GPU_OP_COLUMNS)
-    for col in ("kind", "copy_kind", "src_kind"):  # a few labels over a million rows
-        gpu_ops[col] = gpu_ops[col].astype("category")
-    gpu_ops["start_ns"] = gpu_ops["start_ns"].astype("float64")
-    gpu_ops["end_ns"] = gpu_ops["end_ns"].astype("float64")
+    gpu_ops = _gpu_ops([("kernel", k), ("memcpy", got.get("memcpy")), ("memset", got.get("memset")),
+                        ("graph", graphs if graphs is not None and len(graphs["start"]) else None)])
 
     api = pd.DataFrame(columns=API_COLUMNS)
     if "runtime" in got:
@@ -190,6 +170,37 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     kernels = conform(kernels)
     timeline = Timeline("nsys", gpu_ops, api, ranges, devices)
     return Parsed(path, Kind.NSYS_SQLITE, kernels, notes, timeline)
+
+
+def _gpu_ops(parts: list[tuple[str, dict | None]]) -> pd.DataFrame:
+    """The GPU activity table from the kernel, memcpy, memset and graph columns: each output column is one
+    numpy concatenation, labels are categoricals built from codes (no per-table frames to concatenate)."""
+    parts = [(kind, t) for kind, t in parts if t is not None]
+    lens = [len(t["start"]) for _, t in parts]
+    n = sum(lens)
+
+    def col(name, fill, dtype, f=lambda a: a):
+        return np.concatenate([f(t[name]).astype(dtype) if name in t else np.full(m, fill, dtype=dtype)
+                               for (_, t), m in zip(parts, lens)]) if parts else np.empty(0, dtype=dtype)
+
+    def labels(name, table):
+        cats = list(dict.fromkeys(table.values()))
+        lookup = {k: cats.index(v) for k, v in table.items()}
+        codes = np.concatenate([pd.Series(t[name]).map(lookup).fillna(-1).to_numpy(dtype=np.int64) if name in t
+                                else np.full(m, -1, dtype=np.int64) for (_, t), m in zip(parts, lens)]) \
+            if parts else np.empty(0, dtype=np.int64)
+        return pd.Categorical.from_codes(codes, categories=cats)
+
+    kinds = [kind for kind, _ in parts]
+    return pd.DataFrame({
+        "device": col("deviceId", -1, np.int64), "start_ns": col("start", np.nan, np.float64),
+        "end_ns": col("end", np.nan, np.float64),
+        "kind": pd.Categorical.from_codes(np.repeat(np.arange(len(kinds)), lens), categories=kinds)
+        if len(set(kinds)) == len(kinds) else pd.Categorical(np.repeat(kinds, lens)),
+        "correlation": col("correlationId", -1, np.int64), "pid": col("globalPid", -1, np.int64, _pid),
+        "bytes": col("bytes", np.nan, np.float64), "copy_kind": labels("copyKind", COPY_KIND),
+        "src_kind": labels("srcKind", MEM_KIND), "stream": col("streamId", -1, np.int64),
+    }, columns=GPU_OP_COLUMNS, copy=False) if n or parts else pd.DataFrame(columns=GPU_OP_COLUMNS)
 
 
 def graph_kernel_name(graph_id) -> str:
@@ -292,31 +303,56 @@ def _nvtx(db: str, tables: set[str], strings: dict) -> pd.DataFrame:
                f"{'COALESCE(textId, -1)' if 'textId' in cols else '-1'} AS textId, COALESCE(globalTid, -1) AS tid, "
                f"{'COALESCE(domainId, 0)' if 'domainId' in cols else '0'} AS domainId FROM NVTX_EVENTS "
                f"WHERE eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND}, {NVTX_DOMAIN_CREATE})")
-        ev = _query_frame(con, db, sql)
+        ev = _query_columns(con, db, sql)
     finally:
         con.close()
+    # names are built once per distinct (text, textId, domain), then spread by codes: 10^5 ranges share a few
+    # hundred names, and string work per row (Arrow or object) cost ~0.5 s on the 1M-kernel benchmark
+    text_codes, texts = ev["text"] if isinstance(ev["text"], tuple) else (np.zeros(len(ev["start"]), dtype=np.int64), [""])
     is_dom = ev["eventType"] == NVTX_DOMAIN_CREATE
-    domains = dict(zip(ev.loc[is_dom, "domainId"], ev.loc[is_dom, "text"]))
-    ev = ev[~is_dom]
+    domains = {int(d): texts[c] for d, c in zip(ev["domainId"][is_dom], text_codes[is_dom])}
+    keep = ~is_dom
+    key = pd.DataFrame({"t": text_codes[keep], "i": ev["textId"][keep], "d": ev["domainId"][keep]})
+    codes, uniq = pd.factorize(pd.MultiIndex.from_frame(key))
+    names = []
+    for t, i, d in uniq:
+        name = texts[t] or strings.get(int(i)) or "(unnamed)"
+        names.append(f"{domains[int(d)]}@{name}" if int(d) in domains else name)
     # a range never closed (end NULL: the program stopped inside it) ends "never" until sanitize() closes it
-    end = np.where(ev["end_"].to_numpy() >= 0, ev["end_"].to_numpy(dtype="float64"), np.inf)
-    name = ev["text"].where(ev["text"] != "", ev["textId"].map(strings))
-    name = name.fillna("(unnamed)")
-    dname = ev["domainId"].map(domains)
-    name = name.where(dname.isna(), dname.astype(str) + "@" + name)
-    ranges = pd.DataFrame({"pid": _pid(ev["tid"].to_numpy()), "tid": ev["tid"].to_numpy(),
-                           "start_ns": ev["start"].to_numpy(dtype="float64"),
-                           "end_ns": end, "name": name.astype(str).to_numpy()})
+    end_ = ev["end_"][keep]
+    end = np.where(end_ >= 0, end_.astype("float64"), np.inf)
+    tid = ev["tid"][keep]
+    ranges = pd.DataFrame({"pid": _pid(tid), "tid": tid, "start_ns": ev["start"][keep].astype("float64"),
+                           "end_ns": end, "name": pd.Categorical.from_codes(codes, categories=names)
+                           if len(set(names)) == len(names) else pd.Categorical(np.asarray(names, dtype=object)[codes])})
     ranges["path"] = nest_paths(ranges)
     return ranges
 
 
-def _query_frame(con: sqlite3.Connection, db: str, sql: str) -> pd.DataFrame:
-    """A query's result as a DataFrame, through ADBC when it can type the columns, else sqlite3."""
+def _query_columns(con: sqlite3.Connection, db: str, sql: str) -> dict:
+    """A query's columns as numpy arrays; text columns as (codes, list of distinct strings). Through ADBC
+    (columnar, dictionary-encoded in Arrow) when it can type the columns, else sqlite3."""
     try:
         import adbc_driver_sqlite.dbapi as adbc
+        import pyarrow.compute as pc
         with adbc.connect(f"file:{db}?mode=ro") as acon, acon.cursor() as cur:
             cur.execute(sql)
-            return cur.fetch_arrow_table().to_pandas()
+            tbl = cur.fetch_arrow_table()
+        out = {}
+        for name, col in zip(tbl.column_names, tbl.columns):
+            if str(col.type) in ("string", "large_string"):
+                enc = pc.dictionary_encode(col).combine_chunks()
+                out[name] = (enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist())
+            else:
+                out[name] = col.to_numpy()
+        return out
     except Exception:
-        return pd.read_sql_query(sql, con)
+        frame = pd.read_sql_query(sql, con)
+        out = {}
+        for name in frame.columns:
+            if frame[name].dtype.kind in "iuf":
+                out[name] = frame[name].to_numpy()
+            else:
+                codes, uniq = pd.factorize(frame[name].astype(object).fillna(""))
+                out[name] = (codes.astype(np.int64), [str(u) for u in uniq])
+        return out
