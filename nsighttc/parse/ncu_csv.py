@@ -66,12 +66,26 @@ def read(path: Path) -> tuple[pd.DataFrame, list[str]]:
 
 # --- reading -----------------------------------------------------------------------------------
 def _wanted(column: str) -> bool:
-    """Columns the kernel table is built from; the other few hundred are never converted."""
+    """Columns the kernel table may be built from; the other few hundred are never converted."""
     return (column in IDENTITY or column.startswith((NVTX_PUSHPOP_PREFIX, NVTX_STARTEND_PREFIX))
             or column in DETAILS_COLUMNS or column == "device__attribute_display_name"
             or column in ncu_metrics.DURATION_ALIASES or column.startswith("sm__ops_path_tensor")
             or column.startswith(("sm__inst_executed_pipe_tensor", "sm__inst_executed_pipe_tc"))
             or column in ncu_metrics.PIPE_PCT_ALIASES)
+
+
+def _used(header: list[str]) -> list[str]:
+    """Of a raw page's columns, exactly those ``_to_kernel_table`` will read: identity and NVTX text, the
+    first duration / instruction / pipe alias present, the chosen ops columns. The .avg/.min/.max twins
+    of every counter are left unread (1M-launch benchmark: 16 of 64 metric columns converted)."""
+    have = set(header)
+    metrics = {c for names in ncu_metrics.choose_ops_columns(header).values() for c in names}
+    for aliases in (ncu_metrics.DURATION_ALIASES, ncu_metrics.PIPE_PCT_ALIASES, *ncu_metrics.INST_ALIASES.values()):
+        first = next((c for c in aliases if c in have), None)
+        if first:
+            metrics.add(first)
+    return [c for c in header if c in metrics or (_wanted(c) and "__" not in c)
+            or c == "device__attribute_display_name"]
 
 
 def _read_frame(path: Path, warnings: list[str]) -> tuple[pd.DataFrame, dict[str, str], bool]:
@@ -91,7 +105,7 @@ def _read_frame(path: Path, warnings: list[str]) -> tuple[pd.DataFrame, dict[str
         is_details = DETAILS_COLUMNS <= set(header)
         text_cols = [c for c in header if c in IDENTITY or c.startswith((NVTX_PUSHPOP_PREFIX, NVTX_STARTEND_PREFIX))
                      or c in DETAILS_COLUMNS or c == "device__attribute_display_name"]
-        wanted = [c for c in header if _wanted(c)]
+        wanted = _used(header) if not is_details else [c for c in header if _wanted(c)]
         try:
             if is_details:  # ncu leaves the rule columns off metric rows: short rows Arrow refuses
                 raise ImportError
