@@ -41,6 +41,13 @@ def timed(argv: list[str], env: dict, log: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, rc
 
 
+def latest_phases(runs: Path) -> dict | None:
+    """run.json's phase_seconds of the newest run: gpu query, passes, analysis, report."""
+    dirs = sorted((d for d in runs.iterdir() if (d / "run.json").exists()), key=lambda d: d.stat().st_mtime) \
+        if runs.exists() else []
+    return json.loads((dirs[-1] / "run.json").read_text()).get("phase_seconds") if dirs else None
+
+
 def latest_verdict(runs: Path) -> dict | None:
     dirs = sorted((d for d in runs.iterdir() if (d / "verdict.json").exists()), key=lambda d: d.stat().st_mtime) \
         if runs.exists() else []
@@ -65,7 +72,7 @@ def main() -> int:
         plain_cmd = [py, *prog]
         runs = a.out / f"runs_{name}"
         prof_cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *prog]
-        plain_s, cold_s, warm_s, rcs = [], [], [], []
+        plain_s, cold_s, warm_s, rcs, phases = [], [], [], [], {"cold": [], "warm": []}
         cold_doc = warm_doc = None
         for r in range(a.rounds):
             s, rc = timed(plain_cmd, dict(os.environ), a.out / f"{name}_plain.log")
@@ -76,17 +83,20 @@ def main() -> int:
             cold_s.append(round(s, 2))
             rcs.append(rc)
             cold_doc = latest_verdict(runs)
+            phases["cold"].append(latest_phases(runs))
             # the warm cache is filled by copying this cold run's cache (the first warm run is then a second run)
             shutil.copytree(cold_env["NSIGHTTC_CACHE_DIR"], warm_cache / name, dirs_exist_ok=True)
             s, rc = timed(prof_cmd, dict(os.environ, NSIGHTTC_CACHE_DIR=str(warm_cache / name)), a.out / f"{name}_warm.log")
             warm_s.append(round(s, 2))
             rcs.append(rc)
             warm_doc = latest_verdict(runs)
+            phases["warm"].append(latest_phases(runs))
             print(f"{name} round {r + 1}: plain {plain_s[-1]} s, cold {cold_s[-1]} s, warm {warm_s[-1]} s", flush=True)
         med = statistics.median(plain_s)
         entry = {"program": name, "command": "nsighttc profile " + " ".join(prog), "plain_command": "python3 " + " ".join(prog),
                  "gpu": gpu, "plain_s": plain_s, "default_s": cold_s, "ratio": round(statistics.median(cold_s) / med, 3),
-                 "warm_s": warm_s, "ratio_warm": round(statistics.median(warm_s) / med, 3), "exit_codes": rcs}
+                 "warm_s": warm_s, "ratio_warm": round(statistics.median(warm_s) / med, 3), "exit_codes": rcs,
+                 "phase_seconds": phases}
         for label, doc in (("cold", cold_doc), ("warm", warm_doc)):
             if doc is None:
                 continue

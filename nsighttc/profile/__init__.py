@@ -295,6 +295,7 @@ def _run_queue(passes: list[Pass], opts: Options, target: Target, run_dir: Path,
 
 
 def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s: None) -> Result:
+    t0 = time.monotonic()
     gpus = gpu.list_gpus()
     if not gpus:
         raise NoGPU("no NVIDIA GPU found here (nvidia-smi is missing or lists none), so nothing can be profiled. "
@@ -314,6 +315,7 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
             threading.Thread(target=gpu.tool_version, args=(str(exe),), daemon=True).start()
     say(f"nsighttc: run directory {run_dir}")
     started = time.monotonic()
+    phases = {"gpu_query": round(started - t0, 3)}  # where the default run's time goes (run.json)
 
     def remaining() -> float | None:
         return None if opts.timeout is None else max(1.0, opts.timeout - (time.monotonic() - started))
@@ -342,13 +344,14 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
     if workload_rc:
         notes.append(f"the workload exited with code {workload_rc}")
     notes += failures
+    phases["passes"] = round(time.monotonic() - started, 3)
     try:
-        verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome)
+        verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome, phases)
         if verdict is None and not (interrupted or timed_out):
             notes.append(f"no verdict could be made; what was recorded is kept in {run_dir}: {_kept(run_dir)}")
             if inputs and not workload_rc:  # recordings exist but cannot be read: the profiler run failed
                 workload_rc = CollectError.exit_code
-        _write_meta(run_dir, target, opts, done, gpus, notes, outcome.info if outcome else None)
+        _write_meta(run_dir, target, opts, done, gpus, notes, outcome.info if outcome else None, phases)
     except OSError as exc:  # a full disk, a directory made read-only under us: say so, keep what exists
         raise CollectError(f"cannot write the run directory ({exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}); "
                            f"what was recorded is kept: {_kept(run_dir)}", run_dir) from None
@@ -357,9 +360,11 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
 
 
 def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: list, notes: list[str],
-              inputs: list, outcome) -> object | None:
+              inputs: list, outcome, phases: dict | None = None) -> object | None:
     """Analyse what was recorded and write verdict.json, report.md and the plots."""
     verdict = None
+    phases = {} if phases is None else phases
+    t = time.monotonic()
     if inputs:
         from ..api import analyze
         from ..render import markdown
@@ -384,9 +389,12 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             verdict.warnings = list(verdict.warnings) + notes
             doc = verdict.to_json()
             (run_dir / "verdict.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+            phases["analysis"] = round(time.monotonic() - t, 3)
+            t = time.monotonic()
             from ..render.plots import write_plots
             made = write_plots(doc, run_dir)
             (run_dir / "report.md").write_text(markdown.render(doc, plots=made))
+            phases["report"] = round(time.monotonic() - t, 3)
     return verdict
 
 
@@ -445,7 +453,9 @@ def _provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], 
 
 
 def _write_meta(run_dir: Path, target: Target, opts: Options, done: list[Pass], gpus: list, notes: list[str],
-                evidence: dict | None = None) -> None:
+                evidence: dict | None = None, phases: dict | None = None) -> None:
     meta = _provenance(run_dir, target, opts, done, gpus, notes, evidence)
     meta["exit_codes"] = {p.engine: p.returncode for p in done}
+    if phases:
+        meta["phase_seconds"] = phases
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")

@@ -35,7 +35,7 @@ import pandas as pd
 
 from ..collect import engines, process, tools
 from ..collect.evidence_cache import EvidenceCache, program_key
-from ..collect.hardware_pass import StopWhenCovered, kernel_regex, needs_hardware
+from ..collect.hardware_pass import StopWhenCovered, first_launch_order, kernel_regex, needs_hardware
 from ..errors import NsighttcError, UsageError
 from . import (CounterPermission, Options, Pass, PERM_FIX, Target, _export, distribute, finish_pass, plan, run_pass,
                start_pass)
@@ -101,15 +101,18 @@ def _interrupt_program(pid_file: Path, p: Pass, say: Callable[[str], None], reas
             except (OSError, ValueError):
                 time.sleep(0.05)
 
-    say("[ncu] " + ("every kernel that needed hardware evidence was profiled" if reason == "covered" else
-                    "most of the needed kernels' time is measured and no new one came for a while")
+    say("[ncu] " + {"covered": "every kernel that needed hardware evidence was profiled",
+                    "passed": "the run went past where the kernels still missing first ran in the timeline run "
+                              "(this run chose others)"}.get(reason, "most of the needed kernels' time is measured "
+                                                                    "and no new one came for a while")
         + ": stopping the program")
     threading.Thread(target=send, daemon=True).start()
 
 
 def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
     """Kernels of the timeline that need hardware evidence; the parsed files are kept in ``parsed`` so the
-    final analysis does not read them a second time (a 30 MB trace costs seconds)."""
+    final analysis does not read them a second time (a 30 MB trace costs seconds). ``attrs["order"]``:
+    every kernel's first-launch rank in the timeline run (``first_launch_order``)."""
     from ..analysis.tensor_cores import classify_launches
     from ..api import _load_all
 
@@ -119,7 +122,10 @@ def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
     frames = [f for f in frames if not f.empty]
     if not frames:
         return needs_hardware(pd.DataFrame())
-    return needs_hardware(classify_launches(pd.concat(frames, ignore_index=True)))
+    launches = classify_launches(pd.concat(frames, ignore_index=True))
+    need = needs_hardware(launches)
+    need.attrs["order"] = first_launch_order(launches)
+    return need
 
 
 def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: str | None,
@@ -237,7 +243,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         p = hw
         weights = need.groupby("name")["time_ns"].sum().to_dict()
         watcher = StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_to_stop, p, say, watcher.reason)
-                                  if target.python_program else None, weights=weights)
+                                  if target.python_program else None, weights=weights,
+                                  order=need.attrs.get("order"))
 
         def progress(line: str) -> None:
             watcher.on_line(line)
@@ -275,6 +282,12 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             if hw.stopped_early and watcher.reason == "covered":
                 out.notes.append(f"Nsight Compute pass: the program was stopped after the {watcher.total} kernel(s) "
                                  "needing hardware evidence were profiled (the timeline pass ran it to the end)")
+            elif hw.stopped_early and watcher.reason == "passed":
+                out.notes.append(f"Nsight Compute pass: the program was stopped once {watcher.covered} of "
+                                 f"{watcher.total} kernel(s) needing evidence ({watcher.covered_share:.0%} of their "
+                                 "GPU time) were profiled and the run had gone past the point where the others first "
+                                 "ran in the timeline run (this run launched other kernels there); the others keep "
+                                 "their names' answer")
             elif hw.stopped_early:
                 out.notes.append(f"Nsight Compute pass: the program was stopped once {watcher.covered} of "
                                  f"{watcher.total} kernel(s) needing evidence ({watcher.covered_share:.0%} of their "

@@ -12,6 +12,7 @@ import pytest
 from nsighttc.analysis.tensor_cores import classify_launches
 from nsighttc.collect.evidence_cache import EvidenceCache
 from nsighttc.collect.hardware_pass import StopWhenCovered, kernel_regex, leaf_name, ncu_token, needs_hardware
+from tests.conftest import FIXTURES
 from nsighttc.parse import load
 from nsighttc.render.names import short_name
 from tests.conftest import KINETO, RAW
@@ -161,3 +162,43 @@ def test_a_gated_program_leaves_when_nsighttc_is_gone(tmp_path):
     r = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=60,
                        env={**os.environ, "NSIGHTTC_GATE_OWNER": str(dead.pid)})
     assert r.returncode == 0 and "program ran" not in r.stdout
+
+
+def test_passed_stop_when_the_run_goes_past_a_kernel_it_did_not_choose():
+    """First-launch order from a real timeline (the H200 multi-phase torch.profiler recording); the ncu run
+    is replayed in that order with one GEMM never launched (cuBLAS chose another): the watcher stops once
+    three later kernels were profiled, and never while the missing one could still come."""
+    from nsighttc.analysis.tensor_cores import classify_launches
+    from nsighttc.collect.hardware_pass import first_launch_order
+    from nsighttc.parse import load
+    launches = classify_launches(load(FIXTURES / "multi_phase_torch.json.gz").kernels)
+    order = first_launch_order(launches)
+    need = needs_hardware(launches)
+    names = list(dict.fromkeys(need["name"]))
+    by_rank = sorted(names, key=lambda n: order[leaf_name(n)])
+    leaves = list(dict.fromkeys(leaf_name(n) for n in by_rank))
+    assert len(leaves) >= 6
+    skipped = leaves[1]
+    weights = {n: (1.0 if leaf_name(n) == skipped else 100.0) for n in names}
+    stops = []
+    w = StopWhenCovered(names, stop=lambda: stops.append(1), weights=weights, order=order)
+    later = sorted(order.values())
+    for leaf in leaves:
+        if leaf == skipped:
+            continue
+        w.on_line(f'==PROF== Profiling "{leaf}": 0%....50%....100% - 7 passes')
+        if w.stopped:
+            break
+    assert stops == [1] and w.reason == "passed" and w.remaining == {n for n in names if leaf_name(n) == skipped}
+    assert w.frontier >= order[skipped] + StopWhenCovered.PASSED_BY and w.covered_share >= 0.8
+    assert len(later) == len(set(later))  # one rank per leaf
+
+
+def test_no_passed_stop_without_an_order_or_with_most_time_missing():
+    w = StopWhenCovered(["a_gemm", "b_gemm"], stop=lambda: None, weights={"a_gemm": 1.0, "b_gemm": 1.0},
+                        order={"a_gemm": 0, "b_gemm": 1, "c_gemm": 2, "d_gemm": 9})
+    w.on_line('==PROF== Profiling "d_gemm": 0%....50%....100% - 7 passes')  # far past both, nothing measured
+    assert not w.stopped
+    w2 = StopWhenCovered(["a_gemm", "b_gemm"], stop=lambda: None, weights={"a_gemm": 10.0, "b_gemm": 90.0})
+    w2.on_line('==PROF== Profiling "b_gemm": 0%....50%....100% - 7 passes')
+    assert not w2.stopped  # no timeline order: only coverage or the idle rule can stop
