@@ -11,9 +11,10 @@ at close to the cost of one plain run.
    programs, this pass is started *while the timeline pass runs* and waits at a gate in the launcher
    (``nsighttc.launch``): the interpreter, the imports and ncu's start-up overlap the timeline run (with
    torch, the gate is at its first CUDA use, so its CPU-side start-up, model construction included,
-   overlaps too). The gate says ``stop`` when nothing is missing (then the pass costs nothing), ``go``
-   otherwise. A program whose every kernel was found in the cache on its last run skips the overlapped
-   start altogether (no process competes with its timeline run).
+   overlaps too). The gate opens (``go``) as soon as the timeline run ends, and the plan is made while ncu
+   runs the program to its first kernel; should nothing turn out to be missing, the pass is stopped at
+   once. A program whose every kernel was found in the cache on its last run skips the overlapped start
+   altogether (no process competes with its timeline run, and no gate opens).
 3. The ncu measurements are merged into the timeline's kernels by name (``analysis.merge``), so time shares
    are weighted by the real run's kernel time, per range; the new measurements go into the cache.
 
@@ -109,6 +110,43 @@ def _interrupt_program(pid_file: Path, p: Pass, say: Callable[[str], None], reas
     threading.Thread(target=send, daemon=True).start()
 
 
+class _Relay:
+    """ncu's ``==PROF==`` lines, kept until the stop rule exists (the gate can open before the plan is made),
+    then handed to it in order. The pump thread calls it; ``attach`` runs on the main thread."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._lines: list[str] = []
+        self._target: Callable[[str], None] | None = None
+
+    def __call__(self, line: str) -> None:
+        with self._lock:
+            if self._target is None:
+                self._lines.append(line)
+                return
+            target = self._target
+        target(line)
+
+    def attach(self, target: Callable[[str], None]) -> None:
+        with self._lock:
+            lines, self._lines, self._target = self._lines, [], target
+        for line in lines:
+            target(line)
+
+
+def _preload() -> None:
+    """Import the analysis and report modules (pandas, matplotlib) while the program runs: the profiler's
+    process uses its own cores, and these imports are ~1 s of every default run's tail otherwise."""
+    import importlib
+    try:
+        for name in ("nsighttc.api", "nsighttc.render.markdown"):
+            importlib.import_module(name)
+        from ..render import plots
+        plots._plt()
+    except Exception:  # only a head start: the real imports report any problem
+        pass
+
+
 def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
     """Kernels of the timeline that need hardware evidence; the parsed files are kept in ``parsed`` so the
     final analysis does not read them a second time (a 30 MB trace costs seconds). ``attrs["order"]``:
@@ -171,7 +209,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             and not (record and record.get("complete")):
         hw = ncu_pass("overlapped", gate=gate,
                       gate_at="cuda" if (opts.overlap == "cuda" and tl.engine == "torch") else "start")
-        hw.on_prof = lambda line: None  # quiet until the gate opens
+        hw.on_prof = relay = _Relay()  # kept for the stop rule (the gate may open before the plan exists)
         say("[ncu] starting now and waiting at the gate while the timeline runs (start-up overlaps)")
         hw_run = start_pass(hw, say=lambda s: None if s.startswith("[ncu] running") else say(s))
 
@@ -181,6 +219,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         except OSError:
             pass
 
+    threading.Thread(target=_preload, daemon=True, name="nsighttc-preload").start()
     say(f"[1/2 timeline: {tl.engine}] running the program "
         f"({'torch.profiler' if tl.engine == 'torch' else 'Nsight Systems'}) ... {time.monotonic() - started:.0f}s")
     try:
@@ -199,6 +238,13 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     info = out.info
     info.update({"timeline_engine": tl.engine, "hardware_pass": "none"})
     stop_everything = tl.interrupted or tl.timed_out or not out.inputs
+    # A program this cache has no complete record of will almost surely need the ncu pass: open the gate now
+    # and plan while ncu starts the program (~1 s of planning off the first run); if nothing turns out to be
+    # missing, the pass is stopped at once.
+    opened_early = hw_run is not None and not stop_everything
+    if opened_early:
+        close_gate("go")
+        watcher_started = time.monotonic()
     try:
         need = pd.DataFrame() if stop_everything else planned_needs(out.inputs, out.parsed)
     except NsighttcError as exc:  # the timeline cannot be read: no plan for ncu; the analysis will say why
@@ -218,7 +264,9 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         out.notes.append(f"--fast: timeline only; Tensor Core evidence for {len(names) - len(have)} matrix/unknown "
                          "kernel(s) comes from kernel names" + (f", {len(have)} from the evidence cache" if have else ""))
     elif not missing or ncu is None or stop_everything:
-        if hw_run is not None:
+        if hw_run is not None and opened_early:  # already past the gate: stop it now
+            hw_run.kill(grace_s=2.0)
+        elif hw_run is not None:
             close_gate("stop")
             res = hw_run.wait(GATE_WAIT_S)
             if res.returncode is None:
@@ -250,12 +298,15 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             watcher.on_line(line)
             say(f"[2/2 ncu] profiled {watcher.profiled} kernel(s); {watcher.covered}/{watcher.total} of those needed "
                 f"... {time.monotonic() - started:.0f}s")
-        hw.on_prof = progress
         if hw_run is None:
+            hw.on_prof = progress
             hw_run = start_pass(hw, say=say)
+            watcher.started = time.monotonic()
         else:
-            close_gate("go")
-        watcher.started = time.monotonic()
+            if not opened_early:
+                close_gate("go")
+            watcher.started = watcher_started if opened_early else time.monotonic()
+            relay.attach(progress)
 
         def idle_stop() -> None:
             while hw_run.proc.poll() is None and not watcher.stopped:

@@ -114,7 +114,7 @@ def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_pa
     monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
     script = env()
     res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs"))
-    assert res.engines == ["torch"]  # CPU torch: no GPU kernel needs evidence, the gated ncu pass is told to stop
+    assert res.engines == ["torch"]  # CPU torch: no GPU kernel needs evidence, the ncu pass is stopped
     assert (res.run_dir / "torch_trace.json").exists()
     ncu = _ncu_calls(tmp_path)
     assert ncu and ncu[0][ncu[0].index("--gate-at") + 1] == "cuda"  # CPU start-up overlaps the timeline
