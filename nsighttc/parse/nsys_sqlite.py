@@ -164,6 +164,8 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
         api = pd.DataFrame({"pid": _pid(r["globalTid"]), "tid": r["globalTid"], "start_ns": r["start"].astype("float64"),
                             "end_ns": r["end"].astype("float64"), "name": api_names,
                             "correlation": r["correlationId"]}, copy=False)
+        del r
+    del got, k, graphs  # the raw columns: ~100 MB of a million-kernel export, no longer needed
 
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api, ranges)
     kernels["nvtx"] = attribute_ranges(kernels, api, ranges)
@@ -254,7 +256,12 @@ def _ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: 
                 cur.execute(f'SELECT {sel} FROM "{table}"')
                 tbl = cur.fetch_arrow_table()
             if tbl.num_rows == 0 or all(str(t) == "int64" for t in tbl.schema.types):
-                return {c: tbl.column(i).to_numpy() for i, c in enumerate(cols)}
+                arrays = tbl.columns
+                del tbl
+                out = {}
+                for i, c in enumerate(cols):  # each Arrow column freed once converted: no second copy of the table
+                    out[c], arrays[i] = arrays[i].to_numpy(), None
+                return out
         except Exception:  # driver missing or a column it cannot type: the stdlib path below is exact
             pass
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)  # one per thread: connections are not shared
