@@ -184,6 +184,7 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
     if counters and empty:  # a timeline without GPU events has nothing to merge ncu evidence into
         timelines = [p for p in timelines if not p.timeline.gpu_ops.empty]
         warnings += [f"{p.path}: no GPU events in this timeline; the verdict uses the counters alone" for p in empty]
+    timeline_mod = None
     if timelines:
         from .analysis import merge, timeline as timeline_mod
         kernels = _concat([p.kernels for p in timelines])
@@ -194,11 +195,10 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         if hw:
             launches, merge_note = merge.apply_hardware_evidence(launches, pd.concat(hw, ignore_index=True))
             warnings.append(merge_note)
-        timeline = timeline_mod.analyze_timelines([p.timeline for p in timelines], launches, thresholds, step_range)
     else:
         kernels = _concat([p.kernels for p in parsed]) if parsed else empty_kernel_table()
         launches = tensor_cores.classify_launches(kernels)
-        timeline = None
+    all_launches = launches  # the timeline judges the whole run; --range narrows the Tensor Core verdicts
     if range_name:
         keep = _in_range(launches, range_name)
         if not keep.any():
@@ -206,25 +206,41 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
             raise UsageError(f"--range {range_name}: no kernel was launched inside it (ranges: {', '.join(known) or 'none'})")
         launches = launches[keep.to_numpy()]
         warnings.append(f"only kernels launched inside range {range_name!r} are judged")
-    compacted = tensor_cores.compact(launches)
-    summary = tensor_cores.rollup(compacted, yes_threshold=yes_threshold)
-    ranges = tensor_cores.range_table(compacted)
-    if timeline is not None:
-        ranges = timeline_mod.extend_ranges(ranges, timeline)
     device = _device(kernels)
     if device is None and timelines:  # no kernels, but the trace still names its GPU
         devs = {k: v for p in timelines for k, v in p.timeline.devices.items()}
         device = next(iter(devs.values()), None)
-    found = findings_mod.find(launches, device and device.get("compute_capability"))
+
+    def tensor_core_side():
+        """Everything the Tensor Core verdict needs; independent of the timeline analysis, so the two run
+        side by side (numpy and pandas release the GIL in their loops: ~0.4 s of a 1M-kernel trace's
+        analysis on 2 cores)."""
+        from .analysis import peak
+        compacted = tensor_cores.compact(launches)
+        summary = tensor_cores.rollup(compacted, yes_threshold=yes_threshold)
+        tc_ranges = tensor_cores.range_table(compacted)
+        found = findings_mod.find(launches, device and device.get("compute_capability"))
+        kernel_rows = tensor_cores.aggregate_kernels(launches)
+        gpu_name = (device or {}).get("name")
+        gpu_peak = peak.match(gpu_name)
+        kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], gpu_peak)
+        summary["peak"] = peak.summary(kernel_rows, gpu_peak, gpu_name)
+        return summary, tc_ranges, found, kernel_rows
+
+    if timelines:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsighttc-tc") as pool:
+            tc_future = pool.submit(tensor_core_side)
+            timeline = timeline_mod.analyze_timelines([p.timeline for p in timelines], all_launches, thresholds,
+                                                      step_range)
+            summary, ranges, found, kernel_rows = tc_future.result()
+    else:
+        timeline = None
+        summary, ranges, found, kernel_rows = tensor_core_side()
     if timeline is not None:
+        ranges = timeline_mod.extend_ranges(ranges, timeline)
         found = sorted(found + timeline_mod.findings(timeline), key=lambda f: -f.time_ns)
     inputs = [{"path": str(p.path), "kind": p.kind.value, "launches": int(len(p.kernels))} for p in parsed]
     tl_doc = timeline_mod.to_json(timeline) if timeline is not None else None
-    from .analysis import peak
-    kernel_rows = tensor_cores.aggregate_kernels(launches)
-    gpu_name = (device or {}).get("name")
-    gpu_peak = peak.match(gpu_name)
-    kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], gpu_peak)
-    summary["peak"] = peak.summary(kernel_rows, gpu_peak, gpu_name)
     return Verdict(inputs, device, summary, kernel_rows, ranges, found, launches,
                    warnings, tl_doc)

@@ -71,3 +71,39 @@ def test_overlapping_start_end_ranges_take_the_sweep():
     r["path"] = pd.Series(["a", "b"], dtype="category")  # same depth, same thread, overlapping
     got = paths_at(r, pd.Series([1, 1, 1, 1]), pd.Series([1.0, 7.0, 12.0, 25.0]))
     assert list(got.astype(str)) == ["a", "b", "b", ""]
+
+
+def _sweep_paths(r):
+    from nsighttc.parse.timeline import _nest_sweep
+    return _nest_sweep(r).astype(str).tolist()
+
+
+def test_nesting_by_arrays_matches_the_sweep_on_real_recordings():
+    from nsighttc.parse.timeline import _nest_arrays
+    for name in ("multi_phase_nsys_node.sqlite.gz", "multi_phase_torch.json.gz", "kineto_trace_cases_loops.json.gz"):
+        r = load(FIXTURES / name).timeline.ranges
+        fast = _nest_arrays(r)
+        assert fast is not None, name
+        assert fast.astype(str).tolist() == _sweep_paths(r)
+
+
+@settings(max_examples=150, deadline=None)
+@given(nested_ranges())
+def test_nesting_by_arrays_matches_the_sweep_on_any_nesting(r):
+    from nsighttc.parse.timeline import _nest_arrays
+    if r.empty:
+        return
+    r = r.assign(pid=1)
+    fast = _nest_arrays(r)
+    if fast is None:  # zero-length ranges: the sweep answers
+        assert (r["end_ns"] <= r["start_ns"]).any()
+        return
+    assert fast.astype(str).tolist() == _sweep_paths(r)
+
+
+def test_crossing_ranges_take_the_sweep():
+    from nsighttc.parse.timeline import _nest_arrays
+    r = pd.DataFrame({"pid": 1, "tid": 1, "start_ns": [0.0, 5.0, 6.0], "end_ns": [10.0, 20.0, 7.0],
+                      "name": ["a", "b", "c"]})
+    assert _nest_arrays(r) is None
+    assert nest_paths(r).astype(str).tolist() == ["a", "a/b", "a/b/c"]
