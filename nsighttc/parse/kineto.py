@@ -22,7 +22,8 @@ from ..errors import ParseError
 from ..model import conform
 from . import Parsed, textio
 from .sniff import Kind
-from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, nest_paths, sanitize,
+from .range_paths import nest_paths
+from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, sanitize,
                        strip_api_version)
 
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}

@@ -32,7 +32,8 @@ from ..errors import InputError, ParseError
 from ..model import conform
 from . import Parsed
 from .sniff import Kind
-from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, nest_paths, sanitize,
+from .range_paths import nest_paths
+from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, sanitize,
                        strip_api_version)
 from .textio import is_gzip
 

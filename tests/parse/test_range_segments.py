@@ -5,7 +5,7 @@ import pandas as pd
 from hypothesis import given, settings, strategies as st
 
 from nsighttc.parse import load
-from nsighttc.parse.timeline import _segment_codes, _sweep, nest_paths, paths_at
+from nsighttc.parse.range_paths import _segment_codes, _sweep, nest_paths, paths_at
 from tests.conftest import FIXTURES
 
 
@@ -74,12 +74,12 @@ def test_overlapping_start_end_ranges_take_the_sweep():
 
 
 def _sweep_paths(r):
-    from nsighttc.parse.timeline import _nest_sweep
+    from nsighttc.parse.range_paths import _nest_sweep
     return _nest_sweep(r).astype(str).tolist()
 
 
 def test_nesting_by_arrays_matches_the_sweep_on_real_recordings():
-    from nsighttc.parse.timeline import _nest_arrays
+    from nsighttc.parse.range_paths import _nest_arrays
     for name in ("multi_phase_nsys_node.sqlite.gz", "multi_phase_torch.json.gz", "kineto_trace_cases_loops.json.gz"):
         r = load(FIXTURES / name).timeline.ranges
         fast = _nest_arrays(r)
@@ -90,7 +90,7 @@ def test_nesting_by_arrays_matches_the_sweep_on_real_recordings():
 @settings(max_examples=150, deadline=None)
 @given(nested_ranges())
 def test_nesting_by_arrays_matches_the_sweep_on_any_nesting(r):
-    from nsighttc.parse.timeline import _nest_arrays
+    from nsighttc.parse.range_paths import _nest_arrays
     if r.empty:
         return
     r = r.assign(pid=1)
@@ -102,7 +102,7 @@ def test_nesting_by_arrays_matches_the_sweep_on_any_nesting(r):
 
 
 def test_crossing_ranges_take_the_sweep():
-    from nsighttc.parse.timeline import _nest_arrays
+    from nsighttc.parse.range_paths import _nest_arrays
     r = pd.DataFrame({"pid": 1, "tid": 1, "start_ns": [0.0, 5.0, 6.0], "end_ns": [10.0, 20.0, 7.0],
                       "name": ["a", "b", "c"]})
     assert _nest_arrays(r) is None

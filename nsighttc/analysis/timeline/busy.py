@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...parse.timeline import corr_key, paths_at
+from ...parse.range_paths import paths_at
+from ...parse.timeline import corr_key
 from .. import intervals, labels
 from .base import GRAPH_LAUNCH_CALLS
 

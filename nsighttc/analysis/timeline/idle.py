@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...parse.timeline import _path_categorical, _segment_codes, launch_times, paths_at
+from ...parse.range_paths import _path_categorical, _segment_codes, paths_at
+from ...parse.timeline import launch_times
 from .. import intervals, labels
 from .base import SYNC_CALLS, Thresholds
 
