@@ -106,9 +106,14 @@ class ProcessInput:
         return f"{self.path} (process {self.pid}, GPU {self.device})"
 
 
-def processes(path: Path) -> list[tuple[int, int]]:
+def processes(path: Path, only_if_several: bool = False) -> list[tuple[int, int]]:
     """(device, pid) of every host process that launched kernels in an nsys SQLite export, device order;
-    [] when the file cannot be read this way (the single-run path then reports it as usual)."""
+    [] when the file cannot be read this way (the single-run path then reports it as usual).
+
+    ``only_if_several``: the caller only needs the answer when there are two processes or more. nsys lists
+    the processes that opened CUDA devices in ``TARGET_INFO_CUDA_DEVICE`` (a few rows; the DDP recording of
+    tests/fixtures/ddp lists torchrun's parent too); with at most one there, the scan of the kernel table
+    (0.5 s at 1M kernels) is skipped and [] returned."""
     import sqlite3
     from ..errors import NsighttcError
     from ..parse.nsys_sqlite import plain_database
@@ -116,6 +121,13 @@ def processes(path: Path) -> list[tuple[int, int]]:
         with plain_database(path) as db:
             con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
             try:
+                if only_if_several:
+                    try:
+                        n = con.execute("SELECT COUNT(DISTINCT pid) FROM TARGET_INFO_CUDA_DEVICE").fetchone()[0]
+                    except sqlite3.Error:  # an export without the table: scan
+                        n = None
+                    if n is not None and 0 < n <= 1:
+                        return []
                 rows = con.execute("SELECT MIN(deviceId), (globalPid >> 24) & 16777215 FROM "
                                    "CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 2").fetchall()
             finally:
@@ -163,7 +175,7 @@ def group(paths: list, kinds: dict) -> tuple[dict[int, list], list, dict[int, Ra
     # nsys files name no rank: one file of several processes is a whole job (one rank per process, device
     # order); files of one process each take their GPU as the rank when the GPUs differ (one node)
     unranked = [p for p in timelines if found[p].rank is None and kinds[p] is Kind.NSYS_SQLITE]
-    procs = {p: processes(p) for p in unranked}
+    procs = {p: processes(p, only_if_several=len(timelines) == 1) for p in unranked}
     if len(timelines) == 1 and len(procs.get(timelines[0], [])) >= 2:
         p = timelines[0]
         for r, (dev, pid) in enumerate(procs[p]):
