@@ -95,6 +95,8 @@ def _columns() -> tuple[dict, dict, dict]:
 
 
 def read(path: Path) -> Parsed:
+    """The block reader when the trace allows it, else the event-by-event reader (which also words the
+    error for a malformed file)."""
     try:
         fast = _read_blocks(path)
     except ParseError:
