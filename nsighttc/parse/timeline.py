@@ -70,7 +70,7 @@ class _CallIndex:
         pc = self.pids.get_indexer(pid)
         self.width = int(corr.max()) + 2 if len(corr) else 1
         ok = corr >= 0
-        self.dense = len(self.pids) * self.width <= 8 * len(api) + (1 << 20)
+        self.dense = len(self.pids) * self.width <= 4 * len(api) + (1 << 20)  # table <= 32 B per API row
         if self.dense:
             self.table = np.full(len(self.pids) * self.width, -1, dtype=np.int64)
             rows = np.flatnonzero(ok)[::-1]  # reversed: the first occurrence is written last
