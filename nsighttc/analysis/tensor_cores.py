@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..model import TC_DTYPES
-from . import labels, name_rules
+from .. import labels
+from . import name_rules
 
 # The dtypes whose ops counters must all be present for "all zero" to mean "no Tensor Core math".
 OPS_REQUIRED_FOR_NO = ("fp16", "bf16", "tf32", "fp8", "int8", "fp64")
@@ -133,7 +134,7 @@ def aggregate_kernels(launches: pd.DataFrame) -> pd.DataFrame:
                                      "nvtx", "tc_flop", "tflops", "tensor_pipe_pct", "name_tc", "name_rule",
                                      "matrix_work", "time_share", "variant", "evidence_detail"])
     df = pd.DataFrame({"name": labels.as_categorical(launches["name"]).array, "_state": tc_states(launches).array,
-                       "_dtype": _dtype_categorical(launches["dtype"]), "evidence": pd.Categorical(launches["evidence"]), "_pipe_w": launches["tensor_pipe_pct"] * launches["time_ns"],
+                       "_dtype": labels.as_categorical(launches["dtype"]).array, "evidence": pd.Categorical(launches["evidence"]), "_pipe_w": launches["tensor_pipe_pct"] * launches["time_ns"],
                        "time_ns": launches["time_ns"], "tc_flop": launches["tc_flop"],
                        "tensor_pipe_pct": launches["tensor_pipe_pct"], "matrix_work": launches["matrix_work"],
                        "name_rule": launches["name_rule"], "evidence_detail": launches["evidence_detail"],
@@ -208,7 +209,7 @@ def compact(launches: pd.DataFrame) -> pd.DataFrame:
     df = pd.DataFrame({
         "nvtx": labels.as_categorical(launches["nvtx"]).array,
         "state": tc_states(launches).array,
-        "dtype": _dtype_categorical(launches["dtype"]),
+        "dtype": labels.as_categorical(launches["dtype"]).array,
         "matrix_work": launches["matrix_work"].astype(bool).to_numpy(),
         "evidence": pd.Categorical(launches["evidence"]),
         "time_ns": launches["time_ns"].to_numpy(),
@@ -228,16 +229,6 @@ def compact(launches: pd.DataFrame) -> pd.DataFrame:
     out["tensor_core"] = out["state"].map({"yes": True, "no": False, "unknown": None}).astype(object)
     out["dtype"] = out["dtype"].replace("", None)
     return out
-
-
-def _dtype_categorical(dtype: pd.Series) -> pd.Categorical:
-    """dtype per launch ('' where none) as a categorical, built from integer codes."""
-    values = dtype.to_numpy(dtype=object)
-    codes, uniq = pd.factorize(values, use_na_sentinel=True)
-    cats = [str(u) for u in uniq]
-    if "" not in cats:
-        cats.append("")
-    return pd.Categorical.from_codes(np.where(codes < 0, cats.index(""), codes), categories=cats)
 
 
 def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:

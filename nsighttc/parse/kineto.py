@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import labels
 from ..errors import ParseError
 from ..model import conform
 from . import Parsed, textio
@@ -154,7 +155,8 @@ class _Numbers:
         return np.concatenate(self.parts)
 
 
-def _ids_array(values: list) -> np.ndarray:
+def _ids_array(values) -> np.ndarray:
+    """Ids as int64 when every one is an integer, else an object array of the values as written."""
     try:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
@@ -292,12 +294,9 @@ def _us_to_ns(values: list) -> np.ndarray:
     return _floats(values) * 1e3
 
 
-def _ids(values: list) -> pd.Series:
+def _ids(values) -> pd.Series:
     """pid/tid values: int64 when every one is an integer, else kept as they are (Kineto writes "Spans")."""
-    try:
-        return pd.Series(np.array(values, dtype=np.int64))
-    except (TypeError, ValueError, OverflowError):
-        return pd.Series(values, dtype=object)
+    return pd.Series(_ids_array(values))
 
 
 def _labels(values, func=str) -> pd.Categorical:
@@ -307,10 +306,7 @@ def _labels(values, func=str) -> pd.Categorical:
         codes, uniq = values.codes, values.labels
     else:
         codes, uniq = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
-    cats = [func(u) for u in uniq]
-    if len(set(cats)) != len(cats):
-        return pd.Categorical(np.asarray(cats + [None], dtype=object)[codes])
-    return pd.Categorical.from_codes(codes, categories=cats)
+    return labels.categorical(codes, [func(u) for u in uniq])
 
 
 def _dims(values, rows: np.ndarray) -> pd.Categorical:

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import labels
 from ..errors import InputError, ParseError
 from ..model import conform
 from . import Parsed
@@ -279,9 +280,7 @@ def _categorical(ids: np.ndarray, strings: dict | None) -> pd.Series:
     """String ids -> a categorical Series (one Python string per distinct name, not per row)."""
     codes, uniq = pd.factorize(ids)
     cats = [strings.get(int(u), str(u)) if strings is not None else str(u) for u in uniq]
-    if len(set(cats)) != len(cats):  # two ids with one text: fold them
-        return pd.Series(np.asarray(cats, dtype=object)[codes], dtype="category")
-    return pd.Series(pd.Categorical.from_codes(codes, categories=cats))
+    return pd.Series(labels.categorical(codes, cats))  # two ids with one text fold into one
 
 
 def _dims(key: np.ndarray) -> pd.Series:
@@ -331,8 +330,7 @@ def _nvtx(db: str, tables: set[str], strings: dict) -> pd.DataFrame:
     end = np.where(end_ >= 0, end_.astype("float64"), np.inf)
     tid = ev["tid"][keep]
     ranges = pd.DataFrame({"pid": _pid(tid), "tid": tid, "start_ns": ev["start"][keep].astype("float64"),
-                           "end_ns": end, "name": pd.Categorical.from_codes(codes, categories=names)
-                           if len(set(names)) == len(names) else pd.Categorical(np.asarray(names, dtype=object)[codes])})
+                           "end_ns": end, "name": labels.categorical(codes, names)})
     ranges["path"] = nest_paths(ranges)
     return ranges
 

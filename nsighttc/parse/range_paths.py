@@ -11,6 +11,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from .. import labels
+
 
 def nest_paths(ranges: pd.DataFrame) -> pd.Series:
     """'outer/inner' path of every range from nesting on its own thread: what a stack sweep over the ranges
@@ -71,11 +73,8 @@ def _nest_arrays(ranges: pd.DataFrame) -> pd.Series | None:
         names += [str(leaves[u]) if level == 0 else f"{names[u // n_leaf]}/{leaves[u % n_leaf]}" for u in ku]
     out = np.empty(n, dtype=np.int64)
     out[order] = path_id
-    if len(set(names)) == len(names):
-        cat = pd.Categorical.from_codes(out, categories=names)
-    else:  # a name holding "/" can spell another path: merge equal strings
-        cat = pd.Categorical(np.asarray(names, dtype=object)[out])
-    return pd.Series(cat, index=ranges.index)
+    # a name holding "/" can spell another path: categorical() merges equal strings
+    return pd.Series(labels.categorical(out, names), index=ranges.index)
 
 
 def _nest_sweep(ranges: pd.DataFrame) -> pd.Series:
@@ -137,7 +136,8 @@ def paths_at(ranges: pd.DataFrame, pids: pd.Series, times: pd.Series) -> pd.Seri
     rpid = ranges["pid"].to_numpy()
     for i, pid in enumerate(pid_uniq):
         rows = np.flatnonzero(pid_codes == i)
-        seg_t, seg_c = _segment_codes(ranges[rpid == pid].assign(path=path[rpid == pid]))
+        mine = rpid == pid
+        seg_t, seg_c = _segment_codes(ranges[mine].assign(path=path[mine]))
         if len(seg_t) == 0:
             continue
         tt = t[rows]
@@ -147,16 +147,7 @@ def paths_at(ranges: pd.DataFrame, pids: pd.Series, times: pd.Series) -> pd.Seri
     return pd.Series(pd.Categorical.from_codes(codes, categories=cats), index=index)
 
 
-
-
 _SEGMENT_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _segments(r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Elementary time segments of a process's ranges and the innermost open path in each (strings)."""
-    seg_t, seg_c = _segment_codes(r)
-    cats = np.asarray(_path_categorical(r).cat.categories, dtype=object)
-    return seg_t, np.where(seg_c >= 0, cats[np.clip(seg_c, 0, None)] if len(cats) else "", "").astype(object)
 
 
 def _segment_codes(r: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

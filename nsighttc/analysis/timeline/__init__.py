@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ...parse.timeline import Timeline, launch_times
-from .. import intervals, labels
+from ... import labels
+from .. import intervals
 from . import busy, comm as comm_mod, idle, ranges as ranges_mod, steps as steps_mod
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings

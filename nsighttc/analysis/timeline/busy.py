@@ -11,7 +11,8 @@ import pandas as pd
 
 from ...parse.range_paths import paths_at
 from ...parse.timeline import corr_key
-from .. import intervals, labels
+from ... import labels
+from .. import intervals
 from .base import GRAPH_LAUNCH_CALLS
 
 

@@ -33,7 +33,8 @@ import pandas as pd
 
 from ...parse.range_paths import _path_categorical, _segment_codes, paths_at
 from ...parse.timeline import launch_times
-from .. import intervals, labels
+from ... import labels
+from .. import intervals
 from .base import SYNC_CALLS, Thresholds
 
 KINDS = ("sync", "pageable-copy", "gpu-wait", "launch-overhead", "host-range", "drained")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import intervals, labels
+from ... import labels
+from .. import intervals
 from ..tensor_cores import path_prefixes
 from .base import Thresholds, classify
 

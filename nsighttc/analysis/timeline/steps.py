@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import intervals, labels
+from ... import labels
+from .. import intervals
 from .base import Thresholds, classify, is_step_leaf
 
 

@@ -3,12 +3,22 @@
 pandas 3 turns ``astype(str)`` into Arrow-backed strings: on a million-row categorical column that costs
 0.1-0.2 s each time (measured on the 1M-kernel nsys benchmark, where a dozen such calls were 1.3 s of 4 s
 of analysis). Label columns are categoricals; these helpers do string work once per category and map
-the result back through the codes.
+the result back through the codes. Parsers build their label columns with ``categorical``; the analysis
+works on them with the rest.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+
+def categorical(codes: np.ndarray, names) -> pd.Categorical:
+    """Integer codes into ``names`` (-1 = missing) as a categorical; equal names are merged (two string ids
+    of one text, a name that spells another path)."""
+    names = list(names)
+    if len(set(names)) == len(names):
+        return pd.Categorical.from_codes(codes, categories=names)
+    return pd.Categorical(np.asarray(names + [None], dtype=object)[codes])
 
 
 def as_categorical(values) -> pd.Series:
@@ -18,8 +28,12 @@ def as_categorical(values) -> pd.Series:
         if s.hasnans:
             s = (s.cat.add_categories([""]) if "" not in s.cat.categories else s).fillna("")
         return s
-    return pd.Series(pd.Categorical(pd.Series(s, dtype=object).fillna("").astype(str).to_numpy(dtype=object)),
-                     index=s.index)
+    codes, uniq = pd.factorize(s.to_numpy(dtype=object), use_na_sentinel=True)
+    names = [str(u) for u in uniq]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(names), codes)
+        names.append("")
+    return pd.Series(categorical(codes, names), index=s.index)
 
 
 def per_category(values, func, dtype=object) -> np.ndarray:
