@@ -170,3 +170,18 @@ def test_ncu_rep_report_matches_csv_truth():
     by = dict(zip(k["nvtx"], k["tensor_core"]))
     assert by == {"mm_fp16": True, "mm_fp32": False}
     assert (k["evidence"] == "hardware").all()
+
+
+@pytest.mark.parametrize("recording", ["nsys_mm_relu_loops.sqlite.gz", "kineto_trace_cases_loops.json.gz"])
+def test_kernel_rows_list_the_ranges_their_launches_ran_in(recording):
+    """Per-kernel rows carry the range paths of their launches (they were always empty for timeline inputs:
+    a merge on key columns whose dtypes differed under pandas 3)."""
+    from tests.conftest import FIXTURES
+    launches = classify_launches(load(FIXTURES / recording).kernels)
+    rows = aggregate_kernels(launches)
+    assert rows["nvtx"].map(len).sum() > 0
+    for r in rows.itertuples():
+        mine = launches[(launches["name"].astype(str) == r.name).to_numpy()]
+        expected = sorted(set(mine["nvtx"].astype(str)) - {""})
+        if r.variant == 0:  # one row for the name: every range its launches ran in
+            assert r.nvtx == expected, r.name
