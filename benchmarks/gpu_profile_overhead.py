@@ -103,6 +103,7 @@ def main() -> int:
             tc, tl, prov = doc["tensor_cores"], doc.get("timeline") or {}, doc.get("provenance", {})
             entry[label] = {"tc_verdict": tc["verdict"], "tc_evidence": tc["evidence"],
                             "tc_time_share": round(tc["tc_time_share"], 4), "by_dtype": tc["by_dtype"],
+                            "dtype_from_names_share": tc.get("dtype_from_names_share"),
                             "evidence_sources": tc.get("evidence_sources"), "timeline_verdict": tl.get("verdict"),
                             "gpu_busy_share": tl.get("gpu_busy_share"), "headline_cause": tl.get("headline_cause"),
                             "passes": prov.get("passes"), "evidence": prov.get("evidence")}

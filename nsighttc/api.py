@@ -187,6 +187,8 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
     timeline_mod = None
     if timelines:
         from .analysis import merge, timeline as timeline_mod
+        from .parse.ncu_csv import NO_DURATION
+        warnings = [w for w in warnings if NO_DURATION not in w]  # the timeline's kernel times weigh the shares
         kernels = _concat([p.kernels for p in timelines])
         hw = [tensor_cores.classify_launches(_concat([p.kernels for p in counters]))] if counters else []
         if evidence is not None and not evidence.empty:

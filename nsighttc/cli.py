@@ -236,6 +236,10 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--fast", is_flag=True, help="auto: the timeline only; Tensor Cores judged by kernel names (and the cache).")
 @click.option("--hardware", is_flag=True,
               help="auto: measure every kernel that needs hardware evidence with ncu, even those in the cache.")
+@click.option("--counters", type=click.Choice(["fast", "full"]), default="fast", show_default=True,
+              help="auto: what the ncu pass measures per kernel. fast: tensor-pipe instruction counts, one replay "
+                   "pass (Tensor Cores yes/no measured; int8/fp64 measured, other dtypes from kernel names). full: "
+                   "FLOP counters per dtype as well (exact dtype and TFLOP/s; 7 passes on Hopper, ~3x the ncu time).")
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="auto: do not read or write the evidence cache (~/.cache/nsighttc/evidence, $NSIGHTTC_CACHE_DIR).")
 @click.option("--overlap", type=click.Choice(["cuda", "start", "none"]), default="cuda", show_default=True,
@@ -261,7 +265,7 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--timeline", is_flag=True, hidden=True, help="Accepted for old command lines: the default run has the timeline.")
 @click.option("--format", "fmt", type=FORMAT, default=None, help="What to print at the end. " + FORMAT_HELP)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def profile(engine, fast, hardware, no_cache, overlap, timeline_engine, out, range_, annotate, ncu_path, nsys_path, timeout,
+def profile(engine, fast, hardware, counters, no_cache, overlap, timeline_engine, out, range_, annotate, ncu_path, nsys_path, timeout,
             keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
     """Profile a program and write its verdict: did the Tensor Cores fire, and is it GPU- or host-bound?
 
@@ -293,7 +297,7 @@ def profile(engine, fast, hardware, no_cache, overlap, timeline_engine, out, ran
     opts = Options(engine=engine, out=out, range=range_, annotate=annotate, ncu=ncu_path, nsys=nsys_path,
                    timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
                    timeline=timeline, fast=fast, hardware=hardware, cache=not no_cache, timeline_engine=timeline_engine,
-                   overlap=overlap)
+                   overlap=overlap, counters=counters)
     def say(s: str) -> None:  # progress; the workload's own output only with -v
         note(s, level=2 if s.startswith("  | ") else 1)
     if timeline and engine == "auto":
@@ -330,6 +334,10 @@ def profile(engine, fast, hardware, no_cache, overlap, timeline_engine, out, ran
               show_default=True, help="Parent of the run directory (<time>-try-<script>).")
 @click.option("--timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="Stop each run after this long.")
 @click.option("--annotate", type=click.Choice(["none", "script", "modules"]), default="script", show_default=True)
+@click.option("--counters", type=click.Choice(["fast", "full"]), default="fast", show_default=True,
+              help="auto: what the ncu pass measures per kernel. fast: tensor-pipe instruction counts, one replay "
+                   "pass (Tensor Cores yes/no measured; int8/fp64 measured, other dtypes from kernel names). full: "
+                   "FLOP counters per dtype as well (exact dtype and TFLOP/s; 7 passes on Hopper, ~3x the ncu time).")
 @click.option("--no-cache", "no_cache", is_flag=True, help="Do not read Tensor Core evidence from the cache.")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default=None,
               help="Print the comparison (default: a summary; the files are always written).")

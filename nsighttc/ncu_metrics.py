@@ -14,6 +14,16 @@ Facts and where they were seen:
   On Hopper warpgroup MMA (``_op_gmma``) is also counted inside hmma.
 - Ada (8.9) uses ``_v2`` forms; Blackwell (10.x/12.x) ``tensor_subpipe`` and ``tc`` (tcgen05) forms:
   from Nsight Compute's ComputeWorkloadAnalysis section file, not measured by us.
+- Replay passes per profiled kernel (H100, ncu 2025.3.1, driver 580.159.04;
+  benchmarks/gpu_ncu_passes_probe.sh and _probe2.sh, reports/profile_overhead/ncu_passes.txt): one pass for
+  ``gpu__time_duration``, for the pipe utilisation alone, and for {hmma, hmma_type_hfma2, imma, dmma};
+  3 passes for ``sm__ops_path_tensor_src_fp16`` alone, 4 with bf16, 7 for the seven ops counters, 3 as soon
+  as the pipe utilisation joins instruction counts, 3 with ``_op_gmma`` beside hmma. One pass needs no
+  save/restore of device memory between passes: on ResNet-50 AMP 94 profiles cost 0.087 s each with the
+  one-pass set against 0.25 s with the seven-pass FLOP set.
+- {hmma - hfma2, imma, dmma} decides exactly what the FLOP counters decide: on 404 H200 kernels
+  (shared/fixtures/h200) ``(hmma - hfma2) + imma + dmma > 0`` iff some ``sm__ops_path_tensor_*`` > 0, and
+  ``sm__inst_executed_pipe_tensor`` == hmma + imma + dmma (gmma is inside hmma).
 """
 from __future__ import annotations
 
@@ -89,6 +99,27 @@ DISPLAY_NAMES = {"Duration": "gpu__time_duration.sum"}
 
 
 # --- what the ncu engine asks for, per architecture ---------------------------------------------
+COUNTER_SETS = ("fast", "full")
+
+
+def one_pass_metrics_for_cc(cc: str | float | None) -> list[str]:
+    """The default run's hardware pass: instruction counts that decide yes/no (and int8/fp64) in one replay
+    pass on Hopper (measured, see the module docstring), without FLOPs per dtype, the pipe utilisation or
+    ncu's duration (the timeline has the real run's). On other chips: the same counters where they exist,
+    minus what is known to add passes (utilisation, duration); their pass counts are not measured by us."""
+    if _major(cc) == 9:
+        return ["sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum",
+                "sm__inst_executed_pipe_tensor_op_imma.sum", "sm__inst_executed_pipe_tensor_op_dmma.sum"]
+    return [m for m in metrics_for_cc(cc) if m.startswith("sm__inst_executed")]
+
+
+def _major(cc) -> int:
+    try:
+        return int(str(cc).split(".")[0])
+    except (TypeError, ValueError):
+        return 0
+
+
 def metrics_for_cc(cc: str | float | None) -> list[str]:
     """The minimal metric list that decides the Tensor Core question on a chip of compute capability cc.
 

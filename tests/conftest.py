@@ -20,6 +20,7 @@ KINETO = FIXTURES / "kineto_trace_cases_loops.json.gz"
 MULTI_GRAPH = FIXTURES / "multi_phase_nsys_graph.sqlite.gz"   # nsys --cuda-graph-trace=graph
 MULTI_NODE = FIXTURES / "multi_phase_nsys_node.sqlite.gz"     # nsys --cuda-graph-trace=node
 MULTI_TORCH = FIXTURES / "multi_phase_torch.json.gz"          # torch.profiler
+H100_ONE_PASS = FIXTURES / "h100_ncu_raw_one_pass_set.csv.gz"  # ncu raw page: hmma, hfma2, imma, dmma only
 
 
 def gunzip_text(path: Path) -> str:

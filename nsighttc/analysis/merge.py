@@ -22,17 +22,22 @@ _COLS = ["tensor_core", "dtype", "tc_flop_per_call", "tensor_pipe_pct"]
 # evidence rows taken from the cache of earlier ncu measurements (collect.evidence_cache) keep saying so
 CACHE_DETAIL = "ncu counters from the evidence cache"
 MERGED_DETAIL = "ncu counters merged by kernel name"
+NAMED_DTYPE = "dtype from the kernel name"  # instruction counts decided yes/no; they carry no dtype
 
 
 def _verdicts(hw: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
     detail = hw["evidence_detail"].astype(str) if "evidence_detail" in hw else pd.Series("", index=hw.index)
-    detail = detail.where(detail.str.startswith(CACHE_DETAIL), MERGED_DETAIL)
-    hard = hw[hw["evidence"] == EVIDENCE_HARDWARE].assign(_key=key, tc_flop_per_call=hw["tc_flop"], _detail=detail)
+    named = hw["dtype_named"].fillna(False).astype(bool) if "dtype_named" in hw else pd.Series(False, index=hw.index)
+    detail = detail.where(detail.str.startswith(CACHE_DETAIL),
+                          np.where(named, f"{MERGED_DETAIL}; {NAMED_DTYPE}", MERGED_DETAIL))
+    hard = hw[hw["evidence"] == EVIDENCE_HARDWARE].assign(_key=key, tc_flop_per_call=hw["tc_flop"], _detail=detail,
+                                                          _named=named)
     state = hard["tensor_core"].map(repr) + "|" + hard["dtype"].map(repr)
     agree = state.groupby(hard["_key"]).nunique() == 1
     first = hard.groupby("_key").agg(tensor_core=("tensor_core", "first"), dtype=("dtype", "first"),
                                      tc_flop_per_call=("tc_flop_per_call", "median"),
-                                     tensor_pipe_pct=("tensor_pipe_pct", "median"), detail=("_detail", "first"))
+                                     tensor_pipe_pct=("tensor_pipe_pct", "median"), detail=("_detail", "first"),
+                                     dtype_named=("_named", "first"))
     return first[agree.reindex(first.index).fillna(False)]
 
 
@@ -106,6 +111,8 @@ def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[p
         out.loc[mask, "tc_flop"] = src["tc_flop_per_call"].to_numpy()
         out.loc[mask, "tensor_pipe_pct"] = src["tensor_pipe_pct"].to_numpy()
         out.loc[mask, "evidence"] = EVIDENCE_HARDWARE
+        if "dtype_named" in out:
+            out.loc[mask, "dtype_named"] = src["dtype_named"].fillna(False).astype(bool).to_numpy()
         out.loc[mask, "evidence_detail"] = src["detail"].to_numpy()
     out["matrix_work"] = out["matrix_work"] | (out["tensor_core"] == True)  # noqa: E712
     out["tc_state"] = state_categorical(out["tensor_core"].to_numpy())

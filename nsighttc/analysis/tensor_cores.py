@@ -41,6 +41,8 @@ def path_prefixes(paths) -> pd.DataFrame:
                         columns=["nvtx", "range"])
 
 
+# Tensor Core math measured by instruction counts (the default run's one-pass ncu set), dtype from the name
+DETAIL_INST_NAMED_DTYPE = "tensor instruction counts; dtype from the kernel name"
 EVIDENCE_HARDWARE = "hardware"
 EVIDENCE_NAME = "kernel-name"
 EVIDENCE_NONE = "none"
@@ -82,7 +84,9 @@ def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
     name_tc = names["name_tc"].to_numpy(dtype=object)
     name_dtype = names["name_dtype"].to_numpy(dtype=object)
 
-    conds = [ops_pos, ops_all_zero, inst_pos, inst_neg]
+    # instruction counts say "Tensor Core math" but only imma/dmma name a dtype: the rest is the name's word
+    inst_named = inst_pos & ~ops_pos & pd.isna(pd.Series(inst_dtype, dtype=object)).to_numpy()
+    conds = [ops_pos, ops_all_zero, inst_pos & ~inst_named, inst_named, inst_neg]
     decided_hw = ops_pos | ops_all_zero | inst_pos | inst_neg
     tc = np.where(ops_pos | inst_pos, True, np.where(ops_all_zero | inst_neg, False, None)).astype(object)
     tc = np.where(decided_hw, tc, name_tc)
@@ -90,10 +94,10 @@ def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
     # small categoricals built from integer codes: no million-string arrays
     ev_code = np.where(decided_hw, 0, np.where(name_known, 1, 2))
     evidence = pd.Categorical.from_codes(ev_code, categories=[EVIDENCE_HARDWARE, EVIDENCE_NAME, EVIDENCE_NONE])
-    detail_code = np.select(conds, [0, 1, 2, 3], default=np.where(name_known, 4, 5))
+    detail_code = np.select(conds, [0, 1, 2, 6, 3], default=np.where(name_known, 4, 5))
     detail = pd.Categorical.from_codes(detail_code, categories=[
         "tensor ops counters", "tensor ops counters all zero", "tensor instruction counts",
-        "no tensor math instructions", "kernel name rule", "no signal"])
+        "no tensor math instructions", "kernel name rule", "no signal", DETAIL_INST_NAMED_DTYPE])
     # dtype: exact from ops; from instructions where they tell (imma/dmma); else what the name says.
     hw_inst_dtype = np.where(pd.isna(pd.Series(inst_dtype, dtype=object)).to_numpy(), name_dtype, inst_dtype)
     dtype = np.where(ops_pos, ops_dtype,
@@ -107,6 +111,8 @@ def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
     k["evidence_detail"] = detail
     dtype_s = pd.Series(dtype, index=k.index, dtype=object)
     k["dtype"] = dtype_s.where(dtype_s.notna(), None)
+    # the dtype is the kernel name's word (not a counter's) where instruction counts or the name decided
+    k["dtype_named"] = (tc == True) & (inst_named | ~decided_hw)  # noqa: E712
     k["tc_flop"] = np.where(ops_pos, ops_total, np.nan)
     k["name_tc"] = pd.Series(name_tc, index=k.index, dtype=object)
     k["name_rule"] = names["name_rule"]
@@ -212,13 +218,14 @@ def compact(launches: pd.DataFrame) -> pd.DataFrame:
         "dtype": labels.as_categorical(launches["dtype"]).array,
         "matrix_work": launches["matrix_work"].astype(bool).to_numpy(),
         "evidence": pd.Categorical(launches["evidence"]),
+        "dtype_named": dtype_named(launches),
         "time_ns": launches["time_ns"].to_numpy(),
         "tc_flop": launches["tc_flop"].to_numpy(),
         "flop_time_ns": np.where(launches["tc_flop"].notna(), launches["time_ns"], 0.0),
         "launch_id": pd.to_numeric(launches["launch_id"], errors="coerce").to_numpy(dtype="float64"),
     }, copy=False)
     df["has_flop"] = df["tc_flop"].notna()
-    g = df.groupby(["nvtx", "state", "dtype", "matrix_work", "evidence"], sort=False, observed=True)
+    g = df.groupby(["nvtx", "state", "dtype", "matrix_work", "evidence", "dtype_named"], sort=False, observed=True)
     out = g.agg(time_ns=("time_ns", "sum"), n=("time_ns", "size"), tc_flop=("tc_flop", "sum"),
                 has_flop=("has_flop", "any"), flop_time_ns=("flop_time_ns", "sum"), first=("launch_id", "min")).reset_index()
     out["tc_flop"] = out["tc_flop"].where(out["has_flop"])
@@ -229,6 +236,13 @@ def compact(launches: pd.DataFrame) -> pd.DataFrame:
     out["tensor_core"] = out["state"].map({"yes": True, "no": False, "unknown": None}).astype(object)
     out["dtype"] = out["dtype"].replace("", None)
     return out
+
+
+def dtype_named(launches: pd.DataFrame) -> np.ndarray:
+    """Per launch: its dtype is the kernel name's word (instruction-count or name evidence), not a counter's."""
+    if "dtype_named" in launches.columns:
+        return launches["dtype_named"].fillna(False).to_numpy(dtype=bool)
+    return np.zeros(len(launches), dtype=bool)
 
 
 def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
@@ -247,6 +261,7 @@ def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
     yes_rows = c[is_yes]
     by_dtype = (yes_rows.assign(d=yes_rows["dtype"].fillna("unknown")).groupby("d")["time_ns"].sum() / total
                 if total and not yes_rows.empty else pd.Series(dtype=float))
+    named_dtype_time = float(t[is_yes & c["dtype_named"].astype(bool)].sum()) if "dtype_named" in c else 0.0
     flop_rows = c[is_yes & c["tc_flop"].notna()]
     flop = float(flop_rows["tc_flop"].sum()) if not flop_rows.empty else None
     flop_time = float(flop_rows["flop_time_ns"].sum())
@@ -271,6 +286,7 @@ def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
         "matrix_time_share": matrix_time / total if total else 0.0,
         "matrix_on_tc_share": tc_time / matrix_time if matrix_time else 0.0,
         "by_dtype": {str(k): float(v) for k, v in by_dtype.sort_values(ascending=False).items() if v > 0},
+        "dtype_from_names_share": named_dtype_time / tc_time if tc_time else 0.0,
         "kernel_time_ns": total,
         "tc_time_ns": tc_time,
         "flop": flop,

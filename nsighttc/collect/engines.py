@@ -56,12 +56,14 @@ def nsys_argv(nsys: Path | str, out_base: Path, inner: list[str], capture_range:
 
 def ncu_argv(ncu: Path | str, out_base: Path, inner: list[str], cc: str | None, *, nvtx_range: str | None = None,
              every_launch: bool = False, all_kernels: bool = False, metrics: list[str] | None = None,
-             kernel_regex: str | None = None) -> list[str]:
+             kernel_regex: str | None = None, nvtx: bool = True) -> list[str]:
     """``kernel_regex``: profile only kernels whose demangled name matches (``hardware_pass.kernel_regex``),
-    else every kernel outside the settled no-matrix families (unless ``all_kernels``)."""
+    else every kernel outside the settled no-matrix families (unless ``all_kernels``). ``nvtx=False``: ncu
+    does not track NVTX ranges (the default run takes ranges from its timeline); a range filter needs them."""
     from ..analysis.name_rules import ncu_kernel_filter
 
-    argv = [str(ncu), "--nvtx", "--clock-control", "none", "--cache-control", "none", "--target-processes", "all",
+    argv = [str(ncu), *(["--nvtx"] if nvtx or nvtx_range else []), "--clock-control", "none", "--cache-control",
+            "none", "--target-processes", "all",
             "--metrics", ",".join(metrics or ncu_metrics.metrics_for_cc(cc)), "-o", str(out_base)]
     if nvtx_range:
         argv += ["--nvtx-include", f"{nvtx_range}/"]

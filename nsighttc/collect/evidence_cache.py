@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..analysis.merge import CACHE_DETAIL, merge_key
+from ..analysis.merge import CACHE_DETAIL, NAMED_DTYPE, merge_key
 from ..analysis.tensor_cores import EVIDENCE_HARDWARE
 from ..render.names import short_name
 from .doctor import cache_dir
@@ -88,7 +88,7 @@ class EvidenceCache:
         """Hardware evidence for the kernels of ``kernels`` (columns name, grid, block) found in the cache,
         one row per distinct (name, grid, block), shaped for ``merge.apply_hardware_evidence``."""
         cols = ["name", "grid", "block", "evidence", "evidence_detail", "tensor_core", "dtype", "tc_flop",
-                "tensor_pipe_pct"]
+                "tensor_pipe_pct", "dtype_named"]
         entries = self._doc["kernels"]
         if kernels.empty or not entries:
             return pd.DataFrame(columns=cols)
@@ -112,9 +112,11 @@ class EvidenceCache:
                     e = alike[0]
             if e is None:
                 continue
+            named = bool(e.get("dtype_named"))
             rows.append({"name": name, "grid": grid, "block": block, "evidence": EVIDENCE_HARDWARE,
-                         "evidence_detail": f"{CACHE_DETAIL} (measured {e.get('measured', '?')[:10]})",
-                         "tensor_core": e.get("tensor_core"), "dtype": e.get("dtype"),
+                         "evidence_detail": f"{CACHE_DETAIL} (measured {e.get('measured', '?')[:10]}"
+                                            + (f"; {NAMED_DTYPE})" if named else ")"),
+                         "tensor_core": e.get("tensor_core"), "dtype": e.get("dtype"), "dtype_named": named,
                          "tc_flop": e.get("tc_flop_per_call") if same_config else np.nan,
                          "tensor_pipe_pct": e.get("tensor_pipe_pct")})
         out = pd.DataFrame(rows, columns=cols)
@@ -151,9 +153,11 @@ class EvidenceCache:
         if hw.empty:
             return 0
         g = hw.assign(k_name=merge_key(hw["name"]).to_numpy(), k_grid=_config(hw["grid"]).to_numpy(),
-                      k_block=_config(hw["block"]).to_numpy())
+                      k_block=_config(hw["block"]).to_numpy(),
+                      _named=hw["dtype_named"].fillna(False).astype(bool) if "dtype_named" in hw else False)
         g = g.groupby(["k_name", "k_grid", "k_block"], sort=False, observed=True).agg(
             name=("name", "first"), tensor_core=("tensor_core", "first"), dtype=("dtype", "first"),
+            dtype_named=("_named", "first"),
             states=("tensor_core", lambda s: len({repr(v) for v in s})),
             tc_flop=("tc_flop", "median"), tensor_pipe_pct=("tensor_pipe_pct", "median")).reset_index()
         g = g[g["states"] == 1]  # launches of one configuration that disagree are not cached
@@ -164,7 +168,7 @@ class EvidenceCache:
                 "dtype": None if r.dtype is None or pd.isna(r.dtype) else str(r.dtype),
                 "tc_flop_per_call": None if pd.isna(r.tc_flop) else float(r.tc_flop),
                 "tensor_pipe_pct": None if pd.isna(r.tensor_pipe_pct) else float(r.tensor_pipe_pct),
-                "measured": now, "source": source}
+                "dtype_named": bool(r.dtype_named), "measured": now, "source": source}
         return len(g)
 
     def set_program(self, key: str, complete: bool, label: str) -> None:

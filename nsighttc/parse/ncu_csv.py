@@ -59,9 +59,11 @@ def read(path: Path) -> tuple[pd.DataFrame, list[str]]:
         raise ParseError("ncu CSV has a header but no kernel rows", path)
     table = _to_kernel_table(wide, units, path)
     if table["duration_ns"].isna().all():
-        warnings.append(f"{path}: no kernel duration metric (gpu__time_duration) in this export; "
-                        "time shares are by launch count")
+        warnings.append(f"{path}: {NO_DURATION} in this export; time shares are by launch count")
     return table, warnings
+
+
+NO_DURATION = "no kernel duration metric (gpu__time_duration)"  # moot beside a timeline (its times are real)
 
 
 # --- reading -----------------------------------------------------------------------------------

@@ -74,6 +74,7 @@ class Options:
     cache: bool = True              # default run: read and write the evidence cache
     timeline_engine: str = "auto"   # default run: auto | torch | nsys
     overlap: str = "cuda"           # default run: where the ncu pass waits while the timeline runs (cuda|start|none)
+    counters: str = "fast"          # default run's ncu pass: fast (one replay pass: instruction counts) | full (FLOPs)
     python: str = field(default_factory=lambda: sys.executable)
 
 
@@ -302,8 +303,11 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
                     "What still works: `nsighttc analyze` on ncu/nsys/torch.profiler outputs recorded on a GPU "
                     "machine, and `nsighttc demo`")
     cc = gpus[0].compute_capability
-    if opts.engine != "auto" and (opts.fast or opts.hardware):
-        raise UsageError("--fast and --hardware choose what the default run measures; they do not combine with --engine")
+    if opts.engine != "auto" and (opts.fast or opts.hardware or opts.counters != "fast"):
+        raise UsageError("--fast, --hardware and --counters choose what the default run measures; they do not combine "
+                         "with --engine (--engine ncu always collects the full FLOP counters)")
+    if opts.fast and opts.counters != "fast":
+        raise UsageError("--fast runs no Nsight Compute pass, so --counters has nothing to choose")
     if opts.fast and opts.hardware:
         raise UsageError("--fast (no Nsight Compute pass) and --hardware (always one) contradict each other")
     run_dir = rank_run_dir(opts.out) if launched_per_rank(target) else new_run_dir(opts.out, target.label)

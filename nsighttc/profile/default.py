@@ -18,6 +18,12 @@ at close to the cost of one plain run.
 3. The ncu measurements are merged into the timeline's kernels by name (``analysis.merge``), so time shares
    are weighted by the real run's kernel time, per range; the new measurements go into the cache.
 
+The hardware pass collects, by default (``--counters fast``), the tensor-pipe instruction counts that decide
+"did this kernel do Tensor Core math" in one replay pass (``ncu_metrics.one_pass_metrics_for_cc``: ~3x
+cheaper per profiled kernel than the seven-pass FLOP counters on Hopper); dtypes then come from the kernel
+names (int8/fp64 from the counters), and the report says so. ``--counters full`` adds the per-dtype FLOP
+counters (exact dtype, TFLOP/s).
+
 ``--fast``: the timeline pass alone (Tensor Cores from kernel names). ``--hardware``: measure every kernel
 that needs hardware evidence, cache or not. ``--no-cache``: neither read nor write the cache.
 """
@@ -34,6 +40,7 @@ from typing import Callable
 
 import pandas as pd
 
+from .. import ncu_metrics
 from ..collect import engines, process, tools
 from ..collect.evidence_cache import EvidenceCache, program_key
 from ..collect.hardware_pass import StopWhenCovered, first_launch_order, kernel_regex, needs_hardware
@@ -195,9 +202,11 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         filtered to exactly the missing kernels (mode "after"). Distributed: on rank 0 only."""
         inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python,
                                       pid_file=pid_file, **gating) if target.python_program else list(target.argv)
+        metrics = ncu_metrics.one_pass_metrics_for_cc(cc) if opts.counters == "fast" else None
         p = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
                                          every_launch=opts.every_launch, all_kernels=opts.all_kernels,
-                                         kernel_regex=regex), run_dir / "ncu.log", mode=mode)
+                                         kernel_regex=regex, metrics=metrics, nvtx=False), run_dir / "ncu.log",
+                 mode=mode)
         return distribute(p, target, run_dir, len(inner), only_ranks="0")
 
     # the pid the stop rule interrupts: rank 0's launcher in a distributed run (rankexec fills rank<R>/)
@@ -252,11 +261,14 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         need, stop_everything = pd.DataFrame(), True
     names = list(dict.fromkeys(need["name"])) if not need.empty else []
     cached = out.cache.lookup(need) if (out.cache is not None and not opts.hardware and names) else None
+    if cached is not None and opts.counters == "full":  # exact dtypes asked for: name-typed entries do not do
+        cached = cached[~cached["dtype_named"].fillna(False).astype(bool).to_numpy()]
     have = set(cached["name"]) if cached is not None and not cached.empty else set()
     tried = out.cache.unmeasured(set(names) - have) if (out.cache is not None and not opts.hardware) else set()
     missing = [n for n in names if n not in have and n not in tried]
     out.evidence = cached
-    info.update({"kernels_needing_hardware": len(names), "from_cache": len(have), "to_measure": len(missing),
+    info.update({"counters": opts.counters,
+                 "kernels_needing_hardware": len(names), "from_cache": len(have), "to_measure": len(missing),
                  "not_measurable_before": len(tried),
                  "cache": str(out.cache.path) if out.cache is not None else None})
     if opts.fast:

@@ -34,6 +34,10 @@ def tc_headline(tc: dict) -> str:
     ev = EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"])
     dtypes = [d for d, s in tc.get("by_dtype", {}).items() if s > 0]
     dtype_txt = ", ".join(dtypes) if dtypes else ""
+    named = tc.get("dtype_from_names_share") or 0.0
+    if dtype_txt and named > 0.005:  # instruction counts decide yes/no; the dtype is then the names' word
+        dtype_txt += (" (dtype from kernel names)" if named > 0.995 else
+                      f" (dtype of {pct(named, 0)} of it from kernel names)")
     share = pct(tc["tc_time_share"], 0)
     if tc.get("basis") == "sampled" and v in ("yes", "partial", "no"):
         # ncu sampled each kernel configuration once: shares are not GPU time shares

@@ -185,3 +185,51 @@ def test_kernel_rows_list_the_ranges_their_launches_ran_in(recording):
         expected = sorted(set(mine["nvtx"].astype(str)) - {""})
         if r.variant == 0:  # one row for the name: every range its launches ran in
             assert r.nvtx == expected, r.name
+
+
+ONE_PASS_KEPT = ("inst_hmma", "inst_hfma2", "inst_imma", "inst_dmma")
+
+
+def test_the_one_pass_instruction_set_decides_every_truth_row_like_the_flop_counters(raw):
+    """The default run's ncu pass collects only hmma, hfma2, imma, dmma (one replay pass on Hopper): on the
+    H200 recording those columns alone give every kernel the FLOP counters' yes/no, and a dtype that is
+    the measured one (int8, fp64) or the name's word, never a wrong one."""
+    cut = load(RAW).kernels.copy()
+    for c in cut.columns:
+        if (c.startswith(("tc_ops_", "inst_")) and c not in ONE_PASS_KEPT) or c in ("tensor_pipe_pct", "duration_ns"):
+            cut[c] = float("nan")
+    one = classify_launches(cut)
+    assert (one["evidence"] == "hardware").all()
+    assert (one["tensor_core"] == raw["tensor_core"]).all()
+    for rng, pattern, tc, dtype, sel in _truth_rows(one):
+        if tc:
+            assert sel["dtype"].isin([dtype, None]).all(), (rng, pattern, sel["dtype"].tolist())
+            measured = dtype in ("int8", "fp64")
+            assert (sel["dtype_named"] != measured).all(), (rng, pattern)
+            assert (sel["evidence_detail"] == ("tensor instruction counts" if measured else
+                                              "tensor instruction counts; dtype from the kernel name")).all()
+    assert not one.loc[one["tensor_core"] != True, "dtype_named"].any()  # noqa: E712
+    summary = rollup(one)
+    assert 0 < summary["dtype_from_names_share"] < 1  # fp64/int8 measured, the rest named
+    assert rollup(raw)["dtype_from_names_share"] == 0.0  # FLOP counters name every dtype
+
+
+def test_h100_one_pass_recording_answers_from_instruction_counts():
+    """A real H100 ncu export with only the one-pass set (benchmarks/gpu_ncu_passes_probe2.sh, program
+    benchmarks/_tc_dtype_kernels.py: fp16/bf16/TF32 GEMMs, an FFMA GEMM with TF32 off, an fp16 conv)."""
+    from nsighttc.render.markdown import tc_headline
+    from tests.conftest import H100_ONE_PASS
+    k = classify_launches(load(H100_ONE_PASS).kernels)
+    by = lambda pat: k[k["name"].str.contains(pat)]  # noqa: E731
+    for pat in (r"^nvjet_sm90_hsh", r"^nvjet_sm90_tst", r"sm90_xmma_gemm_f32f32_tf32f32",
+                r"sm80_xmma_fprop_implicit_gemm_f16f16"):
+        sel = by(pat)
+        assert not sel.empty and (sel["tensor_core"] == True).all() and (sel["evidence"] == "hardware").all(), pat  # noqa: E712
+    ffma = by(r"sm80_xmma_gemm_f32f32_f32f32_f32")  # "xmma" in the name, FFMA on CUDA cores: hmma == hfma2
+    assert not ffma.empty and (ffma["tensor_core"] == False).all() and (ffma["inst_hmma"] > 0).all()  # noqa: E712
+    moves = k[k["name"].str.contains("distribution_elementwise|reduce_kernel") & (k["inst_hmma"] > 0)]
+    assert not moves.empty and (moves["tensor_core"] == False).all()  # noqa: E712 the HFMA2.MMA trap, on H100
+    assert by(r"^nvjet_sm90_hsh")["dtype"].eq("fp16").all()
+    summary = rollup(k)
+    assert summary["verdict"] in ("yes", "partial") and summary["dtype_from_names_share"] > 0.5
+    assert "from kernel names" in tc_headline({**summary, "tc_time_share": summary["tc_time_share"]})

@@ -66,3 +66,25 @@ def test_nsys_and_launcher_argv(tmp_path):
     assert argv[argv.index("-s") + 1] == "none" and "--cpuctxsw=none" in argv
     assert "--cuda-graph-trace=node" in argv  # graph kernels get names and Tensor Core verdicts
     assert "--nvtx-capture=step" in argv and argv[-len(inner):] == inner
+
+
+@pytest.mark.parametrize("cc", ["9.0", "8.0", "8.9", "10.0", "7.5", None])
+def test_the_one_pass_set_is_instruction_counts_the_parser_reads_without_the_pass_adding_metrics(cc):
+    """Pass counts measured on H100 (reports/profile_overhead/ncu_passes.txt): the pipe utilisation and the
+    FLOP counters add replay passes; the instruction counts of the full set stay."""
+    m = ncu_metrics.one_pass_metrics_for_cc(cc)
+    known = {n for names in ncu_metrics.INST_ALIASES.values() for n in names}
+    assert m and set(m) <= known
+    assert not any("pct_of_peak" in x or x.startswith(("gpu__time", "sm__ops_path")) for x in m)
+    if cc == "9.0":  # measured: one pass; gmma beside hmma made it three
+        assert m == ["sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum",
+                     "sm__inst_executed_pipe_tensor_op_imma.sum", "sm__inst_executed_pipe_tensor_op_dmma.sum"]
+    else:
+        assert set(m) <= set(ncu_metrics.metrics_for_cc(cc))  # only names known to exist on that chip
+
+
+def test_ncu_argv_without_nvtx_tracking_unless_a_range_needs_it(tmp_path):
+    inner = ["python3", "x.py"]
+    assert "--nvtx" not in engines.ncu_argv("ncu", tmp_path / "n", inner, "9.0", nvtx=False)
+    ranged = engines.ncu_argv("ncu", tmp_path / "n", inner, "9.0", nvtx=False, nvtx_range="train")
+    assert "--nvtx" in ranged and ranged[ranged.index("--nvtx-include") + 1] == "train/"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from nsighttc import ncu_metrics
 from nsighttc.collect import tools
 from nsighttc.profile import Options, profile, resolve_target, new_run_dir
 from tests.collect.fakes import alive as _alive, calls, make_bin
@@ -58,6 +59,10 @@ def test_default_run_is_timeline_then_ncu_for_the_missing_kernels_stopped_early(
     launcher = ncu_call[ncu_call.index("nsighttc.launch"):]
     assert "--wait-for" in launcher and "--pid-file" in launcher  # started beside the timeline, gated
     assert "--filter-mode" in ncu_call and launcher[-3:] == [str(script), "--x", "1"]
+    ncu_own = ncu_call[:ncu_call.index("nsighttc.launch")]
+    # the one-pass instruction set for the fake's H200 (cc 9.0), and no NVTX tracking: ranges come from the timeline
+    assert ncu_own[ncu_own.index("--metrics") + 1].split(",") == ncu_metrics.one_pass_metrics_for_cc("9.0")
+    assert "--nvtx" not in ncu_own
     doc = res.verdict.to_json()
     ev = doc["provenance"]["evidence"]
     assert ev["kernels_needing_hardware"] == 3 and ev["from_cache"] == 0 and ev["to_measure"] == 3
@@ -97,6 +102,22 @@ def test_second_run_takes_the_evidence_from_the_cache_and_runs_no_ncu(env, tmp_p
     assert third.engines == ["nsys", "ncu"]
     fourth = profile(target, Options(out=tmp_path / "runs", timeline_engine="nsys", cache=False))
     assert fourth.engines == ["nsys", "ncu"]
+    # entries measured by instruction counts (dtype from the name) serve the default run, but not --counters
+    # full, which then measures with the FLOP counters
+    path = next((tmp_path / "cache" / "evidence").glob("*.json"))
+    doc = json.loads(path.read_text())
+    for e in doc["kernels"].values():
+        e["dtype_named"] = True
+    path.write_text(json.dumps(doc))
+    n_ncu = len(_ncu_calls(tmp_path))
+    fifth = profile(target, Options(out=tmp_path / "runs", timeline_engine="nsys"))
+    assert fifth.engines == ["nsys"] and len(_ncu_calls(tmp_path)) == n_ncu
+    assert "dtype from the kernel name" in " ".join(fifth.verdict.launches["evidence_detail"].astype(str).unique())
+    assert fifth.verdict.to_json()["tensor_cores"]["dtype_from_names_share"] == 1.0
+    sixth = profile(target, Options(out=tmp_path / "runs", timeline_engine="nsys", counters="full"))
+    assert sixth.engines == ["nsys", "ncu"] and len(_ncu_calls(tmp_path)) == n_ncu + 1
+    call = _ncu_calls(tmp_path)[-1]
+    assert call[call.index("--metrics") + 1].split(",") == ncu_metrics.metrics_for_cc("9.0")
 
 
 def test_fast_is_the_timeline_alone(env, tmp_path, monkeypatch, run_cli):
@@ -107,6 +128,8 @@ def test_fast_is_the_timeline_alone(env, tmp_path, monkeypatch, run_cli):
     assert "--fast: timeline only" in err and "GPU busy" in err and "report: " in err
     code, _, err = run_cli("profile", "--fast", "--hardware", script)
     assert code == 2 and "contradict" in err
+    code, _, err = run_cli("profile", "--engine", "ncu", "--counters", "full", script)
+    assert code == 2 and "--counters" in err and "Traceback" not in err
 
 
 def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_path, monkeypatch):
