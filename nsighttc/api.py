@@ -20,6 +20,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from . import allocator
 from .analysis import findings as findings_mod
 from .analysis import ranks as ranks_mod
 from .analysis import tensor_cores
@@ -92,7 +93,7 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
     """
     kwargs = dict(yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range,
                   range_name=range_name, evidence=evidence)
-    with _no_cyclic_gc():
+    with _no_cyclic_gc(), allocator.reuse_freed_memory():
         paths = ranks_mod.expand(list(paths))
         grouped = _rank_groups(paths)
         if grouped is not None:

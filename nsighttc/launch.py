@@ -12,6 +12,9 @@ going on). Where the gate is (``--gate-at``):
   side also calls before the first CUDA tensor): imports, model construction and data preparation on the
   CPU overlap the timeline run too, and no GPU work of the two runs overlaps. While it waits, torch uses
   one CPU thread (restored at the gate) so the timeline run keeps the cores it had.
+- ``context``: the same place, but once ``_lazy_init`` has created the CUDA context (under ncu: with the
+  profiler's injection set up): that start-up overlaps the timeline run as well. The program itself has
+  still put nothing on the GPU.
 ``--pid-file`` tells nsighttc which process to interrupt (SIGINT, a KeyboardInterrupt here) once every
 kernel it needs was profiled, so the rest of the program does not run under ncu.
 """
@@ -33,8 +36,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--range-name", default=None, help="name of the top-level range (default: the script's name)")
     ap.add_argument("--torch-trace", type=Path, help="run under torch.profiler and write the trace here")
     ap.add_argument("--wait-for", type=Path, help="wait until FILE says 'go' (run) or 'stop' (exit 0 at once)")
-    ap.add_argument("--gate-at", choices=["start", "cuda"], default="start",
-                    help="where to wait: before the program, or at its first CUDA use in PyTorch")
+    ap.add_argument("--gate-at", choices=["start", "cuda", "context"], default="start",
+                    help="where to wait: before the program, at its first CUDA use in PyTorch, or just after "
+                         "PyTorch created its CUDA context there")
     ap.add_argument("--pid-file", type=Path, help="write this process's id here before running the program")
     ap.add_argument("--variant", action="append", default=[],
                     help="apply a variant of `nsighttc try` before the program runs (nsighttc.variants)")
@@ -94,9 +98,10 @@ def _wait_at_gate(gate: Path) -> bool:
         time.sleep(GATE_POLL_S)
 
 
-def _gate_at_first_cuda_use(gate: Path) -> bool:
-    """Run the program until PyTorch first initialises CUDA, and wait at the gate there. False when torch is
-    missing (then the gate is at the start)."""
+def _gate_at_first_cuda_use(gate: Path, after_init: bool = False) -> bool:
+    """Run the program until PyTorch first initialises CUDA, and wait at the gate there (``after_init``: once
+    the CUDA context exists, still before any GPU work of the program). False when torch is missing (then
+    the gate is at the start)."""
     try:
         import torch
         import torch.cuda
@@ -111,9 +116,19 @@ def _gate_at_first_cuda_use(gate: Path) -> bool:
         if not state["passed"]:
             state["passed"] = True
             torch.cuda._lazy_init = original
+            result = failure = None
+            if after_init:
+                try:
+                    result = original(*args, **kwargs)
+                except BaseException as exc:  # no usable GPU: the program meets the error after the gate
+                    failure = exc
             if not _wait_at_gate(gate):
                 os._exit(0)  # nothing to measure: leave without running any GPU work
             torch.set_num_threads(threads)
+            if failure is not None:
+                raise failure
+            if after_init:
+                return result
         return original(*args, **kwargs)
 
     torch.cuda._lazy_init = gated_lazy_init
@@ -146,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = _parse(sys.argv[1:] if argv is None else argv)
     if ns.pid_file:
         ns.pid_file.write_text(str(os.getpid()))
-    if ns.wait_for and not (ns.gate_at == "cuda" and _gate_at_first_cuda_use(ns.wait_for)):
+    if ns.wait_for and not (ns.gate_at in ("cuda", "context") and
+                            _gate_at_first_cuda_use(ns.wait_for, after_init=ns.gate_at == "context")):
         try:
             if not _wait_at_gate(ns.wait_for):
                 return 0

@@ -365,8 +365,7 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
 
     kk = np.flatnonzero(np.asarray(kind == "kernel"))
     kernels = pd.DataFrame({
-        "source": pd.Categorical.from_codes(np.zeros(len(kk), dtype=np.int64), categories=["torch"]),
-        "input": pd.Categorical.from_codes(np.zeros(len(kk), dtype=np.int64), categories=[str(path)]),
+        "source": labels.constant("torch", len(kk)), "input": labels.constant(str(path), len(kk)),
         "launch_id": pd.array(g_corr[kk], dtype="Int64") if len(kk) else pd.array([], dtype="Int64"),
         "name": name[kk], "duration_ns": g_dur[kk], "start_ns": g_start[kk],
         "stream": stream[kk], "device": pd.array(gpu_ops["device"].to_numpy()[kk], dtype="Int64"),
@@ -374,8 +373,9 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
         "pid": g_pid.to_numpy()[kk],
     })
     if devices:
-        kernels["device_name"] = kernels["device"].map({d: v["name"] for d, v in devices.items()})
-        kernels["cc"] = kernels["device"].map({d: v["compute_capability"] for d, v in devices.items()})
+        dev = kernels["device"].to_numpy(dtype=np.int64, na_value=-1)
+        kernels["device_name"] = labels.mapped(dev, {d: v["name"] for d, v in devices.items()})
+        kernels["cc"] = labels.mapped(dev, {d: v["compute_capability"] for d, v in devices.items()})
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api_df, ranges)
     kernels["nvtx"] = attribute_ranges(kernels, api_df, ranges)
     if gpu_ops.empty:

@@ -133,7 +133,7 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     names = _categorical(k[name_col], strings)
     graphs = got.get("graph")
     kernels = pd.DataFrame({
-        "source": "nsys", "input": str(path),
+        "source": labels.constant("nsys", len(names)), "input": labels.constant(str(path), len(names)),
         "launch_id": pd.array(k["correlationId"], dtype="Int64"),
         "name": names,
         "duration_ns": (k["end"] - k["start"]).astype("float64"),
@@ -150,8 +150,9 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
         kernels = pd.concat([kernels, _graph_rows(graphs, path)], ignore_index=True)
     devices = _devices(con, tables)
     if devices:
-        kernels["device_name"] = kernels["device"].map({d: v["name"] for d, v in devices.items()})
-        kernels["cc"] = kernels["device"].map({d: v["compute_capability"] for d, v in devices.items()})
+        dev = kernels["device"].to_numpy(dtype=np.int64, na_value=-1)
+        kernels["device_name"] = labels.mapped(dev, {d: v["name"] for d, v in devices.items()})
+        kernels["cc"] = labels.mapped(dev, {d: v["compute_capability"] for d, v in devices.items()})
 
     gpu_ops = _gpu_ops([("kernel", k), ("memcpy", got.get("memcpy")), ("memset", got.get("memset")),
                         ("graph", graphs if graphs is not None and len(graphs["start"]) else None)])

@@ -54,6 +54,8 @@ def _int64(values) -> np.ndarray:
     a = values.to_numpy() if isinstance(values, pd.Series) and values.dtype == np.int64 else values
     if isinstance(a, np.ndarray) and a.dtype == np.int64:
         return a
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.Int64Dtype):  # the kernel table's ids:
+        return values.to_numpy(dtype=np.int64, na_value=-1)  # no detour through a million Python objects
     return pd.to_numeric(pd.Series(np.asarray(values)), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
 
 

@@ -113,18 +113,29 @@ def test_the_launcher_gate(tmp_path):
     assert "program ran" in out
 
 
-def test_the_gate_at_the_first_cuda_use(tmp_path):
+@pytest.mark.parametrize("where", ["cuda", "context"])
+def test_the_gate_at_the_first_cuda_use(tmp_path, where):
     pytest.importorskip("torch")
     script = tmp_path / "s.py"
     script.write_text("import torch\nprint('cpu start-up ran', torch.get_num_threads(), flush=True)\n"
                       "torch.cuda._lazy_init()\nprint('gpu work ran')\n")
     gate = tmp_path / "gate"
     gate.write_text("stop")
-    argv = [sys.executable, "-m", "nsighttc.launch", "--annotate", "none", "--wait-for", str(gate), "--gate-at", "cuda",
+    argv = [sys.executable, "-m", "nsighttc.launch", "--annotate", "none", "--wait-for", str(gate), "--gate-at", where,
             "--", str(script)]
     r = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=120)
     # the CPU part ran (on one thread while waiting), the GPU part never did
     assert r.returncode == 0 and "cpu start-up ran 1" in r.stdout and "gpu work ran" not in r.stdout
+    gate.write_text("go")  # past the gate the program goes on as it would have: on a GPU machine it runs,
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    import torch
+    if torch.cuda.is_available():
+        assert r.returncode == 0 and "gpu work ran" in r.stdout
+    else:  # without one it meets the same error it meets without nsighttc (raised after the gate for "context")
+        assert r.returncode != 0 and "gpu work ran" not in r.stdout and "cpu start-up ran" in r.stdout
+        plain = subprocess.run([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=120)
+        assert plain.returncode != 0 and plain.stderr.strip().splitlines()[-1] == r.stderr.strip().splitlines()[-1]
 
 
 def test_idle_stop_when_most_of_the_time_is_measured_and_nothing_new_comes():

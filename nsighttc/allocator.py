@@ -1,0 +1,57 @@
+"""glibc malloc settings for the length of one analysis of a big input.
+
+A million-kernel analysis makes hundreds of temporary 8-40 MB arrays. With glibc's defaults the first ones
+are each mmap'ed, page-faulted in and unmapped again (the dynamic mmap threshold only rises after such a free),
+so a fresh process pays for fresh pages over and over: the same analysis ran in 5.1 s as a process's first
+and 3.6-4.0 s as its second (1M-kernel nsys export, 2-core machine, medians of 5). Raising the mmap threshold to
+its maximum (32 MiB on 64-bit) and not trimming the heap during the analysis lets the heap reuse those pages:
+5.10 s -> 4.60 s median of 5 fresh processes (``MALLOC_MMAP_THRESHOLD_``/``MALLOC_TRIM_THRESHOLD_``, same machine),
+peak RSS unchanged (~1.0 GB). Afterwards the defaults come back and the free heap is returned to the system.
+Elsewhere than glibc (musl, macOS) nothing happens.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import threading
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3          # mallopt parameters (malloc.h)
+DEFAULT_TRIM, DEFAULT_MMAP = 128 * 1024, 128 * 1024  # glibc's defaults
+BIG_MMAP = 32 * 1024 * 1024                          # the largest value glibc accepts on 64-bit
+_lock = threading.Lock()
+_depth = 0
+
+
+def _libc():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+_LIBC = _libc()
+
+
+@contextlib.contextmanager
+def reuse_freed_memory():
+    """Inside: big temporaries come from (and go back to) the heap. Nested and concurrent uses are counted."""
+    global _depth
+    if _LIBC is None:
+        yield
+        return
+    with _lock:
+        _depth += 1
+        if _depth == 1:
+            _LIBC.mallopt(M_MMAP_THRESHOLD, BIG_MMAP)
+            _LIBC.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                _LIBC.mallopt(M_TRIM_THRESHOLD, DEFAULT_TRIM)
+                _LIBC.mallopt(M_MMAP_THRESHOLD, DEFAULT_MMAP)
+                _LIBC.malloc_trim(0)
