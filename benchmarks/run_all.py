@@ -186,6 +186,22 @@ def _measured(row: dict, wall: float, rss: float) -> None:
                 "memory_ratio": round(rss / row["nsighttc_peak_rss_mb"], 2) if row["nsighttc_peak_rss_mb"] else None})
 
 
+def carried_peers(previous: dict, results: list[dict]) -> list[dict]:
+    """Peer measurements of an earlier ``--peers`` run kept beside this run's numbers: the peers did not change,
+    so their times stand, and the ratios are recomputed against the cases measured now (marked as carried)."""
+    ours = {r["name"]: r for r in results if r.get("wall_s") is not None}
+    out = []
+    for p in previous.get("peers") or []:
+        row = dict(p)
+        r = ours.get(row.get("case"))
+        if r is not None and row.get("peer_wall_s") is not None:
+            row.update({"nsighttc_wall_s": r["wall_s"], "nsighttc_peak_rss_mb": r["peak_rss_mb"]})
+            _measured(row, row["peer_wall_s"], row["peer_peak_rss_mb"])
+            row["carried"] = "peer measured in an earlier --peers run; nsighttc measured in this one"
+        out.append(row)
+    return out
+
+
 def run_peers(results: list[dict], work: Path) -> list[dict]:
     import tempfile
     out = []
@@ -279,6 +295,8 @@ def main() -> int:
         doc["peers"] = run_peers(results, a.work)
         for p in doc["peers"]:
             print(json.dumps(p))
+    elif not a.small and a.out.exists():
+        doc["peers"] = carried_peers(json.loads(a.out.read_text()), results)
     a.out.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"run_all: wrote {a.out}")
     return 0 if all(r["ok"] for r in results) else 1

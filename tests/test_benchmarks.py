@@ -20,3 +20,20 @@ def test_run_all_small_writes_every_case(tmp_path):
         assert set(c) >= {"name", "input", "size", "wall_s", "peak_rss_mb", "budget_s", "budget_mb", "ok"}
         assert c["ok"] and c["wall_s"] > 0 and c["peak_rss_mb"] > 0 and c["verdicts"]["launches"] > 0
     assert next(c for c in doc["results"] if c["name"].startswith("ranks"))["verdicts"]["ranks"] == 3
+
+
+def test_a_run_without_peers_keeps_the_earlier_peer_times_with_ratios_against_this_run():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import run_all
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    committed = json.loads((ROOT / "benchmarks" / "results.json").read_text())  # a real full run's document
+    now = [dict(r, wall_s=r["wall_s"] / 2, peak_rss_mb=r["peak_rss_mb"] * 2) for r in committed["results"]]
+    kept = run_all.carried_peers(committed, now)
+    assert len(kept) == len(committed["peers"]) > 0
+    for old, new in zip(committed["peers"], kept):
+        assert new["peer_wall_s"] == old["peer_wall_s"] and "carried" in new
+        ours = next(r for r in now if r["name"] == new["case"])
+        assert new["nsighttc_wall_s"] == ours["wall_s"]
+        assert abs(new["time_ratio"] - round(old["peer_wall_s"] / ours["wall_s"], 2)) < 1e-9

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import labels
+from .. import allocator, labels
 from ..errors import InputError, ParseError
 from ..model import conform
 from . import Parsed
@@ -169,6 +169,7 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
                             "correlation": r["correlationId"]}, copy=False)
         del r
     del got, k, graphs  # the raw columns: ~100 MB of a million-kernel export, no longer needed
+    allocator.give_back_free_memory()
 
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api, ranges)
     kernels["nvtx"] = attribute_ranges(kernels, api, ranges)
