@@ -48,9 +48,47 @@ EVIDENCE_NAME = "kernel-name"
 EVIDENCE_NONE = "none"
 
 
+COUNTER_COLUMNS = [f"tc_ops_{d}" for d in TC_DTYPES] + [f"inst_{i}" for i in ("hmma", "hfma2", "imma", "dmma", "gmma", "tc")]
+_PER_NAME = ["tensor_core", "tc_state", "evidence", "evidence_detail", "dtype", "dtype_named", "name_tc", "name_rule",
+             "matrix_work"]
+
+
 def classify_launches(k: pd.DataFrame) -> pd.DataFrame:
     """Add ``tensor_core`` (object: True/False/None), ``evidence``, ``evidence_detail``, ``dtype``,
-    ``tc_flop``, ``name_tc``/``name_rule`` (what the name alone would have said) to a kernel table."""
+    ``tc_flop``, ``name_tc``/``name_rule`` (what the name alone would have said) to a kernel table.
+
+    Without any counter (timeline sources) every answer is the name's: computed once per distinct name and
+    spread by the name codes (1M-kernel nsys export: 0.43 s -> ~0.1 s)."""
+    if len(k) > 10_000 and not any(_has_values(k[c]) for c in COUNTER_COLUMNS if c in k):
+        return _classify_per_name(k)
+    return _classify_rows(k)
+
+
+def _has_values(col: pd.Series) -> bool:
+    a = col.to_numpy()
+    return bool(a.dtype.kind == "f" and not np.isnan(a).all()) if a.dtype.kind == "f" else bool(col.notna().any())
+
+
+def _classify_per_name(k: pd.DataFrame) -> pd.DataFrame:
+    names = labels.as_categorical(k["name"])
+    codes = names.cat.codes.to_numpy()
+    uniq = k.iloc[0:0].reindex(range(len(names.cat.categories)))  # one row per distinct name, no counters
+    uniq["name"] = pd.Series(list(names.cat.categories), dtype=object)
+    small = _classify_rows(uniq)
+    out = k.copy(deep=False)
+    for col in _PER_NAME:
+        v = small[col]
+        if isinstance(v.dtype, pd.CategoricalDtype):
+            out[col] = pd.Categorical.from_codes(v.cat.codes.to_numpy()[codes], dtype=v.dtype)
+        else:
+            out[col] = pd.Series(v.to_numpy()[codes], index=k.index, dtype=v.dtype)
+    out["tc_flop"] = np.full(len(k), np.nan)
+    dur = k["duration_ns"].astype("float64")
+    out["time_ns"] = dur if dur.notna().any() else pd.Series(1.0, index=k.index)
+    return out
+
+
+def _classify_rows(k: pd.DataFrame) -> pd.DataFrame:
     k = k.copy(deep=False)
     ops_cols = [f"tc_ops_{d}" for d in TC_DTYPES]
     if k[ops_cols].notna().any().any():

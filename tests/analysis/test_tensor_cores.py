@@ -233,3 +233,18 @@ def test_h100_one_pass_recording_answers_from_instruction_counts():
     summary = rollup(k)
     assert summary["verdict"] in ("yes", "partial") and summary["dtype_from_names_share"] > 0.5
     assert "from kernel names" in tc_headline({**summary, "tc_time_share": summary["tc_time_share"]})
+
+
+@pytest.mark.parametrize("fixture", ["NSYS_SQLITE_GZ", "KINETO", "MULTI_TORCH"])
+def test_per_name_classification_of_timelines_equals_the_per_launch_ladder(fixture):
+    """Timeline sources carry no counters: the per-name shortcut (used above 10,000 launches) must give every
+    launch exactly what the per-launch ladder gives."""
+    import tests.conftest as c
+    from nsighttc.analysis.tensor_cores import _PER_NAME, _classify_per_name, _classify_rows
+    k = load(getattr(c, fixture)).kernels
+    a, b = _classify_rows(k), _classify_per_name(k)
+    assert len(k) > 100
+    for col in _PER_NAME + ["tc_flop", "time_ns"]:
+        left = a[col].astype(object).where(a[col].notna(), None).tolist()
+        right = b[col].astype(object).where(b[col].notna(), None).tolist()
+        assert left == right, col
