@@ -242,13 +242,15 @@ def demo(fmt: str, which: str) -> None:
                    "FLOP counters per dtype as well (exact dtype and TFLOP/s; 7 passes on Hopper, ~3x the ncu time).")
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="auto: do not read or write the evidence cache (~/.cache/nsighttc/evidence, $NSIGHTTC_CACHE_DIR).")
-@click.option("--overlap", type=click.Choice(["context", "cuda", "start", "none"]), default="context",
+@click.option("--overlap", type=click.Choice(["cuda", "context", "start", "none"]), default="cuda",
               show_default=True,
-              help="auto: the ncu pass starts beside the timeline run and waits just after PyTorch created its "
-                   "CUDA context (context: its CPU start-up and CUDA set-up run at the same time as the timeline "
-                   "run), at the program's first CUDA use (cuda), before its first line (start), or starts after "
-                   "the timeline (none). Use start or none for programs that write shared files (downloads, "
-                   "output folders) before they touch the GPU.")
+              help="auto: the ncu pass starts beside the timeline run and waits at the program's first CUDA use "
+                   "(cuda: its CPU start-up runs at the same time as the timeline run's), just after PyTorch created "
+                   "its CUDA context (context: ~1 s less after the timeline), before its first line (start), or "
+                   "starts after the timeline (none: no process beside the timeline run; the most faithful "
+                   "timeline for short CPU-bound programs, whose step times the overlapped start-up can stretch). "
+                   "Use start or none for programs that write shared files (downloads, output folders) before "
+                   "they touch the GPU.")
 @click.option("--timeline-engine", type=click.Choice(["auto", "torch", "nsys"]), default="auto", show_default=True,
               help="auto: torch.profiler for Python programs with torch (cheapest), else nsys.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),

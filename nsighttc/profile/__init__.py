@@ -73,8 +73,8 @@ class Options:
     hardware: bool = False          # default run: measure every kernel needing hardware evidence, cache or not
     cache: bool = True              # default run: read and write the evidence cache
     timeline_engine: str = "auto"   # default run: auto | torch | nsys
-    overlap: str = "context"        # default run: where the ncu pass waits while the timeline runs
-    #                                 (context|cuda|start|none: nsighttc.launch --gate-at)
+    overlap: str = "cuda"           # default run: where the ncu pass waits while the timeline runs
+    #                                 (cuda|context|start|none: nsighttc.launch --gate-at)
     counters: str = "fast"          # default run's ncu pass: fast (one replay pass: instruction counts) | full (FLOPs)
     python: str = field(default_factory=lambda: sys.executable)
 

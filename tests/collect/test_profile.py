@@ -140,7 +140,7 @@ def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_pa
     assert res.engines == ["torch"]  # CPU torch: no GPU kernel needs evidence, the ncu pass is stopped
     assert (res.run_dir / "torch_trace.json").exists()
     ncu = _ncu_calls(tmp_path)
-    assert ncu and ncu[0][ncu[0].index("--gate-at") + 1] == "context"  # CPU and CUDA start-up overlap the timeline
+    assert ncu and ncu[0][ncu[0].index("--gate-at") + 1] == "cuda"  # CPU start-up overlaps the timeline
 
 
 def test_without_ncu_the_default_is_the_timeline_with_name_evidence(env, tmp_path, monkeypatch):
