@@ -338,10 +338,6 @@ def profile(engine, fast, hardware, counters, no_cache, overlap, timeline_engine
               show_default=True, help="Parent of the run directory (<time>-try-<script>).")
 @click.option("--timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="Stop each run after this long.")
 @click.option("--annotate", type=click.Choice(["none", "script", "modules"]), default="script", show_default=True)
-@click.option("--counters", type=click.Choice(["fast", "full"]), default="fast", show_default=True,
-              help="auto: what the ncu pass measures per kernel. fast: tensor-pipe instruction counts, one replay "
-                   "pass (Tensor Cores yes/no measured; int8/fp64 measured, other dtypes from kernel names). full: "
-                   "FLOP counters per dtype as well (exact dtype and TFLOP/s; 7 passes on Hopper, ~3x the ncu time).")
 @click.option("--no-cache", "no_cache", is_flag=True, help="Do not read Tensor Core evidence from the cache.")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default=None,
               help="Print the comparison (default: a summary; the files are always written).")
