@@ -35,7 +35,8 @@ def tc_headline(tc: dict) -> str:
     dtypes = [d for d, s in tc.get("by_dtype", {}).items() if s > 0]
     dtype_txt = ", ".join(dtypes) if dtypes else ""
     named = tc.get("dtype_from_names_share") or 0.0
-    if dtype_txt and named > 0.005:  # instruction counts decide yes/no; the dtype is then the names' word
+    if dtype_txt and named > 0.005 and tc.get("evidence") != "kernel-name":  # (all names: said once, below)
+        # instruction counts decide yes/no; the dtype is then the names' word
         dtype_txt += (" (dtype from kernel names)" if named > 0.995 else
                       f" (dtype of {pct(named, 0)} of it from kernel names)")
     share = pct(tc["tc_time_share"], 0)
@@ -277,6 +278,15 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
     return "\n".join(out)
 
 
+def _dtype_cell(k: dict) -> str:
+    """The dtype, marked where it is the kernel name's word beside hardware evidence (instruction counts say
+    "Tensor Core math" but carry no dtype)."""
+    if not k.get("dtype"):
+        return ""
+    named = k["evidence"] == "hardware" and "dtype from the kernel name" in str(k.get("evidence_detail") or "")
+    return f"{k['dtype']} (by name)" if named else k["dtype"]
+
+
 def _kernel_table(kernels: list[dict]) -> str:
     head = ("| # | Kernel | Time | Share | Calls | Tensor Cores | dtype | Evidence | TFLOP/s | Pipe |\n"
             "|---:|---|---:|---:|---:|---|---|---|---:|---:|")
@@ -290,7 +300,7 @@ def _kernel_table(kernels: list[dict]) -> str:
             verdict += f" · variant {k['variant']}"
         lines.append("| {} | {} | {} | {} | {:,} | {} | {} | {} | {} | {} |".format(
             i, _kernel_cell(k["name"]), ns(k["total_time_ns"]), pct(k["time_share"]), k["calls"], verdict,
-            k["dtype"] or "", k["evidence"], "" if k.get("tflops") is None else f"{k['tflops']:.1f}",
+            _dtype_cell(k), k["evidence"], "" if k.get("tflops") is None else f"{k['tflops']:.1f}",
             "" if k.get("tensor_pipe_pct") is None else f"{k['tensor_pipe_pct']:.0f}%"))
     return "\n".join(lines)
 

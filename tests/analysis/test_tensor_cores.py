@@ -248,3 +248,13 @@ def test_per_name_classification_of_timelines_equals_the_per_launch_ladder(fixtu
         left = a[col].astype(object).where(a[col].notna(), None).tolist()
         right = b[col].astype(object).where(b[col].notna(), None).tolist()
         assert left == right, col
+
+
+def test_the_report_marks_dtypes_that_are_the_names_word():
+    import nsighttc
+    from nsighttc.render.markdown import render
+    from tests.conftest import H100_ONE_PASS
+    one = render(nsighttc.analyze([H100_ONE_PASS]).to_json())
+    assert "fp16 (by name)" in one and "(dtype from kernel names)" in one
+    full = render(nsighttc.analyze([RAW]).to_json())  # FLOP counters: the dtypes are measured
+    assert "(by name)" not in full and "from kernel names" not in full
