@@ -99,9 +99,6 @@ DISPLAY_NAMES = {"Duration": "gpu__time_duration.sum"}
 
 
 # --- what the ncu engine asks for, per architecture ---------------------------------------------
-COUNTER_SETS = ("fast", "full")
-
-
 def one_pass_metrics_for_cc(cc: str | float | None) -> list[str]:
     """The default run's hardware pass: instruction counts that decide yes/no (and int8/fp64) in one replay
     pass on Hopper (measured, see the module docstring), without FLOPs per dtype, the pipe utilisation or
