@@ -247,8 +247,7 @@ def demo(fmt: str, which: str) -> None:
               help="auto: the ncu pass starts beside the timeline run and waits at the program's first CUDA use "
                    "(cuda: its CPU start-up runs at the same time as the timeline run's), just after PyTorch created "
                    "its CUDA context (context: ~1 s less after the timeline), before its first line (start), or "
-                   "starts after the timeline (none: no process beside the timeline run; the most faithful "
-                   "timeline for short CPU-bound programs, whose step times the overlapped start-up can stretch). "
+                   "starts after the timeline (none: no process beside the timeline run, ~10 s more). "
                    "Use start or none for programs that write shared files (downloads, output folders) before "
                    "they touch the GPU.")
 @click.option("--timeline-engine", type=click.Choice(["auto", "torch", "nsys"]), default="auto", show_default=True,

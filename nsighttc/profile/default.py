@@ -12,12 +12,13 @@ at close to the cost of one plain run.
    (``nsighttc.launch``): the interpreter, the imports and ncu's start-up overlap the timeline run (with
    torch, the gate is at its first CUDA use, so its CPU-side start-up, model construction included,
    overlaps too; ``--overlap context``: just after PyTorch created its CUDA context, so the profiler's CUDA
-   set-up overlaps as well). Measured on H100 (reports/profile_overhead, ``gate_ab.txt``): the overlapped
-   start-up can stretch a short CPU-bound program's timeline steps (VGG16 batch 1: 2.6 ms instead of 1.6 ms
-   in some runs); ``--overlap none`` keeps the timeline run alone. The gate opens (``go``) as soon as the
-   timeline run ends, and the plan is made while ncu runs the program to its first kernel; should nothing
-   turn out to be missing, the pass is stopped at once. A program whose every kernel was found in the cache on its last run skips the overlapped start
-   altogether (no process competes with its timeline run, and no gate opens).
+   set-up overlaps as well; ``--overlap none``: the timeline run alone. On H100 an A/B of none/cuda/context
+   did not show the overlap changing the timeline: reports/profile_overhead, ``gate_ab.txt`` and
+   ``overlap_cpu_probe.txt``, where VGG16's step median is bimodal with nothing beside it). The gate opens
+   (``go``) as soon as the timeline run ends, and the plan is made while ncu runs the program to its first
+   kernel; should nothing turn out to be missing, the pass is stopped at once. A program whose every kernel
+   was found in the cache on its last run skips the overlapped start altogether (no process competes with
+   its timeline run, and no gate opens).
 3. The ncu measurements are merged into the timeline's kernels by name (``analysis.merge``), so time shares
    are weighted by the real run's kernel time, per range; the new measurements go into the cache.
 
