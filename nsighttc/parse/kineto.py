@@ -26,8 +26,8 @@ from ..model import conform
 from . import Parsed, textio
 from .sniff import Kind
 from .range_paths import nest_paths
-from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, sanitize,
-                       strip_api_version)
+from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, name_devices,
+                       sanitize, strip_api_version)
 
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver"}
@@ -372,10 +372,7 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
         "grid": _dims(gpu["grid"], kk), "block": _dims(gpu["block"], kk),
         "pid": g_pid.to_numpy()[kk],
     })
-    if devices:
-        dev = kernels["device"].to_numpy(dtype=np.int64, na_value=-1)
-        kernels["device_name"] = labels.mapped(dev, {d: v["name"] for d, v in devices.items()})
-        kernels["cc"] = labels.mapped(dev, {d: v["compute_capability"] for d, v in devices.items()})
+    name_devices(kernels, devices)
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api_df, ranges)
     kernels["nvtx"] = attribute_ranges(kernels, api_df, ranges)
     if gpu_ops.empty:

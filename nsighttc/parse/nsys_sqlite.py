@@ -34,8 +34,8 @@ from ..model import conform
 from . import Parsed
 from .sniff import Kind
 from .range_paths import nest_paths
-from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, sanitize,
-                       strip_api_version)
+from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, name_devices,
+                       sanitize, strip_api_version)
 from .textio import is_gzip
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
@@ -149,10 +149,7 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     if graphs is not None and len(graphs["start"]):
         kernels = pd.concat([kernels, _graph_rows(graphs, path)], ignore_index=True)
     devices = _devices(con, tables)
-    if devices:
-        dev = kernels["device"].to_numpy(dtype=np.int64, na_value=-1)
-        kernels["device_name"] = labels.mapped(dev, {d: v["name"] for d, v in devices.items()})
-        kernels["cc"] = labels.mapped(dev, {d: v["compute_capability"] for d, v in devices.items()})
+    name_devices(kernels, devices)
 
     gpu_ops = _gpu_ops([("kernel", k), ("memcpy", got.get("memcpy")), ("memset", got.get("memset")),
                         ("graph", graphs if graphs is not None and len(graphs["start"]) else None)])
@@ -189,14 +186,6 @@ def _gpu_ops(parts: list[tuple[str, dict | None]]) -> pd.DataFrame:
         return np.concatenate([f(t[name]).astype(dtype) if name in t else np.full(m, fill, dtype=dtype)
                                for (_, t), m in zip(parts, lens)]) if parts else np.empty(0, dtype=dtype)
 
-    def labels(name, table):
-        cats = list(dict.fromkeys(table.values()))
-        lookup = {k: cats.index(v) for k, v in table.items()}
-        codes = np.concatenate([pd.Series(t[name]).map(lookup).fillna(-1).to_numpy(dtype=np.int64) if name in t
-                                else np.full(m, -1, dtype=np.int64) for (_, t), m in zip(parts, lens)]) \
-            if parts else np.empty(0, dtype=np.int64)
-        return pd.Categorical.from_codes(codes, categories=cats)
-
     kinds = [kind for kind, _ in parts]
     return pd.DataFrame({
         "device": col("deviceId", -1, np.int64), "start_ns": col("start", np.nan, np.float64),
@@ -204,8 +193,9 @@ def _gpu_ops(parts: list[tuple[str, dict | None]]) -> pd.DataFrame:
         "kind": pd.Categorical.from_codes(np.repeat(np.arange(len(kinds)), lens), categories=kinds)
         if len(set(kinds)) == len(kinds) else pd.Categorical(np.repeat(kinds, lens)),
         "correlation": col("correlationId", -1, np.int64), "pid": col("globalPid", -1, np.int64, _pid),
-        "bytes": col("bytes", np.nan, np.float64), "copy_kind": labels("copyKind", COPY_KIND),
-        "src_kind": labels("srcKind", MEM_KIND), "stream": col("streamId", -1, np.int64),
+        "bytes": col("bytes", np.nan, np.float64),
+        "copy_kind": labels.mapped(col("copyKind", -1, np.int64), COPY_KIND),  # -1 (no such column): missing
+        "src_kind": labels.mapped(col("srcKind", -1, np.int64), MEM_KIND), "stream": col("streamId", -1, np.int64),
     }, columns=GPU_OP_COLUMNS, copy=False) if n or parts else pd.DataFrame(columns=GPU_OP_COLUMNS)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .. import labels
 from .range_paths import paths_at
 
 GPU_OP_COLUMNS = ["device", "start_ns", "end_ns", "kind", "correlation", "pid", "bytes", "copy_kind", "src_kind",
@@ -116,6 +117,16 @@ def launch_times(kernels: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     out["start_ns"] = np.where(hit, api["start_ns"].to_numpy(dtype="float64")[s], np.nan)
     out["end_ns"] = np.where(hit, api["end_ns"].to_numpy(dtype="float64")[s], np.nan)
     return out
+
+
+def name_devices(kernels: pd.DataFrame, devices: dict[int, dict]) -> None:
+    """``device_name`` and ``cc`` of each launch from the recording's device table (categoricals: a million
+    launches run on a few GPUs)."""
+    if not devices:
+        return
+    dev = kernels["device"].to_numpy(dtype=np.int64, na_value=-1)
+    kernels["device_name"] = labels.mapped(dev, {d: v["name"] for d, v in devices.items()})
+    kernels["cc"] = labels.mapped(dev, {d: v["compute_capability"] for d, v in devices.items()})
 
 
 def attribute_ranges(kernels: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame) -> pd.Series:

@@ -221,7 +221,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     if ncu is not None and target.python_program and opts.overlap != "none" and not target.distributed \
             and not (record and record.get("complete")):
         hw = ncu_pass("overlapped", gate=gate,
-                      gate_at={"cuda": "cuda", "context": "context"}.get(opts.overlap, "start")
+                      gate_at=opts.overlap if opts.overlap in ("cuda", "context") else "start"
                       if tl.engine == "torch" else "start")
         hw.on_prof = relay = _Relay()  # kept for the stop rule (the gate may open before the plan exists)
         say("[ncu] starting now and waiting at the gate while the timeline runs (start-up overlaps)")
