@@ -240,6 +240,11 @@ def demo(fmt: str, which: str) -> None:
               help="auto: what the ncu pass measures per kernel. fast: tensor-pipe instruction counts, one replay "
                    "pass (Tensor Cores yes/no measured; int8/fp64 measured, other dtypes from kernel names). full: "
                    "FLOP counters per dtype as well (exact dtype and TFLOP/s; 7 passes on Hopper, ~3x the ncu time).")
+@click.option("--replay/--no-replay", default=True, show_default=True,
+              help="auto, PyTorch programs: measure the kernels by calling again, under ncu, the operators that "
+                   "launched them (the timeline records their shapes, dtypes and arguments), instead of running the "
+                   "program again up to its last new kernel. Kernels the replay does not launch are measured on the "
+                   "program itself.")
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="auto: do not read or write the evidence cache (~/.cache/nsighttc/evidence, $NSIGHTTC_CACHE_DIR).")
 @click.option("--overlap", type=click.Choice(["cuda", "context", "start", "none"]), default="cuda",
@@ -268,7 +273,7 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--timeline", is_flag=True, hidden=True, help="Accepted for old command lines: the default run has the timeline.")
 @click.option("--format", "fmt", type=FORMAT, default=None, help="What to print at the end. " + FORMAT_HELP)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def profile(engine, fast, hardware, counters, no_cache, overlap, timeline_engine, out, range_, annotate, ncu_path, nsys_path, timeout,
+def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, out, range_, annotate, ncu_path, nsys_path, timeout,
             keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
     """Profile a program and write its verdict: did the Tensor Cores fire, and is it GPU- or host-bound?
 
@@ -281,9 +286,10 @@ def profile(engine, fast, hardware, counters, no_cache, overlap, timeline_engine
     The default run answers both questions:
       1. the program runs once under torch.profiler (or nsys): every kernel, range, step, host call;
       2. Nsight Compute measures only the kernels that still lack hardware Tensor Core evidence
-         (matrix work, or unsettled by the name), once each, then stops the program. It starts
-         beside step 1 so its start-up is hidden, and the evidence is cached per GPU and driver:
-         a second run of the same program usually needs no ncu pass at all.
+         (matrix work, or unsettled by the name), once each: PyTorch programs by calling again the
+         operators that launched them (--no-replay: no), the rest on the program, stopped once they
+         were profiled. It starts beside step 1 so its start-up is hidden, and the evidence is cached
+         per GPU and driver: a second run of the same program usually needs no ncu pass at all.
 
     Writes nsighttc-runs/<time>-<name>/ with the raw recordings, verdict.json, report.md, the exact
     commands, tool versions, GPU, and the workload's logs. Exits with the workload's exit code.
@@ -300,7 +306,7 @@ def profile(engine, fast, hardware, counters, no_cache, overlap, timeline_engine
     opts = Options(engine=engine, out=out, range=range_, annotate=annotate, ncu=ncu_path, nsys=nsys_path,
                    timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
                    timeline=timeline, fast=fast, hardware=hardware, cache=not no_cache, timeline_engine=timeline_engine,
-                   overlap=overlap, counters=counters)
+                   overlap=overlap, counters=counters, replay=replay)
     def say(s: str) -> None:  # progress; the workload's own output only with -v
         note(s, level=2 if s.startswith("  | ") else 1)
     if timeline and engine == "auto":

@@ -35,6 +35,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--annotate", choices=["none", "script", "modules"], default="script")
     ap.add_argument("--range-name", default=None, help="name of the top-level range (default: the script's name)")
     ap.add_argument("--torch-trace", type=Path, help="run under torch.profiler and write the trace here")
+    ap.add_argument("--record-shapes", action="store_true",
+                    help="with --torch-trace: record each operator's argument shapes, dtypes and values "
+                         "(what `python -m nsighttc.replay` needs to launch its kernels again)")
     ap.add_argument("--wait-for", type=Path, help="wait until FILE says 'go' (run) or 'stop' (exit 0 at once)")
     ap.add_argument("--gate-at", choices=["start", "cuda", "context"], default="start",
                     help="where to wait: before the program, at its first CUDA use in PyTorch, or just after "
@@ -181,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     code = 0
     applied = None
+    t_start = time.perf_counter()
     variant_ctx = contextlib.nullcontext()
     try:
         if ns.variant or ns.applied:
@@ -196,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             acts = [torch.profiler.ProfilerActivity.CPU]
             if torch.cuda.is_available():
                 acts.append(torch.profiler.ProfilerActivity.CUDA)
-            prof = torch.profiler.profile(activities=acts, record_shapes=False, with_stack=False)
+            prof = torch.profiler.profile(activities=acts, record_shapes=ns.record_shapes, with_stack=False)
             prof.__enter__()
         with top, variant_ctx:
             _run_target(ns)
@@ -222,10 +226,13 @@ def main(argv: list[str] | None = None) -> int:
             except Exception:
                 pass
             _add_rank_metadata(prof)
+            t_end = time.perf_counter()
             prof.__exit__(None, None, None)
+            t_stop = time.perf_counter()
             ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
             prof.export_chrome_trace(str(ns.torch_trace))
-            print(f"nsighttc.launch: wrote {ns.torch_trace}", file=sys.stderr)
+            print(f"nsighttc.launch: wrote {ns.torch_trace} (program {t_end - t_start:.2f} s, profiler stop "
+                  f"{t_stop - t_end:.2f} s, trace written in {time.perf_counter() - t_stop:.2f} s)", file=sys.stderr)
     return code
 
 

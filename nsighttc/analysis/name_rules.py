@@ -119,6 +119,9 @@ RULES: tuple[NameRule, ...] = (
     _r("gather-sort-epilogue", r"gather_kernel|scatter_kernel|DeviceRadixSort|radix_sort|randperm|"
        r"cublasLt::epilogue|epilogue::impl", False, None,
        "measured on H100 (reports/mnist_mlp): gather, radix sort, randperm, cuBLASLt epilogue: tensor ops 0"),
+    _r("cudnn-batchnorm", r"\bbn_(fw|bw)_|\bbn_fw_inf_|init_device_workspace_kernel", False, None,
+       "measured on H100 (ResNet-50 AMP, replayed operators; reports/profile_overhead): cuDNN's bn_fw_tr_1C11_*, "
+       "bn_bw_1C11_* batch-norm kernels hmma == hfma2 (HFMA2.MMA moves only), init_device_workspace_kernel 0"),
     _r("triton-pointwise", r"^triton_(poi|red|per)_", False, None,
        PEER + ": Inductor pointwise/reduction kernels contain no tl.dot"),
 )
@@ -155,6 +158,8 @@ NO_MATRIX_FAMILIES = ("elementwise", "reduce_kernel", "distribution_", "max_pool
                       # name rule "no" (reduce-pool-copy), and no tensor math measured on H100 (multi_phase's
                       # first run, reports/profile_overhead/default_run/multi_phase): 9 of its 32 profiles were these
                       "nll_loss", "multi_tensor_apply",
+                      # rule cudnn-batchnorm: no tensor math measured on H100 (ResNet-50 AMP's replayed operators)
+                      "bn_fw_", "bn_bw_", "init_device_workspace",
                       "nccl")  # never replay a collective under ncu: the other ranks stall in it
 
 

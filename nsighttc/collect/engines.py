@@ -25,7 +25,8 @@ from .. import ncu_metrics
 def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "script",
                   torch_trace: Path | None = None, python: str | None = None, range_name: str | None = None,
                   gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start",
-                  variants: list[str] | None = None, applied: Path | None = None) -> list[str]:
+                  variants: list[str] | None = None, applied: Path | None = None,
+                  record_shapes: bool = False) -> list[str]:
     argv = [python or sys.executable, "-m", "nsighttc.launch", "--annotate", annotate]
     for v in variants or []:
         argv += ["--variant", v]
@@ -38,11 +39,20 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
     if range_name:
         argv += ["--range-name", range_name]
     if torch_trace is not None:
-        argv += ["--torch-trace", str(torch_trace)]
+        argv += ["--torch-trace", str(torch_trace)] + (["--record-shapes"] if record_shapes else [])
     if module:
         argv += ["-m", target[0], "--", *target[1:]]
     else:
         argv += ["--", *target]
+    return argv
+
+
+def replay_argv(ops: Path, *, python: str | None = None, gate: Path | None = None, gate_at: str = "start") -> list[str]:
+    """``nsighttc.replay``: the operators that launched the kernels still lacking evidence, called again
+    (``nsighttc/replay.py``); behind a gate like the launcher's."""
+    argv = [python or sys.executable, "-m", "nsighttc.replay", "--ops", str(ops)]
+    if gate is not None:
+        argv += ["--wait-for", str(gate), "--gate-at", gate_at]
     return argv
 
 

@@ -76,6 +76,8 @@ class Options:
     overlap: str = "cuda"           # default run: where the ncu pass waits while the timeline runs
     #                                 (cuda|context|start|none: nsighttc.launch --gate-at)
     counters: str = "fast"          # default run's ncu pass: fast (one replay pass: instruction counts) | full (FLOPs)
+    replay: bool = True             # default run: measure kernels by calling their operators again (nsighttc.replay)
+    record_shapes: bool = False     # torch engine: record operator arguments (set by the default run for replay)
     python: str = field(default_factory=lambda: sys.executable)
 
 
@@ -96,6 +98,7 @@ class Pass:
     perm_lines: list[str] = field(default_factory=list)  # ncu's ERR_NVGPUCTRPERM lines, if any
     ranked: bool = False                           # run once per rank: outputs in rank<R>/ (distribute)
     tool: str | None = None                        # the profiler's executable when argv[0] is the launcher
+    stem: str = ""                                 # ncu: the report's file name stem (default: the engine's)
 
     @property
     def exe(self) -> str:
@@ -130,7 +133,8 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
         if not target.python_program:
             return list(target.argv)
         return engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
-                                     torch_trace=torch_trace, python=opts.python)
+                                     torch_trace=torch_trace, python=opts.python,
+                                     record_shapes=opts.record_shapes and torch_trace is not None)
 
     if engine == "ncu":
         ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
@@ -244,13 +248,14 @@ def _export_dir(p: Pass, run_dir: Path, notes: list[str], trace: Path | None = N
     out: list[Path] = []
     trace = trace or p.torch_trace
     if p.engine == "ncu":
-        rep = run_dir / "ncu.ncu-rep"
+        stem = p.stem or "ncu"
+        rep = run_dir / f"{stem}.ncu-rep"
         if rep.exists():
             from ..parse.ncu_rep import _import_ncu_report
             if _import_ncu_report() is not None:  # read in-process: no second ncu start-up to export
                 out.append(rep)
             else:
-                out.append(export_raw_csv(Path(p.exe), rep, run_dir / "ncu_raw.csv"))
+                out.append(export_raw_csv(Path(p.exe), rep, run_dir / f"{stem}_raw.csv"))
         else:
             notes.append("ncu wrote no report (the workload launched no kernels, or was stopped before any was profiled)")
     if p.engine == "nsys":

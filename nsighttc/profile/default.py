@@ -19,6 +19,10 @@ at close to the cost of one plain run.
    kernel; should nothing turn out to be missing, the pass is stopped at once. A program whose every kernel
    was found in the cache on its last run skips the overlapped start altogether (no process competes with
    its timeline run, and no gate opens).
+   PyTorch programs first get a **replay pass** (``profile.replay_pass``, ``nsighttc/replay.py``): the timeline
+   recorded operator arguments, and the operators that launched the missing kernels are called again under
+   ncu, in their own process started beside the timeline; only the kernels the replay did not launch are
+   left to the program's ncu pass (multi_phase's first run on H100: 25-27 s -> 17 s; ``--no-replay``).
 3. The ncu measurements are merged into the timeline's kernels by name (``analysis.merge``), so time shares
    are weighted by the real run's kernel time, per range; the new measurements go into the cache.
 
@@ -51,6 +55,7 @@ from ..collect.hardware_pass import StopWhenCovered, first_launch_order, kernel_
 from ..errors import NsighttcError, UsageError
 from . import (CounterPermission, Options, Pass, PERM_FIX, Target, _export, distribute, finish_pass, plan, run_pass,
                start_pass)
+from . import replay_pass
 
 GATE_WAIT_S = 60.0  # how long a gated pass told "stop" may take to exit before its group is killed
 
@@ -174,6 +179,7 @@ def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
     launches = classify_launches(pd.concat(frames, ignore_index=True))
     need = needs_hardware(launches)
     need.attrs["order"] = first_launch_order(launches)
+    need.attrs["first"] = replay_pass.first_launches(launches, need["name"]) if not need.empty else {}
     return need
 
 
@@ -182,10 +188,20 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     out = Outcome()
     started = time.monotonic()
     ncu = None if opts.fast else tools.find_or_none("ncu", opts.ncu)
-    tl = timeline_pass(opts, target, run_dir)
+    if opts.cache and gpus:
+        out.cache = EvidenceCache(gpus[0].name, gpus[0].driver or "")
+        out.notes += out.cache.notes
+    out.program = program_key(target.argv)
+    record = out.cache.program(out.program) if out.cache is not None and not opts.hardware else None
+    # Operator arguments are recorded only when the replay may need them: a program the cache fully knows
+    # skips it (record_shapes cost ResNet-50 AMP's timeline ~1.3 s on H100: reports/profile_overhead).
+    may_replay = opts.replay and ncu is not None and target.python_program and not target.distributed \
+        and opts.overlap != "none" and not (record and record.get("complete"))
+    tl = timeline_pass(replace(opts, record_shapes=may_replay), target, run_dir)
     if tl is None:
         if ncu is None:
             raise UsageError("no engine can profile a non-Python command here: ncu and nsys were not found")
+        out.cache = None  # no timeline to weigh cached evidence with: the ncu pass measures everything
         out.notes.append("default run: nsys was not found, so there is no timeline; one Nsight Compute pass "
                          "answers the Tensor Core question only")
         p = plan(replace(opts, engine="ncu"), target, cc, run_dir)[0][0]  # what --engine ncu runs
@@ -194,11 +210,6 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         out.done.append(p)
         out.inputs += _export(p, run_dir, out.notes)
         return out
-    if opts.cache and gpus:
-        out.cache = EvidenceCache(gpus[0].name, gpus[0].driver or "")
-        out.notes += out.cache.notes
-    out.program = program_key(target.argv)
-    record = out.cache.program(out.program) if out.cache is not None and not opts.hardware else None
     gate, pid_file = run_dir / ".ncu-gate", run_dir / ".ncu-pid"
 
     def ncu_pass(mode: str, regex: str | None = None, **gating) -> Pass:
@@ -226,10 +237,16 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         hw.on_prof = relay = _Relay()  # kept for the stop rule (the gate may open before the plan exists)
         say("[ncu] starting now and waiting at the gate while the timeline runs (start-up overlaps)")
         hw_run = start_pass(hw, say=lambda s: None if s.startswith("[ncu] running") else say(s))
+    rp: Pass | None = None
+    rp_run: process.Running | None = None
+    rp_gate = run_dir / ".replay-gate"
+    if hw_run is not None and may_replay and tl.engine == "torch":  # hw_run: the same cache/overlap conditions
+        rp = replay_pass.replay_pass(ncu, run_dir, cc, opts, rp_gate)
+        rp_run = start_pass(rp, say=lambda s: None if s.startswith("[ncu] running") else say(s))
 
-    def close_gate(word: str) -> None:
+    def close_gate(word: str, which: Path = gate) -> None:
         try:
-            gate.write_text(word)
+            which.write_text(word)
         except OSError:
             pass
 
@@ -239,9 +256,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     try:
         run_pass(tl, timeout=remaining(), say=say)
     except BaseException:
-        if hw_run is not None:
-            close_gate("stop")
-            hw_run.kill(grace_s=2.0)
+        for g, r in ((gate, hw_run), (rp_gate, rp_run)):
+            if r is not None:
+                close_gate("stop", g)
+                r.kill(grace_s=2.0)
         raise
     out.done.append(tl)
     try:
@@ -255,10 +273,12 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     # A program this cache has no complete record of will almost surely need the ncu pass: open the gate now
     # and plan while ncu starts the program (~1 s of planning off the first run); if nothing turns out to be
     # missing, the pass is stopped at once.
-    opened_early = hw_run is not None and not stop_everything
+    opened_early = hw_run is not None and not stop_everything and rp_run is None
     if opened_early:
         close_gate("go")
         watcher_started = time.monotonic()
+    if rp_run is not None:  # the replay makes its CUDA context while we plan; it waits for the operator list
+        close_gate("stop" if stop_everything else "go", rp_gate)
     try:
         need = pd.DataFrame() if stop_everything else planned_needs(out.inputs, out.parsed)
     except NsighttcError as exc:  # the timeline cannot be read: no plan for ncu; the analysis will say why
@@ -276,6 +296,11 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                  "kernels_needing_hardware": len(names), "from_cache": len(have), "to_measure": len(missing),
                  "not_measurable_before": len(tried),
                  "cache": str(out.cache.path) if out.cache is not None else None})
+    replayed: list[str] = []
+    if rp_run is not None:
+        missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, missing if (ncu and not opts.fast and
+                                                                               not stop_everything) else [],
+                                        out, say, started, remaining)
     if opts.fast:
         info["hardware_pass"] = "skipped (--fast)"
         out.notes.append(f"--fast: timeline only; Tensor Core evidence for {len(names) - len(have)} matrix/unknown "
@@ -291,6 +316,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         if ncu is None and missing:
             out.notes.append(f"ncu was not found: {len(missing)} matrix/unknown kernel(s) are judged by their names "
                              "only (install Nsight Compute for hardware evidence)")
+        elif replayed and not missing:
+            info["hardware_pass"] = "replay"
         elif names and not missing:
             info["hardware_pass"] = "not needed (cache)"
             out.notes.append(f"hardware evidence for {len(have)} of the {len(names)} kernel(s) that need it came from "
@@ -365,7 +392,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                 out.notes.append(f"Nsight Compute pass: {len(watcher.remaining)} kernel(s) needing evidence were not "
                                  "seen by ncu (launched only in the timeline run, or named differently); they keep "
                                  "name-rule evidence")
-    for f in (gate, pid_file):
+    for f in (gate, pid_file, rp_gate):
         try:
             f.unlink()
         except OSError:

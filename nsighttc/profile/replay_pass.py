@@ -1,0 +1,166 @@
+"""The default run's replay pass: hardware evidence for the kernels the timeline found, by calling again
+the PyTorch operators that launched them, under Nsight Compute (``nsighttc/replay.py`` says why that
+measures the program's own kernels).
+
+Why: the ncu pass over the program itself must run the program, every launch serialised, up to the first
+launch of the last kernel it needs. A program whose later phases bring new GEMMs (wrappers/multi_phase.py)
+paid ~10 s for that on H100 against ~2 s for the profiles themselves. The replay pass costs the profiles
+and the calls only, wherever in the program the kernels first ran.
+
+How: the timeline pass records operator arguments (torch.profiler ``record_shapes``); the replay process
+starts under ncu beside the timeline pass and waits at a gate like the program's ncu pass. When the
+timeline ends the gate opens (the CUDA context is made while we plan), the operators that made the first
+launch of each kernel still lacking evidence are written to ``replay_ops.json``, and ncu profiles the
+kernels launched inside the ``nsighttc-replay`` NVTX range, each launch configuration once. Kernels it did
+not launch (another algorithm chosen, an operator it could not call, a launch with no operator) are left to
+the ncu pass over the program, which then starts from its own gate.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from .. import ncu_metrics
+from ..collect import engines, process
+from ..errors import NsighttcError
+from ..replay import RANGE
+from . import CounterPermission, Options, Pass, _export, finish_pass
+
+OPS_FILE = "replay_ops.json"
+WAIT_BASE_S = 60.0      # the replay's own time limit: start-up left over, plus
+WAIT_PER_CALL_S = 5.0   # each call (a profile is ~0.1 s on H100; cudnn benchmark mode tries many algorithms)
+
+
+def replay_pass(ncu, run_dir: Path, cc: str | None, opts: Options, gate: Path) -> Pass:
+    inner = engines.replay_argv(run_dir / OPS_FILE, python=opts.python, gate=gate,
+                                gate_at="warm" if opts.overlap in ("cuda", "context") else "start")
+    metrics = ncu_metrics.one_pass_metrics_for_cc(cc) if opts.counters == "fast" else None
+    argv = engines.ncu_argv(ncu, run_dir / "ncu_replay", inner, cc, nvtx_range=RANGE, all_kernels=opts.all_kernels,
+                            metrics=metrics, nvtx=True)
+    return Pass("ncu", argv, run_dir / "ncu_replay.log", mode="replay", stem="ncu_replay")
+
+
+def first_launches(launches: pd.DataFrame, names) -> dict[str, tuple[str, int, int]]:
+    """Kernel name -> (input file, launch id, device) of its first launch in the timeline."""
+    names = set(names)
+    if not names or launches.empty or "launch_id" not in launches:
+        return {}
+    sel = launches[launches["name"].astype(str).isin(names).to_numpy() & launches["launch_id"].notna().to_numpy()]
+    if sel.empty:
+        return {}
+    sel = sel.sort_values("start_ns", kind="stable").drop_duplicates("name")
+    dev = sel["device"] if "device" in sel else pd.Series(0, index=sel.index)
+    return {str(n): (str(i), int(l), int(d) if pd.notna(d) else 0)
+            for n, i, l, d in zip(sel["name"], sel["input"], sel["launch_id"], dev)}
+
+
+def write_ops(path: Path, first: dict[str, tuple[str, int, int]], missing: list[str]) -> dict:
+    """Write the operator calls that made the first launch of each missing kernel (one call per distinct
+    call) to ``path`` (atomically: the replay process polls for it). Returns what was found."""
+    from ..parse.kineto_ops import launching_ops
+    by_input: dict[str, dict[int, tuple[str, int]]] = {}
+    for name in missing:
+        if name in first:
+            inp, corr, dev = first[name]
+            by_input.setdefault(inp, {})[corr] = (name, dev)
+    calls: dict[str, dict] = {}
+    errors: list[str] = []
+    for inp, corrs in by_input.items():
+        try:
+            ops = launching_ops(Path(inp), corrs)
+        except Exception as exc:  # an unreadable trace only means no replay: the program's ncu pass follows
+            errors.append(f"{inp}: {exc}")
+            continue
+        for corr, call in ops.items():
+            name, dev = corrs[corr]
+            d = call.to_json()
+            d.pop("launches", None)
+            d["device"] = dev
+            key = json.dumps(d, sort_keys=True)
+            calls.setdefault(key, {**d, "kernels": []})["kernels"].append(name)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(list(calls.values())))
+    os.replace(tmp, path)
+    with_op = sum(len(c["kernels"]) for c in calls.values())
+    return {"calls": len(calls), "kernels_with_operator": with_op, "kernels_without_operator": len(missing) - with_op,
+            "errors": errors}
+
+
+def measured_keys(inputs: list[Path], parsed_into: dict | None = None) -> set[str]:
+    """Merge keys (``analysis.merge.merge_key``) of the kernels these ncu reports measured with hardware
+    evidence: the names the merge will give evidence to. The parses go into ``parsed_into`` (the final
+    analysis reads them from there)."""
+    from ..analysis.merge import merge_key
+    from ..analysis.tensor_cores import EVIDENCE_HARDWARE, classify_launches
+    from ..api import _load_all
+    keys: set[str] = set()
+    for path, parsed in zip(inputs, _load_all(inputs)):
+        if parsed_into is not None:
+            parsed_into[path] = parsed
+        if parsed.kernels.empty:
+            continue
+        launches = classify_launches(parsed.kernels)
+        hard = launches[(launches["evidence"] == EVIDENCE_HARDWARE).to_numpy()]
+        keys |= set(merge_key(hard["name"].astype(str)))
+    return keys
+
+
+def still_missing(missing: list[str], keys: set[str]) -> list[str]:
+    from ..analysis.merge import merge_key
+    if not missing:
+        return []
+    k = merge_key(pd.Series(missing, dtype=object))
+    return [n for n, kk in zip(missing, k) if kk not in keys]
+
+
+def run_replay(rp: Pass, rp_run: process.Running, run_dir: Path, need: pd.DataFrame, missing: list[str],
+                out, say: Callable[[str], None], started: float,
+                remaining: Callable[[], float | None]) -> tuple[list[str], list[str]]:
+    """Give the replay process the operators of the missing kernels, let it finish, and read what it
+    measured. Returns (kernels still missing, kernels the replay measured)."""
+    info = out.info
+    t0 = time.monotonic()
+    if not missing:
+        rp_run.kill(grace_s=2.0)
+        return missing, []
+    found = write_ops(run_dir / OPS_FILE, need.attrs.get("first", {}), missing)
+    if not found["calls"]:
+        rp_run.kill(grace_s=2.0)
+        info["replay"] = {**found, "measured": 0}
+        return missing, []
+    say(f"[2/2 ncu] replaying {found['calls']} operator call(s) for {found['kernels_with_operator']} of the "
+        f"{len(missing)} kernel(s) needing hardware evidence ... {time.monotonic() - started:.0f}s")
+    rp.on_prof = lambda line: say(f"[2/2 ncu] replay: profiled {rp.profiled_kernels} kernel(s) "
+                                  f"... {time.monotonic() - started:.0f}s")
+    limit = WAIT_BASE_S + WAIT_PER_CALL_S * found["calls"]
+    left = remaining()
+    try:
+        finish_pass(rp, rp_run, limit if left is None else min(limit, left))
+    except CounterPermission:
+        info["replay"] = {**found, "measured": 0, "error": "counters refused"}
+        return missing, []
+    out.done.append(rp)
+    try:
+        reports = _export(rp, run_dir, [])
+    except NsighttcError as exc:
+        out.failures.append(str(exc))
+        reports = []
+    keys = measured_keys(reports, out.parsed) if reports else set()
+    rest = still_missing(missing, keys)
+    measured = [n for n in missing if n not in set(rest)]
+    out.inputs += reports
+    info["replay"] = {**found, "measured": len(measured), "profiled": rp.profiled_kernels,
+                      "seconds": round(time.monotonic() - t0, 2)}
+    if measured:
+        out.notes.append(f"hardware evidence for {len(measured)} of the {len(missing)} kernel(s) needing it came from "
+                         "calling again, under Nsight Compute, the PyTorch operators that launched them in the "
+                         "timeline run (same shapes, strides, dtypes and arguments; kernels matched by exact name)"
+                         + (f"; the other {len(rest)} were measured on the program itself" if rest else ""))
+    say(f"[2/2 ncu] replay measured {len(measured)} of {len(missing)} kernel(s) in {time.monotonic() - t0:.1f}s"
+        + (f"; {len(rest)} left for the program's ncu pass" if rest else ""))
+    return rest, measured

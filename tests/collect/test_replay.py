@@ -1,0 +1,152 @@
+"""The replay pass (nsighttc/replay.py, profile/replay_pass.py, parse/kineto_ops.py) on what it recorded on
+an H100: multi_phase's timeline with operator arguments, the operator list, ncu's page of the replay."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nsighttc.collect import engines
+from nsighttc.collect.hardware_pass import needs_hardware
+from nsighttc.analysis.tensor_cores import classify_launches
+from nsighttc.parse import kineto_ops
+from nsighttc.profile import Options, default, replay_pass
+from tests.conftest import (MULTI_REPLAY_NCU, MULTI_REPLAY_OPS, MULTI_SHAPES, MULTI_TORCH, RESNET_REPLAY_NCU,
+                            RESNET_REPLAY_OPS)
+
+
+@pytest.fixture(scope="module")
+def planned():
+    parsed: dict = {}
+    need = default.planned_needs([MULTI_SHAPES], parsed)
+    return need, parsed[MULTI_SHAPES]
+
+
+def _key(call: dict) -> str:
+    return json.dumps(call, sort_keys=True)
+
+
+def test_every_kernel_needing_evidence_has_its_operator(planned, tmp_path):
+    need, _ = planned
+    names = list(dict.fromkeys(need["name"]))
+    assert len(names) == 19
+    found = replay_pass.write_ops(tmp_path / "ops.json", need.attrs["first"], names)
+    assert found["kernels_with_operator"] == len(names) and found["kernels_without_operator"] == 0
+    written = json.loads((tmp_path / "ops.json").read_text())
+    # the list the H100 run wrote from the same trace (and replayed: every kernel measured)
+    assert sorted(map(_key, written)) == sorted(map(_key, json.loads(MULTI_REPLAY_OPS.read_text())))
+    assert {c["name"] for c in written} == {"aten::mm", "aten::addmm", "aten::cudnn_convolution",
+                                            "aten::convolution_backward"}
+    for c in written:
+        assert len(c["types"]) == len(c["dims"]) == len(c["strides"]) == len(c["concrete"])
+
+
+def test_launches_map_to_the_innermost_operator(planned):
+    _, parsed = planned
+    k = parsed.kernels
+    first = k.sort_values("start_ns").drop_duplicates("name")
+    ops = kineto_ops.launching_ops(MULTI_SHAPES, first["launch_id"].dropna().astype(int))
+    names = first.set_index(first["launch_id"].astype("Int64"))["name"].astype(str)
+    for corr, call in ops.items():
+        kernel = names[corr]
+        if "softmax_warp_forward" in kernel:
+            assert call.name == "aten::_log_softmax"
+        if kernel.startswith("nvjet_"):  # cuBLAS GEMMs come from matmul operators
+            assert call.name in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+    assert len(ops) == len(first)  # every kernel's first launch was eager, inside an operator
+    # multi_phase replays a CUDA graph: its kernels' later launches have no operator around them
+    graph = k[k["name"].astype(str).str.contains("coopA_bias")]
+    assert len(graph) > 100
+    assert kineto_ops.launching_ops(MULTI_SHAPES, [int(graph["launch_id"].max())]) == {}
+
+
+def test_a_trace_without_record_shapes_gives_no_operators():
+    from nsighttc.parse import kineto
+    k = kineto.read(MULTI_TORCH).kernels
+    assert kineto_ops.launching_ops(MULTI_TORCH, k["launch_id"].dropna().astype(int).head(200)) == {}
+
+
+def test_replayed_calls_rebuild_on_meta_tensors():
+    torch = pytest.importorskip("torch")
+    from nsighttc import replay
+    for fixture in (MULTI_REPLAY_OPS, RESNET_REPLAY_OPS):
+        calls = json.loads(fixture.read_text())
+        for call in calls:
+            args = replay.rebuild(torch, call, torch.device("meta"))
+            for a, t, d, s in zip(args, call["types"], call["dims"], call["strides"]):
+                if t in replay.DTYPE_NAMES:
+                    assert list(a.shape) == d and (not s or list(a.stride()) == s)
+                    assert str(a.dtype) == "torch." + replay.DTYPE_NAMES[t]
+            if call["name"] in ("aten::mm", "aten::addmm", "aten::bmm", "aten::convolution_backward"):
+                assert replay.call_op(torch, call, torch.device("meta")) in ("default",)
+
+
+def test_recorded_values_and_scalar_types():
+    torch = pytest.importorskip("torch")
+    from nsighttc import replay
+    assert replay._concrete("[2, 2]") == [2, 2] and replay._concrete("0.") == 0.0
+    assert replay._concrete("True") is True and replay._concrete("") is None
+    with pytest.raises(replay.CannotRebuild):
+        replay.rebuild(torch, {"name": "aten::cat", "types": ["TensorList"], "dims": [[[2], [2]]], "strides": [[]],
+                               "concrete": [""]}, torch.device("meta"))
+    # aten::_to_copy records dtype=float16 as "5" (torch 2.13 trace): the enum becomes the dtype again
+    call = {"name": "aten::_to_copy", "types": ["float", "Scalar", "", "", "", "Scalar", ""], "dims": [[2], [], [], [], [], [], []],
+            "strides": [[1], [], [], [], [], [], []], "concrete": ["", "5", "", "", "", "False", ""]}
+    assert replay.call_op(torch, call, torch.device("meta")) == "default"
+    # an overlapping view (stride 0) gets storage of the right size
+    t = replay.make_tensor(torch, "c10::Half", [4, 3], [0, 1], torch.device("cpu"))
+    assert t.shape == (4, 3) and t.stride() == (0, 1) and t.untyped_storage().nbytes() == 3 * 2
+
+
+def test_the_replay_measured_every_kernel_it_was_asked_for():
+    """ncu's raw page of the H100 replay gives hardware evidence to all 19 kernels of the operator list."""
+    names = [k for c in json.loads(MULTI_REPLAY_OPS.read_text()) for k in c["kernels"]]
+    keys = replay_pass.measured_keys([MULTI_REPLAY_NCU])
+    assert replay_pass.still_missing(names, keys) == []
+    assert replay_pass.still_missing(names + ["void never_replayed_kernel<int>(int)"], keys) == \
+        ["void never_replayed_kernel<int>(int)"]
+
+
+def test_resnet_replay_left_exactly_the_kernels_it_did_not_launch():
+    """ResNet-50 AMP on H100: cuDNN ran cutlass `..._nn_align2` kernels for two 1x1 convolutions in the
+    program but others when the same calls were replayed; those two are left for the program's ncu pass."""
+    names = [k for c in json.loads(RESNET_REPLAY_OPS.read_text()) for k in c["kernels"]]
+    rest = replay_pass.still_missing(names, replay_pass.measured_keys([RESNET_REPLAY_NCU]))
+    assert len(rest) == 3
+    assert sum("nn_align2" in n for n in rest) == 2 and sum("init_device_workspace_kernel" in n for n in rest) == 1
+
+
+def test_settled_families_are_never_waited_for():
+    """cuDNN's init_device_workspace_kernel<...implicit_gemm...> looks like matrix work by its template
+    arguments; ncu's filter leaves it out, so the plan must not wait for it. CUTLASS GEMMs stay."""
+    from nsighttc.model import conform
+    names = [k for c in json.loads(RESNET_REPLAY_OPS.read_text()) for k in c["kernels"]]  # the timeline's names
+    launches = classify_launches(conform(pd.DataFrame({"name": pd.array(names, dtype="string")})))
+    assert launches["matrix_work"][[("init_device_workspace_kernel" in n) for n in names]].all()
+    need = needs_hardware(launches)
+    assert not need["name"].str.contains("init_device_workspace_kernel|bn_fw_|bn_bw_").any()
+    assert need["name"].str.contains("cutlass").any() and need["name"].str.contains("xmma").any()
+    assert len(need) == len(names) - sum(("init_device_workspace_kernel" in n) for n in names)
+
+
+def test_replay_pass_command(tmp_path):
+    opts = Options()
+    p = replay_pass.replay_pass("/opt/ncu", tmp_path, "9.0", opts, tmp_path / ".replay-gate")
+    argv = p.argv
+    assert argv[0] == "/opt/ncu" and p.stem == "ncu_replay" and p.mode == "replay"
+    assert argv[argv.index("--nvtx-include") + 1] == "nsighttc-replay/" and "--nvtx" in argv
+    inner = argv[argv.index("-m"):]
+    assert inner[:2] == ["-m", "nsighttc.replay"]
+    assert inner[inner.index("--gate-at") + 1] == "warm" and inner[inner.index("--wait-for") + 1].endswith(".replay-gate")
+    assert argv[argv.index("-o") + 1] == str(tmp_path / "ncu_replay")
+
+
+def test_the_timeline_records_shapes_only_when_asked():
+    on = engines.launcher_argv(["train.py"], torch_trace=Path("t.json"), record_shapes=True)
+    off = engines.launcher_argv(["train.py"], torch_trace=Path("t.json"))
+    assert "--record-shapes" in on and "--record-shapes" not in off
+    assert "--record-shapes" not in engines.launcher_argv(["train.py"], record_shapes=True)  # no trace, no shapes
+    from nsighttc import launch
+    assert launch._parse(["--torch-trace", "t.json", "--record-shapes", "--", "x.py"]).record_shapes
