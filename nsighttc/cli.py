@@ -244,7 +244,7 @@ def demo(fmt: str, which: str) -> None:
               help="auto, PyTorch programs: measure the kernels by calling again, under ncu, the operators that "
                    "launched them (the timeline records their shapes, dtypes and arguments), instead of running the "
                    "program again up to its last new kernel. Kernels the replay does not launch are measured on the "
-                   "program itself.")
+                   "program itself. Not with --overlap none (the replay process starts beside the timeline run).")
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="auto: do not read or write the evidence cache (~/.cache/nsighttc/evidence, $NSIGHTTC_CACHE_DIR).")
 @click.option("--overlap", type=click.Choice(["cuda", "context", "start", "none"]), default="cuda",

@@ -298,9 +298,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                  "cache": str(out.cache.path) if out.cache is not None else None})
     replayed: list[str] = []
     if rp_run is not None:
-        missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, missing if (ncu and not opts.fast and
-                                                                               not stop_everything) else [],
-                                        out, say, started, remaining)
+        to_replay = [] if stop_everything else missing  # (rp_run exists only with ncu, never with --fast)
+        missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, to_replay, out, say, started, remaining)
     if opts.fast:
         info["hardware_pass"] = "skipped (--fast)"
         out.notes.append(f"--fast: timeline only; Tensor Core evidence for {len(names) - len(have)} matrix/unknown "

@@ -119,8 +119,8 @@ def still_missing(missing: list[str], keys: set[str]) -> list[str]:
 
 
 def run_replay(rp: Pass, rp_run: process.Running, run_dir: Path, need: pd.DataFrame, missing: list[str],
-                out, say: Callable[[str], None], started: float,
-                remaining: Callable[[], float | None]) -> tuple[list[str], list[str]]:
+               out, say: Callable[[str], None], started: float,
+               remaining: Callable[[], float | None]) -> tuple[list[str], list[str]]:
     """Give the replay process the operators of the missing kernels, let it finish, and read what it
     measured. Returns (kernels still missing, kernels the replay measured)."""
     info = out.info
