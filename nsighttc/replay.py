@@ -127,16 +127,24 @@ def _fit(torch, schema, values: list):
     return pos, kw
 
 
-def call_op(torch, call: dict, device) -> str:
-    """Call the recorded operator once; returns the overload that accepted the arguments. Raises
-    ``CannotRebuild`` (or the operator's own error) when it cannot be called."""
+def prepare(torch, call: dict, device):
+    """The operator and its rebuilt arguments (tensors made, and filled, here: outside the profiled range)."""
     ns, _, name = call["name"].partition("::")
     if not name or ns not in ("aten",):
         raise CannotRebuild(f"{call['name']}: not an aten operator")
     packet = getattr(torch.ops.aten, name, None)
     if packet is None:
         raise CannotRebuild(f"{call['name']}: no such operator in this torch")
-    values = rebuild(torch, call, device)
+    return packet, rebuild(torch, call, device)
+
+
+def call_op(torch, call: dict, device, prepared=None, around=None) -> str:
+    """Call the recorded operator once; returns the overload that accepted the arguments. Raises
+    ``CannotRebuild`` (or the operator's own error) when it cannot be called. ``around``: a context manager
+    factory put around each attempt (the profiled range)."""
+    import contextlib
+    packet, values = prepared or prepare(torch, call, device)
+    around = around or contextlib.nullcontext
     last: Exception | None = None
     for overload in packet.overloads():
         op = getattr(packet, overload)
@@ -144,7 +152,8 @@ def call_op(torch, call: dict, device) -> str:
         if fitted is None:
             continue
         try:
-            op(*fitted[0], **fitted[1])
+            with around():
+                op(*fitted[0], **fitted[1])
             return overload
         except Exception as exc:  # another overload may take these arguments
             last = exc
@@ -160,6 +169,24 @@ def settings(call: dict) -> list[dict]:
     return [{}]
 
 
+class _profiled:
+    """The NVTX range ncu profiles, around the operator alone (its inputs are made and filled before)."""
+
+    def __init__(self, torch, device):
+        self.torch, self.device = torch, device
+
+    def __enter__(self):
+        self.torch.cuda.synchronize(self.device)
+        self.torch.cuda.nvtx.range_push(RANGE)
+
+    def __exit__(self, *exc):
+        try:
+            self.torch.cuda.synchronize(self.device)
+        finally:
+            self.torch.cuda.nvtx.range_pop()
+        return False
+
+
 def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
     """Call each operator (inside the NVTX range ncu profiles); what could not be called is reported and
     skipped. Returns counts for the log."""
@@ -173,13 +200,8 @@ def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
                 if "tf32" in s:
                     torch.backends.cuda.matmul.allow_tf32 = s["tf32"]
                 with torch.no_grad():
-                    torch.cuda.synchronize(device)
-                    torch.cuda.nvtx.range_push(RANGE)
-                    try:
-                        overload = call_op(torch, call, device)
-                    finally:
-                        torch.cuda.synchronize(device)
-                        torch.cuda.nvtx.range_pop()
+                    prepared = prepare(torch, call, device)
+                    overload = call_op(torch, call, device, prepared, around=lambda: _profiled(torch, device))
                 done += 1
                 print(f"nsighttc.replay: {call['name']}.{overload} {s or ''}", file=log)
             except Exception as exc:

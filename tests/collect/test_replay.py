@@ -141,6 +141,7 @@ def test_replay_pass_command(tmp_path):
     assert inner[:2] == ["-m", "nsighttc.replay"]
     assert inner[inner.index("--gate-at") + 1] == "warm" and inner[inner.index("--wait-for") + 1].endswith(".replay-gate")
     assert argv[argv.index("-o") + 1] == str(tmp_path / "ncu_replay")
+    assert "--filter-mode" not in argv  # every launch in the range: per-config would merge Kernel2<...> instances
 
 
 def test_the_timeline_records_shapes_only_when_asked():
