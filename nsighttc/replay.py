@@ -95,13 +95,9 @@ def rebuild(torch, call: dict, device) -> list:
         c = concrete[i] if i < len(concrete) else ""
         if t in DTYPE_NAMES:
             out.append(make_tensor(torch, t, d, s, device))
-        elif t in ("Scalar", "ScalarList"):
+        elif t in ("Scalar", "ScalarList", ""):
+            # "" with no value: None, or a value the profiler does not record (a string): the call may fail
             out.append(_concrete(c))
-        elif t == "":
-            if c != "":
-                out.append(_concrete(c))
-            else:
-                out.append(None)  # None, or a value the profiler does not record (a string): the call may fail
         else:
             raise CannotRebuild(f"argument {i} is a {t}")
     return out

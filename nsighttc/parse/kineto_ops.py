@@ -49,13 +49,9 @@ class OpCall:
     launches: list[int] = field(default_factory=list)  # correlation ids of the launches it made that we asked for
 
     def to_json(self) -> dict:
+        """The call as the replay list holds it (``replay_ops.json``)."""
         return {"name": self.name, "types": self.types, "dims": self.dims, "strides": self.strides,
-                "concrete": self.concrete, "launches": self.launches}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "OpCall":
-        return cls(d["name"], list(d["types"]), list(d["dims"]), list(d["strides"]), list(d["concrete"]),
-                   list(d.get("launches", [])))
+                "concrete": self.concrete}
 
 
 BLOCK = 16 << 20
@@ -63,22 +59,34 @@ OVERLAP = 1 << 20  # an operator event (arguments of a long tensor list included
 
 
 def _windows(path: Path):
-    """(offset, bytes) windows over the (decompressed) file, each starting ``OVERLAP`` bytes before the end
-    of the previous one, so an event cut by one window lies whole in the next."""
+    """Windows over the (decompressed) file, each starting ``OVERLAP`` bytes before the end of the previous
+    one, so an event cut by one window lies whole in the next."""
     with textio.open_binary(path) as fh:
-        buf, base = b"", 0
+        buf = b""
         while True:
             block = fh.read(BLOCK)
             if not block:
                 if buf:
-                    yield base, buf
+                    yield buf
                 return
             buf += block
             if len(buf) >= BLOCK + OVERLAP:
-                yield base, buf
-                keep = buf[-OVERLAP:]
-                base += len(buf) - len(keep)
-                buf = keep
+                yield buf
+                buf = buf[-OVERLAP:]
+
+
+def _first_per_id(path: Path, pattern: re.Pattern, read, count: int) -> dict:
+    """id (``pattern``'s group 1) -> ``read(window, match)`` for the first match of each id that ``read``
+    accepts (not None); stops reading once ``count`` ids have one."""
+    got: dict = {}
+    for buf in _windows(path):
+        for m in pattern.finditer(buf):
+            key = int(m.group(1))
+            if key not in got and (value := read(buf, m)) is not None:
+                got[key] = value
+        if len(got) == count:
+            break
+    return got
 
 
 def _enclosing_event(buf: bytes, pos: int) -> bytes | None:
@@ -109,41 +117,36 @@ def launching_ops(path: Path, correlations) -> dict[int, OpCall]:
         return {}
     corr_re = re.compile(rb'"correlation": (' + _alternation(wanted) + rb')\b')
     ext_re = re.compile(rb'"External id": (\d+)')
-    external: dict[int, int] = {}
-    for _, buf in _windows(path):
-        for m in corr_re.finditer(buf):
-            corr = int(m.group(1))
-            if corr in external:
-                continue
-            args = buf.rfind(b"{", 0, m.start())
-            e = ext_re.search(buf, args, m.start()) if args >= 0 else None
-            if e is not None:
-                external[corr] = int(e.group(1))
-        if len(external) == len(wanted):
-            break
+
+    def operator_id(buf: bytes, m: re.Match) -> int | None:
+        """The ``External id`` in the same arguments as the launch's correlation id."""
+        args = buf.rfind(b"{", 0, m.start())
+        e = ext_re.search(buf, args, m.start()) if args >= 0 else None
+        return int(e.group(1)) if e is not None else None
+
+    external = _first_per_id(path, corr_re, operator_id, len(wanted))
     if not external:
         return {}
     by_op: dict[int, list[int]] = {}
     for corr, ext in external.items():
         by_op.setdefault(ext, []).append(corr)
+
+    def operator(buf: bytes, m: re.Match) -> OpCall | None:
+        """The operator event with that ``External id``, decoded alone (the id also appears in its launches'
+        events, which are not ``cpu_op``)."""
+        raw = _enclosing_event(buf, m.start())
+        if raw is None or b'"cpu_op"' not in raw:
+            return None
+        try:
+            ev = _OP.decode(raw)
+        except msgspec.DecodeError:
+            return None
+        a, ext = ev.args, int(m.group(1))
+        if ev.cat != "cpu_op" or a is None or a.external != ext or a.types is None:
+            return None
+        return OpCall(str(ev.name), list(a.types), list(a.dims or []), list(a.strides or []),
+                      [str(c) for c in (a.concrete or [])], sorted(by_op[ext]))
+
     op_re = re.compile(rb'"External id": (' + _alternation(by_op) + rb')\b')
-    found: dict[int, OpCall] = {}
-    for _, buf in _windows(path):
-        for m in op_re.finditer(buf):
-            ext = int(m.group(1))
-            if ext in found:
-                continue
-            raw = _enclosing_event(buf, m.start())
-            if raw is None or b'"cpu_op"' not in raw:
-                continue
-            try:
-                ev = _OP.decode(raw)
-            except msgspec.DecodeError:
-                continue
-            a = ev.args
-            if ev.cat == "cpu_op" and a is not None and a.external == ext and a.types is not None:
-                found[ext] = OpCall(str(ev.name), list(a.types), list(a.dims or []), list(a.strides or []),
-                                    [str(c) for c in (a.concrete or [])], sorted(by_op[ext]))
-        if len(found) == len(by_op):
-            break
+    found = _first_per_id(path, op_re, operator, len(by_op))
     return {corr: call for call in found.values() for corr in call.launches}

@@ -8,7 +8,8 @@ at close to the cost of one plain run.
    matrix-work kernels and kernels the name rules cannot settle (``collect.hardware_pass``), minus those
    the evidence cache measured before (``collect.evidence_cache``). Each is profiled once, and the program
    is interrupted as soon as the last one was, so the rest of it never runs under ncu. For Python
-   programs, this pass is started *while the timeline pass runs* and waits at a gate in the launcher
+   programs without the replay pass below (``--no-replay``, an nsys timeline), this pass is started *while the
+   timeline pass runs* and waits at a gate in the launcher
    (``nsighttc.launch``): the interpreter, the imports and ncu's start-up overlap the timeline run (with
    torch, the gate is at its first CUDA use, so its CPU-side start-up, model construction included,
    overlaps too; ``--overlap context``: just after PyTorch created its CUDA context, so the profiler's CUDA
@@ -279,7 +280,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     # A program this cache has no complete record of will almost surely need the ncu pass: open the gate now
     # and plan while ncu starts the program (~1 s of planning off the first run); if nothing turns out to be
     # missing, the pass is stopped at once.
-    opened_early = hw_run is not None and not stop_everything and rp_run is None
+    opened_early = hw_run is not None and not stop_everything  # never with the replay: hw_run starts after it
     if opened_early:
         close_gate("go")
         watcher_started = time.monotonic()

@@ -10,10 +10,10 @@ and the calls only, wherever in the program the kernels first ran.
 How: the timeline pass records operator arguments (torch.profiler ``record_shapes``); the replay process
 starts under ncu beside the timeline pass and waits at a gate like the program's ncu pass. When the
 timeline ends the gate opens (the CUDA context is made while we plan), the operators that made the first
-launch of each kernel still lacking evidence are written to ``replay_ops.json``, and ncu profiles the
-kernels launched inside the ``nsighttc-replay`` NVTX range, each launch configuration once. Kernels it did
-not launch (another algorithm chosen, an operator it could not call, a launch with no operator) are left to
-the ncu pass over the program, which then starts from its own gate.
+launch of each kernel still lacking evidence are written to ``replay_ops.json``, and ncu profiles every
+kernel launched inside the ``nsighttc-replay`` NVTX range. Kernels it did not launch (another algorithm
+chosen, an operator it could not call, a launch with no operator) are left to the ncu pass over the
+program, started after it and filtered to them.
 """
 from __future__ import annotations
 
@@ -83,9 +83,7 @@ def write_ops(path: Path, first: dict[str, tuple[str, int, int]], missing: list[
             continue
         for corr, call in ops.items():
             name, dev = corrs[corr]
-            d = call.to_json()
-            d.pop("launches", None)
-            d["device"] = dev
+            d = {**call.to_json(), "device": dev}
             key = json.dumps(d, sort_keys=True)
             calls.setdefault(key, {**d, "kernels": []})["kernels"].append(name)
     tmp = path.with_suffix(".tmp")
@@ -157,7 +155,8 @@ def run_replay(rp: Pass, rp_run: process.Running, run_dir: Path, need: pd.DataFr
         reports = []
     keys = measured_keys(reports, out.parsed) if reports else set()
     rest = still_missing(missing, keys)
-    measured = [n for n in missing if n not in set(rest)]
+    left = set(rest)
+    measured = [n for n in missing if n not in left]
     out.inputs += reports
     info["replay"] = {**found, "measured": len(measured), "profiled": rp.profiled_kernels,
                       "seconds": round(time.monotonic() - t0, 2)}
