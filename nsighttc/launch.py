@@ -38,6 +38,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--record-shapes", action="store_true",
                     help="with --torch-trace: record each operator's argument shapes, dtypes and values "
                          "(what `python -m nsighttc.replay` needs to launch its kernels again)")
+    ap.add_argument("--kernel-ops", type=Path,
+                    help="with --record-shapes: when the program ends, write each distinct kernel with the "
+                         "operator call of its first launch here (JSON, nsighttc.kernel_ops) before the trace")
     ap.add_argument("--wait-for", type=Path, help="wait until FILE says 'go' (run) or 'stop' (exit 0 at once)")
     ap.add_argument("--gate-at", choices=["start", "cuda", "context"], default="start",
                     help="where to wait: before the program, at its first CUDA use in PyTorch, or just after "
@@ -229,10 +232,15 @@ def main(argv: list[str] | None = None) -> int:
             t_end = time.perf_counter()
             prof.__exit__(None, None, None)
             t_stop = time.perf_counter()
+            if ns.kernel_ops is not None and ns.record_shapes:
+                from . import kernel_ops
+                print(f"nsighttc.launch: {kernel_ops.write(prof, ns.kernel_ops)}", file=sys.stderr)
+            t_list = time.perf_counter()
             ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
             prof.export_chrome_trace(str(ns.torch_trace))
             print(f"nsighttc.launch: wrote {ns.torch_trace} (program {t_end - t_start:.2f} s, profiler stop "
-                  f"{t_stop - t_end:.2f} s, trace written in {time.perf_counter() - t_stop:.2f} s)", file=sys.stderr)
+                  f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
+                  f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr)
     return code
 
 

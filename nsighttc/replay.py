@@ -245,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("nsighttc.replay: no CUDA device", file=sys.stderr)
         return 3
+    t_gate = time.monotonic()
     torch.zeros(1, device="cuda")  # the context (and ncu's set-up of it) before the list arrives
     deadline = time.monotonic() + OPS_WAIT_S
     while not ns.ops.exists():
@@ -253,8 +254,10 @@ def main(argv: list[str] | None = None) -> int:
             return 4
         time.sleep(0.01)
     calls = json.loads(ns.ops.read_text())
+    t_list = time.monotonic()
     counts = replay(calls)
-    print(f"nsighttc.replay: {counts['called']} call(s) made, {counts['failed']} could not be made", file=sys.stderr)
+    print(f"nsighttc.replay: {counts['called']} call(s) made, {counts['failed']} could not be made; the list came "
+          f"{t_list - t_gate:.2f} s after the gate, the calls took {time.monotonic() - t_list:.2f} s", file=sys.stderr)
     return 0
 
 

@@ -17,6 +17,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from . import families
+
 # Where facts were seen: H200 = shared/fixtures/h200 (ncu 2025.3.1, measured against sm__ops_path_tensor_*).
 H200 = "measured on H200 (fixtures/h200)"
 PEER = "peer knowledge (not measured by us)"
@@ -122,6 +124,9 @@ RULES: tuple[NameRule, ...] = (
     _r("cudnn-batchnorm", r"\bbn_(fw|bw)_|\bbn_fw_inf_|init_device_workspace_kernel", False, None,
        "measured on H100 (ResNet-50 AMP, replayed operators; reports/profile_overhead): cuDNN's bn_fw_tr_1C11_*, "
        "bn_bw_1C11_* batch-norm kernels hmma == hfma2 (HFMA2.MMA moves only), init_device_workspace_kernel 0"),
+    _r("cudnn-wgrad-reduce-amp-scale", r"reduce_wgrad_nchw_helper|amp_update_scale_cuda_kernel", False, None,
+       "measured on H100 (ResNet-50 AMP, replayed operators; tests/fixtures/h100_resnet_amp_replay_ncu_raw.csv.gz): "
+       "cuDNN's reduce_wgrad_nchw_helper (5 launches) and GradScaler's amp_update_scale_cuda_kernel: tensor ops 0"),
     _r("triton-pointwise", r"^triton_(poi|red|per)_", False, None,
        PEER + ": Inductor pointwise/reduction kernels contain no tl.dot"),
 )
@@ -148,25 +153,10 @@ def classify_names(names: pd.Series) -> pd.DataFrame:
                         index=names.index)
 
 
-# Families whose "no Tensor Cores" is settled by measurement (H200: hmma == hfma2 in every one of them):
-# the ncu engine leaves them out of hardware profiling, which is most of what makes ncu slow.
-NO_MATRIX_FAMILIES = ("elementwise", "reduce_kernel", "distribution_", "max_pool", "avg_pool", "adaptive_",
-                      "nchwToNhwc", "nhwcToNchw", "splitKreduce", "copy_kernel", "fill_kernel",
-                      "CatArrayBatchedCopy", "softmax", "layer_norm", "batch_norm", "index_", "gather_kernel",
-                      "RadixSort", "randperm", "epilogue", "triton_poi_",
-                      "triton_red_", "triton_per_",
-                      # name rule "no" (reduce-pool-copy), and no tensor math measured on H100 (multi_phase's
-                      # first run, reports/profile_overhead/default_run/multi_phase): 9 of its 32 profiles were these
-                      "nll_loss", "multi_tensor_apply",
-                      # rule cudnn-batchnorm: no tensor math measured on H100 (ResNet-50 AMP's replayed operators)
-                      "bn_fw_", "bn_bw_", "init_device_workspace",
-                      "nccl")  # never replay a collective under ncu: the other ranks stall in it
-
-
-def ncu_kernel_filter() -> str:
-    """ncu ``--kernel-name`` value matching every kernel except the settled no-matrix families
-    (ECMAScript negative lookahead; verified with ncu 2025.3.1 on H100: 50 -> 10 profiled configs on VGG16)."""
-    return "regex:^(?!.*(" + "|".join(NO_MATRIX_FAMILIES) + ")).*"
+# NO_MATRIX_FAMILIES and ncu_kernel_filter live in ``families`` (no pandas: the profile run builds ncu's
+# command line before its analysis modules are imported).
+NO_MATRIX_FAMILIES = families.NO_MATRIX_FAMILIES
+ncu_kernel_filter = families.ncu_kernel_filter
 
 
 # Kernels that do matrix work (GEMM, GEMV, conv, attention), whatever engine ran them: findings look at
@@ -174,7 +164,7 @@ def ncu_kernel_filter() -> str:
 MATRIX_WORK = re.compile(
     r"gemm|gemv|conv|fprop|dgrad|wgrad|matmul|_mm_|bmm|xmma|nvjet|cutlass|sdpa|attention|flash|fmha|"
     r"cublas|cudnn_generated|s1688|h884|16816|tensorop|\bmm\b|linear", re.IGNORECASE)
-_NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel|epilogue|nccl|"
+_NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel|reduce_wgrad|epilogue|nccl|"
                          r"all_reduce|cross_device", re.IGNORECASE)
 
 

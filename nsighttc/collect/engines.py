@@ -28,7 +28,9 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   torch_trace: Path | None = None, python: str | None = None, range_name: str | None = None,
                   gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start",
                   variants: list[str] | None = None, applied: Path | None = None,
-                  record_shapes: bool = False) -> list[str]:
+                  record_shapes: bool = False, kernel_ops: Path | None = None) -> list[str]:
+    """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
+    (``nsighttc.kernel_ops``)."""
     argv = [python or sys.executable, "-m", "nsighttc.launch", "--annotate", annotate]
     for v in variants or []:
         argv += ["--variant", v]
@@ -42,6 +44,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
         argv += ["--range-name", range_name]
     if torch_trace is not None:
         argv += ["--torch-trace", str(torch_trace)] + (["--record-shapes"] if record_shapes else [])
+        if record_shapes and kernel_ops is not None:
+            argv += ["--kernel-ops", str(kernel_ops)]
     if module:
         argv += ["-m", target[0], "--", *target[1:]]
     else:
@@ -72,7 +76,7 @@ def ncu_argv(ncu: Path | str, out_base: Path, inner: list[str], cc: str | None, 
     """``kernel_regex``: profile only kernels whose demangled name matches (``hardware_pass.kernel_regex``),
     else every kernel outside the settled no-matrix families (unless ``all_kernels``). ``nvtx=False``: ncu
     does not track NVTX ranges (the default run takes ranges from its timeline); a range filter needs them."""
-    from ..analysis.name_rules import ncu_kernel_filter
+    from ..analysis.families import ncu_kernel_filter
 
     argv = [str(ncu), *(["--nvtx"] if nvtx or nvtx_range else []), "--clock-control", "none", "--cache-control",
             "none", "--target-processes", "all",

@@ -21,13 +21,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
-from ..analysis.merge import CACHE_DETAIL, NAMED_DTYPE, merge_key
-from ..analysis.tensor_cores import EVIDENCE_HARDWARE
-from ..render.names import short_name
 from .doctor import cache_dir
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas and the analysis modules are imported where a table is handled: reading the file and a program's
+# record (what the default run asks before its timeline starts) needs neither (~0.5-1 s of imports).
 
 SCHEMA = "nsighttc.evidence-cache/1"
 MAX_ENTRIES = 50_000  # oldest dropped beyond this: a few MB of JSON
@@ -87,6 +89,11 @@ class EvidenceCache:
     def lookup(self, kernels: pd.DataFrame) -> pd.DataFrame:
         """Hardware evidence for the kernels of ``kernels`` (columns name, grid, block) found in the cache,
         one row per distinct (name, grid, block), shaped for ``merge.apply_hardware_evidence``."""
+        import numpy as np
+        import pandas as pd
+        from ..analysis.merge import CACHE_DETAIL, NAMED_DTYPE, merge_key
+        from ..analysis.tensor_cores import EVIDENCE_HARDWARE
+        from ..render.names import short_name
         cols = ["name", "grid", "block", "evidence", "evidence_detail", "tensor_core", "dtype", "tc_flop",
                 "tensor_pipe_pct", "dtype_named"]
         entries = self._doc["kernels"]
@@ -130,10 +137,14 @@ class EvidenceCache:
         gone = {k.split("|", 1)[0] for k, e in self._doc["kernels"].items() if e.get("unmeasured")}
         if not gone:
             return set()
+        import pandas as pd
+        from ..analysis.merge import merge_key
         names = pd.Series(list(names), dtype=object)
         return set(names[merge_key(names).isin(gone).to_numpy()])
 
     def add_unmeasured(self, names, source: str) -> None:
+        import pandas as pd
+        from ..analysis.merge import merge_key
         now = _now()
         for n, k in zip(names, merge_key(pd.Series(list(names), dtype=object))):
             self._doc["kernels"].setdefault(f"{k}||", {"name": str(n), "unmeasured": True, "measured": now,
@@ -147,6 +158,9 @@ class EvidenceCache:
         """Remember every launch with hardware evidence measured in this run (not ones taken from here)."""
         if launches.empty:
             return 0
+        import pandas as pd
+        from ..analysis.merge import CACHE_DETAIL, merge_key
+        from ..analysis.tensor_cores import EVIDENCE_HARDWARE
         hw = launches[(launches["evidence"] == EVIDENCE_HARDWARE).to_numpy()]
         if "evidence_detail" in hw:
             hw = hw[~hw["evidence_detail"].astype(str).str.startswith(CACHE_DETAIL).to_numpy()]

@@ -10,6 +10,8 @@ does not record) and ``Concrete Inputs`` (scalars and lists as text). Launches m
 graph replays, Triton kernels launched by compiled code) have no such link.
 
 Two byte scans of the trace for just the ids asked for (``launching_ops``); memory stays at one 17 MB window.
+``kernel_launches`` reads the kernel events alone (a third of ResNet-50 AMP's events), so the replay can be
+planned before the whole trace is parsed.
 """
 from __future__ import annotations
 
@@ -37,6 +39,19 @@ if kineto_scan.msgspec is not None:
 
     _OP = msgspec.json.Decoder(_OpEvent)
 
+    class _KernelArgs(msgspec.Struct, gc=False):
+        external: Any = msgspec.field(default=None, name="External id")
+        device: Any = None
+
+    class _KernelEvent(msgspec.Struct, gc=False):
+        cat: Any = None
+        name: Any = ""
+        ts: Any = None
+        dur: Any = 0
+        args: _KernelArgs | None = None
+
+    _KERNEL = msgspec.json.Decoder(_KernelEvent)
+
 
 @dataclass
 class OpCall:
@@ -61,17 +76,24 @@ OVERLAP = 1 << 20  # an operator event (arguments of a long tensor list included
 def _windows(path: Path):
     """Windows over the (decompressed) file, each starting ``OVERLAP`` bytes before the end of the previous
     one, so an event cut by one window lies whole in the next."""
+    for _, buf in _windows_at(path):
+        yield buf
+
+
+def _windows_at(path: Path):
+    """``_windows`` with each window's offset in the file."""
     with textio.open_binary(path) as fh:
-        buf = b""
+        buf, offset = b"", 0
         while True:
             block = fh.read(BLOCK)
             if not block:
                 if buf:
-                    yield buf
+                    yield offset, buf
                 return
             buf += block
             if len(buf) >= BLOCK + OVERLAP:
-                yield buf
+                yield offset, buf
+                offset += len(buf) - OVERLAP
                 buf = buf[-OVERLAP:]
 
 
@@ -105,6 +127,79 @@ def _alternation(ids) -> bytes:
     return b"|".join(str(int(i)).encode() for i in sorted(ids))
 
 
+_KERNEL_CAT = re.compile(rb'"cat": "kernel"')
+
+
+def kernel_launches(path: Path) -> list[dict]:
+    """Each distinct kernel of the trace: ``{name, device, first_ns, time_ns, launches, external}`` (its first
+    launch's start, device and operator ``External id``, None outside any operator), from the kernel events
+    alone: one byte scan for ``"cat": "kernel"``, each event decoded by itself. Kineto writes ``ph`` and
+    ``cat`` before ``name`` and ``args`` last, and no braces inside argument values; a kernel name may hold
+    braces (``{lambda()#1}``), so the event is delimited from its ``cat`` and its ``args``."""
+    if kineto_scan.msgspec is None:
+        return []
+    first: dict[str, list] = {}
+    done = -1  # file offset of the last event decoded: a window's overlap holds it again
+    for offset, buf in _windows_at(path):
+        for m in _KERNEL_CAT.finditer(buf):
+            start = buf.rfind(b"{", 0, m.start())
+            args = buf.find(b'"args"', m.end())
+            close = buf.find(b"}", args) if args >= 0 else -1
+            end = buf.find(b"}", close + 1) if close >= 0 else -1
+            if start < 0 or end < 0 or offset + start <= done:
+                continue
+            try:
+                ev = _KERNEL.decode(buf[start:end + 1])
+            except msgspec.DecodeError:
+                continue
+            done = offset + start
+            if ev.cat != "kernel" or ev.ts is None:
+                continue
+            ts_ns, dur_ns = float(ev.ts) * 1e3, float(ev.dur or 0) * 1e3
+            a = ev.args
+            f = first.get(ev.name)
+            if f is None:
+                first[ev.name] = [ts_ns, a.external if a else None, a.device if a else None, 1, dur_ns]
+                continue
+            f[3] += 1
+            f[4] += dur_ns
+            if ts_ns < f[0]:
+                f[0], f[1], f[2] = ts_ns, a.external if a else None, a.device if a else None
+    return [{"name": str(n), "device": int(f[2] or 0), "first_ns": f[0], "time_ns": f[4], "launches": f[3],
+             "external": int(f[1]) if f[1] is not None else None} for n, f in first.items()]
+
+
+def operators(path: Path, external_ids) -> dict[int, OpCall]:
+    """``External id`` -> the operator event with that id and its recorded arguments (those with none are
+    left out): one byte scan for just these ids."""
+    by_op = {int(e): [] for e in external_ids}
+    return _operators(path, by_op)
+
+
+def _operators(path: Path, by_op: dict[int, list[int]]) -> dict[int, OpCall]:
+    if not by_op or kineto_scan.msgspec is None:
+        return {}
+
+    def operator(buf: bytes, m: re.Match) -> OpCall | None:
+        """The operator event with that ``External id``, decoded alone (the id also appears in its launches'
+        events, which are not ``cpu_op``)."""
+        raw = _enclosing_event(buf, m.start())
+        if raw is None or b'"cpu_op"' not in raw:
+            return None
+        try:
+            ev = _OP.decode(raw)
+        except msgspec.DecodeError:
+            return None
+        a, ext = ev.args, int(m.group(1))
+        if ev.cat != "cpu_op" or a is None or a.external != ext or a.types is None:
+            return None
+        return OpCall(str(ev.name), list(a.types), list(a.dims or []), list(a.strides or []),
+                      [str(c) for c in (a.concrete or [])], sorted(by_op[ext]))
+
+    op_re = re.compile(rb'"External id": (' + _alternation(by_op) + rb')\b')
+    return _first_per_id(path, op_re, operator, len(by_op))
+
+
 def launching_ops(path: Path, correlations) -> dict[int, OpCall]:
     """Correlation id -> the operator that made that launch, for the launches asked for that have one with
     recorded arguments (a trace recorded without ``record_shapes`` gives none).
@@ -130,23 +225,5 @@ def launching_ops(path: Path, correlations) -> dict[int, OpCall]:
     by_op: dict[int, list[int]] = {}
     for corr, ext in external.items():
         by_op.setdefault(ext, []).append(corr)
-
-    def operator(buf: bytes, m: re.Match) -> OpCall | None:
-        """The operator event with that ``External id``, decoded alone (the id also appears in its launches'
-        events, which are not ``cpu_op``)."""
-        raw = _enclosing_event(buf, m.start())
-        if raw is None or b'"cpu_op"' not in raw:
-            return None
-        try:
-            ev = _OP.decode(raw)
-        except msgspec.DecodeError:
-            return None
-        a, ext = ev.args, int(m.group(1))
-        if ev.cat != "cpu_op" or a is None or a.external != ext or a.types is None:
-            return None
-        return OpCall(str(ev.name), list(a.types), list(a.dims or []), list(a.strides or []),
-                      [str(c) for c in (a.concrete or [])], sorted(by_op[ext]))
-
-    op_re = re.compile(rb'"External id": (' + _alternation(by_op) + rb')\b')
-    found = _first_per_id(path, op_re, operator, len(by_op))
+    found = _operators(path, by_op)
     return {corr: call for call in found.values() for corr in call.launches}

@@ -119,6 +119,9 @@ class Result:
 
 # --- the target: profile/target.py; per-rank runs: profile/distributed.py -----------------------------------------------------------------------------------
 # --- planning -------------------------------------------------------------------------------------
+KERNEL_OPS_FILE = "kernel_ops.json"  # the timeline launcher's early kernel list (nsighttc.kernel_ops)
+
+
 def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[list[Pass], list[str]]:
     """The pass of an explicit engine (``--engine ncu|nsys|torch``), as an argument list. Pure except for
     looking tools up. The default run (``auto``) is planned step by step by ``profile.default``."""
@@ -134,7 +137,8 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
             return list(target.argv)
         return engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
                                      torch_trace=torch_trace, python=opts.python,
-                                     record_shapes=opts.record_shapes and torch_trace is not None)
+                                     record_shapes=opts.record_shapes and torch_trace is not None,
+                                     kernel_ops=run_dir / KERNEL_OPS_FILE)
 
     if engine == "ncu":
         ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked

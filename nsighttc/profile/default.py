@@ -24,7 +24,10 @@ at close to the cost of one plain run.
    recorded operator arguments, and the operators that launched the missing kernels are called again under
    ncu, in their own process started beside the timeline (then the only one there); only the kernels the
    replay did not launch are left to the program's ncu pass, started after it and filtered to them
-   (multi_phase's first run on H100: 2.43x -> 1.48x a plain run; ``--no-replay``).
+   (multi_phase's first run on H100: 2.43x -> 1.48x a plain run; ``--no-replay``). The replay is planned
+   from the trace's kernel events alone (or, with a torch whose profiler events carry strides, from the
+   launcher's kernel list written before the trace) and runs while the whole trace is parsed.
+   Nothing on the way to the program's start imports pandas or the analysis: those load while it runs.
 3. The ncu measurements are merged into the timeline's kernels by name (``analysis.merge``), so time shares
    are weighted by the real run's kernel time, per range; the new measurements go into the cache.
 
@@ -46,18 +49,20 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
-
-import pandas as pd
+from typing import TYPE_CHECKING, Callable
 
 from .. import ncu_metrics
 from ..collect import engines, process, tools
 from ..collect.evidence_cache import EvidenceCache, program_key
-from ..collect.hardware_pass import StopWhenCovered, first_launch_order, kernel_regex, needs_hardware
 from ..errors import NsighttcError, UsageError
-from . import (CounterPermission, Options, Pass, PERM_FIX, Target, _export, distribute, finish_pass, plan, run_pass,
+from . import (KERNEL_OPS_FILE, CounterPermission, Options, Pass, PERM_FIX, Target, _export, distribute, finish_pass, plan, run_pass,
                start_pass)
 from . import replay_pass
+
+if TYPE_CHECKING:
+    import pandas as pd
+# pandas and the analysis modules are imported once the timeline pass runs (``_preload``, and where used):
+# the program starts ~0.5-1 s sooner (H100 machine: 1.0 s from the run directory to the program's start).
 
 GATE_WAIT_S = 60.0  # how long a gated pass told "stop" may take to exit before its group is killed
 
@@ -169,8 +174,10 @@ def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
     """Kernels of the timeline that need hardware evidence; the parsed files are kept in ``parsed`` so the
     final analysis does not read them a second time (a 30 MB trace costs seconds). ``attrs["order"]``:
     every kernel's first-launch rank in the timeline run (``first_launch_order``)."""
+    import pandas as pd
     from ..analysis.tensor_cores import classify_launches
     from ..api import _load_all
+    from ..collect.hardware_pass import first_launch_order, needs_hardware
 
     for p, loaded in zip(inputs, _load_all(inputs)):
         parsed[p] = loaded
@@ -183,6 +190,18 @@ def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
     need.attrs["order"] = first_launch_order(launches)
     need.attrs["first"] = replay_pass.first_launches(launches, need["name"]) if not need.empty else {}
     return need
+
+
+def _missing(need: pd.DataFrame, out: Outcome, opts: Options):
+    """(names needing evidence, cached evidence, names found in the cache, names an earlier pass could not
+    measure, names to measure now) for a ``needs_hardware`` table."""
+    names = list(dict.fromkeys(need["name"])) if not need.empty else []
+    cached = out.cache.lookup(need) if (out.cache is not None and not opts.hardware and names) else None
+    if cached is not None and opts.counters == "full":  # exact dtypes asked for: name-typed entries do not do
+        cached = cached[~cached["dtype_named"].fillna(False).astype(bool).to_numpy()]
+    have = set(cached["name"]) if cached is not None and not cached.empty else set()
+    tried = out.cache.unmeasured(set(names) - have) if (out.cache is not None and not opts.hardware) else set()
+    return names, cached, have, tried, [n for n in names if n not in have and n not in tried]
 
 
 def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: str | None,
@@ -257,11 +276,18 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             pass
 
     threading.Thread(target=_preload, daemon=True, name="nsighttc-preload").start()
+    early: replay_pass.EarlyPlan | None = None
+    early_found: dict | None = None
+    if rp_run is not None:  # the launcher lists its kernels before writing the trace: start the replay from that
+        early = replay_pass.EarlyPlan(run_dir / KERNEL_OPS_FILE, run_dir / replay_pass.OPS_FILE, rp_gate,
+                                      lambda n: _missing(n, out, opts)[4]).start()
     say(f"[1/2 timeline: {tl.engine}] running the program "
         f"({'torch.profiler' if tl.engine == 'torch' else 'Nsight Systems'}) ... {time.monotonic() - started:.0f}s")
     try:
         run_pass(tl, timeout=remaining(), say=say)
     except BaseException:
+        if early is not None:
+            early.finish()
         for g, r in ((gate, hw_run), (rp_gate, rp_run)):
             if r is not None:
                 close_gate("stop", g)
@@ -269,6 +295,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         raise
     out.done.append(tl)
     timeline_ended = time.monotonic()
+    import pandas as pd  # (imported by _preload meanwhile: see the module's imports)
+    from ..collect import hardware_pass
     try:
         out.inputs += _export(tl, run_dir, out.notes)
     except NsighttcError as exc:
@@ -284,6 +312,19 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     if opened_early:
         close_gate("go")
         watcher_started = time.monotonic()
+    if early is not None:  # the launcher wrote its kernel list before the trace, or none: that plan has ended
+        early_found = early.finish()
+        info["early_plan"] = early.info if early_found is not None else {"launcher": early.error or "no kernel list"}
+    if early_found is None and rp_run is not None and not stop_everything and tl.torch_trace is not None:
+        # the replay is planned from the trace's kernel events alone and runs while the whole trace is parsed
+        t0 = time.monotonic()
+        try:
+            early_found = replay_pass.start_from_trace(tl.torch_trace, run_dir / replay_pass.OPS_FILE, rp_gate,
+                                                       lambda n: _missing(n, out, opts)[4])
+            info["early_plan"] = {**info.get("early_plan", {}), "source": "trace kernel events",
+                                  "planned_in_s": round(time.monotonic() - t0, 2)}
+        except Exception as exc:  # noqa: BLE001 - planned from the parsed trace below instead
+            info["early_plan"] = {**info.get("early_plan", {}), "error": f"{type(exc).__name__}: {exc}"}
     if rp_run is not None:  # the replay makes its CUDA context while we plan; it waits for the operator list
         close_gate("stop" if stop_everything else "go", rp_gate)
     try:
@@ -291,13 +332,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     except NsighttcError as exc:  # the timeline cannot be read: no plan for ncu; the analysis will say why
         out.failures.append(f"the timeline could not be read to plan the Nsight Compute pass: {exc}")
         need, stop_everything = pd.DataFrame(), True
-    names = list(dict.fromkeys(need["name"])) if not need.empty else []
-    cached = out.cache.lookup(need) if (out.cache is not None and not opts.hardware and names) else None
-    if cached is not None and opts.counters == "full":  # exact dtypes asked for: name-typed entries do not do
-        cached = cached[~cached["dtype_named"].fillna(False).astype(bool).to_numpy()]
-    have = set(cached["name"]) if cached is not None and not cached.empty else set()
-    tried = out.cache.unmeasured(set(names) - have) if (out.cache is not None and not opts.hardware) else set()
-    missing = [n for n in names if n not in have and n not in tried]
+    names, cached, have, tried, missing = _missing(need, out, opts)
     out.evidence = cached
     info.update({"counters": opts.counters,
                  "kernels_needing_hardware": len(names), "from_cache": len(have), "to_measure": len(missing),
@@ -307,7 +342,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     replayed: list[str] = []
     if rp_run is not None:
         to_replay = [] if stop_everything else missing  # (rp_run exists only with ncu, never with --fast)
-        missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, to_replay, out, say, started, remaining)
+        missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, to_replay, out, say, started, remaining,
+                                                   early=early_found)
     if opts.fast:
         info["hardware_pass"] = "skipped (--fast)"
         out.notes.append(f"--fast: timeline only; Tensor Core evidence for {len(names) - len(have)} matrix/unknown "
@@ -338,10 +374,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         say(f"[2/2 ncu] {len(missing)} kernel(s) need hardware evidence"
             + (f" ({len(have)} more found in the cache)" if have else "") + f" ... {time.monotonic() - started:.0f}s")
         if hw is None:  # not started beside the timeline: start it now, filtered to exactly these kernels
-            hw = ncu_pass("after", regex=kernel_regex(missing))
+            hw = ncu_pass("after", regex=hardware_pass.kernel_regex(missing))
         p = hw
         weights = need.groupby("name")["time_ns"].sum().to_dict()
-        watcher = StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_to_stop, p, say, watcher.reason)
+        watcher = hardware_pass.StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_to_stop, p, say, watcher.reason)
                                   if target.python_program else None, weights=weights,
                                   order=need.attrs.get("order"))
 
@@ -413,6 +449,7 @@ def remember(out: Outcome, verdict, target: Target) -> None:
         return
     source = str(out.done[0].log.parent) if out.done else ""
     added = out.cache.add(verdict.launches, source=source)
+    from ..collect.hardware_pass import needs_hardware
     still = needs_hardware(verdict.launches)
     ncu_had_its_chance = any(p.engine == "ncu" and p.returncode is not None for p in out.done)
     if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
