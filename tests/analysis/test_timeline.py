@@ -4,7 +4,9 @@ import gzip
 import json
 import sqlite3
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import nsighttc
 from tests.conftest import KINETO
@@ -215,3 +217,20 @@ def test_merge_matches_names_written_with_template_casts():
     assert (out["evidence"] == "hardware").all()
     assert (out["tensor_core"].to_numpy() == hw["tensor_core"].to_numpy()).all()
     assert (out["tc_state"] == hw["tc_state"]).all()
+
+
+@given(st.lists(st.integers(0, 200), max_size=24, unique=True), st.lists(st.integers(-5, 205), max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_idle_gaps_are_cut_at_every_inside_point(edges, cuts):
+    """idle._cut_gaps places pieces by arithmetic instead of sorting them: against the definition (each gap
+    split at the distinct cuts strictly inside it, pieces in time order)."""
+    from nsighttc.analysis.timeline.idle import _cut_gaps
+    pts = sorted(edges)[: len(edges) // 2 * 2]
+    gs, ge = np.array(pts[0::2], dtype=float), np.array(pts[1::2], dtype=float)
+    want = []
+    for g, (s, e) in enumerate(zip(gs, ge)):
+        inner = sorted({c for c in cuts if s < c < e})
+        bounds = [s, *inner, e]
+        want += [(lo, hi, g) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    a, b, g = _cut_gaps(gs, ge, np.array(cuts, dtype=float))
+    assert list(zip(a.tolist(), b.tolist(), g.tolist())) == want

@@ -160,24 +160,29 @@ def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, launch_c
 
 
 def _cut_gaps(gs: np.ndarray, ge: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The gaps [gs, ge) cut at every point of ``cuts`` that falls strictly inside one: piece starts, ends
-    and gap index. Gap edges are already sorted and interleaved, and few cuts fall inside gaps, so one
-    merge of nearly sorted runs replaces a sort of every point (1M-kernel trace: 0.05 s, was 0.3 s)."""
+    """The gaps [gs, ge) (sorted, disjoint) cut at every point of ``cuts`` that falls strictly inside one:
+    piece starts, ends and gap index, in time order. With the inside cuts sorted (k-th cut in gap i_k),
+    gap g's pieces are its start, then its cuts, so every piece's place is known without sorting the
+    pieces: cut k starts piece k + i_k + 1 and ends piece k + i_k (4M-kernel trace: 0.10 s, against 0.4-0.6 s
+    for one stable argsort of every edge and cut)."""
     if len(gs) == 0:
         return np.array([]), np.array([]), np.array([], dtype=np.int64)
-    i = np.clip(np.searchsorted(gs, cuts, side="right") - 1, 0, None)
-    cuts = cuts[(cuts > gs[i]) & (cuts < ge[i])]
-    edges = np.column_stack([gs, ge]).ravel()
-    label = np.tile(np.array([1, -1], dtype=np.int8), len(gs))
-    pts = np.concatenate([edges, np.unique(cuts)])
-    lab = np.concatenate([label, np.zeros(len(pts) - len(edges), dtype=np.int8)])
-    order = np.argsort(pts, kind="stable")  # runs: timsort merges them; ties keep gap edges first
-    pts, lab = pts[order], lab[order]
-    is_open = np.cumsum(lab)[:-1] > 0        # a gap is open from this point to the next
-    gap = np.cumsum(lab == 1)[:-1] - 1
-    a, b = pts[:-1], pts[1:]
-    keep = is_open & (b > a)
-    return a[keep], b[keep], gap[keep]
+    cuts = np.unique(cuts)  # sorted: the searches below walk forward
+    i = np.searchsorted(gs, cuts, side="right") - 1
+    inside = i >= 0
+    inside[inside] = (cuts[inside] > gs[i[inside]]) & (cuts[inside] < ge[i[inside]])
+    cuts, i = cuts[inside], i[inside]
+    n = np.bincount(i, minlength=len(gs))              # cuts per gap
+    before = np.concatenate([[0], np.cumsum(n)])         # cuts in the gaps before each gap
+    g = np.arange(len(gs))
+    k = np.arange(len(cuts))
+    size = len(gs) + len(cuts)
+    a, b = np.empty(size), np.empty(size)
+    a[g + before[:-1]] = gs
+    b[g + before[1:]] = ge
+    a[k + i + 1] = cuts
+    b[k + i] = cuts
+    return a, b, np.repeat(g, n + 1)
 
 
 def _main_pid(api: pd.DataFrame, ranges: pd.DataFrame):
