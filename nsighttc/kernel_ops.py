@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 VERSION = 1
-# Kineto activity types that are GPU kernels (torch >= 2.x `_KinetoEvent.activity_type()`); without that
-# accessor, device events that are not copies, sets or user annotations.
+# Kineto activity type of GPU kernels (`_KinetoEvent.activity_type()`: torch 2.13 has it, 2.11 does not, seen with
+# benchmarks/gpu_kernel_ops_probe.py); without it, device events that are not copies, sets or user annotations.
 KERNEL_ACTIVITY = "kernel"
 NOT_KERNELS = ("Memcpy", "Memset")
 
