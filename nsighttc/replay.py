@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -261,5 +262,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _exit_now(code: int) -> None:
+    """End the process without the interpreter's shutdown and C++ static destructors: every profile is already
+    with ncu (its ==PROF== line is printed as each kernel is measured). From the replay's end to ncu's exit:
+    0.90-1.04 s with that shutdown, 0.24-0.30 s without (H100, ResNet-50 AMP's 39 calls, 58 profiles in the report
+    both ways: benchmarks/gpu_replay_tail_probe.sh, reports/profile_overhead/replay_tail_probe.txt)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_now(main())
