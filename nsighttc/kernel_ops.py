@@ -11,8 +11,8 @@ nsighttc picks the kernels to replay from it and opens the replay while the trac
 and parsed. The trace remains the record: the plan made from it decides, and whatever this list missed is
 measured on the program as before.
 
-Needs a torch whose profiler events carry input strides (``_KinetoEvent.structured_input_strides``: torch
-2.13 has it, 2.11 does not); without, no list is written and the replay starts from the trace as before.
+Needs a torch whose profiler events carry input strides and activity types
+(``_KinetoEvent.structured_input_strides``, ``activity_type``: torch 2.13 has them, 2.11 does not); without, no list is written and the replay starts from the trace as before.
 Runs inside the user's program: imports nothing beyond the standard library and torch, and any failure
 only means no early list (``write`` returns the reason). Fields are those ``parse.kineto_ops.OpCall`` reads
 from the trace (``Input type`` names, dims, strides, concrete values as text), so the replay treats both
@@ -27,9 +27,9 @@ from pathlib import Path
 
 VERSION = 1
 # Kineto activity type of GPU kernels (`_KinetoEvent.activity_type()`: torch 2.13 has it, 2.11 does not, seen with
-# benchmarks/gpu_kernel_ops_probe.py); without it, device events that are not copies, sets or user annotations.
+# benchmarks/gpu_kernel_ops_probe.py, which also lacks the input strides: ``write`` needs both)
 KERNEL_ACTIVITY = "kernel"
-NOT_KERNELS = ("Memcpy", "Memset")
+NEEDED = ("structured_input_strides", "activity_type")
 
 
 def _text(v) -> str:
@@ -63,16 +63,9 @@ def collect(events, cuda, cpu) -> list[dict]:
     """Distinct kernels (first launch, total time, launches) with their first launch's operator call.
     ``cuda``/``cpu``: the ``DeviceType`` values. Two passes over the events: kernels, then the operators
     of the first launches (by id)."""
-    kind = hasattr(events[0], "activity_type") if events else False
-    annotation = hasattr(events[0], "is_user_annotation") if events else False
     first: dict[str, list] = {}  # name -> [start, operator id, device, launches, time]
     for e in events:
-        if e.device_type() != cuda:
-            continue
-        if kind:
-            if e.activity_type() != KERNEL_ACTIVITY:
-                continue
-        elif (annotation and e.is_user_annotation()) or e.name().startswith(NOT_KERNELS):
+        if e.device_type() != cuda or e.activity_type() != KERNEL_ACTIVITY:
             continue
         name, start = e.name(), e.start_ns()
         f = first.get(name)
@@ -102,12 +95,13 @@ def write(prof, path: Path) -> str:
     try:
         from torch._C._autograd import _KinetoEvent
         from torch.autograd import DeviceType
-        if not hasattr(_KinetoEvent, "structured_input_strides"):
+        if not all(hasattr(_KinetoEvent, a) for a in NEEDED):
             # torch 2.11 (H100 machine, benchmarks/gpu_kernel_ops_probe.py): no strides per event, and the
             # replay needs them (a transposed GEMM operand made contiguous picks another cuBLAS kernel: 2 of
             # ResNet-50 AMP's 49 kernels were missed that way). Its event tree has them, but walking it took
             # 5.7 s there for 252,651 events.
-            return "no kernel list (this torch's profiler events carry no input strides; the trace has them)"
+            return ("no kernel list (this torch's profiler events carry no input strides or activity types; "
+                    "the trace has them)")
         events = prof.profiler.kineto_results.events()
         kernels = collect(events, DeviceType.CUDA, DeviceType.CPU)
         doc = {"version": VERSION, "kernels": kernels, "seconds": round(time.perf_counter() - t0, 3)}
