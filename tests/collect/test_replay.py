@@ -186,7 +186,9 @@ def test_the_early_plan_writes_the_trace_plans_operator_list_and_opens_the_gate(
     listing = tmp_path / "kernel_ops.json"
     ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
     early = replay_pass.EarlyPlan(listing, ops, gate, lambda need: list(dict.fromkeys(need["name"]))).start()
-    listing.write_text(json.dumps({"version": 1, "kernels": _early_list(parsed)}))
+    tmp = tmp_path / "kernel_ops.json.tmp"  # written whole, then renamed, as the launcher does (the thread polls)
+    tmp.write_text(json.dumps({"version": 1, "kernels": _early_list(parsed)}))
+    tmp.replace(listing)
     found = early.finish()  # the list exists before the wait stops: the plan is made
     assert early.error is None and found is not None
     assert found["calls"] == 18 and found["kernels_with_operator"] == 19 and found["kernels_without_operator"] == 0
