@@ -46,8 +46,14 @@ MEM_KIND = {0: "pageable", 1: "pinned", 2: "device", 3: "array", 4: "managed", 5
 
 
 def _pid(global_id) -> np.ndarray:
-    ids = pd.to_numeric(pd.Series(global_id), errors="coerce").fillna(0).to_numpy(dtype="int64")
-    return (ids >> 24) & 0xFFFFFF
+    """The process id packed in bits 24-47 of a ``globalPid``/``globalTid`` (one new array for the SQL
+    columns: 7M API calls made three 57 MB temporaries through pandas)."""
+    if isinstance(global_id, np.ndarray) and global_id.dtype == np.int64:
+        out = global_id >> 24
+    else:
+        out = pd.to_numeric(pd.Series(global_id), errors="coerce").fillna(0).to_numpy(dtype="int64") >> 24
+    out &= 0xFFFFFF
+    return out
 
 
 def _tables(con: sqlite3.Connection) -> set[str]:
@@ -124,11 +130,27 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         jobs["runtime"] = ("CUPTI_ACTIVITY_KIND_RUNTIME", ["start", "end", "globalTid", "correlationId", "nameId"],
                            _columns(con, "CUPTI_ACTIVITY_KIND_RUNTIME"))
+    # The API calls are read once the GPU tables are in: their columns (as many rows as kernels and more) and
+    # the kernel query's would otherwise be held together while the tables are built (4M kernels: ~290 MB
+    # more at the reader's peak); the read then runs beside building the kernel and GPU tables.
+    runtime_job = jobs.pop("runtime", None)
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         futures = {key: pool.submit(_ints, None, db, *spec) for key, spec in jobs.items()}
         nvtx_future = pool.submit(_nvtx, db, tables, strings)
         got = {key: f.result() for key, f in futures.items()}
-        ranges = nvtx_future.result()
+        runtime_future = pool.submit(_ints, None, db, *runtime_job) if runtime_job else None
+        try:
+            return _build(con, tables, path, got, strings, name_col, nvtx_future, runtime_future)
+        finally:
+            for f in (nvtx_future, runtime_future):
+                if f is not None:
+                    f.cancel()
+
+
+def _build(con, tables: set[str], path: Path, got: dict, strings: dict, name_col: str, nvtx_future,
+           runtime_future) -> Parsed:
+    """The kernel table and the Timeline from the GPU tables' columns (``got``), then the ranges and API calls
+    as their reads finish."""
     k = got["kernel"]
     names = _categorical(k[name_col], strings)
     graphs = got.get("graph")
@@ -136,8 +158,8 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
         "source": labels.constant("nsys", len(names)), "input": labels.constant(str(path), len(names)),
         "launch_id": pd.array(k["correlationId"], dtype="Int64"),
         "name": names,
-        "duration_ns": (k["end"] - k["start"]).astype("float64"),
-        "start_ns": k["start"].astype("float64"),
+        "duration_ns": k["end"] - k["start"],
+        "start_ns": k["start"],  # float64 from SQL (``REAL``): taken as it is
         "stream": _categorical(k["streamId"], None),
         "device": pd.array(k["deviceId"], dtype="Int64"),
     }, copy=False)
@@ -153,24 +175,33 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
 
     gpu_ops = _gpu_ops([("kernel", k), ("memcpy", got.get("memcpy")), ("memset", got.get("memset")),
                         ("graph", graphs if graphs is not None and len(graphs["start"]) else None)])
+    # the kernel query's columns the tables did not take as they are: freed before the API table is built
+    for key in ("kernel", "memcpy", "memset", "graph"):
+        got.pop(key, None)
+    del k, graphs
+    allocator.give_back_free_memory()
 
     api = pd.DataFrame(columns=API_COLUMNS)
-    if "runtime" in got:
-        r = got["runtime"]
+    if runtime_future is not None:
+        r = runtime_future.result()
         api_names = _categorical(r["nameId"], strings)
         api_names = api_names.cat.rename_categories(strip_api_version(pd.Series(api_names.cat.categories)).tolist()) \
             if strip_api_version(pd.Series(api_names.cat.categories)).is_unique else \
             pd.Series(strip_api_version(api_names.astype(str)), dtype="category")
-        api = pd.DataFrame({"pid": _pid(r["globalTid"]), "tid": r["globalTid"], "start_ns": r["start"].astype("float64"),
-                            "end_ns": r["end"].astype("float64"), "name": api_names,
+        api = pd.DataFrame({"pid": _pid(r["globalTid"]), "tid": r["globalTid"], "start_ns": r["start"],
+                            "end_ns": r["end"], "name": api_names,
                             "correlation": r["correlationId"]}, copy=False)
         del r
-    del got, k, graphs  # the raw columns: ~100 MB of a million-kernel export, no longer needed
+    del got  # the raw columns: ~100 MB of a million-kernel export, no longer needed
     allocator.give_back_free_memory()
+    ranges = nvtx_future.result()
 
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api, ranges)
     kernels["nvtx"] = attribute_ranges(kernels, api, ranges)
     kernels = conform(kernels)
+    # what the reader freed goes back to the system: the analysis runs on two threads, each with its own
+    # malloc arena, and the second could not reuse this one's free memory (4M kernels: ~680 MB of it)
+    allocator.give_back_free_memory()
     timeline = Timeline("nsys", gpu_ops, api, ranges, devices)
     return Parsed(path, Kind.NSYS_SQLITE, kernels, notes, timeline)
 
@@ -183,7 +214,7 @@ def _gpu_ops(parts: list[tuple[str, dict | None]]) -> pd.DataFrame:
     n = sum(lens)
 
     def col(name, fill, dtype, f=lambda a: a):
-        return np.concatenate([f(t[name]).astype(dtype) if name in t else np.full(m, fill, dtype=dtype)
+        return np.concatenate([f(t[name]).astype(dtype, copy=False) if name in t else np.full(m, fill, dtype=dtype)
                                for (_, t), m in zip(parts, lens)]) if parts else np.empty(0, dtype=dtype)
 
     kinds = [kind for kind, _ in parts]
@@ -223,6 +254,12 @@ def _graph_rows(g: dict[str, np.ndarray], path: Path) -> pd.DataFrame:
 PACKED = {f"{d}Key": (f"(({d}X << 32) | ({d}Y << 16) | {d}Z)", (f"{d}X", f"{d}Y", f"{d}Z")) for d in ("grid", "block")}
 
 
+# Timestamps come out of SQLite as doubles (what every table downstream holds): the tables then take the
+# arrays as they are, instead of an integer copy and a float copy of each (4M-kernel export: ~300 MB less at
+# the reader's peak). Nanosecond timestamps stay exact below 2^53 ns (104 days).
+REAL = {"start", "end"}
+
+
 def _select(cols: list[str], have: set[str]) -> str:
     parts = []
     for i, c in enumerate(cols):
@@ -230,14 +267,17 @@ def _select(cols: list[str], have: set[str]) -> str:
             expr, needs = PACKED[c]
             parts.append(f"COALESCE({expr}, -1) AS c{i}" if set(needs) <= have else f"-1 AS c{i}")
         elif c not in have:
-            parts.append(f"-1 AS c{i}")
+            parts.append(f"{'-1.0' if c in REAL else '-1'} AS c{i}")
+        elif c in REAL:
+            parts.append(f"COALESCE(CAST({c} AS REAL), -1.0) AS c{i}")
         else:
             parts.append(f"COALESCE({c}, -1) AS c{i}")
     return ", ".join(parts)
 
 
 def _ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: int = 262144) -> dict[str, np.ndarray]:
-    """Integer columns of a table as numpy arrays (missing column or NULL -> -1; ``PACKED`` names computed).
+    """Integer columns of a table as numpy arrays (missing column or NULL -> -1; ``PACKED`` names computed;
+    ``REAL`` ones as float64).
 
     Through Arrow's ADBC SQLite driver (a dependency; columnar, ~3x faster on millions of rows), else
     sqlite3 in chunks: either way no per-row Python objects survive, so a million rows cost tens of
@@ -249,23 +289,26 @@ def _ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: 
             with adbc.connect(f"file:{db}?mode=ro") as acon, acon.cursor() as cur:
                 cur.execute(f'SELECT {sel} FROM "{table}"')
                 tbl = cur.fetch_arrow_table()
-            if tbl.num_rows == 0 or all(str(t) == "int64" for t in tbl.schema.types):
+            want = ["double" if c in REAL else "int64" for c in cols]
+            if tbl.num_rows == 0 or [str(t) for t in tbl.schema.types] == want:
                 arrays = tbl.columns
                 del tbl
                 out = {}
                 for i, c in enumerate(cols):  # each Arrow column freed once converted: no second copy of the table
                     out[c], arrays[i] = arrays[i].to_numpy(), None
+                    if c in REAL:
+                        out[c] = out[c].astype(np.float64, copy=False)  # an empty table's columns are null-typed
                 return out
         except Exception:  # driver missing or a column it cannot type: the stdlib path below is exact
             pass
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)  # one per thread: connections are not shared
     cur = con.execute(f'SELECT {sel} FROM "{table}"')
     parts = []
-    while rows := cur.fetchmany(chunk):
-        parts.append(np.array(rows, dtype=np.int64).reshape(-1, len(cols)))
+    while rows := cur.fetchmany(chunk):  # ints and floats side by side: object rows, one typed copy per column
+        parts.append(np.array(rows, dtype=object).reshape(-1, len(cols)))
     con.close()
-    arr = np.concatenate(parts) if parts else np.empty((0, len(cols)), dtype=np.int64)
-    return {c: arr[:, i] for i, c in enumerate(cols)}
+    arr = np.concatenate(parts) if parts else np.empty((0, len(cols)), dtype=object)
+    return {c: np.ascontiguousarray(arr[:, i], dtype=np.float64 if c in REAL else np.int64) for i, c in enumerate(cols)}
 
 
 def _categorical(ids: np.ndarray, strings: dict | None) -> pd.Series:

@@ -41,6 +41,7 @@ class Timeline:
 
 
 _API_KEY_CACHE: dict[int, tuple] = {}
+SLICE = 1 << 20  # rows per slice of a whole-run lookup: temporaries of 8 MB, not 30-60
 
 
 def corr_key(pid, corr) -> np.ndarray:
@@ -75,7 +76,8 @@ class _CallIndex:
         ok = corr >= 0
         self.dense = len(self.pids) * self.width <= 4 * len(api) + (1 << 20)  # table <= 32 B per API row
         if self.dense:
-            self.table = np.full(len(self.pids) * self.width, -1, dtype=np.int64)
+            # rows as int32 while they fit: the table lives as long as the API table (4M kernels: 27 MB saved)
+            self.table = np.full(len(self.pids) * self.width, -1, dtype=np.int32 if len(api) < 2**31 else np.int64)
             rows = np.flatnonzero(ok)[::-1]  # reversed: the first occurrence is written last
             self.table[pc[rows] * self.width + corr[rows]] = rows
         else:
@@ -86,11 +88,16 @@ class _CallIndex:
     def find(self, pid, corr) -> np.ndarray:
         """Row of the API table for each (pid, correlation id), -1 where none."""
         if not self.dense:
-            kk = corr_key(pid, corr)
+            p, c = _int64(pid), _int64(corr)
+            out = np.full(len(c), -1, dtype=np.int64)
             if len(self.sorted) == 0:
-                return np.full(len(kk), -1, dtype=np.int64)
-            pos = np.clip(np.searchsorted(self.sorted, kk), 0, len(self.sorted) - 1)
-            return np.where(self.sorted[pos] == kk, self.order[pos], -1)
+                return out
+            for i in range(0, len(c), SLICE):  # a slice at a time: 4M launches made ~200 MB of temporaries
+                kk = corr_key(p[i:i + SLICE], c[i:i + SLICE])
+                pos = np.searchsorted(self.sorted, kk)
+                np.clip(pos, 0, len(self.sorted) - 1, out=pos)
+                out[i:i + SLICE] = np.where(self.sorted[pos] == kk, self.order[pos], -1)
+            return out
         pc = self.pids.get_indexer(_int64(pid))
         c = _int64(corr)
         ok = (pc >= 0) & (c >= 0) & (c < self.width)
@@ -101,9 +108,8 @@ class _CallIndex:
 
 def launch_times(kernels: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     """Start/end of each kernel's launch call (joined on pid + correlation id); NaN where not traced."""
-    out = pd.DataFrame({"start_ns": np.nan, "end_ns": np.nan}, index=kernels.index)
     if api.empty or kernels.empty:
-        return out
+        return pd.DataFrame({"start_ns": np.nan, "end_ns": np.nan}, index=kernels.index)
     cached = _API_KEY_CACHE.get(id(api))
     if cached is not None and cached[0]() is api:
         index = cached[1]
@@ -112,11 +118,14 @@ def launch_times(kernels: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
         _API_KEY_CACHE.clear()
         _API_KEY_CACHE[id(api)] = (weakref.ref(api), index)  # weak: never keeps a table alive
     src = index.find(kernels["pid"], kernels["launch_id"])
-    hit = src >= 0
-    s = np.clip(src, 0, None)
-    out["start_ns"] = np.where(hit, api["start_ns"].to_numpy(dtype="float64")[s], np.nan)
-    out["end_ns"] = np.where(hit, api["end_ns"].to_numpy(dtype="float64")[s], np.nan)
-    return out
+    starts, ends = api["start_ns"].to_numpy(dtype="float64"), api["end_ns"].to_numpy(dtype="float64")
+    start, end = np.full(len(src), np.nan), np.full(len(src), np.nan)
+    for i in range(0, len(src), SLICE):
+        sl = slice(i, i + SLICE)
+        hit = np.flatnonzero(src[sl] >= 0)
+        start[sl][hit] = starts[src[sl][hit]]
+        end[sl][hit] = ends[src[sl][hit]]
+    return pd.DataFrame({"start_ns": start, "end_ns": end}, index=kernels.index, copy=False)
 
 
 def name_devices(kernels: pd.DataFrame, devices: dict[int, dict]) -> None:

@@ -234,3 +234,53 @@ def test_idle_gaps_are_cut_at_every_inside_point(edges, cuts):
         want += [(lo, hi, g) for lo, hi in zip(bounds[:-1], bounds[1:])]
     a, b, g = _cut_gaps(gs, ge, np.array(cuts, dtype=float))
     assert list(zip(a.tolist(), b.tolist(), g.tolist())) == want
+
+
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 60)), max_size=40),
+       st.lists(st.floats(-10, 400, allow_nan=False), max_size=40), st.integers(1, 7))
+@settings(max_examples=300, deadline=None)
+def test_union_and_membership_match_their_definitions(spans, times, slice_len):
+    """intervals.union (running maximum in place) and idle.in_intervals (a slice at a time, ends padded with
+    -inf): against a plain merge and a plain scan, with slices shorter than the input."""
+    from nsighttc.analysis import intervals
+    from nsighttc.analysis.timeline import idle
+    s = np.array([a for a, _ in spans], dtype=float)
+    e = s + np.array([w for _, w in spans], dtype=float)
+    merged = []
+    for a, b in sorted(zip(s.tolist(), e.tolist())):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    u = intervals.union(s, e)
+    assert [[a, b] for a, b in zip(u.starts.tolist(), u.ends.tolist())] == merged
+    assert u.cum.tolist() == [0.0] + np.cumsum([b - a for a, b in merged]).tolist()
+    old, idle.SLICE = idle.SLICE, slice_len
+    try:
+        got = idle.in_intervals(np.array(times), u.starts, u.ends)
+    finally:
+        idle.SLICE = old
+    assert got.tolist() == [any(a <= t < b for a, b in merged) for t in times]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c", None]), st.sampled_from(["x", "y"]), st.booleans(),
+                          st.one_of(st.none(), st.integers(0, 9)), st.floats(0, 100)), min_size=1, max_size=60),
+       st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_packed_groups_match_pandas_groupby(rows, dropna):
+    """tensor_cores.packed_groups (keys packed into one integer) groups exactly as pandas' group-by does, in
+    order of first appearance, with missing keys dropped or kept; sums and minima per group agree."""
+    import pandas as pd
+    from nsighttc.analysis.tensor_cores import _min_by, _sum_by, packed_groups
+    df = pd.DataFrame({"k1": pd.Categorical([r[0] for r in rows], categories=["a", "b", "c"]),
+                       "k2": pd.Categorical([r[1] for r in rows]), "k3": [r[2] for r in rows],
+                       "id": [np.nan if r[3] is None else float(r[3]) for r in rows], "v": [r[4] for r in rows]})
+    gid, keys = packed_groups(df, ["k1", "k2", "k3"], dropna=dropna)
+    g = df.groupby(["k1", "k2", "k3"], sort=False, observed=True, dropna=dropna)
+    want = g.agg(v=("v", "sum"), id=("id", "min")).reset_index()
+    assert keys.astype(object).where(keys.notna(), None).values.tolist() == \
+        want[["k1", "k2", "k3"]].astype(object).where(want[["k1", "k2", "k3"]].notna(), None).values.tolist()
+    assert np.allclose(_sum_by(gid, df["v"].to_numpy(), len(keys)), want["v"].to_numpy())
+    assert np.allclose(_min_by(gid, df["id"].to_numpy(), len(keys)), want["id"].to_numpy(), equal_nan=True)
+    dropped = df[["k1", "k2"]].isna().any(axis=1).to_numpy() if dropna else np.zeros(len(df), dtype=bool)
+    assert ((gid < 0) == dropped).all()

@@ -66,12 +66,13 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     work_end = (launches["start_ns"] + launches["duration_ns"]).to_numpy(dtype="float64") \
         if "start_ns" in launches else np.full(len(launches), np.nan)
     fams = steps_mod.families(ranges, u, lt["start_ns"].to_numpy(dtype="float64"), work_end, th, step_range)
+    del lt, work_end  # 16 B per launch, not needed past the step families: lower the idle analysis' peak
 
     # every idle moment of the window with its cause, then summed per scope
     paths = np.array(sorted(set(labels.strings(ranges["path"]))) if not ranges.empty else [],
                      dtype=object)
     containers = _containers(fams)
-    pieces = idle.pieces(u, lo, hi, ops, idle.op_launch_calls(ops, api), api, ranges, paths, containers, th)
+    pieces = idle.pieces(u, lo, hi, ops, api, ranges, paths, containers, th)
     rinfo = {r.name: {"count": int(r.count), "median_wall_ns": float(r.median_wall_ns),
                       "gpu_busy_share": float(r.gpu_busy_share), "leaf_work": r.name not in containers}
              for r in rstats.itertuples(index=False)}
@@ -194,7 +195,7 @@ def _launch(p: idle.Idle, launches: pd.DataFrame) -> dict:
     m = p.kind == idle.LAUNCH
     dur = launches["duration_ns"] if "duration_ns" in launches else pd.Series(dtype=float)
     return {"kernels": int(len(launches)), "launch_bound_gaps": int(p.first[m].sum()),
-            "short_gaps_ns": float(p.ns[m].sum()),
+            "short_gaps_ns": float((p.end[m] - p.start[m]).sum()),
             "median_kernel_ns": float(dur.median()) if len(dur.dropna()) else None}
 
 

@@ -77,11 +77,11 @@ def op_launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     return launch_times(frame, api).reset_index(drop=True)
 
 
-def _member(u: intervals.Union, t: np.ndarray) -> np.ndarray:
-    if len(u.starts) == 0:
-        return np.zeros(len(t), dtype=bool)
-    i = np.searchsorted(u.starts, t, side="right") - 1
-    return (i >= 0) & (t < u.ends[np.clip(i, 0, None)])
+SLICE = 1 << 20  # elements per slice of a whole-run array: temporaries of 8 MB, not 60
+
+
+def _slices(n: int) -> list[slice]:
+    return [slice(i, i + SLICE) for i in range(0, n, SLICE)]
 
 
 def host_calls(ops: pd.DataFrame, calls: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame,
@@ -109,54 +109,82 @@ def host_calls(ops: pd.DataFrame, calls: pd.DataFrame, api: pd.DataFrame, ranges
     return HostCalls(sync, dtoh, pageable)
 
 
-def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, launch_calls: pd.DataFrame,
-           api: pd.DataFrame, ranges: pd.DataFrame, paths: np.ndarray, containers: set[str], th: Thresholds) -> Idle:
-    """Cut the window's idle time into pieces and give each its cause (see the module docstring)."""
-    calls = host_calls(ops, launch_calls, api, ranges, paths)
-    op_launch = launch_calls["start_ns"].to_numpy()
+def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame,
+           paths: np.ndarray, containers: set[str], th: Thresholds) -> Idle:
+    """Cut the window's idle time into pieces and give each its cause (see the module docstring).
+
+    Memory: a 4M-kernel trace has ~5M gaps and ~7.5M pieces, so every whole-run temporary is 30-60 MB. The
+    steps below are helpers whose temporaries die when they return, piece indices are 32-bit, and the causes
+    are written into one int8 array: the peak of this function fell by ~0.5 GB on that trace."""
     gs, ge = intervals.gaps(u, lo, hi) if hi > lo else (np.array([]), np.array([]))
-    # the op that ended each gap, and when the host launched it
-    o_start = ops["start_ns"].to_numpy(dtype="float64")
-    order = np.argsort(o_start, kind="stable")
-    s_sorted, l_sorted = o_start[order], op_launch[order]
-    j = np.searchsorted(s_sorted, ge, side="left")
-    if len(s_sorted):
-        jj = np.clip(j, 0, len(s_sorted) - 1)
-        has_next = (j < len(s_sorted)) & (s_sorted[jj] == ge)   # the gap at the window's end has none
-        next_launch = np.where(has_next, l_sorted[jj], np.nan)
-    else:
-        has_next, next_launch = np.zeros(len(ge), dtype=bool), np.full(len(ge), np.nan)
-    queued_before = has_next & (next_launch < gs)            # NaN (launch not traced) compares False
-    known = has_next & ~np.isnan(next_launch)                 # without the launch call, no launch overhead
-    short = (ge - gs) < th.launch_gap_ns
+    calls, queued_before, launch_ok = _gap_facts(gs, ge, ops, api, ranges, paths, th)
     # blocking host calls: synchronising calls, and the calls that launched pageable copies
     sync_u = intervals.union(calls.sync["t"].to_numpy(), (calls.sync["t"] + calls.sync["ns"]).to_numpy())
     page_u = intervals.union(calls.pageable["t"].to_numpy(), calls.pageable["call_end"].to_numpy())
     ends = np.sort(np.concatenate([sync_u.ends, page_u.ends]))
     drained = (np.searchsorted(ends, ge, side="right") - np.searchsorted(ends, gs, side="left")) > 0
+    launch_ok &= ~drained
 
-    # host ranges of the process that launches the work
+    seg_t, seg_c = _host_segments(api, ranges, paths)
+    a, b, g = _cut_gaps(gs, ge, np.concatenate([seg_t, sync_u.starts, sync_u.ends, page_u.starts, page_u.ends]))
+    first = a == gs[g]
+    del gs, ge
+    named_path = np.array([bool(p) and p not in containers for p in paths] + [False])
+    # per piece, its innermost range and its cause, a slice of pieces at a time: whole-run temporaries of
+    # 7.5M pieces would be ~60 MB each. The first matching rule wins: rules are written from last to first.
+    kind = np.full(len(a), HOST, dtype=np.int8)
+    pc = np.full(len(a), -1, dtype=np.int32)
+    for sl in _slices(len(a)):
+        mid, gg, k = (a[sl] + b[sl]) / 2, g[sl], kind[sl]
+        if len(seg_t):
+            pos = np.searchsorted(seg_t, mid, side="right") - 1
+            pc[sl] = np.where(pos >= 0, seg_c[np.clip(pos, 0, None)], -1)
+        k[drained[gg]] = DRAINED
+        k[named_path[pc[sl]]] = HOST   # pc -1 -> the trailing False
+        k[launch_ok[gg]] = LAUNCH
+        k[queued_before[gg]] = GPU_WAIT
+        k[in_intervals(mid, sync_u.starts, sync_u.ends)] = SYNC
+        k[in_intervals(mid, page_u.starts, page_u.ends)] = PAGEABLE
+    return Idle(a, b, kind, pc, first, paths, calls)
+
+
+def _gap_facts(gs: np.ndarray, ge: np.ndarray, ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame,
+               paths: np.ndarray, th: Thresholds) -> tuple[HostCalls, np.ndarray, np.ndarray]:
+    """The host's blocking calls, and per gap: was the op that ended it launched before the GPU went idle
+    (``queued_before``), and is it a short gap ended by a traced launch made after (``launch_ok``, before
+    the drained test)."""
+    launch_calls = op_launch_calls(ops, api)
+    calls = host_calls(ops, launch_calls, api, ranges, paths)
+    o_start = ops["start_ns"].to_numpy(dtype="float64")
+    order = np.argsort(o_start, kind="stable")
+    s_sorted = o_start[order]
+    j = np.searchsorted(s_sorted, ge, side="left")
+    if len(s_sorted):
+        np.clip(j, 0, len(s_sorted) - 1, out=j)
+        has_next = s_sorted[j] == ge   # the gap at the window's end has none
+        del s_sorted
+        next_launch = launch_calls["start_ns"].to_numpy()[order[j]]
+        next_launch[~has_next] = np.nan
+    else:
+        has_next, next_launch = np.zeros(len(ge), dtype=bool), np.full(len(ge), np.nan)
+    del order, j, launch_calls
+    queued_before = next_launch < gs                          # NaN (no next op, launch not traced) compares False
+    launch_ok = ~np.isnan(next_launch) & ((ge - gs) < th.launch_gap_ns)  # without the launch call, no overhead
+    return calls, queued_before, launch_ok
+
+
+def _host_segments(api: pd.DataFrame, ranges: pd.DataFrame, paths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Host ranges of the process that launches the work, as segment start times and the innermost range's
+    position in ``paths`` (-1: none) from each start on."""
     main = _main_pid(api, ranges)
     mine = ranges[(ranges["pid"] == main).to_numpy()] if main is not None and not ranges.empty else ranges.iloc[0:0]
-    seg_t, seg_c = _segment_codes(mine) if not mine.empty else (np.array([]), np.array([], dtype=np.int64))
+    if mine.empty:
+        return np.array([]), np.array([], dtype=np.int32)
+    seg_t, seg_c = _segment_codes(mine)
     if len(seg_c):  # range categories -> positions in ``paths``
         cat_pc = path_codes(paths, pd.Series(_path_categorical(mine).cat.categories, dtype=object))
         seg_c = np.where(seg_c >= 0, np.append(cat_pc, -1)[seg_c], -1)
-
-    a, b, g = _cut_gaps(gs, ge, np.concatenate([seg_t, sync_u.starts, sync_u.ends, page_u.starts, page_u.ends]))
-    mid = (a + b) / 2
-    if len(seg_t):
-        pos = np.searchsorted(seg_t, mid, side="right") - 1
-        pc = np.where(pos >= 0, seg_c[np.clip(pos, 0, None)], -1)
-    else:
-        pc = np.full(len(mid), -1)
-    named_path = np.array([bool(p) and p not in containers for p in paths] + [False])
-    named = named_path[pc]  # pc -1 -> the trailing False
-    kind = np.select(
-        [_member(page_u, mid), _member(sync_u, mid), queued_before[g], short[g] & ~drained[g] & known[g], named,
-         drained[g]],
-        [PAGEABLE, SYNC, GPU_WAIT, LAUNCH, HOST, DRAINED], default=HOST).astype(np.int8)
-    return Idle(a, b, kind, pc, a == gs[g], paths, calls)
+    return seg_t, seg_c.astype(np.int32)
 
 
 def _cut_gaps(gs: np.ndarray, ge: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -166,17 +194,19 @@ def _cut_gaps(gs: np.ndarray, ge: np.ndarray, cuts: np.ndarray) -> tuple[np.ndar
     pieces: cut k starts piece k + i_k + 1 and ends piece k + i_k (4M-kernel trace: 0.10 s, against 0.4-0.6 s
     for one stable argsort of every edge and cut)."""
     if len(gs) == 0:
-        return np.array([]), np.array([]), np.array([], dtype=np.int64)
+        return np.array([]), np.array([]), np.array([], dtype=np.int32)
     cuts = np.unique(cuts)  # sorted: the searches below walk forward
     i = np.searchsorted(gs, cuts, side="right") - 1
     inside = i >= 0
     inside[inside] = (cuts[inside] > gs[i[inside]]) & (cuts[inside] < ge[i[inside]])
     cuts, i = cuts[inside], i[inside]
-    n = np.bincount(i, minlength=len(gs))              # cuts per gap
-    before = np.concatenate([[0], np.cumsum(n)])         # cuts in the gaps before each gap
-    g = np.arange(len(gs))
-    k = np.arange(len(cuts))
     size = len(gs) + len(cuts)
+    index = np.int32 if size < 2**31 else np.int64     # piece and gap numbers: half the bytes of int64
+    n = np.bincount(i, minlength=len(gs)).astype(index)  # cuts per gap
+    before = np.concatenate([[0], np.cumsum(n)]).astype(index)  # cuts in the gaps before each gap
+    g = np.arange(len(gs), dtype=index)
+    k = np.arange(len(cuts), dtype=index)
+    i = i.astype(index)
     a, b = np.empty(size), np.empty(size)
     a[g + before[:-1]] = gs
     b[g + before[1:]] = ge
@@ -195,11 +225,23 @@ def _main_pid(api: pd.DataFrame, ranges: pd.DataFrame):
 
 # --- scopes ---------------------------------------------------------------------------------------
 def in_intervals(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Which times fall in one of the sorted, disjoint intervals [starts, ends)."""
+    """Which times fall in one of the sorted, disjoint intervals [starts, ends): t is inside when it is before
+    the end of the last interval starting at or before it (``ends`` padded with -inf for "none")."""
+    out = np.zeros(len(t), dtype=bool)
     if len(starts) == 0:
-        return np.zeros(len(t), dtype=bool)
-    i = np.searchsorted(starts, t, side="right") - 1
-    return (i >= 0) & (t < ends[np.clip(i, 0, None)])
+        return out
+    ends_pad = np.concatenate([[-np.inf], ends])
+    for sl in _slices(len(t)):
+        out[sl] = t[sl] < ends_pad[np.searchsorted(starts, t[sl], side="right")]
+    return out
+
+
+def mids_in(idle: Idle, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which pieces have their midpoint in the sorted, disjoint intervals (a slice of pieces at a time)."""
+    out = np.zeros(len(idle.start), dtype=bool)
+    for sl in _slices(len(out)):
+        out[sl] = in_intervals((idle.start[sl] + idle.end[sl]) / 2, starts, ends)
+    return out
 
 
 @dataclass
@@ -214,11 +256,16 @@ class Scope:
 def scope_of(idle: Idle, piece_mask: np.ndarray, sync_mask: np.ndarray, dtoh_mask: np.ndarray,
              page_mask: np.ndarray) -> Scope:
     # (path, kind) sums with bincount: pieces can number millions, their (path, kind) pairs a few hundred
+    # a slice of pieces at a time: 7.5M pieces made ~250 MB of masked copies per scope (nsys pieces are whole
+    # nanoseconds, so the sums are exact; torch's fractional ones agree with one pass up to rounding)
     nk = len(KINDS)
-    code = (idle.pc[piece_mask].astype(np.int64) + 1) * nk + idle.kind[piece_mask]
     size = (len(idle.paths) + 1) * nk
-    ns = np.bincount(code, weights=idle.ns[piece_mask], minlength=size)
-    gaps = np.bincount(code, weights=idle.first[piece_mask].astype(np.float64), minlength=size)
+    ns, gaps = np.zeros(size), np.zeros(size)
+    for sl in _slices(len(idle.start)):
+        m = piece_mask[sl]
+        code = (idle.pc[sl][m].astype(np.int64) + 1) * nk + idle.kind[sl][m]
+        ns += np.bincount(code, weights=idle.end[sl][m] - idle.start[sl][m], minlength=size)
+        gaps += np.bincount(code, weights=idle.first[sl][m], minlength=size)
     hit = np.flatnonzero((ns > 0) | (gaps > 0))
     t = pd.DataFrame({"pc": hit // nk - 1, "kind": (hit % nk).astype(np.int8), "ns": ns[hit], "gaps": gaps[hit]})
     c = idle.calls
@@ -233,7 +280,7 @@ def scope_of(idle: Idle, piece_mask: np.ndarray, sync_mask: np.ndarray, dtoh_mas
 def time_scope(idle: Idle, starts: np.ndarray, ends: np.ndarray) -> Scope:
     """Everything inside the sorted, disjoint intervals (steady iterations of a family, the window)."""
     c = idle.calls
-    return scope_of(idle, in_intervals((idle.start + idle.end) / 2, starts, ends),
+    return scope_of(idle, mids_in(idle, starts, ends),
                     in_intervals(c.sync["t"].to_numpy(), starts, ends), in_intervals(c.dtoh["t"].to_numpy(), starts, ends),
                     in_intervals(c.pageable["t"].to_numpy(), starts, ends))
 
@@ -248,7 +295,7 @@ def range_scopes(idle: Idle, names: list[str], warm: tuple[np.ndarray, np.ndarra
     m = pd.DataFrame(prefix_rows, columns=["pc", "range"])
     m = m[m["range"].isin(set(names))]
     c = idle.calls
-    keep = ~in_intervals((idle.start + idle.end) / 2, *warm) if warm is not None else np.ones(len(idle.start), dtype=bool)
+    keep = ~mids_in(idle, *warm) if warm is not None else np.ones(len(idle.start), dtype=bool)
     base = scope_of(idle, keep, np.ones(len(c.sync), dtype=bool),
                     np.ones(len(c.dtoh), dtype=bool), np.ones(len(c.pageable), dtype=bool))
     idle_g = {k: g for k, g in base.idle.merge(m, on="pc").groupby("range")}

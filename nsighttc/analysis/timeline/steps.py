@@ -39,9 +39,13 @@ def families(ranges: pd.DataFrame, u: intervals.Union, launch_start: np.ndarray,
     if not paths:
         return []
     ok = ~np.isnan(launch_start)
-    k_order = np.argsort(launch_start[ok], kind="stable")
-    k_start = launch_start[ok][k_order]
-    k_end_max = np.maximum.accumulate(work_end[ok][k_order]) if ok.any() else np.array([])
+    if not ok.all():
+        launch_start, work_end = launch_start[ok], work_end[ok]
+    k_order = np.argsort(launch_start, kind="stable")
+    k_start = launch_start[k_order]
+    k_end_max = work_end[k_order]  # a copy: the running maximum is taken in place
+    del k_order
+    np.maximum.accumulate(k_end_max, out=k_end_max)
     out = []
     cand = ranges[labels.per_category(ranges["path"], lambda p: p in paths, dtype=bool)]
     for path, grp in cand.groupby(labels.strings(cand["path"])):
