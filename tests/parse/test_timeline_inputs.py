@@ -113,3 +113,21 @@ def test_deeply_nested_json_is_refused_at_once(tmp_path, run_cli):
     code, out, err = run_cli("analyze", f)
     assert time.monotonic() - t0 < 5
     assert code == 2 and str(f) in err and "nested" in err and len(err.strip().splitlines()) == 1
+
+
+def test_nsys_reader_without_adbc_gives_the_same_tables(nsys_sqlite, monkeypatch):
+    """The stdlib sqlite3 path (no ADBC driver) reads timestamps as floats and ids as integers exactly like the
+    Arrow path: same kernel table, GPU ops, API calls and verdict."""
+    import sys
+    import pandas as pd
+    from nsighttc.parse import nsys_sqlite as reader
+    fast = reader.read(nsys_sqlite)
+    monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)
+    monkeypatch.setitem(sys.modules, "adbc_driver_sqlite.dbapi", None)
+    slow = reader.read(nsys_sqlite)
+    pd.testing.assert_frame_equal(fast.kernels, slow.kernels)
+    for t in ("gpu_ops", "api", "ranges"):
+        a, b = getattr(fast.timeline, t), getattr(slow.timeline, t)
+        pd.testing.assert_frame_equal(a, b, check_dtype=False)
+        assert a["start_ns"].dtype == b["start_ns"].dtype == "float64"
+    assert len(fast.kernels) > 100
