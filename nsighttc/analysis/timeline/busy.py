@@ -28,9 +28,15 @@ def window(ops: pd.DataFrame, ranges: pd.DataFrame) -> tuple[float, float]:
 
 def devices(ops: pd.DataFrame, devs: dict, lo: float, hi: float, all_devices: intervals.Union) -> list[dict]:
     out = []
-    single = ops["device"].nunique() == 1
-    for dev, grp in ops.groupby("device"):
-        u = all_devices if single else intervals.union(grp["start_ns"].to_numpy(), grp["end_ns"].to_numpy())
+    dev_ids = ops["device"].to_numpy()
+    uniq = pd.unique(dev_ids[~pd.isna(dev_ids)])
+    single = len(uniq) == 1
+    for dev in sorted(uniq):  # one device (the usual case): its union is the whole one, no copy of the table
+        if single:
+            u = all_devices
+        else:
+            m = dev_ids == dev
+            u = intervals.union(ops["start_ns"].to_numpy()[m], ops["end_ns"].to_numpy()[m])
         busy = float(intervals.busy_within(u, np.array([lo]), np.array([hi]))[0]) if hi > lo else 0.0
         info = devs.get(int(dev), {}) if pd.notna(dev) else {}
         out.append({"device": int(dev) if pd.notna(dev) else None, "name": info.get("name"),
@@ -87,10 +93,12 @@ def activity(u: intervals.Union, launches: pd.DataFrame, ranges: pd.DataFrame, l
     busy = intervals.busy_within(u, edges[:-1], edges[1:]) / width
     tc = np.zeros(bins)
     if "start_ns" in launches and not launches.empty:
-        k = launches[(launches["tc_state"] == "yes").to_numpy() & launches["start_ns"].notna().to_numpy()] \
-            if "tc_state" in launches else launches.iloc[0:0]
-        if not k.empty:
-            tu = intervals.union(k["start_ns"].to_numpy(), (k["start_ns"] + k["duration_ns"]).to_numpy())
+        start = launches["start_ns"].to_numpy(dtype="float64")
+        m = (launches["tc_state"] == "yes").to_numpy() & ~np.isnan(start) if "tc_state" in launches \
+            else np.zeros(len(start), dtype=bool)
+        if m.any():  # two columns of the Tensor Core launches, not a subset of the whole launch table
+            s = start[m]
+            tu = intervals.union(s, s + launches["duration_ns"].to_numpy(dtype="float64")[m])
             tc = intervals.busy_within(tu, edges[:-1], edges[1:]) / width
     inst = []
     if not ranges.empty:

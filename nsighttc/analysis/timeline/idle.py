@@ -155,19 +155,23 @@ def _gap_facts(gs: np.ndarray, ge: np.ndarray, ops: pd.DataFrame, api: pd.DataFr
     the drained test)."""
     launch_calls = op_launch_calls(ops, api)
     calls = host_calls(ops, launch_calls, api, ranges, paths)
+    op_launch = launch_calls["start_ns"].to_numpy()
+    del launch_calls  # the calls' ends: only the host calls needed them
     o_start = ops["start_ns"].to_numpy(dtype="float64")
     order = np.argsort(o_start, kind="stable")
+    if len(order) < 2**31:
+        order = order.astype(np.int32)  # kept until the lookup below: half the bytes
     s_sorted = o_start[order]
     j = np.searchsorted(s_sorted, ge, side="left")
     if len(s_sorted):
         np.clip(j, 0, len(s_sorted) - 1, out=j)
         has_next = s_sorted[j] == ge   # the gap at the window's end has none
         del s_sorted
-        next_launch = launch_calls["start_ns"].to_numpy()[order[j]]
+        next_launch = op_launch[order[j]]
         next_launch[~has_next] = np.nan
     else:
         has_next, next_launch = np.zeros(len(ge), dtype=bool), np.full(len(ge), np.nan)
-    del order, j, launch_calls
+    del order, j, op_launch
     queued_before = next_launch < gs                          # NaN (no next op, launch not traced) compares False
     launch_ok = ~np.isnan(next_launch) & ((ge - gs) < th.launch_gap_ns)  # without the launch call, no overhead
     return calls, queued_before, launch_ok
