@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 
 # Above this many launches the Tensor Core side and the timeline side run one after the other: side by side
 # their temporaries add up (4M-kernel nsys export, 2-core machine: peak RSS 2.09-2.14 GB side by side,
-# 1.95-1.96 GB one after the other, for ~1 s more), below it the ~0.4 s they save is worth the memory
-# (1M kernels: ~0.78 GB side by side).
+# 1.93-1.96 GB one after the other, for ~1 s more), below it the ~0.4 s they save is worth the memory
+# (1M kernels: ~0.67 GB side by side).
 SIDE_BY_SIDE_MAX_LAUNCHES = 2_000_000
 
 
@@ -242,8 +242,7 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         return summary, tc_ranges, found, kernel_rows
 
     if timelines and len(all_launches) > SIDE_BY_SIDE_MAX_LAUNCHES:  # memory first: one side, then the other
-        summary, ranges, found, kernel_rows = tensor_core_side()
-        allocator.give_back_free_memory()
+        summary, ranges, found, kernel_rows = tensor_core_side()  # (hands back what it freed at its end)
         timeline = timeline_mod.analyze_timelines([p.timeline for p in timelines], all_launches, thresholds,
                                                   step_range)
     elif timelines:

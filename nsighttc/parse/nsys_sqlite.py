@@ -303,12 +303,14 @@ def _ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: 
             pass
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)  # one per thread: connections are not shared
     cur = con.execute(f'SELECT {sel} FROM "{table}"')
-    parts = []
-    while rows := cur.fetchmany(chunk):  # ints and floats side by side: object rows, one typed copy per column
-        parts.append(np.array(rows, dtype=object).reshape(-1, len(cols)))
+    types = [np.float64 if c in REAL else np.int64 for c in cols]
+    parts: list[list[np.ndarray]] = [[] for _ in cols]
+    while rows := cur.fetchmany(chunk):  # ints and floats side by side: each chunk typed column by column at once
+        block = np.array(rows, dtype=object).reshape(-1, len(cols))
+        for i, t in enumerate(types):
+            parts[i].append(block[:, i].astype(t))
     con.close()
-    arr = np.concatenate(parts) if parts else np.empty((0, len(cols)), dtype=object)
-    return {c: np.ascontiguousarray(arr[:, i], dtype=np.float64 if c in REAL else np.int64) for i, c in enumerate(cols)}
+    return {c: np.concatenate(parts[i]) if parts[i] else np.empty(0, dtype=types[i]) for i, c in enumerate(cols)}
 
 
 def _categorical(ids: np.ndarray, strings: dict | None) -> pd.Series:
