@@ -19,6 +19,7 @@ import threading
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3          # mallopt parameters (malloc.h)
 DEFAULT_TRIM, DEFAULT_MMAP = 128 * 1024, 128 * 1024  # glibc's defaults
 BIG_MMAP = 32 * 1024 * 1024                          # the largest value glibc accepts on 64-bit
+SLICE = 1 << 20  # elements per slice of a whole-run array: temporaries of 8 MB, not the 30-60 MB of 4M-7.5M rows
 _lock = threading.Lock()
 _depth = 0
 
@@ -71,3 +72,10 @@ def give_back_free_memory() -> None:
             pass
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
+
+
+def slices(n: int) -> list[slice]:
+    """Consecutive ``SLICE``-sized slices covering ``n`` rows: whole-run passes done a slice at a time keep
+    their temporaries small (a 4M-kernel analysis peaked ~0.9 GB lower with its lookups and per-piece
+    passes sliced)."""
+    return [slice(i, i + SLICE) for i in range(0, n, SLICE)]

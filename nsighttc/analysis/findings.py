@@ -43,8 +43,9 @@ def _names_with_several_states(name: pd.Series, state: pd.Series) -> list[str]:
     (category order, else sorted): distinct (name, verdict) pairs as one packed integer per launch, not a
     frame of pairs (4M launches: ~130 MB less)."""
     names = labels.as_categorical(name)
-    st = pd.Categorical(state).codes.astype(np.int64) + 1           # 0: missing
-    width = len(pd.Categorical(state).categories) + 1
+    states = pd.Categorical(state)
+    st = states.codes.astype(np.int64) + 1                          # 0: missing
+    width = len(states.categories) + 1
     pairs = pd.unique(names.cat.codes.to_numpy().astype(np.int64) * width + st)
     per_name = np.bincount(pairs // width, minlength=len(names.cat.categories))
     found = [str(names.cat.categories[c]) for c in np.flatnonzero(per_name > 1)]

@@ -329,26 +329,30 @@ def packed_groups(df: pd.DataFrame, keys: list[str], dropna: bool = True) -> tup
     return gid, pd.DataFrame({k: out[k] for k in keys})
 
 
-def _sum_by(gid: np.ndarray, values, m: int) -> np.ndarray:
-    """Per group the sum of ``values`` (missing values count 0, as in ``groupby().sum()``); rows of group -1
-    left out."""
-    v = np.asarray(values, dtype="float64")
+def _in_groups(gid: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``gid`` and ``arrays`` without the rows of group -1 (no copies when every row has a group)."""
     rows = gid >= 0
-    return np.bincount(gid[rows], weights=np.where(np.isnan(v[rows]), 0.0, v[rows]), minlength=m)
+    return (gid, *arrays) if rows.all() else (gid[rows], *(a[rows] for a in arrays))
+
+
+def _sum_by(gid: np.ndarray, values, m: int) -> np.ndarray:
+    """Per group the sum of ``values`` (missing values count 0, as in ``groupby().sum()``)."""
+    g, v = _in_groups(gid, np.asarray(values, dtype="float64"))
+    return np.bincount(g, weights=np.where(np.isnan(v), 0.0, v), minlength=m)
 
 
 def _count_by(gid: np.ndarray, mask, m: int) -> np.ndarray:
-    rows = gid >= 0
-    return np.bincount(gid[rows], weights=np.asarray(mask, dtype=bool)[rows], minlength=m).astype(np.int64)
+    """Per group the number of rows where ``mask`` holds."""
+    g, mk = _in_groups(gid, np.asarray(mask, dtype=bool))
+    return np.bincount(g, weights=mk, minlength=m).astype(np.int64)
 
 
 def _min_by(gid: np.ndarray, values, m: int) -> np.ndarray:
     """Per group the smallest of ``values`` ignoring NaN (NaN where a group has none): ``fmin.at`` in place,
     no group-by machinery over millions of rows."""
-    v = np.asarray(values, dtype="float64")
-    rows = gid >= 0
+    g, v = _in_groups(gid, np.asarray(values, dtype="float64"))
     out = np.full(m, np.inf)
-    np.fmin.at(out, gid[rows] if not rows.all() else gid, v[rows] if not rows.all() else v)
+    np.fmin.at(out, g, v)
     out[np.isinf(out)] = np.nan
     return out
 

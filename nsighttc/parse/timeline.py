@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .. import labels
+from ..allocator import slices
 from .range_paths import paths_at
 
 GPU_OP_COLUMNS = ["device", "start_ns", "end_ns", "kind", "correlation", "pid", "bytes", "copy_kind", "src_kind",
@@ -41,7 +42,6 @@ class Timeline:
 
 
 _API_KEY_CACHE: dict[int, tuple] = {}
-SLICE = 1 << 20  # rows per slice of a whole-run lookup: temporaries of 8 MB, not 30-60
 
 
 def corr_key(pid, corr) -> np.ndarray:
@@ -92,11 +92,11 @@ class _CallIndex:
             out = np.full(len(c), -1, dtype=np.int64)
             if len(self.sorted) == 0:
                 return out
-            for i in range(0, len(c), SLICE):  # a slice at a time: 4M launches made ~200 MB of temporaries
-                kk = corr_key(p[i:i + SLICE], c[i:i + SLICE])
+            for sl in slices(len(c)):  # a slice at a time: 4M launches made ~200 MB of temporaries
+                kk = corr_key(p[sl], c[sl])
                 pos = np.searchsorted(self.sorted, kk)
                 np.clip(pos, 0, len(self.sorted) - 1, out=pos)
-                out[i:i + SLICE] = np.where(self.sorted[pos] == kk, self.order[pos], -1)
+                out[sl] = np.where(self.sorted[pos] == kk, self.order[pos], -1)
             return out
         pc = self.pids.get_indexer(_int64(pid))
         c = _int64(corr)
@@ -120,8 +120,7 @@ def launch_times(kernels: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
     src = index.find(kernels["pid"], kernels["launch_id"])
     starts, ends = api["start_ns"].to_numpy(dtype="float64"), api["end_ns"].to_numpy(dtype="float64")
     start, end = np.full(len(src), np.nan), np.full(len(src), np.nan)
-    for i in range(0, len(src), SLICE):
-        sl = slice(i, i + SLICE)
+    for sl in slices(len(src)):
         hit = np.flatnonzero(src[sl] >= 0)
         start[sl][hit] = starts[src[sl][hit]]
         end[sl][hit] = ends[src[sl][hit]]

@@ -242,6 +242,7 @@ def test_idle_gaps_are_cut_at_every_inside_point(edges, cuts):
 def test_union_and_membership_match_their_definitions(spans, times, slice_len):
     """intervals.union (running maximum in place) and idle.in_intervals (a slice at a time, ends padded with
     -inf): against a plain merge and a plain scan, with slices shorter than the input."""
+    from nsighttc import allocator
     from nsighttc.analysis import intervals
     from nsighttc.analysis.timeline import idle
     s = np.array([a for a, _ in spans], dtype=float)
@@ -255,11 +256,11 @@ def test_union_and_membership_match_their_definitions(spans, times, slice_len):
     u = intervals.union(s, e)
     assert [[a, b] for a, b in zip(u.starts.tolist(), u.ends.tolist())] == merged
     assert u.cum.tolist() == [0.0] + np.cumsum([b - a for a, b in merged]).tolist()
-    old, idle.SLICE = idle.SLICE, slice_len
+    old, allocator.SLICE = allocator.SLICE, slice_len
     try:
         got = idle.in_intervals(np.array(times), u.starts, u.ends)
     finally:
-        idle.SLICE = old
+        allocator.SLICE = old
     assert got.tolist() == [any(a <= t < b for a, b in merged) for t in times]
 
 

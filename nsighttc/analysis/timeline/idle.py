@@ -34,6 +34,7 @@ import pandas as pd
 from ...parse.range_paths import _path_categorical, _segment_codes, paths_at
 from ...parse.timeline import launch_times
 from ... import labels
+from ...allocator import slices
 from .. import intervals
 from .base import SYNC_CALLS, Thresholds
 
@@ -59,10 +60,6 @@ class Idle:
     paths: np.ndarray        # object array of path strings
     calls: HostCalls
 
-    @property
-    def ns(self) -> np.ndarray:
-        return self.end - self.start
-
 
 def path_codes(paths: np.ndarray, values: pd.Series) -> np.ndarray:
     """Codes of path strings in ``paths`` ('' or unknown -> -1)."""
@@ -75,13 +72,6 @@ def op_launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({"start_ns": np.full(len(ops), np.nan), "end_ns": np.full(len(ops), np.nan)})
     frame = pd.DataFrame({"pid": ops["pid"].to_numpy(), "launch_id": ops["correlation"].to_numpy()})
     return launch_times(frame, api).reset_index(drop=True)
-
-
-SLICE = 1 << 20  # elements per slice of a whole-run array: temporaries of 8 MB, not 60
-
-
-def _slices(n: int) -> list[slice]:
-    return [slice(i, i + SLICE) for i in range(0, n, SLICE)]
 
 
 def host_calls(ops: pd.DataFrame, calls: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame,
@@ -134,7 +124,7 @@ def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.
     # 7.5M pieces would be ~60 MB each. The first matching rule wins: rules are written from last to first.
     kind = np.full(len(a), HOST, dtype=np.int8)
     pc = np.full(len(a), -1, dtype=np.int32)
-    for sl in _slices(len(a)):
+    for sl in slices(len(a)):
         mid, gg, k = (a[sl] + b[sl]) / 2, g[sl], kind[sl]
         if len(seg_t):
             pos = np.searchsorted(seg_t, mid, side="right") - 1
@@ -235,7 +225,7 @@ def in_intervals(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndar
     if len(starts) == 0:
         return out
     ends_pad = np.concatenate([[-np.inf], ends])
-    for sl in _slices(len(t)):
+    for sl in slices(len(t)):
         out[sl] = t[sl] < ends_pad[np.searchsorted(starts, t[sl], side="right")]
     return out
 
@@ -243,7 +233,7 @@ def in_intervals(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndar
 def mids_in(idle: Idle, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Which pieces have their midpoint in the sorted, disjoint intervals (a slice of pieces at a time)."""
     out = np.zeros(len(idle.start), dtype=bool)
-    for sl in _slices(len(out)):
+    for sl in slices(len(out)):
         out[sl] = in_intervals((idle.start[sl] + idle.end[sl]) / 2, starts, ends)
     return out
 
@@ -265,7 +255,7 @@ def scope_of(idle: Idle, piece_mask: np.ndarray, sync_mask: np.ndarray, dtoh_mas
     nk = len(KINDS)
     size = (len(idle.paths) + 1) * nk
     ns, gaps = np.zeros(size), np.zeros(size)
-    for sl in _slices(len(idle.start)):
+    for sl in slices(len(idle.start)):
         m = piece_mask[sl]
         code = (idle.pc[sl][m].astype(np.int64) + 1) * nk + idle.kind[sl][m]
         ns += np.bincount(code, weights=idle.end[sl][m] - idle.start[sl][m], minlength=size)
