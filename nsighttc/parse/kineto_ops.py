@@ -16,9 +16,10 @@ planned before the whole trace is parsed.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import kineto_scan, textio
 
@@ -80,21 +81,48 @@ def _windows(path: Path):
         yield buf
 
 
-def _windows_at(path: Path):
-    """``_windows`` with each window's offset in the file."""
-    with textio.open_binary(path) as fh:
-        buf, offset = b"", 0
+def _windows_at(path: Path, fh=None, written: Callable[[], bool] | None = None):
+    """``_windows`` with each window's offset in the file. ``fh``, ``written``: read an open plain file that
+    is still being written (``growing_trace``) until ``written()`` says the writer is done and the end is
+    reached; the last window then comes once the writer is done."""
+    with (textio.open_binary(path) if fh is None else fh) as fh:
+        buf, offset, done = b"", 0, written is None
         while True:
             block = fh.read(BLOCK)
             if not block:
-                if buf:
-                    yield offset, buf
-                return
+                if done:
+                    if buf:
+                        yield offset, buf
+                    return
+                done = written()  # once done: read on to the end of what was written before the signal
+                if not done:
+                    time.sleep(0.01)
+                continue
             buf += block
             if len(buf) >= BLOCK + OVERLAP:
                 yield offset, buf
                 offset += len(buf) - OVERLAP
                 buf = buf[-OVERLAP:]
+
+
+# Kineto writes its trace to ``<file>.tmp`` and renames it to ``<file>`` once complete (libkineto
+# output_json.cpp, ChromeTraceLogger::openTraceFile); older writers write ``<file>`` itself.
+KINETO_TEMP_SUFFIX = ".tmp"
+
+
+def growing_trace(path: Path, gone: Callable[[], bool]):
+    """The trace file Kineto is writing, open for reading from its start (the descriptor follows the rename
+    to ``path``), or None when ``gone()`` says it will not come. Polls every 20 ms."""
+    tmp = path.with_name(path.name + KINETO_TEMP_SUFFIX)
+    while True:
+        for candidate in (tmp, path):
+            try:
+                return candidate.open("rb")
+            except FileNotFoundError:
+                continue
+        if gone():
+            return None
+        time.sleep(0.02)
 
 
 def _first_per_id(path: Path, pattern: re.Pattern, read, count: int) -> dict:
@@ -130,17 +158,22 @@ def _alternation(ids) -> bytes:
 _KERNEL_CAT = re.compile(rb'"cat": "kernel"')
 
 
-def kernel_launches(path: Path) -> list[dict]:
+def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = None) -> list[dict]:
     """Each distinct kernel of the trace: ``{name, device, first_ns, time_ns, launches, external}`` (its first
     launch's start, device and operator ``External id``, None outside any operator), from the kernel events
     alone: one byte scan for ``"cat": "kernel"``, each event decoded by itself. Kineto writes ``ph`` and
     ``cat`` before ``name`` and ``args`` last, and no braces inside argument values; a kernel name may hold
-    braces (``{lambda()#1}``), so the event is delimited from its ``cat`` and its ``args``."""
+    braces (``{lambda()#1}``), so the event is delimited from its ``cat`` and its ``args``.
+
+    ``fh``, ``written``: the trace as Kineto writes it (``growing_trace``), read while it grows: the scan is
+    done soon after the writer (ResNet-50 AMP's 114 MB: written in ~1 s, scanned in ~0.5 s on H100's host)."""
     if kineto_scan.msgspec is None:
+        if fh is not None:
+            fh.close()
         return []
     first: dict[str, list] = {}
     done = -1  # file offset of the last event decoded: a window's overlap holds it again
-    for offset, buf in _windows_at(path):
+    for offset, buf in _windows_at(path, fh, written):
         for m in _KERNEL_CAT.finditer(buf):
             start = buf.rfind(b"{", 0, m.start())
             args = buf.find(b'"args"', m.end())

@@ -93,12 +93,14 @@ class Pass:
     interrupted: bool = False
     profiled_kernels: int = 0
     on_prof: Callable[[str], None] | None = None  # sees each ==PROF== line (the default run's stop rule)
+    on_line: Callable[[str], None] | None = None  # sees every output line first (the default run's trace watch)
     stopped_early: bool = False                    # we interrupted the program on purpose (all kernels measured)
     mode: str = ""                                 # default run: "overlapped" | "after" ncu pass; "timeline"
     perm_lines: list[str] = field(default_factory=list)  # ncu's ERR_NVGPUCTRPERM lines, if any
     ranked: bool = False                           # run once per rank: outputs in rank<R>/ (distribute)
     tool: str | None = None                        # the profiler's executable when argv[0] is the launcher
     stem: str = ""                                 # ncu: the report's file name stem (default: the engine's)
+    trace_written_s: float | None = None           # timeline: when its trace was complete (read from then on)
 
     @property
     def exe(self) -> str:
@@ -202,6 +204,8 @@ def start_pass(p: Pass, *, say: Callable[[str], None]) -> process.Running:
     seen: set[str] = set()
 
     def on_line(line: str) -> None:
+        if p.on_line is not None:
+            p.on_line(line)
         m = _PROF_LINE.search(line)
         if m:
             p.profiled_kernels += 1
@@ -384,7 +388,8 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
         from ..render import markdown
         try:
             ready = outcome.parsed if outcome else {}
-            verdict = analyze([ready.get(p, p) for p in inputs], evidence=outcome.evidence if outcome else None)
+            verdict = analyze([ready.get(p, p) for p in inputs], evidence=outcome.evidence if outcome else None,
+                              ahead=outcome.ahead if outcome else None)
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
         if verdict is not None:
@@ -462,7 +467,9 @@ def _provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], 
         "notes": notes,
         **({"evidence": evidence} if evidence else {}),
         "passes": [{"engine": p.engine, "mode": p.mode or None, "seconds": round(p.seconds, 3),
-                    "stopped_early": p.stopped_early} for p in done],
+                    "stopped_early": p.stopped_early,
+                    **({"trace_written_s": p.trace_written_s} if p.trace_written_s is not None else {})}
+                   for p in done],
     }
 
 

@@ -58,6 +58,7 @@ from ..errors import NsighttcError, UsageError
 from . import (KERNEL_OPS_FILE, CounterPermission, Options, Pass, PERM_FIX, Target, _export, distribute, finish_pass, plan, run_pass,
                start_pass)
 from . import replay_pass
+from .timeline_run import TimelineRun
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,6 +79,7 @@ class Outcome:
     program: str = ""
     info: dict = field(default_factory=dict)  # what the run did for the evidence: provenance["evidence"]
     parsed: dict = field(default_factory=dict)  # input path -> parse.Parsed, read once for planning and verdict
+    ahead: object | None = None  # api.TimelineAhead: the timeline verdict made while the evidence is measured
 
 
 def _has_torch(python: str) -> bool:
@@ -283,9 +285,16 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                                       lambda n: _missing(n, out, opts)[4]).start()
     say(f"[1/2 timeline: {tl.engine}] running the program "
         f"({'torch.profiler' if tl.engine == 'torch' else 'Nsight Systems'}) ... {time.monotonic() - started:.0f}s")
+    # the trace is read as soon as it is written: the launcher's exit (CUDA/CUPTI teardown) overlaps what follows
+    tl_run = scan = None
     try:
-        run_pass(tl, timeout=remaining(), say=say)
+        tl_run = TimelineRun(tl, early=tl.engine == "torch" and not target.distributed, say=say)
+        if rp_run is not None and tl_run.early:  # the replay's kernels are read while the trace is written
+            scan = replay_pass.KernelScan(tl.torch_trace, tl_run.trace_done).start()
+        tl_run.until_written(remaining())
     except BaseException:
+        if tl_run is not None:
+            tl_run.stop()
         if early is not None:
             early.finish()
         for g, r in ((gate, hw_run), (rp_gate, rp_run)):
@@ -294,147 +303,157 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                 r.kill(grace_s=2.0)
         raise
     out.done.append(tl)
-    timeline_ended = time.monotonic()
-    import pandas as pd  # (imported by _preload meanwhile: see the module's imports)
-    from ..collect import hardware_pass
     try:
-        out.inputs += _export(tl, run_dir, out.notes)
-    except NsighttcError as exc:
-        out.failures.append(str(exc))
-    say(f"[1/2 timeline: {tl.engine}] done in {tl.seconds:.1f}s")
-    info = out.info
-    info.update({"timeline_engine": tl.engine, "hardware_pass": "none"})
-    stop_everything = tl.interrupted or tl.timed_out or not out.inputs
-    # A program this cache has no complete record of will almost surely need the ncu pass: open the gate now
-    # and plan while ncu starts the program (~1 s of planning off the first run); if nothing turns out to be
-    # missing, the pass is stopped at once.
-    opened_early = hw_run is not None and not stop_everything  # never with the replay: hw_run starts after it
-    if opened_early:
-        close_gate("go")
-        watcher_started = time.monotonic()
-    if early is not None:  # the launcher wrote its kernel list before the trace, or none: that plan has ended
-        early_found = early.finish()
-        info["early_plan"] = early.info if early_found is not None else {"launcher": early.error or "no kernel list"}
-    if early_found is None and rp_run is not None and not stop_everything and tl.torch_trace is not None:
-        # the replay is planned from the trace's kernel events alone and runs while the whole trace is parsed
-        t0 = time.monotonic()
+        timeline_ended = time.monotonic()
+        import pandas as pd  # (imported by _preload meanwhile: see the module's imports)
+        from ..collect import hardware_pass
         try:
-            early_found = replay_pass.start_from_trace(tl.torch_trace, run_dir / replay_pass.OPS_FILE, rp_gate,
-                                                       lambda n: _missing(n, out, opts)[4])
-            info["early_plan"] = {**info.get("early_plan", {}), "source": "trace kernel events",
-                                  "planned_in_s": round(time.monotonic() - t0, 2)}
-        except Exception as exc:  # noqa: BLE001 - planned from the parsed trace below instead
-            info["early_plan"] = {**info.get("early_plan", {}), "error": f"{type(exc).__name__}: {exc}"}
-    if rp_run is not None:  # the replay makes its CUDA context while we plan; it waits for the operator list
-        close_gate("stop" if stop_everything else "go", rp_gate)
-    try:
-        need = pd.DataFrame() if stop_everything else planned_needs(out.inputs, out.parsed)
-    except NsighttcError as exc:  # the timeline cannot be read: no plan for ncu; the analysis will say why
-        out.failures.append(f"the timeline could not be read to plan the Nsight Compute pass: {exc}")
-        need, stop_everything = pd.DataFrame(), True
-    names, cached, have, tried, missing = _missing(need, out, opts)
-    out.evidence = cached
-    info.update({"counters": opts.counters,
-                 "kernels_needing_hardware": len(names), "from_cache": len(have), "to_measure": len(missing),
-                 "not_measurable_before": len(tried),
-                 "cache": str(out.cache.path) if out.cache is not None else None,
-                 "plan_seconds": round(time.monotonic() - timeline_ended, 2)})  # export, parse, plan, cache
-    replayed: list[str] = []
-    if rp_run is not None:
-        to_replay = [] if stop_everything else missing  # (rp_run exists only with ncu, never with --fast)
-        missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, to_replay, out, say, started, remaining,
-                                                   early=early_found)
-    if opts.fast:
-        info["hardware_pass"] = "skipped (--fast)"
-        out.notes.append(f"--fast: timeline only; Tensor Core evidence for {len(names) - len(have)} matrix/unknown "
-                         "kernel(s) comes from kernel names" + (f", {len(have)} from the evidence cache" if have else ""))
-    elif not missing or ncu is None or stop_everything:
-        if hw_run is not None and opened_early:  # already past the gate: stop it now
-            hw_run.kill(grace_s=2.0)
-        elif hw_run is not None:
-            close_gate("stop")
-            res = hw_run.wait(GATE_WAIT_S)
-            if res.returncode is None:
-                hw_run.kill(grace_s=2.0)
-        if ncu is None and missing:
-            out.notes.append(f"ncu was not found: {len(missing)} matrix/unknown kernel(s) are judged by their names "
-                             "only (install Nsight Compute for hardware evidence)")
-        elif replayed and not missing:
-            info["hardware_pass"] = "replay"
-        elif names and not missing:
-            info["hardware_pass"] = "not needed (cache)"
-            out.notes.append(f"hardware evidence for {len(have)} of the {len(names)} kernel(s) that need it came from "
-                             f"the evidence cache ({out.cache.path if out.cache else ''}); no Nsight Compute pass was run"
-                             + (f"; {len(tried)} an earlier ncu pass could not measure keep their names' answer "
-                                "(--hardware tries again)" if tried else ""))
-        elif not stop_everything:
-            info["hardware_pass"] = "not needed"
-            out.notes.append("no kernel needed hardware evidence (none does matrix work or is unsettled by its name)")
-    else:
-        say(f"[2/2 ncu] {len(missing)} kernel(s) need hardware evidence"
-            + (f" ({len(have)} more found in the cache)" if have else "") + f" ... {time.monotonic() - started:.0f}s")
-        if hw is None:  # not started beside the timeline: start it now, filtered to exactly these kernels
-            hw = ncu_pass("after", regex=hardware_pass.kernel_regex(missing))
-        p = hw
-        weights = need.groupby("name")["time_ns"].sum().to_dict()
-        watcher = hardware_pass.StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_to_stop, p, say, watcher.reason)
-                                  if target.python_program else None, weights=weights,
-                                  order=need.attrs.get("order"))
-
-        def progress(line: str) -> None:
-            watcher.on_line(line)
-            say(f"[2/2 ncu] profiled {watcher.profiled} kernel(s); {watcher.covered}/{watcher.total} of those needed "
-                f"... {time.monotonic() - started:.0f}s")
-        if hw_run is None:
-            hw.on_prof = progress
-            hw_run = start_pass(hw, say=say)
-            watcher.started = time.monotonic()
-        else:
-            if not opened_early:
-                close_gate("go")
-            watcher.started = watcher_started if opened_early else time.monotonic()
-            relay.attach(progress)
-
-        def idle_stop() -> None:
-            while hw_run.proc.poll() is None and not watcher.stopped:
-                watcher.check_idle()
-                time.sleep(0.5)
-        if target.python_program:
-            threading.Thread(target=idle_stop, daemon=True).start()
-        try:
-            finish_pass(hw, hw_run, remaining())
-        except CounterPermission:
-            out.notes.append(f"ncu was refused the performance counters; Tensor Core evidence comes from kernel "
-                             f"names and the cache. {PERM_FIX}")
-            hw = None
-        if hw is not None:
-            out.done.append(hw)
-            info.update({"hardware_pass": hw.mode, "stopped_early": hw.stopped_early, "stop_reason": watcher.reason,
-                         "profiled": hw.profiled_kernels, "measured": watcher.covered,
-                         "measured_time_share": round(watcher.covered_share, 4),
-                         "seconds_after_timeline": round(time.monotonic() - watcher.started, 2)})
+            out.inputs += _export(tl, run_dir, out.notes)
+        except NsighttcError as exc:
+            out.failures.append(str(exc))
+        say(f"[1/2 timeline: {tl.engine}] done in {tl.seconds:.1f}s")
+        info = out.info
+        info.update({"timeline_engine": tl.engine, "hardware_pass": "none"})
+        stop_everything = tl.interrupted or tl.timed_out or not out.inputs
+        # A program this cache has no complete record of will almost surely need the ncu pass: open the gate now
+        # and plan while ncu starts the program (~1 s of planning off the first run); if nothing turns out to be
+        # missing, the pass is stopped at once.
+        opened_early = hw_run is not None and not stop_everything  # never with the replay: hw_run starts after it
+        if opened_early:
+            close_gate("go")
+            watcher_started = time.monotonic()
+        if early is not None:  # the launcher wrote its kernel list before the trace, or none: that plan has ended
+            early_found = early.finish()
+            info["early_plan"] = early.info if early_found is not None else {"launcher": early.error or "no kernel list"}
+        if early_found is None and rp_run is not None and not stop_everything and tl.torch_trace is not None:
+            # the replay is planned from the trace's kernel events alone and runs while the whole trace is parsed
+            t0 = time.monotonic()
             try:
-                out.inputs += _export(hw, run_dir, out.notes)
-            except NsighttcError as exc:
-                out.failures.append(str(exc))
-            if hw.stopped_early and watcher.reason == "covered":
-                out.notes.append(f"Nsight Compute pass: the program was stopped after the {watcher.total} kernel(s) "
-                                 "needing hardware evidence were profiled (the timeline pass ran it to the end)")
-            elif hw.stopped_early and watcher.reason == "passed":
-                out.notes.append(f"Nsight Compute pass: the program was stopped once {watcher.covered} of "
-                                 f"{watcher.total} kernel(s) needing evidence ({watcher.covered_share:.0%} of their "
-                                 "GPU time) were profiled and the run had gone past the point where the others first "
-                                 "ran in the timeline run (this run launched other kernels there); the others keep "
-                                 "their names' answer")
-            elif hw.stopped_early:
-                out.notes.append(f"Nsight Compute pass: the program was stopped once {watcher.covered} of "
-                                 f"{watcher.total} kernel(s) needing evidence ({watcher.covered_share:.0%} of their "
-                                 "GPU time) were profiled and no new one appeared for a while; the others keep their "
-                                 "names' answer (`--engine ncu` profiles every launch configuration of a whole run)")
-            elif watcher.remaining:
-                out.notes.append(f"Nsight Compute pass: {len(watcher.remaining)} kernel(s) needing evidence were not "
-                                 "seen by ncu (launched only in the timeline run, or named differently); they keep "
-                                 "name-rule evidence")
+                scanned = scan.kernels() if scan is not None and tl_run.said_written else None
+                early_found = replay_pass.start_from_trace(tl.torch_trace, run_dir / replay_pass.OPS_FILE, rp_gate,
+                                                           lambda n: _missing(n, out, opts)[4], kernels=scanned)
+                info["early_plan"] = {**info.get("early_plan", {}), "source": "trace kernel events"
+                                      + (", read while written" if scanned is not None else ""),
+                                      "planned_in_s": round(time.monotonic() - t0, 2)}
+            except Exception as exc:  # noqa: BLE001 - planned from the parsed trace below instead
+                info["early_plan"] = {**info.get("early_plan", {}), "error": f"{type(exc).__name__}: {exc}"}
+        if rp_run is not None:  # the replay makes its CUDA context while we plan; it waits for the operator list
+            close_gate("stop" if stop_everything else "go", rp_gate)
+        try:
+            need = pd.DataFrame() if stop_everything else planned_needs(out.inputs, out.parsed)
+        except NsighttcError as exc:  # the timeline cannot be read: no plan for ncu; the analysis will say why
+            out.failures.append(f"the timeline could not be read to plan the Nsight Compute pass: {exc}")
+            need, stop_everything = pd.DataFrame(), True
+        if not stop_everything and out.parsed:  # the timeline side of the analysis runs while ncu measures
+            from ..api import TimelineAhead
+            out.ahead = TimelineAhead([out.parsed[p] for p in out.inputs if p in out.parsed])
+        names, cached, have, tried, missing = _missing(need, out, opts)
+        out.evidence = cached
+        info.update({"counters": opts.counters,
+                     "kernels_needing_hardware": len(names), "from_cache": len(have), "to_measure": len(missing),
+                     "not_measurable_before": len(tried),
+                     "cache": str(out.cache.path) if out.cache is not None else None,
+                     "plan_seconds": round(time.monotonic() - timeline_ended, 2)})  # export, parse, plan, cache
+        replayed: list[str] = []
+        if rp_run is not None:
+            to_replay = [] if stop_everything else missing  # (rp_run exists only with ncu, never with --fast)
+            missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, to_replay, out, say, started, remaining,
+                                                       early=early_found)
+        if opts.fast:
+            info["hardware_pass"] = "skipped (--fast)"
+            out.notes.append(f"--fast: timeline only; Tensor Core evidence for {len(names) - len(have)} matrix/unknown "
+                             "kernel(s) comes from kernel names" + (f", {len(have)} from the evidence cache" if have else ""))
+        elif not missing or ncu is None or stop_everything:
+            if hw_run is not None and opened_early:  # already past the gate: stop it now
+                hw_run.kill(grace_s=2.0)
+            elif hw_run is not None:
+                close_gate("stop")
+                res = hw_run.wait(GATE_WAIT_S)
+                if res.returncode is None:
+                    hw_run.kill(grace_s=2.0)
+            if ncu is None and missing:
+                out.notes.append(f"ncu was not found: {len(missing)} matrix/unknown kernel(s) are judged by their names "
+                                 "only (install Nsight Compute for hardware evidence)")
+            elif replayed and not missing:
+                info["hardware_pass"] = "replay"
+            elif names and not missing:
+                info["hardware_pass"] = "not needed (cache)"
+                out.notes.append(f"hardware evidence for {len(have)} of the {len(names)} kernel(s) that need it came from "
+                                 f"the evidence cache ({out.cache.path if out.cache else ''}); no Nsight Compute pass was run"
+                                 + (f"; {len(tried)} an earlier ncu pass could not measure keep their names' answer "
+                                    "(--hardware tries again)" if tried else ""))
+            elif not stop_everything:
+                info["hardware_pass"] = "not needed"
+                out.notes.append("no kernel needed hardware evidence (none does matrix work or is unsettled by its name)")
+        else:
+            say(f"[2/2 ncu] {len(missing)} kernel(s) need hardware evidence"
+                + (f" ({len(have)} more found in the cache)" if have else "") + f" ... {time.monotonic() - started:.0f}s")
+            if hw is None:  # not started beside the timeline: start it now, filtered to exactly these kernels
+                hw = ncu_pass("after", regex=hardware_pass.kernel_regex(missing))
+            p = hw
+            weights = need.groupby("name")["time_ns"].sum().to_dict()
+            watcher = hardware_pass.StopWhenCovered(missing, stop=lambda: _interrupt_program(pid_to_stop, p, say, watcher.reason)
+                                      if target.python_program else None, weights=weights,
+                                      order=need.attrs.get("order"))
+
+            def progress(line: str) -> None:
+                watcher.on_line(line)
+                say(f"[2/2 ncu] profiled {watcher.profiled} kernel(s); {watcher.covered}/{watcher.total} of those needed "
+                    f"... {time.monotonic() - started:.0f}s")
+            if hw_run is None:
+                hw.on_prof = progress
+                hw_run = start_pass(hw, say=say)
+                watcher.started = time.monotonic()
+            else:
+                if not opened_early:
+                    close_gate("go")
+                watcher.started = watcher_started if opened_early else time.monotonic()
+                relay.attach(progress)
+
+            def idle_stop() -> None:
+                while hw_run.proc.poll() is None and not watcher.stopped:
+                    watcher.check_idle()
+                    time.sleep(0.5)
+            if target.python_program:
+                threading.Thread(target=idle_stop, daemon=True).start()
+            try:
+                finish_pass(hw, hw_run, remaining())
+            except CounterPermission:
+                out.notes.append(f"ncu was refused the performance counters; Tensor Core evidence comes from kernel "
+                                 f"names and the cache. {PERM_FIX}")
+                hw = None
+            if hw is not None:
+                out.done.append(hw)
+                info.update({"hardware_pass": hw.mode, "stopped_early": hw.stopped_early, "stop_reason": watcher.reason,
+                             "profiled": hw.profiled_kernels, "measured": watcher.covered,
+                             "measured_time_share": round(watcher.covered_share, 4),
+                             "seconds_after_timeline": round(time.monotonic() - watcher.started, 2)})
+                try:
+                    out.inputs += _export(hw, run_dir, out.notes)
+                except NsighttcError as exc:
+                    out.failures.append(str(exc))
+                if hw.stopped_early and watcher.reason == "covered":
+                    out.notes.append(f"Nsight Compute pass: the program was stopped after the {watcher.total} kernel(s) "
+                                     "needing hardware evidence were profiled (the timeline pass ran it to the end)")
+                elif hw.stopped_early and watcher.reason == "passed":
+                    out.notes.append(f"Nsight Compute pass: the program was stopped once {watcher.covered} of "
+                                     f"{watcher.total} kernel(s) needing evidence ({watcher.covered_share:.0%} of their "
+                                     "GPU time) were profiled and the run had gone past the point where the others first "
+                                     "ran in the timeline run (this run launched other kernels there); the others keep "
+                                     "their names' answer")
+                elif hw.stopped_early:
+                    out.notes.append(f"Nsight Compute pass: the program was stopped once {watcher.covered} of "
+                                     f"{watcher.total} kernel(s) needing evidence ({watcher.covered_share:.0%} of their "
+                                     "GPU time) were profiled and no new one appeared for a while; the others keep their "
+                                     "names' answer (`--engine ncu` profiles every launch configuration of a whole run)")
+                elif watcher.remaining:
+                    out.notes.append(f"Nsight Compute pass: {len(watcher.remaining)} kernel(s) needing evidence were not "
+                                     "seen by ncu (launched only in the timeline run, or named differently); they keep "
+                                     "name-rule evidence")
+    except BaseException:
+        tl_run.stop()
+        raise
+    tl_run.finish(remaining())
     for f in (gate, pid_file, rp_gate):
         try:
             f.unlink()

@@ -99,6 +99,16 @@ def test_no_traceback_from_the_real_entry_point(tmp_path):
     assert "Traceback" not in proc.stderr and str(garbage) in proc.stderr
 
 
+def test_the_real_entry_point_ends_with_its_output_complete():
+    """`nsighttc` ends its process without the interpreter's shutdown (os._exit): what it printed into a
+    pipe must still be all there, and the exit code its own."""
+    proc = subprocess.run([sys.executable, "-m", "nsighttc", "analyze", str(RAW), "--format", "json"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["tensor_cores"]["verdict"] and len(proc.stdout) > 10_000
+
+
 def test_bad_file_among_good_ones_still_fails_cleanly(run_cli, tmp_path):
     code, _, err = run_cli("analyze", RAW, tmp_path / "missing.csv")
     assert code == 2 and "missing.csv" in err

@@ -139,6 +139,10 @@ def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_pa
     res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs"))
     assert res.engines == ["torch"]  # CPU torch: no GPU kernel needs evidence, the ncu pass is stopped
     assert (res.run_dir / "torch_trace.json").exists()
+    # the trace was read once the launcher said it was written; the pass' end (exit code 0) came after
+    timeline = json.loads((res.run_dir / "run.json").read_text())["passes"][0]
+    assert timeline["engine"] == "torch" and 0 < timeline["trace_written_s"] <= timeline["seconds"]
+    assert json.loads((res.run_dir / "run.json").read_text())["exit_codes"]["torch"] == 0
     ncu = _ncu_calls(tmp_path)
     # the replay process waits beside the timeline; the program's ncu pass would start only for what it missed
     assert len(ncu) == 1 and "nsighttc.launch" not in ncu[0]

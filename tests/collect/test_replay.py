@@ -2,7 +2,11 @@
 an H100: multi_phase's timeline with operator arguments, the operator list, ncu's page of the replay."""
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -272,3 +276,41 @@ def test_the_launchers_operator_calls_read_like_the_traces():
     assert compared >= 10
     # a CPU-only profile launched no kernels: the list is empty, not an error
     assert kernel_ops.collect(prof.profiler.kineto_results.events(), DeviceType.CUDA, DeviceType.CPU) == []
+
+
+def _write_slowly(data: bytes, first: Path, final: Path | None, done: threading.Event, chunk: int = 1 << 20) -> None:
+    """Kineto's way: the trace grows in ``first`` (``<file>.tmp``), is renamed to ``final``, then the launcher
+    says it is written (``done``)."""
+    with first.open("wb") as fh:
+        for i in range(0, len(data), chunk):
+            fh.write(data[i:i + chunk])
+            fh.flush()
+            time.sleep(0.002)
+    if final is not None:
+        os.replace(first, final)
+    done.set()
+
+
+@pytest.mark.parametrize("temp", [True, False], ids=["kineto-tmp-then-rename", "written-in-place"])
+def test_the_kernel_scan_reads_the_trace_while_it_is_written(tmp_path, monkeypatch, temp):
+    """The scan follows the file as the launcher writes it (many windows, events cut at every read) and
+    finds exactly what a scan of the finished file finds."""
+    data = gzip.decompress(MULTI_SHAPES.read_bytes())
+    monkeypatch.setattr(kineto_ops, "BLOCK", 1 << 20)
+    monkeypatch.setattr(kineto_ops, "OVERLAP", 1 << 16)
+    trace, done = tmp_path / "torch_trace.json", threading.Event()
+    scan = replay_pass.KernelScan(trace, done.is_set).start()
+    time.sleep(0.1)  # the scan waits for the file to appear
+    first = trace.with_name(trace.name + kineto_ops.KINETO_TEMP_SUFFIX) if temp else trace
+    writer = threading.Thread(target=_write_slowly, args=(data, first, trace if temp else None, done))
+    writer.start()
+    got = scan.kernels()
+    writer.join()
+    assert scan.error is None and got is not None
+    assert sorted(got, key=lambda k: k["name"]) == sorted(kineto_ops.kernel_launches(trace), key=lambda k: k["name"])
+    assert len(got) == 61
+
+
+def test_the_kernel_scan_gives_up_when_no_trace_comes(tmp_path):
+    scan = replay_pass.KernelScan(tmp_path / "torch_trace.json", lambda: True).start()
+    assert scan.kernels() is None and scan.error is None

@@ -26,7 +26,7 @@ from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, Time
 from .findings import findings
 
 __all__ = ["GRAPH_LAUNCH_CALLS", "STEP_PATTERN", "SYNC_CALLS", "Thresholds", "TimelineResult", "analyze_timelines",
-           "classify", "extend_ranges", "findings", "to_json"]
+           "classify", "extend_ranges", "findings", "refresh_tensor_cores", "to_json"]
 
 
 def _merge(timelines: list[Timeline]) -> Timeline:
@@ -113,9 +113,20 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
     a_lo, a_hi = dom["steady_window_ns"] if dom else (lo, hi)
     res.activity = busy.activity(u, launches, ranges, a_lo, a_hi)
+    res.activity_window = (float(a_lo), float(a_hi))
     res.activity["scope"] = f"steady-state steps of `{dom['name']}`" if dom else "profiled window"
     if dom:
         res.activity["phase"] = dom["phase"] or dom["name"]
+    return res
+
+
+def refresh_tensor_cores(res: TimelineResult, launches: pd.DataFrame) -> TimelineResult:
+    """A timeline analysed before the Tensor Core evidence was final (``api.TimelineAhead``): redraw the
+    one thing of it that depends on that evidence, the activity picture's Tensor Core row. Everything else
+    reads launch times, durations, names and ranges only, which the evidence does not change."""
+    if res.activity.get("busy"):
+        res.activity["tensor_core_busy"] = busy.tensor_core_busy(launches, *res.activity_window,
+                                                                 len(res.activity["busy"]))
     return res
 
 

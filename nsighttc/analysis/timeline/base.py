@@ -65,6 +65,7 @@ class TimelineResult:
     notes: list[str] = field(default_factory=list)
     activity: dict = field(default_factory=dict)
     communication: dict = field(default_factory=dict)  # comm.py: compute busy and exposed communication
+    activity_window: tuple[float, float] = (0.0, 0.0)  # what the activity picture covers
 
     @property
     def window_busy_share(self) -> float:

@@ -91,15 +91,7 @@ def activity(u: intervals.Union, launches: pd.DataFrame, ranges: pd.DataFrame, l
     edges = np.linspace(lo, hi, bins + 1)
     width = edges[1] - edges[0]
     busy = intervals.busy_within(u, edges[:-1], edges[1:]) / width
-    tc = np.zeros(bins)
-    if "start_ns" in launches and not launches.empty:
-        start = launches["start_ns"].to_numpy(dtype="float64")
-        m = (launches["tc_state"] == "yes").to_numpy() & ~np.isnan(start) if "tc_state" in launches \
-            else np.zeros(len(start), dtype=bool)
-        if m.any():  # two columns of the Tensor Core launches, not a subset of the whole launch table
-            s = start[m]
-            tu = intervals.union(s, s + launches["duration_ns"].to_numpy(dtype="float64")[m])
-            tc = intervals.busy_within(tu, edges[:-1], edges[1:]) / width
+    tc = tensor_core_busy(launches, lo, hi, bins)
     inst = []
     if not ranges.empty:
         depth = pd.Series(labels.per_category(ranges["path"], lambda p: p.count("/"), dtype=np.int64), index=ranges.index)
@@ -112,4 +104,21 @@ def activity(u: intervals.Union, launches: pd.DataFrame, ranges: pd.DataFrame, l
         inst = [{"path": str(p), "depth": int(d), "start_ns": float(max(s0, lo) - lo), "end_ns": float(min(e0, hi) - lo)}
                 for p, d, s0, e0 in zip(r["path"], r["d"], r["start_ns"], r["end_ns"])]
     return {"bin_ns": float(width), "busy": [round(float(x), 4) for x in busy],
-            "tensor_core_busy": [round(float(x), 4) for x in tc], "ranges": inst}
+            "tensor_core_busy": tc, "ranges": inst}
+
+
+def tensor_core_busy(launches: pd.DataFrame, lo: float, hi: float, bins: int) -> list[float]:
+    """The activity picture's Tensor Core row: per time bin of ``[lo, hi)``, the share of it in launches
+    judged on Tensor Cores (``tc_state`` yes). Apart from the GPU busy row because the judgement may come
+    after the timeline was analysed (the default run's hardware evidence: ``refresh_tensor_cores``)."""
+    edges = np.linspace(lo, hi, bins + 1)
+    width = edges[1] - edges[0]
+    tc = np.zeros(bins)
+    if "start_ns" in launches and not launches.empty and "tc_state" in launches:
+        start = launches["start_ns"].to_numpy(dtype="float64")
+        m = (launches["tc_state"] == "yes").to_numpy() & ~np.isnan(start)
+        if m.any():  # two columns of the Tensor Core launches, not a subset of the whole launch table
+            s = start[m]
+            tu = intervals.union(s, s + launches["duration_ns"].to_numpy(dtype="float64")[m])
+            tc = intervals.busy_within(tu, edges[:-1], edges[1:]) / width
+    return [round(float(x), 4) for x in tc]

@@ -1,0 +1,83 @@
+"""Run the default run's timeline pass until its result is on disk, not until its process is gone.
+
+Why: the torch.profiler launcher writes the whole trace and only then exits, and a CUDA program's exit
+(interpreter shutdown, CUDA and CUPTI teardown) is long: ResNet-50 AMP on H100 took 1.6-1.9 s from
+"trace written" to the process' end under the profiler (1.2 s in a plain run;
+``benchmarks/gpu_launcher_tail_probe.py``). The default run reads the trace, starts the replay and plans
+meanwhile; the pass is finished (its exit code, its time) before the run ends.
+
+Only a single torch.profiler launcher says when its trace is complete (``nsighttc.launch.TRACE_WRITTEN``);
+nsys writes its report as the process ends, and a distributed job has one trace per rank: those passes are
+waited for as before.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from ..launch import TRACE_WRITTEN
+from . import Pass, finish_pass, start_pass
+
+
+class TimelineRun:
+    """A started timeline pass. ``until_written`` returns once its output can be read; ``finish`` waits for
+    the process (its exit code, time, timeout and Ctrl-C handling are the usual ``finish_pass``'s)."""
+
+    def __init__(self, p: Pass, *, early: bool, say: Callable[[str], None]):
+        self.p = p
+        self._written = threading.Event()
+        self._started = time.monotonic()
+        self.pending = False  # the trace is read while the process still exits
+        self.early = early and p.torch_trace is not None
+        if self.early:
+            marker = f"{TRACE_WRITTEN}{p.torch_trace}"
+            p.on_line = lambda line: self._written.set() if line.startswith(marker) else None
+        self.run = start_pass(p, say=say)
+
+    def trace_done(self) -> bool:
+        """The trace will not grow any more: the launcher said it is written, or its process ended."""
+        return self._written.is_set() or self.run.proc.poll() is not None
+
+    @property
+    def said_written(self) -> bool:
+        """The launcher said its trace is complete (a process that died while writing never says it)."""
+        return self._written.is_set()
+
+    def until_written(self, timeout: float | None) -> Pass:
+        """Wait until the trace is written (the process may still be exiting: ``pending``) or the process
+        ended; on timeout or Ctrl-C the pass is stopped like ``finish_pass`` stops it."""
+        deadline = None if timeout is None else self._started + timeout
+        try:
+            while self.run.proc.poll() is None:
+                if self._written.wait(0.02):
+                    if self.run.proc.poll() is None:
+                        self.pending = True
+                        self.p.seconds = time.monotonic() - self._started
+                        return self.p
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+        except KeyboardInterrupt:  # as finish_pass: the whole group is stopped, the pass says interrupted
+            self.run.kill(grace_s=2.0)
+            finish_pass(self.p, self.run, None)
+            self.p.interrupted = True
+            return self.p
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.01)
+        return finish_pass(self.p, self.run, left)
+
+    def finish(self, timeout: float | None) -> Pass:
+        """The pass' end when the trace was read before it (a no-op otherwise)."""
+        if self.pending:
+            self.pending = False
+            written_after = self.p.seconds
+            finish_pass(self.p, self.run, timeout)
+            self.p.trace_written_s = round(written_after, 3)
+        return self.p
+
+    def stop(self) -> None:
+        """Something failed after the trace was read: do not leave the exiting process behind."""
+        if self.pending:
+            self.pending = False
+            self.run.kill(grace_s=2.0)
+            self.run.wait(5.0)

@@ -1,0 +1,63 @@
+"""The default run reads the timeline's trace when the launcher says it is written, not when the launcher's
+process is gone (a CUDA program's exit takes ~1-2 s); the pass' exit code and time still come from the end."""
+from __future__ import annotations
+
+import sys
+import time
+
+from nsighttc.launch import TRACE_WRITTEN
+from nsighttc.profile import Pass
+from nsighttc.profile.timeline_run import TimelineRun
+
+
+def _pass(tmp_path, code: str) -> Pass:
+    trace = tmp_path / "torch_trace.json"
+    argv = [sys.executable, "-c", code.replace("TRACE", repr(f"{TRACE_WRITTEN}{trace} (program 0.1 s)"))]
+    return Pass("torch", argv, tmp_path / "torch.log", torch_trace=trace, mode="timeline")
+
+
+def test_trace_is_read_while_the_launcher_still_exits_and_the_exit_code_comes_at_the_end(tmp_path):
+    p = _pass(tmp_path, "import sys, time; print(TRACE, file=sys.stderr, flush=True); time.sleep(2.0); sys.exit(3)")
+    t0 = time.monotonic()
+    run = TimelineRun(p, early=True, say=lambda s: None)
+    run.until_written(timeout=60)
+    assert run.pending and p.returncode is None
+    assert time.monotonic() - t0 < 1.8  # did not wait for the 2 s exit
+    run.finish(timeout=60)
+    assert not run.pending
+    assert p.returncode == 3 and p.seconds >= 2.0
+    assert p.trace_written_s is not None and p.trace_written_s < p.seconds
+    assert TRACE_WRITTEN in (tmp_path / "torch.stderr.log").read_text()
+
+
+def test_another_files_trace_line_or_no_early_read_waits_for_the_end(tmp_path):
+    other = _pass(tmp_path, "import sys, time; print(TRACE.replace('torch_trace', 'other'), file=sys.stderr, "
+                            "flush=True); time.sleep(0.5); sys.exit(0)")
+    run = TimelineRun(other, early=True, say=lambda s: None)
+    run.until_written(timeout=60)
+    assert not run.pending and other.returncode == 0 and other.seconds >= 0.5
+    late = _pass(tmp_path, "import sys, time; print(TRACE, file=sys.stderr, flush=True); time.sleep(0.5)")
+    run = TimelineRun(late, early=False, say=lambda s: None)  # nsys / a distributed job: no early read
+    run.until_written(timeout=60)
+    assert not run.pending and late.returncode == 0 and late.seconds >= 0.5
+    assert run.finish(timeout=60) is late
+
+
+def test_a_program_that_never_writes_its_trace_is_stopped_at_the_timeout(tmp_path):
+    p = _pass(tmp_path, "import time; time.sleep(60)")
+    t0 = time.monotonic()
+    run = TimelineRun(p, early=True, say=lambda s: None)
+    run.until_written(timeout=1.0)
+    assert time.monotonic() - t0 < 15
+    assert p.timed_out and p.returncode is None and not run.pending
+    assert run.run.proc.poll() is not None
+
+
+def test_stop_kills_a_launcher_still_exiting(tmp_path):
+    p = _pass(tmp_path, "import sys, time; print(TRACE, file=sys.stderr, flush=True); time.sleep(60)")
+    run = TimelineRun(p, early=True, say=lambda s: None)
+    run.until_written(timeout=60)
+    assert run.pending
+    t0 = time.monotonic()
+    run.stop()
+    assert run.run.proc.poll() is not None and time.monotonic() - t0 < 10
