@@ -34,6 +34,13 @@ class TimelineRun:
             marker = f"{TRACE_WRITTEN}{p.torch_trace}"
             p.on_line = lambda line: self._written.set() if line.startswith(marker) else None
         self.run = start_pass(p, say=say)
+        self._ended: float | None = None  # when the process ended (finish may come much later)
+        if self.early:
+            threading.Thread(target=self._note_end, daemon=True, name="nsighttc-timeline-end").start()
+
+    def _note_end(self) -> None:
+        self.run.proc.wait()
+        self._ended = time.monotonic()
 
     def trace_done(self) -> bool:
         """The trace will not grow any more: the launcher said it is written, or its process ended."""
@@ -73,6 +80,8 @@ class TimelineRun:
             written_after = self.p.seconds
             finish_pass(self.p, self.run, timeout)
             self.p.trace_written_s = round(written_after, 3)
+            if self._ended is not None and self.p.returncode is not None:  # the process' own end, not ours
+                self.p.seconds = self._ended - self._started
         return self.p
 
     def stop(self) -> None:
