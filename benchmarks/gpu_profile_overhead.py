@@ -58,6 +58,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--first-runs-only", action="store_true",
+                    help="plain and first (empty cache) runs only: a shorter check of the first-run cost")
     ap.add_argument("programs", nargs="+", choices=sorted(PROGRAMS))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -84,18 +86,22 @@ def main() -> int:
             rcs.append(rc)
             cold_doc = latest_verdict(runs)
             phases["cold"].append(latest_phases(runs))
-            # the warm cache is filled by copying this cold run's cache (the first warm run is then a second run)
-            shutil.copytree(cold_env["NSIGHTTC_CACHE_DIR"], warm_cache / name, dirs_exist_ok=True)
-            s, rc = timed(prof_cmd, dict(os.environ, NSIGHTTC_CACHE_DIR=str(warm_cache / name)), a.out / f"{name}_warm.log")
-            warm_s.append(round(s, 2))
-            rcs.append(rc)
-            warm_doc = latest_verdict(runs)
-            phases["warm"].append(latest_phases(runs))
-            print(f"{name} round {r + 1}: plain {plain_s[-1]} s, cold {cold_s[-1]} s, warm {warm_s[-1]} s", flush=True)
+            if not a.first_runs_only:
+                # the warm cache is filled by copying this cold run's cache (the first warm run is then a second run)
+                shutil.copytree(cold_env["NSIGHTTC_CACHE_DIR"], warm_cache / name, dirs_exist_ok=True)
+                s, rc = timed(prof_cmd, dict(os.environ, NSIGHTTC_CACHE_DIR=str(warm_cache / name)),
+                              a.out / f"{name}_warm.log")
+                warm_s.append(round(s, 2))
+                rcs.append(rc)
+                warm_doc = latest_verdict(runs)
+                phases["warm"].append(latest_phases(runs))
+            print(f"{name} round {r + 1}: plain {plain_s[-1]} s, cold {cold_s[-1]} s, warm {warm_s[-1] if warm_s else '-'} s",
+                  flush=True)
         med = statistics.median(plain_s)
         entry = {"program": name, "command": "nsighttc profile " + " ".join(prog), "plain_command": "python3 " + " ".join(prog),
                  "gpu": gpu, "plain_s": plain_s, "default_s": cold_s, "ratio": round(statistics.median(cold_s) / med, 3),
-                 "warm_s": warm_s, "ratio_warm": round(statistics.median(warm_s) / med, 3), "exit_codes": rcs,
+                 "warm_s": warm_s, "ratio_warm": round(statistics.median(warm_s) / med, 3) if warm_s else None,
+                 "exit_codes": rcs,
                  "phase_seconds": phases}
         for label, doc in (("cold", cold_doc), ("warm", warm_doc)):
             if doc is None:
