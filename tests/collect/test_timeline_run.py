@@ -23,10 +23,10 @@ def test_trace_is_read_while_the_launcher_still_exits_and_the_exit_code_comes_at
     run.until_written(timeout=60)
     assert run.pending and p.returncode is None
     assert time.monotonic() - t0 < 1.8  # did not wait for the 2 s exit
-    time.sleep(3.0)  # the caller comes back well after the process ended: its time is still the process'
+    time.sleep(4.0)  # the caller comes back well after the process ended: its time is still the process'
     run.finish(timeout=60)
     assert not run.pending
-    assert p.returncode == 3 and 2.0 <= p.seconds < 2.9
+    assert p.returncode == 3 and 2.0 <= p.seconds < 3.6
     assert p.trace_written_s is not None and p.trace_written_s < p.seconds
     assert TRACE_WRITTEN in (tmp_path / "torch.stderr.log").read_text()
 
