@@ -314,3 +314,28 @@ def test_the_kernel_scan_reads_the_trace_while_it_is_written(tmp_path, monkeypat
 def test_the_kernel_scan_gives_up_when_no_trace_comes(tmp_path):
     scan = replay_pass.KernelScan(tmp_path / "torch_trace.json", lambda: True).start()
     assert scan.kernels() is None and scan.error is None
+
+
+def test_the_launcher_stops_the_profiler_trace_only_and_the_trace_keeps_the_arguments(tmp_path):
+    """Where torch has ``trace_only`` (the CI's 2.13), the launcher's profiler keeps no events in memory: no
+    kernel list is written, and the trace still holds every operator's dims, strides, types and values."""
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+    from nsighttc.launch import trace_only_config
+    if trace_only_config() is None:
+        pytest.skip("this torch has no trace_only")
+    script = tmp_path / "mm.py"
+    script.write_text("import torch\na = torch.randn(8, 4)\nb = torch.randn(6, 4).t()\nfor _ in range(3):\n"
+                      "    torch.addmm(torch.zeros(8, 6), a, b, beta=0.5)\n")
+    trace, listing = tmp_path / "t.json", tmp_path / "kernel_ops.json"
+    r = subprocess.run([sys.executable, "-m", "nsighttc.launch", "--torch-trace", str(trace), "--record-shapes",
+                        "--kernel-ops", str(listing), "--", str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "trace_only" in r.stderr and not listing.exists()
+    events = json.loads(trace.read_text())["traceEvents"]
+    addmm = [e for e in events if e.get("name") == "aten::addmm"]
+    assert len(addmm) == 3
+    args = addmm[0]["args"]
+    assert args["Input Dims"][:3] == [[8, 6], [8, 4], [4, 6]] and args["Input Strides"][2] == [1, 4]
+    assert args["Input type"][:3] == ["float", "float", "float"] and "0.5" in args["Concrete Inputs"]
