@@ -94,9 +94,9 @@ class TimelineAhead:
         from concurrent.futures import ThreadPoolExecutor
         self.timelines = [p for p in parsed if p.timeline is not None]
         self.key = (thresholds, step_range)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsighttc-timeline-ahead")
-        self._future = self._pool.submit(self._run, thresholds, step_range) if self.timelines else None
-        self._pool.shutdown(wait=False)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsighttc-timeline-ahead")
+        self._future = pool.submit(self._run, thresholds, step_range) if self.timelines else None
+        pool.shutdown(wait=False)  # the worker ends after this one task
 
     def _run(self, thresholds, step_range):
         from .analysis import timeline as timeline_mod

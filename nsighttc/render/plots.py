@@ -23,12 +23,6 @@ def _plt():
     return plt
 
 
-def _save(fig, path: Path) -> None:
-    """PNG with light compression: zlib's default level was a third of the plots' time (~0.1 s a run) for
-    files a few KB smaller."""
-    fig.savefig(path, dpi=100, pil_kwargs={"compress_level": 2})
-
-
 def timeline_png(doc: dict, path: Path) -> Path | None:
     tl = doc.get("timeline") or {}
     act = tl.get("activity") or {}
@@ -75,7 +69,7 @@ def timeline_png(doc: dict, path: Path) -> Path | None:
     ax_r.set_title(f"GPU activity and NVTX ranges — {tl.get('verdict', '')}, GPU busy {100 * float(np.mean(busy)):.0f}%\n"
                    f"over the {act.get('scope', 'profiled window')}{phase}", fontsize=9)
     fig.tight_layout()
-    _save(fig, path)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
@@ -141,7 +135,7 @@ def kernel_time_png(doc: dict, path: Path, top: int = 12) -> Path | None:
     ax.set_title("Kernel time by NVTX range (each kernel once, in its innermost range)", fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    _save(fig, path)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
