@@ -248,18 +248,62 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     t_gate = time.monotonic()
     torch.zeros(1, device="cuda")  # the context (and ncu's set-up of it) before the list arrives
-    deadline = time.monotonic() + OPS_WAIT_S
-    while not ns.ops.exists():
-        if time.monotonic() > deadline:
-            print(f"nsighttc.replay: {ns.ops} did not appear", file=sys.stderr)
-            return 4
-        time.sleep(0.01)
-    calls = json.loads(ns.ops.read_text())
+    try:
+        calls = read_calls(ns.ops)
+        first = next(calls, None)
+    except TimeoutError as exc:
+        print(f"nsighttc.replay: {exc}", file=sys.stderr)
+        return 4
     t_list = time.monotonic()
-    counts = replay(calls)
+    counts = replay(_chain(first, calls))
     print(f"nsighttc.replay: {counts['called']} call(s) made, {counts['failed']} could not be made; the list came "
           f"{t_list - t_gate:.2f} s after the gate, the calls took {time.monotonic() - t_list:.2f} s", file=sys.stderr)
     return 0
+
+
+def _chain(first, rest):
+    if first is not None:
+        yield first
+        yield from rest
+
+
+def read_calls(path: Path, wait_s: float = OPS_WAIT_S, poll_s: float = 0.005):
+    """The operator calls to make, as they come: a JSON list written at once, or JSON lines that nsighttc
+    appends while it still plans (``profile.replay_pass.StreamPlan``) and ends with ``{"end": true}``; the
+    calls already listed run meanwhile. ``TimeoutError`` when the file does not appear within ``wait_s``; a
+    list that stops growing for ``wait_s`` (or whose nsighttc is gone) ends with the calls it had."""
+    from .launch import _owner_alive
+    deadline = time.monotonic() + wait_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} did not appear")
+        time.sleep(poll_s)
+    polls = 0
+    with path.open("rb") as fh:
+        pending = b""
+        while True:
+            chunk = fh.read()
+            if chunk:
+                pending += chunk
+                deadline = time.monotonic() + wait_s
+                if pending.lstrip()[:1] == b"[":  # a whole list, written atomically
+                    yield from json.loads(pending)
+                    return
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    entry = json.loads(line)
+                    if entry.get("end"):
+                        return
+                    yield entry
+                continue
+            polls += 1
+            if time.monotonic() > deadline or (polls % 200 == 0 and not _owner_alive()):
+                print(f"nsighttc.replay: {path}: the list did not end; stopping after the calls made",
+                      file=sys.stderr)
+                return
+            time.sleep(poll_s)
 
 
 def _exit_now(code: int) -> None:

@@ -29,6 +29,14 @@ def load(path: str | Path) -> Parsed:
     return _usable(_read(Path(path)))
 
 
+def load_while_written(path: str | Path, fh, on_kernels=None) -> Parsed:
+    """A torch.profiler trace parsed from ``fh`` as its writer writes it (``textio.GrowingFile``), checked by
+    ``_usable`` like ``load``'s; ``on_kernels``: see ``kineto.read_stream``. Raises when the block reader
+    cannot read it: the caller then ``load``s the finished file."""
+    from . import kineto
+    return _usable(kineto.read_stream(Path(path), fh, on_kernels))
+
+
 def _usable(p: Parsed) -> Parsed:
     """What no reader may pass on, whatever the format. A launch without a kernel name (a damaged report
     record, seen in fuzzed .ncu-rep files) cannot be judged or attributed: dropped with a note (a timeline

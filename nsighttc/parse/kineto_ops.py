@@ -74,10 +74,10 @@ BLOCK = 16 << 20
 OVERLAP = 1 << 20  # an operator event (arguments of a long tensor list included) is far below this
 
 
-def _windows(path: Path):
+def _windows(path: Path, fh=None):
     """Windows over the (decompressed) file, each starting ``OVERLAP`` bytes before the end of the previous
-    one, so an event cut by one window lies whole in the next."""
-    for _, buf in _windows_at(path):
+    one, so an event cut by one window lies whole in the next. ``fh``: the file, already open."""
+    for _, buf in _windows_at(path, fh):
         yield buf
 
 
@@ -125,11 +125,11 @@ def growing_trace(path: Path, gone: Callable[[], bool]):
         time.sleep(0.02)
 
 
-def _first_per_id(path: Path, pattern: re.Pattern, read, count: int) -> dict:
+def _first_per_id(path: Path, pattern: re.Pattern, read, count: int, fh=None) -> dict:
     """id (``pattern``'s group 1) -> ``read(window, match)`` for the first match of each id that ``read``
     accepts (not None); stops reading once ``count`` ids have one."""
     got: dict = {}
-    for buf in _windows(path):
+    for buf in _windows(path, fh):
         for m in pattern.finditer(buf):
             key = int(m.group(1))
             if key not in got and (value := read(buf, m)) is not None:
@@ -202,15 +202,29 @@ def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = No
              "external": int(f[1]) if f[1] is not None else None} for n, f in first.items()]
 
 
-def operators(path: Path, external_ids) -> dict[int, OpCall]:
+def operators(path: Path, external_ids, fh=None) -> dict[int, OpCall]:
     """``External id`` -> the operator event with that id and its recorded arguments (those with none are
-    left out): one byte scan for just these ids."""
+    left out): one byte scan for just these ids. ``fh``: the file already open (one still written: up to
+    where the writer is)."""
     by_op = {int(e): [] for e in external_ids}
-    return _operators(path, by_op)
+    return _operators(path, by_op, fh)
 
 
-def _operators(path: Path, by_op: dict[int, list[int]]) -> dict[int, OpCall]:
+def current_trace(path: Path):
+    """The trace as it is now, open: Kineto's ``<trace>.tmp`` while it writes, ``<trace>`` once renamed;
+    None when neither exists."""
+    for candidate in (path.with_name(path.name + KINETO_TEMP_SUFFIX), path):
+        try:
+            return candidate.open("rb")
+        except FileNotFoundError:
+            continue
+    return None
+
+
+def _operators(path: Path, by_op: dict[int, list[int]], fh=None) -> dict[int, OpCall]:
     if not by_op or kineto_scan.msgspec is None:
+        if fh is not None:
+            fh.close()
         return {}
 
     def operator(buf: bytes, m: re.Match) -> OpCall | None:
@@ -230,7 +244,7 @@ def _operators(path: Path, by_op: dict[int, list[int]]) -> dict[int, OpCall]:
                       [str(c) for c in (a.concrete or [])], sorted(by_op[ext]))
 
     op_re = re.compile(rb'"External id": (' + _alternation(by_op) + rb')\b')
-    return _first_per_id(path, op_re, operator, len(by_op))
+    return _first_per_id(path, op_re, operator, len(by_op), fh)
 
 
 def launching_ops(path: Path, correlations) -> dict[int, OpCall]:

@@ -143,6 +143,10 @@ def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_pa
     timeline = json.loads((res.run_dir / "run.json").read_text())["passes"][0]
     assert timeline["engine"] == "torch" and 0 < timeline["trace_written_s"] <= timeline["seconds"]
     assert json.loads((res.run_dir / "run.json").read_text())["exit_codes"]["torch"] == 0
+    # parsed as the launcher wrote it, with the replay's plan made alongside (nothing to replay on a CPU)
+    evidence = json.loads((res.run_dir / "run.json").read_text())["evidence"]
+    assert evidence["trace_parse"]["while_written"] is True and "error" not in evidence["trace_parse"]
+    assert evidence["early_plan"]["source"] == "trace parsed while written"
     ncu = _ncu_calls(tmp_path)
     # the replay process waits beside the timeline; the program's ncu pass would start only for what it missed
     assert len(ncu) == 1 and "nsighttc.launch" not in ncu[0]

@@ -291,29 +291,124 @@ def _write_slowly(data: bytes, first: Path, final: Path | None, done: threading.
     done.set()
 
 
-@pytest.mark.parametrize("temp", [True, False], ids=["kineto-tmp-then-rename", "written-in-place"])
-def test_the_kernel_scan_reads_the_trace_while_it_is_written(tmp_path, monkeypatch, temp):
-    """The scan follows the file as the launcher writes it (many windows, events cut at every read) and
-    finds exactly what a scan of the finished file finds."""
+def _stream_while_written(tmp_path, monkeypatch, temp: bool, on_kernels=None):
+    """A TraceStream over the H100 multi_phase trace written as Kineto writes it, in 1 MB pieces, with 1 MB
+    parse blocks: many blocks, events cut at every read."""
+    from nsighttc.parse import kineto_scan
     data = gzip.decompress(MULTI_SHAPES.read_bytes())
-    monkeypatch.setattr(kineto_ops, "BLOCK", 1 << 20)
-    monkeypatch.setattr(kineto_ops, "OVERLAP", 1 << 16)
+    monkeypatch.setattr(kineto_scan, "BLOCK", 1 << 20)
     trace, done = tmp_path / "torch_trace.json", threading.Event()
-    scan = replay_pass.KernelScan(trace, done.is_set).start()
-    time.sleep(0.1)  # the scan waits for the file to appear
+    stream = replay_pass.TraceStream(trace, done.is_set, on_kernels).start()
+    time.sleep(0.1)  # the stream waits for the file to appear
     first = trace.with_name(trace.name + kineto_ops.KINETO_TEMP_SUFFIX) if temp else trace
     writer = threading.Thread(target=_write_slowly, args=(data, first, trace if temp else None, done))
     writer.start()
-    got = scan.kernels()
+    parsed = stream.parsed()
     writer.join()
-    assert scan.error is None and got is not None
-    assert sorted(got, key=lambda k: k["name"]) == sorted(kineto_ops.kernel_launches(trace), key=lambda k: k["name"])
-    assert len(got) == 61
+    return trace, stream, parsed
 
 
-def test_the_kernel_scan_gives_up_when_no_trace_comes(tmp_path):
-    scan = replay_pass.KernelScan(tmp_path / "torch_trace.json", lambda: True).start()
-    assert scan.kernels() is None and scan.error is None
+@pytest.mark.parametrize("temp", [True, False], ids=["kineto-tmp-then-rename", "written-in-place"])
+def test_the_trace_parsed_while_written_is_the_finished_files_parse(tmp_path, monkeypatch, temp):
+    """The default run parses the trace as the launcher writes it: the same kernel table and timeline tables
+    as ``load`` of the finished file, and every kernel handed to the plan once, block by block."""
+    from nsighttc.parse import load
+    batches: list[list[dict]] = []
+    trace, stream, parsed = _stream_while_written(tmp_path, monkeypatch, temp, batches.append)
+    assert stream.error is None and stream.complete and parsed is not None
+    whole = load(trace)
+    pd.testing.assert_frame_equal(parsed.kernels, whole.kernels)
+    for table in ("gpu_ops", "api", "ranges"):
+        pd.testing.assert_frame_equal(getattr(parsed.timeline, table), getattr(whole.timeline, table))
+    handed = [k["name"] for b in batches for k in b]
+    scanned = {k["name"]: k for k in kineto_ops.kernel_launches(trace)}
+    assert sorted(handed) == sorted(scanned) and len(handed) == 61  # each distinct kernel once
+    assert sum(1 for b in batches if b) >= 2  # handed over as the blocks came, not at the end
+    for k in (k for b in batches for k in b):  # its first event in the file: a launch of that kernel, by its operator
+        assert k["device"] == scanned[k["name"]]["device"] and k["first_ns"] >= scanned[k["name"]]["first_ns"]
+
+
+def test_the_trace_stream_gives_up_when_no_trace_comes(tmp_path):
+    stream = replay_pass.TraceStream(tmp_path / "torch_trace.json", lambda: True).start()
+    assert stream.parsed() is None and stream.error is None
+
+
+def test_a_trace_cut_while_written_is_not_taken_from_the_stream(tmp_path):
+    """The writer died mid-way: the stream says it could not parse; the finished-file path reports it."""
+    data = gzip.decompress(MULTI_SHAPES.read_bytes())
+    trace = tmp_path / "torch_trace.json"
+    trace.write_bytes(data[: len(data) // 2])
+    stream = replay_pass.TraceStream(trace, lambda: True).start()
+    assert stream.parsed() is None and stream.error
+
+
+def _plan_from_stream(tmp_path, monkeypatch, decide, defer_to=None):
+    ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
+    plan = replay_pass.StreamPlan(tmp_path / "torch_trace.json", ops, gate, decide, defer_to=defer_to).start()
+    trace, stream, parsed = _stream_while_written(tmp_path, monkeypatch, True, plan.add)
+    return plan, plan.finish(), ops, gate
+
+
+def test_the_replay_planned_while_the_trace_is_written_calls_what_the_finished_traces_plan_calls(tmp_path,
+                                                                                                 monkeypatch):
+    """The calls are appended as JSON lines while the trace is written, end with {"end": true}, and cover
+    the kernels the plan from the finished trace covers, each by an operator that launched it."""
+    from nsighttc.replay import read_calls
+    plan, found, ops, gate = _plan_from_stream(tmp_path, monkeypatch, lambda need: list(dict.fromkeys(need["name"])))
+    assert plan.errors == [] and not plan.stood_down and gate.read_text() == "go"
+    assert found["kernels_with_operator"] == 19 and found["kernels_without_operator"] == 0
+    assert found["first_call_s"] is not None
+    lines = ops.read_text().splitlines()
+    assert json.loads(lines[-1]) == {"end": True} and len(lines) == found["calls"] + 1
+    def call(c):
+        return _key({k: v for k, v in c.items() if k != "kernels"})
+    streamed = list(read_calls(ops))  # what the replay reads: the plan's calls, in the order they were listed
+    assert [call(c) for c in streamed] == [call(c) for c in plan.calls()]
+    reference = json.loads(MULTI_REPLAY_OPS.read_text())
+    mine = plan.calls()
+    assert sorted(k for c in mine for k in c["kernels"]) == sorted(k for c in reference for k in c["kernels"])
+    # the file's first event of a kernel is not always its first launch (5 of 61 here), yet each picked the
+    # same operator call as the plan from the finished trace
+    assert sorted(call(c) for c in mine) == sorted(call(c) for c in reference) and found["calls"] == 18
+
+
+def test_the_stream_plan_stands_down_when_the_launcher_listed_its_kernels(tmp_path, monkeypatch):
+    listing = tmp_path / "kernel_ops.json"
+    listing.write_text("{}")
+    plan, found, ops, gate = _plan_from_stream(tmp_path, monkeypatch, lambda need: list(need["name"]), listing)
+    assert plan.stood_down and found["calls"] == 0 and not ops.exists() and not gate.exists()
+
+
+def test_nothing_to_replay_writes_no_list_and_leaves_the_gate_shut(tmp_path, monkeypatch):
+    plan, found, ops, gate = _plan_from_stream(tmp_path, monkeypatch, lambda need: [])
+    assert found["calls"] == 0 and not ops.exists() and not gate.exists() and plan.errors == []
+
+
+def test_the_replay_reads_its_calls_as_they_are_appended(tmp_path):
+    from nsighttc.replay import read_calls
+    path = tmp_path / "replay_ops.json"
+    entries = [{"name": f"aten::op{i}"} for i in range(5)]
+
+    def append():
+        with path.open("w") as fh:
+            for e in entries:
+                fh.write(json.dumps(e)[:5])  # a line cut mid-way is not read until it is whole
+                fh.flush()
+                time.sleep(0.02)
+                fh.write(json.dumps(e)[5:] + "\n")
+                fh.flush()
+            fh.write('{"end": true}\n')
+    writer = threading.Thread(target=append)
+    writer.start()
+    got = list(read_calls(path, wait_s=5))
+    writer.join()
+    assert got == entries
+    path.write_text(json.dumps(entries))  # a whole list, written at once
+    assert list(read_calls(path)) == entries
+    path.write_text(json.dumps(entries[0]) + "\n")  # a list that never ends: the calls it had, after the wait
+    assert list(read_calls(path, wait_s=0.2)) == entries[:1]
+    with pytest.raises(TimeoutError):
+        list(read_calls(tmp_path / "never.json", wait_s=0.1))
 
 
 def test_the_launcher_stops_the_profiler_trace_only_and_the_trace_keeps_the_arguments(tmp_path):
