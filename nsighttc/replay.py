@@ -13,8 +13,8 @@ an operator it cannot rebuild, a CUDA graph or a compiled kernel with no operato
 program itself; nothing is assumed from a near miss: evidence is matched by exact kernel name.
 
 Like ``nsighttc.launch``, it starts while the timeline pass runs and waits at a gate (``--wait-for``), so
-the interpreter, torch's import and ncu's start-up are off the critical path; the operator list is read
-once the gate opens.
+the interpreter, torch's import and ncu's start-up are off the critical path; once the gate opens, the calls
+are made as nsighttc lists them (``read_calls``: JSON lines appended while the trace is still written).
 """
 from __future__ import annotations
 

@@ -29,12 +29,12 @@ def load(path: str | Path) -> Parsed:
     return _usable(_read(Path(path)))
 
 
-def load_while_written(path: str | Path, fh, on_kernels=None) -> Parsed:
+def load_while_written(path: str | Path, fh) -> Parsed:
     """A torch.profiler trace parsed from ``fh`` as its writer writes it (``textio.GrowingFile``), checked by
-    ``_usable`` like ``load``'s; ``on_kernels``: see ``kineto.read_stream``. Raises when the block reader
-    cannot read it: the caller then ``load``s the finished file."""
+    ``_usable`` like ``load``'s. Raises when the block reader cannot read it: the caller then ``load``s the
+    finished file."""
     from . import kineto
-    return _usable(kineto.read_stream(Path(path), fh, on_kernels))
+    return _usable(kineto.read_stream(Path(path), fh))
 
 
 def _usable(p: Parsed) -> Parsed:

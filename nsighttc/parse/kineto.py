@@ -163,24 +163,22 @@ def _ids_array(values) -> np.ndarray:
         return np.array(values, dtype=object)
 
 
-def read_stream(path: Path, fh, on_kernels=None) -> Parsed:
+def read_stream(path: Path, fh) -> Parsed:
     """``read`` from ``fh``, a stream of the trace (``textio.GrowingFile`` while the launcher writes it),
     with the block reader only: ``kineto_scan.NotFast`` (or the reader's error) when it does not apply, and
-    the caller reads the finished file with ``read``. ``on_kernels(list)``: called after each block with the
-    kernels first seen in it, ``{name, device, first_ns, time_ns, launches, external}`` of their first event
-    in the file (``kineto_ops.kernel_launches``' form), so the replay can be planned before the trace ends."""
-    fast = _read_blocks(path, fh=fh, on_kernels=on_kernels)
+    the caller reads the finished file with ``read``."""
+    fast = _read_blocks(path, fh=fh)
     if fast is None:
         raise ParseError("msgspec is not installed: the trace cannot be read while it is written", path)
     return _build(path, *fast)
 
 
-def _read_blocks(path: Path, fh=None, on_kernels=None):
+def _read_blocks(path: Path, fh=None):
     """The whole trace through ``kineto_scan`` (msgspec on blocks); None where it does not apply.
 
     Columns are compacted block by block (numbers into numpy arrays, labels into codes), so memory grows
     with the number of GPU events and API calls at ~8-16 bytes each, not with Python objects: a 4 GB trace
-    held 3.3 GB of lists before, ~1 GB of arrays now. ``fh``, ``on_kernels``: see ``read_stream``."""
+    held 3.3 GB of lists before, ~1 GB of arrays now. ``fh``: the trace already open (``read_stream``)."""
     from . import kineto_scan
     if kineto_scan.msgspec is None:
         return None
@@ -217,8 +215,6 @@ def _read_blocks(path: Path, fh=None, on_kernels=None):
             g["stream"].add([ev.tid if x.stream is None else x.stream for ev, x in zip(gg, args)])
             g["bytes"].add([x.bytes for x in args])
             g["grid"].add([shape(x.grid) for x in args]); g["block"].add([shape(x.block) for x in args])
-            if on_kernels is not None:
-                _new_kernels(gg, args, g["name"].parts[-1], g["cat"].parts[-1], g["cat"].table.get("kernel"))
         if c:
             a["name"].add([ev.name for ev in c]); a["ts"].add([ev.ts for ev in c]); a["dur"].add([ev.dur for ev in c])
             a["corr"].add([ev.args.correlation if ev.args is not None else None for ev in c])
@@ -226,31 +222,6 @@ def _read_blocks(path: Path, fh=None, on_kernels=None):
         if r:
             r_name.extend([ev.name for ev in r]); r_ts.extend([ev.ts for ev in r]); r_dur.extend([ev.dur for ev in r])
             r_pid.extend([ev.pid for ev in r]); r_tid.extend([ev.tid for ev in r])
-
-    seen = np.zeros(0, dtype=bool)  # kernel name codes already handed to on_kernels
-
-    def _new_kernels(gg: list, args: list, names: np.ndarray, cats: np.ndarray, kernel_cat) -> None:
-        """The block's kernels whose names no earlier block had, from their first event in it."""
-        nonlocal seen
-        if kernel_cat is None:
-            return
-        rows = np.flatnonzero((cats == kernel_cat) & (names >= 0))
-        if not len(rows):
-            return
-        if int(names.max()) >= len(seen):
-            seen = np.concatenate([seen, np.zeros(int(names.max()) + 1 - len(seen), dtype=bool)])
-        codes, first = np.unique(names[rows], return_index=True)
-        fresh = ~seen[codes]
-        if not fresh.any():
-            return
-        seen[codes[fresh]] = True
-        new = []
-        for i in np.sort(rows[first[fresh]]):  # one per distinct new kernel name, in file order
-            ev, a = gg[i], args[i]
-            new.append({"name": str(ev.name), "device": int(a.device or 0) if isinstance(a.device, (int, float)) else 0,
-                        "first_ns": float(ev.ts or 0) * 1e3, "time_ns": float(ev.dur or 0) * 1e3, "launches": 1,
-                        "external": int(a.external) if isinstance(a.external, (int, float)) else None})
-        on_kernels(new)
 
     _NO_ARGS = kineto_scan.Args()
     with (_open(path) if fh is None else fh) as fh:

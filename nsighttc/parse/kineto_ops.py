@@ -72,6 +72,7 @@ class OpCall:
 
 BLOCK = 16 << 20
 OVERLAP = 1 << 20  # an operator event (arguments of a long tensor list included) is far below this
+CAUGHT_UP = 1 << 20  # a file still written: scanned once this much more has come
 
 
 def _windows(path: Path, fh=None):
@@ -84,7 +85,8 @@ def _windows(path: Path, fh=None):
 def _windows_at(path: Path, fh=None, written: Callable[[], bool] | None = None):
     """``_windows`` with each window's offset in the file. ``fh``, ``written``: read an open plain file that
     is still being written (``growing_trace``) until ``written()`` says the writer is done and the end is
-    reached; the last window then comes once the writer is done."""
+    reached; a window then also comes whenever the reader has caught up with the writer and ``CAUGHT_UP``
+    new bytes wait (what is written is scanned as it comes, not 16 MB later)."""
     with (textio.open_binary(path) if fh is None else fh) as fh:
         buf, offset, done = b"", 0, written is None
         while True:
@@ -94,6 +96,10 @@ def _windows_at(path: Path, fh=None, written: Callable[[], bool] | None = None):
                     if buf:
                         yield offset, buf
                     return
+                if len(buf) >= OVERLAP + CAUGHT_UP:
+                    yield offset, buf
+                    offset += len(buf) - OVERLAP
+                    buf = buf[-OVERLAP:]
                 done = written()  # once done: read on to the end of what was written before the signal
                 if not done:
                     time.sleep(0.01)
@@ -158,7 +164,8 @@ def _alternation(ids) -> bytes:
 _KERNEL_CAT = re.compile(rb'"cat": "kernel"')
 
 
-def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = None) -> list[dict]:
+def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = None,
+                    on_new: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Each distinct kernel of the trace: ``{name, device, first_ns, time_ns, launches, external}`` (its first
     launch's start, device and operator ``External id``, None outside any operator), from the kernel events
     alone: one byte scan for ``"cat": "kernel"``, each event decoded by itself. Kineto writes ``ph`` and
@@ -166,7 +173,9 @@ def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = No
     braces (``{lambda()#1}``), so the event is delimited from its ``cat`` and its ``args``.
 
     ``fh``, ``written``: the trace as Kineto writes it (``growing_trace``), read while it grows: the scan is
-    done soon after the writer (ResNet-50 AMP's 114 MB: written in ~1 s, scanned in ~0.5 s on H100's host)."""
+    done soon after the writer (ResNet-50 AMP's 114 MB: written in ~1 s, scanned in ~0.5 s on H100's host).
+    ``on_new(list)``: after each window, the kernels first seen in it, from their first event in the file
+    (the same keys; ``launches`` 1): the replay is planned from them while the trace is still written."""
     if kineto_scan.msgspec is None:
         if fh is not None:
             fh.close()
@@ -174,6 +183,7 @@ def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = No
     first: dict[str, list] = {}
     done = -1  # file offset of the last event decoded: a window's overlap holds it again
     for offset, buf in _windows_at(path, fh, written):
+        fresh: list[str] = []
         for m in _KERNEL_CAT.finditer(buf):
             start = buf.rfind(b"{", 0, m.start())
             args = buf.find(b'"args"', m.end())
@@ -193,13 +203,20 @@ def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = No
             f = first.get(ev.name)
             if f is None:
                 first[ev.name] = [ts_ns, a.external if a else None, a.device if a else None, 1, dur_ns]
+                fresh.append(ev.name)
                 continue
             f[3] += 1
             f[4] += dur_ns
             if ts_ns < f[0]:
                 f[0], f[1], f[2] = ts_ns, a.external if a else None, a.device if a else None
-    return [{"name": str(n), "device": int(f[2] or 0), "first_ns": f[0], "time_ns": f[4], "launches": f[3],
-             "external": int(f[1]) if f[1] is not None else None} for n, f in first.items()]
+        if on_new is not None and fresh:
+            on_new([_launch(n, first[n]) for n in fresh])
+    return [_launch(n, f) for n, f in first.items()]
+
+
+def _launch(name, f: list) -> dict:
+    return {"name": str(name), "device": int(f[2] or 0), "first_ns": f[0], "time_ns": f[4], "launches": f[3],
+            "external": int(f[1]) if f[1] is not None else None}
 
 
 def operators(path: Path, external_ids, fh=None) -> dict[int, OpCall]:

@@ -39,7 +39,6 @@ if msgspec is not None:
         bytes: Any = None
         grid: Any = None
         block: Any = None
-        external: Any = msgspec.field(default=None, name="External id")  # the launching operator's id
 
     class Event(msgspec.Struct, gc=False):
         ph: Any = None

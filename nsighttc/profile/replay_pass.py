@@ -12,7 +12,8 @@ starts under ncu beside the timeline pass and waits at a gate like the program's
 timeline ends the gate opens (the CUDA context is made while we plan), the operators that made the first
 launch of each kernel still lacking evidence are written to ``replay_ops.json``, and ncu profiles every
 kernel launched inside the ``nsighttc-replay`` NVTX range. The list is made from the trace's kernel events
-(``start_from_trace``; or from the launcher's kernel list, ``EarlyPlan``) before the trace is fully parsed,
+while the launcher still writes the trace (``StreamPlan``, JSON lines the replay follows; ``start_from_trace``
+after it; or from the launcher's kernel list, ``EarlyPlan``) before the trace is fully parsed,
 and the plan from the parsed trace decides afterwards what was measured. Kernels it did not launch (another algorithm
 chosen, an operator it could not call, a launch with no operator) are left to the ncu pass over the
 program, started after it and filtered to them.
@@ -184,15 +185,17 @@ def start_replay(kernels: list[dict], ops: Path, gate: Path, decide: Callable[[p
 
 
 class StreamPlan:
-    """The replay planned while the trace is still written: the parse (``TraceStream``) hands over each
-    block's newly seen kernels, and a thread picks those still lacking evidence (``decide``: name rules and
+    """The replay planned while the trace is still written: the kernel scan (``KernelScan``) hands over each
+    window's newly seen kernels, and a thread picks those still lacking evidence (``decide``: name rules and
     the evidence cache, as the final plan), finds their operators (all written before the first GPU event:
     Kineto writes the CPU side first, then the GPU side) and appends the calls to ``ops`` as JSON lines,
     opening the replay's gate with the first one. ``finish`` ends the list with ``{"end": true}``.
 
     Why: Kineto writes the GPU half of the trace last, ~0.5-0.6 s of ResNet-50 AMP's 1.2 s of writing on
     H100, and a program's distinct kernels nearly all appear in its first steps: the replay's calls start
-    while that half is written instead of after the whole trace (the plan was made 0.14-0.24 s after it).
+    while that half is written instead of after the whole trace. Same machine, same rounds
+    (``benchmarks/gpu_ab_first_run.py``): the first call listed 0.02-0.19 s before the trace was complete
+    where the whole list came 0.17-0.22 s after it, the replay done 2.3 s after the trace instead of 2.9 s.
     A kernel whose operator is not in the file yet is looked up again once the trace is complete; what the
     replay did not measure is still found by the plan from the parsed trace and left to the program's pass."""
 
@@ -217,13 +220,13 @@ class StreamPlan:
         return self
 
     def add(self, kernels: list[dict]) -> None:
-        """Kernels first seen in the latest block (called by the parse's thread)."""
+        """Kernels first seen in the latest window (called by the scan's thread)."""
         self._q.put(list(kernels))
 
     def finish(self, rest: list[dict] | None = None) -> dict:
-        """End the list once the trace is complete; ``rest``: every kernel of the finished trace, when the
-        parse could not hand them all over (the ones not planned yet are planned now). Returns the list's
-        counts (``write_ops``' form)."""
+        """End the list once the trace is complete; ``rest``: every kernel of the finished trace (the ones
+        not handed over yet are planned now; a kernel still without a call is looked up from its first launch
+        in time). Returns the list's counts (``write_ops``' form) and ``first_call_s``."""
         self._q.put(("end", rest))
         self._thread.join()
         with_op = sum(len(c["kernels"]) for c in self._calls.values())
@@ -240,9 +243,13 @@ class StreamPlan:
             while True:
                 item = self._q.get()
                 if isinstance(item, tuple):
-                    self._plan(item[1] or [])
-                    if not self.stood_down:
-                        self._resolve(self._deferred, final=True)
+                    rest = item[1] or []
+                    self._plan(rest)
+                    if not self.stood_down:  # what has no call yet: from its first launch in time, else as seen
+                        covered = {n for c in self._calls.values() for n in c["kernels"]}
+                        first = {k["name"]: k for k in self._deferred} | {k["name"]: k for k in rest}
+                        self._resolve([first[n] for n in dict.fromkeys(self._missing)
+                                       if n not in covered and n in first], final=True)
                     return
                 self._plan(item)
         except Exception as exc:  # noqa: BLE001 - what was not planned is left to the program's pass
@@ -301,19 +308,57 @@ class StreamPlan:
             self.gate.write_text("go")
 
 
+class KernelScan:
+    """The trace's kernel events (``kineto_ops.kernel_launches``), read in a thread while the timeline's
+    launcher writes the trace, handing each window's new kernels to ``on_new`` (a ``StreamPlan``).
+
+    Why a scan of its own: it skips the operator half of the trace at regular-expression speed and keeps up
+    with the writer. Fed by the full parse, the plan listed its first call ~0.2 s after ResNet-50 AMP's trace
+    was complete (H100's host: the parse lagged behind the writer); with the parse running beside the scan,
+    0.5-0.7 s after (the parse took the scan's interpreter time), so the default run parses the trace while
+    it is written only when there is no replay to plan (``TraceStream``).
+
+    ``written()``: the writer is done (the launcher said so, or its process ended). ``kernels()`` is None
+    when the scan could not be made (no trace came, a read failed)."""
+
+    def __init__(self, trace: Path, written: Callable[[], bool], on_new: Callable[[list], None] | None = None):
+        self.trace, self.written, self.on_new = trace, written, on_new
+        self.error: str | None = None
+        self._kernels: list[dict] | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True, name="nsighttc-kernel-scan")
+
+    def start(self) -> "KernelScan":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        from ..parse import kineto_ops
+        try:
+            fh = kineto_ops.growing_trace(self.trace, self.written)
+            if fh is not None:
+                self._kernels = kineto_ops.kernel_launches(self.trace, fh, self.written, self.on_new)
+        except Exception as exc:  # noqa: BLE001 - the plan reads the finished trace itself
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def kernels(self) -> list[dict] | None:
+        """The scan's kernels once the writer is done (call after the launcher said the trace is written)."""
+        self._thread.join()
+        return self._kernels
+
+
 class TraceStream:
     """The timeline's trace parsed while the launcher writes it (``parse.load_while_written``), in a thread
-    started with the timeline pass; each block's new kernels go to ``on_kernels`` (a ``StreamPlan``).
+    started with the timeline pass.
 
     Why: on H100 the launcher wrote ResNet-50 AMP's 114 MB trace in ~1.2 s and its parse took ~1.3 s after
-    that, then the timeline verdict ~0.5 s: the parse now runs beside the writer. ``parsed()`` is None when
-    it could not be made (no trace came, the writer stopped mid-way, an unexpected shape): the caller parses
-    the finished file as before."""
+    that: beside the writer, the parse was waited for 0.10-0.24 s after the trace (second runs of the three
+    wrappers). Used when no replay is planned (see ``KernelScan``). ``parsed()`` is None when it could not be
+    made (no trace came, the writer stopped mid-way, an unexpected shape): the caller parses the finished
+    file as before."""
 
-    def __init__(self, trace: Path, written: Callable[[], bool], on_kernels: Callable[[list], None] | None = None):
-        self.trace, self.written, self.on_kernels = trace, written, on_kernels
+    def __init__(self, trace: Path, written: Callable[[], bool]):
+        self.trace, self.written = trace, written
         self.error: str | None = None
-        self.complete = False  # every block went through on_kernels
         self._parsed = None
         self._thread = threading.Thread(target=self._run, daemon=True, name="nsighttc-trace-stream")
 
@@ -327,8 +372,7 @@ class TraceStream:
             fh = kineto_ops.growing_trace(self.trace, self.written)
             if fh is None:
                 return
-            self._parsed = load_while_written(self.trace, textio.GrowingFile(fh, self.written), self.on_kernels)
-            self.complete = True
+            self._parsed = load_while_written(self.trace, textio.GrowingFile(fh, self.written))
         except Exception as exc:  # noqa: BLE001 - the finished file is parsed instead
             self.error = f"{type(exc).__name__}: {exc}"
 
@@ -341,8 +385,8 @@ class TraceStream:
 def start_from_trace(trace: Path, ops: Path, gate: Path, decide: Callable[[pd.DataFrame], list[str]],
                      kernels: list[dict] | None = None) -> dict:
     """``start_replay`` from the trace's kernel events alone (``kineto_ops.kernel_launches``, or ``kernels``
-    when given, then one scan for the operators of the kernels picked): the
-    replay runs while the whole trace is parsed (ResNet-50 AMP's 120 MB trace on H100: ~1.3 s of parsing
+    when given, then one scan for the operators of the kernels picked): the replay runs while the whole
+    trace is parsed (ResNet-50 AMP's 120 MB trace on H100: ~1.3 s of parsing
     and planning before the replay could start)."""
     from ..parse import kineto_ops
 

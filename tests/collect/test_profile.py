@@ -143,10 +143,17 @@ def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_pa
     timeline = json.loads((res.run_dir / "run.json").read_text())["passes"][0]
     assert timeline["engine"] == "torch" and 0 < timeline["trace_written_s"] <= timeline["seconds"]
     assert json.loads((res.run_dir / "run.json").read_text())["exit_codes"]["torch"] == 0
-    # parsed as the launcher wrote it, with the replay's plan made alongside (nothing to replay on a CPU)
+    # with a replay to plan, only its kernel scan reads the trace while it is written (nothing to replay on a CPU)
     evidence = json.loads((res.run_dir / "run.json").read_text())["evidence"]
+    assert evidence["early_plan"]["source"] == "trace kernel events, read while written"
+    assert "trace_parse" not in evidence
+    # without one (--fast), the whole trace is parsed while it is written, and the verdict is made from that parse
+    fast = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", fast=True))
+    evidence = json.loads((fast.run_dir / "run.json").read_text())["evidence"]
     assert evidence["trace_parse"]["while_written"] is True and "error" not in evidence["trace_parse"]
-    assert evidence["early_plan"]["source"] == "trace parsed while written"
+    assert "early_plan" not in evidence
+    verdict = json.loads((fast.run_dir / "verdict.json").read_text())
+    assert verdict["timeline"] and verdict["tensor_cores"]["kernel_time_ns"] == 0
     ncu = _ncu_calls(tmp_path)
     # the replay process waits beside the timeline; the program's ncu pass would start only for what it missed
     assert len(ncu) == 1 and "nsighttc.launch" not in ncu[0]
