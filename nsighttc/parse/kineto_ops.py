@@ -116,19 +116,25 @@ def _windows_at(path: Path, fh=None, written: Callable[[], bool] | None = None):
 KINETO_TEMP_SUFFIX = ".tmp"
 
 
+def current_trace(path: Path):
+    """The trace as it is now, open: Kineto's ``<trace>.tmp`` while it writes, ``<trace>`` once renamed;
+    None when neither exists."""
+    for candidate in (path.with_name(path.name + KINETO_TEMP_SUFFIX), path):
+        try:
+            return candidate.open("rb")
+        except FileNotFoundError:
+            continue
+    return None
+
+
 def growing_trace(path: Path, gone: Callable[[], bool]):
     """The trace file Kineto is writing, open for reading from its start (the descriptor follows the rename
     to ``path``), or None when ``gone()`` says it will not come. Polls every 20 ms."""
-    tmp = path.with_name(path.name + KINETO_TEMP_SUFFIX)
-    while True:
-        for candidate in (tmp, path):
-            try:
-                return candidate.open("rb")
-            except FileNotFoundError:
-                continue
+    while (fh := current_trace(path)) is None:
         if gone():
             return None
         time.sleep(0.02)
+    return fh
 
 
 def _first_per_id(path: Path, pattern: re.Pattern, read, count: int, fh=None) -> dict:
@@ -225,17 +231,6 @@ def operators(path: Path, external_ids, fh=None) -> dict[int, OpCall]:
     where the writer is)."""
     by_op = {int(e): [] for e in external_ids}
     return _operators(path, by_op, fh)
-
-
-def current_trace(path: Path):
-    """The trace as it is now, open: Kineto's ``<trace>.tmp`` while it writes, ``<trace>`` once renamed;
-    None when neither exists."""
-    for candidate in (path.with_name(path.name + KINETO_TEMP_SUFFIX), path):
-        try:
-            return candidate.open("rb")
-        except FileNotFoundError:
-            continue
-    return None
 
 
 def _operators(path: Path, by_op: dict[int, list[int]], fh=None) -> dict[int, OpCall]:

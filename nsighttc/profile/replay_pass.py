@@ -308,7 +308,41 @@ class StreamPlan:
             self.gate.write_text("go")
 
 
-class KernelScan:
+class _WhileWritten:
+    """Something read from the timeline's trace in a thread while the launcher writes it (Kineto's
+    ``<trace>.tmp``, followed through its rename). ``result()`` joins once the writer is done (call it after
+    the launcher said the trace is written); None when no trace came or the read failed (``error``)."""
+
+    thread_name = "nsighttc-trace-reader"
+
+    def __init__(self, trace: Path, written: Callable[[], bool]):
+        self.trace, self.written = trace, written
+        self.error: str | None = None
+        self._result = None
+        self._thread = threading.Thread(target=self._run, daemon=True, name=self.thread_name)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def _read(self, fh):
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        from ..parse import kineto_ops
+        try:
+            fh = kineto_ops.growing_trace(self.trace, self.written)
+            if fh is not None:
+                self._result = self._read(fh)
+        except Exception as exc:  # noqa: BLE001 - the caller reads the finished trace itself
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def result(self):
+        self._thread.join()
+        return self._result
+
+
+class KernelScan(_WhileWritten):
     """The trace's kernel events (``kineto_ops.kernel_launches``), read in a thread while the timeline's
     launcher writes the trace, handing each window's new kernels to ``on_new`` (a ``StreamPlan``).
 
@@ -321,32 +355,22 @@ class KernelScan:
     ``written()``: the writer is done (the launcher said so, or its process ended). ``kernels()`` is None
     when the scan could not be made (no trace came, a read failed)."""
 
+    thread_name = "nsighttc-kernel-scan"
+
     def __init__(self, trace: Path, written: Callable[[], bool], on_new: Callable[[list], None] | None = None):
-        self.trace, self.written, self.on_new = trace, written, on_new
-        self.error: str | None = None
-        self._kernels: list[dict] | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True, name="nsighttc-kernel-scan")
+        super().__init__(trace, written)
+        self.on_new = on_new
 
-    def start(self) -> "KernelScan":
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
+    def _read(self, fh) -> list[dict]:
         from ..parse import kineto_ops
-        try:
-            fh = kineto_ops.growing_trace(self.trace, self.written)
-            if fh is not None:
-                self._kernels = kineto_ops.kernel_launches(self.trace, fh, self.written, self.on_new)
-        except Exception as exc:  # noqa: BLE001 - the plan reads the finished trace itself
-            self.error = f"{type(exc).__name__}: {exc}"
+        return kineto_ops.kernel_launches(self.trace, fh, self.written, self.on_new)
 
     def kernels(self) -> list[dict] | None:
-        """The scan's kernels once the writer is done (call after the launcher said the trace is written)."""
-        self._thread.join()
-        return self._kernels
+        """The scan's kernels once the writer is done."""
+        return self.result()
 
 
-class TraceStream:
+class TraceStream(_WhileWritten):
     """The timeline's trace parsed while the launcher writes it (``parse.load_while_written``), in a thread
     started with the timeline pass.
 
@@ -356,45 +380,27 @@ class TraceStream:
     made (no trace came, the writer stopped mid-way, an unexpected shape): the caller parses the finished
     file as before."""
 
-    def __init__(self, trace: Path, written: Callable[[], bool]):
-        self.trace, self.written = trace, written
-        self.error: str | None = None
-        self._parsed = None
-        self._thread = threading.Thread(target=self._run, daemon=True, name="nsighttc-trace-stream")
+    thread_name = "nsighttc-trace-stream"
 
-    def start(self) -> "TraceStream":
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        from ..parse import kineto_ops, load_while_written, textio
-        try:
-            fh = kineto_ops.growing_trace(self.trace, self.written)
-            if fh is None:
-                return
-            self._parsed = load_while_written(self.trace, textio.GrowingFile(fh, self.written))
-        except Exception as exc:  # noqa: BLE001 - the finished file is parsed instead
-            self.error = f"{type(exc).__name__}: {exc}"
+    def _read(self, fh):
+        from ..parse import load_while_written, textio
+        return load_while_written(self.trace, textio.GrowingFile(fh, self.written))
 
     def parsed(self):
-        """The parsed trace once the writer is done (call after the launcher said it is written), or None."""
-        self._thread.join()
-        return self._parsed
+        """The parsed trace once the writer is done."""
+        return self.result()
 
 
-def start_from_trace(trace: Path, ops: Path, gate: Path, decide: Callable[[pd.DataFrame], list[str]],
-                     kernels: list[dict] | None = None) -> dict:
-    """``start_replay`` from the trace's kernel events alone (``kineto_ops.kernel_launches``, or ``kernels``
-    when given, then one scan for the operators of the kernels picked): the replay runs while the whole
-    trace is parsed (ResNet-50 AMP's 120 MB trace on H100: ~1.3 s of parsing
-    and planning before the replay could start)."""
+def start_from_trace(trace: Path, ops: Path, gate: Path, decide: Callable[[pd.DataFrame], list[str]]) -> dict:
+    """``start_replay`` from the finished trace's kernel events alone (``kineto_ops.kernel_launches``, then one
+    scan for the operators of the kernels picked): the replay runs while the whole trace is parsed
+    (ResNet-50 AMP's 120 MB trace on H100: ~1.3 s of parsing and planning before the replay could start)."""
     from ..parse import kineto_ops
 
     def calls_for(picked: list[dict]) -> dict[str, dict]:
         ops_by_id = kineto_ops.operators(trace, [k["external"] for k in picked if k.get("external") is not None])
         return {k["name"]: ops_by_id[k["external"]].to_json() for k in picked if k.get("external") in ops_by_id}
-    return start_replay(kineto_ops.kernel_launches(trace) if kernels is None else kernels, ops, gate, decide,
-                        calls_for)
+    return start_replay(kineto_ops.kernel_launches(trace), ops, gate, decide, calls_for)
 
 
 def measured_keys(inputs: list[Path], parsed_into: dict | None = None) -> set[str]:
