@@ -70,10 +70,12 @@ def nsys_argv(nsys: Path | str, out_base: Path, inner: list[str], capture_range:
     return argv + inner
 
 
-def ncu_argv(ncu: Path | str, out_base: Path, inner: list[str], cc: str | None, *, nvtx_range: str | None = None,
+def ncu_argv(ncu: Path | str, out_base: Path, inner: list[str], cc: str | None, *,
+             nvtx_range: str | tuple[str, ...] | None = None,
              every_launch: bool = False, all_kernels: bool = False, metrics: list[str] | None = None,
              kernel_regex: str | None = None, nvtx: bool = True) -> list[str]:
-    """``kernel_regex``: profile only kernels whose demangled name matches (``hardware_pass.kernel_regex``),
+    """``nvtx_range``: profile only kernels inside this NVTX range (any of several).
+    ``kernel_regex``: profile only kernels whose demangled name matches (``hardware_pass.kernel_regex``),
     else every kernel outside the settled no-matrix families (unless ``all_kernels``). ``nvtx=False``: ncu
     does not track NVTX ranges (the default run takes ranges from its timeline); a range filter needs them."""
     from ..analysis.families import ncu_kernel_filter
@@ -81,8 +83,8 @@ def ncu_argv(ncu: Path | str, out_base: Path, inner: list[str], cc: str | None, 
     argv = [str(ncu), *(["--nvtx"] if nvtx or nvtx_range else []), "--clock-control", "none", "--cache-control",
             "none", "--target-processes", "all",
             "--metrics", ",".join(metrics or ncu_metrics.metrics_for_cc(cc)), "-o", str(out_base)]
-    if nvtx_range:
-        argv += ["--nvtx-include", f"{nvtx_range}/"]
+    for r in (nvtx_range,) if isinstance(nvtx_range, str) else nvtx_range or ():
+        argv += ["--nvtx-include", f"{r}/"]
     if kernel_regex:
         argv += ["--kernel-name-base", "demangled", "--kernel-name", kernel_regex]
     elif not all_kernels:

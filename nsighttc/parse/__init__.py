@@ -66,16 +66,27 @@ def _usable(p: Parsed) -> Parsed:
     return p
 
 
+def _without_warm_up(kernels: pd.DataFrame) -> pd.DataFrame:
+    """An ncu report of nsighttc's replay holds one profile made in its warm-up (``nsighttc.replay.WARM_RANGE``:
+    it pays ncu's one-time set-up before the calls); it measured no kernel of the program, so no reader
+    passes it on."""
+    from ..replay import WARM_RANGE
+    if kernels.empty or "nvtx" not in kernels:
+        return kernels
+    warm = kernels["nvtx"].astype(str).str.split("/").str[0].eq(WARM_RANGE).to_numpy()
+    return kernels[~warm].reset_index(drop=True) if warm.any() else kernels
+
+
 def _read(path: Path) -> Parsed:
     kind = sniff(path)
     if kind is Kind.NCU_CSV:
         from . import ncu_csv
         kernels, warnings = ncu_csv.read(path)
-        return Parsed(path, kind, kernels, warnings)
+        return Parsed(path, kind, _without_warm_up(kernels), warnings)
     if kind is Kind.NCU_REP:
         from . import ncu_rep
         kernels, warnings = ncu_rep.read(path)
-        return Parsed(path, kind, kernels, warnings)
+        return Parsed(path, kind, _without_warm_up(kernels), warnings)
     if kind is Kind.NSYS_SQLITE:
         from . import nsys_sqlite
         return nsys_sqlite.read(path)

@@ -171,7 +171,8 @@ _KERNEL_CAT = re.compile(rb'"cat": "kernel"')
 
 
 def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = None,
-                    on_new: Callable[[list[dict]], None] | None = None) -> list[dict]:
+                    on_new: Callable[[list[dict]], None] | None = None,
+                    index: OperatorIndex | None = None) -> list[dict]:
     """Each distinct kernel of the trace: ``{name, device, first_ns, time_ns, launches, external}`` (its first
     launch's start, device and operator ``External id``, None outside any operator), from the kernel events
     alone: one byte scan for ``"cat": "kernel"``, each event decoded by itself. Kineto writes ``ph`` and
@@ -181,7 +182,9 @@ def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = No
     ``fh``, ``written``: the trace as Kineto writes it (``growing_trace``), read while it grows: the scan is
     done soon after the writer (ResNet-50 AMP's 114 MB: written in ~1 s, scanned in ~0.5 s on H100's host).
     ``on_new(list)``: after each window, the kernels first seen in it, from their first event in the file
-    (the same keys; ``launches`` 1): the replay is planned from them while the trace is still written."""
+    (the same keys; ``launches`` 1): the replay is planned from them while the trace is still written.
+    ``index``: filled with the operators' offsets (``OperatorIndex``) up to the first window with a kernel,
+    before that window's kernels are handed over."""
     if kineto_scan.msgspec is None:
         if fh is not None:
             fh.close()
@@ -190,6 +193,9 @@ def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = No
     done = -1  # file offset of the last event decoded: a window's overlap holds it again
     for offset, buf in _windows_at(path, fh, written):
         fresh: list[str] = []
+        if index is not None and index.open:
+            index.add(buf, offset)
+            index.open = not first and _KERNEL_CAT.search(buf) is None
         for m in _KERNEL_CAT.finditer(buf):
             start = buf.rfind(b"{", 0, m.start())
             args = buf.find(b'"args"', m.end())
@@ -240,23 +246,75 @@ def _operators(path: Path, by_op: dict[int, list[int]], fh=None) -> dict[int, Op
         return {}
 
     def operator(buf: bytes, m: re.Match) -> OpCall | None:
-        """The operator event with that ``External id``, decoded alone (the id also appears in its launches'
-        events, which are not ``cpu_op``)."""
-        raw = _enclosing_event(buf, m.start())
-        if raw is None or b'"cpu_op"' not in raw:
-            return None
-        try:
-            ev = _OP.decode(raw)
-        except msgspec.DecodeError:
-            return None
-        a, ext = ev.args, int(m.group(1))
-        if ev.cat != "cpu_op" or a is None or a.external != ext or a.types is None:
-            return None
-        return OpCall(str(ev.name), list(a.types), list(a.dims or []), list(a.strides or []),
-                      [str(c) for c in (a.concrete or [])], sorted(by_op[ext]))
+        ext = int(m.group(1))
+        return _operator_at(buf, m.start(), ext, by_op[ext])
 
     op_re = re.compile(rb'"External id": (' + _alternation(by_op) + rb')\b')
     return _first_per_id(path, op_re, operator, len(by_op), fh)
+
+
+def _operator_at(buf: bytes, pos: int, ext: int, launches: list[int]) -> OpCall | None:
+    """The operator event whose ``"External id": ext`` is at ``pos``, decoded alone; None when the event there
+    is not a ``cpu_op`` with recorded arguments (the id also appears in its launches' events) or is not whole."""
+    raw = _enclosing_event(buf, pos)
+    if raw is None or b'"cpu_op"' not in raw:
+        return None
+    try:
+        ev = _OP.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    a = ev.args
+    if ev.cat != "cpu_op" or a is None or a.external != ext or a.types is None:
+        return None
+    return OpCall(str(ev.name), list(a.types), list(a.dims or []), list(a.strides or []),
+                  [str(c) for c in (a.concrete or [])], sorted(launches))
+
+
+_EXTERNAL_ID = re.compile(rb'"External id": (\d+)')
+
+
+class OperatorIndex:
+    """Where each ``External id`` first occurs in the trace (its operator's event: Kineto writes the operators
+    before the GPU events), filled by the kernel scan (``kernel_launches(..., index=)``) while it reads the
+    operator half of a trace still being written, so that an operator is then read where it lies instead of
+    by a scan of everything written so far.
+
+    Why: the replay's calls are listed as the scan finds kernels in the GPU half; each lookup by scan read the
+    operator half again from its start (~50 MB for ResNet-50 AMP) until it had every id asked for, and a
+    program's backward operators come late in it (the autograd thread's events follow the main thread's).
+    The index stops at the first window with a kernel event: the ids of GPU events are not operators.
+    An id it lacks, or whose event is not whole within ``SPAN``, is left to the caller's scan."""
+
+    SPAN = (4096, 1 << 16)  # bytes read before and after the id: an event's head, and arguments up to 64 KB
+
+    def __init__(self):
+        self.offsets: dict[int, int] = {}
+        self.open = True        # still in the operator half
+        self._end = 0           # file offset up to which windows were indexed
+
+    def add(self, buf: bytes, offset: int) -> None:
+        """Index a window of the file starting at ``offset`` (the part indexed before is skipped)."""
+        start = max(0, self._end - offset - 64)  # an id cut by the last window's end is found again
+        setdefault = self.offsets.setdefault
+        for m in _EXTERNAL_ID.finditer(buf, start):
+            setdefault(int(m.group(1)), offset + m.start())
+        self._end = offset + len(buf)
+
+    def operators(self, fh, external_ids) -> dict[int, OpCall]:
+        """``External id`` -> its operator call, for the ids indexed whose event is whole around its offset.
+        ``fh``: the trace, open for reading."""
+        got: dict[int, OpCall] = {}
+        before, after = self.SPAN
+        for ext in external_ids:
+            off = self.offsets.get(int(ext))
+            if off is None:
+                continue
+            lo = max(0, off - before)
+            fh.seek(lo)
+            call = _operator_at(fh.read(off - lo + after), off - lo, int(ext), [])
+            if call is not None:
+                got[int(ext)] = call
+        return got
 
 
 def launching_ops(path: Path, correlations) -> dict[int, OpCall]:

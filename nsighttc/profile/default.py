@@ -298,10 +298,12 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         # 0.5-0.7 s after: benchmarks/gpu_ab_first_run.py); without one, the whole trace is parsed as it is
         # written (waited for 0.10-0.24 s after it, instead of ~1.3 s of parsing after it).
         if tl_run.early and rp_run is not None:
+            from ..parse.kineto_ops import OperatorIndex
+            index = OperatorIndex()  # the operators' offsets, noted by the scan as it passes them
             streamed = replay_pass.StreamPlan(tl.torch_trace, run_dir / replay_pass.OPS_FILE, rp_gate,
                                               lambda n: _missing(n, out, opts)[4],
-                                              defer_to=run_dir / KERNEL_OPS_FILE).start()
-            scan = replay_pass.KernelScan(tl.torch_trace, tl_run.trace_done, streamed.add).start()
+                                              defer_to=run_dir / KERNEL_OPS_FILE, index=index).start()
+            scan = replay_pass.KernelScan(tl.torch_trace, tl_run.trace_done, streamed.add, index=index).start()
         elif tl_run.early:
             stream = replay_pass.TraceStream(tl.torch_trace, tl_run.trace_done).start()
         tl_run.until_written(remaining())
@@ -353,9 +355,12 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                                   "source": "trace kernel events, read while written" if scan.error is None else
                                   f"trace kernel events (scan: {scan.error})",
                                   "first_call_s": found.get("first_call_s"),
-                                  # negative: the replay's first call was listed before the trace was complete
-                                  "first_call_after_trace_s": None if found.get("first_call_s") is None or
-                                  tl_run.p.seconds is None else round(found["first_call_s"] - tl_run.p.seconds, 2),
+                                  # relative to the trace's completion (negative: before it): when the scan
+                                  # handed over the first kernel needing evidence, the first and last call listed
+                                  **{f"{k}_after_trace_s": None if found.get(f"{k}_s") is None or
+                                     tl_run.p.seconds is None else round(found[f"{k}_s"] - tl_run.p.seconds, 2)
+                                     for k in ("first_needed", "first_call", "last_call")},
+                                  "lookup_s": found.get("lookup_s"),
                                   "planned_in_s": round(time.monotonic() - t0, 2)}
             if streamed.errors:
                 info["early_plan"]["error"] = "; ".join(streamed.errors)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Callable
 from .. import ncu_metrics
 from ..collect import engines, process
 from ..errors import NsighttcError
-from ..replay import RANGE
+from ..replay import RANGE, WARM_RANGE
 from . import CounterPermission, Options, Pass, _export, finish_pass
 
 if TYPE_CHECKING:
@@ -50,8 +50,10 @@ def replay_pass(ncu, run_dir: Path, cc: str | None, opts: Options, gate: Path) -
     # same grid and block are one configuration and the second is never profiled (H100, ncu 2025.3.1,
     # benchmarks/gpu_replay_filter_probe.sh: ResNet-50 AMP's list, 57 profiles missing two kernels against 66
     # profiles with none missing). The replay calls each operator once, so few launches repeat.
-    argv = engines.ncu_argv(ncu, run_dir / "ncu_replay", inner, cc, nvtx_range=RANGE, all_kernels=opts.all_kernels,
-                            metrics=metrics, nvtx=True, every_launch=True)
+    # and the warm-up's one profile (ncu's one-time set-up, before the gate: nsighttc.replay.WARM_RANGE), which
+    # the parsers drop
+    argv = engines.ncu_argv(ncu, run_dir / "ncu_replay", inner, cc, nvtx_range=(RANGE, WARM_RANGE),
+                            all_kernels=opts.all_kernels, metrics=metrics, nvtx=True, every_launch=True)
     return Pass("ncu", argv, run_dir / "ncu_replay.log", mode="replay", stem="ncu_replay")
 
 
@@ -200,9 +202,10 @@ class StreamPlan:
     replay did not measure is still found by the plan from the parsed trace and left to the program's pass."""
 
     def __init__(self, trace: Path, ops: Path, gate: Path, decide: Callable[[pd.DataFrame], list[str]],
-                 defer_to: Path | None = None):
+                 defer_to: Path | None = None, index=None):
         import queue
         self.trace, self.ops, self.gate, self.decide, self.defer_to = trace, ops, gate, decide, defer_to
+        self.index = index  # kineto_ops.OperatorIndex the scan fills: operators read where they lie
         self.stood_down = False  # the launcher listed its kernels (``defer_to``): ``EarlyPlan`` writes the list
         self._q: queue.Queue = queue.Queue()
         self._calls: dict[str, dict] = {}
@@ -212,6 +215,9 @@ class StreamPlan:
         self._fh = None
         self.errors: list[str] = []
         self.first_call_s: float | None = None
+        self.last_call_s: float | None = None      # when the last call was listed
+        self.first_needed_s: float | None = None   # when the scan handed over the first kernel needing evidence
+        self.lookup_s = 0.0                        # time spent finding the operators in the trace
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True, name="nsighttc-stream-plan")
 
@@ -232,7 +238,8 @@ class StreamPlan:
         with_op = sum(len(c["kernels"]) for c in self._calls.values())
         return {"calls": len(self._calls), "kernels_with_operator": with_op,
                 "kernels_without_operator": len(self._missing) - with_op, "errors": [],
-                "first_call_s": self.first_call_s}
+                "first_call_s": self.first_call_s, "last_call_s": self.last_call_s,
+                "first_needed_s": self.first_needed_s, "lookup_s": round(self.lookup_s, 3)}
 
     def calls(self) -> list[dict]:
         """The calls listed, each with every kernel it was listed for (the file's line names the first)."""
@@ -270,6 +277,8 @@ class StreamPlan:
         need = early_needs(kernels)
         missing = self.decide(need) if not need.empty else []
         if missing:
+            if self.first_needed_s is None:
+                self.first_needed_s = round(time.monotonic() - self._t0, 2)
             self._missing += missing
             wanted = set(missing)
             self._resolve([k for k in kernels if k["name"] in wanted])
@@ -280,8 +289,15 @@ class StreamPlan:
         ids = [k["external"] for k in picked if k.get("external") is not None]
         if not ids:
             return
-        fh = kineto_ops.current_trace(self.trace)
-        ops_by_id = kineto_ops.operators(self.trace, ids, fh) if fh is not None else {}
+        t0 = time.monotonic()
+        ops_by_id: dict = {}
+        if self.index is not None and (fh := kineto_ops.current_trace(self.trace)) is not None:
+            with fh:
+                ops_by_id = self.index.operators(fh, ids)
+        rest = [i for i in ids if i not in ops_by_id]  # not indexed (or not whole there): a scan of what is written
+        if rest and (fh := kineto_ops.current_trace(self.trace)) is not None:
+            ops_by_id.update(kineto_ops.operators(self.trace, rest, fh))
+        self.lookup_s += time.monotonic() - t0
         later = []
         for k in picked:
             call = ops_by_id.get(k.get("external"))
@@ -303,6 +319,8 @@ class StreamPlan:
             self._fh = self.ops.open("w")
         self._fh.write(json.dumps(entry) + "\n")
         self._fh.flush()
+        if "end" not in entry:
+            self.last_call_s = round(time.monotonic() - self._t0, 2)
         if self.first_call_s is None and "end" not in entry:
             self.first_call_s = round(time.monotonic() - self._t0, 2)
             self.gate.write_text("go")
@@ -357,13 +375,14 @@ class KernelScan(_WhileWritten):
 
     thread_name = "nsighttc-kernel-scan"
 
-    def __init__(self, trace: Path, written: Callable[[], bool], on_new: Callable[[list], None] | None = None):
+    def __init__(self, trace: Path, written: Callable[[], bool], on_new: Callable[[list], None] | None = None,
+                 index=None):
         super().__init__(trace, written)
-        self.on_new = on_new
+        self.on_new, self.index = on_new, index
 
     def _read(self, fh) -> list[dict]:
         from ..parse import kineto_ops
-        return kineto_ops.kernel_launches(self.trace, fh, self.written, self.on_new)
+        return kineto_ops.kernel_launches(self.trace, fh, self.written, self.on_new, self.index)
 
     def kernels(self) -> list[dict] | None:
         """The scan's kernels once the writer is done."""
@@ -469,8 +488,13 @@ def run_replay(rp: Pass, rp_run: process.Running, run_dir: Path, need: pd.DataFr
     rest = still_missing(missing, keys)
     left = set(rest)
     measured = [n for n in missing if n not in left]
-    out.inputs += reports
-    info["replay"] = {**found, "measured": len(measured), "profiled": rp.profiled_kernels,
+    kept = [r for r in reports if r in out.parsed and not out.parsed[r].kernels.empty]
+    rows = [len(out.parsed[r].kernels) for r in reports if r in out.parsed]
+    warm = 0
+    if reports and len(rows) == len(reports):  # ncu's count less the warm-up's profile, which the parse dropped
+        warm, rp.profiled_kernels = max(0, rp.profiled_kernels - sum(rows)), sum(rows)
+    out.inputs += kept  # a report holding the warm-up's profile alone has nothing to merge
+    info["replay"] = {**found, "measured": len(measured), "profiled": rp.profiled_kernels, "warm_up_profiles": warm,
                       "seconds": round(time.monotonic() - t0, 2), "waited_s": round(waited, 2),
                       "read_s": round(time.monotonic() - t0 - waited, 2)}
     if measured:

@@ -144,6 +144,8 @@ def test_replay_pass_command(tmp_path):
     argv = p.argv
     assert argv[0] == "/opt/ncu" and p.stem == "ncu_replay" and p.mode == "replay"
     assert argv[argv.index("--nvtx-include") + 1] == "nsighttc-replay/" and "--nvtx" in argv
+    # and the warm-up's range (its one profile pays ncu's set-up before the gate): ncu ORs the includes
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--nvtx-include"] == ["nsighttc-replay/", "nsighttc-warm/"]
     inner = argv[argv.index("-m"):]
     assert inner[:2] == ["-m", "nsighttc.replay"]
     assert inner[inner.index("--gate-at") + 1] == "warm" and inner[inner.index("--wait-for") + 1].endswith(".replay-gate")
@@ -364,25 +366,36 @@ def test_a_trace_cut_while_written_is_not_taken_from_the_stream(tmp_path):
     assert stream.parsed() is None and stream.error
 
 
-def _plan_from_stream(tmp_path, monkeypatch, decide, defer_to=None):
+def _plan_from_stream(tmp_path, monkeypatch, decide, defer_to=None, index=None):
     ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
-    plan = replay_pass.StreamPlan(tmp_path / "torch_trace.json", ops, gate, decide, defer_to=defer_to).start()
+    plan = replay_pass.StreamPlan(tmp_path / "torch_trace.json", ops, gate, decide, defer_to=defer_to,
+                                  index=index).start()
     trace, scan, writer = _while_written(tmp_path, monkeypatch, True,
-                                         lambda t, w: replay_pass.KernelScan(t, w, plan.add).start())
+                                         lambda t, w: replay_pass.KernelScan(t, w, plan.add, index=index).start())
     rest = scan.kernels()
     writer.join()
     return plan, plan.finish(rest), ops, gate
 
 
+@pytest.mark.parametrize("lookup", ["scan", "index", "index-cut-events"])
 def test_the_replay_planned_while_the_trace_is_written_calls_what_the_finished_traces_plan_calls(tmp_path,
-                                                                                                 monkeypatch):
+                                                                                                 monkeypatch, lookup):
     """The calls are appended as JSON lines while the trace is written, end with {"end": true}, and are the
-    calls the plan from the finished trace makes, for the same kernels."""
+    calls the plan from the finished trace makes, for the same kernels: with the operators found by a scan of
+    what is written, read where the kernel scan's index saw them (the default run), or, where the index's
+    span cuts their events, by the scan again."""
     from nsighttc.replay import read_calls
-    plan, found, ops, gate = _plan_from_stream(tmp_path, monkeypatch, lambda need: list(dict.fromkeys(need["name"])))
+    index = None if lookup == "scan" else kineto_ops.OperatorIndex()
+    if lookup == "index-cut-events":
+        monkeypatch.setattr(kineto_ops.OperatorIndex, "SPAN", (4096, 200))  # shorter than most operator events
+    plan, found, ops, gate = _plan_from_stream(tmp_path, monkeypatch, lambda need: list(dict.fromkeys(need["name"])),
+                                               index=index)
     assert plan.errors == [] and not plan.stood_down and gate.read_text() == "go"
     assert found["kernels_with_operator"] == 19 and found["kernels_without_operator"] == 0
-    assert found["first_call_s"] is not None
+    assert found["first_call_s"] is not None and found["last_call_s"] >= found["first_call_s"]
+    assert found["first_needed_s"] is not None and found["lookup_s"] >= 0
+    if index is not None:  # the operator half was indexed, and the index closed at the GPU half
+        assert len(index.offsets) > 30000 and not index.open
     lines = ops.read_text().splitlines()
     assert json.loads(lines[-1]) == {"end": True} and len(lines) == found["calls"] + 1
 
@@ -476,3 +489,25 @@ def test_a_kernel_first_seen_without_its_operator_is_listed_from_its_first_launc
     assert plan.errors == [] and found["kernels_with_operator"] == 19 and found["calls"] == 18
     assert sorted(k for c in plan.calls() for k in c["kernels"]) == sorted(k for c in reference for k in c["kernels"])
     assert json.loads(ops.read_text().splitlines()[-1]) == {"end": True}
+
+
+def test_the_operator_index_reads_each_operator_where_the_scan_saw_it(tmp_path):
+    """Filled by the kernel scan up to the first kernel event, the index finds the same operator calls as the
+    byte scan for every kernel's operator; an id it never saw, or whose event is cut by its span, is absent
+    (the plan's scan finds those)."""
+    trace = tmp_path / "torch_trace.json"
+    trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))
+    index = kineto_ops.OperatorIndex()
+    kernels = kineto_ops.kernel_launches(trace, index=index)
+    ids = sorted({k["external"] for k in kernels if k["external"] is not None})
+    assert len(ids) >= 40 and not index.open
+    scanned = kineto_ops.operators(trace, ids)
+    with trace.open("rb") as fh:
+        read = index.operators(fh, ids + [10 ** 9])
+    assert read.keys() == scanned.keys() and len(read) >= 40
+    assert {i: c.to_json() for i, c in read.items()} == {i: c.to_json() for i, c in scanned.items()}
+    first_kernel = trace.read_bytes().find(b'"cat": "kernel"')
+    assert all(index.offsets[i] < first_kernel for i in ids)  # the operators' own events, in the operator half
+    index.SPAN = (4096, 40)  # "External id" is near the end of an event's head; its arguments follow
+    with trace.open("rb") as fh:
+        assert index.operators(fh, ids) == {}
