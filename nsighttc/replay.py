@@ -13,7 +13,8 @@ an operator it cannot rebuild, a CUDA graph or a compiled kernel with no operato
 program itself; nothing is assumed from a near miss: evidence is matched by exact kernel name.
 
 Like ``nsighttc.launch``, it starts while the timeline pass runs and waits at a gate (``--wait-for``), so
-the interpreter, torch's import and ncu's start-up are off the critical path; once the gate opens, the calls
+the interpreter, torch's import, ncu's start-up and the set-up of ncu's first profile (``WARM_RANGE``) are off
+the critical path; once the gate opens, the calls
 are made as nsighttc lists them (``read_calls``: JSON lines appended while the trace is still written).
 """
 from __future__ import annotations
@@ -286,7 +287,7 @@ def _chain(first, rest):
 
 def read_calls(path: Path, wait_s: float = OPS_WAIT_S, poll_s: float = 0.005):
     """The operator calls to make, as they come: a JSON list written at once, or JSON lines that nsighttc
-    appends while it still plans (``profile.replay_pass.StreamPlan``) and ends with ``{"end": true}``; the
+    appends while it still plans (``profile.replay_plan.StreamPlan``) and ends with ``{"end": true}``; the
     calls already listed run meanwhile. ``TimeoutError`` when the file does not appear within ``wait_s``; a
     list that stops growing for ``wait_s`` (or whose nsighttc is gone) ends with the calls it had."""
     from .launch import _owner_alive

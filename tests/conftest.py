@@ -28,6 +28,9 @@ MULTI_REPLAY_OPS = FIXTURES / "replay_ops_multi_phase.json"
 MULTI_REPLAY_NCU = FIXTURES / "h100_multi_phase_replay_ncu_raw.csv.gz"
 RESNET_REPLAY_OPS = FIXTURES / "replay_ops_resnet_amp.json"     # ResNet-50 AMP: convolutions, BN, GEMMs
 RESNET_REPLAY_NCU = FIXTURES / "h100_resnet_amp_replay_ncu_raw.csv.gz"
+# The same replay with the warm-up's profile (range nsighttc-warm, ncu's set-up paid before the gate) first:
+# a default run of this code on H100 (benchmarks/gpu_ab_first_run.py), `ncu --import --csv --page raw`
+RESNET_REPLAY_WARM_NCU = FIXTURES / "h100_resnet_amp_replay_warm_ncu_raw.csv.gz"
 
 
 def gunzip_text(path: Path) -> str:

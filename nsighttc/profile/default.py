@@ -57,7 +57,7 @@ from ..collect.evidence_cache import EvidenceCache, program_key
 from ..errors import NsighttcError, UsageError
 from . import (KERNEL_OPS_FILE, CounterPermission, Options, Pass, PERM_FIX, Target, _export, distribute, finish_pass, plan, run_pass,
                start_pass)
-from . import replay_pass
+from . import replay_pass, replay_plan, trace_reader
 from .timeline_run import TimelineRun
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
     launches = classify_launches(pd.concat(frames, ignore_index=True))
     need = needs_hardware(launches)
     need.attrs["order"] = first_launch_order(launches)
-    need.attrs["first"] = replay_pass.first_launches(launches, need["name"]) if not need.empty else {}
+    need.attrs["first"] = replay_plan.first_launches(launches, need["name"]) if not need.empty else {}
     return need
 
 
@@ -281,10 +281,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             pass
 
     threading.Thread(target=_preload, daemon=True, name="nsighttc-preload").start()
-    early: replay_pass.EarlyPlan | None = None
+    early: replay_plan.EarlyPlan | None = None
     early_found: dict | None = None
     if rp_run is not None:  # the launcher lists its kernels before writing the trace: start the replay from that
-        early = replay_pass.EarlyPlan(run_dir / KERNEL_OPS_FILE, run_dir / replay_pass.OPS_FILE, rp_gate,
+        early = replay_plan.EarlyPlan(run_dir / KERNEL_OPS_FILE, run_dir / replay_pass.OPS_FILE, rp_gate,
                                       lambda n: _missing(n, out, opts)[4]).start()
     say(f"[1/2 timeline: {tl.engine}] running the program "
         f"({'torch.profiler' if tl.engine == 'torch' else 'Nsight Systems'}) ... {time.monotonic() - started:.0f}s")
@@ -300,12 +300,12 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         if tl_run.early and rp_run is not None:
             from ..parse.kineto_ops import OperatorIndex
             index = OperatorIndex()  # the operators' offsets, noted by the scan as it passes them
-            streamed = replay_pass.StreamPlan(tl.torch_trace, run_dir / replay_pass.OPS_FILE, rp_gate,
+            streamed = replay_plan.StreamPlan(tl.torch_trace, run_dir / replay_pass.OPS_FILE, rp_gate,
                                               lambda n: _missing(n, out, opts)[4],
                                               defer_to=run_dir / KERNEL_OPS_FILE, index=index).start()
-            scan = replay_pass.KernelScan(tl.torch_trace, tl_run.trace_done, streamed.add, index=index).start()
+            scan = trace_reader.KernelScan(tl.torch_trace, tl_run.trace_done, streamed.add, index=index).start()
         elif tl_run.early:
-            stream = replay_pass.TraceStream(tl.torch_trace, tl_run.trace_done).start()
+            stream = trace_reader.TraceStream(tl.torch_trace, tl_run.trace_done).start()
         tl_run.until_written(remaining())
     except BaseException:
         if tl_run is not None:
@@ -376,7 +376,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             # the replay is planned from the trace's kernel events alone and runs while the whole trace is parsed
             t0 = time.monotonic()
             try:
-                early_found = replay_pass.start_from_trace(tl.torch_trace, run_dir / replay_pass.OPS_FILE, rp_gate,
+                early_found = replay_plan.start_from_trace(tl.torch_trace, run_dir / replay_pass.OPS_FILE, rp_gate,
                                                            lambda n: _missing(n, out, opts)[4])
                 info["early_plan"] = {**info.get("early_plan", {}), "source": "trace kernel events",
                                       "planned_in_s": round(time.monotonic() - t0, 2)}

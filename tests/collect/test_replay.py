@@ -16,8 +16,9 @@ from nsighttc.collect import engines
 from nsighttc.collect.hardware_pass import needs_hardware
 from nsighttc.analysis.tensor_cores import classify_launches
 from nsighttc.parse import kineto_ops
-from nsighttc.profile import Options, default, replay_pass
+from nsighttc.profile import Options, default, replay_pass, replay_plan, trace_reader
 from tests.conftest import (KINETO, MULTI_REPLAY_NCU, MULTI_REPLAY_OPS, MULTI_SHAPES, MULTI_TORCH, RESNET_REPLAY_NCU,
+                            RESNET_REPLAY_WARM_NCU,
                             RESNET_REPLAY_OPS)
 
 
@@ -36,7 +37,7 @@ def test_every_kernel_needing_evidence_has_its_operator(planned, tmp_path):
     need, _ = planned
     names = list(dict.fromkeys(need["name"]))
     assert len(names) == 19
-    found = replay_pass.write_ops(tmp_path / "ops.json", need.attrs["first"], names)
+    found = replay_plan.write_ops(tmp_path / "ops.json", need.attrs["first"], names)
     assert found["kernels_with_operator"] == len(names) and found["kernels_without_operator"] == 0
     written = json.loads((tmp_path / "ops.json").read_text())
     # the list the H100 run wrote from the same trace (and replayed: every kernel measured)
@@ -183,7 +184,7 @@ def _early_list(parsed) -> list[dict]:
 
 def test_the_early_list_needs_the_same_kernels_as_the_trace(planned):
     need, parsed = planned
-    early = replay_pass.early_needs(_early_list(parsed))
+    early = replay_plan.early_needs(_early_list(parsed))
     assert set(early["name"]) == set(need["name"]) and len(set(early["name"])) == 19
 
 
@@ -191,7 +192,7 @@ def test_the_early_plan_writes_the_trace_plans_operator_list_and_opens_the_gate(
     _, parsed = planned
     listing = tmp_path / "kernel_ops.json"
     ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
-    early = replay_pass.EarlyPlan(listing, ops, gate, lambda need: list(dict.fromkeys(need["name"]))).start()
+    early = replay_plan.EarlyPlan(listing, ops, gate, lambda need: list(dict.fromkeys(need["name"]))).start()
     tmp = tmp_path / "kernel_ops.json.tmp"  # written whole, then renamed, as the launcher does (the thread polls)
     tmp.write_text(json.dumps({"version": 1, "kernels": _early_list(parsed)}))
     tmp.replace(listing)
@@ -223,7 +224,7 @@ def test_the_kernel_event_scan_finds_what_the_full_parse_finds(trace):
 
 def test_the_replay_planned_from_kernel_events_is_the_one_planned_from_the_parsed_trace(tmp_path):
     ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
-    found = replay_pass.start_from_trace(MULTI_SHAPES, ops, gate, lambda need: list(dict.fromkeys(need["name"])))
+    found = replay_plan.start_from_trace(MULTI_SHAPES, ops, gate, lambda need: list(dict.fromkeys(need["name"])))
     assert found["calls"] == 18 and found["kernels_with_operator"] == 19 and found["kernels_without_operator"] == 0
     assert gate.read_text() == "go"
 
@@ -231,16 +232,16 @@ def test_the_replay_planned_from_kernel_events_is_the_one_planned_from_the_parse
         return sorted(_key({**c, "kernels": sorted(c["kernels"])}) for c in doc)
     assert calls(json.loads(ops.read_text())) == calls(json.loads(MULTI_REPLAY_OPS.read_text()))
     # kernels the cache already knows are left out: none to replay, the list is empty and the gate still opens
-    found = replay_pass.start_from_trace(MULTI_SHAPES, ops, gate, lambda need: [])
+    found = replay_plan.start_from_trace(MULTI_SHAPES, ops, gate, lambda need: [])
     assert found["calls"] == 0 and json.loads(ops.read_text()) == []
 
 
 def test_the_early_plan_without_a_list_or_with_a_broken_one_leaves_the_gate_shut(tmp_path):
     ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
-    none = replay_pass.EarlyPlan(tmp_path / "kernel_ops.json", ops, gate, lambda need: []).start()
+    none = replay_plan.EarlyPlan(tmp_path / "kernel_ops.json", ops, gate, lambda need: []).start()
     assert none.finish() is None and none.error is None
     (tmp_path / "kernel_ops.json").write_text('{"version": 1, "kernels": [')
-    broken = replay_pass.EarlyPlan(tmp_path / "kernel_ops.json", ops, gate, lambda need: []).start()
+    broken = replay_plan.EarlyPlan(tmp_path / "kernel_ops.json", ops, gate, lambda need: []).start()
     assert broken.finish() is None and "kernel_ops.json" in broken.error
     assert not gate.exists() and not ops.exists()
 
@@ -317,7 +318,7 @@ def test_the_trace_parsed_while_written_is_the_finished_files_parse(tmp_path, mo
     as ``load`` of the finished file."""
     from nsighttc.parse import load
     trace, stream, writer = _while_written(tmp_path, monkeypatch, temp,
-                                           lambda t, w: replay_pass.TraceStream(t, w).start())
+                                           lambda t, w: trace_reader.TraceStream(t, w).start())
     parsed = stream.parsed()
     writer.join()
     assert stream.error is None and parsed is not None
@@ -333,7 +334,7 @@ def test_the_kernel_scan_reads_the_trace_while_it_is_written(tmp_path, monkeypat
     finds, and hands every kernel over once, window by window, as it comes."""
     batches: list[list[dict]] = []
     trace, scan, writer = _while_written(tmp_path, monkeypatch, temp,
-                                         lambda t, w: replay_pass.KernelScan(t, w, batches.append).start())
+                                         lambda t, w: trace_reader.KernelScan(t, w, batches.append).start())
     got = scan.kernels()
     writer.join()
     assert scan.error is None and got is not None
@@ -348,12 +349,12 @@ def test_the_kernel_scan_reads_the_trace_while_it_is_written(tmp_path, monkeypat
 
 
 def test_the_kernel_scan_gives_up_when_no_trace_comes(tmp_path):
-    scan = replay_pass.KernelScan(tmp_path / "torch_trace.json", lambda: True).start()
+    scan = trace_reader.KernelScan(tmp_path / "torch_trace.json", lambda: True).start()
     assert scan.kernels() is None and scan.error is None
 
 
 def test_the_trace_stream_gives_up_when_no_trace_comes(tmp_path):
-    stream = replay_pass.TraceStream(tmp_path / "torch_trace.json", lambda: True).start()
+    stream = trace_reader.TraceStream(tmp_path / "torch_trace.json", lambda: True).start()
     assert stream.parsed() is None and stream.error is None
 
 
@@ -362,16 +363,16 @@ def test_a_trace_cut_while_written_is_not_taken_from_the_stream(tmp_path):
     data = gzip.decompress(MULTI_SHAPES.read_bytes())
     trace = tmp_path / "torch_trace.json"
     trace.write_bytes(data[: len(data) // 2])
-    stream = replay_pass.TraceStream(trace, lambda: True).start()
+    stream = trace_reader.TraceStream(trace, lambda: True).start()
     assert stream.parsed() is None and stream.error
 
 
 def _plan_from_stream(tmp_path, monkeypatch, decide, defer_to=None, index=None):
     ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
-    plan = replay_pass.StreamPlan(tmp_path / "torch_trace.json", ops, gate, decide, defer_to=defer_to,
+    plan = replay_plan.StreamPlan(tmp_path / "torch_trace.json", ops, gate, decide, defer_to=defer_to,
                                   index=index).start()
     trace, scan, writer = _while_written(tmp_path, monkeypatch, True,
-                                         lambda t, w: replay_pass.KernelScan(t, w, plan.add, index=index).start())
+                                         lambda t, w: trace_reader.KernelScan(t, w, plan.add, index=index).start())
     rest = scan.kernels()
     writer.join()
     return plan, plan.finish(rest), ops, gate
@@ -482,7 +483,7 @@ def test_a_kernel_first_seen_without_its_operator_is_listed_from_its_first_launc
     trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))
     whole = kineto_ops.kernel_launches(trace)
     ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
-    plan = replay_pass.StreamPlan(trace, ops, gate, lambda need: list(dict.fromkeys(need["name"]))).start()
+    plan = replay_plan.StreamPlan(trace, ops, gate, lambda need: list(dict.fromkeys(need["name"]))).start()
     plan.add([{**k, "external": None} for k in whole])  # as if no operator were known for any of them yet
     found = plan.finish(whole)
     reference = json.loads(MULTI_REPLAY_OPS.read_text())
@@ -511,3 +512,24 @@ def test_the_operator_index_reads_each_operator_where_the_scan_saw_it(tmp_path):
     index.SPAN = (4096, 40)  # "External id" is near the end of an event's head; its arguments follow
     with trace.open("rb") as fh:
         assert index.operators(fh, ids) == {}
+
+
+def test_the_warm_up_profile_is_dropped_from_the_replays_report():
+    """The replay's report holds, first, the warm-up GEMM ncu profiled in nsighttc-warm (its one-time set-up
+    paid before the gate): no reader passes it on; the 58 profiles of the calls stay, and the kernels the replay
+    measured are the same as in the report recorded before the warm-up had a profile."""
+    from nsighttc.parse import load
+    from tests.conftest import read_rows
+    rows = read_rows(RESNET_REPLAY_WARM_NCU)
+    header = rows[0]
+    ranges = [r[header.index(next(c for c in header if c.startswith("thread Domain")))] for r in rows[2:]]
+    warm_name = rows[2][header.index("Kernel Name")]
+    assert len(rows) - 2 == 59 and "nsighttc-warm" in ranges[0] and all("nsighttc-replay" in r for r in ranges[1:])
+    parsed = load(RESNET_REPLAY_WARM_NCU)
+    assert len(parsed.kernels) == 58 and warm_name not in set(parsed.kernels["name"].astype(str))
+    assert parsed.kernels["nvtx"].astype(str).str.startswith("nsighttc-replay").all()
+    from nsighttc.analysis.merge import merge_key
+    measured = replay_pass.measured_keys([RESNET_REPLAY_WARM_NCU])
+    calls = pd.Series([r[header.index("Kernel Name")] for r in rows[3:]], dtype=object)
+    assert measured == set(merge_key(calls)) and len(measured) >= 40  # the calls' kernels, each by hardware
+    assert set(merge_key(pd.Series([warm_name], dtype=object))).isdisjoint(measured)
