@@ -280,8 +280,10 @@ class OperatorIndex:
     by a scan of everything written so far.
 
     Why: the replay's calls are listed as the scan finds kernels in the GPU half; each lookup by scan read the
-    operator half again from its start (~50 MB for ResNet-50 AMP) until it had every id asked for, and a
-    program's backward operators come late in it (the autograd thread's events follow the main thread's).
+    operator half again from its start (~60 MB for ResNet-50 AMP) until it had every id asked for, and the
+    operators of a program's first step lie far apart in it: Kineto groups them by thread (in ResNet-50 AMP's
+    H100 trace the autograd thread's backward operators fill the first half, the main thread's forward ones
+    the second).
     The index stops at the first window with a kernel event: the ids of GPU events are not operators.
     An id it lacks, or whose event is not whole within ``SPAN``, is left to the caller's scan."""
 
