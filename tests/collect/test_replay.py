@@ -517,7 +517,7 @@ def test_the_operator_index_reads_each_operator_where_the_scan_saw_it(tmp_path):
 def test_the_warm_up_profile_is_dropped_from_the_replays_report():
     """The replay's report holds, first, the warm-up GEMM ncu profiled in nsighttc-warm (its one-time set-up
     paid before the gate): no reader passes it on; the 58 profiles of the calls stay, and the kernels the replay
-    measured are the same as in the report recorded before the warm-up had a profile."""
+    measured are exactly the calls' kernels."""
     from nsighttc.parse import load
     from tests.conftest import read_rows
     rows = read_rows(RESNET_REPLAY_WARM_NCU)
