@@ -195,7 +195,6 @@ def kernel_launches(path: Path, fh=None, written: Callable[[], bool] | None = No
         fresh: list[str] = []
         if index is not None and index.open:
             index.add(buf, offset)
-            index.open = not first and _KERNEL_CAT.search(buf) is None
         for m in _KERNEL_CAT.finditer(buf):
             start = buf.rfind(b"{", 0, m.start())
             args = buf.find(b'"args"', m.end())
@@ -295,12 +294,14 @@ class OperatorIndex:
         self._end = 0           # file offset up to which windows were indexed
 
     def add(self, buf: bytes, offset: int) -> None:
-        """Index a window of the file starting at ``offset`` (the part indexed before is skipped)."""
+        """Index a window of the file starting at ``offset`` (the part indexed before is skipped); the index
+        closes with the first window that holds a kernel event."""
         start = max(0, self._end - offset - 64)  # an id cut by the last window's end is found again
         setdefault = self.offsets.setdefault
         for m in _EXTERNAL_ID.finditer(buf, start):
             setdefault(int(m.group(1)), offset + m.start())
         self._end = offset + len(buf)
+        self.open = _KERNEL_CAT.search(buf) is None
 
     def operators(self, fh, external_ids) -> dict[int, OpCall]:
         """``External id`` -> its operator call, for the ids indexed whose event is whole around its offset.

@@ -108,7 +108,8 @@ def looks_binary(head: bytes) -> bool:
 
 class GrowingFile:
     """A plain file another process is still writing, read as a stream: ``read(n)`` waits for bytes until
-    ``written()`` says the writer is done (then it reads on to the end of what was written before that). The default run parses the torch.profiler trace this way while the launcher writes it
+    ``written()`` says the writer is done (then it reads on to the end of what was written before that). The
+    default run parses the torch.profiler trace this way while the launcher writes it
     (ResNet-50 AMP on H100: 114 MB written in ~1.2 s, then ~1.3 s of parsing; beside the writer the parse
     was waited for 0.10-0.24 s after it). A read returns once ``piece`` bytes have come (or all of ``n``, when
     smaller): the parser sees the trace in pieces as they are written, not in its 16 MB blocks."""
