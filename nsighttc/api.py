@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
 import gc
+import os
+from typing import TYPE_CHECKING
 from pathlib import Path
 from typing import Iterable
 
@@ -23,6 +24,7 @@ import pandas as pd
 from . import allocator
 from .analysis import findings as findings_mod
 from .analysis import ranks as ranks_mod
+from .parse import ranks as rank_inputs
 from .analysis import tensor_cores
 from .errors import NsighttcError, ParseError, UsageError
 from .model import empty_kernel_table
@@ -133,14 +135,14 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
     side already under way for these parsed inputs (``TimelineAhead``).
 
     Directories are read as the profiler outputs inside them. Inputs of several ranks of one distributed
-    job (``analysis.ranks``: torch.profiler's ``distributedInfo``, or ``rank<N>`` in the path) are analysed
+    job (``parse.ranks``: torch.profiler's ``distributedInfo``, or ``rank<N>`` in the path) are analysed
     rank by rank in ``jobs`` processes (default: one per core) and the verdict gains ``ranks`` and
     ``distributed``; Nsight Compute inputs are evidence for every rank.
     """
     kwargs = dict(yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range,
                   range_name=range_name, evidence=evidence)
     with _no_cyclic_gc(), allocator.reuse_freed_memory():
-        paths = ranks_mod.expand(list(paths))
+        paths = rank_inputs.expand(list(paths))
         grouped = _rank_groups(paths)
         if grouped is not None:
             return _analyze_ranks(*grouped, jobs=jobs, kwargs=kwargs)
@@ -160,7 +162,7 @@ def _rank_groups(paths: list):
         plain.append(path)
     if len(plain) < 2 and not (plain and kinds[plain[0]] is Kind.NSYS_SQLITE and not isinstance(paths[0], Parsed)):
         return None  # one file is one process, unless it is an nsys export of a whole job
-    by_rank, counters, infos = ranks_mod.group(plain, kinds)
+    by_rank, counters, infos = rank_inputs.group(plain, kinds)
     if len([r for r in by_rank if r >= 0]) < 2:
         return None
     if -1 in by_rank:
@@ -170,11 +172,50 @@ def _rank_groups(paths: list):
     return by_rank, counters, infos
 
 
+# --- several ranks: each analysed on its own (in worker processes), then reduced by analysis.ranks -----
+def _rank_job(rank: int, paths: list, kwargs: dict, keep_launches: bool):
+    """One rank's verdict, small enough to send back: its launch table only when asked (one rank's)."""
+    from .parse.timeline import only_process
+    inputs = [only_process(load(p.path), p.pid) if isinstance(p, rank_inputs.ProcessInput) else p for p in paths]
+    v = analyze(inputs, **kwargs)
+    for i, p in zip(v.inputs, paths):
+        if isinstance(p, rank_inputs.ProcessInput):
+            i["path"] = str(p)
+    compacted = tensor_cores.compact(v.launches)
+    if not keep_launches:
+        v.launches = v.launches.iloc[0:0].copy()  # a view would keep the whole table alive in-process
+    return rank, v, compacted
+
+
+def analyze_ranks(by_rank: dict[int, list], counters: list, jobs: int | None, kwargs: dict):
+    """Analyse every rank (in ``jobs`` processes; 1 = here, one rank at a time). Returns
+    {rank: (verdict, compacted launches)}; the lowest rank keeps its launch table."""
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    low = min(by_rank)
+    work = [(r, [*by_rank[r], *counters], kwargs, r == low) for r in sorted(by_rank)]
+    results = {}
+    if jobs == 1 or len(work) == 1:
+        for w in work:
+            r, v, c = _rank_job(*w)
+            results[r] = (v, c)
+            gc.collect()  # analysis runs with the cyclic collector paused: free each rank's cycles before the next
+        return results
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    ctx = mp.get_context("spawn")  # no fork: the caller may hold threads (profile's progress, pools)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
+        futures = [pool.submit(_rank_job, *w) for w in work]
+        for f in futures:
+            r, v, c = f.result()
+            results[r] = (v, c)
+    return results
+
+
 def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | None, kwargs: dict) -> Verdict:
     """Every rank on its own (in parallel), then the job: rank table, distributed verdict, cross-rank
     Tensor Core roll-up. The timeline, ranges and findings shown are the straggler's (else the lowest rank's)."""
     from .analysis import peak
-    results = ranks_mod.analyze_ranks(by_rank, counters, jobs, kwargs)
+    results = analyze_ranks(by_rank, counters, jobs, kwargs)
     rows = [ranks_mod.rank_row(r, results[r][0]) for r in sorted(results)]
     sizes = {i.world_size for i in infos.values() if i.world_size}
     dist = ranks_mod.distributed(rows, sizes.pop() if len(sizes) == 1 else None)

@@ -48,7 +48,7 @@ def test_launcher_runs_the_script_unchanged_and_writes_a_trace(tmp_path):
     script.write_text("import sys, torch\nprint('args', sys.argv[1:], __name__)\n"
                       "m = torch.nn.Linear(4, 4)\nm(torch.randn(2, 4))\nsys.exit(7)\n")
     trace = tmp_path / "t.json"
-    proc = subprocess.run([sys.executable, "-m", "nsighttc.launch", "--annotate", "modules", "--torch-trace", str(trace),
+    proc = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", "modules", "--torch-trace", str(trace),
                            "--", str(script), "a", "b"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 7  # the script's own exit code
     assert "args ['a', 'b'] __main__" in proc.stdout
@@ -63,7 +63,7 @@ def test_cpu_only_trace_gives_a_no_gpu_work_verdict(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text("import torch\nfor _ in range(3):\n    torch.randn(64, 64) @ torch.randn(64, 64)\n")
     trace = tmp_path / "t.json"
-    subprocess.run([sys.executable, "-m", "nsighttc.launch", "--torch-trace", str(trace), "--", str(script)],
+    subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--torch-trace", str(trace), "--", str(script)],
                    check=True, capture_output=True, timeout=300)
     doc = nsighttc.analyze([trace]).to_json()
     assert doc["timeline"]["verdict"] == "no-gpu-work"

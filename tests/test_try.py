@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nsighttc import variants
+from nsighttc.runtime import variants
 from nsighttc.experiment import read_metric
 from nsighttc.experiment.auto import choose
 
@@ -38,7 +38,7 @@ def _probe(tmp_path, *names):
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     applied = tmp_path / "applied.json"
-    argv = [sys.executable, "-m", "nsighttc.launch", "--applied", str(applied)]
+    argv = [sys.executable, "-m", "nsighttc.runtime.launch", "--applied", str(applied)]
     for n in names:
         argv += ["--variant", n]
     r = subprocess.run([*argv, "--", str(script)], capture_output=True, text=True, env=ENV, timeout=300)
@@ -118,7 +118,7 @@ def test_auto_picks_loader_variants_only_for_loaders_left_at_defaults(tmp_path):
     same wrapper run here on CPU (its DataLoader built with num_workers=0, pin_memory=False)."""
     pytest.importorskip("torch")
     applied = tmp_path / "applied.json"
-    r = subprocess.run([sys.executable, "-m", "nsighttc.launch", "--applied", str(applied), "--",
+    r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--applied", str(applied), "--",
                         str(ROOT / "wrappers" / "dataloader_bound.py"), "--device", "cpu"],
                        capture_output=True, text=True, env=ENV, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -1,18 +1,13 @@
-"""Several ranks of one distributed job: which input is which rank, each rank judged on its own, and the
-job's distributed verdict (straggler, step skew, communication).
+"""Several ranks of one distributed job: the job's distributed verdict (straggler, step skew, communication)
+from the verdicts of its ranks.
 
 Why per rank: ranks of a data-parallel job wait for each other in every collective, so one slow rank (a
 data loader, a host sync, a throttled GPU) makes every other rank's GPU sit in NCCL kernels that count
-as "busy". Merging all ranks into one kernel table hides that. Here every rank is analysed alone
-(``api.analyze`` on its own files plus the run's Nsight Compute evidence, which is per kernel and holds
-for every rank), in parallel processes whose memory is bounded by the files analysed at once, and the
-job's verdict is built from the per-rank results.
-
-Rank of an input, first found wins: the file's own metadata (torch.profiler's ``distributedInfo.rank``,
-written when ``torch.distributed`` was initialised), else ``rank<N>`` in the file's name or the nearest
-directory's (``runs/job/rank3/nsys.sqlite``: what ``nsighttc profile`` writes for torchrun and srun), else
-for nsys exports, which record no rank: one export holding several processes is a whole job, one rank per
-process in GPU order; exports of one process each take their GPU's index when the GPUs differ.
+as "busy". Merging all ranks into one kernel table hides that. So every rank is analysed alone
+(``api.analyze_ranks``: ``api.analyze`` on its own files plus the run's Nsight Compute evidence, which is per
+kernel and holds for every rank, in parallel processes whose memory is bounded by the files analysed at
+once; which input is which rank: ``parse.ranks``), and this module reduces the per-rank verdicts: a pure
+function of them, testable without any trace.
 
 The straggler rule (``straggler``): a rank's *own* step time is its median step minus the communication
 it waited in per step (``timeline.comm``). Ranks that run in lock-step have equal step times, so step
@@ -28,12 +23,6 @@ causes* are compared per step with the other ranks' (host ranges, syncs, copies,
 """
 from __future__ import annotations
 
-import os
-import re
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
-
 import numpy as np
 
 from ..model import Finding
@@ -45,196 +34,6 @@ COMPUTE = "gpu-compute"      # the rank's own GPU compute time per step, compare
 STRAGGLER_MIN_NS = 1e6       # and at least 1 ms: timer noise and launch jitter stay below this
 TC_SHARE_DIFF = 0.20         # ranks whose Tensor Core shares differ by more than this run different code
 EXPOSED_COMM_FINDING = 0.15  # exposed communication (mean over ranks) worth a finding
-
-_RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[_\-.]?(\d+)(?![0-9])", re.IGNORECASE)
-_DIST_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{(.{0,4000}?)\}', re.DOTALL)
-_FIELD = {k: re.compile(rb'"%s"\s*:\s*(\d+)' % k.encode()) for k in ("rank", "world_size")}
-# Files in a directory that are inputs (profiler outputs); nsighttc's own outputs are not.
-_INPUT_SUFFIXES = (".sqlite", ".sqlite.gz", ".json", ".json.gz", ".ncu-rep", ".nsys-rep", ".csv", ".csv.gz")
-_OWN_OUTPUTS = {"verdict.json", "run.json", "summary.json", "results.json", "try.json"}
-
-
-@dataclass
-class RankInfo:
-    rank: int | None
-    world_size: int | None
-    source: str  # "distributedInfo" | "path" | "none"
-
-
-def rank_of(path: str | Path) -> RankInfo:
-    """The rank an input belongs to (see the module docstring for where it is read)."""
-    p = Path(path)
-    head = _head(p)
-    m = _DIST_INFO.search(head) if head else None
-    if m:
-        got = {k: rx.search(m.group(1)) for k, rx in _FIELD.items()}
-        if got["rank"]:
-            ws = got["world_size"]
-            return RankInfo(int(got["rank"].group(1)), int(ws.group(1)) if ws else None, "distributedInfo")
-    for part in [p.name, *[q.name for q in p.parents][:4]]:
-        m2 = _RANK_IN_NAME.search(part)
-        if m2:
-            return RankInfo(int(m2.group(1)), None, "path")
-    return RankInfo(None, None, "none")
-
-
-def _head(p: Path, n: int = 1 << 20) -> bytes:
-    """The first MB of a JSON trace (gzip or not): torch writes ``distributedInfo`` before the events."""
-    name = p.name.lower()
-    if not (name.endswith(".json") or name.endswith(".json.gz") or name.endswith(".gz")):
-        return b""
-    try:
-        from ..parse import textio
-        if textio.is_gzip(p):
-            import gzip
-            with gzip.open(p, "rb") as fh:
-                return fh.read(n)
-        with p.open("rb") as fh:
-            return fh.read(n)
-    except (OSError, EOFError, ValueError):
-        return b""
-
-
-@dataclass(frozen=True)
-class ProcessInput:
-    """One process of a recording that holds several (``nsys profile torchrun ...``: one report, every rank)."""
-    path: Path
-    pid: int
-    device: int
-
-    def __str__(self) -> str:
-        return f"{self.path} (process {self.pid}, GPU {self.device})"
-
-
-def processes(path: Path, only_if_several: bool = False) -> list[tuple[int, int]]:
-    """(device, pid) of every host process that launched kernels in an nsys SQLite export, device order;
-    [] when the file cannot be read this way (the single-run path then reports it as usual).
-
-    ``only_if_several``: the caller only needs the answer when there are two processes or more. nsys lists
-    the processes that opened CUDA devices in ``TARGET_INFO_CUDA_DEVICE`` (a few rows; the DDP recording of
-    tests/fixtures/ddp lists torchrun's parent too); with at most one there, the scan of the kernel table
-    (0.5 s at 1M kernels) is skipped and [] returned."""
-    import sqlite3
-    from ..errors import NsighttcError
-    from ..parse.nsys_sqlite import plain_database
-    try:
-        with plain_database(path) as db:
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            try:
-                if only_if_several:
-                    try:
-                        n = con.execute("SELECT COUNT(DISTINCT pid) FROM TARGET_INFO_CUDA_DEVICE").fetchone()[0]
-                    except sqlite3.Error:  # an export without the table: scan
-                        n = None
-                    if n is not None and 0 < n <= 1:
-                        return []
-                rows = con.execute("SELECT MIN(deviceId), (globalPid >> 24) & 16777215 FROM "
-                                   "CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 2").fetchall()
-            finally:
-                con.close()
-    except (sqlite3.Error, OSError, EOFError, NsighttcError):
-        return []
-    return sorted((int(d), int(p)) for d, p in rows if d is not None and p is not None)
-
-
-def expand(paths: list) -> list:
-    """Directories become the profiler outputs inside them (any depth, sorted); files stay as given.
-    A ``.nsys-rep`` beside its ``.sqlite`` export is left out (same recording), as are nsighttc's own
-    outputs (verdict.json, run.json)."""
-    from ..errors import UsageError
-    out: list = []
-    for p in paths:
-        if not isinstance(p, (str, Path)) or not Path(p).is_dir():
-            out.append(p)
-            continue
-        found = []
-        for f in sorted(Path(p).rglob("*")):
-            n = f.name.lower()
-            if not f.is_file() or n in _OWN_OUTPUTS or n.startswith(".") or not n.endswith(_INPUT_SUFFIXES):
-                continue
-            if n.endswith(".nsys-rep") and f.with_suffix(".sqlite").exists():
-                continue
-            if n.endswith(".ncu-rep") and (f.parent / "ncu_raw.csv").exists():
-                continue
-            found.append(f)
-        if not found:
-            raise UsageError(f"{p}: no profiler outputs in this directory (looked for .sqlite, .json(.gz), "
-                             ".ncu-rep, .nsys-rep, ncu .csv)")
-        out.extend(found)
-    return out
-
-
-def group(paths: list, kinds: dict) -> tuple[dict[int, list], list, dict[int, RankInfo]]:
-    """(timeline inputs by rank, counter inputs shared by every rank, rank info). ``kinds``: path -> Kind."""
-    from ..parse.sniff import Kind
-    by_rank: dict[int, list] = {}
-    infos: dict[int, RankInfo] = {}
-    timelines = [p for p in paths if kinds[p] not in (Kind.NCU_CSV, Kind.NCU_REP)]
-    counters = [p for p in paths if kinds[p] in (Kind.NCU_CSV, Kind.NCU_REP)]
-    found = {p: rank_of(p) for p in timelines}
-    # nsys files name no rank: one file of several processes is a whole job (one rank per process, device
-    # order); files of one process each take their GPU as the rank when the GPUs differ (one node)
-    unranked = [p for p in timelines if found[p].rank is None and kinds[p] is Kind.NSYS_SQLITE]
-    procs = {p: processes(p, only_if_several=len(timelines) == 1) for p in unranked}
-    if len(timelines) == 1 and len(procs.get(timelines[0], [])) >= 2:
-        p = timelines[0]
-        for r, (dev, pid) in enumerate(procs[p]):
-            by_rank[r] = [ProcessInput(Path(p), pid, dev)]
-            infos[r] = RankInfo(r, len(procs[p]), f"nsys process {pid} on GPU {dev}")
-        return by_rank, counters, infos
-    single = {p: v[0][0] for p, v in procs.items() if len(v) == 1}
-    if single and len(set(single.values())) == len(single):
-        for p, dev in single.items():
-            found[p] = RankInfo(dev, None, f"nsys GPU {dev}")
-    for p in timelines:
-        info = found[p]
-        r = info.rank if info.rank is not None else -1
-        by_rank.setdefault(r, []).append(p)
-        if r not in infos or infos[r].source != "distributedInfo":
-            infos[r] = info
-    return by_rank, counters, infos
-
-
-# --- per-rank analysis (in worker processes) -------------------------------------------------------
-def _rank_job(rank: int, paths: list, kwargs: dict, keep_launches: bool):
-    """One rank's verdict, small enough to send back: its launch table only when asked (one rank's)."""
-    from ..api import analyze
-    from ..parse import load
-    from ..parse.timeline import only_process
-    from . import tensor_cores
-    inputs = [only_process(load(p.path), p.pid) if isinstance(p, ProcessInput) else p for p in paths]
-    v = analyze(inputs, **kwargs)
-    for i, p in zip(v.inputs, paths):
-        if isinstance(p, ProcessInput):
-            i["path"] = str(p)
-    compacted = tensor_cores.compact(v.launches)
-    if not keep_launches:
-        v.launches = v.launches.iloc[0:0].copy()  # a view would keep the whole table alive in-process
-    return rank, v, compacted
-
-
-def analyze_ranks(by_rank: dict[int, list], counters: list, jobs: int | None, kwargs: dict):
-    """Analyse every rank (in ``jobs`` processes; 1 = here, one rank at a time). Returns
-    {rank: (verdict, compacted launches)}; the lowest rank keeps its launch table."""
-    jobs = max(1, jobs or os.cpu_count() or 1)
-    low = min(by_rank)
-    work = [(r, [*by_rank[r], *counters], kwargs, r == low) for r in sorted(by_rank)]
-    results = {}
-    if jobs == 1 or len(work) == 1:
-        import gc
-        for w in work:
-            r, v, c = _rank_job(*w)
-            results[r] = (v, c)
-            gc.collect()  # analysis runs with the cyclic collector paused: free each rank's cycles before the next
-        return results
-    import multiprocessing as mp
-    ctx = mp.get_context("spawn")  # no fork: the caller may hold threads (profile's progress, pools)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
-        futures = [pool.submit(_rank_job, *w) for w in work]
-        for f in futures:
-            r, v, c = f.result()
-            results[r] = (v, c)
-    return results
 
 
 # --- the job's verdict ------------------------------------------------------------------------------

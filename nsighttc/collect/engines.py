@@ -30,8 +30,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   variants: list[str] | None = None, applied: Path | None = None,
                   record_shapes: bool = False, kernel_ops: Path | None = None) -> list[str]:
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
-    (``nsighttc.kernel_ops``)."""
-    argv = [python or sys.executable, "-m", "nsighttc.launch", "--annotate", annotate]
+    (``nsighttc.runtime.kernel_ops``)."""
+    argv = [python or sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", annotate]
     for v in variants or []:
         argv += ["--variant", v]
     if applied is not None:
@@ -54,9 +54,9 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
 
 
 def replay_argv(ops: Path, *, python: str | None = None, gate: Path | None = None, gate_at: str = "start") -> list[str]:
-    """``nsighttc.replay``: the operators that launched the kernels still lacking evidence, called again
-    (``nsighttc/replay.py``); behind a gate like the launcher's."""
-    argv = [python or sys.executable, "-m", "nsighttc.replay", "--ops", str(ops)]
+    """``nsighttc.runtime.replay``: the operators that launched the kernels still lacking evidence, called again
+    (``nsighttc/runtime/replay.py``); behind a gate like the launcher's."""
+    argv = [python or sys.executable, "-m", "nsighttc.runtime.replay", "--ops", str(ops)]
     if gate is not None:
         argv += ["--wait-for", str(gate), "--gate-at", gate_at]
     return argv

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import variants as variants_mod
+from ..runtime import variants as variants_mod
 from ..errors import NsighttcError, UsageError
 
 SCHEMA_ID = "nsighttc.try/1"
@@ -212,7 +212,7 @@ def _run_one(target, opts: TryOptions, name: str, why: str | None, run_dir: Path
 def _analyse(trace: Path, opts: TryOptions, cache):
     """The run's verdict; Tensor Core evidence from the cache where an earlier ncu pass measured the kernel."""
     from ..api import analyze
-    from ..profile.default import planned_needs
+    from ..profile.evidence import planned_needs
     parsed: dict = {}
     evidence = None
     if cache is not None:  # what the default run's ncu pass would need, looked up instead of measured

@@ -2,7 +2,7 @@
 
 Reads only what the baseline run recorded: its verdict (Tensor Core answer, findings, timeline causes) and
 the launcher's record of the program's own settings (DataLoaders left at num_workers=0 / pin_memory=False,
-TF32 and cuDNN flags at exit, ``nsighttc.variants.Applied``). A variant is chosen only when the program
+TF32 and cuDNN flags at exit, ``nsighttc.runtime.variants.Applied``). A variant is chosen only when the program
 left the setting it changes at the default, so ``auto`` never proposes what the program already does.
 """
 from __future__ import annotations

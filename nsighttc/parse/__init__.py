@@ -6,22 +6,13 @@ the range/runtime tables the timeline analysis needs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .parsed import Parsed
 from .sniff import Kind, sniff
-
-
-@dataclass
-class Parsed:
-    path: Path
-    kind: Kind
-    kernels: pd.DataFrame
-    warnings: list[str] = field(default_factory=list)
-    timeline: object | None = None  # a parse.timeline.Timeline for nsys/torch sources
 
 
 def load(path: str | Path) -> Parsed:
@@ -67,10 +58,10 @@ def _usable(p: Parsed) -> Parsed:
 
 
 def _without_warm_up(kernels: pd.DataFrame) -> pd.DataFrame:
-    """An ncu report of nsighttc's replay holds one profile made in its warm-up (``nsighttc.replay.WARM_RANGE``:
+    """An ncu report of nsighttc's replay holds one profile made in its warm-up (``nsighttc.runtime.replay.WARM_RANGE``:
     it pays ncu's one-time set-up before the calls); it measured no kernel of the program, so no reader
     passes it on."""
-    from ..replay import WARM_RANGE
+    from ..runtime.replay import WARM_RANGE
     if kernels.empty or "nvtx" not in kernels:
         return kernels
     warm = kernels["nvtx"].astype(str).str.split("/").str[0].eq(WARM_RANGE).to_numpy()

@@ -23,7 +23,8 @@ import pandas as pd
 from .. import labels
 from ..errors import ParseError
 from ..model import conform
-from . import Parsed, textio
+from . import textio
+from .parsed import Parsed
 from .sniff import Kind
 from .range_paths import nest_paths
 from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, name_devices,

@@ -7,7 +7,8 @@ from pathlib import Path
 from ..collect import tools
 from ..collect.nsys_export import export_sqlite
 from ..errors import ReaderMissing
-from . import Parsed, nsys_sqlite
+from . import nsys_sqlite
+from .parsed import Parsed
 
 
 def read(path: Path) -> Parsed:

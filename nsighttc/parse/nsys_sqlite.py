@@ -31,7 +31,7 @@ import pandas as pd
 from .. import allocator, labels
 from ..errors import InputError, ParseError
 from ..model import conform
-from . import Parsed
+from .parsed import Parsed
 from .sniff import Kind
 from .range_paths import nest_paths
 from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, name_devices,

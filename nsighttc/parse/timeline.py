@@ -197,7 +197,7 @@ def strip_api_version(names: pd.Series) -> pd.Series:
 def only_process(parsed, pid: int):
     """The part of a timeline recording that one host process did (its kernels, GPU ops, API calls and
     ranges): one rank of a job that ``nsys profile torchrun ...`` recorded into a single report."""
-    from . import Parsed
+    from .parsed import Parsed
     tl = parsed.timeline
     k = parsed.kernels
     keep_k = (pd.to_numeric(k["pid"], errors="coerce") == pid).fillna(False).to_numpy()

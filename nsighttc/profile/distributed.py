@@ -1,4 +1,4 @@
-"""Distributed jobs: every pass of a torchrun target runs once per rank (``nsighttc.rankexec`` starts the
+"""Distributed jobs: every pass of a torchrun target runs once per rank (``nsighttc.runtime.rankexec`` starts the
 profiler inside each rank, writing ``rank<R>/``), and an nsighttc started once per rank by the cluster's
 launcher (``srun nsighttc profile --out runs/job ...``) writes ``runs/job/rank<R>/``."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from . import Pass
+    from .passes import Pass
     from .target import Target
 
 
@@ -20,7 +20,7 @@ RANK_DIR = "rank{nsighttc_rank}"  # rankexec.PLACEHOLDER inside: one directory p
 
 def distribute(p: Pass, target: Target, run_dir: Path, inner_len: int, only_ranks: str | None = None) -> Pass:
     """A distributed target's pass runs behind its launcher (torchrun), once per rank: paths in the run
-    directory move to ``rank<R>/`` and ``nsighttc.rankexec`` starts the profiler (the first
+    directory move to ``rank<R>/`` and ``nsighttc.runtime.rankexec`` starts the profiler (the first
     ``len(argv) - inner_len`` arguments) inside each rank, or only inside ``only_ranks``."""
     if not target.distributed:
         return p
@@ -28,7 +28,7 @@ def distribute(p: Pass, target: Target, run_dir: Path, inner_len: int, only_rank
     argv = [base + RANK_DIR + os.sep + a[len(base):] if a.startswith(base) else a for a in p.argv]
     tool = len(argv) - inner_len
     p.tool = argv[0] if tool else None
-    p.argv = [*target.dist_prefix, "--no-python", sys.executable, "-m", "nsighttc.rankexec",
+    p.argv = [*target.dist_prefix, "--no-python", sys.executable, "-m", "nsighttc.runtime.rankexec",
               "--mkdir", base + RANK_DIR, "--tool-args", str(tool),
               *(["--only-ranks", only_ranks] if only_ranks is not None else []), "--", *argv]
     p.ranked = True
@@ -43,14 +43,14 @@ def rank_dirs(run_dir: Path) -> list[Path]:
 
 def launched_per_rank(target: Target) -> bool:
     """nsighttc itself started once per rank by the cluster's launcher (``srun nsighttc profile ...``)."""
-    from ..rankexec import world_size
+    from ..runtime.rankexec import world_size
     return not target.distributed and world_size() > 1
 
 
 def rank_run_dir(base: Path | None) -> Path:
     """``srun nsighttc profile --out runs/job ...``: each rank writes ``runs/job/rank<R>/`` (never an
     existing one), so that ``nsighttc analyze runs/job/`` finds every rank."""
-    from ..rankexec import current_rank
+    from ..runtime.rankexec import current_rank
     if base is None:
         raise UsageError("started as one rank of several (SLURM_PROCID/RANK and a world size > 1 are set): give "
                          "--out DIR, the job's directory every rank writes its rank<R>/ into")

@@ -1,5 +1,5 @@
 """The default run's replay pass: hardware evidence for the kernels the timeline found, by calling again
-the PyTorch operators that launched them, under Nsight Compute (``nsighttc/replay.py`` says why that
+the PyTorch operators that launched them, under Nsight Compute (``nsighttc/runtime/replay.py`` says why that
 measures the program's own kernels).
 
 Why: the ncu pass over the program itself must run the program, every launch serialised, up to the first
@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Callable
 from .. import ncu_metrics
 from ..collect import engines, process
 from ..errors import NsighttcError
-from ..replay import RANGE, WARM_RANGE
-from . import CounterPermission, Options, Pass, _export, finish_pass
+from ..runtime.replay import RANGE, WARM_RANGE
+from .evidence import export
+from .passes import CounterPermission, Options, Pass
+from .running import finish_pass
 from .replay_plan import write_ops
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ def replay_pass(ncu, run_dir: Path, cc: str | None, opts: Options, gate: Path) -
                                 gate_at="warm" if opts.overlap in ("cuda", "context") else "start")
     metrics = ncu_metrics.one_pass_metrics_for_cc(cc) if opts.counters == "fast" else None
     # Every launch in the replay's range (and the warm-up's one profile, which pays ncu's one-time set-up before
-    # the gate and which the parsers drop: nsighttc.replay.WARM_RANGE), not each launch configuration once: ncu's
+    # the gate and which the parsers drop: nsighttc.runtime.replay.WARM_RANGE), not each launch configuration once: ncu's
     # per-launch-config filter keys on the function's base name and the launch shape, so
     # cutlass::Kernel2<..._nn_align2> and <..._nt_align2> with the same grid and block are one configuration and
     # the second is never profiled (H100, ncu 2025.3.1, benchmarks/gpu_replay_filter_probe.sh: ResNet-50 AMP's
@@ -117,7 +119,7 @@ def run_replay(rp: Pass, rp_run: process.Running, run_dir: Path, need: pd.DataFr
     waited = time.monotonic() - t0
     out.done.append(rp)
     try:
-        reports = _export(rp, run_dir, [])
+        reports = export(rp, run_dir, [])
     except NsighttcError as exc:
         out.failures.append(str(exc))
         reports = []

@@ -1,7 +1,7 @@
 """The replay's list of operator calls, made as early as the timeline allows: from the trace's kernel events
 while the launcher still writes it (``StreamPlan``), from the finished trace (``start_from_trace``), or from the
 launcher's own kernel list (``EarlyPlan``); ``write_ops`` makes it from the parsed trace. The replay process
-(``nsighttc.replay``) follows the list as it grows; ``profile.replay_pass`` runs that process and reads what
+(``nsighttc.runtime.replay``) follows the list as it grows; ``profile.replay_pass`` runs that process and reads what
 it measured.
 """
 from __future__ import annotations
@@ -85,7 +85,7 @@ def early_needs(kernels: list[dict]) -> pd.DataFrame:
 
 
 class EarlyPlan:
-    """Starts the replay from the timeline launcher's early kernel list (``nsighttc.kernel_ops``), written
+    """Starts the replay from the timeline launcher's early kernel list (``nsighttc.runtime.kernel_ops``), written
     when the program ends and before its trace: the replay then runs while the trace is written and
     parsed, instead of after (ResNet-50 AMP on H100: ~2.4 s of trace writing, reading and planning).
 
@@ -131,7 +131,7 @@ class EarlyPlan:
 
 def start_replay(kernels: list[dict], ops: Path, gate: Path, decide: Callable[[pd.DataFrame], list[str]],
                  calls_for: Callable[[list[dict]], dict[str, dict]] | None = None) -> dict:
-    """From a list of distinct kernels (``nsighttc.kernel_ops`` / ``kineto_ops.kernel_launches``): pick those
+    """From a list of distinct kernels (``nsighttc.runtime.kernel_ops`` / ``kineto_ops.kernel_launches``): pick those
     still lacking evidence (``decide``), write their first launches' operator calls to ``ops`` and open the
     replay's ``gate``. ``calls_for(kernels)``: name -> call for the kernels picked, when the list does not
     carry them. Returns the written list's counts (``write_ops``' form)."""

@@ -6,7 +6,7 @@ Why: the torch.profiler launcher writes the whole trace and only then exits, and
 ``benchmarks/gpu_launcher_tail_probe.py``). The default run reads the trace, starts the replay and plans
 meanwhile; the pass is finished (its exit code, its time) before the run ends.
 
-Only a single torch.profiler launcher says when its trace is complete (``nsighttc.launch.TRACE_WRITTEN``);
+Only a single torch.profiler launcher says when its trace is complete (``nsighttc.runtime.launch.TRACE_WRITTEN``);
 nsys writes its report as the process ends, and a distributed job has one trace per rank: those passes are
 waited for as before.
 """
@@ -16,8 +16,9 @@ import threading
 import time
 from typing import Callable
 
-from ..launch import TRACE_WRITTEN
-from . import Pass, finish_pass, start_pass
+from ..runtime.launch import TRACE_WRITTEN
+from .passes import Pass
+from .running import finish_pass, start_pass
 
 
 class TimelineRun:

@@ -1,10 +1,11 @@
 """The timeline's trace read in a thread while the launcher writes it (Kineto's ``<trace>.tmp``, followed
 through its rename): the kernel scan the replay's list is made from (``KernelScan``), or the whole parse when
-there is no replay to plan (``TraceStream``).
+there is no replay to plan (``TraceStream``), and ``ReadersOfTheTrace``, which runs them for the default run.
 """
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -91,3 +92,89 @@ class TraceStream(_WhileWritten):
     def parsed(self):
         """The parsed trace once the writer is done."""
         return self.result()
+
+
+class ReadersOfTheTrace:
+    """Everything the default run reads of the timeline while the launcher writes it, and what it made of it.
+
+    With a replay to plan: the launcher's early kernel list (``replay_plan.EarlyPlan``, before the trace), then
+    the kernel scan feeding the replay's list as kernels appear (``KernelScan`` + ``replay_plan.StreamPlan``);
+    without one, the whole trace parsed while written (``TraceStream``). ``finish`` ends them once the
+    timeline is written and says what the replay's list came from (``info["early_plan"]``) and how the
+    trace was parsed (``info["trace_parse"]``)."""
+
+    def __init__(self, run_dir: Path, rp_gate: Path | None, decide: Callable, kernel_ops: Path, ops: Path):
+        from .replay_plan import EarlyPlan
+        self.run_dir, self.rp_gate, self.decide, self.kernel_ops, self.ops = run_dir, rp_gate, decide, kernel_ops, ops
+        self.early = EarlyPlan(kernel_ops, ops, rp_gate, decide).start() if rp_gate is not None else None
+        self.streamed = self.scan = self.stream = None
+
+    def start(self, trace: Path, tl_run) -> None:
+        """The timeline pass ``tl_run`` now writes ``trace``."""
+        if not tl_run.early:
+            return
+        if self.rp_gate is not None:
+            from ..parse.kineto_ops import OperatorIndex
+            from .replay_plan import StreamPlan
+            index = OperatorIndex()  # the operators' offsets, noted by the scan as it passes them
+            self.streamed = StreamPlan(trace, self.ops, self.rp_gate, self.decide, defer_to=self.kernel_ops,
+                                       index=index).start()
+            self.scan = KernelScan(trace, tl_run.trace_done, self.streamed.add, index=index).start()
+        else:
+            self.stream = TraceStream(trace, tl_run.trace_done).start()
+
+    def abort(self) -> None:
+        if self.early is not None:
+            self.early.finish()
+        if self.streamed is not None:
+            self.streamed.finish()
+
+    def finish(self, trace: Path | None, tl_run, stop_everything: bool, info: dict, parsed: dict) -> dict | None:
+        """End the readers. Returns the replay's list as planned early (its counts), or None when it is still to
+        be made; the trace as parsed while written goes into ``parsed``."""
+        early_found = None
+        if self.early is not None:  # the launcher wrote its kernel list before the trace, or none: that plan has ended
+            early_found = self.early.finish()
+            info["early_plan"] = self.early.info if early_found is not None else \
+                {"launcher": self.early.error or "no kernel list"}
+        if self.streamed is not None:  # the replay's list ends now (first: the replay waits for it, not for the parse)
+            t0 = time.monotonic()
+            rest = self.scan.kernels() if tl_run.said_written else None
+            if rest is None and tl_run.said_written and not stop_everything and early_found is None:
+                from ..parse import kineto_ops  # the scan failed: read the finished file's kernels
+                rest = kineto_ops.kernel_launches(trace)
+            found = self.streamed.finish(rest)
+            if early_found is None and not stop_everything and not self.streamed.errors and not self.streamed.stood_down:
+                early_found = found
+            info["early_plan"] = {**info.get("early_plan", {}),
+                                  "source": "trace kernel events, read while written" if self.scan.error is None else
+                                  f"trace kernel events (scan: {self.scan.error})",
+                                  "first_call_s": found.get("first_call_s"),
+                                  # relative to the trace's completion (negative: before it): when the scan
+                                  # handed over the first kernel needing evidence, the first and last call listed
+                                  **{f"{k}_after_trace_s": None if found.get(f"{k}_s") is None or
+                                     tl_run.p.seconds is None else round(found[f"{k}_s"] - tl_run.p.seconds, 2)
+                                     for k in ("first_needed", "first_call", "last_call")},
+                                  "lookup_s": found.get("lookup_s"),
+                                  "planned_in_s": round(time.monotonic() - t0, 2)}
+            if self.streamed.errors:
+                info["early_plan"]["error"] = "; ".join(self.streamed.errors)
+        t0 = time.monotonic()
+        whole = self.stream.parsed() if self.stream is not None and tl_run.said_written else None
+        if whole is not None and not stop_everything:  # the trace as parsed while it was written
+            parsed[trace] = whole
+        if self.stream is not None:
+            info["trace_parse"] = {"while_written": whole is not None, "waited_s": round(time.monotonic() - t0, 2),
+                                   **({"error": self.stream.error} if self.stream.error else {})}
+        if early_found is None and self.rp_gate is not None and not stop_everything and trace is not None \
+                and not (self.streamed is not None and self.streamed.first_call_s is not None):
+            # the replay is planned from the trace's kernel events alone and runs while the whole trace is parsed
+            from .replay_plan import start_from_trace
+            t0 = time.monotonic()
+            try:
+                early_found = start_from_trace(trace, self.ops, self.rp_gate, self.decide)
+                info["early_plan"] = {**info.get("early_plan", {}), "source": "trace kernel events",
+                                      "planned_in_s": round(time.monotonic() - t0, 2)}
+            except Exception as exc:  # noqa: BLE001 - planned from the parsed trace below instead
+                info["early_plan"] = {**info.get("early_plan", {}), "error": f"{type(exc).__name__}: {exc}"}
+        return early_found

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from nsighttc import analyze
-from nsighttc.analysis import name_rules, ranks
+from nsighttc.analysis import name_rules
+from nsighttc.parse import ranks as rank_inputs
 from nsighttc.diff import Gate, compare
 from nsighttc.errors import UsageError
 from nsighttc.render.markdown import headline_lines, render
@@ -112,7 +113,7 @@ def test_rank_from_trace_metadata_when_names_say_nothing(tmp_path):
     a, b = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
     shutil.copy(DDP / "straggler_torch" / "rank1" / "torch_trace.json.gz", a)
     shutil.copy(DDP / "straggler_torch" / "rank0" / "torch_trace.json.gz", b)
-    assert ranks.rank_of(a).rank == 1 and ranks.rank_of(a).source == "distributedInfo"
+    assert rank_inputs.rank_of(a).rank == 1 and rank_inputs.rank_of(a).source == "distributedInfo"
     v = analyze([a, b], jobs=1)
     assert [r["rank"] for r in v.ranks] == [0, 1]
     assert v.distributed["straggler"]["rank"] == 1 and v.distributed["world_size"] == 2
@@ -129,14 +130,14 @@ def test_parallel_ranks_agree_with_serial(straggler_nsys):
 def test_rank_in_names(tmp_path, name, rank):
     p = tmp_path / name
     p.write_text("{}")
-    assert ranks.rank_of(p).rank == rank
+    assert rank_inputs.rank_of(p).rank == rank
 
 
 def test_rank_from_the_nearest_directory(tmp_path):
     p = tmp_path / "rank9" / "sub" / "nsys.sqlite"
     p.parent.mkdir(parents=True)
     p.write_bytes(b"")
-    assert ranks.rank_of(p).rank == 9
+    assert rank_inputs.rank_of(p).rank == 9
 
 
 def test_inputs_of_ranks_and_no_rank_are_refused(tmp_path):

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from nsighttc import analyze, rankexec
+from nsighttc import analyze
+from nsighttc.runtime import rankexec
 from nsighttc.errors import UsageError
-from nsighttc.profile import Options, _env, plan, profile, rank_run_dir, resolve_target
+from nsighttc.profile import Options, pass_env as _env, plan, profile, rank_run_dir, resolve_target
 from tests.collect.fakes import calls, make_bin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,10 +61,10 @@ def test_each_engine_runs_inside_every_rank_and_ncu_on_rank_0(tmp_path, monkeypa
         p = plan(Options(engine=engine), t, "9.0", run)[0][0]
         a = p.argv
         assert a[:3] == ["torchrun", "--nproc_per_node", "2"] and a[3] == "--no-python"
-        assert a[a.index("-m") + 1] == "nsighttc.rankexec" and a[a.index("--mkdir") + 1] == tpl
+        assert a[a.index("-m") + 1] == "nsighttc.runtime.rankexec" and a[a.index("--mkdir") + 1] == tpl
         inner = a[a.index("--") + 1:]
         n_tool = int(a[a.index("--tool-args") + 1])
-        assert inner[n_tool:n_tool + 3] == [sys.executable, "-m", "nsighttc.launch"]
+        assert inner[n_tool:n_tool + 3] == [sys.executable, "-m", "nsighttc.runtime.launch"]
         assert inner[-1] == "train.py" and p.ranked
         if tool:
             assert Path(inner[0]).name == tool and p.exe == inner[0]
@@ -81,12 +82,12 @@ def test_rankexec_fills_the_rank_and_drops_the_profiler_where_asked(tmp_path):
     assert rankexec.current_rank({"SLURM_PROCID": "5"}) == 5 and rankexec.current_rank({}) == 0
     out = tmp_path / "out.txt"
     code = ("import sys; open(sys.argv[1], 'w').write(' '.join(sys.argv[2:]))")
-    r = subprocess.run([sys.executable, "-m", "nsighttc.rankexec", "--mkdir", str(tmp_path / "rank{nsighttc_rank}"),
+    r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.rankexec", "--mkdir", str(tmp_path / "rank{nsighttc_rank}"),
                         "--tool-args", "2", "--only-ranks", "0", "--", "tool", "--flag", sys.executable, "-c", code,
                         str(out), "rank={nsighttc_rank}"], env={**_env(), "RANK": "3"}, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert out.read_text() == "rank=3" and (tmp_path / "rank3").is_dir()
-    r = subprocess.run([sys.executable, "-m", "nsighttc.rankexec", "--", "/no/such/tool"], env=_env(),
+    r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.rankexec", "--", "/no/such/tool"], env=_env(),
                        capture_output=True, text=True)
     assert r.returncode == 127 and "cannot run /no/such/tool" in r.stderr
 

@@ -58,7 +58,7 @@ def test_kernel_filter_regex_keeps_matrix_kernels_and_drops_settled_families():
 def test_nsys_and_launcher_argv(tmp_path):
     inner = engines.launcher_argv(["mypkg.train", "--epochs", "1"], module=True, annotate="modules",
                                   torch_trace=tmp_path / "t.json")
-    assert inner[:3] == [sys.executable, "-m", "nsighttc.launch"]
+    assert inner[:3] == [sys.executable, "-m", "nsighttc.runtime.launch"]
     assert inner[inner.index("--annotate") + 1] == "modules" and inner[inner.index("-m", 3) + 1] == "mypkg.train"
     assert inner[-3:] == ["--", "--epochs", "1"]
     argv = engines.nsys_argv("nsys", tmp_path / "r", inner, capture_range="step")

@@ -102,7 +102,7 @@ def test_the_launcher_gate(tmp_path):
     script = tmp_path / "s.py"
     script.write_text("print('program ran')\n")
     gate, pid = tmp_path / "gate", tmp_path / "pid"
-    argv = [sys.executable, "-m", "nsighttc.launch", "--annotate", "none", "--wait-for", str(gate), "--pid-file",
+    argv = [sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", "none", "--wait-for", str(gate), "--pid-file",
             str(pid), "--", str(script)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     gate.write_text("stop")
@@ -121,7 +121,7 @@ def test_the_gate_at_the_first_cuda_use(tmp_path, where):
                       "torch.cuda._lazy_init()\nprint('gpu work ran')\n")
     gate = tmp_path / "gate"
     gate.write_text("stop")
-    argv = [sys.executable, "-m", "nsighttc.launch", "--annotate", "none", "--wait-for", str(gate), "--gate-at", where,
+    argv = [sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", "none", "--wait-for", str(gate), "--gate-at", where,
             "--", str(script)]
     r = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=120)
     # the CPU part ran (on one thread while waiting), the GPU part never did
@@ -168,7 +168,7 @@ def test_a_gated_program_leaves_when_nsighttc_is_gone(tmp_path):
     script.write_text("print('program ran')\n")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # a pid that no longer exists
-    argv = [sys.executable, "-m", "nsighttc.launch", "--annotate", "none", "--wait-for", str(tmp_path / "never"),
+    argv = [sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", "none", "--wait-for", str(tmp_path / "never"),
             "--", str(script)]
     r = subprocess.run(argv, stdout=subprocess.PIPE, text=True, timeout=60,
                        env={**os.environ, "NSIGHTTC_GATE_OWNER": str(dead.pid)})

@@ -56,10 +56,10 @@ def test_default_run_is_timeline_then_ncu_for_the_missing_kernels_stopped_early(
     assert time.monotonic() - t0 < 40, "the program was not stopped once its kernels were profiled"
     assert res.engines == ["nsys", "ncu"] and res.exit_code == 0
     ncu_call = _ncu_calls(tmp_path)[0]
-    launcher = ncu_call[ncu_call.index("nsighttc.launch"):]
+    launcher = ncu_call[ncu_call.index("nsighttc.runtime.launch"):]
     assert "--wait-for" in launcher and "--pid-file" in launcher  # started beside the timeline, gated
     assert "--filter-mode" in ncu_call and launcher[-3:] == [str(script), "--x", "1"]
-    ncu_own = ncu_call[:ncu_call.index("nsighttc.launch")]
+    ncu_own = ncu_call[:ncu_call.index("nsighttc.runtime.launch")]
     # the one-pass instruction set for the fake's H200 (cc 9.0), and no NVTX tracking: ranges come from the timeline
     assert ncu_own[ncu_own.index("--metrics") + 1].split(",") == ncu_metrics.one_pass_metrics_for_cc("9.0")
     assert "--nvtx" not in ncu_own
@@ -156,8 +156,8 @@ def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_pa
     assert verdict["timeline"] and verdict["tensor_cores"]["kernel_time_ns"] == 0
     ncu = _ncu_calls(tmp_path)
     # the replay process waits beside the timeline; the program's ncu pass would start only for what it missed
-    assert len(ncu) == 1 and "nsighttc.launch" not in ncu[0]
-    replay = [c for c in ncu if "nsighttc.replay" in c]
+    assert len(ncu) == 1 and "nsighttc.runtime.launch" not in ncu[0]
+    replay = [c for c in ncu if "nsighttc.runtime.replay" in c]
     assert replay and replay[0][replay[0].index("--gate-at") + 1] == "warm"
     assert replay[0][replay[0].index("--nvtx-include") + 1] == "nsighttc-replay/"
 

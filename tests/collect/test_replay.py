@@ -1,4 +1,4 @@
-"""The replay pass (nsighttc/replay.py, profile/replay_pass.py, parse/kineto_ops.py) on what it recorded on
+"""The replay pass (nsighttc/runtime/replay.py, profile/replay_pass.py, parse/kineto_ops.py) on what it recorded on
 an H100: multi_phase's timeline with operator arguments, the operator list, ncu's page of the replay."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from nsighttc.collect import engines
 from nsighttc.collect.hardware_pass import needs_hardware
 from nsighttc.analysis.tensor_cores import classify_launches
 from nsighttc.parse import kineto_ops
-from nsighttc.profile import Options, default, replay_pass, replay_plan, trace_reader
+from nsighttc.profile import Options, evidence, replay_pass, replay_plan, trace_reader
 from tests.conftest import (KINETO, MULTI_REPLAY_NCU, MULTI_REPLAY_OPS, MULTI_SHAPES, MULTI_TORCH, RESNET_REPLAY_NCU,
                             RESNET_REPLAY_WARM_NCU,
                             RESNET_REPLAY_OPS)
@@ -25,7 +25,7 @@ from tests.conftest import (KINETO, MULTI_REPLAY_NCU, MULTI_REPLAY_OPS, MULTI_SH
 @pytest.fixture(scope="module")
 def planned():
     parsed: dict = {}
-    need = default.planned_needs([MULTI_SHAPES], parsed)
+    need = evidence.planned_needs([MULTI_SHAPES], parsed)
     return need, parsed[MULTI_SHAPES]
 
 
@@ -75,7 +75,7 @@ def test_a_trace_without_record_shapes_gives_no_operators():
 
 def test_replayed_calls_rebuild_on_meta_tensors():
     torch = pytest.importorskip("torch")
-    from nsighttc import replay
+    from nsighttc.runtime import replay
     for fixture in (MULTI_REPLAY_OPS, RESNET_REPLAY_OPS):
         calls = json.loads(fixture.read_text())
         for call in calls:
@@ -90,7 +90,7 @@ def test_replayed_calls_rebuild_on_meta_tensors():
 
 def test_recorded_values_and_scalar_types():
     torch = pytest.importorskip("torch")
-    from nsighttc import replay
+    from nsighttc.runtime import replay
     assert replay._concrete("[2, 2]") == [2, 2] and replay._concrete("0.") == 0.0
     assert replay._concrete("True") is True and replay._concrete("") is None
     with pytest.raises(replay.CannotRebuild):
@@ -148,7 +148,7 @@ def test_replay_pass_command(tmp_path):
     # and the warm-up's range (its one profile pays ncu's set-up before the gate): ncu ORs the includes
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--nvtx-include"] == ["nsighttc-replay/", "nsighttc-warm/"]
     inner = argv[argv.index("-m"):]
-    assert inner[:2] == ["-m", "nsighttc.replay"]
+    assert inner[:2] == ["-m", "nsighttc.runtime.replay"]
     assert inner[inner.index("--gate-at") + 1] == "warm" and inner[inner.index("--wait-for") + 1].endswith(".replay-gate")
     assert argv[argv.index("-o") + 1] == str(tmp_path / "ncu_replay")
     assert "--filter-mode" not in argv  # every launch in the range: per-config would merge Kernel2<...> instances
@@ -159,11 +159,11 @@ def test_the_timeline_records_shapes_only_when_asked():
     off = engines.launcher_argv(["train.py"], torch_trace=Path("t.json"))
     assert "--record-shapes" in on and "--record-shapes" not in off
     assert "--record-shapes" not in engines.launcher_argv(["train.py"], record_shapes=True)  # no trace, no shapes
-    from nsighttc import launch
+    from nsighttc.runtime import launch
     assert launch._parse(["--torch-trace", "t.json", "--record-shapes", "--", "x.py"]).record_shapes
 
 
-# --- the early plan: the launcher's kernel list (nsighttc/kernel_ops.py) starts the replay before the trace ---
+# --- the early plan: the launcher's kernel list (nsighttc/runtime/kernel_ops.py) starts the replay before the trace ---
 
 def _early_list(parsed) -> list[dict]:
     """The kernel list the launcher writes (one entry per distinct kernel: its first launch's operator call,
@@ -252,8 +252,8 @@ def test_the_launchers_operator_calls_read_like_the_traces():
     shapes and strides, and the same values once read back."""
     torch = pytest.importorskip("torch")
     from torch.autograd import DeviceType
-    from nsighttc import kernel_ops
-    from nsighttc.replay import _concrete
+    from nsighttc.runtime import kernel_ops
+    from nsighttc.runtime.replay import _concrete
     a, b = torch.randn(64, 32), torch.randn(16, 32).t()
     x, w = torch.randn(2, 3, 16, 16), torch.randn(4, 3, 3, 3)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
@@ -385,7 +385,7 @@ def test_the_replay_planned_while_the_trace_is_written_calls_what_the_finished_t
     calls the plan from the finished trace makes, for the same kernels: with the operators found by a scan of
     what is written, read where the kernel scan's index saw them (the default run), or, where the index's
     span cuts their events, by the scan again."""
-    from nsighttc.replay import read_calls
+    from nsighttc.runtime.replay import read_calls
     index = None if lookup == "scan" else kineto_ops.OperatorIndex()
     if lookup == "index-cut-events":
         monkeypatch.setattr(kineto_ops.OperatorIndex, "SPAN", (4096, 200))  # shorter than most operator events
@@ -425,7 +425,7 @@ def test_nothing_to_replay_writes_no_list_and_leaves_the_gate_shut(tmp_path, mon
 
 
 def test_the_replay_reads_its_calls_as_they_are_appended(tmp_path):
-    from nsighttc.replay import read_calls
+    from nsighttc.runtime.replay import read_calls
     path = tmp_path / "replay_ops.json"
     entries = [{"name": f"aten::op{i}"} for i in range(5)]
 
@@ -457,14 +457,14 @@ def test_the_launcher_stops_the_profiler_trace_only_and_the_trace_keeps_the_argu
     pytest.importorskip("torch")
     import subprocess
     import sys
-    from nsighttc.launch import trace_only_config
+    from nsighttc.runtime.launch import trace_only_config
     if trace_only_config() is None:
         pytest.skip("this torch has no trace_only")
     script = tmp_path / "mm.py"
     script.write_text("import torch\na = torch.randn(8, 4)\nb = torch.randn(6, 4).t()\nfor _ in range(3):\n"
                       "    torch.addmm(torch.zeros(8, 6), a, b, beta=0.5)\n")
     trace, listing = tmp_path / "t.json", tmp_path / "kernel_ops.json"
-    r = subprocess.run([sys.executable, "-m", "nsighttc.launch", "--torch-trace", str(trace), "--record-shapes",
+    r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--torch-trace", str(trace), "--record-shapes",
                         "--kernel-ops", str(listing), "--", str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "trace_only" in r.stderr and not listing.exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from nsighttc.launch import TRACE_WRITTEN
+from nsighttc.runtime.launch import TRACE_WRITTEN
 from nsighttc.profile import Pass
 from nsighttc.profile.timeline_run import TimelineRun
 

@@ -16,7 +16,7 @@ Needs a torch whose profiler events carry input strides and activity types
 Where torch has the profiler's ``trace_only`` setting (2.13), the launcher uses that instead and writes no
 list: walking every event cost more than the trace export it was meant to get ahead of (480,000 operator
 events on the CPU machine: the list 2.2-3.5 s, against a stop 0.4-2.5 s shorter without the events;
-``nsighttc.launch.trace_only_config``). The list remains for a torch with strides but without ``trace_only``.
+``nsighttc.runtime.launch.trace_only_config``). The list remains for a torch with strides but without ``trace_only``.
 Runs inside the user's program: imports nothing beyond the standard library and torch, and any failure
 only means no early list (``write`` returns the reason). Fields are those ``parse.kineto_ops.OpCall`` reads
 from the trace (``Input type`` names, dims, strides, concrete values as text), so the replay treats both

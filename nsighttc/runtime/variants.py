@@ -1,7 +1,7 @@
 """Variants ``nsighttc try`` applies to a program from the launcher, without editing it.
 
 Each variant is one change the material's experiments make by hand (TF32 on/off, autocast, cuDNN autotuning,
-DataLoader workers and pinned memory). ``apply`` runs inside the program's process (``nsighttc.launch
+DataLoader workers and pinned memory). ``apply`` runs inside the program's process (``nsighttc.runtime.launch
 --variant NAME``) before its first line, and returns a record of exactly what it set; the record lands in
 the variant's ``run.json``.
 

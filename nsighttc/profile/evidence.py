@@ -1,0 +1,153 @@
+"""What the passes return: their recordings turned into inputs ``analyze`` reads (exports), the kernels of the
+timeline that still need hardware evidence and where it comes from (the evidence cache, the replay, ncu on the
+program), and, after the verdict, what goes back into the cache.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..collect.evidence_cache import EvidenceCache
+from ..collect.ncu_export import export_raw_csv
+from ..collect.nsys_export import export_sqlite
+from ..errors import CollectError
+from . import replay_plan
+from .distributed import rank_dirs
+from .passes import Options, Pass
+from .target import Target
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class Outcome:
+    done: list[Pass] = field(default_factory=list)
+    inputs: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    evidence: pd.DataFrame | None = None      # cached hardware evidence to merge into the timeline
+    cache: EvidenceCache | None = None
+    program: str = ""
+    info: dict = field(default_factory=dict)  # what the run did for the evidence: provenance["evidence"]
+    parsed: dict = field(default_factory=dict)  # input path -> parse.Parsed, read once for planning and verdict
+    ahead: object | None = None  # api.TimelineAhead: the timeline verdict made while the evidence is measured
+
+
+def export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
+    """Turn a pass's artifacts into files `analyze` reads; keep everything that exists. A pass run once
+    per rank exports each rank's directory."""
+    if not p.ranked:
+        return export_dir(p, run_dir, notes)
+    dirs = rank_dirs(run_dir)
+    if not dirs:
+        notes.append(f"{p.engine}: no rank wrote a recording (no rank<N>/ directory in {run_dir})")
+    out: list[Path] = []
+    for d in dirs:
+        rank_notes: list[str] = []
+        out += export_dir(p, d, rank_notes, trace=d / p.torch_trace.name if p.torch_trace else None)
+        notes += [f"{d.name}: {n}" for n in rank_notes]
+    return out
+
+
+def export_dir(p: Pass, run_dir: Path, notes: list[str], trace: Path | None = None) -> list[Path]:
+    out: list[Path] = []
+    trace = trace or p.torch_trace
+    if p.engine == "ncu":
+        stem = p.stem or "ncu"
+        rep = run_dir / f"{stem}.ncu-rep"
+        if rep.exists():
+            from ..parse.ncu_rep import _import_ncu_report
+            if _import_ncu_report() is not None:  # read in-process: no second ncu start-up to export
+                out.append(rep)
+            else:
+                out.append(export_raw_csv(Path(p.exe), rep, run_dir / f"{stem}_raw.csv"))
+        else:
+            notes.append("ncu wrote no report (the workload launched no kernels, or was stopped before any was profiled)")
+    if p.engine == "nsys":
+        rep = run_dir / "nsys.nsys-rep"
+        if rep.exists():
+            out.append(export_sqlite(Path(p.exe), rep, run_dir / "nsys.sqlite"))
+        elif list(run_dir.glob("nsys*.qdstrm")):
+            raise CollectError("nsys recorded a .qdstrm stream but could not turn it into a .nsys-rep report: its "
+                               "importer (QdstrmImporter) failed, on Linux usually because libdw.so.1 is missing "
+                               "(install libdw1 / elfutils, or put it on LD_LIBRARY_PATH); `nsighttc doctor` checks it")
+        else:
+            notes.append("nsys wrote no report")
+    if trace is not None:
+        if trace.exists() and trace.stat().st_size > 0:
+            out.append(trace)
+        else:
+            notes.append(f"no torch.profiler trace was written ({trace.name})")
+    return out
+
+
+def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
+    """Kernels of the timeline that need hardware evidence; the parsed files are kept in ``parsed`` so the
+    final analysis does not read them a second time (a 30 MB trace costs seconds). ``attrs["order"]``:
+    every kernel's first-launch rank in the timeline run (``first_launch_order``)."""
+    import pandas as pd
+    from ..analysis.tensor_cores import classify_launches
+    from ..api import _load_all
+    from ..collect.hardware_pass import first_launch_order, needs_hardware
+
+    todo = [p for p in inputs if p not in parsed]  # a trace parsed while it was written is not read again
+    for p, loaded in zip(todo, _load_all(todo)):
+        parsed[p] = loaded
+    frames = [parsed[p].kernels for p in inputs]
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return needs_hardware(pd.DataFrame())
+    launches = classify_launches(pd.concat(frames, ignore_index=True))
+    need = needs_hardware(launches)
+    need.attrs["order"] = first_launch_order(launches)
+    need.attrs["first"] = replay_plan.first_launches(launches, need["name"]) if not need.empty else {}
+    return need
+
+
+def missing_evidence(need: pd.DataFrame, out: Outcome, opts: Options):
+    """(names needing evidence, cached evidence, names found in the cache, names an earlier pass could not
+    measure, names to measure now) for a ``needs_hardware`` table."""
+    names = list(dict.fromkeys(need["name"])) if not need.empty else []
+    cached = out.cache.lookup(need) if (out.cache is not None and not opts.hardware and names) else None
+    if cached is not None and opts.counters == "full":  # exact dtypes asked for: name-typed entries do not do
+        cached = cached[~cached["dtype_named"].fillna(False).astype(bool).to_numpy()]
+    have = set(cached["name"]) if cached is not None and not cached.empty else set()
+    tried = out.cache.unmeasured(set(names) - have) if (out.cache is not None and not opts.hardware) else set()
+    return names, cached, have, tried, [n for n in names if n not in have and n not in tried]
+
+
+def remember(out: Outcome, verdict, target: Target) -> None:
+    """Put this run's ncu measurements into the evidence cache, and whether the program is now covered."""
+    if out.cache is None or verdict is None:
+        return
+    source = str(out.done[0].log.parent) if out.done else ""
+    added = out.cache.add(verdict.launches, source=source)
+    from ..collect.hardware_pass import needs_hardware
+    still = needs_hardware(verdict.launches)
+    ncu_had_its_chance = any(p.engine == "ncu" and p.returncode is not None for p in out.done)
+    if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
+        out.cache.add_unmeasured(list(dict.fromkeys(still["name"])), source)
+    out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label)
+    if out.cache.save():
+        out.info["cached_now"] = added
+    out.notes += [n for n in out.cache.notes if n not in out.notes]
+
+
+def evidence_sources(launches) -> dict:
+    """Where the Tensor Core answer of the kernels that decide it (matrix work, or on Tensor Cores) came
+    from, as shares of their GPU time: ncu in this run, ncu from the evidence cache, or names only."""
+    from ..analysis.merge import CACHE_DETAIL
+
+    if launches is None or launches.empty:
+        return {}
+    deciding = launches[(launches["matrix_work"].astype(bool) | (launches["tensor_core"] == True)).to_numpy()]  # noqa: E712
+    total = float(deciding["duration_ns"].sum()) if not deciding.empty else 0.0
+    if not total:
+        return {}
+    hw = (deciding["evidence"] == "hardware").to_numpy()
+    cached = deciding["evidence_detail"].astype(str).str.startswith(CACHE_DETAIL).to_numpy()
+    t = deciding["duration_ns"].to_numpy(dtype=float)
+    return {"ncu_this_run": float(t[hw & ~cached].sum() / total), "ncu_cache": float(t[hw & cached].sum() / total),
+            "kernel_names": float(t[~hw].sum() / total)}

@@ -1,0 +1,92 @@
+"""The data of a profile run: its options, its passes (one profiler run each, as an argument list) and its
+result, and the errors a pass can end with. No behaviour here: ``planning`` makes the passes, ``running``
+runs them, ``stopping`` ends them early, ``evidence`` reads what they recorded.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import CollectError, NsighttcError
+
+ENGINES = ("auto", "ncu", "nsys", "torch")
+PERM_ERROR = "ERR_NVGPUCTRPERM"
+PERM_FIX = ("ncu is not allowed to read the GPU performance counters (ERR_NVGPUCTRPERM). Fix: run as root or "
+            "with CAP_SYS_ADMIN (containers: --cap-add SYS_ADMIN), or set `options nvidia "
+            "NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d/ and reload the driver")
+
+
+class NoGPU(NsighttcError):
+    exit_code = 5
+
+
+class CounterPermission(CollectError):
+    exit_code = 6
+
+
+@dataclass
+class Options:
+    engine: str = "auto"
+    out: Path | None = None
+    range: str | None = None
+    annotate: str = "script"
+    ncu: str | None = None
+    nsys: str | None = None
+    timeout: float | None = None
+    keep_going: bool = False
+    every_launch: bool = False
+    all_kernels: bool = False
+    timeline: bool = False          # accepted for old command lines: the default run has the timeline
+    fast: bool = False              # default run: timeline only, no Nsight Compute pass
+    hardware: bool = False          # default run: measure every kernel needing hardware evidence, cache or not
+    cache: bool = True              # default run: read and write the evidence cache
+    timeline_engine: str = "auto"   # default run: auto | torch | nsys
+    overlap: str = "cuda"           # default run: where the ncu pass waits while the timeline runs
+    #                                 (cuda|context|start|none: nsighttc.runtime.launch --gate-at)
+    counters: str = "fast"          # default run's ncu pass: fast (one replay pass: instruction counts) | full (FLOPs)
+    replay: bool = True             # default run: measure kernels by calling their operators again (nsighttc.runtime.replay)
+    record_shapes: bool = False     # torch engine: record operator arguments (set by the default run for replay)
+    python: str = field(default_factory=lambda: sys.executable)
+
+
+@dataclass
+class Pass:
+    engine: str
+    argv: list[str]
+    log: Path
+    torch_trace: Path | None = None
+    returncode: int | None = None
+    seconds: float = 0.0
+    timed_out: bool = False
+    interrupted: bool = False
+    profiled_kernels: int = 0
+    on_prof: Callable[[str], None] | None = None  # sees each ==PROF== line (the default run's stop rule)
+    on_line: Callable[[str], None] | None = None  # sees every output line first (the default run's trace watch)
+    stopped_early: bool = False                    # we interrupted the program on purpose (all kernels measured)
+    mode: str = ""                                 # default run: "overlapped" | "after" ncu pass; "timeline"
+    perm_lines: list[str] = field(default_factory=list)  # ncu's ERR_NVGPUCTRPERM lines, if any
+    ranked: bool = False                           # run once per rank: outputs in rank<R>/ (distribute)
+    tool: str | None = None                        # the profiler's executable when argv[0] is the launcher
+    stem: str = ""                                 # ncu: the report's file name stem (default: the engine's)
+    trace_written_s: float | None = None           # timeline: when its trace was complete (read from then on)
+
+    @property
+    def exe(self) -> str:
+        """The profiler executable (ncu/nsys) of this pass, behind a distributed launcher or not."""
+        return self.tool or self.argv[0]
+
+
+@dataclass
+class Result:
+    run_dir: Path
+    verdict: object | None
+    exit_code: int
+    engines: list[str]
+    notes: list[str]
+    interrupted: bool = False
+    timed_out: bool = False
+
+
+KERNEL_OPS_FILE = "kernel_ops.json"  # the timeline launcher's early kernel list (nsighttc.runtime.kernel_ops)

@@ -1,0 +1,104 @@
+"""Planning the passes: which profiler runs what, as argument lists (``collect.engines`` builds them).
+
+- the explicit engines (``--engine ncu|nsys|torch``): one pass of that tool (``plan``);
+- the default run's timeline pass: torch.profiler for Python programs with torch, else nsys (``timeline_pass``);
+- the default run's Nsight Compute pass on the program: beside the timeline behind the launcher's gate, or
+  after it filtered to the kernels still missing (``hardware_pass``); distributed targets on rank 0 only.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from .. import ncu_metrics
+from ..collect import engines, process, tools
+from ..errors import UsageError
+from .distributed import distribute
+from .passes import KERNEL_OPS_FILE, Options, Pass
+from .target import Target
+
+
+def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[list[Pass], list[str]]:
+    """The pass of an explicit engine (``--engine ncu|nsys|torch``), as an argument list. Pure except for
+    looking tools up. The default run (``auto``) is planned step by step by ``profile.default``."""
+    notes: list[str] = []
+    engine = opts.engine
+    if engine == "auto":
+        raise ValueError("the default run is planned by profile.default.run_default")
+    if engine == "torch" and not target.python_program:
+        raise UsageError("--engine torch runs Python programs only (SCRIPT.py or -- python -m MODULE)")
+
+    def inner(torch_trace: Path | None = None) -> list[str]:
+        if not target.python_program:
+            return list(target.argv)
+        return engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
+                                     torch_trace=torch_trace, python=opts.python,
+                                     record_shapes=opts.record_shapes and torch_trace is not None,
+                                     kernel_ops=run_dir / KERNEL_OPS_FILE)
+
+    if engine == "ncu":
+        ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
+        p = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner(), cc, nvtx_range=opts.range,
+                                         every_launch=opts.every_launch, all_kernels=opts.all_kernels),
+                 run_dir / "ncu.log")
+        if target.distributed:
+            notes.append("distributed run: Nsight Compute profiles rank 0 (every rank runs the same kernels)")
+        return [distribute(p, target, run_dir, len(inner()), only_ranks="0")], notes
+    if engine == "nsys":
+        nsys = tools.find("nsys", opts.nsys)
+        p = Pass("nsys", engines.nsys_argv(nsys, run_dir / "nsys", inner(), opts.range), run_dir / "nsys.log")
+        return [distribute(p, target, run_dir, len(inner()))], notes
+    trace = run_dir / "torch_trace.json"
+    p = Pass("torch", inner(trace), run_dir / "torch.log", torch_trace=trace)
+    return [distribute(p, target, run_dir, len(p.argv))], notes
+
+
+def has_torch(python: str) -> bool:
+    if os.path.realpath(python) == os.path.realpath(sys.executable):  # our own interpreter: no process start
+        import importlib.util
+        return importlib.util.find_spec("torch") is not None
+    rc, _, _ = process.capture([python, "-c", "import importlib.util, sys; "
+                                "sys.exit(0 if importlib.util.find_spec('torch') else 1)"], timeout=60)
+    return rc == 0
+
+
+def timeline_pass(opts: Options, target: Target, run_dir: Path) -> Pass | None:
+    """torch.profiler for Python programs with torch (the cheapest timeline), else nsys, else None."""
+    choice = opts.timeline_engine
+    nsys = tools.find_or_none("nsys", opts.nsys) if choice in ("auto", "nsys") else None
+    if choice == "nsys" and nsys is None:
+        tools.find("nsys", opts.nsys)  # raises, naming where we looked
+    # Distributed runs prefer nsys: torch.profiler's host-side recording slows each rank's host unevenly
+    # (DDP ResNet-50 AMP on 2 H200s, 30 ms straggler: plain 60.2 ms/step, nsys 69 ms, torch.profiler 86.8 ms;
+    # reports/ddp), and uneven host slow-downs are exactly what the straggler question measures.
+    prefer_nsys = target.distributed and choice == "auto" and nsys is not None
+    use_torch = target.python_program and choice in ("auto", "torch") and not prefer_nsys and \
+        (choice == "torch" or nsys is None or has_torch(opts.python))
+    if choice == "torch" and not target.python_program:
+        raise UsageError("--timeline-engine torch runs Python programs only (SCRIPT.py or -- python -m MODULE)")
+    engine = "torch" if use_torch else "nsys" if nsys is not None else None
+    if engine is None:
+        return None
+    p = plan(replace(opts, engine=engine), target, None, run_dir)[0][0]  # the same pass --engine X runs
+    p.mode = "timeline"
+    return p
+
+
+
+
+def hardware_pass(ncu, opts: Options, target: Target, run_dir: Path, cc: str | None, mode: str, pid_file: Path,
+                  regex: str | None = None, **gating) -> Pass:
+    """The default run's Nsight Compute pass on the program: beside the timeline behind the gate (mode
+    "overlapped", ``gating``: the launcher's ``gate``/``gate_at``), or after it, filtered to exactly the missing
+    kernels (mode "after", ``regex``). ``pid_file``: where the launcher says which process to interrupt once
+    the kernels were profiled. Distributed: on rank 0 only."""
+    inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python,
+                                  pid_file=pid_file, **gating) if target.python_program else list(target.argv)
+    metrics = ncu_metrics.one_pass_metrics_for_cc(cc) if opts.counters == "fast" else None
+    p = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
+                                     every_launch=opts.every_launch, all_kernels=opts.all_kernels,
+                                     kernel_regex=regex, metrics=metrics, nvtx=False), run_dir / "ncu.log",
+             mode=mode)
+    return distribute(p, target, run_dir, len(inner), only_ranks="0")

@@ -1,0 +1,100 @@
+"""Running the passes: each profiler run as a subprocess in its own process group (``collect.process``), its
+output logged and watched line by line, its end (exit code, time, timeout, Ctrl-C) recorded on the ``Pass``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Callable
+
+from ..collect import process
+from ..errors import NsighttcError
+from .evidence import export
+from .passes import PERM_ERROR, PERM_FIX, CounterPermission, Options, Pass
+from .rundir import write_meta
+from .target import Target
+
+_PROF_LINE = re.compile(r'==PROF== Profiling "([^"]+)"')
+
+
+def pass_env() -> dict[str, str]:
+    """The passes' environment. Even a command that is not a Python program may reach our launcher or
+    ``rankexec`` (behind torchrun): both must import nsighttc from wherever this copy lives."""
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env["NSIGHTTC_GATE_OWNER"] = str(os.getpid())  # a gated program leaves when this process is gone
+    return env
+
+
+def start_pass(p: Pass, *, say: Callable[[str], None]) -> process.Running:
+    """Start a pass; its output lines are logged, shown (workload output) and watched (ncu progress)."""
+    seen: set[str] = set()
+
+    def on_line(line: str) -> None:
+        if p.on_line is not None:
+            p.on_line(line)
+        m = _PROF_LINE.search(line)
+        if m:
+            p.profiled_kernels += 1
+            seen.add(m.group(1))
+            if p.on_prof is not None:
+                p.on_prof(line)
+            elif p.profiled_kernels % 10 == 1:
+                say(f"[{p.engine}] profiled {p.profiled_kernels} kernels ({len(seen)} distinct), last: {m.group(1)[:70]}")
+        elif PERM_ERROR in line:
+            p.perm_lines.append(line)
+        elif not line.startswith("==PROF=="):
+            say(f"  | {line}")
+
+    say(f"[{p.engine}] running: {shlex.join(p.argv)}")
+    return process.start(p.argv, stdout_path=p.log, stderr_path=p.log.with_suffix(".stderr.log"),
+                         env=pass_env(), on_line=on_line)
+
+
+def finish_pass(p: Pass, running: process.Running, timeout: float | None) -> Pass:
+    r = running.wait(timeout)
+    p.returncode, p.seconds, p.timed_out, p.interrupted = r.returncode, r.seconds, r.timed_out, r.interrupted
+    if p.perm_lines:
+        raise CounterPermission(PERM_FIX)
+    return p
+
+
+def run_pass(p: Pass, *, timeout: float | None, say: Callable[[str], None]) -> Pass:
+    return finish_pass(p, start_pass(p, say=say), timeout)
+
+
+def run_queue(passes: list[Pass], opts: Options, target: Target, run_dir: Path, gpus: list, notes: list[str],
+               say: Callable[[str], None], remaining: Callable[[], float | None]):
+    """The explicit engines (``--engine ncu|nsys|torch``): their passes one after the other."""
+    inputs: list[Path] = []
+    done: list[Pass] = []
+    failures: list[str] = []
+    for p in passes:
+        try:
+            run_pass(p, timeout=remaining(), say=say)
+        except CounterPermission as exc:
+            write_meta(run_dir, target, opts, done + [p], gpus, notes + [str(exc)])
+            raise
+        done.append(p)
+        try:
+            inputs += export(p, run_dir, notes)
+        except NsighttcError as exc:
+            failures.append(str(exc))
+            if not opts.keep_going:
+                write_meta(run_dir, target, opts, done, gpus, notes + failures)
+                raise
+        if p.interrupted or p.timed_out:
+            break
+    return done, inputs, failures
+
+
+def signal_name(n: int) -> str:
+    import signal as _signal
+    try:
+        return _signal.Signals(n).name
+    except ValueError:
+        return "unknown signal"

@@ -1,0 +1,276 @@
+"""The launcher the engines run: ``python -m nsighttc.runtime.launch [options] -- SCRIPT.py [ARGS]`` or
+``... -m MODULE [ARGS]``. It runs the user's program unchanged (runpy, as ``python SCRIPT`` would:
+``__main__``, ``sys.argv``, ``sys.path[0]``) inside a top-level range, optionally annotating every
+``nn.Module`` call, and, for the torch engine, under ``torch.profiler`` with the Kineto trace written
+even when the program fails or is interrupted.
+
+For the default ``profile`` run, the Nsight Compute pass starts while the timeline pass still runs and
+waits at a gate (``--wait-for FILE``) until nsighttc writes ``go`` into the file (``stop``: exit without
+going on). Where the gate is (``--gate-at``):
+- ``start``: before the program's first line (any program);
+- ``cuda``: at the program's first CUDA use in PyTorch (``torch.cuda._lazy_init``, which PyTorch's C++
+  side also calls before the first CUDA tensor): imports, model construction and data preparation on the
+  CPU overlap the timeline run too, and no GPU work of the two runs overlaps. While it waits, torch uses
+  one CPU thread (restored at the gate) so the timeline run keeps the cores it had.
+- ``context``: the same place, but once ``_lazy_init`` has created the CUDA context (under ncu: with the
+  profiler's injection set up): that start-up overlaps the timeline run as well. The program itself has
+  still put nothing on the GPU.
+``--pid-file`` tells nsighttc which process to interrupt (SIGINT, a KeyboardInterrupt here) once every
+kernel it needs was profiled, so the rest of the program does not run under ncu.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import runpy
+import signal
+import sys
+import time
+from pathlib import Path
+
+# The line the launcher prints once the torch.profiler trace is complete on disk. The default run reads the
+# trace from that moment: the process still has to exit, and a CUDA program's exit (interpreter shutdown,
+# CUDA and CUPTI teardown) took ResNet-50 AMP 1.6-1.9 s under the profiler on H100 (1.2 s in a plain run;
+# benchmarks/gpu_launcher_tail_probe.py, reports/profile_overhead/launcher_tail.txt).
+TRACE_WRITTEN = "nsighttc.launch: wrote "
+
+
+def trace_only_config():
+    """torch.profiler's ``trace_only`` setting where this torch has it (``_ExperimentalConfig(trace_only=True)``,
+    torch 2.13; not in 2.11), else None. The launcher only exports the trace, and with it the profiler's stop
+    skips turning every recorded event into Python-visible events (``materializeOpEvents``, the event tree);
+    the trace keeps the same fields, operator arguments included (torch's ``addTraceMetadata``). Measured on
+    this repository's 2-core CPU machine, torch 2.13, 480,000 operator events with ``record_shapes``: stop
+    3.4-5.7 s -> 2.9-3.2 s, and no kernel list walk (``nsighttc.runtime.kernel_ops`` needs those events: 2.2-3.5 s
+    there), so the trace is complete 3.9-4.1 s after the program instead of 6.4-8.6 s
+    (``benchmarks/bench_profiler_stop.py``). Not measured on a GPU: the lent machine has torch 2.11."""
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+        return _ExperimentalConfig(trace_only=True)
+    except (ImportError, TypeError, AttributeError):  # an older torch: the ordinary stop
+        return None
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m nsighttc.runtime.launch", description=__doc__.split("\n")[0])
+    ap.add_argument("--annotate", choices=["none", "script", "modules"], default="script")
+    ap.add_argument("--range-name", default=None, help="name of the top-level range (default: the script's name)")
+    ap.add_argument("--torch-trace", type=Path, help="run under torch.profiler and write the trace here")
+    ap.add_argument("--record-shapes", action="store_true",
+                    help="with --torch-trace: record each operator's argument shapes, dtypes and values "
+                         "(what `python -m nsighttc.runtime.replay` needs to launch its kernels again)")
+    ap.add_argument("--kernel-ops", type=Path,
+                    help="with --record-shapes: when the program ends, write each distinct kernel with the "
+                         "operator call of its first launch here (JSON, nsighttc.runtime.kernel_ops) before the trace")
+    ap.add_argument("--wait-for", type=Path, help="wait until FILE says 'go' (run) or 'stop' (exit 0 at once)")
+    ap.add_argument("--gate-at", choices=["start", "cuda", "context"], default="start",
+                    help="where to wait: before the program, at its first CUDA use in PyTorch, or just after "
+                         "PyTorch created its CUDA context there")
+    ap.add_argument("--pid-file", type=Path, help="write this process's id here before running the program")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="apply a variant of `nsighttc try` before the program runs (nsighttc.runtime.variants)")
+    ap.add_argument("--applied", type=Path, help="write what the variants set here (JSON) when the program ends")
+    ap.add_argument("-m", dest="module", help="run a module (like python -m)")
+    ap.add_argument("target", nargs=argparse.REMAINDER)
+    ns = ap.parse_args(argv)
+    if ns.target and ns.target[0] == "--":
+        ns.target = ns.target[1:]
+    if not ns.module and not ns.target:
+        ap.error("nothing to run: give SCRIPT.py [ARGS] or -m MODULE [ARGS]")
+    return ns
+
+
+def _run_target(ns: argparse.Namespace) -> None:
+    if ns.module:
+        sys.argv = [ns.module] + ns.target
+        runpy.run_module(ns.module, run_name="__main__", alter_sys=True)
+    else:
+        script = ns.target[0]
+        sys.argv = list(ns.target)
+        sys.path.insert(0, str(Path(script).resolve().parent))
+        runpy.run_path(script, run_name="__main__")
+
+
+GATE_POLL_S = 0.01
+
+
+def _owner_alive() -> bool:
+    """The nsighttc process that opens the gate (``NSIGHTTC_GATE_OWNER``) still exists: a waiting program
+    must not outlive an nsighttc that was killed (seen when a run was SIGKILLed: gated programs waited on)."""
+    owner = os.environ.get("NSIGHTTC_GATE_OWNER")
+    if not owner:
+        return True
+    try:
+        os.kill(int(owner), 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+
+
+def _wait_at_gate(gate: Path) -> bool:
+    """Block until ``gate`` holds 'go' (True) or 'stop' (False); 'stop' too when its owner is gone."""
+    checks = 0
+    while True:
+        checks += 1
+        if checks % 50 == 0 and not _owner_alive():
+            return False
+        try:
+            word = gate.read_text().strip()
+        except OSError:
+            word = ""
+        if word in ("go", "stop"):
+            return word == "go"
+        time.sleep(GATE_POLL_S)
+
+
+def _gate_at_first_cuda_use(gate: Path, after_init: bool = False) -> bool:
+    """Run the program until PyTorch first initialises CUDA, and wait at the gate there (``after_init``: once
+    the CUDA context exists, still before any GPU work of the program). False when torch is missing (then
+    the gate is at the start)."""
+    try:
+        import torch
+        import torch.cuda
+    except Exception:
+        return False
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    original = torch.cuda._lazy_init
+    state = {"passed": False}
+
+    def gated_lazy_init(*args, **kwargs):
+        if not state["passed"]:
+            state["passed"] = True
+            torch.cuda._lazy_init = original
+            result = failure = None
+            if after_init:
+                try:
+                    result = original(*args, **kwargs)
+                except BaseException as exc:  # no usable GPU: the program meets the error after the gate
+                    failure = exc
+            if not _wait_at_gate(gate):
+                os._exit(0)  # nothing to measure: leave without running any GPU work
+            torch.set_num_threads(threads)
+            if failure is not None:
+                raise failure
+            if after_init:
+                return result
+        return original(*args, **kwargs)
+
+    torch.cuda._lazy_init = gated_lazy_init
+    return True
+
+
+def _add_rank_metadata(prof) -> None:
+    """torch.profiler writes ``distributedInfo`` only when torch.distributed is initialised as the trace
+    *starts*; ours starts before the program calls ``init_process_group``. Write what the distributed
+    launcher told this process (torchrun's RANK/WORLD_SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS), so every
+    rank's trace says which rank it is (``parse.ranks``)."""
+    import json
+    from .rankexec import RANK_VARIABLES, current_rank, world_size
+    if not any(os.environ.get(v, "").strip().isdigit() for v in RANK_VARIABLES):
+        return
+    info = {"rank": current_rank(), "world_size": world_size(), "source": "environment (nsighttc.runtime.launch)"}
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            info["backend"] = dist.get_backend()
+    except Exception:
+        pass
+    try:
+        prof.add_metadata_json("distributedInfo", json.dumps(info))
+    except Exception:  # an older torch without add_metadata_json: the rank<N>/ directory still tells
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = _parse(sys.argv[1:] if argv is None else argv)
+    if ns.pid_file:
+        ns.pid_file.write_text(str(os.getpid()))
+    if ns.wait_for and not (ns.gate_at in ("cuda", "context") and
+                            _gate_at_first_cuda_use(ns.wait_for, after_init=ns.gate_at == "context")):
+        try:
+            if not _wait_at_gate(ns.wait_for):
+                return 0
+        except KeyboardInterrupt:
+            return 130
+    from . import annotate
+
+    name = ns.range_name or (ns.module or Path(ns.target[0]).name)
+    top = annotate.range(name) if ns.annotate != "none" else annotate.nothing()
+    remove_hooks = None
+    prof = None
+    trace_only = None  # torch.profiler keeps no events in memory (launch.trace_only_config)
+    # SIGTERM (our timeout) becomes KeyboardInterrupt, so the profiler still writes what it has.
+    def _interrupt(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    code = 0
+    applied = None
+    t_start = time.perf_counter()
+    variant_ctx = contextlib.nullcontext()
+    try:
+        if ns.variant or ns.applied:
+            from . import variants
+            applied = variants.Applied()
+            variant_ctx = variants.apply(ns.variant, applied)
+            if any(v.startswith("fp16-autocast") for v in ns.variant):
+                print(f"nsighttc.launch: warning: {variants.FP16_WARNING}", file=sys.stderr)
+        if ns.annotate == "modules":
+            remove_hooks = annotate.annotate_all_modules()
+        if ns.torch_trace:
+            import torch
+            acts = [torch.profiler.ProfilerActivity.CPU]
+            if torch.cuda.is_available():
+                acts.append(torch.profiler.ProfilerActivity.CUDA)
+            trace_only = trace_only_config()
+            prof = torch.profiler.profile(activities=acts, record_shapes=ns.record_shapes, with_stack=False,
+                                          **({"experimental_config": trace_only} if trace_only is not None else {}))
+            prof.__enter__()
+        with top, variant_ctx:
+            _run_target(ns)
+    except SystemExit as exc:  # the script called sys.exit(): keep its code
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    finally:
+        if remove_hooks:
+            remove_hooks()
+        if applied is not None and ns.applied:
+            import json
+            ns.applied.write_text(json.dumps(applied.record(), indent=2))
+        if prof is not None:
+            try:
+                import torch
+                if torch.cuda.is_available():
+                    torch.cuda.synchronize()
+            except Exception:
+                pass
+            _add_rank_metadata(prof)
+            t_end = time.perf_counter()
+            prof.__exit__(None, None, None)
+            t_stop = time.perf_counter()
+            if ns.kernel_ops is not None and ns.record_shapes and trace_only is None:
+                from . import kernel_ops
+                print(f"nsighttc.launch: {kernel_ops.write(prof, ns.kernel_ops)}", file=sys.stderr)
+            elif ns.kernel_ops is not None and ns.record_shapes:
+                print("nsighttc.launch: no kernel list (trace_only: the profiler kept no events in memory; the "
+                      "replay starts from the trace)", file=sys.stderr)
+            t_list = time.perf_counter()
+            ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(ns.torch_trace))
+            print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s, profiler stop "
+                  f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
+                  f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

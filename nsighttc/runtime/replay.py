@@ -1,0 +1,338 @@
+"""Launch the kernels a program ran, without the program: ``python -m nsighttc.runtime.replay --ops OPS.json``.
+
+The default ``profile`` run needs hardware evidence (Nsight Compute) for the matrix-work kernels its
+timeline found. Running the program again under ncu costs as much as the program up to the last new kernel
+(a program whose later phases bring new GEMMs runs almost whole, every launch serialised). But a kernel is
+chosen by the operator that launched it, from its arguments: cuBLAS/cuDNN heuristics see the shapes,
+strides, dtypes and flags, not the values. The timeline (torch.profiler with ``record_shapes``) recorded
+those for the operator around each launch (``parse.kineto_ops``); this process calls the same operators
+again on random data, inside an NVTX range ``nsighttc-replay`` that ncu is told to profile. A kernel
+measured here is the same function (same name, same library, same GPU and driver) as in the program: its
+Tensor Core counters are the program's. Whatever this process does not launch (another algorithm chosen,
+an operator it cannot rebuild, a CUDA graph or a compiled kernel with no operator) is left to ncu on the
+program itself; nothing is assumed from a near miss: evidence is matched by exact kernel name.
+
+Like ``nsighttc.runtime.launch``, it starts while the timeline pass runs and waits at a gate (``--wait-for``), so
+the interpreter, torch's import, ncu's start-up and the set-up of ncu's first profile (``WARM_RANGE``) are off
+the critical path; once the gate opens, the calls
+are made as nsighttc lists them (``read_calls``: JSON lines appended while the trace is still written).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+RANGE = "nsighttc-replay"
+# The warm-up's own profiled range: ncu's first profile in a process pays its one-time set-up, 0.6-1.2 s on
+# H100 (ResNet-50 AMP's replay: first call 0.69-1.24 s, later ones 17-150 ms; with one GEMM profiled in the
+# warm-up, 0.02-0.07 s: benchmarks/gpu_replay_first_call_probe.py, reports/profile_overhead/first_call_probe.json).
+# Its result measured no kernel of the program: the parsers drop it (``parse._without_warm_up``).
+WARM_RANGE = "nsighttc-warm"
+OPS_WAIT_S = 120.0
+
+# The C++ type names torch.profiler writes in "Input type" (caffe2 TypeMeta names), as seen in torch 2.13
+# traces: one tensor of each dtype recorded with record_shapes=True.
+DTYPE_NAMES = {
+    "float": "float32", "double": "float64", "c10::Half": "float16", "c10::BFloat16": "bfloat16",
+    "signed char": "int8", "unsigned char": "uint8", "short int": "int16", "int": "int32", "long int": "int64",
+    "bool": "bool", "c10::complex<float>": "complex64", "c10::complex<double>": "complex128",
+    "c10::complex<c10::Half>": "complex32", "c10::Float8_e4m3fn": "float8_e4m3fn", "c10::Float8_e5m2": "float8_e5m2",
+    "c10::Float8_e4m3fnuz": "float8_e4m3fnuz", "c10::Float8_e5m2fnuz": "float8_e5m2fnuz",
+    "short unsigned int": "uint16", "unsigned int": "uint32", "long unsigned int": "uint64",
+}
+# ScalarType arguments (dtype=, out_dtype=) are recorded as their enum value (c10/core/ScalarType.h order;
+# seen: float16 as "5", float32 as "6", float64 as "7" in torch 2.13 traces).
+SCALAR_TYPES = ["uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
+                "complex128", "bool", "qint8", "quint8", "qint32", "bfloat16", "quint4x2", "quint2x4", "bits1x8",
+                "bits2x4", "bits4x2", "bits8", "bits16", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz",
+                "float8_e4m3fnuz"]
+
+
+class CannotRebuild(Exception):
+    """The recorded call lacks something needed to make it again (a tensor list, a string argument...)."""
+
+
+def _concrete(text: str):
+    """A recorded scalar or list: "1" -> 1, "0." -> 0.0, "True" -> True, "[2, 2]" -> [2, 2]."""
+    text = text.strip()
+    if text == "":
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        if text in ("inf", "-inf", "nan"):
+            return float(text)
+        raise CannotRebuild(f"unreadable recorded value {text!r}") from None
+
+
+def _storage_size(dims: list[int], strides: list[int]) -> int:
+    if any(d == 0 for d in dims):
+        return 0
+    return 1 + sum((d - 1) * abs(s) for d, s in zip(dims, strides))
+
+
+def make_tensor(torch, dtype_name: str, dims: list[int], strides: list[int] | None, device):
+    """A tensor of the recorded dtype, shape and strides (views with zero or overlapping strides included)
+    over fresh storage: random normal values for floating types, zeros otherwise (indices stay in range)."""
+    dtype = getattr(torch, DTYPE_NAMES[dtype_name])
+    dims = [int(d) for d in dims]
+    strides = [int(s) for s in strides] if strides and len(strides) == len(dims) else None
+    if strides is None:
+        strides = list(torch.empty(dims, device="meta").stride()) if dims else []
+    n = _storage_size(dims, strides)
+    if dtype.is_floating_point or dtype.is_complex:
+        flat = torch.randn(n, device=device, dtype=torch.float32).to(dtype)
+    else:
+        flat = torch.zeros(n, device=device, dtype=dtype)
+    return flat.as_strided(dims, strides)
+
+
+def rebuild(torch, call: dict, device) -> list:
+    """The recorded arguments, in order, as values to pass: tensors, scalars, lists, None."""
+    out = []
+    types, dims, strides, concrete = call["types"], call["dims"], call["strides"], call["concrete"]
+    for i, t in enumerate(types):
+        d = dims[i] if i < len(dims) else []
+        s = strides[i] if i < len(strides) else []
+        c = concrete[i] if i < len(concrete) else ""
+        if t in DTYPE_NAMES:
+            out.append(make_tensor(torch, t, d, s, device))
+        elif t in ("Scalar", "ScalarList", ""):
+            # "" with no value: None, or a value the profiler does not record (a string): the call may fail
+            out.append(_concrete(c))
+        else:
+            raise CannotRebuild(f"argument {i} is a {t}")
+    return out
+
+
+def _fit(torch, schema, values: list):
+    """Positional and keyword arguments for ``schema`` from the recorded values, or None if they cannot be
+    its arguments (count; ScalarType given as its number)."""
+    args = schema.arguments
+    if len(args) != len(values):
+        return None
+    pos, kw = [], {}
+    for a, v in zip(args, values):
+        kind = str(a.type)
+        if "ScalarType" in kind and isinstance(v, int) and not isinstance(v, bool):
+            if not 0 <= v < len(SCALAR_TYPES) or not hasattr(torch, SCALAR_TYPES[v]):
+                return None
+            v = getattr(torch, SCALAR_TYPES[v])
+        if a.kwarg_only:
+            kw[a.name] = v
+        else:
+            pos.append(v)
+    return pos, kw
+
+
+def prepare(torch, call: dict, device):
+    """The operator and its rebuilt arguments (tensors made, and filled, here: outside the profiled range)."""
+    ns, _, name = call["name"].partition("::")
+    if not name or ns not in ("aten",):
+        raise CannotRebuild(f"{call['name']}: not an aten operator")
+    packet = getattr(torch.ops.aten, name, None)
+    if packet is None:
+        raise CannotRebuild(f"{call['name']}: no such operator in this torch")
+    return packet, rebuild(torch, call, device)
+
+
+def call_op(torch, call: dict, device, prepared=None, around=None) -> str:
+    """Call the recorded operator once; returns the overload that accepted the arguments. Raises
+    ``CannotRebuild`` (or the operator's own error) when it cannot be called. ``around``: a context manager
+    factory put around each attempt (the profiled range)."""
+    import contextlib
+    packet, values = prepared or prepare(torch, call, device)
+    around = around or contextlib.nullcontext
+    last: Exception | None = None
+    for overload in packet.overloads():
+        op = getattr(packet, overload)
+        fitted = _fit(torch, op._schema, values)
+        if fitted is None:
+            continue
+        try:
+            with around():
+                op(*fitted[0], **fitted[1])
+            return overload
+        except Exception as exc:  # another overload may take these arguments
+            last = exc
+    raise last or CannotRebuild(f"{call['name']}: no overload takes {len(values)} arguments")
+
+
+def settings(call: dict) -> list[dict]:
+    """Global switches the kernel choice depends on but the call does not record: fp32 matmuls are run with
+    TF32 off and on (``torch.backends.cuda.matmul.allow_tf32``); the kernel names then tell which ran."""
+    if call["name"] in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::matmul",
+                        "aten::linear", "aten::_addmm_activation") and "float" in call["types"]:
+        return [{"tf32": False}, {"tf32": True}]
+    return [{}]
+
+
+class _profiled:
+    """The NVTX range ncu profiles, around the operator alone (its inputs are made and filled before)."""
+
+    def __init__(self, torch, device):
+        self.torch, self.device = torch, device
+
+    def __enter__(self):
+        self.torch.cuda.synchronize(self.device)
+        self.torch.cuda.nvtx.range_push(RANGE)
+
+    def __exit__(self, *exc):
+        try:
+            self.torch.cuda.synchronize(self.device)
+        finally:
+            self.torch.cuda.nvtx.range_pop()
+        return False
+
+
+def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
+    """Call each operator (inside the NVTX range ncu profiles); what could not be called is reported and
+    skipped. Returns counts for the log."""
+    import torch
+    done = failed = 0
+    t0 = time.monotonic()
+    for call in calls:
+        waited = time.monotonic()  # the list may still be growing: the call's arrival, for the log
+        device = torch.device("cuda", int(call.get("device", device_index) or 0))
+        for s in settings(call):
+            prev = torch.backends.cuda.matmul.allow_tf32
+            try:
+                if "tf32" in s:
+                    torch.backends.cuda.matmul.allow_tf32 = s["tf32"]
+                with torch.no_grad():
+                    prepared = prepare(torch, call, device)
+                    overload = call_op(torch, call, device, prepared, around=lambda: _profiled(torch, device))
+                done += 1
+                print(f"nsighttc.replay: +{waited - t0:.3f}s {call['name']}.{overload} {s or ''} "
+                      f"({time.monotonic() - waited:.3f} s)", file=log)
+            except Exception as exc:
+                failed += 1
+                print(f"nsighttc.replay: could not call {call['name']}: {str(exc).splitlines()[0][:200]}", file=log)
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = prev
+    return {"called": done, "failed": failed}
+
+
+def warm_up(torch) -> None:
+    """Make the CUDA context and load cuBLAS(Lt) and cuDNN with tiny calls, outside the profiled range:
+    ~2-3 s under ncu on H100 (context, injection, libraries) that otherwise come after the gate. Then one
+    small GEMM inside ``WARM_RANGE``, which ncu also profiles: its first profile's set-up is paid here."""
+    try:
+        with torch.no_grad():
+            for dt in (torch.float16, torch.float32):
+                a = torch.ones(16, 16, device="cuda", dtype=dt)
+                a @ a
+            if torch.backends.cudnn.is_available():
+                torch.nn.functional.conv2d(torch.ones(1, 8, 8, 8, device="cuda", dtype=torch.float16),
+                                           torch.ones(8, 8, 3, 3, device="cuda", dtype=torch.float16))
+            a = torch.ones(256, 256, device="cuda", dtype=torch.float16)
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_push(WARM_RANGE)
+            try:
+                a @ a
+                torch.cuda.synchronize()
+            finally:
+                torch.cuda.nvtx.range_pop()
+        torch.cuda.synchronize()
+    except Exception as exc:  # only a head start; the calls themselves report real problems
+        print(f"nsighttc.replay: warm-up: {str(exc).splitlines()[0][:200]}", file=sys.stderr)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m nsighttc.runtime.replay", description=__doc__.split("\n")[0])
+    ap.add_argument("--ops", type=Path, required=True, help="the operators to call (JSON list; written by nsighttc)")
+    ap.add_argument("--wait-for", type=Path, help="wait until FILE says 'go' (replay) or 'stop' (exit 0 at once)")
+    ap.add_argument("--gate-at", choices=["start", "warm"], default="start",
+                    help="wait before CUDA is touched (start), or once the CUDA context exists and cuBLAS/cuDNN "
+                         "are loaded (warm: a few tiny kernels outside the profiled range)")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = _parse(sys.argv[1:] if argv is None else argv)
+    import torch  # the import is the slow part: done before the gate
+    from .launch import _wait_at_gate
+    if ns.gate_at == "warm" and torch.cuda.is_available():
+        warm_up(torch)
+    if ns.wait_for is not None and not _wait_at_gate(ns.wait_for):
+        return 0
+    if not torch.cuda.is_available():
+        print("nsighttc.replay: no CUDA device", file=sys.stderr)
+        return 3
+    t_gate = time.monotonic()
+    torch.zeros(1, device="cuda")  # the context (and ncu's set-up of it) before the list arrives
+    try:
+        calls = read_calls(ns.ops)
+        first = next(calls, None)
+    except TimeoutError as exc:
+        print(f"nsighttc.replay: {exc}", file=sys.stderr)
+        return 4
+    t_list = time.monotonic()
+    counts = replay(_chain(first, calls))
+    print(f"nsighttc.replay: {counts['called']} call(s) made, {counts['failed']} could not be made; the list came "
+          f"{t_list - t_gate:.2f} s after the gate, the calls took {time.monotonic() - t_list:.2f} s", file=sys.stderr)
+    return 0
+
+
+def _chain(first, rest):
+    if first is not None:
+        yield first
+        yield from rest
+
+
+def read_calls(path: Path, wait_s: float = OPS_WAIT_S, poll_s: float = 0.005):
+    """The operator calls to make, as they come: a JSON list written at once, or JSON lines that nsighttc
+    appends while it still plans (``profile.replay_plan.StreamPlan``) and ends with ``{"end": true}``; the
+    calls already listed run meanwhile. ``TimeoutError`` when the file does not appear within ``wait_s``; a
+    list that stops growing for ``wait_s`` (or whose nsighttc is gone) ends with the calls it had."""
+    from .launch import _owner_alive
+    deadline = time.monotonic() + wait_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} did not appear")
+        time.sleep(poll_s)
+    polls = 0
+    with path.open("rb") as fh:
+        pending = b""
+        while True:
+            chunk = fh.read()
+            if chunk:
+                pending += chunk
+                deadline = time.monotonic() + wait_s
+                if pending.lstrip()[:1] == b"[":  # a whole list, written atomically
+                    yield from json.loads(pending)
+                    return
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    entry = json.loads(line)
+                    if entry.get("end"):
+                        return
+                    yield entry
+                continue
+            polls += 1
+            if time.monotonic() > deadline or (polls % 200 == 0 and not _owner_alive()):
+                print(f"nsighttc.replay: {path}: the list did not end; stopping after the calls made",
+                      file=sys.stderr)
+                return
+            time.sleep(poll_s)
+
+
+def _exit_now(code: int) -> None:
+    """End the process without the interpreter's shutdown and C++ static destructors: every profile is already
+    with ncu (its ==PROF== line is printed as each kernel is measured). From the replay's end to ncu's exit:
+    0.90-1.04 s with that shutdown, 0.24-0.30 s without (H100, ResNet-50 AMP's 39 calls, 58 profiles in the report
+    both ways: benchmarks/gpu_replay_tail_probe.sh, reports/profile_overhead/replay_tail_probe.txt)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    _exit_now(main())

@@ -1,0 +1,148 @@
+"""The package's shape, checked from its source (issue 32): no import circle anywhere, and the code that runs inside
+the profiled program (``nsighttc/runtime/``) imports only the standard library, torch and nvtx."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "nsighttc"
+RUNTIME_MAY_IMPORT = {"torch", "nvtx"}  # plus the standard library and nsighttc.runtime itself
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Line numbers of imports under ``if TYPE_CHECKING:`` (annotations only: never run)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                lines.update(n.lineno for n in ast.walk(sub) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return lines
+
+
+def imports(path: Path, modules: set[str]) -> tuple[set[str], set[str]]:
+    """(nsighttc modules this file imports, other top-level packages it imports), at module level or inside
+    functions alike: a lazy import is still a dependency."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    me, is_pkg = _module(path), path.name == "__init__.py"
+    skip = _type_checking_only(tree)
+    ours, other = set(), set()
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno in skip:
+            continue
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            base = node.module or ""
+            if node.level:
+                pkg = me.split(".") if is_pkg else me.split(".")[:-1]
+                pkg = pkg[:len(pkg) - (node.level - 1)]
+                base = ".".join(pkg + ([node.module] if node.module else []))
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        for n in names:
+            if n.startswith("nsighttc"):
+                while n not in modules and "." in n:  # nsighttc.x.attr -> nsighttc.x
+                    n = n.rsplit(".", 1)[0]
+                if n != me:
+                    ours.add(n)
+            else:
+                other.add(n.split(".")[0])
+    return ours, other
+
+
+def graph() -> dict[str, set[str]]:
+    files = {_module(p): p for p in PACKAGE.rglob("*.py")}
+    return {m: imports(p, set(files))[0] for m, p in files.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each a circle of imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_package_has_no_import_circle():
+    edges = graph()
+    assert len(edges) > 50  # the walk found the package
+    assert cycles(edges) == []
+
+
+def test_the_cycle_finder_sees_a_circle_through_a_lazy_import():
+    """The check itself: the circle issue 32 removed (analysis.ranks calling api.analyze lazily, api importing
+    analysis.ranks) is found, and so is one through a package's __init__."""
+    assert cycles({"api": {"analysis.ranks"}, "analysis.ranks": {"api"}, "x": set()}) == [["analysis.ranks", "api"]]
+    assert cycles({"p": {"p.a"}, "p.a": {"p.b"}, "p.b": {"p"}}) == [["p", "p.a", "p.b"]]
+
+
+def test_a_lazy_import_counts_and_a_type_checking_one_does_not(tmp_path):
+    mod = tmp_path / "nsighttc" / "m.py"
+    mod.parent.mkdir()
+    mod.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import X\n"
+                   "def f():\n    from .b import Y\n    import pandas\n")
+    global PACKAGE
+    saved, PACKAGE = PACKAGE, tmp_path / "nsighttc"
+    try:
+        ours, other = imports(mod, {"nsighttc.a", "nsighttc.b", "nsighttc.m"})
+    finally:
+        PACKAGE = saved
+    assert ours == {"nsighttc.b"} and other == {"typing", "pandas"}
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "runtime").glob("*.py")), ids=lambda p: p.name)
+def test_runtime_modules_import_only_the_standard_library_torch_and_nvtx(path):
+    files = {_module(p) for p in PACKAGE.rglob("*.py")}
+    ours, other = imports(path, files)
+    assert all(m.startswith("nsighttc.runtime") for m in ours), ours
+    foreign = {m for m in other if m not in sys.stdlib_module_names and m not in RUNTIME_MAY_IMPORT and m != "__future__"}
+    assert not foreign, f"{path.name} imports {sorted(foreign)}: runtime code may import only the standard library, torch, nvtx"
+
+
+def test_the_old_entry_points_are_aliases_of_the_runtime_modules():
+    import nsighttc.launch
+    import nsighttc.rankexec
+    import nsighttc.replay
+    import nsighttc.runtime.annotate
+    import nsighttc.runtime.launch
+    from nsighttc import annotate
+    assert nsighttc.launch is nsighttc.runtime.launch and annotate is nsighttc.runtime.annotate
+    assert nsighttc.replay.RANGE == "nsighttc-replay" and nsighttc.rankexec.PLACEHOLDER == "{nsighttc_rank}"
+    for old in ("nsighttc.launch", "nsighttc.replay", "nsighttc.rankexec"):
+        r = subprocess.run([sys.executable, "-m", old, "--help"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "usage: python -m nsighttc.runtime." in r.stdout, (old, r.stderr)
