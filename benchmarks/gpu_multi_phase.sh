@@ -11,7 +11,7 @@ OUT=${1:?outdir}; ROUNDS=${2:-2}
 W=/tmp/multi_phase; rm -rf "$W"; mkdir -p "$W" "$OUT"
 P=wrappers/multi_phase.py
 NSYS=(nsys profile -t cuda,nvtx,osrt -s none --cpuctxsw=none --force-overwrite true)
-LAUNCH=(python3 -m nsighttc.launch --)
+LAUNCH=(python3 -m nsighttc.runtime.launch --)
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader > "$OUT/gpu.txt"
 { nsys --version; python3 -c "import torch; print('torch', torch.__version__)"; } >> "$OUT/gpu.txt" 2>&1
 secs() { local t0=$(date +%s%N); "$@" > "$W/last.log" 2>&1; local rc=$?; local t1=$(date +%s%N);
@@ -22,7 +22,7 @@ for r in $(seq 1 "$ROUNDS"); do
   echo "round $r nsys_graph_ms $(secs "${NSYS[@]}" --cuda-graph-trace=graph -o "$W/graph_$r" "${LAUNCH[@]}" $P)" | tee -a "$OUT/timings.txt"
   echo "round $r nsys_node_ms $(secs "${NSYS[@]}" --cuda-graph-trace=node -o "$W/node_$r" "${LAUNCH[@]}" $P)" | tee -a "$OUT/timings.txt"
 done
-echo "torch_profiler_ms $(secs python3 -m nsighttc.launch --torch-trace "$W/torch_trace.json" -- $P)" | tee -a "$OUT/timings.txt"
+echo "torch_profiler_ms $(secs python3 -m nsighttc.runtime.launch --torch-trace "$W/torch_trace.json" -- $P)" | tee -a "$OUT/timings.txt"
 for m in graph node; do
   nsys export --type sqlite --force-overwrite true -o "$W/$m.sqlite" "$W/${m}_1.nsys-rep" > /dev/null
   gzip -9 -c "$W/$m.sqlite" > "$OUT/multi_phase_nsys_$m.sqlite.gz"
@@ -31,7 +31,7 @@ gzip -9 -c "$W/torch_trace.json" > "$OUT/multi_phase_torch.json.gz"
 echo "commands:" >> "$OUT/timings.txt"
 echo "  plain: python3 $P" >> "$OUT/timings.txt"
 echo "  nsys: ${NSYS[*]} --cuda-graph-trace=graph|node -o R ${LAUNCH[*]} $P; nsys export --type sqlite R.nsys-rep" >> "$OUT/timings.txt"
-echo "  torch: python3 -m nsighttc.launch --torch-trace T.json -- $P" >> "$OUT/timings.txt"
+echo "  torch: python3 -m nsighttc.runtime.launch --torch-trace T.json -- $P" >> "$OUT/timings.txt"
 ls -la "$OUT"
 # end to end: the nsys engine of `nsighttc profile` (graph nodes traced one by one) on the same program
 python3 -m nsighttc profile --engine nsys --out "$W/runs" $P > "$W/profile_stdout.txt" 2>&1

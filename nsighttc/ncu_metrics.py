@@ -15,7 +15,7 @@ Facts and where they were seen:
 - Ada (8.9) uses ``_v2`` forms; Blackwell (10.x/12.x) ``tensor_subpipe`` and ``tc`` (tcgen05) forms:
   from Nsight Compute's ComputeWorkloadAnalysis section file, not measured by us.
 - Replay passes per profiled kernel (H100, ncu 2025.3.1, driver 580.159.04;
-  benchmarks/gpu_ncu_passes_probe.sh and _probe2.sh, reports/profile_overhead/ncu_passes.txt): one pass for
+  benchmarks/probes/gpu_ncu_passes_probe.sh and _probe2.sh, reports/profile_overhead/ncu_passes.txt): one pass for
   ``gpu__time_duration``, for the pipe utilisation alone, and for {hmma, hmma_type_hfma2, imma, dmma};
   3 passes for ``sm__ops_path_tensor_src_fp16`` alone, 4 with bf16, 7 for the seven ops counters, 3 as soon
   as the pipe utilisation joins instruction counts, 3 with ``_op_gmma`` beside hmma. One pass needs no

@@ -21,7 +21,7 @@ MULTI_GRAPH = FIXTURES / "multi_phase_nsys_graph.sqlite.gz"   # nsys --cuda-grap
 MULTI_NODE = FIXTURES / "multi_phase_nsys_node.sqlite.gz"     # nsys --cuda-graph-trace=node
 MULTI_TORCH = FIXTURES / "multi_phase_torch.json.gz"          # torch.profiler
 H100_ONE_PASS = FIXTURES / "h100_ncu_raw_one_pass_set.csv.gz"  # ncu raw page: hmma, hfma2, imma, dmma only
-# The default run's replay pass on H100 (benchmarks/gpu_replay_probe.sh): wrappers/multi_phase.py's timeline
+# The default run's replay pass on H100 (benchmarks/probes/gpu_replay_probe.sh): wrappers/multi_phase.py's timeline
 # recorded with record_shapes, the operator list written from it, and ncu's raw page of the replayed operators
 MULTI_SHAPES = FIXTURES / "h100_multi_phase_torch_shapes.json.gz"
 MULTI_REPLAY_OPS = FIXTURES / "replay_ops_multi_phase.json"

@@ -11,7 +11,7 @@ Each builder is a pure function so tests can check exactly what we would run:
   are not ours to lock), ``--cache-control none`` (counts do not depend on cache state), each distinct
   launch configuration profiled once (``--filter-mode per-launch-config --launch-count 1``; ncu keys a
   configuration on the function's base name and launch shape, so two ``cutlass::Kernel2<...>`` instances with
-  the same grid and block count as one: benchmarks/gpu_replay_filter_probe.sh), and kernel
+  the same grid and block count as one: benchmarks/probes/gpu_replay_filter_probe.sh), and kernel
   families whose answer is settled (elementwise, pooling, layout copies) left out: a verdict needs one
   sample of each matrix kernel, and replaying every launch is what makes ncu cost 3-17x a plain run.
   Measured on H100 with VGG16 fp16 batch 1: 50 -> 10 profiled kernels, 24.6 s -> 18 s (plain 12 s).

@@ -5,7 +5,7 @@ matrix work (GEMM/conv/attention, whatever their name claims) and those the name
 (state "unknown"). Of these, the ones the evidence cache does not know are measured: ncu profiles only
 kernels whose name contains one of their tokens (``--kernel-name-base demangled``, a regex *search*:
 verified with ncu 2025.3.1 on H100, ``regex:gemm`` matched ``nvjet_...`` and ``sm80_xmma_..._gemm_...``,
-``regex:^gemm$`` matched nothing; benchmarks/gpu_ncu_stop_probe.py), each launch configuration once, and
+``regex:^gemm$`` matched nothing; benchmarks/probes/gpu_ncu_stop_probe.py), each launch configuration once, and
 the program is interrupted (SIGINT to the launcher's pid: ncu still writes a complete report, same probe)
 as soon as every missing kernel was profiled once, so the rest of the program never runs under ncu.
 

@@ -53,7 +53,7 @@ def replay_pass(ncu, run_dir: Path, cc: str | None, opts: Options, gate: Path) -
     # the gate and which the parsers drop: nsighttc.runtime.replay.WARM_RANGE), not each launch configuration once: ncu's
     # per-launch-config filter keys on the function's base name and the launch shape, so
     # cutlass::Kernel2<..._nn_align2> and <..._nt_align2> with the same grid and block are one configuration and
-    # the second is never profiled (H100, ncu 2025.3.1, benchmarks/gpu_replay_filter_probe.sh: ResNet-50 AMP's
+    # the second is never profiled (H100, ncu 2025.3.1, benchmarks/probes/gpu_replay_filter_probe.sh: ResNet-50 AMP's
     # list, 57 profiles missing two kernels against 66 profiles with none missing). The replay calls each
     # operator once, so few launches repeat.
     argv = engines.ncu_argv(ncu, run_dir / "ncu_replay", inner, cc, nvtx_range=(RANGE, WARM_RANGE),

@@ -3,7 +3,7 @@
 Why: the torch.profiler launcher writes the whole trace and only then exits, and a CUDA program's exit
 (interpreter shutdown, CUDA and CUPTI teardown) is long: ResNet-50 AMP on H100 took 1.6-1.9 s from
 "trace written" to the process' end under the profiler (1.2 s in a plain run;
-``benchmarks/gpu_launcher_tail_probe.py``). The default run reads the trace, starts the replay and plans
+``benchmarks/probes/gpu_launcher_tail_probe.py``). The default run reads the trace, starts the replay and plans
 meanwhile; the pass is finished (its exit code, its time) before the run ends.
 
 Only a single torch.profiler launcher says when its trace is complete (``nsighttc.runtime.launch.TRACE_WRITTEN``);

@@ -31,7 +31,7 @@ from pathlib import Path
 
 VERSION = 1
 # Kineto activity type of GPU kernels (`_KinetoEvent.activity_type()`: torch 2.13 has it, 2.11 does not, seen with
-# benchmarks/gpu_kernel_ops_probe.py, which also lacks the input strides: ``write`` needs both)
+# benchmarks/probes/gpu_kernel_ops_probe.py, which also lacks the input strides: ``write`` needs both)
 KERNEL_ACTIVITY = "kernel"
 NEEDED = ("structured_input_strides", "activity_type")
 
@@ -100,7 +100,7 @@ def write(prof, path: Path) -> str:
         from torch._C._autograd import _KinetoEvent
         from torch.autograd import DeviceType
         if not all(hasattr(_KinetoEvent, a) for a in NEEDED):
-            # torch 2.11 (H100 machine, benchmarks/gpu_kernel_ops_probe.py): no strides per event, and the
+            # torch 2.11 (H100 machine, benchmarks/probes/gpu_kernel_ops_probe.py): no strides per event, and the
             # replay needs them (a transposed GEMM operand made contiguous picks another cuBLAS kernel: 2 of
             # ResNet-50 AMP's 49 kernels were missed that way). Its event tree has them, but walking it took
             # 5.7 s there for 252,651 events.

@@ -32,7 +32,7 @@ from pathlib import Path
 # The line the launcher prints once the torch.profiler trace is complete on disk. The default run reads the
 # trace from that moment: the process still has to exit, and a CUDA program's exit (interpreter shutdown,
 # CUDA and CUPTI teardown) took ResNet-50 AMP 1.6-1.9 s under the profiler on H100 (1.2 s in a plain run;
-# benchmarks/gpu_launcher_tail_probe.py, reports/profile_overhead/launcher_tail.txt).
+# benchmarks/probes/gpu_launcher_tail_probe.py, reports/profile_overhead/launcher_tail.txt).
 TRACE_WRITTEN = "nsighttc.launch: wrote "
 
 
@@ -44,7 +44,7 @@ def trace_only_config():
     this repository's 2-core CPU machine, torch 2.13, 480,000 operator events with ``record_shapes``: stop
     3.4-5.7 s -> 2.9-3.2 s, and no kernel list walk (``nsighttc.runtime.kernel_ops`` needs those events: 2.2-3.5 s
     there), so the trace is complete 3.9-4.1 s after the program instead of 6.4-8.6 s
-    (``benchmarks/bench_profiler_stop.py``). Not measured on a GPU: the lent machine has torch 2.11."""
+    (``benchmarks/probes/bench_profiler_stop.py``). Not measured on a GPU: the lent machine has torch 2.11."""
     try:
         from torch._C._profiler import _ExperimentalConfig
         return _ExperimentalConfig(trace_only=True)

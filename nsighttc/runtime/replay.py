@@ -30,7 +30,7 @@ from pathlib import Path
 RANGE = "nsighttc-replay"
 # The warm-up's own profiled range: ncu's first profile in a process pays its one-time set-up, 0.6-1.2 s on
 # H100 (ResNet-50 AMP's replay: first call 0.69-1.24 s, later ones 17-150 ms; with one GEMM profiled in the
-# warm-up, 0.02-0.07 s: benchmarks/gpu_replay_first_call_probe.py, reports/profile_overhead/first_call_probe.json).
+# warm-up, 0.02-0.07 s: benchmarks/probes/gpu_replay_first_call_probe.py, reports/profile_overhead/first_call_probe.json).
 # Its result measured no kernel of the program: the parsers drop it (``parse._without_warm_up``).
 WARM_RANGE = "nsighttc-warm"
 OPS_WAIT_S = 120.0
@@ -328,7 +328,7 @@ def _exit_now(code: int) -> None:
     """End the process without the interpreter's shutdown and C++ static destructors: every profile is already
     with ncu (its ==PROF== line is printed as each kernel is measured). From the replay's end to ncu's exit:
     0.90-1.04 s with that shutdown, 0.24-0.30 s without (H100, ResNet-50 AMP's 39 calls, 58 profiles in the report
-    both ways: benchmarks/gpu_replay_tail_probe.sh, reports/profile_overhead/replay_tail_probe.txt)."""
+    both ways: benchmarks/probes/gpu_replay_tail_probe.sh, reports/profile_overhead/replay_tail_probe.txt)."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

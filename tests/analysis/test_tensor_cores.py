@@ -215,8 +215,8 @@ def test_the_one_pass_instruction_set_decides_every_truth_row_like_the_flop_coun
 
 
 def test_h100_one_pass_recording_answers_from_instruction_counts():
-    """A real H100 ncu export with only the one-pass set (benchmarks/gpu_ncu_passes_probe2.sh, program
-    benchmarks/_tc_dtype_kernels.py: fp16/bf16/TF32 GEMMs, an FFMA GEMM with TF32 off, an fp16 conv)."""
+    """A real H100 ncu export with only the one-pass set (benchmarks/probes/gpu_ncu_passes_probe2.sh, program
+    benchmarks/probes/_tc_dtype_kernels.py: fp16/bf16/TF32 GEMMs, an FFMA GEMM with TF32 off, an fp16 conv)."""
     from nsighttc.render.markdown import tc_headline
     from tests.conftest import H100_ONE_PASS
     k = classify_launches(load(H100_ONE_PASS).kernels)

@@ -61,7 +61,7 @@ def test_stop_when_every_needed_kernel_was_profiled_once():
              "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT"]
     w = StopWhenCovered(names, stop=lambda: stops.append(1))
     assert not w.on_line("workload output")
-    # the three shapes ncu 2025.3.1 printed on H100 (benchmarks/gpu_ncu_stop_probe.py)
+    # the three shapes ncu 2025.3.1 printed on H100 (benchmarks/probes/gpu_ncu_stop_probe.py)
     w.on_line('==PROF== Profiling "nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT": 0%....50%....100% - 7 passes')
     w.on_line('==PROF== Profiling "unrelated_kernel": 0%....50%....100% - 7 passes')
     w.on_line('==PROF== Profiling "distribution_elementwise_grid..." - 3 (1/1): 0%....50%....100% - 1 pass')

@@ -2,10 +2,10 @@
 # GPU probe (issue 10, part 2): which single-pass metric sets decide "did the Tensor Cores do math" on Hopper.
 # Part 1 (gpu_ncu_passes_probe.sh) found one replay pass for hmma+hfma2, gpu__time_duration, the pipe
 # utilisation, and 3-7 passes for any ops-path (FLOP) counter.
-#   bash benchmarks/gpu_ncu_passes_probe2.sh OUT     -> OUT/passes2.txt, OUT/<set>.csv
+#   bash benchmarks/probes/gpu_ncu_passes_probe2.sh OUT     -> OUT/passes2.txt, OUT/<set>.csv
 set -u
 OUT=${1:?out dir}; mkdir -p "$OUT"
-PROG=benchmarks/_tc_dtype_kernels.py
+PROG=benchmarks/probes/_tc_dtype_kernels.py
 P=sm__inst_executed_pipe_tensor.sum; HF=sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum
 HM=sm__inst_executed_pipe_tensor_op_hmma.sum; IM=sm__inst_executed_pipe_tensor_op_imma.sum
 DM=sm__inst_executed_pipe_tensor_op_dmma.sum; T=gpu__time_duration.sum

@@ -3,7 +3,7 @@
 (one process, imports excluded): the kernel-event scan and operator scan the replay is planned from, the
 full parse, the analysis (with an ncu replay export when given), the JSON, the plots and the Markdown.
 
-    python3 benchmarks/time_default_tail.py TRACE.json[.gz] [NCU_RAW.csv[.gz]] [--repeat 2]
+    python3 benchmarks/probes/time_default_tail.py TRACE.json[.gz] [NCU_RAW.csv[.gz]] [--repeat 2]
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # GPU check (issue 10): does the ncu pass waiting at its gate disturb the timeline run it overlaps? Alternates
 # first runs (empty evidence cache) with --overlap none (nothing beside the timeline), cuda and context, and
 # prints each timeline's step median and GPU-busy share.
-#   bash benchmarks/gpu_gate_ab.sh OUT [ROUNDS] [PROGRAM...]     -> OUT/gate_ab.txt
+#   bash benchmarks/probes/gpu_gate_ab.sh OUT [ROUNDS] [PROGRAM...]     -> OUT/gate_ab.txt
 set -u
 OUT=${1:?out dir}; ROUNDS=${2:-3}; shift 2 2>/dev/null; PROGS=${*:-wrappers/vgg16.py}
 mkdir -p "$OUT"

@@ -5,7 +5,7 @@ record_shapes, then times: profiler stop, ``kineto_results.events()``, ``nsightt
 them, ``experimental_event_tree()`` walked whole (and whether GPU kernels hang under the operator that launched
 them there, with the operators' input strides), and the trace export.
 
-    python3 benchmarks/gpu_kernel_ops_probe.py [PROGRAM.py [ARGS]]
+    python3 benchmarks/probes/gpu_kernel_ops_probe.py [PROGRAM.py [ARGS]]
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

@@ -2,7 +2,7 @@
 # GPU check (issue 10): ResNet-50 AMP's whole replay list under ncu with the replay pass's options, once with
 # `--filter-mode per-launch-config --launch-count 1` and once profiling every launch in the range; lists the
 # cutlass kernels each measured and how long each took.
-#   bash benchmarks/gpu_replay_filter_probe.sh OUT      -> OUT/replay_filter_probe.txt
+#   bash benchmarks/probes/gpu_replay_filter_probe.sh OUT      -> OUT/replay_filter_probe.txt
 set -u
 OUT=${1:?out dir}; mkdir -p "$OUT"
 FILTER=$(python3 -c "from nsighttc.analysis.name_rules import ncu_kernel_filter; print(ncu_kernel_filter())")
@@ -12,7 +12,7 @@ for mode in perconfig every; do
   t0=$(date +%s.%N)
   ncu --clock-control none --cache-control none --target-processes all --nvtx --nvtx-include nsighttc-replay/ \
       --metrics "$METRICS" --kernel-name "$FILTER" "${extra[@]}" -o "$OUT/$mode" -f \
-      python3 -m nsighttc.replay --ops tests/fixtures/replay_ops_resnet_amp.json > "$OUT/$mode.log" 2>&1
+      python3 -m nsighttc.runtime.replay --ops tests/fixtures/replay_ops_resnet_amp.json > "$OUT/$mode.log" 2>&1
   t1=$(date +%s.%N)
   n=$(grep -c "==PROF== Profiling" "$OUT/$mode.log")
   echo "== $mode: $(python3 -c "print(round($t1-$t0,1))") s, $n profiles" | tee -a "$OUT/replay_filter_probe.txt"

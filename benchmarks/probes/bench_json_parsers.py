@@ -2,7 +2,7 @@
 """Parser candidates for torch.profiler traces (issue 13), measured on the same bytes: the first MB of the
 benchmark trace's events array, cut into blocks as ``nsighttc.parse.kineto_scan`` cuts them.
 
-    python benchmarks/bench_json_parsers.py [TRACE] [--mb 256]
+    python benchmarks/probes/bench_json_parsers.py [TRACE] [--mb 256]
 
 For each candidate: seconds to turn the events into Python objects (GC off, as during analysis), MB/s,
 and the projection to 1 GB. ``ijson`` streams event by event (the reader before issue 13); the others
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

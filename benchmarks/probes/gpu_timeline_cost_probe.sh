@@ -3,7 +3,7 @@
 # replay pass) adds. Per program: a plain run, the launcher under torch.profiler without and with
 # --record-shapes (whole process, plus the launcher's own split: program / profiler stop / trace written),
 # and the trace sizes.
-#   bash benchmarks/gpu_timeline_cost_probe.sh OUT [ROUNDS] [PROGRAM...]   -> OUT/timeline_cost.txt
+#   bash benchmarks/probes/gpu_timeline_cost_probe.sh OUT [ROUNDS] [PROGRAM...]   -> OUT/timeline_cost.txt
 set -u
 OUT=${1:?out dir}; ROUNDS=${2:-1}; shift 2 2>/dev/null; PROGS=${*:-wrappers/resnet_amp.py wrappers/vgg16.py wrappers/multi_phase.py}
 mkdir -p "$OUT/tl"
@@ -14,8 +14,8 @@ for prog in $PROGS; do
       t0=$(date +%s.%N)
       case $mode in
         plain) python3 "$prog" > "$OUT/tl/$name.$mode.log" 2>&1 ;;
-        trace) python3 -m nsighttc.launch --torch-trace "$OUT/tl/$name.trace.json" -- "$prog" > "$OUT/tl/$name.$mode.log" 2>&1 ;;
-        shapes) python3 -m nsighttc.launch --torch-trace "$OUT/tl/$name.shapes.json" --record-shapes -- "$prog" > "$OUT/tl/$name.$mode.log" 2>&1 ;;
+        trace) python3 -m nsighttc.runtime.launch --torch-trace "$OUT/tl/$name.trace.json" -- "$prog" > "$OUT/tl/$name.$mode.log" 2>&1 ;;
+        shapes) python3 -m nsighttc.runtime.launch --torch-trace "$OUT/tl/$name.shapes.json" --record-shapes -- "$prog" > "$OUT/tl/$name.$mode.log" 2>&1 ;;
       esac
       t1=$(date +%s.%N)
       size=$( [ -f "$OUT/tl/$name.$mode.json" ] && du -m "$OUT/tl/$name.$mode.json" | cut -f1 || echo -)

@@ -12,7 +12,7 @@ fresh process: the loop under the profiler, the profiler's stop and the trace ex
 Seen on this repository's 2-core machine (torch 2.13, 40,000 iterations): stop 3.4-3.6 s with shapes in every
 shapes mode, 1.2-1.3 s without; the ExecutionTraceObserver made the loop 3.24 s against 0.42 s.
 
-    python benchmarks/bench_profiler_stop_options.py [--iterations 40000] [--rounds 2]
+    python benchmarks/probes/bench_profiler_stop_options.py [--iterations 40000] [--rounds 2]
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A few kernels of known Tensor Core use, for metric probes (benchmarks/gpu_ncu_passes_probe.sh): fp16, bf16
+"""A few kernels of known Tensor Core use, for metric probes (benchmarks/probes/gpu_ncu_passes_probe.sh): fp16, bf16
 and TF32 GEMMs, an fp32 GEMM with TF32 off (CUDA cores), an fp16 conv, and an elementwise kernel."""
 import torch
 

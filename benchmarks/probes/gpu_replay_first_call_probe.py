@@ -12,7 +12,7 @@ default run does (no gate: the calls follow the warm-up at once), with variants 
 - ``convs``: plus fp16 convolutions of ResNet-like sizes, forward and backward, outside any profiled range;
 - ``both``.
 
-    python3 benchmarks/gpu_replay_first_call_probe.py OPS.json [--rounds 2] [--out DIR]
+    python3 benchmarks/probes/gpu_replay_first_call_probe.py OPS.json [--rounds 2] [--out DIR]
 
 Prints, per run, the warm-up's length, the first call's length and the calls' total (from the replay's log).
 """
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("base", "profiled", "convs", "both")
 
 

@@ -5,7 +5,7 @@ stop and with ``trace_only`` (``nsighttc.launch.trace_only_config``: torch 2.13 
 iterations of small operators (``addmm``, ``mul``, ``relu``; 12 operator events each, sub-operators included)
 recorded with ``record_shapes``, each mode in a fresh process, alternating.
 
-    python benchmarks/bench_profiler_stop.py [--iterations 40000] [--rounds 2]
+    python benchmarks/probes/bench_profiler_stop.py [--iterations 40000] [--rounds 2]
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import sys, time
 from pathlib import Path
 import torch
 from nsighttc import kernel_ops
-from nsighttc.launch import trace_only_config
+from nsighttc.runtime.launch import trace_only_config
 mode, iters, out = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
 x, w = torch.randn(64, 64), torch.randn(64, 64)
 def work(n):
@@ -53,7 +53,7 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=40_000, help="loop iterations (12 operator events each)")
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             for mode in ("ordinary", "trace_only"):

@@ -2,7 +2,7 @@
 # GPU check (issue 10): which kernels do ResNet-50 AMP's recorded 1x1 convolutions launch when replayed, alone,
 # under ncu (the replay pass's exact options) and without it? The program ran cutlass `..._nn_align2` kernels
 # for them; the replay pass did not measure those.
-#   bash benchmarks/gpu_replay_cudnn_probe.sh OUT      -> OUT/replay_cudnn_probe.txt
+#   bash benchmarks/probes/gpu_replay_cudnn_probe.sh OUT      -> OUT/replay_cudnn_probe.txt
 set -u
 OUT=${1:?out dir}; mkdir -p "$OUT"
 python3 - "$OUT/ops.json" <<'PY'
@@ -26,6 +26,6 @@ for mode in perconfig all; do
   extra=(--filter-mode per-launch-config --launch-count 1); [ $mode = all ] && extra=()
   ncu --clock-control none --cache-control none --nvtx --nvtx-include nsighttc-replay/ \
       --metrics sm__inst_executed_pipe_tensor_op_hmma.sum "${extra[@]}" \
-      python3 -m nsighttc.replay --ops "$OUT/ops.json" 2>&1 | grep -E "Profiling|replay:" | cut -c1-200
+      python3 -m nsighttc.runtime.replay --ops "$OUT/ops.json" 2>&1 | grep -E "Profiling|replay:" | cut -c1-200
 done
 } | tee "$OUT/replay_cudnn_probe.txt"

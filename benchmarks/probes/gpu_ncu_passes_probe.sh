@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # GPU probe (issue 10): how many replay passes each candidate metric set costs per kernel, and what profiling
 # one launch costs in wall time on a real program, per set. ncu prints "- N passes" per profiled kernel.
-#   bash benchmarks/gpu_ncu_passes_probe.sh OUT
+#   bash benchmarks/probes/gpu_ncu_passes_probe.sh OUT
 # Writes OUT/passes.txt (set, passes per kernel, seconds), OUT/<set>.csv (raw page of the small program) and
 # OUT/resnet_<set>.txt (wall time of ResNet AMP under ncu, first 40 matrix-kernel configurations).
 set -u
 OUT=${1:?out dir}; mkdir -p "$OUT"
-PROG=benchmarks/_tc_dtype_kernels.py
+PROG=benchmarks/probes/_tc_dtype_kernels.py
 T=gpu__time_duration.sum
 PCT=sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
 F16=sm__ops_path_tensor_src_fp16.sum; BF16=sm__ops_path_tensor_src_bf16_dst_fp32.sum

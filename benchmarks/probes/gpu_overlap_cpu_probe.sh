@@ -2,7 +2,7 @@
 # GPU probe (issue 10): is the stretched timeline of an overlapped default run CPU contention? Runs the VGG16
 # timeline alone (--fast), beside a CPU hog that does what the ncu side's start-up does (import torch, build
 # VGG16 on the CPU, in a loop), and beside the same hog pinned to one physical core while the timeline run keeps
-# the others (taskset). Prints each run's step median.   bash benchmarks/gpu_overlap_cpu_probe.sh OUT [ROUNDS]
+# the others (taskset). Prints each run's step median.   bash benchmarks/probes/gpu_overlap_cpu_probe.sh OUT [ROUNDS]
 set -u
 OUT=${1:?out dir}; ROUNDS=${2:-3}; mkdir -p "$OUT"
 lscpu -e=CPU,CORE,SOCKET > "$OUT/lscpu.txt" 2>&1

@@ -2,7 +2,7 @@
 # GPU probe (issue 10): does `--kernel-id ::regex:FILTER:1` (with --kernel-name-base demangled) profile the first
 # launch of each distinct kernel name, where `--filter-mode per-launch-config --launch-count 1` profiles each
 # launch configuration? Counts ==PROF== lines and distinct names per filter on one program.
-#   bash benchmarks/gpu_ncu_kernel_id_probe.sh OUT [wrappers/resnet_amp.py]
+#   bash benchmarks/probes/gpu_ncu_kernel_id_probe.sh OUT [wrappers/resnet_amp.py]
 set -u
 OUT=${1:?out dir}; PROG=${2:-wrappers/resnet_amp.py}
 mkdir -p "$OUT"

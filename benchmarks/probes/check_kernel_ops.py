@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """GPU check (issue 10): does the timeline launcher's early kernel list (``kernel_ops.json``,
-``nsighttc/kernel_ops.py``) say what the trace says? For a run directory of ``nsighttc profile`` (a first run,
+``nsighttc/runtime/kernel_ops.py``) say what the trace says? For a run directory of ``nsighttc profile`` (a first run,
 with ``--record-shapes``): the same distinct kernels, and for each kernel's first launch the same operator
 call (name, argument types, shapes, strides, values read back) as ``parse.kineto_ops`` finds in the trace.
 Prints one summary line per run directory and the differences; exit 1 when any.
 
-    python3 benchmarks/check_kernel_ops.py RUN_DIR [RUN_DIR...]
+    python3 benchmarks/probes/check_kernel_ops.py RUN_DIR [RUN_DIR...]
 """
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
 def check(run: Path) -> list[str]:
     from nsighttc.parse import load
     from nsighttc.parse.kineto_ops import launching_ops
-    from nsighttc.replay import _concrete
+    from nsighttc.runtime.replay import _concrete
 
     listing = json.loads((run / "kernel_ops.json").read_text())
     trace = run / "torch_trace.json"

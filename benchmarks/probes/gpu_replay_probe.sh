@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# GPU check (issue 10): the default run with the replay pass (nsighttc/replay.py). Per program: one plain run
+# GPU check (issue 10): the default run with the replay pass (nsighttc/runtime/replay.py). Per program: one plain run
 # and one first run (empty evidence cache), both timed whole-process; keeps each run's run.json, logs, the
 # replay's operator list, its ncu raw page (CSV) and the record_shapes torch trace (gzip), for fixtures.
-#   bash benchmarks/gpu_replay_probe.sh OUT [PROGRAM...]     -> OUT/replay_probe.txt, OUT/runs.tgz
+#   bash benchmarks/probes/gpu_replay_probe.sh OUT [PROGRAM...]     -> OUT/replay_probe.txt, OUT/runs.tgz
 set -u
 OUT=${1:?out dir}; shift; PROGS=${*:-wrappers/multi_phase.py wrappers/resnet_amp.py wrappers/vgg16.py}
 mkdir -p "$OUT/runs"

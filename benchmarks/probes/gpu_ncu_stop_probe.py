@@ -9,7 +9,7 @@ Answers, on the GPU machine (after ``source .device-carry/setup.sh``):
    complete report, and ncu's exit code then;
 4. the wall time of such an early-stopped pass vs the whole pass.
 
-    python3 benchmarks/gpu_ncu_stop_probe.py OUTDIR
+    python3 benchmarks/probes/gpu_ncu_stop_probe.py OUTDIR
 """
 from __future__ import annotations
 

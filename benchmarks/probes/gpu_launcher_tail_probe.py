@@ -10,7 +10,7 @@ teardown), which the default run waits for before it reads the trace.
 Variants (``--variants``): ``shapes`` (as the default run), ``shapes-noteardown`` (``TEARDOWN_CUPTI=0``:
 Kineto leaves CUPTI up when the profiler stops).
 
-    python3 benchmarks/gpu_launcher_tail_probe.py --out OUT [--rounds 2] [--keep-trace] wrappers/resnet_amp.py
+    python3 benchmarks/probes/gpu_launcher_tail_probe.py --out OUT [--rounds 2] [--keep-trace] wrappers/resnet_amp.py
 
 Writes OUT/launcher_tail.txt (one line per run and the stamped lines of interest) and, with --keep-trace,
 OUT/<program>_shapes_trace.json.gz (the first round's trace, for timing the analysis off the GPU machine).
@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-INTEREST = ("nsighttc.launch", "images/s", "ms/step", "Traceback", "Error")
+INTEREST = ("nsighttc.runtime.launch", "images/s", "ms/step", "Traceback", "Error")
 
 
 def run(argv: list[str], env: dict, log: list[str]) -> dict:
@@ -74,7 +74,7 @@ def main() -> int:
             if variant == "plain":
                 argv = [sys.executable, a.program]
             else:
-                argv = [sys.executable, "-m", "nsighttc.launch", "--torch-trace", str(trace), "--record-shapes",
+                argv = [sys.executable, "-m", "nsighttc.runtime.launch", "--torch-trace", str(trace), "--record-shapes",
                         "--", a.program]
             if variant.endswith("noteardown"):
                 env["TEARDOWN_CUPTI"] = "0"

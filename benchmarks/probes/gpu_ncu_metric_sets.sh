@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU check: ncu replay passes and wall time per metric set on VGG16 fp16 batch 1 (issue 4's budget).
-# Usage (GPU machine, after `source .device-carry/setup.sh`): bash benchmarks/gpu_ncu_metric_sets.sh OUTDIR
+# Usage (GPU machine, after `source .device-carry/setup.sh`): bash benchmarks/probes/gpu_ncu_metric_sets.sh OUTDIR
 set -u
 OUT=${1:?out dir}; mkdir -p "$OUT"
 W="wrappers/vgg16.py"

@@ -4,7 +4,7 @@
 # (the replay's calls, ncu's ==PROF== lines, process exit, report written), then times reading the report.
 # EXIT=fast: the replay process ends with os._exit(0) once its output is flushed (no interpreter shutdown, no
 # C++ static destructors) instead of returning normally.
-#   [EXIT=fast] bash benchmarks/gpu_replay_tail_probe.sh OUT [ROUNDS]   -> OUT/replay_tail_probe.txt
+#   [EXIT=fast] bash benchmarks/probes/gpu_replay_tail_probe.sh OUT [ROUNDS]   -> OUT/replay_tail_probe.txt
 set -u
 OUT=${1:?out dir}; ROUNDS=${2:-2}; mkdir -p "$OUT/tail"
 OPS=tests/fixtures/replay_ops_resnet_amp.json

@@ -3,7 +3,7 @@ convolutions ran cutlass ``..._nn_align2`` kernels in the program but other kern
 aligned storage. Calls each recorded ``aten::cudnn_convolution`` of the replay list on storage shifted by
 0, 1, 2, 4 elements and prints the kernels torch.profiler saw.
 
-    python3 benchmarks/gpu_replay_alignment_probe.py tests/fixtures/replay_ops_resnet_amp.json
+    python3 benchmarks/probes/gpu_replay_alignment_probe.py tests/fixtures/replay_ops_resnet_amp.json
 """
 import json
 import sys
