@@ -26,14 +26,17 @@ from ..model import conform
 from . import textio
 from .parsed import Parsed
 from .sniff import Kind
+from . import marks as marks_mod
+from .marks import COMPILE_OPS
 from .range_paths import nest_paths
-from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, name_devices,
-                       sanitize, strip_api_version)
+from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, last_timestamp,
+                       name_devices, sanitize, strip_api_version)
 
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver"}
 RANGE_CATS = {"user_annotation"}
-GROUP = {**{c: 0 for c in GPU_CATS}, **{c: 1 for c in API_CATS}, **{c: 2 for c in RANGE_CATS}}  # table per category
+# cpu_op events are read only for torch.compile's spans of a compilation (parse.marks.COMPILE_OPS)
+GROUP = {**{c: 0 for c in GPU_CATS}, **{c: 1 for c in API_CATS}, **{c: 2 for c in RANGE_CATS}, "cpu_op": 3}
 _MEMCPY_NAME = re.compile(r"Memcpy (\w+)(?: \((\w+) -> (\w+)\))?")
 
 
@@ -200,13 +203,14 @@ def _read_blocks(path: Path, fh=None):
         then one comprehension per kept field (4.1M events of the 1 GB benchmark: ~1 s, against ~3 s for
         a filter per category)."""
         count[0] += len(events)
-        buckets: tuple[list, list, list] = ([], [], [])
+        buckets: tuple[list, list, list, list] = ([], [], [], [])
         group = GROUP.get
         for ev in events:
             b = group(ev.cat)
             if b is not None:
                 buckets[b].append(ev)
-        gg, c, r = ([ev for ev in evs if ev.ph == "X"] for evs in buckets)
+        gg, c, r = ([ev for ev in evs if ev.ph == "X"] for evs in buckets[:3])
+        r += [ev for ev in buckets[3] if ev.name in COMPILE_OPS and ev.ph == "X"]
         if gg:
             args = [ev.args or _NO_ARGS for ev in gg]
             g["cat"].add([GPU_CATS[ev.cat] for ev in gg]); g["name"].add([ev.name for ev in gg])
@@ -260,7 +264,7 @@ def _read_events(path: Path) -> Parsed:
                 a = ev.get("args") or {}
                 api["name"].append(ev.get("name", "")); api["ts"].append(ev.get("ts")); api["dur"].append(ev.get("dur", 0))
                 api["corr"].append(a.get("correlation")); api["pid"].append(ev.get("pid")); api["tid"].append(ev.get("tid"))
-            elif cat in RANGE_CATS:
+            elif cat in RANGE_CATS or (cat == "cpu_op" and ev.get("name") in COMPILE_OPS):
                 rng["name"].append(ev.get("name", "")); rng["ts"].append(ev.get("ts")); rng["dur"].append(ev.get("dur", 0))
                 rng["pid"].append(ev.get("pid")); rng["tid"].append(ev.get("tid"))
     except ParseError:
@@ -357,6 +361,7 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
     r = pd.DataFrame({"pid": _ids(rng["pid"]), "tid": _ids(rng["tid"]), "start_ns": r_start,
                       "end_ns": r_start + _us_to_ns(rng["dur"]), "name": pd.Series(rng["name"], dtype=object)})
     r = r.dropna(subset=["start_ns", "end_ns"]).reset_index(drop=True)
+    r, marks = marks_mod.split(r)  # step hooks' marks and torch.compile's events: not the program's ranges
     r["path"] = nest_paths(r)
     ranges = r.reindex(columns=RANGE_COLUMNS)
 
@@ -385,8 +390,10 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
     })
     name_devices(kernels, devices)
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api_df, ranges)
+    marks = marks_mod.sanitize(marks, last_timestamp(gpu_ops, api_df, ranges))
     kernels["nvtx"] = attribute_ranges(kernels, api_df, ranges)
     if gpu_ops.empty:
         notes.append(f"{path}: the trace holds no GPU events: the workload launched no GPU work "
                      "(or the profiler ran without ProfilerActivity.CUDA)")
-    return Parsed(path, Kind.KINETO_JSON, conform(kernels), notes, Timeline("torch", gpu_ops, api_df, ranges, devices))
+    return Parsed(path, Kind.KINETO_JSON, conform(kernels), notes, Timeline("torch", gpu_ops, api_df, ranges, devices,
+                                                                                    marks=marks))

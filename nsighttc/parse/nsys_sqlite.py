@@ -33,9 +33,10 @@ from ..errors import InputError, ParseError
 from ..model import conform
 from .parsed import Parsed
 from .sniff import Kind
+from . import marks as marks_mod
 from .range_paths import nest_paths
-from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, name_devices,
-                       sanitize, strip_api_version)
+from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, last_timestamp,
+                       name_devices, sanitize, strip_api_version)
 from .textio import is_gzip
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
@@ -194,15 +195,16 @@ def _build(con, tables: set[str], path: Path, got: dict, strings: dict, name_col
         del r
     del got  # the raw columns: ~100 MB of a million-kernel export, no longer needed
     allocator.give_back_free_memory()
-    ranges = nvtx_future.result()
+    ranges, marks = nvtx_future.result()
 
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api, ranges)
+    marks = marks_mod.sanitize(marks, last_timestamp(gpu_ops, api, ranges))
     kernels["nvtx"] = attribute_ranges(kernels, api, ranges)
     kernels = conform(kernels)
     # what the reader freed goes back to the system: the analysis runs on two threads, each with its own
     # malloc arena, and the second could not reuse this one's free memory (4M kernels: ~680 MB of it)
     allocator.give_back_free_memory()
-    timeline = Timeline("nsys", gpu_ops, api, ranges, devices)
+    timeline = Timeline("nsys", gpu_ops, api, ranges, devices, marks=marks)
     return Parsed(path, Kind.NSYS_SQLITE, kernels, notes, timeline)
 
 
@@ -337,9 +339,10 @@ def _devices(con: sqlite3.Connection, tables: set[str]) -> dict[int, dict]:
     return {int(d): {"name": n, "compute_capability": c} for d, n, c in rows}
 
 
-def _nvtx(db: str, tables: set[str], strings: dict) -> pd.DataFrame:
+def _nvtx(db: str, tables: set[str], strings: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the program's NVTX ranges with their paths, the marks: ``parse.marks``)."""
     if "NVTX_EVENTS" not in tables:
-        return pd.DataFrame(columns=RANGE_COLUMNS)
+        return pd.DataFrame(columns=RANGE_COLUMNS), marks_mod.empty()
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         cols = _columns(con, "NVTX_EVENTS")
@@ -368,8 +371,9 @@ def _nvtx(db: str, tables: set[str], strings: dict) -> pd.DataFrame:
     tid = ev["tid"][keep]
     ranges = pd.DataFrame({"pid": _pid(tid), "tid": tid, "start_ns": ev["start"][keep].astype("float64"),
                            "end_ns": end, "name": labels.categorical(codes, names)})
+    ranges, marks = marks_mod.split(ranges)  # step hooks' marks: not the program's ranges (parse.marks)
     ranges["path"] = nest_paths(ranges)
-    return ranges
+    return ranges, marks
 
 
 def _query_columns(con: sqlite3.Connection, db: str, sql: str) -> dict:

@@ -8,7 +8,9 @@ Both parsers fill the same ``Timeline`` so the analysis never asks which tool re
 * ``api``: host-side CUDA runtime/driver calls -- ``pid``, ``tid``, ``start_ns``, ``end_ns``, ``name``
   (version suffixes like ``_v3020`` removed), ``correlation``;
 * ``ranges``: NVTX push/pop and start/end ranges or torch ``record_function`` labels -- ``pid``, ``tid``,
-  ``start_ns``, ``end_ns``, ``name``, ``path`` (``outer/inner``, nesting on the range's own thread).
+  ``start_ns``, ``end_ns``, ``name``, ``path`` (``outer/inner``, nesting on the range's own thread);
+* ``marks``: the ranges that say where steps and compilations were (nsighttc's step hooks, torch.compile's
+  events: ``parse.marks``), kept out of ``ranges`` -- ``pid``, ``tid``, ``start_ns``, ``end_ns``, ``name``.
 
 Kernels keep living in the kernel table (``nsighttc.model``) with ``start_ns`` and ``launch_id`` =
 correlation id; ``nvtx`` is filled by ``attribute_ranges`` from where the *launch call* happened.
@@ -39,6 +41,21 @@ class Timeline:
     ranges: pd.DataFrame
     devices: dict[int, dict] = field(default_factory=dict)   # device id -> {"name", "compute_capability"}
     notes: list[str] = field(default_factory=list)
+    marks: pd.DataFrame = field(default_factory=lambda: _empty_marks())  # parse.marks: steps, compilations
+
+
+def _empty_marks() -> pd.DataFrame:
+    from .marks import empty
+    return empty()
+
+
+def last_timestamp(gpu_ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame) -> float:
+    """The latest finite time the recording holds (where marks left open are closed)."""
+    ends = [t[c].to_numpy(dtype="float64") for t, c in ((gpu_ops, "end_ns"), (api, "end_ns"), (ranges, "end_ns"),
+                                                        (ranges, "start_ns")) if len(t)]
+    seen = np.concatenate(ends) if ends else np.array([])
+    seen = seen[np.isfinite(seen)]
+    return float(seen.max()) if len(seen) else 0.0
 
 
 _API_KEY_CACHE: dict[int, tuple] = {}
@@ -204,7 +221,8 @@ def only_process(parsed, pid: int):
     ops = tl.gpu_ops[(pd.to_numeric(tl.gpu_ops["pid"], errors="coerce") == pid).to_numpy()].reset_index(drop=True)
     api = tl.api[(pd.to_numeric(tl.api["pid"], errors="coerce") == pid).to_numpy()].reset_index(drop=True)
     ranges = tl.ranges[(pd.to_numeric(tl.ranges["pid"], errors="coerce") == pid).to_numpy()].reset_index(drop=True)
+    marks = tl.marks[(pd.to_numeric(tl.marks["pid"], errors="coerce") == pid).to_numpy()].reset_index(drop=True)
     used = set(pd.to_numeric(ops["device"], errors="coerce").dropna().astype(int))
     devices = {d: v for d, v in tl.devices.items() if d in used}
     return Parsed(parsed.path, parsed.kind, k[keep_k].reset_index(drop=True), list(parsed.warnings),
-                  Timeline(tl.source, ops, api, ranges, devices, list(tl.notes)))
+                  Timeline(tl.source, ops, api, ranges, devices, list(tl.notes), marks))

@@ -71,6 +71,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--variant", action="append", default=[],
                     help="apply a variant of `nsighttc try` before the program runs (nsighttc.runtime.variants)")
     ap.add_argument("--applied", type=Path, help="write what the variants set here (JSON) when the program ends")
+    ap.add_argument("--step-marks", choices=["on", "off"], default="on",
+                    help="mark the program's steps from global hooks (nsighttc.runtime.steps: optimizer steps, "
+                         "DataLoader fetches, the main model's calls, torch.compile's compilations) once it imports "
+                         "torch")
     ap.add_argument("-m", dest="module", help="run a module (like python -m)")
     ap.add_argument("target", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -198,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
             return 130
     from . import annotate
 
+    marks = None
+    if ns.step_marks == "on":
+        from . import steps
+        marks = steps.install_when_torch_imports()
     name = ns.range_name or (ns.module or Path(ns.target[0]).name)
     top = annotate.range(name) if ns.annotate != "none" else annotate.nothing()
     remove_hooks = None
@@ -243,9 +251,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if remove_hooks:
             remove_hooks()
+        if marks is not None and any(marks.counts.values()):
+            import json
+            print(f"nsighttc.launch: step marks: {json.dumps(marks.record())}", file=sys.stderr)
         if applied is not None and ns.applied:
             import json
-            ns.applied.write_text(json.dumps(applied.record(), indent=2))
+            ns.applied.write_text(json.dumps({**applied.record(),
+                                              **({"step_marks": marks.record()} if marks is not None else {})},
+                                             indent=2))
         if prof is not None:
             try:
                 import torch

@@ -36,7 +36,8 @@ def _merge(timelines: list[Timeline]) -> Timeline:
                     pd.concat([t.gpu_ops for t in timelines], ignore_index=True),
                     pd.concat([t.api for t in timelines], ignore_index=True),
                     pd.concat([t.ranges for t in timelines], ignore_index=True),
-                    {k: v for t in timelines for k, v in t.devices.items()})
+                    {k: v for t in timelines for k, v in t.devices.items()},
+                    marks=pd.concat([t.marks for t in timelines], ignore_index=True))
 
 
 def _containers(fams: list[dict]) -> set[str]:
@@ -65,8 +66,11 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     rstats = ranges_mod.range_stats(ranges, u, launches, th)
     work_end = (launches["start_ns"] + launches["duration_ns"]).to_numpy(dtype="float64") \
         if "start_ns" in launches else np.full(len(launches), np.nan)
-    fams = steps_mod.families(ranges, u, lt["start_ns"].to_numpy(dtype="float64"), work_end, th, step_range)
-    del lt, work_end  # 16 B per launch, not needed past the step families: lower the idle analysis' peak
+    launch_start = lt["start_ns"].to_numpy(dtype="float64")
+    step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range)
+    compiles = steps_mod.compile_union(tl.marks)
+    fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api))
+    del lt, work_end, launch_start, step_sets  # 16 B per launch, not needed past the step families
 
     # every idle moment of the window with its cause, then summed per scope
     paths = np.array(sorted(set(labels.strings(ranges["path"]))) if not ranges.empty else [],
@@ -104,12 +108,15 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     steps = steps_mod.public(dom) if dom else {}
     if steps:
         steps["families"] = sorted(f["name"] for f in fams)
+        steps["rule"] = steps_mod.RULE
     causes = dom.get("causes", window_causes) if dom else window_causes
     res = TimelineResult(wall, busy_ns, (lo, hi), verdict, rstats, steps, fams, busy.top_gaps(u, lo, hi, ranges),
                          causes, busy.devices(ops, tl.devices, lo, hi, u), _sync(pieces), _pageable(pieces),
                          _launch(pieces, launches), busy.graphs(ops, api, u), n_kernels, notes=list(tl.notes))
     res.headline_cause = idle.headline(causes, verdict)
     res.communication = communication
+    if dom:
+        res.startup = steps_mod.startup(dom, _first_time(ops, api, ranges, lo), compiles)
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
     a_lo, a_hi = dom["steady_window_ns"] if dom else (lo, hi)
     res.activity = busy.activity(u, launches, ranges, a_lo, a_hi)
@@ -118,6 +125,14 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     if dom:
         res.activity["phase"] = dom["phase"] or dom["name"]
     return res
+
+
+def _first_time(ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame, lo: float) -> float:
+    """The earliest moment the recording holds: where start-up is counted from (the launcher's range opens
+    before the program's first line; a recording made elsewhere starts where its profiler started)."""
+    firsts = [float(t["start_ns"].min()) for t in (ops, api, ranges) if len(t)]
+    firsts = [f for f in firsts if np.isfinite(f)]
+    return min(firsts + [lo]) if firsts else lo
 
 
 def refresh_tensor_cores(res: TimelineResult, launches: pd.DataFrame) -> TimelineResult:
@@ -238,5 +253,6 @@ def to_json(res: TimelineResult) -> dict:
         "gaps": res.gaps, "causes": res.causes, "devices": res.devices,
         "sync": res.sync, "pageable_copies": res.pageable, "launch": res.launch, "graphs": res.graphs,
         "notes": res.notes, "activity": res.activity,
+        **({"startup": res.startup} if res.startup else {}),
         **({"communication": res.communication} if res.communication else {}),
     }

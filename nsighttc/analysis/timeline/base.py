@@ -15,8 +15,10 @@ SYNC_CALLS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchr
 # Host calls that launch a whole CUDA graph: their correlation id is shared by every node of the graph.
 GRAPH_LAUNCH_CALLS = {"cudaGraphLaunch", "cuGraphLaunch"}
 # Leaves that mark an iteration. torch.optim's own record_function labels (`Optimizer.step#AdamW.step`,
-# torch 2.11 traces, tests/fixtures/multi_phase_torch) contain "step" but are not iterations.
-STEP_PATTERN = re.compile(r"^(ProfilerStep|(?!Optimizer\.).*step.*|iteration|iter|train_batch|batch)$", re.IGNORECASE)
+# torch 2.11 traces, tests/fixtures/multi_phase_torch) contain "step" but are not iterations (they are the
+# steps.find "profiler-op" source), and nsighttc's own marks (`nsighttc.step`) are kept apart by the parsers.
+STEP_PATTERN = re.compile(r"^(ProfilerStep|(?!Optimizer\.|nsighttc\.).*step.*|iteration|iter|train_batch|batch)$",
+                          re.IGNORECASE)
 
 
 @dataclass
@@ -28,6 +30,7 @@ class Thresholds:
     launch_gap_ns: float = 100e3      # idle gaps shorter than this, before a kernel launched after the
                                       # GPU went idle, are launch overhead; longer ones are host work
     warmup_factor: float = 3.0        # leading steps longer than this x median are warm-up
+    warmup_explained: float = 1.2     # ... and those longer than this x median with a one-time cause (steps.steady)
 
 
 def classify(busy_share: float, wall_ns: float, kernels: int, th: Thresholds) -> str:
@@ -66,6 +69,7 @@ class TimelineResult:
     activity: dict = field(default_factory=dict)
     communication: dict = field(default_factory=dict)  # comm.py: compute busy and exposed communication
     activity_window: tuple[float, float] = (0.0, 0.0)  # what the activity picture covers
+    startup: dict = field(default_factory=dict)        # steps.startup: before the steady steps
 
     @property
     def window_busy_share(self) -> float:

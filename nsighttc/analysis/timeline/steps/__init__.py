@@ -1,0 +1,168 @@
+"""Steps and phases: where the steps are (``find``: the program's marks, nsighttc's hooks, torch.profiler's
+optimizer and DataLoader ranges, or the period of the kernel sequence), which are warm-up (``steady``), and each
+family (phase) judged on its steady steps alone, so one loop cannot speak for a program of several phases and
+start-up never speaks for the loop.
+
+An iteration of a family runs from one step's start to the next step's start (the host work between steps, such
+as data loading, belongs to it). Medians, not means.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ....runtime.steps import COMPILE
+from ... import intervals
+from ..base import Thresholds, classify
+from . import find as find_mod, period, steady
+from .find import EXPLICIT, HOOK, KERNEL_PERIOD, PROFILER_OP, StepSet, step_paths
+from .steady import RULE, malloc_times
+
+__all__ = ["EXPLICIT", "HOOK", "KERNEL_PERIOD", "PROFILER_OP", "RULE", "StepSet", "compile_union", "families", "find",
+           "malloc_times", "public", "startup", "step_paths"]
+
+
+def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, launch_start: np.ndarray,
+         step_range: str | None) -> list[StepSet]:
+    """The step families of a recording, from the first source that has any (``find`` module docstring)."""
+    sets = find_mod.explicit(ranges, step_range)
+    if sets or step_range:
+        return sets
+    sets = find_mod.hooks(marks)
+    if sets:
+        return sets
+    ok = ~np.isnan(launch_start)
+    first_launch = float(launch_start[ok].min()) if ok.any() else np.inf
+    sets = find_mod.profiler_ops(ranges, first_launch)
+    if sets:
+        return sets
+    return _from_kernels(launches, launch_start)
+
+
+def _from_kernels(launches: pd.DataFrame, launch_start: np.ndarray) -> list[StepSet]:
+    """Steps from the repeating kernel sequence (``period``), kernels in launch order (the launch call's time where
+    the host side was recorded, else the kernel's start)."""
+    if launches.empty or "name" not in launches:
+        return []
+    t = np.where(np.isnan(launch_start), launches["start_ns"].to_numpy(dtype="float64"), launch_start) \
+        if len(launch_start) == len(launches) else launches["start_ns"].to_numpy(dtype="float64")
+    ok = ~np.isnan(t)
+    order = np.argsort(t[ok], kind="stable")
+    codes, names = pd.factorize(launches["name"].astype(object).to_numpy()[ok][order])
+    times = t[ok][order]
+    found = period.find(codes, [str(x) for x in names], times)
+    if found is None:
+        return []
+    at = found["launches"]
+    starts = times[at]
+    end_at = min(found["end"], len(times) - 1)
+    ends = np.append(starts[1:], times[end_at])
+    anchor = str(names[found["anchor"]])
+    short = anchor if len(anchor) <= 60 else anchor[:57] + "..."
+    return [StepSet(f"kernel period ({found['period']} kernels)", None, starts, ends, KERNEL_PERIOD,
+                    f"the repeating kernel sequence ({found['period']} kernels per iteration, each starting with "
+                    f"`{short}`): the recording has no step marks")]
+
+
+def compile_union(marks: pd.DataFrame) -> intervals.Union:
+    """torch.compile's compilations in the recording (``parse.marks``), merged."""
+    if marks is None or marks.empty:
+        return intervals.union(np.array([]), np.array([]))
+    m = marks[(marks["name"] == COMPILE).to_numpy()]
+    return intervals.union(m["start_ns"].to_numpy(dtype="float64"), m["end_ns"].to_numpy(dtype="float64"))
+
+
+def families(sets: list[StepSet], u: intervals.Union, launch_start: np.ndarray, work_end: np.ndarray,
+             th: Thresholds, compiles: intervals.Union | None = None, mallocs: np.ndarray | None = None) -> list[dict]:
+    """One dict per step family, the one whose steady state holds the most wall time first.
+
+    ``launch_start``/``work_end``: when each kernel (or whole-graph execution) was launched and when it
+    finished on the GPU. A loop whose host runs ahead of the GPU (CUDA-graph replays, async launches)
+    has host iterations much shorter than its GPU work: the family's span then runs until the GPU has
+    finished the work its steps launched, so the verdict is judged on the time the loop really took.
+    Private keys (``_steady``) carry the steady iterations' intervals for the cause analysis."""
+    if not sets:
+        return []
+    compiles = compiles if compiles is not None else intervals.union(np.array([]), np.array([]))
+    mallocs = mallocs if mallocs is not None else np.array([])
+    ok = ~np.isnan(launch_start)
+    if not ok.all():
+        launch_start, work_end = launch_start[ok], work_end[ok]
+    k_order = np.argsort(launch_start, kind="stable")
+    k_start = launch_start[k_order]
+    k_end_max = work_end[k_order]  # a copy: the running maximum is taken in place
+    del k_order
+    np.maximum.accumulate(k_end_max, out=k_end_max)
+    out = [_family(st, u, k_start, k_end_max, th, compiles, mallocs) for st in sets if len(st.starts) >= 2]
+    total = sum(f["steady_wall_ns"] for f in out) or 1.0
+    for f in out:
+        f["wall_share_of_steps"] = f["steady_wall_ns"] / total
+    return sorted(out, key=lambda f: -f["steady_wall_ns"])
+
+
+def _family(st: StepSet, u: intervals.Union, k_start: np.ndarray, k_end_max: np.ndarray, th: Thresholds,
+            compiles: intervals.Union, mallocs: np.ndarray) -> dict:
+    s, e = st.starts, st.ends
+    it_end = np.concatenate([s[1:], e[-1:]])
+    it_end = np.maximum(it_end, e)  # overlapping/odd ranges: an iteration at least covers its step
+    it_wall = it_end - s
+    it_busy = intervals.busy_within(u, s, it_end)
+    share = np.where(it_wall > 0, it_busy / it_wall, 0.0)
+    warm, reasons = steady.warmup(s, it_end, it_wall, th.warmup_factor, th.warmup_explained, compiles, mallocs)
+    steady_part = slice(warm, None)
+    k_in = (np.searchsorted(k_start, it_end) - np.searchsorted(k_start, s)) if len(k_start) else np.zeros(len(s))
+    med_share = float(np.median(share[steady_part]))
+    med_it = float(np.median(it_wall[steady_part]))
+    # the GPU's end of the work launched during the steady iterations (host ran ahead: later than it_end)
+    n_before = np.searchsorted(k_start, it_end[-1], side="right") if len(k_start) else 0
+    n_first = np.searchsorted(k_start, s[warm], side="left") if len(k_start) else 0
+    gpu_end = float(k_end_max[n_before - 1]) if n_before > n_first else float(it_end[-1])
+    span_end = max(float(it_end[-1]), gpu_end)
+    span = span_end - float(s[warm])
+    span_busy = float(intervals.busy_within(u, np.array([s[warm]]), np.array([span_end]))[0])
+    # When each iteration's GPU work was done: a host that runs ahead of the GPU (async launches, no
+    # sync per step) has short host iterations and one long one where it finally waits; per step, the
+    # time between the GPU finishing one iteration's work and the next's is what the loop really costs.
+    n_done = np.searchsorted(k_start, it_end, side="right") if len(k_start) else np.zeros(len(s), dtype=int)
+    gpu_done = np.where(n_done > 0, k_end_max[np.clip(n_done - 1, 0, None)] if len(k_start) else 0.0, np.nan)
+    gpu_done = np.fmax(gpu_done, it_end)  # a step whose work finished earlier still ends with its host
+    completion = np.diff(np.concatenate([s[:1], gpu_done]))
+    effective = np.fmax(it_wall, completion)  # fmax: NaN (no GPU work yet) never wins
+    fam = {"name": st.name, "phase": st.phase, "source": st.source, "found_by": st.detail,
+           "count": int(len(s)), "median_ns": float(np.median((e - s)[steady_part])),
+           "median_iteration_ns": med_it, "median_gpu_busy_share": med_share,
+           "median_effective_ns": float(np.median(effective[steady_part])),
+           "wall_ns": float(it_wall.sum()), "steady_wall_ns": span, "steady_busy_ns": span_busy,
+           "steady_gpu_busy_share": span_busy / span if span > 0 else 0.0,
+           "host_ahead_ns": max(gpu_end - float(it_end[-1]), 0.0),
+           "gpu_busy_shares": [float(x) for x in share], "iteration_ns": [float(x) for x in it_wall],
+           "median_kernels": float(np.median(k_in[steady_part])) if len(k_in) else 0.0,
+           "warmup_steps": int(warm), "warmup_ns": [float(x) for x in it_wall[:warm]], "warmup_reasons": reasons,
+           "first_step_start_ns": float(s[0]),
+           "steady_window_ns": [float(s[warm]), span_end],
+           "_steady": _disjoint(np.append(s[steady_part], it_end[-1]), np.append(it_end[steady_part], span_end)),
+           "_warm": (s[:warm].astype("float64"), it_end[:warm].astype("float64"))}
+    fam["verdict"] = classify(med_share, span, int(np.sum(k_in[steady_part])), th)
+    return fam
+
+
+def startup(fam: dict, trace_start: float, compiles: intervals.Union) -> dict:
+    """What came before the steady steps of the family that speaks for the run: how long (from the first thing
+    the recording holds), how much of it torch.compile compiled, and when the first step (warm-up included)
+    began."""
+    steady_from = fam["steady_window_ns"][0]
+    compile_ns = float(intervals.busy_within(compiles, np.array([trace_start]), np.array([steady_from]))[0]) \
+        if len(compiles.starts) and steady_from > trace_start else 0.0
+    return {"seconds": max(steady_from - trace_start, 0.0) / 1e9, "compile_seconds": compile_ns / 1e9,
+            "first_step_ns": max(fam["first_step_start_ns"] - trace_start, 0.0),
+            "compile_total_seconds": compiles.total / 1e9, "warmup_steps": fam["warmup_steps"]}
+
+
+def _disjoint(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted, non-overlapping intervals (iterations of odd, overlapping step ranges are merged)."""
+    u = intervals.union(s, e)
+    return u.starts, u.ends
+
+
+def public(fam: dict) -> dict:
+    return {k: v for k, v in fam.items() if not k.startswith("_")}

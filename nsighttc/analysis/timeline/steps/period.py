@@ -1,0 +1,151 @@
+"""Steps from the GPU alone: the period of the kernel-name sequence, for recordings with no marks at all (an nsys
+run of a program that annotates nothing, a trace whose host side was not recorded).
+
+A training or inference loop launches the same kernels in the same order every iteration. So, with the kernels in
+launch order as name codes ``s``:
+
+1. *candidate periods*: for every kernel name seen four times or more, the most common distance (in kernels)
+   between its launches, when at least half of its distances are that one (a kernel launched once per iteration
+   repeats at exactly the period);
+2. *the period* ``P``: the smallest candidate for which ``s[i] == s[i + P]`` holds, over a stretch of at least
+   three periods, for at least ``MATCH`` of the kernels (tolerates a few kernels that change between iterations,
+   such as a cuBLAS choice that depends on the data);
+   When several loops repeat (a program of several phases), the one that holds the most time wins (its median
+   period times its number of periods);
+3. *the anchor*: the name launched once per period that starts an iteration (where the loop has optimizer
+   kernels, an iteration ends with them: the anchor is the first once-per-period name after them), whose
+   launches in and before the periodic stretch start the steps. Iterations just before the stretch that launch the loop's kernels plus
+   others (warm-up: autotuning, compilation) become the family's leading steps.
+
+Array passes only: one sort of the codes for the distances, one comparison per candidate period (1M kernels:
+~0.2 s).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+MATCH = 0.8            # share of kernels equal one period later, over the periodic stretch
+MIN_PERIODS = 3        # a stretch shorter than this many periods is no loop
+MAX_CANDIDATES = 64    # periods tried, smallest first
+# Kernels of optimizer steps (torch 2.11 foreach AdamW/SGD: multi_tensor_apply_kernel<...Functor...>, seen in
+# tests/fixtures/multi_phase_torch.json.gz; fused Adam/AdamW: fused_adam*/FusedAdam*, apex multi_tensor_*): they
+# close an iteration, so the one after them starts it.
+OPTIMIZER_KERNEL = re.compile(r"multi_tensor_apply|fused_?adam|adamw?_|_adam|sgd|lamb|lion|foreach", re.IGNORECASE)
+
+
+def _runs(ok: np.ndarray) -> tuple[int, int]:
+    """(start, length) of the longest run of True in ``ok`` ((0, 0) when none)."""
+    if not ok.any():
+        return 0, 0
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], ok.astype(np.int8), [0]])))
+    starts, ends = edges[::2], edges[1::2]
+    i = int(np.argmax(ends - starts))
+    return int(starts[i]), int(ends[i] - starts[i])
+
+
+def find(codes: np.ndarray, names: list[str], times: np.ndarray | None = None) -> dict | None:
+    """The loop in a sequence of kernel name codes (launch order; ``names[c]`` is code c's name; ``times``: their
+    launch times, to prefer the loop that holds the most time): {"period", "anchor" (a code), "launches" (indices
+    of the anchor launches that start the steps, warm-up ones first), "warmup" (how many precede the periodic
+    stretch), "end" (index after the stretch)} or None."""
+    n = len(codes)
+    if n < 2 * MIN_PERIODS:
+        return None
+    codes = codes.astype(np.int64, copy=False)
+    order = np.argsort(codes, kind="stable")  # by name, launch order within a name
+    c_sorted = codes[order]
+    same = c_sorted[1:] == c_sorted[:-1]
+    gaps = np.diff(order)[same]
+    gap_code = c_sorted[1:][same]
+    if not len(gaps):
+        return None
+    key = gap_code * (n + 1) + gaps
+    uk, cnt = np.unique(key, return_counts=True)
+    kc, kg = uk // (n + 1), uk % (n + 1)
+    per_code_gaps = np.bincount(gap_code, minlength=int(codes.max()) + 1)
+    # the most frequent distance per name
+    best = np.lexsort((-cnt, kc))
+    first_of_code = np.r_[True, kc[best][1:] != kc[best][:-1]]
+    mode_code, mode_gap, mode_cnt = kc[best][first_of_code], kg[best][first_of_code], cnt[best][first_of_code]
+    regular = (mode_cnt >= 3) & (mode_cnt >= 0.5 * per_code_gaps[mode_code])
+    found = []
+    for p in np.unique(mode_gap[regular])[:MAX_CANDIDATES]:
+        p = int(p)
+        if p < 2 or n < MIN_PERIODS * p + p:  # one kernel repeated is no iteration to judge
+            continue
+        eq = (codes[:-p] == codes[p:]).astype(np.float64)
+        # a window of one period around each position: tolerant of a few kernels that change per iteration
+        csum = np.concatenate([[0.0], np.cumsum(eq)])
+        rolling = (csum[p:] - csum[:-p]) / p
+        start, length = _runs(rolling >= MATCH)
+        if length + p < MIN_PERIODS * p:
+            continue
+        lo, hi = start, min(start + length + 2 * p, n)  # kernels [lo, hi) repeat with period p
+        found.append((_loop_time(times, lo, hi, p), p, lo, hi))
+    if not found:
+        return None
+    top = max(f[0] for f in found)
+    for cover, p, lo, hi in sorted(found, key=lambda f: f[1]):  # the smallest period among the loops that hold
+        if cover < 0.95 * top:                                  # (nearly) the most time: not a multiple of it
+            continue
+        anchors = mode_code[regular & (mode_gap == p)]
+        pick = _anchor(codes, anchors, names, lo, hi, p)
+        at = np.flatnonzero(codes == pick)
+        inside = at[(at >= lo) & (at < hi)]
+        if len(inside) < MIN_PERIODS:
+            continue
+        before = _warm_iterations(codes, at[at < lo], int(inside[0]), p)
+        return {"period": p, "anchor": int(pick), "launches": np.concatenate([before, inside]),
+                "warmup": int(len(before)), "end": int(hi)}
+    return None
+
+
+WARM_COVER = 0.9  # share of one period's kernel names a warm-up iteration of the same loop launches too
+
+
+def _warm_iterations(codes: np.ndarray, before: np.ndarray, first: int, p: int) -> np.ndarray:
+    """The anchor's launches just before the periodic stretch that start iterations of the same loop (warm-up:
+    the same kernels plus extra ones, autotuning or compilation), walking back from the stretch: an iteration
+    counts while it launches at least ``WARM_COVER`` of the names of one steady period; the first that does
+    not (another loop, start-up) ends the walk."""
+    body = np.unique(codes[first:first + p])
+    keep: list[int] = []
+    nxt = first
+    for at in before[::-1]:
+        seg = np.unique(codes[at:nxt])
+        if np.isin(body, seg, assume_unique=True).mean() < WARM_COVER:
+            break
+        keep.append(int(at))
+        nxt = at
+    return np.array(keep[::-1], dtype=np.int64)
+
+
+def _loop_time(times: np.ndarray | None, lo: int, hi: int, p: int) -> float:
+    """How much of the run a periodic stretch holds: its typical period times the number of periods (a median,
+    so the stretch's slow first iteration does not make a short loop look long); kernels when no times."""
+    if times is None:
+        return float(hi - lo)
+    d = np.diff(times[np.arange(lo, hi - p + 1, p)])
+    return float(np.median(d)) * len(d) if len(d) else 0.0
+
+
+def _anchor(codes: np.ndarray, anchors: np.ndarray, names: list[str], lo: int, hi: int, p: int) -> int:
+    """The anchor: the name that starts an iteration. Where the loop has optimizer kernels, an iteration ends
+    with them, so it starts with the first name launched once per period after the last of them; otherwise with
+    the once-per-period name launched first in the periodic stretch."""
+    pool = set(int(a) for a in anchors)
+    w0 = min(lo + p, hi - p)  # one steady period, past the stretch's first
+    window = codes[w0:w0 + p]
+    opt = [i for i, c in enumerate(window) if OPTIMIZER_KERNEL.search(names[int(c)] or "")]
+    if opt:
+        for k in range(1, p + 1):
+            c = int(window[(opt[-1] + k) % p])
+            if c in pool:
+                return c
+    cand = np.array(sorted(pool), dtype=np.int64)
+    seen, first_at = np.unique(codes[lo:hi], return_index=True)  # each name's first launch in the stretch
+    pos = np.clip(np.searchsorted(seen, cand), 0, len(seen) - 1)
+    first = np.where(seen[pos] == cand, first_at[pos], hi)
+    return int(cand[int(np.argmin(first))])

@@ -1,0 +1,60 @@
+"""Which steps are warm-up? The verdict is judged on the steady steps only; the rule is stated in the report.
+
+Leading steps are warm-up while each of them (the prefix ends at the first that is not):
+- compiled (torch.compile: ``nsighttc.compile`` marks, torch.compile's own spans, ``parse.marks``); or
+- is longer than ``warmup_factor`` (3) times the median step (cuDNN autotuning, one-time CUDA/cuBLAS/autograd
+  initialisation: H200 fixture, first steps 185 ms and 17 ms against 0.76 ms); or
+- is longer than ``warmup_explained`` (1.2) times the median *and* has a one-time cause: it is the first step of
+  its phase (three steps or more), or it grew the allocator (the CUDA caching allocator asked the driver for
+  memory: ``cudaMalloc``, or ``cuMemCreate``/``cuMemMap`` with expandable segments).
+A cause alone is not enough: a recording that starts in the middle of a run (the DDP fixtures record steps 3-7)
+has a "first step" as fast as the others, and an allocation that costs nothing slows nothing. At least one step
+stays steady.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import intervals
+
+# Host calls by which the CUDA caching allocator grows (torch 2.11 on H100: cudaMalloc; expandable segments
+# map memory with the driver's virtual memory API instead). Names as the parsers spell them (no _v2 suffix).
+ALLOCATOR_GROWTH = {"cudaMalloc", "cudaMallocAsync", "cuMemAlloc", "cuMemAllocAsync", "cuMemCreate", "cuMemMap"}
+RULE = ("warm-up steps: the leading steps that compile (torch.compile), last longer than 3x the median step, or "
+        "last longer than 1.2x it and are the first of their phase or grow the CUDA allocator; they are left out "
+        "of every steady-state number")
+
+
+def malloc_times(api) -> np.ndarray:
+    """Start times of the allocator's growth calls, sorted."""
+    if api is None or api.empty:
+        return np.array([])
+    hit = api["name"].isin(ALLOCATOR_GROWTH).to_numpy()  # categorical: per name, not per row
+    return np.sort(api["start_ns"].to_numpy(dtype="float64")[hit])
+
+
+def warmup(starts: np.ndarray, it_end: np.ndarray, it_wall: np.ndarray, factor: float, explained: float,
+           compiles: intervals.Union, mallocs: np.ndarray) -> tuple[int, list[list[str]]]:
+    """(number of leading warm-up steps, the reasons of each)."""
+    n = len(starts)
+    if n == 0:
+        return 0, []
+    med = float(np.median(it_wall))
+    first = np.zeros(n, dtype=bool)
+    first[0] = n >= 3
+    compiling = intervals.busy_within(compiles, starts, np.maximum(it_end, starts)) > 0 if len(compiles.starts) \
+        else np.zeros(n, dtype=bool)
+    growing = (np.searchsorted(mallocs, it_end) > np.searchsorted(mallocs, starts)) if len(mallocs) \
+        else np.zeros(n, dtype=bool)
+    long = it_wall > factor * med
+    slower = it_wall > explained * med
+    reasons: list[list[str]] = []
+    while len(reasons) < n - 1:  # the leading prefix only: a loop of many steps costs no more
+        i = len(reasons)
+        one_time = [r for r, hit in (("first step", first[i]), ("allocator growth", growing[i])) if hit]
+        why = (["torch.compile"] if compiling[i] else []) + ([f"{it_wall[i] / med:.1f}x the median step"]
+                                                             if long[i] or (slower[i] and one_time) else [])
+        if not why:
+            break
+        reasons.append(why + (one_time if why[-1].endswith("median step") else []))
+    return len(reasons), reasons

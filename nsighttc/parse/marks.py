@@ -1,0 +1,71 @@
+"""Marks: the ranges a timeline recording holds that say *where the steps and compilations were*, kept apart from
+the program's own ranges.
+
+- nsighttc's step hooks (``runtime.steps``: ``nsighttc.step``, ``nsighttc.optimizer``, ``nsighttc.data``,
+  ``nsighttc.forward``, ``nsighttc.compile``): NVTX start/end ranges and ``record_function`` labels that open and
+  close at different depths of the program. Taken out of the range table, they neither change the paths of the
+  program's own ranges nor become the range a kernel is attributed to: a program's verdict per range is the same
+  with and without them, and they only serve the step finder (``analysis.timeline.steps``).
+- torch.compile's own profiler events: ``dynamo_timed`` writes a zero-length ``user_annotation`` marker per
+  compile phase (``dynamo_data: compile_id=0/0``, ``entire_frame_compile_data: fn_name=..., compile_id=0/0``,
+  dozens per compilation; torch 2.11-2.13) and a ``cpu_op`` spanning each compilation (``entire_frame_compile``,
+  ``entire_backward_compile``: seen in a torch 2.13 CPU trace of a compiled training loop). The markers are
+  dropped (they made a range table of nine rows of compiler internals); the spanning events become
+  ``nsighttc.compile`` marks, so recordings made without our hooks still say how long compilation took.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..runtime.steps import COMPILE, NAMES as HOOK_NAMES, STEP
+
+MARK_COLUMNS = ["pid", "tid", "start_ns", "end_ns", "name"]
+# cpu_op events of torch.compile that span a whole compilation (torch/_dynamo/utils.py dynamo_timed phase names)
+COMPILE_OPS = frozenset({"entire_frame_compile", "entire_backward_compile"})
+_DYNAMO_MARKER = re.compile(r"_data: (?:fn_name=[^,]*, )?compile_id=[^ ]+$")
+
+
+def empty() -> pd.DataFrame:
+    return pd.DataFrame({"pid": pd.Series(dtype=object), "tid": pd.Series(dtype=object),
+                         "start_ns": pd.Series(dtype="float64"), "end_ns": pd.Series(dtype="float64"),
+                         "name": pd.Series(dtype=object)})
+
+
+def is_dynamo_marker(name: str) -> bool:
+    return bool(_DYNAMO_MARKER.search(name))
+
+
+def split(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the program's ranges, the marks) of a range table with a ``name`` column. Names are looked at once
+    each (a trace's ranges share a few hundred names)."""
+    if ranges.empty:
+        return ranges, empty()
+    codes, uniq = pd.factorize(ranges["name"].astype(object), use_na_sentinel=True)
+    kind = np.array([_kind(str(u)) for u in uniq] + [0], dtype=np.int8)  # 0 range, 1 mark, 2 dropped
+    k = kind[np.where(codes < 0, len(uniq), codes)]
+    if not k.any():
+        return ranges, empty()
+    marks = ranges.loc[k == 1, ["pid", "tid", "start_ns", "end_ns", "name"]].copy()
+    marks["name"] = marks["name"].astype(str).map(lambda n: COMPILE if n in COMPILE_OPS else n)
+    return ranges[k == 0].reset_index(drop=True), marks.reset_index(drop=True)
+
+
+def _kind(name: str) -> int:
+    if name in HOOK_NAMES or name in COMPILE_OPS:
+        return 1
+    return 2 if is_dynamo_marker(name) else 0
+
+
+def sanitize(marks: pd.DataFrame, trace_end: float) -> pd.DataFrame:
+    """Marks never closed (nsys: end NULL): a step is the program's tail after its last optimizer step and is
+    dropped; any other mark is closed at the end of the trace. Marks without a start are dropped."""
+    if marks.empty:
+        return marks
+    s, e = marks["start_ns"].to_numpy(dtype="float64"), marks["end_ns"].to_numpy(dtype="float64")
+    open_ = ~np.isfinite(e)
+    keep = np.isfinite(s) & ~(open_ & (marks["name"] == STEP).to_numpy())
+    out = marks.assign(end_ns=np.where(open_, np.maximum(trace_end, s), e))[keep]
+    return out[(out["end_ns"] >= out["start_ns"]).to_numpy()].reset_index(drop=True)

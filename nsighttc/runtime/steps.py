@@ -1,0 +1,370 @@
+"""Steps marked from inside a program nobody annotated: global hooks the launcher installs before the program's
+first line (``install``), so that every engine's recording (torch.profiler, nsys, ncu) says where each step was.
+
+What is marked (each an NVTX start/end range, plus a ``record_function`` of the same name while torch.profiler
+records; start/end ranges because these open and close at different depths of the program and must never take a
+user's push/pop range off its stack):
+
+- ``nsighttc.step``: one optimizer step of the loop. ``torch.optim`` calls global hooks around every optimizer's
+  ``step`` (``register_optimizer_step_post_hook``), so every optimizer, closures (LBFGS), gradient accumulation
+  (one step per N micro-batches) and several optimizers per iteration (a GAN's) are seen without touching the
+  program. A step *ends* at the first activity after an optimizer step (a DataLoader fetch, a call of the main
+  model, a ``backward``, or at the latest the next optimizer step), and the next one starts there: steps are
+  iterations of the loop, data loading, ``zero_grad``, the LR scheduler and logging included, one per iteration
+  however many optimizers step in it. The first step starts at the program's first such activity. A step still
+  open when the program ends had no optimizer step (an evaluation, or the tail after training): it is left open,
+  and the analysis drops it.
+- ``nsighttc.optimizer``: each optimizer step (pre to post hook): what makes a ``nsighttc.step`` complete.
+- ``nsighttc.data``: each DataLoader fetch (``_BaseDataLoaderIter.__next__``): with no optimizer in the program
+  (inference, evaluation), the loop's iterations run from one fetch to the next.
+- ``nsighttc.forward``: each call of the main model, the first module *with parameters* the program calls from
+  outside any other module (found by wrapping ``nn.Module.__call__`` until then, then a hook on that module
+  alone): without a DataLoader either, the iterations are these calls.
+- ``nsighttc.compile``: torch.compile's compilations (``torch._dynamo.callback_handler``'s start/end callbacks:
+  frame compiles, lazy backward compiles, CUDA-graph recording), registered once the program imports dynamo.
+
+Installed when the program imports torch (``install_when_torch_imports``: a program without PyTorch pays
+nothing). Cost: a few microseconds per fetch, model call and optimizer step (a range costs ~1 µs without a
+profiler, ``benchmarks/bench_annotate.py``). Every hook does nothing while torch.compile traces
+(``torch.compiler.is_compiling()`` is a constant to dynamo), so no hook adds a graph break, even to
+``fullgraph=True`` code or to ``module.compile()``, whose hooks dynamo traces. Explicit marks
+(``nsighttc.annotate.step``, ``ProfilerStep``, ``--step-range``) win in the analysis; these are read only where a
+program has none.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+
+STEP = "nsighttc.step"
+OPTIMIZER = "nsighttc.optimizer"
+DATA = "nsighttc.data"
+FORWARD = "nsighttc.forward"
+COMPILE = "nsighttc.compile"
+NAMES = (STEP, OPTIMIZER, DATA, FORWARD, COMPILE)
+PREFIX = "nsighttc."  # every mark's name starts with it (the replay's ranges use "nsighttc-")
+
+
+def _nvtx():
+    try:
+        import nvtx
+        return nvtx.start_range, nvtx.end_range
+    except Exception:  # pragma: no cover - a broken install: marks go to torch.profiler only
+        return (lambda *a, **k: None), (lambda *a: None)
+
+
+class Mark:
+    """One mark, open until ``end``: an NVTX start/end range and, while torch.profiler records, a
+    ``record_function`` (entered and exited by handle, so marks need not nest)."""
+
+    __slots__ = ("_id", "_rf")
+
+    def __init__(self, name: str, start, profiling: bool):
+        self._id = start(message=name)
+        self._rf = None
+        if profiling:
+            import torch
+            try:
+                self._rf = torch.ops.profiler._record_function_enter_new(name, None)
+            except Exception:  # an older torch: NVTX only
+                self._rf = None
+
+    def end(self, end_range) -> None:
+        if self._rf is not None:
+            import torch
+            try:
+                torch.ops.profiler._record_function_exit(self._rf)
+            except Exception:
+                pass
+            self._rf = None
+        if self._id is not None:
+            end_range(self._id)
+            self._id = None
+
+
+def _compiling() -> bool:
+    """True while torch.compile traces (dynamo evaluates the call to a constant, so the hook's body is dropped
+    from the graph instead of breaking it)."""
+    try:
+        import torch
+        return torch.compiler.is_compiling()
+    except Exception:
+        return False
+
+
+def _profiling() -> bool:
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.autograd.profiler._is_profiler_enabled)
+    except AttributeError:
+        return False
+
+
+class StepMarks:
+    """The hooks' state: the open step, whether an optimizer step ended since it opened, and counts
+    (``record`` says what was seen, for run.json)."""
+
+    def __init__(self):
+        self._start, self._end = _nvtx()
+        self._lock = threading.Lock()
+        self.step: Mark | None = None
+        self.pending = False           # an optimizer step ended: the open step closes at the next activity
+        self.counts = {"steps": 0, "optimizer_steps": 0, "fetches": 0, "model_calls": 0, "compiles": 0}
+        self.model: str | None = None  # the main model's class name, once found
+        self._compiles: list[Mark] = []
+        self._undo: list = []
+
+    def mark(self, name: str) -> Mark:
+        return Mark(name, self._start, _profiling())
+
+    # -- the step boundary ----------------------------------------------------------------------------
+    def activity(self) -> None:
+        """A DataLoader fetch or a call of the main model: a step opens here if none is open, and the open
+        one closes first when an optimizer step ended since it opened."""
+        with self._lock:
+            if self.step is not None and not self.pending:
+                return
+            if self.step is not None:
+                self.step.end(self._end)
+                self.counts["steps"] += 1
+            self.pending = False
+            self.step = self.mark(STEP)
+
+    def optimizer_pre(self, *_):
+        if self.pending:  # no fetch, model call or backward since the last optimizer step: the step ends here
+            self.activity()
+        self._optimizer = self.mark(OPTIMIZER)
+
+    def optimizer_post(self, *_):
+        opt = getattr(self, "_optimizer", None)
+        if opt is not None:
+            opt.end(self._end)
+            self._optimizer = None
+        self.counts["optimizer_steps"] += 1
+        self.pending = True
+
+    # -- compilation ----------------------------------------------------------------------------------
+    def compile_start(self, *_):
+        self._compiles.append(self.mark(COMPILE))
+        self.counts["compiles"] += 1
+
+    def compile_end(self, *_):
+        if self._compiles:
+            self._compiles.pop().end(self._end)
+
+    def record(self) -> dict:
+        return {**self.counts, "model": self.model, "open_step_at_exit": self.step is not None}
+
+    def remove(self) -> None:
+        """Take every hook and patch off again (the launcher calls it when the program has ended)."""
+        for undo in reversed(self._undo):
+            try:
+                undo()
+            except Exception:
+                pass
+        self._undo.clear()
+
+
+def _hook_optimizers(marks: StepMarks) -> None:
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+    pre = register_optimizer_step_pre_hook(marks.optimizer_pre)
+    post = register_optimizer_step_post_hook(marks.optimizer_post)
+    marks._undo += [pre.remove, post.remove]
+
+
+def _hook_dataloaders(marks: StepMarks) -> None:
+    from torch.utils.data import dataloader
+    cls = dataloader._BaseDataLoaderIter
+    original = cls.__next__
+
+    @functools.wraps(original)
+    def __next__(self):
+        if _compiling():
+            return original(self)
+        marks.activity()
+        marks.counts["fetches"] += 1
+        m = marks.mark(DATA)
+        try:
+            return original(self)
+        finally:
+            m.end(marks._end)
+
+    cls.__next__ = __next__
+    marks._undo.append(lambda: setattr(cls, "__next__", original))
+
+
+def _hook_backward(marks: StepMarks) -> None:
+    """``loss.backward()`` (``Tensor.backward`` calls ``torch.autograd.backward``): an activity of the loop where
+    neither a DataLoader nor a hook on the model is seen (``module.compile()``: dynamo traces its hooks)."""
+    import torch.autograd
+    original = torch.autograd.backward
+
+    @functools.wraps(original)
+    def backward(*args, **kwargs):
+        if not _compiling():
+            marks.activity()
+        return original(*args, **kwargs)
+
+    torch.autograd.backward = backward
+    marks._undo.append(lambda: setattr(torch.autograd, "backward", original))
+
+
+def _has_parameters(module) -> bool:
+    try:
+        return next(iter(module.parameters()), None) is not None
+    except Exception:
+        return False
+
+
+def _hook_main_model(marks: StepMarks) -> None:
+    """Find the main model (the first module with parameters called from outside any module), then mark its
+    calls with a hook on it alone. Until then ``nn.Module.__call__`` is wrapped to see the calls' depth."""
+    from torch import nn
+    original = nn.Module.__call__
+    state = {"depth": 0}
+
+    def on_model(module) -> None:
+        marks.model = type(module).__name__
+        open_marks: list[Mark] = []
+
+        def pre(mod, *_):
+            if _compiling():
+                return
+            marks.activity()
+            marks.counts["model_calls"] += 1
+            _compiled(marks)
+            open_marks.append(marks.mark(FORWARD))
+
+        def post(mod, *_):
+            if open_marks and not _compiling():
+                open_marks.pop().end(marks._end)
+        h1 = module.register_forward_pre_hook(pre)
+        h2 = module.register_forward_hook(post, always_call=True) if _always_call_ok() else module.register_forward_hook(post)
+        marks._undo += [h1.remove, h2.remove]
+
+    def restore() -> None:
+        if nn.Module.__call__ is wrapped:
+            nn.Module.__call__ = original
+
+    @functools.wraps(original)
+    def wrapped(self, *args, **kwargs):
+        if _compiling():  # a compiled function calling modules: leave it alone
+            return original(self, *args, **kwargs)
+        if state["depth"] == 0 and _has_parameters(self):
+            restore()  # found: the wrapper is gone before the model (and any compiled region) runs
+            on_model(self)
+            return original(self, *args, **kwargs)  # through the hook just registered
+        state["depth"] += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            state["depth"] -= 1
+
+    nn.Module.__call__ = wrapped
+    marks._undo.append(restore)
+
+
+def _always_call_ok() -> bool:
+    import inspect
+    from torch import nn
+    try:
+        return "always_call" in inspect.signature(nn.Module.register_forward_hook).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _compiled(marks: StepMarks) -> None:
+    """Register the compile callbacks once the program has imported torch.compile's machinery (importing it
+    ourselves would cost every program ~1 s)."""
+    if getattr(marks, "_compile_hooked", False) or "torch._dynamo" not in sys.modules:
+        return
+    marks._compile_hooked = True
+    try:
+        from torch._dynamo import callback_handler
+        callback_handler.register_start_callback(marks.compile_start)
+        callback_handler.register_end_callback(marks.compile_end)
+        marks._undo += [lambda: callback_handler.remove_start_callback(marks.compile_start),
+                        lambda: callback_handler.remove_end_callback(marks.compile_end)]
+    except Exception:  # a torch without dynamo callbacks: compilation shows up inside the steps only
+        pass
+
+
+def _hook_compile(marks: StepMarks) -> None:
+    """``torch.compile`` itself registers the callbacks on first use (decorators compile lazily, at the first
+    call, which the main model's hook may not see)."""
+    import torch
+    original = torch.compile
+
+    @functools.wraps(original)
+    def compile(*args, **kwargs):
+        result = original(*args, **kwargs)
+        _compiled(marks)
+        return result
+
+    torch.compile = compile
+    marks._undo.append(lambda: setattr(torch, "compile", original))
+
+
+def install(marks: StepMarks | None = None) -> StepMarks | None:
+    """Install every hook (None when torch cannot be imported: a program without PyTorch has no steps to
+    find this way). A hook that cannot be installed on this torch is skipped; the others still work."""
+    try:
+        import torch  # noqa: F401
+    except Exception:
+        return None
+    marks = marks if marks is not None else StepMarks()
+    for hook in (_hook_optimizers, _hook_dataloaders, _hook_main_model, _hook_backward, _hook_compile):
+        try:
+            hook(marks)
+        except Exception as exc:  # noqa: BLE001 - a torch without this API: that source of marks is missing
+            print(f"nsighttc.launch: step marks: {hook.__name__[6:]} not hooked ({type(exc).__name__}: {exc})",
+                  file=sys.stderr)
+    return marks
+
+
+class _AfterImport:
+    """A ``sys.meta_path`` finder that runs ``callback`` right after module ``name`` has been executed (the
+    program's own ``import torch``), then leaves ``sys.meta_path``."""
+
+    def __init__(self, name: str, callback):
+        self.name, self.callback = name, callback
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        self.remove()
+        import importlib.util
+        spec = importlib.util.find_spec(fullname)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        original, callback = loader.exec_module, self.callback
+
+        def exec_module(module):
+            original(module)
+            try:
+                callback()
+            except Exception as exc:  # noqa: BLE001 - the program must run whatever happens to the marks
+                print(f"nsighttc.launch: step marks not installed ({type(exc).__name__}: {exc})", file=sys.stderr)
+        loader.exec_module = exec_module
+        return spec
+
+    def remove(self) -> None:
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+
+
+def install_when_torch_imports() -> StepMarks:
+    """The hooks, installed now when torch is already imported, else as soon as the program imports it. Returns
+    the marks' state either way (its counts stay zero for a program that never imports torch)."""
+    marks = StepMarks()
+    if "torch" in sys.modules:
+        install(marks)
+    else:
+        finder = _AfterImport("torch", lambda: install(marks))
+        sys.meta_path.insert(0, finder)
+        marks._undo.append(finder.remove)
+    return marks
