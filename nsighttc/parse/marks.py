@@ -20,7 +20,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..runtime.steps import COMPILE, NAMES as HOOK_NAMES, STEP
+from ..runtime.steps import COMPILE, DATA, NAMES as HOOK_NAMES, STEP
 
 MARK_COLUMNS = ["pid", "tid", "start_ns", "end_ns", "name"]
 # cpu_op events of torch.compile that span a whole compilation (torch/_dynamo/utils.py dynamo_timed phase names)
@@ -38,19 +38,30 @@ def is_dynamo_marker(name: str) -> bool:
     return bool(_DYNAMO_MARKER.search(name))
 
 
+DATALOADER_RANGE = "enumerate(DataLoader)#"  # torch.profiler's own range around each fetch
+
+
 def split(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the program's ranges, the marks) of a range table with a ``name`` column. Names are looked at once
-    each (a trace's ranges share a few hundred names)."""
+    each (a trace's ranges share a few hundred names).
+
+    One mark stays a range as well: ``nsighttc.data`` where the recording has no range of its own around the
+    DataLoader's fetches (nsys; torch.profiler has ``enumerate(DataLoader)#...``), so that the GPU's idle time
+    during a fetch is put down to data loading, not to the program's top-level range. It opens and closes inside
+    one ``__next__`` call, so it holds no other range of the program and moves no path."""
     if ranges.empty:
         return ranges, empty()
     codes, uniq = pd.factorize(ranges["name"].astype(object), use_na_sentinel=True)
-    kind = np.array([_kind(str(u)) for u in uniq] + [0], dtype=np.int8)  # 0 range, 1 mark, 2 dropped
+    names = [str(u) for u in uniq]
+    kind = np.array([_kind(n) for n in names] + [0], dtype=np.int8)  # 0 range, 1 mark, 2 dropped
+    if not any(n.startswith(DATALOADER_RANGE) for n in names) and DATA in names:
+        kind[names.index(DATA)] = 3  # a mark and a range
     k = kind[np.where(codes < 0, len(uniq), codes)]
     if not k.any():
         return ranges, empty()
-    marks = ranges.loc[k == 1, ["pid", "tid", "start_ns", "end_ns", "name"]].copy()
+    marks = ranges.loc[(k == 1) | (k == 3), ["pid", "tid", "start_ns", "end_ns", "name"]].copy()
     marks["name"] = marks["name"].astype(str).map(lambda n: COMPILE if n in COMPILE_OPS else n)
-    return ranges[k == 0].reset_index(drop=True), marks.reset_index(drop=True)
+    return ranges[(k == 0) | (k == 3)].reset_index(drop=True), marks.reset_index(drop=True)
 
 
 def _kind(name: str) -> int:

@@ -16,6 +16,8 @@ import re
 
 import pandas as pd
 
+from ..runtime.steps import NAMES as MARK_NAMES
+
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _DEFAULT_DOMAIN = "<default domain>"
 # The six trailing fields after the range name: PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg
@@ -35,7 +37,7 @@ def parse_cell(cell: object) -> list[str]:
         else:
             domain = fields[0]
             name = ":".join(fields[1:len(fields) - _TRAILING])
-        if not name or name == "none":
+        if not name or name == "none" or name in MARK_NAMES:  # nsighttc's step marks: not the program's ranges
             continue
         names.append(name if domain in (_DEFAULT_DOMAIN, "") else f"{domain}@{name}")
     return names

@@ -87,6 +87,26 @@ def timeline_headline(tl: dict) -> str:
     return f"GPU busy {busy} {scope} — {word}" + (f": {cause}" if cause else "")
 
 
+SOURCE_OF_STEPS = {"explicit": "the program's step ranges", "hook": "nsighttc's hooks in the program",
+                   "profiler-op": "torch.profiler's optimizer/DataLoader ranges",
+                   "kernel-period": "the repeating kernel sequence"}
+
+
+def startup_line(tl: dict) -> str | None:
+    """'Start-up 18.2 s (torch.compile 9.1 s), then 40 steps of 15.1 ms (steps from nsighttc's hooks; 2 warm-up
+    steps left out)': what the steady-state verdict leaves out, and where the steps came from."""
+    steps, st = tl.get("steps") or {}, tl.get("startup") or {}
+    if not steps.get("count") or not st:
+        return None
+    comp = f" (torch.compile {st['compile_seconds']:.1f} s)" if st.get("compile_seconds", 0) >= 0.05 else ""
+    steady = steps["count"] - steps.get("warmup_steps", 0)
+    warm = (f"; {steps['warmup_steps']} warm-up step{'s' if steps['warmup_steps'] > 1 else ''} left out"
+            if steps.get("warmup_steps") else "")
+    src = SOURCE_OF_STEPS.get(steps.get("source"), steps.get("source") or "")
+    return (f"Start-up {st['seconds']:.1f} s{comp}, then {steady} steady step{'s' if steady != 1 else ''} of "
+            f"{ns(steps.get('median_iteration_ns'))} (steps from {src}{warm})")
+
+
 def distributed_headline(doc: dict) -> str | None:
     """One line for the distributed question: who holds the job back, and how much waiting is exposed."""
     d = doc.get("distributed")
@@ -171,6 +191,8 @@ def headline_lines(doc: dict) -> list[str]:
     lines = [tc_headline(tc)]
     if doc.get("timeline"):
         lines.append(timeline_headline(doc["timeline"]))
+        if startup_line(doc["timeline"]):
+            lines.append(startup_line(doc["timeline"]))
     if distributed_headline(doc):
         lines.append(distributed_headline(doc))
     if tc.get("evidence_sources"):
@@ -184,6 +206,8 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
     tl = doc.get("timeline")
     if tl:
         out += [f"**{timeline_headline(tl)}**", ""]
+        if startup_line(tl):
+            out += [startup_line(tl), ""]
     if distributed_headline(doc):
         out += [f"**{distributed_headline(doc)}**", ""]
     dev = doc.get("device") or {}
@@ -210,9 +234,10 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
         steps = tl.get("steps") or {}
         if steps.get("count"):
             warm = f"; first {steps['warmup_steps']} left out as warm-up" if steps.get("warmup_steps") else ""
+            found = f"; found by {steps['found_by']}" if steps.get("found_by") else ""
             rows.append(("Steps", f"{steps['count']} × `{steps['name']}`: median iteration {ns(steps['median_iteration_ns'])} "
                                   f"(step range {ns(steps['median_ns'])}), GPU busy {pct(steps.get('median_gpu_busy_share'))} "
-                                  f"of it{warm}"))
+                                  f"of it{warm}{found}"))
     out += ["| | |", "|---|---|"] + [f"| {k} | {_cell(v)} |" for k, v in rows] + [""]
     if plots:
         out += [f"![{alt}]({path})" for alt, path in plots.items()] + [""]
@@ -230,8 +255,10 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
                     + "; ".join(f"{c['cause']} +{ns(c['per_step_ns'])}" for c in s_["excess_by_cause"]), ""]
     fams = (tl or {}).get("step_families") or []
     if fams:
+        rule = ((tl or {}).get("steps") or {}).get("rule")
         out += ["## Phases", "", "Each step family judged on its own: median iteration after warm-up, GPU busy share "
-                "of it, verdict, and what the GPU waited for most.", "", _phase_table(fams), ""]
+                "of it, verdict, and what the GPU waited for most." + (f" The {rule}." if rule else ""), "",
+                _phase_table(fams), ""]
     graphs = (tl or {}).get("graphs") or {}
     if graphs.get("launches"):
         how = {"node": "traced node by node: their kernels are judged like any other",

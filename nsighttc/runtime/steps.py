@@ -8,10 +8,10 @@ user's push/pop range off its stack):
 - ``nsighttc.step``: one optimizer step of the loop. ``torch.optim`` calls global hooks around every optimizer's
   ``step`` (``register_optimizer_step_post_hook``), so every optimizer, closures (LBFGS), gradient accumulation
   (one step per N micro-batches) and several optimizers per iteration (a GAN's) are seen without touching the
-  program. A step *ends* at the first activity after an optimizer step (a DataLoader fetch, a call of the main
-  model, a ``backward``, or at the latest the next optimizer step), and the next one starts there: steps are
-  iterations of the loop, data loading, ``zero_grad``, the LR scheduler and logging included, one per iteration
-  however many optimizers step in it. The first step starts at the program's first such activity. A step still
+  program. A step *ends* at the first DataLoader fetch or call of the main model after an optimizer step (in a
+  program that shows neither, at the next ``backward`` or optimizer step), and the next one starts there: steps
+  are iterations of the loop, data loading, ``zero_grad``, the LR scheduler and logging included, one per
+  iteration however many optimizers step in it. The first step starts at the program's first such activity. A step still
   open when the program ends had no optimizer step (an evaluation, or the tail after training): it is left open,
   and the analysis drops it.
 - ``nsighttc.optimizer``: each optimizer step (pre to post hook): what makes a ``nsighttc.step`` complete.
@@ -110,6 +110,7 @@ class StepMarks:
         self._lock = threading.Lock()
         self.step: Mark | None = None
         self.pending = False           # an optimizer step ended: the open step closes at the next activity
+        self._tops = 0                 # fetches and model calls in the open step
         self.counts = {"steps": 0, "optimizer_steps": 0, "fetches": 0, "model_calls": 0, "compiles": 0}
         self.model: str | None = None  # the main model's class name, once found
         self._compiles: list[Mark] = []
@@ -119,21 +120,27 @@ class StepMarks:
         return Mark(name, self._start, _profiling())
 
     # -- the step boundary ----------------------------------------------------------------------------
-    def activity(self) -> None:
-        """A DataLoader fetch or a call of the main model: a step opens here if none is open, and the open
-        one closes first when an optimizer step ended since it opened."""
+    def activity(self, top: bool = True) -> None:
+        """Something the loop does each iteration: a step opens here if none is open, and the open one closes
+        first when an optimizer step ended since it opened. ``top``: a DataLoader fetch or a call of the main
+        model, where iterations begin; otherwise a ``backward`` or the next optimizer step, which cut the steps
+        only in a program that shows neither (a GAN's second backward must not cut its iteration in two)."""
         with self._lock:
             if self.step is not None and not self.pending:
+                self._tops += top
                 return
+            if self.step is not None and not top and self._tops:
+                return  # this loop's iterations begin at a fetch or a model call: the step ends there
             if self.step is not None:
                 self.step.end(self._end)
                 self.counts["steps"] += 1
             self.pending = False
+            self._tops = int(top)
             self.step = self.mark(STEP)
 
     def optimizer_pre(self, *_):
-        if self.pending:  # no fetch, model call or backward since the last optimizer step: the step ends here
-            self.activity()
+        if self.pending:  # no fetch, model call or backward since the last optimizer step: the step may end here
+            self.activity(top=False)
         self._optimizer = self.mark(OPTIMIZER)
 
     def optimizer_post(self, *_):
@@ -203,7 +210,7 @@ def _hook_backward(marks: StepMarks) -> None:
     @functools.wraps(original)
     def backward(*args, **kwargs):
         if not _compiling():
-            marks.activity()
+            marks.activity(top=False)
         return original(*args, **kwargs)
 
     torch.autograd.backward = backward

@@ -74,7 +74,7 @@ def test_uneven_launch_rate_under_a_profiler_is_not_a_straggler():
     assert d["straggler"] is None
     li = d["launch_imbalance"]
     assert li["rank"] == 0 and li["launch_overhead_excess_ns"] > 10e6
-    assert "no straggler named" in headline_lines(v.to_json())[2]
+    assert any("no straggler named" in line for line in headline_lines(v.to_json()))
 
 
 def test_communication_is_its_own_category(straggler_nsys):

@@ -1,0 +1,214 @@
+"""The step hooks (nsighttc/runtime/steps.py) inside real PyTorch programs (CPU), read back through the parsers and
+the step finder as a profile would: every kind of loop gets exactly its optimizer steps (or, without an optimizer,
+its iterations), and no hook breaks a compiled program."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from nsighttc.analysis.timeline import steps as steps_mod  # noqa: E402
+from nsighttc.parse import load  # noqa: E402
+from nsighttc.runtime import steps as hooks  # noqa: E402
+
+pytestmark = pytest.mark.torch
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _loader(n_batches: int, batch: int = 8):
+    ds = torch.utils.data.TensorDataset(torch.randn(n_batches * batch, 16), torch.randint(0, 4, (n_batches * batch,)))
+    return torch.utils.data.DataLoader(ds, batch_size=batch)
+
+
+def _model():
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+
+
+def record(program, tmp_path: Path):
+    """Run ``program`` with the hooks installed under torch.profiler (what the launcher does), then parse the
+    trace: (the step families found, the hooks' own counts, the parsed timeline)."""
+    marks = hooks.install()
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            program()
+    finally:
+        counts = marks.record()
+        marks.remove()
+    trace = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    tl = load(trace).timeline
+    import numpy as np
+    sets = steps_mod.find(tl.ranges, tl.marks, load(trace).kernels, np.array([]), None)
+    return sets, counts, tl
+
+
+def test_a_plain_loop_has_one_step_per_optimizer_step_and_the_evaluation_after_it_is_none(tmp_path):
+    m, dl = _model(), _loader(10)
+    opt = torch.optim.AdamW(m.parameters())
+
+    def program():
+        for _ in range(2):
+            for x, y in dl:
+                torch.nn.functional.cross_entropy(m(x), y).backward()
+                opt.step()
+                opt.zero_grad()
+        with torch.no_grad():
+            for x, _ in dl:
+                m(x)
+    sets, counts, tl = record(program, tmp_path)
+    assert counts["optimizer_steps"] == 20 and counts["model"] == "Sequential" and counts["open_step_at_exit"]
+    assert [(s.source, s.name, len(s.starts)) for s in sets] == [("hook", hooks.STEP, 20)]
+    # the marks are not the program's ranges: its range table is what it would be without nsighttc
+    assert not any(str(n).startswith(hooks.PREFIX) for n in tl.ranges["name"])
+    assert set(tl.marks["name"]) == {hooks.STEP, hooks.OPTIMIZER, hooks.DATA, hooks.FORWARD}
+    # steps are back to back (one ends, the next starts in the same hook call), each holds its optimizer step's end
+    s = sets[0]
+    gap = s.starts[1:] - s.ends[:-1]
+    assert (gap >= 0).all() and (gap < 1e6).all()
+    opt_end = tl.marks.loc[tl.marks["name"] == hooks.OPTIMIZER, "end_ns"].sort_values().to_numpy()
+    assert ((opt_end > s.starts) & (opt_end <= s.ends)).all()
+
+
+def test_gradient_accumulation_is_one_step_per_optimizer_step(tmp_path):
+    m, dl = _model(), _loader(24)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+
+    def program():
+        for i, (x, y) in enumerate(dl):
+            (torch.nn.functional.cross_entropy(m(x), y) / 4).backward()
+            if i % 4 == 3:
+                opt.step()
+                opt.zero_grad()
+    sets, counts, _ = record(program, tmp_path)
+    assert counts["fetches"] == 25 and counts["optimizer_steps"] == 6
+    assert len(sets[0].starts) == 6
+
+
+def test_two_optimizers_per_iteration_are_one_step(tmp_path):
+    """A GAN: the discriminator and the generator each step once per iteration."""
+    gen, disc, dl = _model(), torch.nn.Linear(4, 1), _loader(7)
+    opt_g, opt_d = torch.optim.Adam(gen.parameters()), torch.optim.Adam(disc.parameters())
+
+    def program():
+        for x, _ in dl:
+            fake = gen(x)
+            disc(fake.detach()).mean().backward()
+            opt_d.step()
+            opt_d.zero_grad()
+            (-disc(fake).mean()).backward()
+            opt_g.step()
+            opt_g.zero_grad()
+    sets, counts, _ = record(program, tmp_path)
+    assert counts["optimizer_steps"] == 14 and len(sets[0].starts) == 7
+
+
+def test_a_loop_without_a_dataloader_and_a_closure_optimizer(tmp_path):
+    m = _model()
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    opt = torch.optim.LBFGS(m.parameters(), max_iter=3)
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        return loss
+
+    def program():
+        for _ in range(5):
+            opt.step(closure)
+    sets, counts, _ = record(program, tmp_path)
+    assert counts["fetches"] == 0 and counts["optimizer_steps"] == 5
+    assert [(s.source, len(s.starts)) for s in sets] == [("hook", 5)]
+
+
+def test_inference_falls_back_to_dataloader_iterations_then_model_calls(tmp_path):
+    m, dl = _model(), _loader(8)
+
+    def with_loader():
+        with torch.no_grad():
+            for x, _ in dl:
+                m(x)
+    sets, counts, _ = record(with_loader, tmp_path)
+    assert counts["optimizer_steps"] == 0 and counts["fetches"] == 9  # the last one ends the epoch
+    assert [(s.name, len(s.starts)) for s in sets] == [(hooks.DATA, 8)]
+
+    def calls_only():
+        with torch.no_grad():
+            for _ in range(6):
+                m(torch.randn(4, 16))
+    sets, _, _ = record(calls_only, tmp_path)
+    assert [(s.name, len(s.starts)) for s in sets] == [(hooks.FORWARD, 6)]
+
+
+@pytest.mark.parametrize("how", ["torch.compile", "module.compile"])
+def test_compiled_programs_run_unbroken_and_their_compilation_is_marked(tmp_path, how):
+    """fullgraph=True fails on any graph break: the hooks (the main model's hooks are traced by dynamo under
+    module.compile) must add none. The compilation is marked, and the steps are the optimizer steps."""
+    torch._dynamo.reset()
+    m, dl = _model(), _loader(6)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+
+    def program():
+        model = torch.compile(m, fullgraph=True, backend="aot_eager") if how == "torch.compile" else m
+        if how == "module.compile":
+            model.compile(fullgraph=True, backend="aot_eager")
+        for x, y in dl:
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+    sets, counts, tl = record(program, tmp_path)
+    assert counts["compiles"] >= 1 and counts["optimizer_steps"] == 6
+    comp = tl.marks[tl.marks["name"] == hooks.COMPILE]
+    assert len(comp) >= 1 and (comp["end_ns"] > comp["start_ns"]).all()
+    assert [(s.source, len(s.starts)) for s in sets] == [("hook", 6)]
+    # the first step holds the compilation: the steady rule names it
+    import numpy as np
+    from nsighttc.analysis import intervals
+    from nsighttc.analysis.timeline import Thresholds
+    no_gpu = intervals.union(np.array([]), np.array([]))
+    fams = steps_mod.families(sets, no_gpu, np.array([]), np.array([]), Thresholds(), steps_mod.compile_union(tl.marks))
+    assert "torch.compile" in fams[0]["warmup_reasons"][0]
+
+
+def test_hooks_leave_nothing_behind():
+    from torch import nn
+    call, nxt, back, comp = nn.Module.__call__, torch.utils.data.dataloader._BaseDataLoaderIter.__next__, \
+        torch.autograd.backward, torch.compile
+    marks = hooks.install()
+    assert nn.Module.__call__ is not call and torch.compile is not comp
+    marks.remove()
+    assert (nn.Module.__call__, torch.utils.data.dataloader._BaseDataLoaderIter.__next__, torch.autograd.backward,
+            torch.compile) == (call, nxt, back, comp)
+    assert not sys.modules["torch.optim.optimizer"]._global_optimizer_post_hooks
+
+
+def test_the_launcher_marks_a_program_that_imports_torch_itself(tmp_path):
+    """Through the launcher, as every engine runs it: the hooks install when the program imports torch (the
+    launcher does not import it for the nsys/ncu engines), and the torch engine's trace holds the steps."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "m = torch.nn.Linear(16, 4)\n"
+        "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "dl = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(40, 16)), batch_size=8)\n"
+        "for (x,) in dl:\n"
+        "    m(x).sum().backward(); opt.step(); opt.zero_grad()\n")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    for torch_trace in (None, tmp_path / "t.json"):
+        argv = [sys.executable, "-m", "nsighttc.runtime.launch", *(["--torch-trace", str(torch_trace)] if torch_trace
+                                                                   else []), "--", str(script)]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=180, env=env)
+        assert r.returncode == 0, r.stderr
+        line = next(ln for ln in r.stderr.splitlines() if ln.startswith("nsighttc.launch: step marks: "))
+        counts = json.loads(line.split("step marks: ", 1)[1])
+        assert counts["optimizer_steps"] == 5 and counts["fetches"] == 6 and counts["model"] == "Linear"
+    tl = load(tmp_path / "t.json").timeline
+    assert (tl.marks["name"] == hooks.STEP).sum() == 6  # 5 steps and the open tail
+    off = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--step-marks", "off", "--", str(script)],
+                         capture_output=True, text=True, timeout=180, env=env)
+    assert off.returncode == 0 and "step marks" not in off.stderr
