@@ -4,7 +4,8 @@
 - nsys SQLite: drops the OS-runtime tables (``OSRT_API``, ``OSRT_CALLCHAINS``: 276,795 rows and 10 MB of a
   13 MB DDP rank; NCCL's polling threads), then VACUUM; every table the parser reads is unchanged.
 - torch.profiler JSON: drops ``cpu_op``, ``ac2g`` (flow arrows) and ``fwdbwd`` events (the parser reads
-  kernels, copies, sets, CUDA runtime/driver calls and user annotations).
+  kernels, copies, sets, CUDA runtime/driver calls and user annotations), except the ``cpu_op`` events that span
+  a torch.compile compilation (``parse.marks.COMPILE_OPS``: the parser reads those).
 Output is gzipped.  Usage: strip_fixture.py IN OUT.gz   (IN may be gzipped)
 """
 from __future__ import annotations
@@ -42,7 +43,10 @@ def main(src: str, dst: str) -> None:
                 shutil.copyfileobj(fi, fo)
     else:
         doc = json.loads(data)
-        doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in DROP_CATS]
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from nsighttc.parse.marks import COMPILE_OPS
+        doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in DROP_CATS
+                              or (e.get("cat") == "cpu_op" and e.get("name") in COMPILE_OPS)]
         with gzip.open(dst, "wt", compresslevel=9) as fo:
             json.dump(doc, fo, separators=(",", ":"))
     print(f"{src} ({len(data):,} B) -> {dst} ({Path(dst).stat().st_size:,} B)")

@@ -20,13 +20,20 @@ CASES = {
     "reduced_precision.py": ([], r"max relative error"),
     "multi_phase.py": ([], r"(?s)phase train_bf16: .*phase graph_replay: .*phase item_sync: .*phase host_preprocess: "
                            r".*phase tiny_kernels: [\d.]+ steps/s"),
+    "trainer_finetune.py": ([], r"samples/s \(Trainer\), [\d.]+ samples/s steady"),
+    "compile_loop.py": ([], r"steady [\d.]+ ms/step, \d+ tokens/s"),
+    "lightning_module.py": ([], r"steps=6: \d+ images/s steady"),
+    "dataloader_bound.py --no-annotate": (["--no-annotate"], r"it/s"),
 }
+NEEDS = {"trainer_finetune.py": "transformers", "lightning_module.py": "lightning"}
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_wrapper_smoke(case):
     pytest.importorskip("torch")
     script = case.split()[0]
+    if script in NEEDS:
+        pytest.importorskip(NEEDS[script])
     extra, pattern = CASES[case]
     proc = subprocess.run([sys.executable, str(WRAPPERS / script), "--device", "cpu", *extra],
                           capture_output=True, text=True, timeout=600, env=ENV)
@@ -45,3 +52,27 @@ def test_multi_phase_rejects_unknown_phases():
     proc = subprocess.run([sys.executable, str(WRAPPERS / "multi_phase.py"), "--device", "cpu", "--phases", "nope"],
                           capture_output=True, text=True, timeout=120, env=ENV)
     assert proc.returncode == 2 and "unknown phase(s) nope" in proc.stderr
+
+
+# Programs that mark nothing, run through the launcher as every engine runs them: the step hooks must cut each into
+# exactly its optimizer steps, whatever drives the loop (a Trainer, Lightning's closure, a compiled model).
+UNMARKED = {"trainer_finetune.py": ([], 6, "transformers"), "lightning_module.py": ([], 6, "lightning"),
+            "compile_loop.py": ([], 6, None), "dataloader_bound.py": (["--no-annotate"], 3, None),
+            "ddp_train.py": (["--no-annotate"], 5, None)}
+
+
+@pytest.mark.parametrize("script", list(UNMARKED))
+def test_unmarked_programs_get_their_optimizer_steps(script, tmp_path):
+    pytest.importorskip("torch")
+    extra, steps, needs = UNMARKED[script]
+    if needs:
+        pytest.importorskip(needs)
+    import nsighttc
+    trace = tmp_path / "trace.json"
+    proc = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--torch-trace", str(trace), "--",
+                           str(WRAPPERS / script), "--device", "cpu", *extra], capture_output=True, text=True,
+                          timeout=600, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    tl = nsighttc.analyze([trace]).to_json()["timeline"]
+    assert tl["steps"]["source"] == "hook" and tl["steps"]["count"] == steps
+    assert tl["startup"]["first_step_ns"] > 0 and tl["startup"]["seconds"] * 1e9 >= tl["startup"]["first_step_ns"]

@@ -5,19 +5,27 @@ from __future__ import annotations
 import contextlib
 import time
 
+class _NoAnnotate:
+    """Ranges that mark nothing: a program as most are written (``--no-annotate``)."""
+
+    @staticmethod
+    def range(name):
+        return contextlib.nullcontext()
+
+    @staticmethod
+    def step(name="step"):
+        return contextlib.nullcontext()
+
+
 try:
     from nsighttc import annotate
 except ImportError:  # pragma: no cover - wrappers copied elsewhere
-    class _NoAnnotate:
-        @staticmethod
-        def range(name):
-            return contextlib.nullcontext()
-
-        @staticmethod
-        def step(name="step"):
-            return contextlib.nullcontext()
-
     annotate = _NoAnnotate()  # type: ignore
+
+
+def annotations(on: bool):
+    """The annotate API, or stand-ins that mark nothing (a wrapper run with ``--no-annotate``)."""
+    return annotate if on else _NoAnnotate()
 
 
 def pick_device(name: str):

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import annotate, fp16_autocast, pick_device, sync  # noqa: E402
+from _common import annotations, fp16_autocast, pick_device, sync  # noqa: E402
 
 
 class SlowDataset:
@@ -51,9 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, default=96, help="image side")
     ap.add_argument("--work", type=int, default=3, help="preprocessing passes per sample")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: smoke mode, a few tiny batches")
+    ap.add_argument("--no-annotate", action="store_true",
+                    help="mark no ranges or steps (a loop as most programs are written: nsighttc finds the steps)")
     a = ap.parse_args(argv)
     import torch
     from torch.utils.data import DataLoader
+    annotate = annotations(not a.no_annotate)
     device = pick_device(a.device)
     if device.type == "cpu":
         a.batch, a.steps, a.size, a.workers = 4, 3, 16, 0

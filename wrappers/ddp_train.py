@@ -7,7 +7,10 @@ Run under torchrun (one process per GPU):
     torchrun --nproc_per_node 2 wrappers/ddp_train.py --straggler-rank 1 --delay-ms 30
 
 ``--straggler-rank R --delay-ms D`` makes rank R sleep D ms on its host before each step (a slow data
-loader, a host sync, a busy CPU): every other rank then waits for it in the gradient all-reduce. ResNet-50
+loader, a host sync, a busy CPU): every other rank then waits for it in the gradient all-reduce.
+``--uneven-rank R --uneven-batch B`` gives rank R a larger batch: more GPU work per step, nothing on the host,
+no range (an uneven data shard, a rank that does extra work). ``--no-annotate`` marks nothing (nsighttc's
+hooks find the steps). ResNet-50
 has 25.6 M parameters: DDP all-reduces ~100 MB of fp32 gradients per step in 25 MB buckets, overlapped
 with the backward pass. ``--device cpu`` is the smoke mode: gloo backend, a small MLP, a few steps (CI).
 Without torchrun (no RANK in the environment) it runs as a single process of world size 1.
@@ -23,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import amp_step, annotate, sync  # noqa: E402
+from _common import amp_step, annotations, sync  # noqa: E402
 
 
 def _model(name: str):
@@ -45,11 +48,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", choices=["amp", "fp32"], default="amp")
     ap.add_argument("--straggler-rank", type=int, default=None, help="this rank sleeps on its host before each step")
     ap.add_argument("--delay-ms", type=float, default=30.0, help="the straggler's sleep per step")
+    ap.add_argument("--uneven-rank", type=int, default=None,
+                    help="this rank trains on a larger batch (--uneven-batch): more GPU work, no sleep, no range")
+    ap.add_argument("--uneven-batch", type=int, default=96, help="the uneven rank's per-rank batch")
+    ap.add_argument("--no-annotate", action="store_true",
+                    help="mark no ranges or steps (a DDP job as most are written: nsighttc finds the steps)")
     a = ap.parse_args(argv)
 
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
+    annotate = annotations(not a.no_annotate)
 
     rank = int(os.environ.get("RANK", 0))
     world = int(os.environ.get("WORLD_SIZE", 1))
@@ -71,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     if not cpu:
         model = model.to(memory_format=torch.channels_last)
     ddp = DDP(model, device_ids=None if cpu else [local], gradient_as_bucket_view=True)
+    if a.uneven_rank == rank:  # DDP averages gradients over ranks whatever their batch: this rank just works more
+        a.batch = a.uneven_batch if not cpu else a.batch * 2
     if cpu:
         x = torch.randn(a.batch, 256)
         y = torch.randint(0, 10, (a.batch,))
@@ -101,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     sync(device)
     dt = time.perf_counter() - t0
     print(f"ddp_train rank {rank}/{world} {'cpu-gloo' if cpu else a.precision} batch={a.batch}"
-          f"{f' straggler={a.straggler_rank} delay={a.delay_ms:g}ms' if a.straggler_rank is not None else ''}: "
+          f"{f' straggler={a.straggler_rank} delay={a.delay_ms:g}ms' if a.straggler_rank is not None else ''}"
+          f"{f' uneven={a.uneven_rank}' if a.uneven_rank is not None else ''}: "
           f"{dt / a.steps * 1e3:.1f} ms/step, {a.batch * world * a.steps / dt:.1f} images/s total, "
           f"loss {float(loss.detach()):.3f}", flush=True)
     # Free DDP (its reducer holds the process group) before destroying the group: freed after it, a gloo

@@ -251,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if remove_hooks:
             remove_hooks()
+        if marks is not None:
+            marks.finish()
         if marks is not None and any(marks.counts.values()):
             import json
             print(f"nsighttc.launch: step marks: {json.dumps(marks.record())}", file=sys.stderr)

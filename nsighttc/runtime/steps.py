@@ -160,6 +160,16 @@ class StepMarks:
         if self._compiles:
             self._compiles.pop().end(self._end)
 
+    def finish(self) -> None:
+        """The program has ended: a step whose optimizer step ended is complete (nothing came after it to close
+        it); one without is the program's tail after training and stays open, which the analysis reads as no
+        step (nsys records it unclosed, torch.profiler closes it at its stop)."""
+        with self._lock:
+            if self.step is not None and self.pending:
+                self.step.end(self._end)
+                self.counts["steps"] += 1
+                self.step, self.pending = None, False
+
     def record(self) -> dict:
         return {**self.counts, "model": self.model, "open_step_at_exit": self.step is not None}
 

@@ -36,6 +36,7 @@ def record(program, tmp_path: Path):
     try:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             program()
+            marks.finish()  # the launcher's end of the program
     finally:
         counts = marks.record()
         marks.remove()
@@ -123,6 +124,8 @@ def test_a_loop_without_a_dataloader_and_a_closure_optimizer(tmp_path):
             opt.step(closure)
     sets, counts, _ = record(program, tmp_path)
     assert counts["fetches"] == 0 and counts["optimizer_steps"] == 5
+    # nothing came after the last optimizer step to close its step: the program's end did, and it counts
+    assert counts["steps"] == 5 and not counts["open_step_at_exit"]
     assert [(s.source, len(s.starts)) for s in sets] == [("hook", 5)]
 
 
