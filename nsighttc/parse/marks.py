@@ -20,12 +20,21 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..runtime.steps import COMPILE, DATA, NAMES as HOOK_NAMES, STEP
+from ..runtime.steps import COMPILE, DATA, FORWARD, NAMES as HOOK_NAMES, OPTIMIZER, STEP
 
 MARK_COLUMNS = ["pid", "tid", "start_ns", "end_ns", "name"]
 # cpu_op events of torch.compile that span a whole compilation (torch/_dynamo/utils.py dynamo_timed phase names)
 COMPILE_OPS = frozenset({"entire_frame_compile", "entire_backward_compile"})
 _DYNAMO_MARKER = re.compile(r"_data: (?:fn_name=[^,]*, )?compile_id=[^ ]+$")
+# Each call of a compiled graph is a range named by its hash (``## Call CompiledFxGraph f3x...5a ##``, torch 2.11 on
+# H100, reports/unmarked): one row per graph and per run of the compiler; folded into one name.
+_COMPILED_CALL = re.compile(r"^## Call CompiledFxGraph \S+ ##$")
+COMPILED_GRAPH = "torch.compile graph"
+# Leaves that mark an iteration. torch.optim's own record_function labels (`Optimizer.step#AdamW.step`,
+# torch 2.11 traces, tests/fixtures/multi_phase_torch) contain "step" but are not iterations (they are the
+# analysis' "profiler-op" source), and nsighttc's own marks (`nsighttc.step`) are kept apart here.
+STEP_PATTERN = re.compile(r"^(ProfilerStep|(?!Optimizer\.|nsighttc\.).*step.*|iteration|iter|train_batch|batch)$",
+                          re.IGNORECASE)
 
 
 def empty() -> pd.DataFrame:
@@ -39,23 +48,35 @@ def is_dynamo_marker(name: str) -> bool:
 
 
 DATALOADER_RANGE = "enumerate(DataLoader)#"  # torch.profiler's own range around each fetch
+OPTIMIZER_RANGE = "Optimizer.step#"          # torch.profiler's own range around each optimizer step
 
 
 def split(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the program's ranges, the marks) of a range table with a ``name`` column. Names are looked at once
     each (a trace's ranges share a few hundred names).
 
-    One mark stays a range as well: ``nsighttc.data`` where the recording has no range of its own around the
-    DataLoader's fetches (nsys; torch.profiler has ``enumerate(DataLoader)#...``), so that the GPU's idle time
-    during a fetch is put down to data loading, not to the program's top-level range. It opens and closes inside
-    one ``__next__`` call, so it holds no other range of the program and moves no path."""
+    Some marks stay ranges as well, so that the GPU's idle time is put down to what the host was doing, not to
+    the program's top-level range, and its kernels to where they were launched:
+    - ``nsighttc.data`` and ``nsighttc.optimizer`` where the recording has no range of its own around the
+      DataLoader's fetches / optimizer steps (nsys; torch.profiler has ``enumerate(DataLoader)#...`` and
+      ``Optimizer.step#...``); each opens and closes inside one call, so it holds no other range of the program;
+    - ``nsighttc.forward`` (the main model's calls) in a recording without step ranges of its own: a program
+      that marks its steps keeps its range table as it would be without nsighttc.
+    torch.compile's per-graph ranges are folded into one name (``COMPILED_GRAPH``)."""
     if ranges.empty:
         return ranges, empty()
     codes, uniq = pd.factorize(ranges["name"].astype(object), use_na_sentinel=True)
     names = [str(u) for u in uniq]
-    kind = np.array([_kind(n) for n in names] + [0], dtype=np.int8)  # 0 range, 1 mark, 2 dropped
-    if not any(n.startswith(DATALOADER_RANGE) for n in names) and DATA in names:
-        kind[names.index(DATA)] = 3  # a mark and a range
+    kind = np.array([_kind(n) for n in names] + [0], dtype=np.int8)  # 0 range, 1 mark, 2 dropped, 3 both
+    as_range = {DATA: not any(n.startswith(DATALOADER_RANGE) for n in names),
+                OPTIMIZER: not any(n.startswith(OPTIMIZER_RANGE) for n in names),
+                FORWARD: not any(STEP_PATTERN.match(n.rsplit("/", 1)[-1]) for n in names)}
+    for name, keep in as_range.items():
+        if keep and name in names:
+            kind[names.index(name)] = 3
+    folded = [i for i, n in enumerate(names) if _COMPILED_CALL.match(n)]
+    if folded:
+        ranges = ranges.assign(name=ranges["name"].astype(object).where(~np.isin(codes, folded), COMPILED_GRAPH))
     k = kind[np.where(codes < 0, len(uniq), codes)]
     if not k.any():
         return ranges, empty()

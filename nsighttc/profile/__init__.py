@@ -82,12 +82,22 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
     else:
         passes, notes = plan(opts, target, cc, run_dir)
         done, inputs, failures = run_queue(passes, opts, target, run_dir, gpus, notes, say, remaining)
-    workload_rc = next((p.returncode for p in done if p.returncode not in (None, 0) and not p.stopped_early), 0)
-    killed = [p for p in done if p.returncode is not None and p.returncode < 0 and not p.stopped_early]
-    if killed:  # the tool (or the program under it) died of a signal we did not send
-        notes += [f"{p.engine} died of signal {-p.returncode} ({signal_name(-p.returncode)}); see {p.log.name}"
-                  for p in killed]
+    # The exit code is the program's own, from its first pass (the timeline pass of the default run, the one pass
+    # of an explicit engine). A later pass (the replay, ncu on the program) that nsighttc stopped, or whose program
+    # died after its measurements were taken, is a note: the Trainer under ncu exited 11 after printing its results
+    # on H100 (reports/unmarked), while its timeline run had exited 0.
+    own, later = (done[0], done[1:]) if done else (None, [])
+    workload_rc = own.returncode if own is not None and own.returncode not in (None, 0) and not own.stopped_early else 0
+    if own is not None and own.returncode is not None and own.returncode < 0 and not own.stopped_early:
+        # the tool (or the program under it) died of a signal we did not send
+        notes.append(f"{own.engine} died of signal {-own.returncode} ({signal_name(-own.returncode)}); see {own.log.name}")
         workload_rc = CollectError.exit_code
+    for p in later:
+        if p.returncode not in (None, 0) and not p.stopped_early:
+            why = (f"died of signal {-p.returncode} ({signal_name(-p.returncode)})" if p.returncode < 0
+                   else f"exited with code {p.returncode}")
+            notes.append(f"the {p.mode or p.engine} pass ({p.engine}) {why}; what it measured before is used, and "
+                         f"the program's own run exited {own.returncode if own else '?'}; see {p.log.name}")
     interrupted = any(p.interrupted for p in done)
     timed_out = any(p.timed_out for p in done)
     if interrupted:

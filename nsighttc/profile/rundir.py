@@ -78,7 +78,9 @@ def provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], g
 def write_meta(run_dir: Path, target: Target, opts: Options, done: list[Pass], gpus: list, notes: list[str],
                 evidence: dict | None = None, phases: dict | None = None) -> None:
     meta = provenance(run_dir, target, opts, done, gpus, notes, evidence)
-    meta["exit_codes"] = {p.engine: p.returncode for p in done}
+    meta["exit_codes"] = {p.engine: p.returncode for p in reversed(done)}  # per engine: its first pass's
+    meta["pass_exit_codes"] = [{"engine": p.engine, "mode": p.mode or None, "returncode": p.returncode,
+                                "stopped_early": p.stopped_early} for p in done]
     if phases:
         meta["phase_seconds"] = phases
     (run_dir / "run.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")

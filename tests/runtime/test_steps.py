@@ -63,9 +63,11 @@ def test_a_plain_loop_has_one_step_per_optimizer_step_and_the_evaluation_after_i
                 m(x)
     sets, counts, tl = record(program, tmp_path)
     assert counts["optimizer_steps"] == 20 and counts["model"] == "Sequential" and counts["open_step_at_exit"]
-    assert [(s.source, s.name, len(s.starts)) for s in sets] == [("hook", hooks.STEP, 20)]
-    # the marks are not the program's ranges: its range table is what it would be without nsighttc
-    assert not any(str(n).startswith(hooks.PREFIX) for n in tl.ranges["name"])
+    assert [(s.source, s.name, len(s.starts)) for s in sets] == [("hook", "optimizer steps", 20)]
+    # the marks are not the program's ranges, but the main model's calls in a program that marks no steps (where
+    # its kernels were launched, what the host did while the GPU waited); torch.profiler's own DataLoader and
+    # optimizer ranges make those marks' ranges unneeded
+    assert {str(n) for n in tl.ranges["name"] if str(n).startswith(hooks.PREFIX)} == {hooks.FORWARD}
     assert set(tl.marks["name"]) == {hooks.STEP, hooks.OPTIMIZER, hooks.DATA, hooks.FORWARD}
     # steps are back to back (one ends, the next starts in the same hook call), each holds its optimizer step's end
     s = sets[0]
@@ -138,14 +140,14 @@ def test_inference_falls_back_to_dataloader_iterations_then_model_calls(tmp_path
                 m(x)
     sets, counts, _ = record(with_loader, tmp_path)
     assert counts["optimizer_steps"] == 0 and counts["fetches"] == 9  # the last one ends the epoch
-    assert [(s.name, len(s.starts)) for s in sets] == [(hooks.DATA, 8)]
+    assert [(s.name, len(s.starts)) for s in sets] == [("DataLoader iterations", 8)]
 
     def calls_only():
         with torch.no_grad():
             for _ in range(6):
                 m(torch.randn(4, 16))
     sets, _, _ = record(calls_only, tmp_path)
-    assert [(s.name, len(s.starts)) for s in sets] == [(hooks.FORWARD, 6)]
+    assert [(s.name, len(s.starts)) for s in sets] == [("model calls", 6)]
 
 
 @pytest.mark.parametrize("how", ["torch.compile", "module.compile"])

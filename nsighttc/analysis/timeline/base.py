@@ -1,10 +1,11 @@
 """What every timeline question shares: thresholds, the verdict rule, the result object, the call tables."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import pandas as pd
+
+from ...parse.marks import STEP_PATTERN  # leaves that mark an iteration (defined where the ranges are split)
 
 # Host calls that block until the GPU (or a copy) is done. `.item()`, `.cpu()`, `print(tensor)` and
 # blocking `.to()` copies reach the driver as cudaMemcpyAsync + cudaStreamSynchronize (torch 2.11, H100,
@@ -14,11 +15,6 @@ SYNC_CALLS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchr
               "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cudaMemset"}
 # Host calls that launch a whole CUDA graph: their correlation id is shared by every node of the graph.
 GRAPH_LAUNCH_CALLS = {"cudaGraphLaunch", "cuGraphLaunch"}
-# Leaves that mark an iteration. torch.optim's own record_function labels (`Optimizer.step#AdamW.step`,
-# torch 2.11 traces, tests/fixtures/multi_phase_torch) contain "step" but are not iterations (they are the
-# steps.find "profiler-op" source), and nsighttc's own marks (`nsighttc.step`) are kept apart by the parsers.
-STEP_PATTERN = re.compile(r"^(ProfilerStep|(?!Optimizer\.|nsighttc\.).*step.*|iteration|iter|train_batch|batch)$",
-                          re.IGNORECASE)
 
 
 @dataclass

@@ -77,16 +77,16 @@ def hooks(marks: pd.DataFrame) -> list[StepSet]:
         s, e = steps["start_ns"].to_numpy(dtype="float64"), steps["end_ns"].to_numpy(dtype="float64")
         done = np.searchsorted(opt_end, e, side="right") > np.searchsorted(opt_end, s, side="left")
         if done.sum() >= 2:
-            return [StepSet(STEP, None, s[done], e[done], HOOK,
+            return [StepSet("optimizer steps", None, s[done], e[done], HOOK,
                             "optimizer steps, marked by nsighttc's hooks inside the program (no step marks of its own)")]
     data = _named(marks, DATA)
     if len(data) >= 3:
         s = data["start_ns"].to_numpy(dtype="float64")
-        return [StepSet(DATA, None, s[:-1], s[1:], HOOK,
+        return [StepSet("DataLoader iterations", None, s[:-1], s[1:], HOOK,
                         "DataLoader iterations (no optimizer steps), marked by nsighttc's hooks inside the program")]
     fwd = _named(marks, FORWARD)
     if len(fwd) >= 2:
-        return [StepSet(FORWARD, None, fwd["start_ns"].to_numpy(dtype="float64"), fwd["end_ns"].to_numpy(dtype="float64"),
+        return [StepSet("model calls", None, fwd["start_ns"].to_numpy(dtype="float64"), fwd["end_ns"].to_numpy(dtype="float64"),
                         HOOK, "calls of the main model (no optimizer, no DataLoader), marked by nsighttc's hooks")]
     return []
 
