@@ -20,12 +20,14 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..runtime.steps import COMPILE, DATA, FORWARD, NAMES as HOOK_NAMES, OPTIMIZER, STEP
+from ..runtime.steps import BACKWARD, COMPILE, DATA, FORWARD, NAMES as HOOK_NAMES, OPTIMIZER, STEP
 
 MARK_COLUMNS = ["pid", "tid", "start_ns", "end_ns", "name"]
 # cpu_op events of torch.compile that span a whole compilation (torch/_dynamo/utils.py dynamo_timed phase names)
 COMPILE_OPS = frozenset({"entire_frame_compile", "entire_backward_compile"})
-_DYNAMO_MARKER = re.compile(r"_data: (?:fn_name=[^,]*, )?compile_id=[^ ]+$")
+# (also with other fields: ``CachingAutotuner.benchmark_all_configs_data: kernel_name=triton_poi_..., is_backward=True,
+# compile_id=0/0``, Inductor's autotuning, torch 2.11 on H100)
+_DYNAMO_MARKER = re.compile(r"_data: (?:[A-Za-z_]+=[^,]*, )*compile_id=[^ ]+$")
 # Each call of a compiled graph is a range named by its hash (``## Call CompiledFxGraph f3x...5a ##``, torch 2.11 on
 # H100, reports/unmarked): one row per graph and per run of the compiler; folded into one name.
 _COMPILED_CALL = re.compile(r"^## Call CompiledFxGraph \S+ ##$")
@@ -60,8 +62,8 @@ def split(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     - ``nsighttc.data`` and ``nsighttc.optimizer`` where the recording has no range of its own around the
       DataLoader's fetches / optimizer steps (nsys; torch.profiler has ``enumerate(DataLoader)#...`` and
       ``Optimizer.step#...``); each opens and closes inside one call, so it holds no other range of the program;
-    - ``nsighttc.forward`` (the main model's calls) in a recording without step ranges of its own: a program
-      that marks its steps keeps its range table as it would be without nsighttc.
+    - ``nsighttc.forward`` and ``nsighttc.backward`` (the main model's calls, ``backward``) in a recording without
+      step ranges of its own: a program that marks its steps keeps its range table as it would be without nsighttc.
     torch.compile's per-graph ranges are folded into one name (``COMPILED_GRAPH``)."""
     if ranges.empty:
         return ranges, empty()
@@ -71,6 +73,7 @@ def split(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     as_range = {DATA: not any(n.startswith(DATALOADER_RANGE) for n in names),
                 OPTIMIZER: not any(n.startswith(OPTIMIZER_RANGE) for n in names),
                 FORWARD: not any(STEP_PATTERN.match(n.rsplit("/", 1)[-1]) for n in names)}
+    as_range[BACKWARD] = as_range[FORWARD]
     for name, keep in as_range.items():
         if keep and name in names:
             kind[names.index(name)] = 3

@@ -20,6 +20,8 @@ user's push/pop range off its stack):
 - ``nsighttc.forward``: each call of the main model, the first module *with parameters* the program calls from
   outside any other module (found by wrapping ``nn.Module.__call__`` until then, then a hook on that module
   alone): without a DataLoader either, the iterations are these calls.
+- ``nsighttc.backward``: each ``backward`` call from the program (the host launching the backward pass: where an
+  un-annotated program's GPU waits for its host is often here).
 - ``nsighttc.compile``: torch.compile's compilations (``torch._dynamo.callback_handler``'s start/end callbacks:
   frame compiles, lazy backward compiles, CUDA-graph recording), registered once the program imports dynamo.
 
@@ -42,7 +44,8 @@ OPTIMIZER = "nsighttc.optimizer"
 DATA = "nsighttc.data"
 FORWARD = "nsighttc.forward"
 COMPILE = "nsighttc.compile"
-NAMES = (STEP, OPTIMIZER, DATA, FORWARD, COMPILE)
+BACKWARD = "nsighttc.backward"
+NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE)
 PREFIX = "nsighttc."  # every mark's name starts with it (the replay's ranges use "nsighttc-")
 
 
@@ -219,9 +222,14 @@ def _hook_backward(marks: StepMarks) -> None:
 
     @functools.wraps(original)
     def backward(*args, **kwargs):
-        if not _compiling():
-            marks.activity(top=False)
-        return original(*args, **kwargs)
+        if _compiling():
+            return original(*args, **kwargs)
+        marks.activity(top=False)
+        m = marks.mark(BACKWARD)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            m.end(marks._end)
 
     torch.autograd.backward = backward
     marks._undo.append(lambda: setattr(torch.autograd, "backward", original))

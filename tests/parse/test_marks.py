@@ -16,6 +16,8 @@ def test_marks_leave_the_range_table_and_torch_compile_is_folded():
     r, m = marks.split(_ranges(["train.py", hooks.STEP, hooks.OPTIMIZER, hooks.COMPILE, "entire_frame_compile",
                                 "dynamo_data: compile_id=0/0",
                                 "entire_frame_compile_data: fn_name=_compile.compile_inner, compile_id=0/0",
+                                "CachingAutotuner.benchmark_all_configs_data: kernel_name=triton_poi_fused__to_copy_0, "
+                                "is_backward=True, compile_id=0/0",
                                 "## Call CompiledFxGraph fko4zrwir6k6 ##", "## Call CompiledFxGraph fwu7fnqjv ##"]))
     assert list(r["name"]) == ["train.py", hooks.OPTIMIZER, marks.COMPILED_GRAPH, marks.COMPILED_GRAPH]
     assert list(m["name"]) == [hooks.STEP, hooks.OPTIMIZER, hooks.COMPILE, hooks.COMPILE]

@@ -64,11 +64,11 @@ def test_a_plain_loop_has_one_step_per_optimizer_step_and_the_evaluation_after_i
     sets, counts, tl = record(program, tmp_path)
     assert counts["optimizer_steps"] == 20 and counts["model"] == "Sequential" and counts["open_step_at_exit"]
     assert [(s.source, s.name, len(s.starts)) for s in sets] == [("hook", "optimizer steps", 20)]
-    # the marks are not the program's ranges, but the main model's calls in a program that marks no steps (where
+    # the marks are not the program's ranges, but the main model's calls and backward in a program that marks no steps (where
     # its kernels were launched, what the host did while the GPU waited); torch.profiler's own DataLoader and
     # optimizer ranges make those marks' ranges unneeded
-    assert {str(n) for n in tl.ranges["name"] if str(n).startswith(hooks.PREFIX)} == {hooks.FORWARD}
-    assert set(tl.marks["name"]) == {hooks.STEP, hooks.OPTIMIZER, hooks.DATA, hooks.FORWARD}
+    assert {str(n) for n in tl.ranges["name"] if str(n).startswith(hooks.PREFIX)} == {hooks.FORWARD, hooks.BACKWARD}
+    assert set(tl.marks["name"]) == {hooks.STEP, hooks.OPTIMIZER, hooks.DATA, hooks.FORWARD, hooks.BACKWARD}
     # steps are back to back (one ends, the next starts in the same hook call), each holds its optimizer step's end
     s = sets[0]
     gap = s.starts[1:] - s.ends[:-1]
