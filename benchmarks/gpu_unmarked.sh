@@ -5,6 +5,8 @@
 #           cache): the Trainer fine-tune, the torch.compile loop, the Lightning module, the DataLoader loop.
 #   PART b: small recordings for the fixtures (`--engine torch`, stripped, gzipped), then `nsighttc try` on the
 #           Trainer fine-tune (tf32, bf16-autocast, workers=4) and plain runs with each change made by hand.
+#   PART d: the same small programs recorded by Nsight Systems (`--engine nsys`: the hooks' marks as NVTX start/end
+#           ranges), stripped and gzipped for the fixtures.
 #   PART c (nvidia-h200-x2): the DDP job unmarked under torchrun, balanced and with rank 1 on a larger batch, plain
 #           and under the default `nsighttc profile` (nsys timeline per rank); the per-rank recordings as fixtures.
 # Writes OUT/summary.txt and one OUT/<part>.tgz of the run directories (raw recordings left out, report, verdict,
@@ -70,6 +72,15 @@ b)
   plain trainer_bf16_by_hand python3 wrappers/trainer_finetune.py --steps 40 --precision bf16
   plain trainer_workers4_by_hand python3 wrappers/trainer_finetune.py --steps 40 --workers 4
   plain trainer_baseline python3 wrappers/trainer_finetune.py --steps 40
+  ;;
+d)
+  for p in "trainer wrappers/trainer_finetune.py --steps 12" "compile wrappers/compile_loop.py --steps 12 --layers 4" \
+           "dataloader wrappers/dataloader_bound.py --no-annotate --steps 12"; do
+    set -- $p; name=$1; shift
+    profile "fixn_$name" 300 --engine nsys -- python3 "$@"
+    t=$(ls "$W/runs_fixn_$name"/*/nsys.sqlite 2>/dev/null | tail -1)
+    [ -n "$t" ] && python3 benchmarks/strip_fixture.py "$t" "$W/fix/${name}_nsys.sqlite.gz" >> "$S" 2>&1
+  done
   ;;
 c)
   TR=(python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29533)

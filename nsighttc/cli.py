@@ -257,6 +257,10 @@ def demo(fmt: str, which: str) -> None:
                    "they touch the GPU.")
 @click.option("--timeline-engine", type=click.Choice(["auto", "torch", "nsys"]), default="auto", show_default=True,
               help="auto: torch.profiler for Python programs with torch (cheapest), else nsys.")
+@click.option("--step-marks/--no-step-marks", default=True, show_default=True,
+              help="Python programs: find the steps of a program that marks none, from hooks the launcher installs "
+                   "when it imports torch (optimizer steps, DataLoader fetches, the main model's calls, backward, "
+                   "torch.compile's compilations). The program's own step ranges win when it has some.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),
               show_default=True, help="Parent of the run directory; each run gets a new <time>-<script> folder.")
 @click.option("--range", "range_", metavar="NAME", help="Profile only inside NVTX range NAME (ncu, nsys).")
@@ -273,8 +277,8 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--timeline", is_flag=True, hidden=True, help="Accepted for old command lines: the default run has the timeline.")
 @click.option("--format", "fmt", type=FORMAT, default=None, help="What to print at the end. " + FORMAT_HELP)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, out, range_, annotate, ncu_path, nsys_path, timeout,
-            keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
+def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, step_marks, out, range_, annotate,
+            ncu_path, nsys_path, timeout, keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
     """Profile a program and write its verdict: did the Tensor Cores fire, and is it GPU- or host-bound?
 
     \b
@@ -306,7 +310,7 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
     opts = Options(engine=engine, out=out, range=range_, annotate=annotate, ncu=ncu_path, nsys=nsys_path,
                    timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
                    timeline=timeline, fast=fast, hardware=hardware, cache=not no_cache, timeline_engine=timeline_engine,
-                   overlap=overlap, counters=counters, replay=replay)
+                   overlap=overlap, counters=counters, replay=replay, step_marks=step_marks)
     def say(s: str) -> None:  # progress; the workload's own output only with -v
         note(s, level=2 if s.startswith("  | ") else 1)
     if timeline and engine == "auto":

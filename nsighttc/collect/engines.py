@@ -28,10 +28,12 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   torch_trace: Path | None = None, python: str | None = None, range_name: str | None = None,
                   gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start",
                   variants: list[str] | None = None, applied: Path | None = None,
-                  record_shapes: bool = False, kernel_ops: Path | None = None) -> list[str]:
+                  record_shapes: bool = False, kernel_ops: Path | None = None, step_marks: bool = True) -> list[str]:
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
-    (``nsighttc.runtime.kernel_ops``)."""
+    (``nsighttc.runtime.kernel_ops``). ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default."""
     argv = [python or sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", annotate]
+    if not step_marks:
+        argv += ["--step-marks", "off"]
     for v in variants or []:
         argv += ["--variant", v]
     if applied is not None:

@@ -48,6 +48,7 @@ class Options:
     counters: str = "fast"          # default run's ncu pass: fast (one replay pass: instruction counts) | full (FLOPs)
     replay: bool = True             # default run: measure kernels by calling their operators again (nsighttc.runtime.replay)
     record_shapes: bool = False     # torch engine: record operator arguments (set by the default run for replay)
+    step_marks: bool = True         # the launcher marks steps from global hooks (nsighttc.runtime.steps)
     python: str = field(default_factory=lambda: sys.executable)
 
 

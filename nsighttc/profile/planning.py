@@ -34,6 +34,7 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
         if not target.python_program:
             return list(target.argv)
         return engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
+                                     step_marks=opts.step_marks,
                                      torch_trace=torch_trace, python=opts.python,
                                      record_shapes=opts.record_shapes and torch_trace is not None,
                                      kernel_ops=run_dir / KERNEL_OPS_FILE)
@@ -95,6 +96,7 @@ def hardware_pass(ncu, opts: Options, target: Target, run_dir: Path, cc: str | N
     kernels (mode "after", ``regex``). ``pid_file``: where the launcher says which process to interrupt once
     the kernels were profiled. Distributed: on rank 0 only."""
     inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python,
+                                  step_marks=opts.step_marks,
                                   pid_file=pid_file, **gating) if target.python_program else list(target.argv)
     metrics = ncu_metrics.one_pass_metrics_for_cc(cc) if opts.counters == "fast" else None
     p = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,

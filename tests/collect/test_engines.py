@@ -108,3 +108,15 @@ def test_the_program_starts_before_pandas_is_imported(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_step_marks_can_be_switched_off(tmp_path):
+    from nsighttc.collect.engines import launcher_argv
+    from nsighttc.profile import Options, plan, resolve_target
+    assert "--step-marks" not in launcher_argv(["t.py"])
+    assert launcher_argv(["t.py"], step_marks=False)[3:5] == ["--annotate", "script"] and \
+        launcher_argv(["t.py"], step_marks=False)[5:7] == ["--step-marks", "off"]
+    script = tmp_path / "t.py"
+    script.write_text("pass\n")
+    (p,), _ = plan(Options(engine="torch", step_marks=False), resolve_target(str(script), [], None), None, tmp_path)
+    assert p.argv[p.argv.index("--step-marks") + 1] == "off"
