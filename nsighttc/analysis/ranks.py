@@ -114,7 +114,7 @@ def _excess(slow: dict, others: list[dict]) -> list[tuple[tuple[str, str], float
 
 def _describe(key: tuple[str, str]) -> str:
     kind, name = key
-    return {"host-range": f"host busy in `{name}`", LAUNCH: "launch overhead (the host launched kernels slower)",
+    return {"host-range": "host busy outside any range" if name == "(no range)" else f"host busy in `{name}`", LAUNCH: "launch overhead (the host launched kernels slower)",
             "sync": f"synchronising calls ({name})", "pageable-copy": "pageable host-to-device copies",
             "gpu-wait": "launched work waiting on the GPU", COMPUTE: "longer GPU compute (a slower or throttled GPU, "
             "or more work on this rank)"}.get(kind, f"{kind} ({name})")

@@ -159,3 +159,36 @@ def test_the_warm_up_rule():
     # a compiling step is warm-up whatever its length
     comp = intervals.union(np.array([s[0] + 0.1, s[1] + 0.1]), np.array([s[0] + 0.2, s[1] + 0.2]))
     assert steady.warmup(s, s + flat, flat, 3.0, 1.2, comp, np.array([]))[0] == 2
+
+
+def _strip_nvtx(src_dir, dest):
+    """A DDP job's per-rank nsys recordings with every NVTX range deleted: a job that marks nothing."""
+    for r in ("rank0", "rank1"):
+        (dest / r).mkdir(parents=True)
+        db = dest / r / "nsys.sqlite"
+        with gzip.open(next((src_dir / r).glob("*")), "rb") as a, db.open("wb") as b:
+            shutil.copyfileobj(a, b)
+        con = sqlite3.connect(db)
+        con.execute("DELETE FROM NVTX_EVENTS WHERE eventType IN (59, 60)")
+        con.commit()
+        con.close()
+    return dest
+
+
+def test_an_unmarked_ddp_job_gets_per_rank_steps_and_its_straggler(tmp_path):
+    """The 2-rank DDP recordings (H200 x2, tests/fixtures/ddp) without their ranges: each rank's steps come from its
+    repeating kernel sequence, although its steps launch 798-807 kernels (NCCL and cuDNN vary), and the straggler
+    (rank 1 sleeps 30 ms on its host per step) is still named, its host time now outside any range; the balanced
+    job still gets no straggler."""
+    from ..conftest import FIXTURES
+    ddp = FIXTURES / "ddp"
+    v = nsighttc.analyze([_strip_nvtx(ddp / "straggler_nsys", tmp_path / "s")], jobs=1).to_json()
+    marked = nsighttc.analyze([ddp / "straggler_nsys"], jobs=1).to_json()
+    assert v["timeline"]["steps"]["source"] == "kernel-period"
+    assert [r["median_step_ns"] is not None for r in v["ranks"]] == [True, True]
+    for r, m in zip(v["ranks"], marked["ranks"]):  # the same loop: within 10% of the marked steps
+        assert r["median_step_ns"] == pytest.approx(m["median_step_ns"], rel=0.10)
+    s = v["distributed"]["straggler"]
+    assert s["rank"] == 1 and s["cause"].startswith("host busy outside any range")
+    b = nsighttc.analyze([_strip_nvtx(ddp / "balanced_nsys_uneven", tmp_path / "b")], jobs=1).to_json()
+    assert b["distributed"]["straggler"] is None

@@ -327,7 +327,7 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
     for pc, ns in sorted(host.items(), key=lambda x: -x[1]):
         if ns <= 0:
             continue
-        path = str(paths[pc]) if pc >= 0 else "(no range)"
+        path = str(paths[pc]) if pc >= 0 else NO_RANGE
         info = rinfo.get(path)
         if info and info.get("leaf_work"):
             detail = (f"the GPU idled {_ms(ns)} while the host worked in `{path}` ({info['count']} × median "
@@ -372,6 +372,9 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
     return sorted(out, key=lambda c: -c["idle_ns"])
 
 
+NO_RANGE = "(no range)"  # host work the recording puts in no range (a program, or a recording, without any)
+
+
 def headline(causes_: list[dict], verdict: str) -> str | None:
     """One line for the verdict's headline: the first cause and its share of the idle time."""
     if verdict not in ("cpu-bound", "mixed") or not causes_ or causes_[0]["idle_ns"] <= 0:
@@ -381,7 +384,8 @@ def headline(causes_: list[dict], verdict: str) -> str | None:
     waiting = any(x["kind"] == "communication" for x in causes_)  # a rank: idle of compute, not of the GPU
     of = f"{100 * share:.0f}% of the GPU's {'time without compute' if waiting else 'idle time'}"
     if c["kind"] == "host-range":
-        return f"host busy in `{c['name']}` ({of}, {_ms(c['idle_ns'])})"
+        where = "outside any range" if c["name"] == NO_RANGE else f"in `{c['name']}`"
+        return f"host busy {where} ({of}, {_ms(c['idle_ns'])})"
     if c["kind"] == "launch-overhead":
         return f"launch overhead ({of}: {c['detail']})"
     if c["kind"] == "communication":
