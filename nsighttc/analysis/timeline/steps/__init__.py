@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .... import labels
 from ....runtime.steps import COMPILE
 from ... import intervals
 from ..base import Thresholds, classify
@@ -48,9 +49,12 @@ def _from_kernels(launches: pd.DataFrame, launch_start: np.ndarray) -> list[Step
         if len(launch_start) == len(launches) else launches["start_ns"].to_numpy(dtype="float64")
     ok = ~np.isnan(t)
     order = np.argsort(t[ok], kind="stable")
-    codes, names = pd.factorize(launches["name"].astype(object).to_numpy()[ok][order])
+    name = labels.as_categorical(launches["name"])  # a million launches share a few hundred names: their codes
+    names = [str(c) for c in name.cat.categories] + [""]
+    codes = name.cat.codes.to_numpy().astype(np.int64)[ok][order]
+    codes[codes < 0] = len(names) - 1
     times = t[ok][order]
-    found = period.find(codes, [str(x) for x in names], times)
+    found = period.find(codes, names, times)
     if found is None:
         return []
     at = found["launches"]
