@@ -15,6 +15,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import SteadyClock, sync  # noqa: E402
 
 
 def build(vocab: int, dim: int, layers: int, heads: int, seq: int):
@@ -74,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     compiled = model if a.no_compile else torch.compile(model, mode=None if a.mode == "default" else a.mode,
                                                         **({"backend": "aot_eager"} if cpu else {}))
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
-    times = []
+    clock = SteadyClock(a.steps, device)
     t_start = time.perf_counter()
+    first = None
     for (batch,) in loader:
         batch = batch.to(device, non_blocking=True)
         with autocast:
@@ -84,13 +89,13 @@ def main(argv: list[str] | None = None) -> int:
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if not cpu:
-            torch.cuda.synchronize()
-        times.append(time.perf_counter())
-    half = times[len(times) // 2:]
-    steady = (half[-1] - half[0]) / (len(half) - 1) if len(half) > 1 else float("nan")
+        if first is None:  # the first step holds the compilation: how long the program took to reach it
+            sync(device)
+            first = time.perf_counter() - t_start
+        clock.step()
+    steady = 1.0 / clock.per_second(1.0)
     print(f"compile_loop {'eager' if a.no_compile else a.mode} {a.precision} batch={a.batch} seq={a.seq} "
-          f"layers={a.layers}: first step after {times[0] - t_start:.1f} s, steady {steady * 1e3:.1f} ms/step, "
+          f"layers={a.layers}: first step after {first:.1f} s, steady {steady * 1e3:.1f} ms/step, "
           f"{a.batch * a.seq / steady:.0f} tokens/s, loss {float(loss.detach()):.3f}", flush=True)
     return 0
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import SteadyClock  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,20 +65,17 @@ def main(argv: list[str] | None = None) -> int:
     n = a.steps * a.batch
     data = torch.utils.data.TensorDataset(torch.randn(n, 3, 32, 32), torch.randint(0, 10, (n,)))
     loader = torch.utils.data.DataLoader(data, batch_size=a.batch, shuffle=True)
-    times: list[float] = []
+    clock = SteadyClock(a.steps, torch.device(a.device))
 
     class StepTimes(L.Callback):
         def on_train_batch_end(self, *args, **kwargs):
-            if not cpu:
-                torch.cuda.synchronize()
-            times.append(time.perf_counter())
+            clock.step()
 
     trainer = L.Trainer(max_steps=a.steps, accelerator="cpu" if cpu else "gpu", devices=1, precision=a.precision,
                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, callbacks=[StepTimes()])
     trainer.fit(Classifier(a.width), loader)
-    half = times[len(times) // 2:]
-    rate = (len(half) - 1) * a.batch / (half[-1] - half[0]) if len(half) > 1 else float("nan")
+    rate = clock.per_second(a.batch)
     print(f"lightning_module {a.precision} batch={a.batch} width={a.width} steps={trainer.global_step}: "
           f"{rate:.0f} images/s steady", flush=True)
     return 0

@@ -5,7 +5,8 @@ What a new user profiles first: ``Trainer(model, args, train_dataset).train()``,
 DataLoader at ``num_workers=0``, no step ranges of its own. The model is BERT-base for sequence classification
 built from its config (no download: the GPU machine reaches no hub), the data random token ids made per sample
 on the host, as a tokenised dataset's ``__getitem__`` would hand them over. Prints the Trainer's own
-``train_samples_per_second`` and this script's steady rate (the second half of the steps, timed by a callback).
+``train_samples_per_second`` and this script's steady rate (the second half of the steps, timed by a callback
+that waits for the GPU only at the half-way step and the last).
 
     python wrappers/trainer_finetune.py                       # fp32, as the Trainer defaults are
     python wrappers/trainer_finetune.py --tf32                # TrainingArguments(tf32=True)
@@ -20,7 +21,10 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import SteadyClock  # noqa: E402
 
 
 def _dataset(n: int, seq: int, vocab: int):
@@ -72,13 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     model = BertForSequenceClassification(config)
     data = _dataset(a.steps * a.batch * a.grad_accum, a.seq, config.vocab_size)
 
-    times: list[float] = []
+    clock = SteadyClock(a.steps, torch.device(a.device))
 
     class StepTimes(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
-            if not cpu:
-                torch.cuda.synchronize()
-            times.append(time.perf_counter())
+            clock.step()
 
     with tempfile.TemporaryDirectory() as out:
         extra = {"tf32": True} if a.tf32 else {}
@@ -89,8 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                                  disable_tqdm=True, use_cpu=cpu, seed=0, **extra)
         trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[StepTimes()])
         result = trainer.train()
-    half = times[len(times) // 2:]
-    steady = (len(half) - 1) * a.batch * a.grad_accum / (half[-1] - half[0]) if len(half) > 1 else float("nan")
+    steady = clock.per_second(a.batch * a.grad_accum)
     print(f"trainer_finetune {'tiny-bert cpu' if cpu else 'bert-base'} {a.precision}{' tf32' if a.tf32 else ''} "
           f"batch={a.batch} seq={a.seq} steps={a.steps}: {result.metrics['train_samples_per_second']:.1f} samples/s "
           f"(Trainer), {steady:.1f} samples/s steady, loss {result.training_loss:.3f}", flush=True)
