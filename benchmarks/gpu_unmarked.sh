@@ -87,9 +87,9 @@ c)
   # FAST=1: the timeline only (--fast; steps and the straggler are timeline questions), one plain run
   opt=(); [ -n "${FAST:-}" ] && opt=(--fast)
   [ -z "${FAST:-}" ] && plain ddp_balanced "${TR[@]}" wrappers/ddp_train.py --no-annotate --steps 20 --warmup 3
-  plain ddp_uneven "${TR[@]}" wrappers/ddp_train.py --no-annotate --steps 20 --warmup 3 --uneven-rank 1 --uneven-batch 96
+  plain ddp_uneven "${TR[@]}" wrappers/ddp_train.py --no-annotate --steps 20 --warmup 3 --uneven-rank 1 --uneven-batch 256
   profile ddp_balanced 300 "${opt[@]}" -- "${TR[@]}" wrappers/ddp_train.py --no-annotate --steps 20 --warmup 3
-  profile ddp_uneven 300 "${opt[@]}" -- "${TR[@]}" wrappers/ddp_train.py --no-annotate --steps 20 --warmup 3 --uneven-rank 1 --uneven-batch 96
+  profile ddp_uneven 300 "${opt[@]}" -- "${TR[@]}" wrappers/ddp_train.py --no-annotate --steps 20 --warmup 3 --uneven-rank 1 --uneven-batch 256
   for name in ddp_balanced ddp_uneven; do
     d=$(ls -d "$W/runs_$name"/*/ 2>/dev/null | tail -1)
     for r in "$d"/rank*/; do

@@ -77,7 +77,11 @@ def hooks(marks: pd.DataFrame) -> list[StepSet]:
         s, e = steps["start_ns"].to_numpy(dtype="float64"), steps["end_ns"].to_numpy(dtype="float64")
         done = np.searchsorted(opt_end, e, side="right") > np.searchsorted(opt_end, s, side="left")
         if done.sum() >= 2:
-            return [StepSet("optimizer steps", None, s[done], e[done], HOOK,
+            s, e = s[done], e[done].copy()
+            # the last step may have been closed by the program's end (nothing came after its optimizer step): its
+            # iteration ends with its optimizer step, not with the program's teardown (a DDP job's ncclCommDestroy)
+            e[-1] = min(e[-1], opt_end[np.searchsorted(opt_end, e[-1], side="right") - 1])
+            return [StepSet("optimizer steps", None, s, e, HOOK,
                             "optimizer steps, marked by nsighttc's hooks inside the program (no step marks of its own)")]
     data = _named(marks, DATA)
     if len(data) >= 3:
