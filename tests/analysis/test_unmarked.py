@@ -102,3 +102,28 @@ def test_the_same_program_by_both_engines_gets_the_same_steps(tmp_path):
     b = nsighttc.analyze([db]).to_json()["timeline"]["steps"]
     assert a["count"] == b["count"] == 12
     assert a["median_iteration_ns"] == pytest.approx(b["median_iteration_ns"], rel=0.15)
+
+
+def test_an_unmarked_ddp_job_with_an_uneven_rank(tmp_path):
+    """`torchrun --nproc_per_node 2 wrappers/ddp_train.py --no-annotate --uneven-rank 1 --uneven-batch 256` on two
+    H200s (benchmarks/gpu_unmarked.sh part c): no range, no sleep; rank 1 trains on a batch 4x larger. Each rank
+    gets its optimizer steps from the hooks (20: GradScaler skipped 3 of the 23 iterations' optimizer steps while
+    it calibrated, and those iterations belong to the next step), and rank 1 is named the straggler for its longer
+    GPU compute."""
+    ranks = U / "ddp_uneven"
+    expected = {}
+    for r in ("rank0", "rank1"):
+        db = tmp_path / f"{r}.sqlite"
+        with gzip.open(ranks / r / "nsys.sqlite.gz", "rb") as a, db.open("wb") as b:
+            shutil.copyfileobj(a, b)
+        con = sqlite3.connect(db)
+        expected[r] = con.execute("SELECT COUNT(*) FROM NVTX_EVENTS WHERE COALESCE(text, (SELECT value FROM StringIds "
+                                  "WHERE id = textId)) = 'nsighttc.optimizer'").fetchone()[0]
+        con.close()
+    assert expected == {"rank0": 20, "rank1": 20}
+    v = nsighttc.analyze([ranks], jobs=1).to_json()
+    assert v["timeline"]["steps"]["source"] == "hook" and v["timeline"]["steps"]["count"] == 20
+    assert all(r["median_step_ns"] for r in v["ranks"])
+    s = v["distributed"]["straggler"]
+    assert s["rank"] == 1 and s["excess_by_cause"][0]["kind"] == "gpu-compute" and s["cause"].startswith("longer GPU compute")
+    assert any(line.startswith("Ranks: rank 1 is the straggler") for line in headline_lines(v))
