@@ -124,8 +124,9 @@ def run_try(target, opts: TryOptions, say: Callable[[str], None] = lambda s: Non
         step = r.get("median_step_ns")
         r["speedup"] = (base_step / step) if (base_step and step and r["status"] == "ok") else None
     if base_step is None:
-        notes.append("the baseline has no steps: mark them with nsighttc.annotate.step(), torch.profiler's "
-                     "ProfilerStep, or --step-range NAME; speed-ups need them")
+        notes.append("the baseline has no steps: no optimizer step, DataLoader iteration or model call was seen by the "
+                     "launcher's hooks, and the program marks none; mark them with nsighttc.annotate.step() or "
+                     "--step-range NAME: speed-ups need them")
     if any(r["name"] == "fp16-autocast" for r in results):
         notes.append(variants_mod.FP16_WARNING)
     doc = {"schema": SCHEMA_ID, "program": target.label,
