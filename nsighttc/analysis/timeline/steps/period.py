@@ -111,20 +111,6 @@ def find(codes: np.ndarray, names: list[str], times: np.ndarray | None = None) -
     if approx is not None and (exact is None or approx["loop_time"] > 2 * exact["loop_time"]):
         return approx
     return exact
-    top = max(f[0] for f in found)
-    for cover, p, lo, hi in sorted(found, key=lambda f: f[1]):  # the smallest period among the loops that hold
-        if cover < 0.95 * top:                                  # (nearly) the most time: not a multiple of it
-            continue
-        anchors = mode_code[regular & (mode_gap == p)]
-        pick = _anchor(codes, anchors, names, lo, hi, p)
-        at = np.flatnonzero(codes == pick)
-        inside = at[(at >= lo) & (at < hi)]
-        if len(inside) < MIN_PERIODS:
-            continue
-        before = _warm_iterations(codes, at[at < lo], int(inside[0]), p)
-        return {"period": p, "anchor": int(pick), "launches": np.concatenate([before, inside]),
-                "warmup": int(len(before)), "end": int(hi)}
-    return None
 
 
 WARM_COVER = 0.9  # share of one period's kernel names a warm-up iteration of the same loop launches too
