@@ -117,6 +117,8 @@ class StepMarks:
         self.counts = {"steps": 0, "optimizer_steps": 0, "fetches": 0, "model_calls": 0, "compiles": 0}
         self.model: str | None = None  # the main model's class name, once found
         self._compiles: list[Mark] = []
+        self._optimizer: Mark | None = None  # the optimizer step under way
+        self._compile_hooked = False          # the dynamo callbacks are registered
         self._undo: list = []
 
     def mark(self, name: str) -> Mark:
@@ -142,14 +144,17 @@ class StepMarks:
             self.step = self.mark(STEP)
 
     def optimizer_pre(self, *_):
+        if _compiling():  # an optimizer step compiled by torch.compile: its hooks are traced, add nothing
+            return
         if self.pending:  # no fetch, model call or backward since the last optimizer step: the step may end here
             self.activity(top=False)
         self._optimizer = self.mark(OPTIMIZER)
 
     def optimizer_post(self, *_):
-        opt = getattr(self, "_optimizer", None)
-        if opt is not None:
-            opt.end(self._end)
+        if _compiling():
+            return
+        if self._optimizer is not None:
+            self._optimizer.end(self._end)
             self._optimizer = None
         self.counts["optimizer_steps"] += 1
         self.pending = True
@@ -302,7 +307,7 @@ def _always_call_ok() -> bool:
 def _compiled(marks: StepMarks) -> None:
     """Register the compile callbacks once the program has imported torch.compile's machinery (importing it
     ourselves would cost every program ~1 s)."""
-    if getattr(marks, "_compile_hooked", False) or "torch._dynamo" not in sys.modules:
+    if marks._compile_hooked or "torch._dynamo" not in sys.modules:
         return
     marks._compile_hooked = True
     try:
