@@ -273,7 +273,11 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
 
     ranges = doc.get("ranges") or []
     if ranges:
-        out += ["## NVTX ranges", "", _range_table(ranges, bool(tl)), ""]
+        scoped = any(r.get("scope") == "steady steps" for r in ranges)
+        out += ["## NVTX ranges", ""] + (["Count, wall time, GPU busy, verdict and causes of each range are its time "
+                                          "within the steady steps (a range with none there: its whole time); kernel "
+                                          "time and Tensor Core shares cover the whole run.", ""] if scoped else []) \
+            + [_range_table(ranges, bool(tl)), ""]
 
     findings = doc.get("findings") or []
     out += ["## Findings", ""]
@@ -336,7 +340,8 @@ def _range_table(ranges: list[dict], timeline: bool) -> str:
     if timeline:
         head = ("| Range | Count | Wall time | GPU busy | Kernel time | On Tensor Cores | Verdict | First cause of idle time |\n"
                 "|---|---:|---:|---:|---:|---:|---|---|")
-        rows = [f"| `{_cell(r['name'])}`{' (truncated: never closed)' if r.get('truncated') else ''} | "
+        rows = [f"| `{_cell(r['name'])}`{' (truncated: never closed)' if r.get('truncated') else ''}"
+                f"{' (outside the steady steps)' if r.get('scope') == 'outside the steady steps' else ''} | "
                 f"{r.get('count') or ''} | {ns(r.get('wall_ns'))} | "
                 f"{pct(r.get('gpu_busy_share'))} | {ns(r['kernel_time_ns'])} | {pct(r['tc_time_share'])} | "
                 f"{r.get('verdict') or ''} | {_cause_cell(r.get('causes')) if r.get('verdict') in ('cpu-bound', 'mixed') else ''} |"

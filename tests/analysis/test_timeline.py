@@ -27,20 +27,30 @@ def _sweep_busy(intervals, lo, hi):
     return busy
 
 
-def _nsys_truth(db):
+def _steady(doc, name, scale=1.0):
+    """The phase's steady window (the verdict's own: the range is judged there), in the recording's time unit."""
+    f = next(f for f in doc["timeline"]["step_families"] if f["name"] == f"{name}/step")
+    return f["steady_window_ns"][0] / scale, f["steady_window_ns"][1] / scale
+
+
+def _clip(rng, window):
+    return max(rng[0], window[0]), min(rng[1], window[1])
+
+
+def _nsys_truth(db, doc):
     con = sqlite3.connect(db)
     gpu = [r for t in ("KERNEL", "MEMCPY", "MEMSET")
            for r in con.execute(f"SELECT start, end FROM CUPTI_ACTIVITY_KIND_{t}")]
-    ranges = {name: (s, e) for s, e, name in con.execute(
+    ranges = {name: _clip((s, e), _steady(doc, name)) for s, e, name in con.execute(
         "SELECT start, end, text FROM NVTX_EVENTS WHERE text IN ('cpu_bound', 'gpu_bound')")}
     return {n: _sweep_busy(gpu, s, e) / (e - s) for n, (s, e) in ranges.items()}
 
 
-def _kineto_truth(path):
+def _kineto_truth(path, doc):
     ev = json.load(gzip.open(path))["traceEvents"]
     gpu = [(e["ts"], e["ts"] + e["dur"]) for e in ev
            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    ranges = {e["name"]: (e["ts"], e["ts"] + e["dur"]) for e in ev
+    ranges = {e["name"]: _clip((e["ts"], e["ts"] + e["dur"]), _steady(doc, e["name"], 1e3)) for e in ev
               if e.get("cat") == "user_annotation" and e["name"] in ("cpu_bound", "gpu_bound")}
     return {n: _sweep_busy(gpu, s, e) / (e - s) for n, (s, e) in ranges.items()}
 
@@ -64,15 +74,16 @@ def _ranges(doc):
 
 def test_nsys_busy_shares_match_an_independent_sweep(nsys_doc):
     db, doc = nsys_doc
-    truth = _nsys_truth(db)
+    truth = _nsys_truth(db, doc)  # each range judged within its phase's steady steps
     r = _ranges(doc)
+    assert r["cpu_bound"]["scope"] == r["gpu_bound"]["scope"] == "steady steps"
     assert r["cpu_bound"]["gpu_busy_share"] == pytest.approx(truth["cpu_bound"], abs=1e-9)
     assert r["gpu_bound"]["gpu_busy_share"] == pytest.approx(truth["gpu_bound"], abs=1e-9)
     assert truth["cpu_bound"] < 0.01 and truth["gpu_bound"] > 0.9  # README: 0.3% and 91.5%
 
 
 def test_kineto_busy_shares_match_an_independent_sweep(kineto_doc):
-    truth = _kineto_truth(KINETO)
+    truth = _kineto_truth(KINETO, kineto_doc)
     r = _ranges(kineto_doc)
     for name in ("cpu_bound", "gpu_bound"):
         # µs floats from the trace vs our ns: endpoints differ by ~1 ns each, so 1e-5 of an 11 ms range

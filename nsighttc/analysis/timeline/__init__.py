@@ -63,7 +63,6 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     has_launch = "start_ns" in launches and "pid" in launches and not api.empty and not launches.empty
     lt = launch_times(launches, api) if has_launch else pd.DataFrame({"start_ns": np.nan, "end_ns": np.nan},
                                                                       index=launches.index)
-    rstats = ranges_mod.range_stats(ranges, u, launches, th)
     work_end = (launches["start_ns"] + launches["duration_ns"]).to_numpy(dtype="float64") \
         if "start_ns" in launches else np.full(len(launches), np.nan)
     launch_start = lt["start_ns"].to_numpy(dtype="float64")
@@ -71,6 +70,9 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     compiles = steps_mod.compile_union(tl.marks)
     fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api))
     del lt, work_end, launch_start, step_sets  # 16 B per launch, not needed past the step families
+    steady = intervals.union(np.concatenate([f["_steady"][0] for f in fams] or [np.array([])]),
+                             np.concatenate([f["_steady"][1] for f in fams] or [np.array([])]))
+    rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
 
     # every idle moment of the window with its cause, then summed per scope
     paths = np.array(sorted(set(labels.strings(ranges["path"]))) if not ranges.empty else [],
@@ -85,11 +87,17 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
         f["causes"] = idle.causes(sc, f["steady_busy_ns"], paths, rinfo)
         f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
     if not rstats.empty:
+        # ranges judged on the steady steps: their idle pieces outside them are left out; ranges outside the
+        # steady steps (start-up, between phases): their warm-up iterations are left out, as before
         warm = intervals.union(np.concatenate([f["_warm"][0] for f in fams] or [np.array([])]),
                                np.concatenate([f["_warm"][1] for f in fams] or [np.array([])]))
-        scopes = idle.range_scopes(pieces, rstats["name"].tolist(), (warm.starts, warm.ends))
-        steady_busy = rstats["busy_ns"] - _busy_in(ranges, rstats["name"], u, warm)
-        rstats["causes"] = [idle.causes(scopes[n], b, paths, rinfo) for n, b in zip(rstats["name"], steady_busy)]
+        names = rstats["name"].tolist()
+        in_steps = (rstats["scope"] == ranges_mod.STEADY).to_numpy()
+        by_warm = idle.range_scopes(pieces, names, (warm.starts, warm.ends))
+        by_steps = idle.range_scopes(pieces, names, intervals.gaps(steady, -np.inf, np.inf)) if in_steps.any() else {}
+        steady_busy = np.where(in_steps, rstats["busy_ns"], rstats["busy_ns"] - _busy_in(ranges, rstats["name"], u, warm))
+        rstats["causes"] = [idle.causes((by_steps if s else by_warm)[n], b, paths, rinfo)
+                            for n, b, s in zip(names, steady_busy, in_steps)]
     else:
         rstats["causes"] = pd.Series(dtype=object)
     window_causes = idle.causes(idle.time_scope(pieces, np.array([lo]), np.array([hi])), busy_ns, paths, rinfo)

@@ -16,7 +16,8 @@ from ..tensor_cores import path_prefixes
 from .base import Thresholds, classify
 
 COLUMNS = ["name", "count", "wall_ns", "busy_ns", "gpu_busy_share", "median_wall_ns", "kernels", "verdict",
-           "idle_causes", "warmup_ns", "truncated"]
+           "idle_causes", "warmup_ns", "truncated", "scope"]
+STEADY, OUTSIDE, WHOLE = "steady steps", "outside the steady steps", "profiled window"
 
 
 def _kernels_per_path(launches: pd.DataFrame) -> pd.DataFrame:
@@ -31,17 +32,43 @@ def _kernels_per_path(launches: pd.DataFrame) -> pd.DataFrame:
     return joined.groupby("range")[["kernels", "kernel_ns"]].sum().rename_axis("path")
 
 
-def range_stats(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, th: Thresholds) -> pd.DataFrame:
+def _in_scope(r: pd.DataFrame, u: intervals.Union, scope: intervals.Union) -> pd.DataFrame:
+    """Each instance's wall and busy time within the steady steps (``scope``: few disjoint intervals, one per phase
+    as a rule). A path with time there keeps only its instances' steady part; a path with none (start-up, model
+    building, the time between phases) keeps its whole instances and says so in ``scope``."""
+    s, e = r["start_ns"].to_numpy(dtype="float64"), r["end_ns"].to_numpy(dtype="float64")
+    ow, ob = np.zeros(len(r)), np.zeros(len(r))
+    for ws, we in zip(scope.starts, scope.ends):
+        a, b = np.maximum(s, ws), np.minimum(e, we)
+        m = b > a
+        if m.any():
+            ow[m] += (b - a)[m]
+            ob[m] += intervals.busy_within(u, a[m], b[m])
+    hit = ow > 0
+    path_hit = pd.Series(hit).groupby(labels.strings(r["path"])).transform("any").to_numpy()
+    r = r.assign(wall=np.where(path_hit, ow, r["wall"]), busy=np.where(path_hit, ob, r["busy"]),
+                 scope=np.where(path_hit, STEADY, OUTSIDE))
+    return r[hit | ~path_hit]
+
+
+def range_stats(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, th: Thresholds,
+                scope: intervals.Union | None = None) -> pd.DataFrame:
+    """Per range path. ``scope``: the steady steps of every phase, when the run has steps: each range is then
+    judged on its time within them (``_in_scope``), as the verdict is."""
     if ranges.empty:
         return pd.DataFrame(columns=COLUMNS + ["robust_idle_ns", "kernel_ns"])
     r = ranges.assign(wall=ranges["end_ns"] - ranges["start_ns"])
     r["busy"] = intervals.busy_within(u, r["start_ns"].to_numpy(), r["end_ns"].to_numpy())
+    r["scope"] = WHOLE
+    if scope is not None and len(scope.starts):
+        r = _in_scope(r, u, scope)
     r["idle"] = r["wall"] - r["busy"]
     g = r.groupby("path", sort=False, observed=True)
     st = g.agg(count=("wall", "size"), wall_ns=("wall", "sum"), busy_ns=("busy", "sum"),
                median_wall_ns=("wall", "median"), median_idle=("idle", "median"), idle_ns=("idle", "sum"),
                first=("start_ns", "min"))
     st["truncated"] = g["truncated"].any() if "truncated" in r else False  # closed by us at the trace's end
+    st["scope"] = g["scope"].first()
     kp = _kernels_per_path(launches)
     st = st.join(kp, how="left").fillna({"kernels": 0, "kernel_ns": 0.0})
     st["gpu_busy_share"] = np.where(st["wall_ns"] > 0, st["busy_ns"] / st["wall_ns"], 0.0)
