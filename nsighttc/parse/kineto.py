@@ -35,8 +35,10 @@ from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, att
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver"}
 RANGE_CATS = {"user_annotation"}
-# cpu_op events are read only for torch.compile's spans of a compilation (parse.marks.COMPILE_OPS)
-GROUP = {**{c: 0 for c in GPU_CATS}, **{c: 1 for c in API_CATS}, **{c: 2 for c in RANGE_CATS}, "cpu_op": 3}
+GROUP = {**{c: 0 for c in GPU_CATS}, **{c: 1 for c in API_CATS}, **{c: 2 for c in RANGE_CATS}}  # table per category
+# cpu_op events are read only for torch.compile's spans of a compilation (parse.marks.COMPILE_OPS), and only in the
+# blocks whose bytes hold their names: bucketing every cpu_op cost the 1 GB benchmark trace ~0.25 s of ~4.5 s
+COMPILE_BYTES = b'"entire_'
 _MEMCPY_NAME = re.compile(r"Memcpy (\w+)(?: \((\w+) -> (\w+)\))?")
 
 
@@ -198,19 +200,20 @@ def _read_blocks(path: Path, fh=None):
     def shape(v):
         return tuple(v) if isinstance(v, list) and len(v) == 3 else None
 
-    def on_events(events: list) -> None:
+    def on_events(events: list, compiling: bool = False) -> None:
         """Columns from one block: events bucketed by table in one pass (file order kept within each),
         then one comprehension per kept field (4.1M events of the 1 GB benchmark: ~1 s, against ~3 s for
         a filter per category)."""
         count[0] += len(events)
-        buckets: tuple[list, list, list, list] = ([], [], [], [])
+        buckets: tuple[list, list, list] = ([], [], [])
         group = GROUP.get
         for ev in events:
             b = group(ev.cat)
             if b is not None:
                 buckets[b].append(ev)
-        gg, c, r = ([ev for ev in evs if ev.ph == "X"] for evs in buckets[:3])
-        r += [ev for ev in buckets[3] if ev.name in COMPILE_OPS and ev.ph == "X"]
+        gg, c, r = ([ev for ev in evs if ev.ph == "X"] for evs in buckets)
+        if compiling:
+            r += [ev for ev in events if ev.cat == "cpu_op" and ev.name in COMPILE_OPS and ev.ph == "X"]
         if gg:
             args = [ev.args or _NO_ARGS for ev in gg]
             g["cat"].add([GPU_CATS[ev.cat] for ev in gg]); g["name"].add([ev.name for ev in gg])
@@ -232,7 +235,7 @@ def _read_blocks(path: Path, fh=None):
     with (_open(path) if fh is None else fh) as fh:
         read = kineto_scan.prefetching(fh)
         try:
-            doc = kineto_scan.scan(read, on_events)
+            doc = kineto_scan.scan(read, on_events, watch=COMPILE_BYTES)
         finally:
             read.close()
     if doc is None:

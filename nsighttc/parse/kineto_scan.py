@@ -110,10 +110,12 @@ def _decode_events(buf: bytearray, n: int) -> list:
         raise NotFast(str(exc)) from None
 
 
-def scan(read: Callable[[int], bytes], on_events: Callable[[list], None]) -> dict | None:
+def scan(read: Callable[[int], bytes], on_events: Callable[..., None], watch: bytes | None = None) -> dict | None:
     """Feed every event of the trace to ``on_events`` in blocks; return the document's other top-level keys
     (``deviceProperties``, ``distributedInfo``...). ``None`` when msgspec is missing; ``NotFast`` when the
     file is not shaped as expected (the caller restarts from scratch with the event-by-event reader).
+    ``watch``: bytes whose presence in a block is passed to ``on_events`` as a second argument (a byte search in C,
+    so that a caller can skip a rare kind of event in every block that cannot hold it, without looking at events).
 
     The buffer always starts with ``[`` before the next event: the comma of the last cut becomes ``]`` for
     the decoder and then ``[`` for the next block, so no block is copied to be framed."""
@@ -148,8 +150,9 @@ def scan(read: Callable[[int], bytes], on_events: Callable[[list], None]) -> dic
         buf[comma] = 0x5D  # ']'
         events = _decode_events(buf, comma + 1)
         buf[comma] = 0x5B  # '['
+        seen = watch is not None and buf.find(watch, 0, comma) >= 0
         del buf[:comma]
-        on_events(events)
+        on_events(events, seen) if watch is not None else on_events(events)
     # the array's end: a "}]" after which the rest is the document's trailer and before which the events
     # decode; tried from the end (the trailer is short), cheap trailer check first
     for e in reversed(list(_END.finditer(buf, max(1, len(buf) - (4 << 20))))):
@@ -158,7 +161,7 @@ def scan(read: Callable[[int], bytes], on_events: Callable[[list], None]) -> dic
             events = _decode_events(buf, e.end())
         except NotFast:
             continue
-        on_events(events)
+        on_events(events, buf.find(watch, 0, e.end()) >= 0) if watch is not None else on_events(events)
         return {**header, **tail}
     raise NotFast("the events array does not end")
 

@@ -70,8 +70,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     compiles = steps_mod.compile_union(tl.marks)
     fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api))
     del lt, work_end, launch_start, step_sets  # 16 B per launch, not needed past the step families
-    steady = intervals.union(np.concatenate([f["_steady"][0] for f in fams] or [np.array([])]),
-                             np.concatenate([f["_steady"][1] for f in fams] or [np.array([])]))
+    steady = _union_of(fams, "_steady")
     rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
 
     # every idle moment of the window with its cause, then summed per scope
@@ -89,8 +88,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     if not rstats.empty:
         # ranges judged on the steady steps: their idle pieces outside them are left out; ranges outside the
         # steady steps (start-up, between phases): their warm-up iterations are left out, as before
-        warm = intervals.union(np.concatenate([f["_warm"][0] for f in fams] or [np.array([])]),
-                               np.concatenate([f["_warm"][1] for f in fams] or [np.array([])]))
+        warm = _union_of(fams, "_warm")
         names = rstats["name"].tolist()
         in_steps = (rstats["scope"] == ranges_mod.STEADY).to_numpy()
         by_warm = idle.range_scopes(pieces, names, (warm.starts, warm.ends))
@@ -133,6 +131,12 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     if dom:
         res.activity["phase"] = dom["phase"] or dom["name"]
     return res
+
+
+def _union_of(fams: list[dict], key: str) -> intervals.Union:
+    """The families' ``_steady`` (or ``_warm``) intervals, merged."""
+    return intervals.union(np.concatenate([f[key][0] for f in fams] or [np.array([])]),
+                           np.concatenate([f[key][1] for f in fams] or [np.array([])]))
 
 
 def _first_time(ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame, lo: float) -> float:
