@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU check for issue 10: the cost of the default `nsighttc profile PROGRAM` against a plain run.
+"""GPU check for issues 10 and 29: the cost of the default `nsighttc profile PROGRAM` against a plain run.
 
 For each program, ROUNDS rounds alternate (whole process, wall time):
   plain   python3 PROGRAM
@@ -8,10 +8,14 @@ For each program, ROUNDS rounds alternate (whole process, wall time):
   warm    the same with the evidence cache the cold runs filled (a user's second run of the program)
 and appends to OUT/summary.json one entry per program:
   {program, command, gpu, plain_s: [..], default_s: [..] (cold), ratio (median cold / median plain),
-   warm_s: [..], ratio_warm, has_timeline, tc_evidence, evidence_sources, passes}
-plus the verdict of the last cold run. Run on the GPU machine after `source .device-carry/setup.sh`:
+   warm_s: [..], ratio_warm, time_to_verdict_s {plain, first, cached[, full_run]} (medians, whole process: the
+   profile process ends once verdict.json and report.md are written), startup_s (the verdict's start-up),
+   window (what the timeline pass recorded), has_timeline, tc_evidence, evidence_sources, passes}
+plus the verdict of the last cold run. ``--full-run`` also times `nsighttc profile --full-run` (issue 29: it must
+cost no more than 1.05x the plain run). Run on the GPU machine after `source .device-carry/setup.sh`:
 
     python3 benchmarks/gpu_profile_overhead.py --out OUT --rounds 3 vgg16 resnet_amp multi_phase
+    python3 benchmarks/gpu_profile_overhead.py --out OUT --rounds 1 --full-run long_resnet
 """
 from __future__ import annotations
 
@@ -31,6 +35,13 @@ PROGRAMS = {
     "vgg16": ["wrappers/vgg16.py"],                # VGG16 fp16 inference, batch 1, 10 warm-up + 100 images
     "resnet_amp": ["wrappers/resnet_amp.py"],      # ResNet-50 AMP training, batch 64, 10 warm-up + 30 steps
     "multi_phase": ["wrappers/multi_phase.py"],    # five phases (bf16 training, CUDA graphs, .item(), host, tiny)
+    # real programs that mark nothing (issue 28's wrappers)
+    "trainer": ["wrappers/trainer_finetune.py"],   # transformers Trainer, BERT-base fp32, 60 optimizer steps
+    "compile": ["wrappers/compile_loop.py"],       # torch.compile'd MLP stack, 60 steps after a long compile
+    "lightning": ["wrappers/lightning_module.py"],  # Lightning, 100 steps, DataLoader-bound
+    "dataloader": ["wrappers/dataloader_bound.py", "--no-annotate"],
+    # a long-running training job (ResNet-50 AMP for two minutes): the verdict must come long before its end
+    "long_resnet": ["wrappers/resnet_amp.py", "--minutes", "2"],
 }
 
 
@@ -60,6 +71,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--first-runs-only", action="store_true",
                     help="plain and first (empty cache) runs only: a shorter check of the first-run cost")
+    ap.add_argument("--full-run", action="store_true",
+                    help="also time `nsighttc profile --full-run` (the program finishes; only its window is recorded)")
     ap.add_argument("programs", nargs="+", choices=sorted(PROGRAMS))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -74,7 +87,7 @@ def main() -> int:
         plain_cmd = [py, *prog]
         runs = a.out / f"runs_{name}"
         prof_cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *prog]
-        plain_s, cold_s, warm_s, rcs, phases = [], [], [], [], {"cold": [], "warm": []}
+        plain_s, cold_s, warm_s, full_s, rcs, phases = [], [], [], [], [], {"cold": [], "warm": []}
         cold_doc = warm_doc = None
         for r in range(a.rounds):
             s, rc = timed(plain_cmd, dict(os.environ), a.out / f"{name}_plain.log")
@@ -95,14 +108,29 @@ def main() -> int:
                 rcs.append(rc)
                 warm_doc = latest_verdict(runs)
                 phases["warm"].append(latest_phases(runs))
-            print(f"{name} round {r + 1}: plain {plain_s[-1]} s, cold {cold_s[-1]} s, warm {warm_s[-1] if warm_s else '-'} s",
-                  flush=True)
+            if a.full_run:
+                s, rc = timed([py, "-m", "nsighttc", "profile", "--full-run", "--out", str(runs), *prog],
+                              dict(os.environ, NSIGHTTC_CACHE_DIR=str(warm_cache / name)), a.out / f"{name}_full.log")
+                full_s.append(round(s, 2))
+                rcs.append(rc)
+            print(f"{name} round {r + 1}: plain {plain_s[-1]} s, cold {cold_s[-1]} s, warm {warm_s[-1] if warm_s else '-'} s"
+                  + (f", full-run {full_s[-1]} s" if full_s else ""), flush=True)
         med = statistics.median(plain_s)
         entry = {"program": name, "command": "nsighttc profile " + " ".join(prog), "plain_command": "python3 " + " ".join(prog),
                  "gpu": gpu, "plain_s": plain_s, "default_s": cold_s, "ratio": round(statistics.median(cold_s) / med, 3),
                  "warm_s": warm_s, "ratio_warm": round(statistics.median(warm_s) / med, 3) if warm_s else None,
                  "exit_codes": rcs,
+                 "time_to_verdict_s": {"plain": med, "first": statistics.median(cold_s),
+                                       "cached": statistics.median(warm_s) if warm_s else None,
+                                       **({"full_run": statistics.median(full_s),
+                                           "ratio_full_run": round(statistics.median(full_s) / med, 3)} if full_s else {})},
+                 "full_run_s": full_s,
                  "phase_seconds": phases}
+        if cold_doc is not None:
+            startup = (cold_doc.get("timeline") or {}).get("startup") or {}
+            entry["startup_s"] = startup.get("seconds")
+            entry["window"] = next((p.get("window") for p in cold_doc.get("provenance", {}).get("passes", [])
+                                    if p.get("mode") == "timeline"), None)
         for label, doc in (("cold", cold_doc), ("warm", warm_doc)):
             if doc is None:
                 continue

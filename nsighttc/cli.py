@@ -17,6 +17,27 @@ from . import __version__
 from .errors import InputError, NsighttcError, UsageError
 
 FORMAT = click.Choice(["markdown", "json"])
+
+
+class _StepsOrAuto(click.ParamType):
+    """A number of steps (0 or more), or ``auto``: None."""
+    name = "steps"
+
+    def convert(self, value, param, ctx):
+        if value is None or value == "auto":
+            return None
+        if isinstance(value, int):
+            return value
+        try:
+            n = int(value)
+        except ValueError:
+            self.fail(f"expected a number of steps or 'auto', got {value!r}", param, ctx)
+        if n < 0:
+            self.fail(f"expected a number of steps >= 0, got {n}", param, ctx)
+        return n
+
+
+STEPS_OR_AUTO = _StepsOrAuto()
 FORMAT_HELP = ("Markdown for people (a PR comment), JSON (schema nsighttc.verdict/1) for machines. Default: a short "
                "summary on a terminal, the whole Markdown document when piped or written to a file.")
 _LEVEL = {"value": 1}  # 0 quiet, 1 normal, 2 verbose (set by -q / -v on every command)
@@ -261,6 +282,17 @@ def demo(fmt: str, which: str) -> None:
               help="Python programs: find the steps of a program that marks none, from hooks the launcher installs "
                    "when it imports torch (optimizer steps, DataLoader fetches, the main model's calls, backward, "
                    "torch.compile's compilations). The program's own step ranges win when it has some.")
+@click.option("--warmup", type=STEPS_OR_AUTO, default="auto", show_default=True, metavar="N|auto",
+              help="Default run: steps before the recorded window (auto: until the step time settles and nothing "
+                   "compiles).")
+@click.option("--steps", "window_steps", type=STEPS_OR_AUTO, default="auto", show_default=True, metavar="N|auto",
+              help="Default run: steady steps recorded in the window (auto: about 2 s of steps, 10 to 100).")
+@click.option("--full-run", is_flag=True,
+              help="Default run: let the program finish after the window (recorded: start-up, warm-up and the "
+                   "window only). Without it, the program is stopped once the window is recorded.")
+@click.option("--whole-program", is_flag=True,
+              help="Default run: record the whole program, every step, as before windows (slower; for programs "
+                   "whose interesting part is not a steady loop).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),
               show_default=True, help="Parent of the run directory; each run gets a new <time>-<script> folder.")
 @click.option("--range", "range_", metavar="NAME", help="Profile only inside NVTX range NAME (ncu, nsys).")
@@ -277,7 +309,8 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--timeline", is_flag=True, hidden=True, help="Accepted for old command lines: the default run has the timeline.")
 @click.option("--format", "fmt", type=FORMAT, default=None, help="What to print at the end. " + FORMAT_HELP)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, step_marks, out, range_, annotate,
+def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, step_marks, warmup,
+            window_steps, full_run, whole_program, out, range_, annotate,
             ncu_path, nsys_path, timeout, keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
     """Profile a program and write its verdict: did the Tensor Cores fire, and is it GPU- or host-bound?
 
@@ -288,7 +321,9 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
 
     \b
     The default run answers both questions:
-      1. the program runs once under torch.profiler (or nsys): every kernel, range, step, host call;
+      1. the program runs under torch.profiler (or nsys) through its start-up, its warm-up and a
+         window of steady steps (every kernel, range, step, host call there), then it is stopped
+         (--full-run: it runs on unrecorded; --whole-program: everything is recorded);
       2. Nsight Compute measures only the kernels that still lack hardware Tensor Core evidence
          (matrix work, or unsettled by the name), once each: PyTorch programs by calling again the
          operators that launched them (--no-replay: no), the rest on the program, stopped once they
@@ -310,7 +345,10 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
     opts = Options(engine=engine, out=out, range=range_, annotate=annotate, ncu=ncu_path, nsys=nsys_path,
                    timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
                    timeline=timeline, fast=fast, hardware=hardware, cache=not no_cache, timeline_engine=timeline_engine,
-                   overlap=overlap, counters=counters, replay=replay, step_marks=step_marks)
+                   overlap=overlap, counters=counters, replay=replay, step_marks=step_marks,
+                   window=not whole_program, warmup=warmup, steps=window_steps, full_run=full_run)
+    if whole_program and (full_run or warmup is not None or window_steps is not None):
+        raise UsageError("--whole-program records every step: --full-run, --warmup and --steps choose a window")
     def say(s: str) -> None:  # progress; the workload's own output only with -v
         note(s, level=2 if s.startswith("  | ") else 1)
     if timeline and engine == "auto":

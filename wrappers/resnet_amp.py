@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: smoke mode, tiny net and images")
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="a long-running job: train for this long instead of --steps (a real run lasts hours)")
     a = ap.parse_args(argv)
     import torch
     device = pick_device(a.device)
@@ -88,9 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     sync(device)
     t0 = time.perf_counter()
     with annotate.range("train"):
-        for _ in range(a.steps):
+        done, until = 0, None if a.minutes is None else t0 + a.minutes * 60
+        while (done < a.steps) if until is None else (time.perf_counter() < until):
             with annotate.step():
                 step()
+            done += 1
+    a.steps = done
     sync(device)
     dt = time.perf_counter() - t0
     print(f"resnet50 {a.precision}{' channels_last' if a.channels_last else ''} batch={a.batch} device={device.type}: "

@@ -28,12 +28,20 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   torch_trace: Path | None = None, python: str | None = None, range_name: str | None = None,
                   gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start",
                   variants: list[str] | None = None, applied: Path | None = None,
-                  record_shapes: bool = False, kernel_ops: Path | None = None, step_marks: bool = True) -> list[str]:
+                  record_shapes: bool = False, kernel_ops: Path | None = None, step_marks: bool = True,
+                  window: dict | None = None) -> list[str]:
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
-    (``nsighttc.runtime.kernel_ops``). ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default."""
+    (``nsighttc.runtime.kernel_ops``). ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default.
+    ``window``: record a window of steady steps (``nsighttc.runtime.window``): ``warmup``/``steps`` (None: auto),
+    ``end`` (stop|continue), ``cuda_profiler`` (switch cudaProfilerStart/Stop: ncu --profile-from-start off)."""
     argv = [python or sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", annotate]
     if not step_marks:
         argv += ["--step-marks", "off"]
+    if window is not None:
+        argv += ["--window", "--window-warmup", _auto(window.get("warmup")), "--window-steps",
+                 _auto(window.get("steps")), "--window-end", window.get("end", "stop")]
+        if window.get("cuda_profiler"):
+            argv += ["--cuda-profiler"]
     for v in variants or []:
         argv += ["--variant", v]
     if applied is not None:
@@ -53,6 +61,10 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
     else:
         argv += ["--", *target]
     return argv
+
+
+def _auto(n) -> str:
+    return "auto" if n is None else str(int(n))
 
 
 def replay_argv(ops: Path, *, python: str | None = None, gate: Path | None = None, gate_at: str = "start") -> list[str]:
@@ -75,15 +87,16 @@ def nsys_argv(nsys: Path | str, out_base: Path, inner: list[str], capture_range:
 def ncu_argv(ncu: Path | str, out_base: Path, inner: list[str], cc: str | None, *,
              nvtx_range: str | tuple[str, ...] | None = None,
              every_launch: bool = False, all_kernels: bool = False, metrics: list[str] | None = None,
-             kernel_regex: str | None = None, nvtx: bool = True) -> list[str]:
+             kernel_regex: str | None = None, nvtx: bool = True, from_start: bool = True) -> list[str]:
     """``nvtx_range``: profile only kernels inside this NVTX range (any of several).
     ``kernel_regex``: profile only kernels whose demangled name matches (``hardware_pass.kernel_regex``),
     else every kernel outside the settled no-matrix families (unless ``all_kernels``). ``nvtx=False``: ncu
-    does not track NVTX ranges (the default run takes ranges from its timeline); a range filter needs them."""
+    does not track NVTX ranges (the default run takes ranges from its timeline); a range filter needs them.
+    ``from_start=False``: profile only between cudaProfilerStart/Stop (the launcher's window of steady steps)."""
     from ..analysis.families import ncu_kernel_filter
 
     argv = [str(ncu), *(["--nvtx"] if nvtx or nvtx_range else []), "--clock-control", "none", "--cache-control",
-            "none", "--target-processes", "all",
+            "none", "--target-processes", "all", *([] if from_start else ["--profile-from-start", "off"]),
             "--metrics", ",".join(metrics or ncu_metrics.metrics_for_cc(cc)), "-o", str(out_base)]
     for r in (nvtx_range,) if isinstance(nvtx_range, str) else nvtx_range or ():
         argv += ["--nvtx-include", f"{r}/"]

@@ -98,6 +98,11 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
                    else f"exited with code {p.returncode}")
             notes.append(f"the {p.mode or p.engine} pass ({p.engine}) {why}; what it measured before is used, and "
                          f"the program's own run exited {own.returncode if own else '?'}; see {p.log.name}")
+    from .window import note as window_note
+    for p in done:
+        said = window_note(p) if p.mode == "timeline" else None
+        if said:
+            notes.append(said)
     interrupted = any(p.interrupted for p in done)
     timed_out = any(p.timed_out for p in done)
     if interrupted:

@@ -151,6 +151,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             rp_run.kill(grace_s=2.0)
         raise
     out.done.append(tl)
+    program.timeline_events = tl.window_events
     try:
         timeline_ended = time.monotonic()
         import pandas as pd  # (imported by _preload meanwhile: see the module's imports)

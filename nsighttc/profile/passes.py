@@ -49,6 +49,10 @@ class Options:
     replay: bool = True             # default run: measure kernels by calling their operators again (nsighttc.runtime.replay)
     record_shapes: bool = False     # torch engine: record operator arguments (set by the default run for replay)
     step_marks: bool = True         # the launcher marks steps from global hooks (nsighttc.runtime.steps)
+    window: bool = True             # default run: record a window of steady steps (nsighttc.runtime.window)
+    warmup: int | None = None       # steps before the window (None: auto)
+    steps: int | None = None        # steps in the window (None: auto, ~2 s)
+    full_run: bool = False          # let the program finish after the window (recorded: the window only)
     python: str = field(default_factory=lambda: sys.executable)
 
 
@@ -72,6 +76,13 @@ class Pass:
     tool: str | None = None                        # the profiler's executable when argv[0] is the launcher
     stem: str = ""                                 # ncu: the report's file name stem (default: the engine's)
     trace_written_s: float | None = None           # timeline: when its trace was complete (read from then on)
+    window: dict | None = None                     # the launcher's window settings (runtime.window), if windowed
+    window_events: list = field(default_factory=list)  # what the launcher's window did (start/end/resume per phase)
+
+    @property
+    def stopped_after_window(self) -> bool:
+        """The launcher stopped the program itself, at the step that ended its window."""
+        return any(e.get("event") == "stop" or (e.get("event") == "end" and e.get("stop")) for e in self.window_events)
 
     @property
     def exe(self) -> str:

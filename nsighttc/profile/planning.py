@@ -20,7 +20,8 @@ from .passes import KERNEL_OPS_FILE, Options, Pass
 from .target import Target
 
 
-def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[list[Pass], list[str]]:
+def plan(opts: Options, target: Target, cc: str | None, run_dir: Path,
+         window: dict | None = None) -> tuple[list[Pass], list[str]]:
     """The pass of an explicit engine (``--engine ncu|nsys|torch``), as an argument list. Pure except for
     looking tools up. The default run (``auto``) is planned step by step by ``profile.default``."""
     notes: list[str] = []
@@ -37,7 +38,7 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path) -> tuple[
                                      step_marks=opts.step_marks,
                                      torch_trace=torch_trace, python=opts.python,
                                      record_shapes=opts.record_shapes and torch_trace is not None,
-                                     kernel_ops=run_dir / KERNEL_OPS_FILE)
+                                     kernel_ops=run_dir / KERNEL_OPS_FILE, window=window)
 
     if engine == "ncu":
         ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
@@ -82,25 +83,30 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path) -> Pass | None:
     engine = "torch" if use_torch else "nsys" if nsys is not None else None
     if engine is None:
         return None
-    p = plan(replace(opts, engine=engine), target, None, run_dir)[0][0]  # the same pass --engine X runs
+    from .window import timeline_window
+    window = timeline_window(opts, target.python_program)
+    p = plan(replace(opts, engine=engine), target, None, run_dir, window)[0][0]  # the pass --engine X runs
     p.mode = "timeline"
+    p.window = window
     return p
 
 
 
 
 def hardware_pass(ncu, opts: Options, target: Target, run_dir: Path, cc: str | None, mode: str, pid_file: Path,
-                  regex: str | None = None, **gating) -> Pass:
+                  regex: str | None = None, window: dict | None = None, **gating) -> Pass:
     """The default run's Nsight Compute pass on the program: beside the timeline behind the gate (mode
     "overlapped", ``gating``: the launcher's ``gate``/``gate_at``), or after it, filtered to exactly the missing
     kernels (mode "after", ``regex``). ``pid_file``: where the launcher says which process to interrupt once
-    the kernels were profiled. Distributed: on rank 0 only."""
+    the kernels were profiled. ``window``: profile one steady step per phase only (``profile.window.ncu_window``).
+    Distributed: on rank 0 only."""
+    window = window if target.python_program else None
     inner = engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate, python=opts.python,
-                                  step_marks=opts.step_marks,
+                                  step_marks=opts.step_marks, window=window,
                                   pid_file=pid_file, **gating) if target.python_program else list(target.argv)
     metrics = ncu_metrics.one_pass_metrics_for_cc(cc) if opts.counters == "fast" else None
     p = Pass("ncu", engines.ncu_argv(ncu, run_dir / "ncu", inner, cc, nvtx_range=opts.range,
                                      every_launch=opts.every_launch, all_kernels=opts.all_kernels,
-                                     kernel_regex=regex, metrics=metrics, nvtx=False), run_dir / "ncu.log",
-             mode=mode)
+                                     kernel_regex=regex, metrics=metrics, nvtx=False, from_start=window is None),
+             run_dir / "ncu.log", mode=mode, window=window)
     return distribute(p, target, run_dir, len(inner), only_ranks="0")

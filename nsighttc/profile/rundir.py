@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import __version__
 from ..collect import gpu
 from ..errors import UsageError
+from .window import summary as window_summary
 from .passes import Options, Pass
 from .target import Target
 
@@ -70,7 +71,8 @@ def provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], g
         **({"evidence": evidence} if evidence else {}),
         "passes": [{"engine": p.engine, "mode": p.mode or None, "seconds": round(p.seconds, 3),
                     "stopped_early": p.stopped_early,
-                    **({"trace_written_s": p.trace_written_s} if p.trace_written_s is not None else {})}
+                    **({"trace_written_s": p.trace_written_s} if p.trace_written_s is not None else {}),
+                    **({"window": window_summary(p)} if p.window is not None else {})}
                    for p in done],
     }
 

@@ -11,10 +11,28 @@ from typing import Callable
 
 from ..collect import process
 from ..errors import NsighttcError
+from ..runtime.window import EVENT_PREFIX, read_events
 from .evidence import export
 from .passes import PERM_ERROR, PERM_FIX, CounterPermission, Options, Pass
 from .rundir import write_meta
 from .target import Target
+
+WINDOW_EVENT = EVENT_PREFIX.strip()
+
+
+def describe(e: dict) -> str:
+    """A window event (``runtime.window``) as a progress line."""
+    kind, phase = e.get("event"), e.get("phase") or "the program"
+    if kind == "start":
+        return (f"`{phase}` steady after {e.get('warmup')} warm-up steps ({e.get('median_ms')} ms/step): "
+                f"recording {e.get('steps')} steps")
+    if kind == "end":
+        return f"`{phase}`: window recorded" + ("; stopping the program" if e.get("stop") else "; the program runs on")
+    if kind == "stop":
+        return f"no new phase began within {e.get('grace_s')} s after the last window: stopping the program"
+    if kind == "off":
+        return "no window (the program has no steps to choose from): recording everything"
+    return f"`{phase}`: recording again ({kind})"
 
 _PROF_LINE = re.compile(r'==PROF== Profiling "([^"]+)"')
 
@@ -37,6 +55,11 @@ def start_pass(p: Pass, *, say: Callable[[str], None]) -> process.Running:
     def on_line(line: str) -> None:
         if p.on_line is not None:
             p.on_line(line)
+        if WINDOW_EVENT in line:
+            p.window_events += read_events([line])
+            if p.window_events:
+                say(f"[{p.mode or p.engine}] {describe(p.window_events[-1])}")
+            return
         m = _PROF_LINE.search(line)
         if m:
             p.profiled_kernels += 1

@@ -101,18 +101,27 @@ class ProgramPass:
         self.running: process.Running | None = None
         self._relay: _Relay | None = None
         self.opened_at: float | None = None  # when the gate opened early (the timeline just ended)
+        self.timeline_events: list[dict] | None = None  # the timeline run's window events, once it ended
 
     def start_beside(self, gate_at: str) -> None:
         """Start now; the launcher waits at the gate (``gate_at``) while the timeline pass runs."""
+        from .window import ncu_window
         self.p = hardware_pass(self.ncu, self.opts, self.target, self.run_dir, self.cc, "overlapped", self.pid_file,
-                               gate=self.gate, gate_at=gate_at)
+                               gate=self.gate, gate_at=gate_at,
+                               window=ncu_window(self.opts, self.target.python_program, None))
         self.p.on_prof = self._relay = _Relay()  # kept for the stop rule (the gate may open before the plan exists)
         self.say("[ncu] starting now and waiting at the gate while the timeline runs (start-up overlaps)")
         self.running = start_pass(self.p, say=lambda s: None if s.startswith("[ncu] running") else self.say(s))
 
+    def _go(self) -> str:
+        """'go', with the window the timeline run found (its warm-up steps, or none: profile from the start)."""
+        from .window import gate_words
+        words = gate_words(self.opts, self.timeline_events or []) if self.p is not None and self.p.window else ""
+        return f"go {words}".strip()
+
     def open_gate(self) -> None:
         """Let the waiting program run on under ncu before the plan is made (it will almost surely be needed)."""
-        write_gate(self.gate, "go")
+        write_gate(self.gate, self._go())
         self.opened_at = time.monotonic()
 
     def stand_down(self) -> None:
@@ -142,8 +151,10 @@ class ProgramPass:
         say(f"[2/2 ncu] {len(missing)} kernel(s) need hardware evidence"
             + (f" ({len(have)} more found in the cache)" if have else "") + f" ... {time.monotonic() - started:.0f}s")
         if self.p is None:  # not started beside the timeline: start it now, filtered to exactly these kernels
+            from .window import ncu_window
             self.p = hardware_pass(self.ncu, self.opts, self.target, self.run_dir, self.cc, "after", self.pid_file,
-                                   regex=hw_rules.kernel_regex(missing))
+                                   regex=hw_rules.kernel_regex(missing),
+                                   window=ncu_window(self.opts, self.target.python_program, self.timeline_events or []))
         p = self.p
         weights = need.groupby("name")["time_ns"].sum().to_dict()
         watcher = hw_rules.StopWhenCovered(missing, stop=lambda: interrupt_program(self.pid_to_stop, p, say,
@@ -161,7 +172,7 @@ class ProgramPass:
             watcher.started = time.monotonic()
         else:
             if self.opened_at is None:
-                write_gate(self.gate, "go")
+                write_gate(self.gate, self._go())
             watcher.started = self.opened_at if self.opened_at is not None else time.monotonic()
             self._relay.attach(progress)
         running = self.running

@@ -57,6 +57,7 @@ class range(contextlib.ContextDecorator):  # noqa: A001 - the natural name for u
 
     def __enter__(self) -> "range":
         _push(self.name)
+        _open.append(self)
         if _torch_profiling():
             import torch
             self._rf = torch.profiler.record_function(self.name)
@@ -68,12 +69,50 @@ class range(contextlib.ContextDecorator):  # noqa: A001 - the natural name for u
             self._rf.__exit__(*exc)
             self._rf = None
         _pop()
+        if _open and _open[-1] is self:
+            _open.pop()
+        else:  # closed out of order (a generator, a thread): drop it wherever it is
+            try:
+                _open.remove(self)
+            except ValueError:
+                pass
+        return False
+
+
+# The annotate ranges open now, outermost first (the window of steady steps, ``runtime.window``, names a step's
+# phase by them and opens them again after a pause). One list for the process: steps are marked on one thread.
+_open: list = []
+# Told of every ``step()`` range entering and leaving (``begin(open_ranges)``, ``end(open_ranges)``): the
+# launcher's window (``runtime.window``). None without the launcher: a step is then a plain range.
+_step_listener = None
+
+
+def open_ranges() -> list:
+    """The annotate ranges open now, outermost first."""
+    return list(_open)
+
+
+class _Step(range):
+    """A step range that tells the launcher's window where each step begins and ends."""
+    __slots__ = ()
+
+    def __enter__(self) -> "range":
+        listener = _step_listener
+        if listener is not None:
+            listener.explicit_begin(list(_open))
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> bool:
+        super().__exit__(*exc)
+        listener = _step_listener
+        if listener is not None and exc[0] is None:
+            listener.explicit_end(list(_open))
         return False
 
 
 def step(name: str = "step") -> range:
     """A range marking one iteration; nsighttc reads repeated 'step' ranges as the loop's steps."""
-    return range(name)
+    return _Step(name)
 
 
 def traced(fn: Callable | None = None, *, name: str | None = None):

@@ -75,6 +75,18 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                     help="mark the program's steps from global hooks (nsighttc.runtime.steps: optimizer steps, "
                          "DataLoader fetches, the main model's calls, torch.compile's compilations) once it imports "
                          "torch")
+    ap.add_argument("--window", action="store_true",
+                    help="record a window of steady steps (nsighttc.runtime.window): the recorder runs through the "
+                         "warm-up and the window, then the program stops (--window-end stop) or runs on unrecorded")
+    ap.add_argument("--window-warmup", default="auto", type=_count_or_auto,
+                    help="steps before the window: a number, or auto (until the step time settles)")
+    ap.add_argument("--window-steps", default="auto", type=_count_or_auto,
+                    help="steps in the window: a number, or auto (about 2 s of steps, 10 to 100)")
+    ap.add_argument("--window-end", choices=["stop", "continue"], default="stop",
+                    help="after the window: stop the program, or let it run on unrecorded")
+    ap.add_argument("--cuda-profiler", action="store_true",
+                    help="switch cudaProfilerStart/Stop at the window (Nsight Compute with --profile-from-start off); "
+                         "without --window, profiling starts with the program")
     ap.add_argument("-m", dest="module", help="run a module (like python -m)")
     ap.add_argument("target", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -83,6 +95,18 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     if not ns.module and not ns.target:
         ap.error("nothing to run: give SCRIPT.py [ARGS] or -m MODULE [ARGS]")
     return ns
+
+
+def _count_or_auto(text: str):
+    if text == "auto":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of steps or 'auto', got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of steps >= 0, got {n}")
+    return n
 
 
 def _run_target(ns: argparse.Namespace) -> None:
@@ -114,6 +138,12 @@ def _owner_alive() -> bool:
         return True
 
 
+# What the gate said besides 'go' (``key=value`` words after it): the Nsight Compute pass learns there how many
+# warm-up steps the timeline run saw (``window-warmup=N``), or that the program has no steps (``window=off``).
+GATE_SETTINGS: dict[str, str] = {}
+_WINDOW = None  # the window of steady steps, once made (the gate's settings apply to it)
+
+
 def _wait_at_gate(gate: Path) -> bool:
     """Block until ``gate`` holds 'go' (True) or 'stop' (False); 'stop' too when its owner is gone."""
     checks = 0
@@ -122,12 +152,22 @@ def _wait_at_gate(gate: Path) -> bool:
         if checks % 50 == 0 and not _owner_alive():
             return False
         try:
-            word = gate.read_text().strip()
+            words = gate.read_text().split()
         except OSError:
-            word = ""
-        if word in ("go", "stop"):
-            return word == "go"
+            words = []
+        if words and words[0] in ("go", "stop"):
+            GATE_SETTINGS.update(w.split("=", 1) for w in words[1:] if "=" in w)
+            if words[0] == "go" and _WINDOW is not None:
+                _apply_gate_settings(_WINDOW)
+            return words[0] == "go"
         time.sleep(GATE_POLL_S)
+
+
+def _apply_gate_settings(window) -> None:
+    if GATE_SETTINGS.get("window") == "off":
+        window.disable()
+    elif GATE_SETTINGS.get("window-warmup", "").isdigit():
+        window.warmup = int(GATE_SETTINGS["window-warmup"])
 
 
 def _gate_at_first_cuda_use(gate: Path, after_init: bool = False) -> bool:
@@ -206,6 +246,21 @@ def main(argv: list[str] | None = None) -> int:
     if ns.step_marks == "on":
         from . import steps
         marks = steps.install_when_torch_imports()
+    window = None
+    if ns.window or ns.cuda_profiler:
+        global _WINDOW
+        from . import annotate as _annotate_mod
+        from . import window as windows
+        recorder = windows.CudaProfilerRecorder() if ns.cuda_profiler else windows.Recorder()
+        window = _WINDOW = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
+                                          stop=ns.window_end == "stop", recorder=recorder,
+                                          compiles=(lambda: marks.counts["compiles"]) if marks is not None else (lambda: 0))
+        if not ns.window:
+            window.disable()
+        _apply_gate_settings(window)
+        _annotate_mod._step_listener = window
+        if marks is not None:
+            marks.window = window
     name = ns.range_name or (ns.module or Path(ns.target[0]).name)
     top = annotate.range(name) if ns.annotate != "none" else annotate.nothing()
     remove_hooks = None
@@ -238,17 +293,26 @@ def main(argv: list[str] | None = None) -> int:
             prof = torch.profiler.profile(activities=acts, record_shapes=ns.record_shapes, with_stack=False,
                                           **({"experimental_config": trace_only} if trace_only is not None else {}))
             prof.__enter__()
+            if window is not None and window.enabled:
+                from .window import TorchRecorder
+                window.recorder = TorchRecorder(prof, acts)
         with top, variant_ctx:
+            if window is not None:
+                window.base_depth = len(annotate.open_ranges())
             _run_target(ns)
     except SystemExit as exc:  # the script called sys.exit(): keep its code
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
-        code = 130
-    except BaseException:
-        import traceback
-        traceback.print_exc()
-        code = 1
+        code = 0 if window is not None and window.stopped else 130
+    except BaseException as exc:
+        from .window import WindowDone
+        if not isinstance(exc, WindowDone):
+            import traceback
+            traceback.print_exc()
+        code = 0 if isinstance(exc, WindowDone) else 1
     finally:
+        if window is not None:
+            window.recorder.close()
         if remove_hooks:
             remove_hooks()
         if marks is not None:

@@ -45,7 +45,8 @@ DATA = "nsighttc.data"
 FORWARD = "nsighttc.forward"
 COMPILE = "nsighttc.compile"
 BACKWARD = "nsighttc.backward"
-NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE)
+PAUSED = "nsighttc.paused"  # a span the window's recorder did not record (runtime.window.TorchRecorder)
+NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE, PAUSED)
 PREFIX = "nsighttc."  # every mark's name starts with it (the replay's ranges use "nsighttc-")
 
 
@@ -120,6 +121,7 @@ class StepMarks:
         self._optimizer: Mark | None = None  # the optimizer step under way
         self._compile_hooked = False          # the dynamo callbacks are registered
         self._undo: list = []
+        self.window = None                    # the launcher's window of steady steps (runtime.window), if any
 
     def mark(self, name: str) -> Mark:
         return Mark(name, self._start, _profiling())
@@ -139,6 +141,9 @@ class StepMarks:
             if self.step is not None:
                 self.step.end(self._end)
                 self.counts["steps"] += 1
+                self.step, self.pending = None, False
+                if self.window is not None:  # may stop the program here (runtime.window.WindowDone)
+                    self.window.hook_boundary()
             self.pending = False
             self._tops = int(top)
             self.step = self.mark(STEP)

@@ -63,6 +63,9 @@ def test_default_run_is_timeline_then_ncu_for_the_missing_kernels_stopped_early(
     # the one-pass instruction set for the fake's H200 (cc 9.0), and no NVTX tracking: ranges come from the timeline
     assert ncu_own[ncu_own.index("--metrics") + 1].split(",") == ncu_metrics.one_pass_metrics_for_cc("9.0")
     assert "--nvtx" not in ncu_own
+    # one steady step per phase: ncu profiles only between the launcher's cudaProfilerStart/Stop, one window step
+    assert ncu_own[ncu_own.index("--profile-from-start") + 1] == "off"
+    assert "--cuda-profiler" in launcher and launcher[launcher.index("--window-steps") + 1] == "1"
     doc = res.verdict.to_json()
     ev = doc["provenance"]["evidence"]
     assert ev["kernels_needing_hardware"] == 3 and ev["from_cache"] == 0 and ev["to_measure"] == 3
@@ -160,6 +163,43 @@ def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_pa
     replay = [c for c in ncu if "nsighttc.runtime.replay" in c]
     assert replay and replay[0][replay[0].index("--gate-at") + 1] == "warm"
     assert replay[0][replay[0].index("--nvtx-include") + 1] == "nsighttc-replay/"
+
+
+LOOP = """
+import sys, time, torch
+m = torch.nn.Linear(16, 16); opt = torch.optim.SGD(m.parameters(), lr=0.01); x = torch.randn(8, 16)
+for i in range(3000):
+    time.sleep(0.004)
+    opt.zero_grad(); m(x).sum().backward(); opt.step()
+print("RAN TO THE END")
+sys.exit(3)
+"""
+
+
+def test_the_default_run_records_a_window_and_stops_the_program(env, tmp_path, monkeypatch, run_cli):
+    pytest.importorskip("torch")
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    script = env()
+    script.write_text(LOOP)
+    t0 = time.monotonic()
+    res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", fast=True, steps=15))
+    assert time.monotonic() - t0 < 60 and res.exit_code == 0  # stopped by nsighttc: 0, not the program's 3
+    log = (res.run_dir / "torch.log").read_text()
+    assert "RAN TO THE END" not in log
+    window = json.loads((res.run_dir / "run.json").read_text())["passes"][0]["window"]
+    assert window["stopped_after_window"] and window["phases"][0]["steps"] == 15 and window["phases"][0]["complete"]
+    steps = res.verdict.to_json()["timeline"]["steps"]
+    assert steps["source"] == "hook" and steps["count"] - steps["warmup_steps"] >= 15
+    assert any(n.startswith("recorded a window of steady steps: 15 steps") for n in res.notes)
+    # --full-run: the program finishes (its own exit code), the window alone is recorded
+    full = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", fast=True, steps=15,
+                                                                   full_run=True))
+    assert full.exit_code == 3 and "RAN TO THE END" in (full.run_dir / "torch.log").read_text()
+    assert full.verdict.to_json()["timeline"]["steps"]["count"] < 100
+    code, _, err = run_cli("profile", "--whole-program", "--steps", "5", script)
+    assert code == 2 and "--whole-program" in err and "Traceback" not in err
+    code, _, err = run_cli("profile", "--warmup", "many", script)
+    assert code == 2 and "many" in err
 
 
 def test_without_ncu_the_default_is_the_timeline_with_name_evidence(env, tmp_path, monkeypatch):

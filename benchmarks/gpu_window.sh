@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Issue 29 on the GPU machine: the default run records a window of steady steps (reports/window/, the fixtures
+# tests/fixtures/window/).
+#   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu_window.sh OUT PART
+#   PART a: the default `nsighttc profile` (first run, empty evidence cache) on the Trainer fine-tune, the
+#           torch.compile loop and the multi-phase program, with the Trainer's plain run beside it; then, for the
+#           fixtures, four programs recorded by the timeline alone (--fast) as a window and whole (--whole-program).
+#   The timings of issue 29's targets come from benchmarks/gpu_profile_overhead.py (reports/profile_overhead/).
+# Writes OUT/summary.txt, OUT/a.tgz (reports, verdicts, run.json, logs) and OUT/fixtures_a.tgz.
+set -u
+OUT=${1:?out dir}; PART=${2:?part}
+W=$OUT/work; mkdir -p "$W/fix"
+export NSIGHTTC_CACHE_DIR=$W/cache TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+S=$OUT/summary.txt
+{
+  echo "== part $PART $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null)"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+  ncu --version | tail -1
+} >> "$S" 2>&1
+secs() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$1" "$2"; }
+
+plain() {  # name cmd...
+  local name=$1; shift
+  local t0; t0=$(date +%s.%N)
+  "$@" > "$W/$name.plain.log" 2>&1
+  echo "plain $name: rc=$? $(secs "$t0" "$(date +%s.%N)") s | $(grep -E 'samples/s|ms/step|images/s|it/s|steps/s' "$W/$name.plain.log" | tail -5 | tr '\n' ' ')" >> "$S"
+}
+
+profile() {  # name timeout profile-options... -- cmd...
+  local name=$1 limit=$2; shift 2
+  local t0; t0=$(date +%s.%N)
+  timeout "$limit" python3 -m nsighttc profile --out "$W/runs_$name" "$@" > "$W/$name.profile.log" 2>&1
+  local rc=$?
+  local d; d=$(ls -d "$W/runs_$name"/*/ 2>/dev/null | tail -1)
+  echo "profile $name: rc=$rc $(secs "$t0" "$(date +%s.%N)") s dir=$d" >> "$S"
+  grep -E "window|^nsighttc: (Tensor Cores|GPU busy|Start-up|Evidence)|Traceback|Error" "$W/$name.profile.log" | head -20 | sed 's/^/   /' >> "$S"
+  [ -n "$d" ] && cp "$W/$name.profile.log" "$d/profile.log"
+}
+
+case "$PART" in
+a)
+  plain trainer python3 wrappers/trainer_finetune.py
+  profile trainer 300 -- python3 wrappers/trainer_finetune.py
+  profile compile 300 -- python3 wrappers/compile_loop.py
+  profile multi 300 -- python3 wrappers/multi_phase.py
+  for p in "trainer wrappers/trainer_finetune.py --steps 40" "resnet wrappers/resnet_amp.py --steps 80" \
+           "compile wrappers/compile_loop.py --steps 40 --layers 4" "multi wrappers/multi_phase.py --steps 40"; do
+    set -- $p; name=$1; shift
+    for how in window whole; do
+      opt=(--fast); [ $how = whole ] && opt+=(--whole-program)
+      profile "fix_${name}_$how" 300 "${opt[@]}" -- python3 "$@"
+      t=$(ls "$W/runs_fix_${name}_$how"/*/torch_trace.json 2>/dev/null | tail -1)
+      [ -n "$t" ] && python3 benchmarks/strip_fixture.py "$t" "$W/fix/${name}_${how}_torch.json.gz" >> "$S" 2>&1
+    done
+  done
+  ;;
+esac
+(cd "$W" && tar czf "$OUT/$PART.tgz" --exclude='*.ncu-rep' --exclude='*.nsys-rep' --exclude='*.sqlite' \
+   --exclude='*.qdstrm' --exclude='*trace.json' --exclude='cache' --exclude='fix' --exclude='*.tmp' \
+   runs_* ./*.log 2>/dev/null)
+(cd "$W" && tar czf "$OUT/fixtures_$PART.tgz" fix)
+ls -la "$OUT" >> "$S"

@@ -1,0 +1,76 @@
+"""The window of steady steps, seen from the profile run: what the launchers are told (``--window-*``, the ncu
+pass's gate), what they said they did (``runtime.window``'s event lines), and how the report words it.
+
+- The timeline pass records the program through its warm-up and a window of steady steps, then stops it
+  (``--full-run``: lets it run on unrecorded). ``--warmup``/``--steps`` fix the counts; ``--whole-program``
+  records everything as before.
+- The Nsight Compute pass on the program (when the replay did not measure every kernel) profiles one steady step
+  per phase: ``--profile-from-start off`` and the launcher's cudaProfilerStart/Stop around the step that follows
+  as many warm-up steps as the timeline run's window waited for. A timeline run whose window never started (no
+  steps, or a program shorter than its warm-up) gives the pass no window: it profiles from the start.
+"""
+from __future__ import annotations
+
+from .passes import Options, Pass
+
+
+def timeline_window(opts: Options, python_program: bool) -> dict | None:
+    """The timeline launcher's window settings, or None (recorded whole)."""
+    if not opts.window or not python_program:
+        return None
+    return {"warmup": opts.warmup, "steps": opts.steps, "end": "continue" if opts.full_run else "stop"}
+
+
+def warmup_seen(events: list[dict]) -> int | None:
+    """How many warm-up steps the timeline run's window waited for (the most over its phases), or None when no
+    window started."""
+    starts = [int(e.get("warmup") or 0) for e in events if e.get("event") == "start"]
+    return max(starts) if starts else None
+
+
+def ncu_window(opts: Options, python_program: bool, events: list[dict] | None) -> dict | None:
+    """The Nsight Compute pass's window: one steady step per phase after the timeline's warm-up. ``events``
+    None: not known yet (the pass starts beside the timeline; its gate tells it later, ``gate_words``)."""
+    if not opts.window or not python_program:
+        return None
+    warmup = opts.warmup if events is None else warmup_seen(events)
+    if events is not None and warmup is None:
+        return None
+    return {"warmup": warmup, "steps": 1, "end": "stop", "cuda_profiler": True}
+
+
+def gate_words(opts: Options, events: list[dict]) -> str:
+    """What the gate of an ncu pass started beside the timeline says with its 'go'."""
+    if not opts.window:
+        return ""
+    warmup = warmup_seen(events)
+    return "window=off" if warmup is None else f"window-warmup={warmup}"
+
+
+def summary(p: Pass) -> dict | None:
+    """run.json's and the report's account of the timeline pass' window."""
+    if p.window is None:
+        return None
+    ev = p.window_events
+    starts = [e for e in ev if e.get("event") == "start"]
+    ends = [e for e in ev if e.get("event") == "end"]
+    return {"requested": {k: p.window.get(k) for k in ("warmup", "steps", "end")},
+            "phases": [{"phase": e.get("phase"), "warmup_steps": e.get("warmup"), "steps": e.get("steps"),
+                        "median_ms": e.get("median_ms"),
+                        "complete": any(x.get("phase") == e.get("phase") for x in ends)} for e in starts],
+            "stopped_after_window": p.stopped_after_window}
+
+
+def note(p: Pass) -> str | None:
+    """One sentence for the report about what the timeline pass recorded."""
+    s = summary(p)
+    if s is None:
+        return None
+    if not s["phases"]:
+        return ("recorded the whole program: no steady window started (the program showed no steps, or ended "
+                "within its warm-up)")
+    parts = [f"{ph['steps']} steps of `{ph['phase']}` after {ph['warmup_steps']} warm-up steps"
+             + ("" if ph["complete"] else " (the program ended first)") for ph in s["phases"]]
+    how = ("then nsighttc stopped the program (`--full-run` lets it finish)" if s["stopped_after_window"]
+           else "the program ran on unrecorded" if any(ph["complete"] for ph in s["phases"]) else "")
+    return "recorded a window of steady steps: " + "; ".join(parts) + (f"; {how}" if how else "")

@@ -1,0 +1,382 @@
+"""A window of steady steps, chosen inside the program while it runs: what the default ``nsighttc profile`` run
+records in detail, so that a training run of hours gives its verdict in seconds and the rest of it runs at full
+speed, or not at all.
+
+The launcher (``nsighttc.runtime.launch --window-*``) tells the window about every step boundary it sees: the step
+hooks' ``nsighttc.step`` (``runtime.steps``) and the program's own ``annotate.step()`` ranges (which win, as in the
+analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the hook steps are one phase):
+
+1. **Warm-up**: ``--window-warmup N`` steps, or ``auto``: until the last ``STEADY_RUN`` steps each lie within
+   ``STEADY_TOLERANCE`` of their median and none of them compiled (torch.compile's callbacks, counted by the
+   hooks), and never fewer than ``MIN_WARMUP`` steps; a phase that never settles starts its window after
+   ``MAX_WARMUP_STEPS`` steps or ``MAX_WARMUP_S`` seconds anyway. The step times are the host's (step end to
+   step end): in a steady loop the host waits for the GPU (a full launch queue, ``.item()``, a sync) and its
+   step time is the GPU's.
+2. **The window**: ``--window-steps N`` steps, or enough for ``TARGET_WINDOW_S`` seconds at the median step
+   of the warm-up's last steps, between ``MIN_STEPS`` and ``MAX_STEPS``.
+3. **Then**: with ``--window-end stop`` (the default run's default) the program is stopped at the step boundary
+   that ends the window, by raising ``WindowDone`` there (a ``BaseException``: the program's ``except Exception``
+   does not catch it, its ``finally`` blocks run, and the launcher exits 0 after writing what was recorded).
+   Steps inside a named phase range (``annotate.range("train")`` around ``annotate.step()``) may be followed by
+   other phases, which cannot be known ahead: the recorder pauses and the program runs on at full speed for
+   ``PHASE_GRACE_S``; a phase whose steps begin meanwhile is recorded the same way (warm-up, window), and the
+   program is stopped at the first step boundary after a grace in which none began (a program with one
+   training phase pays the grace once; the phases of a program that runs several in a row are each recorded).
+   ``--window-end continue`` (``profile --full-run``) always pauses and never stops.
+
+What is switched is a ``Recorder``:
+- ``TorchRecorder`` (the torch engine): torch.profiler runs from the program's start, so start-up, warm-up and
+  a program too short for a window are recorded as before; after a window it is paused with
+  ``toggle_collection_dynamic`` (CPU and CUDA activities: no operator callbacks, no argument shapes, no kernel
+  records) and resumed when a new phase's steps begin. A range that opened while recording keeps its record
+  when it closes during a pause; a range that opened during a pause is not recorded (measured: torch 2.13 CPU,
+  ``tests/runtime/test_window.py``), so the ``annotate`` ranges still open at a resume are opened again as
+  ``record_function`` copies (closed at the next pause): the window's steps keep their phase's path.
+- ``CudaProfilerRecorder`` (the Nsight Compute pass on the program, run with ``--profile-from-start off``):
+  ``cudaProfilerStart`` at the window's start, ``cudaProfilerStop`` at its end, so ncu profiles only steady
+  steps (one per phase is enough) and the warm-up runs without kernel replays.
+- ``Recorder`` itself (nsys): nothing to switch; nsys records the program until the window stops it.
+
+Each event is printed as one line (``EVENT_PREFIX`` + JSON) for the profile run to read (``profile.window``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+
+from .steps import PAUSED
+
+EVENT_PREFIX = "nsighttc.launch: window "
+
+STEADY_RUN = 3              # steps whose times must agree for the warm-up to be over
+STEADY_TOLERANCE = 0.20     # each within 20% of their median
+MIN_WARMUP = 2              # the first steps are never steady (allocator growth, cuDNN/cuBLAS heuristics)
+MAX_WARMUP_STEPS = 50       # a phase that never settles: its window starts anyway
+MAX_WARMUP_S = 30.0
+TARGET_WINDOW_S = 2.0       # the window's length at the steady step time
+MIN_STEPS = 10              # enough steps for the analysis' median and its warm-up rule
+MAX_STEPS = 100
+PHASE_GRACE_S = 5.0         # after a named phase's window: how long another phase may take to begin
+
+
+class WindowDone(BaseException):
+    """The window is recorded: the program stops here (raised at a step boundary, caught by the launcher)."""
+
+
+def window_steps(median_s: float | None, steps: int | None = None) -> int:
+    """How many steps the window records: ``steps`` if given, else ``TARGET_WINDOW_S`` worth of steps."""
+    if steps is not None:
+        return max(1, int(steps))
+    if not median_s or median_s <= 0:
+        return MIN_STEPS
+    return int(min(MAX_STEPS, max(MIN_STEPS, math.ceil(round(TARGET_WINDOW_S / median_s, 6)))))
+
+
+def is_steady(durations: list[float], compiled: list[bool], n_steps: int) -> bool:
+    """The auto warm-up rule (see the module docstring)."""
+    if n_steps < max(MIN_WARMUP, STEADY_RUN) or len(durations) < STEADY_RUN:
+        return False
+    last, comp = durations[-STEADY_RUN:], compiled[-STEADY_RUN:]
+    if any(comp):
+        return False
+    med = sorted(last)[len(last) // 2]
+    return med > 0 and all(abs(d - med) <= STEADY_TOLERANCE * med for d in last)
+
+
+class Recorder:
+    """What a window switches: nothing (nsys records the whole run up to the stop)."""
+    name = "none"
+
+    def window_start(self) -> None:
+        pass
+
+    def window_end(self) -> None:
+        pass
+
+    def pause(self) -> None:
+        pass
+
+    def resume(self, open_ranges: list) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _synchronize() -> None:
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except Exception:
+        pass
+
+
+class TorchRecorder(Recorder):
+    """torch.profiler, recording from the start; paused after a window, resumed for the next phase."""
+    name = "torch"
+
+    def __init__(self, prof, activities):
+        self.prof, self.activities = prof, list(activities)
+        self.paused = False
+        self._recorded: list = []          # the ranges open when the recording paused (they keep their record;
+        #                                    the objects, not their ids: a closed range's id is soon reused)
+        self._copies: list = []            # record_function copies of ranges opened during a pause
+        self._paused_mark = None
+
+    def pause(self) -> None:
+        if self.paused:
+            return
+        _synchronize()  # the window's kernels end (and are recorded) before CUDA collection stops
+        self._close_copies()
+        from . import annotate
+        self._recorded = annotate.open_ranges()
+        self._paused_mark = _enter(PAUSED)  # opened while recording: kept, and it spans what was not recorded
+        self.prof.toggle_collection_dynamic(False, self.activities)
+        self.paused = True
+
+    def resume(self, open_ranges: list) -> None:
+        if not self.paused:
+            return
+        self.prof.toggle_collection_dynamic(True, self.activities)
+        self.paused = False
+        _exit(self._paused_mark)
+        self._paused_mark = None
+        import torch
+        for r in open_ranges:
+            if not any(r is kept for kept in self._recorded):
+                rf = torch.profiler.record_function(r.name)
+                rf.__enter__()
+                self._copies.append(rf)
+
+    def _close_copies(self) -> None:
+        while self._copies:
+            try:
+                self._copies.pop().__exit__(None, None, None)
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        self._close_copies()
+        _exit(self._paused_mark)
+        self._paused_mark = None
+
+
+def _enter(name: str):
+    try:
+        import torch
+        return torch.ops.profiler._record_function_enter_new(name, None)
+    except Exception:
+        return None
+
+
+def _exit(handle) -> None:
+    if handle is None:
+        return
+    try:
+        import torch
+        torch.ops.profiler._record_function_exit(handle)
+    except Exception:
+        pass
+
+
+class CudaProfilerRecorder(Recorder):
+    """cudaProfilerStart/Stop around each window (Nsight Compute with ``--profile-from-start off``). With no window
+    (``always``), profiling starts at once: the program has no steps to choose from."""
+    name = "cuda"
+
+    def __init__(self, always: bool = False):
+        self.on = False
+        if always:
+            self.window_start()
+
+    def window_start(self) -> None:
+        try:
+            import torch.cuda.profiler as cp
+            cp.start()
+            self.on = True
+        except Exception as exc:  # noqa: BLE001 - no CUDA: there is nothing for ncu to profile anyway
+            print(f"nsighttc.launch: window: cudaProfilerStart failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+    def window_end(self) -> None:
+        if not self.on:
+            return
+        _synchronize()
+        try:
+            import torch.cuda.profiler as cp
+            cp.stop()
+        except Exception:
+            pass
+        self.on = False
+
+
+class _Phase:
+    __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
+                 "compiles_at", "warmup", "steps", "median_s")
+
+    def __init__(self, key: tuple, now: float, compiles: int):
+        self.key = key
+        self.n = 0                     # steps ended
+        self.durations: list[float] = []
+        self.compiled: list[bool] = []
+        self.state = "warmup"          # warmup -> window -> done
+        self.left = 0
+        self.first_at = now
+        self.last_at: float | None = None
+        self.begun_at: float | None = None
+        self.compiles_at = compiles
+        self.warmup = 0
+        self.steps = 0
+        self.median_s: float | None = None
+
+
+class Window:
+    """The window's state machine (see the module docstring). ``compiles``: a callable giving how many
+    compilations the program has started so far (the step hooks count them)."""
+
+    def __init__(self, *, warmup: int | None = None, steps: int | None = None, stop: bool = True,
+                 recorder: Recorder | None = None, compiles=lambda: 0, clock=time.perf_counter,
+                 emit=None):
+        self.warmup, self.steps, self.stop = warmup, steps, stop
+        self.recorder = recorder or Recorder()
+        self.compiles, self.clock = compiles, clock
+        self.emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.phases: dict[tuple, _Phase] = {}
+        self.explicit = False      # the program marks its own steps: the hooks' steps are not counted
+        self.base_depth = 0        # annotate ranges open around the program itself (the launcher's top range)
+        self.stopped = False       # WindowDone was raised (the launcher exits 0)
+        self.enabled = True
+        self.stop_at: float | None = None  # after a named phase's window: stop at the first boundary past this
+        self.events: list[dict] = []
+
+    def disable(self) -> None:
+        """No window (the program has no steps to choose from, as the timeline run found): every step is
+        recorded, and a Nsight Compute pass profiles from the start."""
+        if not self.enabled:
+            return
+        self.enabled = False
+        if isinstance(self.recorder, CudaProfilerRecorder) and not self.recorder.on:
+            self.recorder.window_start()
+        self._event("off", (), None)
+
+    # -- what the launcher's hooks call --------------------------------------------------------------
+    def hook_boundary(self) -> None:
+        """A hook step ended (``runtime.steps``); ignored once the program marks its own steps."""
+        if self.enabled and not self.explicit:
+            self._boundary(("nsighttc.step",), named=False)
+
+    def explicit_begin(self, open_ranges: list) -> None:
+        """An ``annotate.step()`` range is entering; ``open_ranges``: the annotate ranges open around it."""
+        if not self.enabled:
+            return
+        self.explicit = True
+        key = self._key(open_ranges)
+        ph = self.phases.get(key)
+        if ph is not None and ph.state == "done":
+            return
+        if isinstance(self.recorder, TorchRecorder) and self.recorder.paused:
+            self.recorder.resume(open_ranges)
+            self._event("resume", key, ph)
+        if ph is None:
+            ph = self.phases[key] = _Phase(key, self.clock(), self.compiles())
+            self.stop_at = None  # a new phase began within the grace: it is recorded before any stop
+        ph.begun_at = self.clock()
+
+    def explicit_end(self, open_ranges: list) -> None:
+        if not self.enabled:
+            return
+        key = self._key(open_ranges)
+        ph = self.phases.get(key)
+        took = None if ph is None or ph.begun_at is None else self.clock() - ph.begun_at
+        self._boundary(key, named=len(open_ranges) > self.base_depth, took=took)
+
+    def _key(self, open_ranges: list) -> tuple:
+        return tuple(r.name for r in open_ranges)
+
+    # -- the state machine ----------------------------------------------------------------------------
+    def _boundary(self, key: tuple, *, named: bool, took: float | None = None) -> None:
+        now = self.clock()
+        compiles = self.compiles()
+        ph = self.phases.get(key)
+        if ph is None:
+            ph = self.phases[key] = _Phase(key, now, compiles)
+            if took is None:  # a hook step: the first one ended here; times are known from the next one on
+                ph.last_at, ph.n = now, 1
+                return
+        if ph.state == "done":
+            if self.stop_at is not None and now >= self.stop_at and \
+                    not any(p.state != "done" for p in self.phases.values()):
+                self._stop(ph, grace=True)
+            return
+        duration = took if took is not None else (now - ph.last_at if ph.last_at is not None else None)
+        ph.last_at = now
+        ph.n += 1
+        if duration is not None:
+            ph.durations.append(duration)
+            ph.compiled.append(compiles > ph.compiles_at)
+        ph.compiles_at = compiles
+        if ph.state == "warmup":
+            ready = (ph.n >= self.warmup) if self.warmup is not None else (
+                is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
+                or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP))
+            if ready:
+                recent = sorted(ph.durations[-STEADY_RUN:])
+                ph.median_s = recent[len(recent) // 2] if recent else None
+                ph.steps = ph.left = window_steps(ph.median_s, self.steps)
+                ph.warmup, ph.state = ph.n, "window"
+                self.recorder.window_start()
+                self._event("start", key, ph)
+            return
+        ph.left -= 1
+        if ph.left > 0:
+            return
+        ph.state = "done"
+        self.recorder.window_end()
+        stop = self.stop and not named
+        self._event("end", key, ph, stop=stop)
+        if stop:
+            self._stop(ph)
+            return
+        if self.stop:  # a named phase: another may follow; stop after the grace unless one begins
+            self.stop_at = now + PHASE_GRACE_S
+        if isinstance(self.recorder, TorchRecorder):
+            self.recorder.pause()
+
+    def _stop(self, ph: _Phase, grace: bool = False) -> None:
+        if grace:
+            self._event("stop", ph.key, ph, grace_s=PHASE_GRACE_S)
+        self.stopped = True
+        self.recorder.close()
+        if threading.current_thread() is threading.main_thread():
+            raise WindowDone(f"window of {ph.steps} steady steps recorded")
+        import _thread
+        _thread.interrupt_main()  # a step boundary seen on another thread: stop the main one
+
+    def _event(self, event: str, key: tuple, ph: _Phase | None, **extra) -> None:
+        doc = {"event": event, "phase": "/".join(key), "recorder": self.recorder.name}
+        if ph is not None:
+            doc.update({"step": ph.n, "warmup": ph.warmup, "steps": ph.steps,
+                        "median_ms": None if ph.median_s is None else round(ph.median_s * 1e3, 3),
+                        "auto_warmup": self.warmup is None})
+        doc.update(extra)
+        self.events.append(doc)
+        self.emit(EVENT_PREFIX + json.dumps(doc))
+
+
+def read_events(lines) -> list[dict]:
+    """The window's events from a launcher's output lines (``EVENT_PREFIX`` + JSON each)."""
+    out = []
+    for line in lines:
+        i = line.find(EVENT_PREFIX)
+        if i < 0:
+            continue
+        try:
+            doc = json.loads(line[i + len(EVENT_PREFIX):])
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and "event" in doc:
+            out.append(doc)
+    return out

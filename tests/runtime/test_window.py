@@ -1,0 +1,180 @@
+"""The window of steady steps (nsighttc/runtime/window.py): the state machine on a clock we drive, then the launcher
+on real CPU programs under torch.profiler, read back through the parser and the step finder as a profile would."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsighttc.runtime import window as win
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Ranges:
+    """Stand-ins for open annotate ranges (the window reads their names)."""
+
+    def __init__(self, *names):
+        self.open = [type("R", (), {"name": n})() for n in names]
+
+
+def hook_steps(w: win.Window, clock: Clock, times: list[float]):
+    """Step boundaries of the hook kind, each step lasting ``times[i]`` seconds; returns the step index at which
+    WindowDone was raised, or None."""
+    for i, dt in enumerate(times):
+        clock.t += dt
+        try:
+            w.hook_boundary()
+        except win.WindowDone:
+            return i
+    return None
+
+
+def test_auto_warmup_waits_for_steady_steps_then_stops_after_the_window():
+    clock, lines = Clock(), []
+    w = win.Window(clock=clock, emit=lines.append)
+    times = [5.0, 0.5, 0.3, 0.1, 0.1, 0.1] + [0.1] * 200
+    stopped_at = hook_steps(w, clock, times)
+    start = next(e for e in w.events if e["event"] == "start")
+    # steady once three step times agree within 20%: steps 4-6 (0.1 s each) after 0.5/0.3 s ones
+    assert start["warmup"] == 6 and start["median_ms"] == 100.0
+    assert start["steps"] == win.window_steps(0.1) == 20  # 2 s of 0.1 s steps
+    assert stopped_at == 6 + 20 - 1  # boundary index of the window's last step
+    assert w.stopped and lines[-1].startswith(win.EVENT_PREFIX)
+
+
+def test_a_compiling_step_is_never_steady_and_explicit_counts_are_obeyed():
+    clock, compiles = Clock(), [0]
+    w = win.Window(clock=clock, emit=lambda s: None, compiles=lambda: compiles[0])
+    for i in range(6):  # same step time, but every step compiles (a recompiling program)
+        clock.t += 0.1
+        compiles[0] += 1
+        w.hook_boundary()
+    assert not any(e["event"] == "start" for e in w.events)
+    w2 = win.Window(clock=clock, warmup=2, steps=3, emit=lambda s: None)
+    assert hook_steps(w2, clock, [9.0, 0.1, 0.1, 7.0, 0.1, 0.1]) == 4
+    assert w2.events[0]["warmup"] == 2 and w2.events[0]["steps"] == 3
+
+
+def test_full_run_never_stops_and_disable_records_everything():
+    clock = Clock()
+    w = win.Window(clock=clock, warmup=1, steps=2, stop=False, emit=lambda s: None)
+    assert hook_steps(w, clock, [0.1] * 50) is None
+    assert [e["event"] for e in w.events] == ["start", "end"] and not w.events[-1]["stop"]
+    off = win.Window(clock=clock, warmup=1, steps=2, emit=lambda s: None)
+    off.disable()
+    assert hook_steps(off, clock, [0.1] * 50) is None and off.events[0]["event"] == "off"
+
+
+def test_named_phases_each_get_a_window_and_the_program_stops_after_a_quiet_grace():
+    clock = Clock()
+    w = win.Window(clock=clock, warmup=1, steps=2, emit=lambda s: None)
+    w.base_depth = 1
+    a, b = Ranges("prog.py", "a").open, Ranges("prog.py", "b").open
+
+    def steps(ranges, n, dt=0.1):
+        for _ in range(n):
+            w.explicit_begin(ranges)
+            clock.t += dt
+            w.explicit_end(ranges)
+    steps(a, 10)  # window of phase a ends, the grace starts; phase a runs on (no stop inside the grace)
+    assert [e["event"] for e in w.events] == ["start", "end"] and w.events[-1]["stop"] is False
+    steps(b, 4)  # phase b began within the grace: recorded too
+    assert [(e["event"], e["phase"]) for e in w.events][2:] == [("start", "prog.py/b"), ("end", "prog.py/b")]
+    with pytest.raises(win.WindowDone):
+        steps(b, 100)  # nothing new for PHASE_GRACE_S: stopped at the next boundary
+    assert w.events[-1]["event"] == "stop" and clock.t >= win.PHASE_GRACE_S
+    # the hook steps are not counted once the program marks its own
+    assert ("nsighttc.step",) not in w.phases
+
+
+torch = pytest.importorskip("torch")
+
+LOOP = """
+import time, torch
+m = torch.nn.Linear(16, 16); opt = torch.optim.SGD(m.parameters(), lr=0.01); x = torch.randn(8, 16)
+try:
+    for i in range({n}):
+        time.sleep(0.05 if i < 3 else 0.004)
+        opt.zero_grad(); m(x).sum().backward(); opt.step()
+except Exception:
+    print("CAUGHT")  # a program's own except Exception must not swallow the stop
+print("RAN TO THE END")
+"""
+
+PHASES = """
+import time, torch
+from nsighttc import annotate
+x = torch.randn(32, 32)
+for phase in ("a", "b"):
+    with annotate.range(phase):
+        for i in range(40):
+            with annotate.step():
+                time.sleep(0.004); x @ x
+print("RAN TO THE END")
+"""
+
+
+def _launch(tmp_path: Path, source: str, *flags: str):
+    prog = tmp_path / "prog.py"
+    prog.write_text(source)
+    trace = tmp_path / "trace.json"
+    r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--window", *flags, "--torch-trace",
+                        str(trace), "--", str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return r, trace, win.read_events(r.stderr.splitlines())
+
+
+@pytest.mark.torch
+def test_the_launcher_stops_a_hooked_loop_after_its_window(tmp_path):
+    from nsighttc.api import analyze
+    r, trace, events = _launch(tmp_path, LOOP.format(n=2000), "--window-steps", "12")
+    assert r.returncode == 0, r.stderr
+    assert "RAN TO THE END" not in r.stdout and "CAUGHT" not in r.stdout
+    start, end = events[0], events[-1]
+    assert (start["event"], end["event"], end["stop"]) == ("start", "end", True)
+    doc = analyze([trace]).to_json()
+    steps = doc["timeline"]["steps"]
+    # every step the program ran is in the trace (warm-up and window), and no more: it was stopped there
+    assert steps["count"] == end["step"], steps
+    assert steps["source"] == "hook"
+
+
+@pytest.mark.torch
+def test_full_run_lets_it_finish_and_records_only_the_window(tmp_path):
+    r, trace, events = _launch(tmp_path, LOOP.format(n=300), "--window-steps", "10", "--window-end", "continue")
+    assert r.returncode == 0 and "RAN TO THE END" in r.stdout
+    ev = json.loads(trace.read_text())["traceEvents"]
+    recorded = sum(1 for e in ev if e.get("name") == "nsighttc.step")
+    assert recorded <= events[-1]["step"] + 1 < 300  # steps after the window are not in the trace
+    assert any(e.get("name") == "nsighttc.paused" for e in ev)
+
+
+@pytest.mark.torch
+def test_each_named_phase_is_recorded_with_its_path(tmp_path):
+    from nsighttc.api import analyze
+    r, trace, events = _launch(tmp_path, PHASES, "--window-steps", "8")
+    assert r.returncode == 0 and "RAN TO THE END" in r.stdout  # each phase ended within the other's grace
+    assert [e["phase"] for e in events if e["event"] == "end"] == ["prog.py/a", "prog.py/b"]
+    doc = analyze([trace]).to_json()
+    fams = {f["name"]: f for f in doc["timeline"]["step_families"]}
+    # phase b's range opened while the recorder was paused: its copy keeps the steps' path
+    assert set(fams) == {"prog.py/a/step", "prog.py/b/step"}
+    for f in fams.values():
+        assert f["count"] >= 8
+
+
+def test_read_events_ignores_other_lines():
+    lines = ["hello", win.EVENT_PREFIX + '{"event": "start", "phase": "x"}', win.EVENT_PREFIX + "{not json",
+             "x " + win.EVENT_PREFIX + '{"event": "end", "stop": true}']
+    assert [e["event"] for e in win.read_events(lines)] == ["start", "end"]
