@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             prof.__enter__()
             if window is not None and window.enabled:
                 from .window import TorchRecorder
-                window.recorder = TorchRecorder(prof, acts)
+                window.recorder = TorchRecorder(lambda: _write_trace(prof, ns, t_start, trace_only))
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
@@ -311,8 +311,6 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         code = 0 if isinstance(exc, WindowDone) else 1
     finally:
-        if window is not None:
-            window.recorder.close()
         if remove_hooks:
             remove_hooks()
         if marks is not None:
@@ -325,30 +323,36 @@ def main(argv: list[str] | None = None) -> int:
             ns.applied.write_text(json.dumps({**applied.record(),
                                               **({"step_marks": marks.record()} if marks is not None else {})},
                                              indent=2))
-        if prof is not None:
-            try:
-                import torch
-                if torch.cuda.is_available():
-                    torch.cuda.synchronize()
-            except Exception:
-                pass
-            _add_rank_metadata(prof)
-            t_end = time.perf_counter()
-            prof.__exit__(None, None, None)
-            t_stop = time.perf_counter()
-            if ns.kernel_ops is not None and ns.record_shapes and trace_only is None:
-                from . import kernel_ops
-                print(f"nsighttc.launch: {kernel_ops.write(prof, ns.kernel_ops)}", file=sys.stderr)
-            elif ns.kernel_ops is not None and ns.record_shapes:
-                print("nsighttc.launch: no kernel list (trace_only: the profiler kept no events in memory; the "
-                      "replay starts from the trace)", file=sys.stderr)
-            t_list = time.perf_counter()
-            ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
-            prof.export_chrome_trace(str(ns.torch_trace))
-            print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s, profiler stop "
-                  f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
-                  f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr)
+        if prof is not None and not (window is not None and getattr(window.recorder, "finished", False)):
+            _write_trace(prof, ns, t_start, trace_only)
     return code
+
+
+def _write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only) -> None:
+    """Stop torch.profiler and write its trace (at the program's end, or at the window's end with
+    ``--window-end continue``: the program then runs on unrecorded)."""
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    except Exception:
+        pass
+    _add_rank_metadata(prof)
+    t_end = time.perf_counter()
+    prof.__exit__(None, None, None)
+    t_stop = time.perf_counter()
+    if ns.kernel_ops is not None and ns.record_shapes and trace_only is None:
+        from . import kernel_ops
+        print(f"nsighttc.launch: {kernel_ops.write(prof, ns.kernel_ops)}", file=sys.stderr)
+    elif ns.kernel_ops is not None and ns.record_shapes:
+        print("nsighttc.launch: no kernel list (trace_only: the profiler kept no events in memory; the "
+              "replay starts from the trace)", file=sys.stderr)
+    t_list = time.perf_counter()
+    ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
+    prof.export_chrome_trace(str(ns.torch_trace))
+    print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s, profiler stop "
+          f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
+          f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -18,24 +18,24 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
    that ends the window, by raising ``WindowDone`` there (a ``BaseException``: the program's ``except Exception``
    does not catch it, its ``finally`` blocks run, and the launcher exits 0 after writing what was recorded).
    Steps inside a named phase range (``annotate.range("train")`` around ``annotate.step()``) may be followed by
-   other phases, which cannot be known ahead: the recorder pauses and the program runs on at full speed for
-   ``PHASE_GRACE_S``; a phase whose steps begin meanwhile is recorded the same way (warm-up, window), and the
-   program is stopped at the first step boundary after a grace in which none began (a program with one
-   training phase pays the grace once; the phases of a program that runs several in a row are each recorded).
-   ``--window-end continue`` (``profile --full-run``) always pauses and never stops.
+   other phases, which cannot be known ahead: the recording goes on for ``PHASE_GRACE_S`` after the phase's window;
+   a phase whose steps begin meanwhile is recorded the same way (warm-up, window), and the program is stopped at
+   the first step boundary after a grace in which none began (a program with one training phase pays the grace
+   once; the phases of a program that runs several in a row are each recorded, and what lies between them).
+   ``--window-end continue`` (``profile --full-run``) ends the recording there instead and lets the program run
+   on unrecorded.
 
 What is switched is a ``Recorder``:
 - ``TorchRecorder`` (the torch engine): torch.profiler runs from the program's start, so start-up, warm-up and
-  a program too short for a window are recorded as before; after a window it is paused with
-  ``toggle_collection_dynamic`` (CPU and CUDA activities: no operator callbacks, no argument shapes, no kernel
-  records) and resumed when a new phase's steps begin. A range that opened while recording keeps its record
-  when it closes during a pause; a range that opened during a pause is not recorded (measured: torch 2.13 CPU,
-  ``tests/runtime/test_window.py``), so the ``annotate`` ranges still open at a resume are opened again as
-  ``record_function`` copies (closed at the next pause): the window's steps keep their phase's path.
+  a program too short for a window are recorded as before. It is never paused: torch 2.11's
+  ``toggle_collection_dynamic`` dropped every GPU event of the trace, those recorded before the pause included
+  (H100, ``benchmarks/gpu_window.sh``, ResNet-50 AMP: "the trace holds no GPU events"); ``--window-end continue``
+  stops it and writes the trace at the window's end instead.
 - ``CudaProfilerRecorder`` (the Nsight Compute pass on the program, run with ``--profile-from-start off``):
   ``cudaProfilerStart`` at the window's start, ``cudaProfilerStop`` at its end, so ncu profiles only steady
   steps (one per phase is enough) and the warm-up runs without kernel replays.
-- ``Recorder`` itself (nsys): nothing to switch; nsys records the program until the window stops it.
+- ``Recorder`` itself (nsys): nothing to switch; nsys records the program until the window stops it (with
+  ``--window-end continue``, to its end).
 
 Each event is printed as one line (``EVENT_PREFIX`` + JSON) for the profile run to read (``profile.window``).
 """
@@ -47,8 +47,6 @@ import sys
 import threading
 import time
 
-from .steps import PAUSED
-
 EVENT_PREFIX = "nsighttc.launch: window "
 
 STEADY_RUN = 3              # steps whose times must agree for the warm-up to be over
@@ -59,7 +57,7 @@ MAX_WARMUP_S = 30.0
 TARGET_WINDOW_S = 2.0       # the window's length at the steady step time
 MIN_STEPS = 10              # enough steps for the analysis' median and its warm-up rule
 MAX_STEPS = 100
-PHASE_GRACE_S = 5.0         # after a named phase's window: how long another phase may take to begin
+PHASE_GRACE_S = 3.0         # after a named phase's window: how long another phase may take to begin
 
 
 class WindowDone(BaseException):
@@ -96,14 +94,8 @@ class Recorder:
     def window_end(self) -> None:
         pass
 
-    def pause(self) -> None:
-        pass
-
-    def resume(self, open_ranges: list) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+    def finish(self) -> None:
+        """Nothing more will be recorded: the recording may end now (the program runs on)."""
 
 
 def _synchronize() -> None:
@@ -116,71 +108,18 @@ def _synchronize() -> None:
 
 
 class TorchRecorder(Recorder):
-    """torch.profiler, recording from the start; paused after a window, resumed for the next phase."""
+    """torch.profiler, recording from the program's start; ``finish`` (``--window-end continue``, once no phase is
+    left to record) stops it and writes the trace while the program runs on unrecorded."""
     name = "torch"
 
-    def __init__(self, prof, activities):
-        self.prof, self.activities = prof, list(activities)
-        self.paused = False
-        self._recorded: list = []          # the ranges open when the recording paused (they keep their record;
-        #                                    the objects, not their ids: a closed range's id is soon reused)
-        self._copies: list = []            # record_function copies of ranges opened during a pause
-        self._paused_mark = None
+    def __init__(self, finish):
+        self._finish = finish
+        self.finished = False
 
-    def pause(self) -> None:
-        if self.paused:
-            return
-        _synchronize()  # the window's kernels end (and are recorded) before CUDA collection stops
-        self._close_copies()
-        from . import annotate
-        self._recorded = annotate.open_ranges()
-        self._paused_mark = _enter(PAUSED)  # opened while recording: kept, and it spans what was not recorded
-        self.prof.toggle_collection_dynamic(False, self.activities)
-        self.paused = True
-
-    def resume(self, open_ranges: list) -> None:
-        if not self.paused:
-            return
-        self.prof.toggle_collection_dynamic(True, self.activities)
-        self.paused = False
-        _exit(self._paused_mark)
-        self._paused_mark = None
-        import torch
-        for r in open_ranges:
-            if not any(r is kept for kept in self._recorded):
-                rf = torch.profiler.record_function(r.name)
-                rf.__enter__()
-                self._copies.append(rf)
-
-    def _close_copies(self) -> None:
-        while self._copies:
-            try:
-                self._copies.pop().__exit__(None, None, None)
-            except Exception:
-                pass
-
-    def close(self) -> None:
-        self._close_copies()
-        _exit(self._paused_mark)
-        self._paused_mark = None
-
-
-def _enter(name: str):
-    try:
-        import torch
-        return torch.ops.profiler._record_function_enter_new(name, None)
-    except Exception:
-        return None
-
-
-def _exit(handle) -> None:
-    if handle is None:
-        return
-    try:
-        import torch
-        torch.ops.profiler._record_function_exit(handle)
-    except Exception:
-        pass
+    def finish(self) -> None:
+        if not self.finished:
+            self.finished = True
+            self._finish()
 
 
 class CudaProfilerRecorder(Recorder):
@@ -277,9 +216,6 @@ class Window:
         ph = self.phases.get(key)
         if ph is not None and ph.state == "done":
             return
-        if isinstance(self.recorder, TorchRecorder) and self.recorder.paused:
-            self.recorder.resume(open_ranges)
-            self._event("resume", key, ph)
         if ph is None:
             ph = self.phases[key] = _Phase(key, self.clock(), self.compiles())
             self.stop_at = None  # a new phase began within the grace: it is recorded before any stop
@@ -335,21 +271,24 @@ class Window:
             return
         ph.state = "done"
         self.recorder.window_end()
-        stop = self.stop and not named
-        self._event("end", key, ph, stop=stop)
-        if stop:
-            self._stop(ph)
-            return
-        if self.stop:  # a named phase: another may follow; stop after the grace unless one begins
+        if named:  # another phase may follow: record on for the grace, then stop (or finish) unless one began
             self.stop_at = now + PHASE_GRACE_S
-        if isinstance(self.recorder, TorchRecorder):
-            self.recorder.pause()
+            self._event("end", key, ph, stop=False, grace_s=PHASE_GRACE_S)
+            return
+        self._event("end", key, ph, stop=self.stop)
+        self._stop(ph)
 
     def _stop(self, ph: _Phase, grace: bool = False) -> None:
+        """The last window is recorded: stop the program (``WindowDone``), or with ``--window-end continue`` end the
+        recording and let the program run on."""
         if grace:
-            self._event("stop", ph.key, ph, grace_s=PHASE_GRACE_S)
+            self._event("stop" if self.stop else "finish", ph.key, ph, grace_s=PHASE_GRACE_S)
+        self.stop_at = None
+        if not self.stop:
+            self.enabled = False
+            self.recorder.finish()
+            return
         self.stopped = True
-        self.recorder.close()
         if threading.current_thread() is threading.main_thread():
             raise WindowDone(f"window of {ph.steps} steady steps recorded")
         import _thread

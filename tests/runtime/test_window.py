@@ -90,6 +90,7 @@ def test_named_phases_each_get_a_window_and_the_program_stops_after_a_quiet_grac
             w.explicit_end(ranges)
     steps(a, 10)  # window of phase a ends, the grace starts; phase a runs on (no stop inside the grace)
     assert [e["event"] for e in w.events] == ["start", "end"] and w.events[-1]["stop"] is False
+    assert w.events[-1]["grace_s"] == win.PHASE_GRACE_S
     steps(b, 4)  # phase b began within the grace: recorded too
     assert [(e["event"], e["phase"]) for e in w.events][2:] == [("start", "prog.py/b"), ("end", "prog.py/b")]
     with pytest.raises(win.WindowDone):
@@ -157,7 +158,8 @@ def test_full_run_lets_it_finish_and_records_only_the_window(tmp_path):
     ev = json.loads(trace.read_text())["traceEvents"]
     recorded = sum(1 for e in ev if e.get("name") == "nsighttc.step")
     assert recorded <= events[-1]["step"] + 1 < 300  # steps after the window are not in the trace
-    assert any(e.get("name") == "nsighttc.paused" for e in ev)
+    # the trace was written at the window's end, while the program ran on
+    assert r.stderr.index("nsighttc.launch: wrote") < r.stderr.index("step marks:")
 
 
 @pytest.mark.torch
@@ -168,7 +170,6 @@ def test_each_named_phase_is_recorded_with_its_path(tmp_path):
     assert [e["phase"] for e in events if e["event"] == "end"] == ["prog.py/a", "prog.py/b"]
     doc = analyze([trace]).to_json()
     fams = {f["name"]: f for f in doc["timeline"]["step_families"]}
-    # phase b's range opened while the recorder was paused: its copy keeps the steps' path
     assert set(fams) == {"prog.py/a/step", "prog.py/b/step"}
     for f in fams.values():
         assert f["count"] >= 8
