@@ -28,6 +28,8 @@ def describe(e: dict) -> str:
                 f"recording {e.get('steps')} steps")
     if kind == "end":
         return f"`{phase}`: window recorded" + ("; stopping the program" if e.get("stop") else "; the program runs on")
+    if kind == "dropped":
+        return "the program marks its own steps: the window of the hooks' steps is dropped"
     if kind == "stop":
         return f"no new phase began within {e.get('grace_s')} s after the last window: stopping the program"
     if kind == "off":

@@ -24,7 +24,8 @@ def timeline_window(opts: Options, python_program: bool) -> dict | None:
 def warmup_seen(events: list[dict]) -> int | None:
     """How many warm-up steps the timeline run's window waited for (the most over its phases), or None when no
     window started."""
-    starts = [int(e.get("warmup") or 0) for e in events if e.get("event") == "start"]
+    dropped = {e.get("phase") for e in events if e.get("event") == "dropped"}
+    starts = [int(e.get("warmup") or 0) for e in events if e.get("event") == "start" and e.get("phase") not in dropped]
     return max(starts) if starts else None
 
 
@@ -52,7 +53,8 @@ def summary(p: Pass) -> dict | None:
     if p.window is None:
         return None
     ev = p.window_events
-    starts = [e for e in ev if e.get("event") == "start"]
+    dropped = {e.get("phase") for e in ev if e.get("event") == "dropped"}  # hook steps before the program's own
+    starts = [e for e in ev if e.get("event") == "start" and e.get("phase") not in dropped]
     ends = [e for e in ev if e.get("event") == "end"]
     return {"requested": {k: p.window.get(k) for k in ("warmup", "steps", "end")},
             "phases": [{"phase": e.get("phase"), "warmup_steps": e.get("warmup"), "steps": e.get("steps"),

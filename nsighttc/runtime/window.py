@@ -48,6 +48,7 @@ import threading
 import time
 
 EVENT_PREFIX = "nsighttc.launch: window "
+HOOK_PHASE = ("nsighttc.step",)  # the phase of the hooks' steps (runtime.steps)
 
 STEADY_RUN = 3              # steps whose times must agree for the warm-up to be over
 STEADY_TOLERANCE = 0.20     # each within 20% of their median
@@ -205,13 +206,19 @@ class Window:
     def hook_boundary(self) -> None:
         """A hook step ended (``runtime.steps``); ignored once the program marks its own steps."""
         if self.enabled and not self.explicit:
-            self._boundary(("nsighttc.step",), named=False)
+            self._boundary(HOOK_PHASE, named=False)
 
     def explicit_begin(self, open_ranges: list) -> None:
         """An ``annotate.step()`` range is entering; ``open_ranges``: the annotate ranges open around it."""
         if not self.enabled:
             return
-        self.explicit = True
+        if not self.explicit:  # the program marks its own steps: the hooks' steps so far were its warm-up loop
+            self.explicit = True
+            hook = self.phases.pop(HOOK_PHASE, None)
+            if hook is not None and hook.state == "window":
+                self.recorder.window_end()
+            if hook is not None and hook.state != "warmup":
+                self._event("dropped", HOOK_PHASE, hook)
         key = self._key(open_ranges)
         ph = self.phases.get(key)
         if ph is not None and ph.state == "done":

@@ -100,6 +100,23 @@ def test_named_phases_each_get_a_window_and_the_program_stops_after_a_quiet_grac
     assert ("nsighttc.step",) not in w.phases
 
 
+def test_hook_steps_before_the_programs_own_do_not_hold_the_stop_back():
+    """A warm-up loop without step ranges (hook steps), then the program's own steps in a named range: the hooks'
+    half-done window is dropped, and the stop after the grace still comes (seen on H100: ResNet-50's warm-up loop
+    kept a long run going)."""
+    clock = Clock()
+    w = win.Window(clock=clock, warmup=2, steps=50, emit=lambda s: None)
+    w.base_depth = 1
+    hook_steps(w, clock, [0.1] * 10)  # the hooks' window started, never ends
+    train = Ranges("prog.py", "train").open
+    with pytest.raises(win.WindowDone):
+        for _ in range(1000):
+            w.explicit_begin(train)
+            clock.t += 0.1
+            w.explicit_end(train)
+    assert [e["event"] for e in w.events] == ["start", "dropped", "start", "end", "stop"]
+
+
 torch = pytest.importorskip("torch")
 
 LOOP = """
