@@ -61,15 +61,39 @@ def note(text: str, level: int = 1) -> None:
         click.echo(text, err=True)
 
 
-def _show(doc: dict, fmt: str | None, output: str | None, inputs: list[str], report: str | None = None) -> bool:
+DETAIL = click.option("--detail", type=click.Choice(["summary", "full"]), default="summary", show_default=True,
+                      help="Markdown: summary fits a pull-request comment (<= 60,000 characters: the top kernels "
+                           "and ranges, the findings; with -o, the full tables go to NAME.kernels.md / "
+                           "NAME.ranges.md beside it); full: every table whole in one file.")
+
+
+def _markdown(doc: dict, output: str | None, inputs: list[str], detail: str, plots: dict | None = None) -> None:
+    """Markdown to stdout, or to ``output`` with its tables beside it (never over one of the inputs)."""
+    from .render import markdown
+    made = {}
+    if output not in (None, "-") and detail != "full" and not any(
+            Path(output).resolve() == Path(i).resolve() for i in inputs):
+        out = Path(output)
+        try:
+            made = markdown.write_beside(doc, out.resolve().parent, "" if out.name == "report.md" else out.stem + ".")
+        except OSError as exc:
+            raise UsageError(f"{output}: cannot write the tables beside it ({exc.strerror or exc})") from None
+    _write(markdown.render(doc, plots=plots, detail=detail, beside=made), output, inputs)
+
+
+def _show(doc: dict, fmt: str | None, output: str | None, inputs: list[str], report: str | None = None,
+          detail: str = "summary") -> bool:
     """The result: the terminal summary when stdout is a terminal and no format was asked for (returns
     True), else the whole document."""
     if fmt is None and output in (None, "-") and sys.stdout.isatty():
         from .render import terminal
         click.echo(terminal.render(doc, report=report, width=shutil.get_terminal_size().columns), nl=False)
         return True
+    if (fmt or "markdown") == "markdown":
+        _markdown(doc, output, inputs, detail)
+        return False
     from .render import render
-    _write(render(doc, fmt or "markdown"), output, inputs)
+    _write(render(doc, fmt), output, inputs)
     return False
 
 
@@ -131,9 +155,10 @@ def cli() -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
               help="Ranks analysed at once, one process each (default: one per core). Memory grows with N, not "
                    "with the number of ranks.")
+@DETAIL
 def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold: float, step_range: str | None,
             cpu_bound: float, gpu_bound: float, min_wall_ms: float, min_kernels: int, range_: str | None,
-            jobs: int | None) -> None:
+            jobs: int | None, detail: str) -> None:
     """Analyse profiler outputs and print the verdict.
 
     INPUTS: Nsight Compute CSV exports (`ncu -i R.ncu-rep --csv --page raw --print-units base`, or
@@ -161,7 +186,7 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
          f"{time.perf_counter() - t0:.2f} s", level=2)
     for w in verdict.warnings:
         note(f"nsighttc: note: {w}")
-    _show(verdict.to_json(), fmt, output, list(inputs))
+    _show(verdict.to_json(), fmt, output, list(inputs), detail=detail)
 
 
 @cli.command()
@@ -171,19 +196,22 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write here (the plots go beside it) instead of stdout.")
 @click.option("--plots/--no-plots", default=True, show_default=True, help="Draw the PNG plots (with -o).")
-def report(source: str, fmt: str, output: str | None, plots: bool) -> None:
+@DETAIL
+def report(source: str, fmt: str, output: str | None, plots: bool, detail: str) -> None:
     """Re-render a saved verdict (a run directory or verdict.json) without profiling again."""
     from .render import markdown, render
     from .verdict import load_json
 
     doc = load_json(source)
     with _saved_verdict(source):
-        if fmt == "markdown" and output and plots:
-            from .render.plots import write_plots
-            made = write_plots(doc, Path(output).resolve().parent)
-            text = markdown.render(doc, plots=made)
-        else:
-            text = render(doc, fmt)
+        if fmt == "markdown":
+            made = None
+            if output and plots:
+                from .render.plots import write_plots
+                made = write_plots(doc, Path(output).resolve().parent)
+            _markdown(doc, output, [source], detail, plots=made)
+            return
+        text = render(doc, fmt)
     _write(text, output, [source])
 
 
@@ -290,6 +318,7 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--full-run", is_flag=True,
               help="Default run: let the program finish after the window (recorded: start-up, warm-up and the "
                    "window only). Without it, the program is stopped once the window is recorded.")
+@DETAIL
 @click.option("--whole-program", is_flag=True,
               help="Default run: record the whole program, every step, as before windows (slower; for programs "
                    "whose interesting part is not a steady loop).")
@@ -310,7 +339,7 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--format", "fmt", type=FORMAT, default=None, help="What to print at the end. " + FORMAT_HELP)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, step_marks, warmup,
-            window_steps, full_run, whole_program, out, range_, annotate,
+            window_steps, full_run, detail, whole_program, out, range_, annotate,
             ncu_path, nsys_path, timeout, keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
     """Profile a program and write its verdict: did the Tensor Cores fire, and is it GPU- or host-bound?
 
@@ -346,14 +375,17 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
                    timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
                    timeline=timeline, fast=fast, hardware=hardware, cache=not no_cache, timeline_engine=timeline_engine,
                    overlap=overlap, counters=counters, replay=replay, step_marks=step_marks,
-                   window=not whole_program, warmup=warmup, steps=window_steps, full_run=full_run)
+                   window=not whole_program, warmup=warmup, steps=window_steps, full_run=full_run, detail=detail)
     if whole_program and (full_run or warmup is not None or window_steps is not None):
         raise UsageError("--whole-program records every step: --full-run, --warmup and --steps choose a window")
-    def say(s: str) -> None:  # progress; the workload's own output only with -v
-        note(s, level=2 if s.startswith("  | ") else 1)
+    from .render.progress import Progress
+    say = Progress(_LEVEL["value"], echo=lambda s: click.echo(s, err=True))  # suits a terminal or a log
     if timeline and engine == "auto":
         note("nsighttc: note: --timeline is no longer needed: the default run has the timeline")
-    result = run_profile(target, opts, say=say)
+    try:
+        result = run_profile(target, opts, say=say)
+    finally:
+        say.close()
     for n in result.notes:
         note(f"nsighttc: note: {n}")
     report_path = str(result.run_dir / "report.md") if result.verdict is not None else None
@@ -418,9 +450,12 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     opts = TryOptions(variants=list(variants), metric=metric, step_range=step_range, out=out, timeout=timeout,
                       annotate=annotate, cache=not no_cache, workers=workers)
 
-    def say(s: str) -> None:
-        note(s, level=2 if s.startswith("  | ") else 1)
-    result = run_try(target, opts, say=say)
+    from .render.progress import Progress
+    say = Progress(_LEVEL["value"], echo=lambda s: click.echo(s, err=True))
+    try:
+        result = run_try(target, opts, say=say)
+    finally:
+        say.close()
     doc = result.doc
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2))

@@ -67,6 +67,22 @@ class NameRule:
         return self.dtype(name) if callable(self.dtype) else self.dtype
 
 
+_CUDA_CORE_DTYPES = ((re.compile(r"dgemm|f64f64|double", re.I), "fp64"),
+                     (re.compile(r"hgemm|__half|f16f16|half", re.I), "fp16"),
+                     (re.compile(r"bf16|bfloat16", re.I), "bf16"),
+                     (re.compile(r"sgemm|f32f32|_ffma|float|_f32_|gemv", re.I), "fp32"))
+
+
+def _cuda_core_dtype(name: str) -> str | None:
+    """The dtype a CUDA-core matrix kernel's name states (``cutlass_80_simt_sgemm``, ``sm80_xmma_gemm_f32f32_..._ffma``:
+    fp32; ``implicit_convolve_sgemm<__half>``: fp16): what the Tensor Core headline says of the matrix work that
+    missed them (issue 31). Not a Tensor Core dtype: kernels on CUDA cores keep ``dtype`` empty."""
+    for pattern, dtype in _CUDA_CORE_DTYPES:
+        if pattern.search(name):
+            return dtype
+    return None
+
+
 def _r(id_, pattern, tc, dtype, seen):
     return NameRule(id_, re.compile(pattern), tc, dtype, seen)
 

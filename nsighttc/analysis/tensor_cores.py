@@ -276,8 +276,9 @@ def compact(launches: pd.DataFrame) -> pd.DataFrame:
         "tc_flop": launches["tc_flop"].to_numpy(),
         "flop_time_ns": np.where(launches["tc_flop"].notna(), launches["time_ns"], 0.0),
         "launch_id": pd.to_numeric(launches["launch_id"], errors="coerce").to_numpy(dtype="float64"),
+        "comm": _communication(launches),
     }, copy=False)
-    out = _group_sums(df, ["nvtx", "state", "dtype", "matrix_work", "evidence", "dtype_named"])
+    out = _group_sums(df, ["nvtx", "state", "dtype", "matrix_work", "evidence", "dtype_named", "comm"])
     out["tc_flop"] = out["tc_flop"].where(out["has_flop"])
     out["nvtx"] = out["nvtx"].astype(str).astype(object)
     out["state"] = out["state"].astype(str).astype(object)
@@ -391,9 +392,41 @@ def dtype_named(launches: pd.DataFrame) -> np.ndarray:
     return np.zeros(len(launches), dtype=bool)
 
 
+def _communication(launches: pd.DataFrame) -> np.ndarray:
+    """Communication kernels (NCCL collectives, ``name_rules.COMMUNICATION``): left out of the Tensor Core shares.
+    A DDP ResNet-50 AMP job's headline said "YES — 13% of GPU kernel time" over a denominator of NCCL kernels that
+    spend most of their time waiting for the other ranks (issue 31)."""
+    if "name" not in launches or launches.empty:
+        return np.zeros(len(launches), dtype=bool)
+    from .name_rules import is_communication
+    return is_communication(launches["name"]).to_numpy(dtype=bool)
+
+
+def off_tc_dtypes(kernel_rows: pd.DataFrame) -> list[str]:
+    """The dtypes the names of the matrix kernels on CUDA cores state (``cutlass_80_simt_sgemm``: fp32), by time:
+    what the headline says of the matrix work that missed the Tensor Cores. One look per distinct name."""
+    from .name_rules import _cuda_core_dtype, is_communication, is_matrix_work
+    if kernel_rows.empty:
+        return []
+    k = kernel_rows[(kernel_rows["tensor_core"] == False) & is_matrix_work(kernel_rows["name"]).to_numpy()  # noqa: E712
+                    & ~is_communication(kernel_rows["name"]).to_numpy()]
+    by = {}
+    for name, t in zip(k["name"], k["total_time_ns"]):
+        d = _cuda_core_dtype(str(name))
+        if d:
+            by[d] = by.get(d, 0.0) + float(t)
+    return [d for d, _ in sorted(by.items(), key=lambda x: -x[1])]
+
+
 def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
-    """Overall Tensor Core summary of a set of launches (the whole run, or one NVTX range)."""
+    """Overall Tensor Core summary of a set of launches (the whole run, or one NVTX range). Every share is of the
+    *compute* kernel time: communication kernels are counted apart (``denominator``)."""
     c = compact(launches)
+    comm_rows = c["comm"].astype(bool) if "comm" in c else pd.Series(False, index=c.index)
+    all_time = float(c["time_ns"].sum())
+    comm_time = float(c.loc[comm_rows, "time_ns"].sum())
+    comm_n = int(c.loc[comm_rows, "n"].sum())
+    c = c[~comm_rows]
     t = c["time_ns"]
     total = float(t.sum())
     state = c["state"]
@@ -411,8 +444,8 @@ def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
     flop_rows = c[is_yes & c["tc_flop"].notna()]
     flop = float(flop_rows["tc_flop"].sum()) if not flop_rows.empty else None
     flop_time = float(flop_rows["flop_time_ns"].sum())
-    n = int(c["n"].sum())
-    if n == 0:
+    n = int(c["n"].sum()) + comm_n
+    if n == comm_n:
         verdict = "unknown"
     elif tc_time > 0:
         off_tc = matrix_cuda_core + matrix_unknown
@@ -433,7 +466,12 @@ def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
         "matrix_on_tc_share": tc_time / matrix_time if matrix_time else 0.0,
         "by_dtype": {str(k): float(v) for k, v in by_dtype.sort_values(ascending=False).items() if v > 0},
         "dtype_from_names_share": named_dtype_time / tc_time if tc_time else 0.0,
-        "kernel_time_ns": total,
+        "matrix_off_tc_share": matrix_cuda_core / matrix_time if matrix_time else 0.0,
+        "matrix_unknown_share": matrix_unknown / matrix_time if matrix_time else 0.0,
+        "denominator": {"kind": "compute kernel time", "compute_time_ns": total,
+                        "communication_time_ns": comm_time, "communication_launches": comm_n,
+                        "communication_share": comm_time / all_time if all_time else 0.0},
+        "kernel_time_ns": all_time,
         "tc_time_ns": tc_time,
         "flop": flop,
         "tflops": flop / flop_time / 1e3 if flop and flop_time else None,

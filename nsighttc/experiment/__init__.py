@@ -188,8 +188,8 @@ def _run_one(target, opts: TryOptions, name: str, why: str | None, run_dir: Path
         return row
     doc = verdict.to_json()
     (d / "verdict.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-    from ..render.markdown import render
-    (d / "report.md").write_text(render(doc))
+    from ..render.markdown import write_report
+    write_report(doc, d / "report.md")
     tc, tl = doc["tensor_cores"], doc.get("timeline") or {}
     steps = tl.get("steps") or {}
     # the step as the GPU finished it: a host running ahead of the GPU makes host iterations look short

@@ -163,6 +163,6 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             t = time.monotonic()
             from ..render.plots import write_plots
             made = write_plots(doc, run_dir)
-            (run_dir / "report.md").write_text(markdown.render(doc, plots=made))
+            markdown.write_report(doc, run_dir / "report.md", plots=made, detail=opts.detail)
             phases["report"] = round(time.monotonic() - t, 3)
     return verdict

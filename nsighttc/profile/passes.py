@@ -53,6 +53,7 @@ class Options:
     warmup: int | None = None       # steps before the window (None: auto)
     steps: int | None = None        # steps in the window (None: auto, ~2 s)
     full_run: bool = False          # let the program finish after the window (recorded: the window only)
+    detail: str = "summary"         # report.md: summary (PR-sized, kernels.md/ranges.md beside) | full (one file)
     python: str = field(default_factory=lambda: sys.executable)
 
 

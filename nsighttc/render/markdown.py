@@ -3,6 +3,13 @@
 Shape: one headline per question first (a reviewer reads nothing else), then the summary table, the top
 kernels, the per-range table, findings ordered by the time they cost, and long tables folded in
 ``<details>``. Every claim carries its evidence level ("hardware counters" / "kernel names").
+
+Size: GitHub refuses a comment over 65,536 characters, and an eleven-phase program's report was 101 KB with every
+kernel's demangled template name repeated in a ``title`` attribute. The default (``detail="summary"``) keeps
+``report.md`` within ``LIMIT`` whatever the program: the top kernels by short name, the top ranges, the findings
+with at most ``FINDING_KERNELS`` kernels each; the full tables go to ``kernels.md`` and ``ranges.md`` beside it
+(``render_kernels``, ``render_ranges``: full names, once each), linked from the report. A last guard (``_fit``)
+cuts anything still over the limit at a line and says where the rest is. ``detail="full"``: everything in one file.
 """
 from __future__ import annotations
 
@@ -20,7 +27,9 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _kernel_cell(name: str) -> str:
+def _kernel_cell(name: str, hover: bool = True) -> str:
+    if not hover:
+        return f"`{_cell(short_name(name))}`"
     return f'<span title="{html.escape(name, quote=True)}">`{_cell(short_name(name))}`</span>'
 
 
@@ -40,6 +49,14 @@ def tc_headline(tc: dict) -> str:
         dtype_txt += (" (dtype from kernel names)" if named > 0.995 else
                       f" (dtype of {pct(named, 0)} of it from kernel names)")
     share = pct(tc["tc_time_share"], 0)
+    comm = (tc.get("denominator") or {}).get("communication_share") or 0.0
+    if comm >= 0.005:  # shares are of compute kernel time; communication is said apart
+        return _tc_sentence(tc, v, ev, dtype_txt, share, "compute kernel time") + \
+            f"; communication (NCCL) {pct(comm, 0)} of kernel time, not counted"
+    return _tc_sentence(tc, v, ev, dtype_txt, share, "GPU kernel time")
+
+
+def _tc_sentence(tc: dict, v: str, ev: str, dtype_txt: str, share: str, of: str) -> str:
     if tc.get("basis") == "sampled" and v in ("yes", "partial", "no"):
         # ncu sampled each kernel configuration once: shares are not GPU time shares
         word = {"yes": "YES", "partial": "PARTIAL", "no": "NO"}[v]
@@ -47,16 +64,22 @@ def tc_headline(tc: dict) -> str:
         return (f"Tensor Cores: {word}{kinds} — {ev}, each kernel configuration profiled once "
                 "(time shares: the default run, not --engine ncu)")
     if v == "yes":
-        return f"Tensor Cores: YES — {share} of GPU kernel time, {dtype_txt}, {ev}"
+        return f"Tensor Cores: YES — {share} of {of}, {dtype_txt}, {ev}"
     if v == "partial":
         off = 1 - tc.get("matrix_on_tc_share", 0)
-        return (f"Tensor Cores: PARTIAL — {share} of GPU kernel time ({dtype_txt}); {pct(off, 0)} of matrix "
+        return (f"Tensor Cores: PARTIAL — {share} of {of} ({dtype_txt}); {pct(off, 0)} of matrix "
                 f"work did not use them, {ev}")
     if v == "no":
         return f"Tensor Cores: NO — no kernel did Tensor Core math, {ev}"
     if tc.get("launches", 0) == 0:
         return "Tensor Cores: UNKNOWN — the input holds no GPU kernels"
-    return (f"Tensor Cores: UNKNOWN — {pct(tc.get('unknown_time_share'), 0)} of GPU kernel time is in kernels "
+    unknown = pct(tc.get("unknown_time_share"), 0)
+    off = tc.get("matrix_off_tc_share") or 0.0
+    if off >= 0.005:  # the known part first: matrix work that names (or counters) put on the CUDA cores
+        dt = ", ".join(tc.get("off_tc_dtypes") or []) or "it ran"
+        return (f"Tensor Cores: NO for {pct(off, 0)} of the matrix work — {dt} on CUDA cores, {ev}; "
+                f"{unknown} of {of} unknown (names carry no signal, no hardware counters)")
+    return (f"Tensor Cores: UNKNOWN — {unknown} of {of} is in kernels "
             "whose names carry no signal and no hardware counters were collected")
 
 
@@ -200,7 +223,84 @@ def headline_lines(doc: dict) -> list[str]:
     return lines
 
 
-def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
+LIMIT = 60_000          # characters: a GitHub comment holds 65,536
+TOP_RANGES = 25          # ranges in the summary's table (all of them in ranges.md)
+FINDING_KERNELS = 10     # kernels listed under a finding in the summary
+NOTE_CHARS = 800         # one note in the summary
+COMMAND_CHARS = 400      # one command in the summary's provenance (run.json has them whole)
+BESIDE = {"kernels": "kernels.md", "ranges": "ranges.md"}
+
+
+def _more(what: str, n: int, beside: dict | None, key: str) -> str:
+    """Where the rest of a cut table is."""
+    where = f"[{beside[key]}]({beside[key]})" if beside and key in beside else "`--detail full`, or verdict.json"
+    return f"{n} more {what}: {where}"
+
+
+def render(doc: dict, top: int = 15, plots: dict | None = None, detail: str = "summary",
+           beside: dict | None = None) -> str:
+    """The report. ``detail``: "summary" (PR-sized, within ``LIMIT``) or "full" (every table whole, one file).
+    ``beside``: the files written next to the report ({"kernels": "kernels.md", "ranges": "ranges.md"}), linked."""
+    full = detail == "full"
+    text = _render(doc, top, plots, full, beside)
+    return text if full else _fit(text, beside)
+
+
+def _fit(text: str, beside: dict | None) -> str:
+    """The last guard: a summary still over ``LIMIT`` (a program with hundreds of findings or notes) is cut at a
+    line, with where the rest is."""
+    if len(text) <= LIMIT:
+        return text
+    tail = ("\n\n*This report was cut at " + f"{LIMIT:,}" + " characters to fit a pull-request comment; the whole of it: "
+            + (", ".join(f"[{f}]({f})" for f in (beside or {}).values()) + ", " if beside else "")
+            + "`nsighttc analyze --detail full`, verdict.json.*\n")
+    cut = text.rfind("\n", 0, LIMIT - len(tail) - 20)  # (room for a closing </details>)
+    head = text[:cut]
+    if head.count("<details>") > head.count("</details>"):
+        head += "\n\n</details>"
+    return head + tail
+
+
+def render_kernels(doc: dict) -> str:
+    """``kernels.md``: every kernel, with its full name once."""
+    kernels = doc["kernels"]
+    return "\n".join([f"# All {len(kernels)} kernels", "", "Ordered by GPU time; short names in the table, the full "
+                      "name in the last column.", "", _kernel_table(kernels, hover=False, full_names=True), ""])
+
+
+def render_ranges(doc: dict) -> str:
+    """``ranges.md``: every range."""
+    ranges = doc.get("ranges") or []
+    return "\n".join([f"# All {len(ranges)} ranges", "", _range_table(ranges, bool(doc.get("timeline"))), ""])
+
+
+def write_beside(doc: dict, directory, prefix: str = "", top: int = 15) -> dict:
+    """Write kernels.md and ranges.md (``prefix`` before each name: a report written with ``-o NAME.md`` gets
+    NAME.kernels.md beside it, never another file of the user's) into ``directory`` where the summary cuts their
+    tables; returns what was written ({"kernels": "kernels.md", ...}) for ``render(beside=...)``."""
+    from pathlib import Path
+    made = {}
+    if len(doc["kernels"]) > top:
+        made["kernels"] = prefix + BESIDE["kernels"]
+        (Path(directory) / made["kernels"]).write_text(render_kernels(doc))
+    if len(doc.get("ranges") or []) > TOP_RANGES:
+        made["ranges"] = prefix + BESIDE["ranges"]
+        (Path(directory) / made["ranges"]).write_text(render_ranges(doc))
+    return made
+
+
+def write_report(doc: dict, path, plots: dict | None = None, detail: str = "summary", beside: bool = True) -> None:
+    """report.md (or ``-o FILE``) with its kernels.md / ranges.md beside it (summary detail)."""
+    from pathlib import Path
+    path = Path(path)
+    made = {}
+    if detail != "full" and beside:
+        prefix = "" if path.name == "report.md" else path.stem + "."
+        made = write_beside(doc, path.resolve().parent, prefix)
+    path.write_text(render(doc, plots=plots, detail=detail, beside=made))
+
+
+def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | None) -> str:
     tc = doc["tensor_cores"]
     out = ["# nsighttc verdict", "", f"**{tc_headline(tc)}**", ""]
     tl = doc.get("timeline")
@@ -266,18 +366,25 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
                         "`nsys --cuda-graph-trace=node`)"}.get(graphs.get("trace"), "")
         out += [f"CUDA graphs: {graphs['launches']:,} graph launches held {pct(graphs.get('share_of_gpu_busy'))} of GPU "
                 f"busy time{'; ' + how if how else ''}.", ""]
-    out += ["## Top kernels by GPU time", "", _kernel_table(kernels[:top]), ""]
-    if len(kernels) > top:
+    out += ["## Top kernels by GPU time", "", _kernel_table(kernels[:top], hover=full), ""]
+    if len(kernels) > top and full:
         out += [f"<details><summary>All {len(kernels)} kernels</summary>", "", _kernel_table(kernels), "",
                 "</details>", ""]
+    elif len(kernels) > top:
+        out += [_more("kernels", len(kernels) - top, beside, "kernels"), ""]
 
     ranges = doc.get("ranges") or []
+    more_ranges = 0
+    if ranges and not full and len(ranges) > TOP_RANGES:
+        more_ranges, ranges = len(ranges) - TOP_RANGES, ranges[:TOP_RANGES]
     if ranges:
         scoped = any(r.get("scope") == "steady steps" for r in ranges)
         out += ["## NVTX ranges", ""] + (["Count, wall time, GPU busy, verdict and causes of each range are its time "
                                           "within the steady steps (a range with none there: its whole time); kernel "
                                           "time and Tensor Core shares cover the whole run.", ""] if scoped else []) \
             + [_range_table(ranges, bool(tl)), ""]
+        if more_ranges:
+            out += [_more("ranges", more_ranges, beside, "ranges"), ""]
 
     findings = doc.get("findings") or []
     out += ["## Findings", ""]
@@ -287,10 +394,15 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
         out += [f"### {i}. {f['title']} ({f['severity']})", "", f"- **Evidence:** {f['evidence']}",
                 f"- **Fix:** {f['advice']}", ""]
         if f.get("kernels"):
-            out += ["<details><summary>Kernels</summary>", ""] + [f"- `{_cell(k)}`" for k in f["kernels"]] + [
-                "", "</details>", ""]
+            ks = f["kernels"] if full else f["kernels"][:FINDING_KERNELS]
+            out += ["<details><summary>Kernels</summary>", ""] + [
+                f"- `{_cell(k if full else short_name(k, 120))}`" for k in ks]
+            if len(ks) < len(f["kernels"]):
+                out.append(f"- {_more('kernels', len(f['kernels']) - len(ks), beside, 'kernels')}")
+            out += ["", "</details>", ""]
     if doc.get("warnings"):
-        out += ["## Notes", ""] + [f"- {w}" for w in doc["warnings"]] + [""]
+        out += ["## Notes", ""] + [f"- {w if full or len(w) <= NOTE_CHARS else w[:NOTE_CHARS - 1] + '…'}"
+                                   for w in doc["warnings"]] + [""]
     prov = doc.get("provenance")
     if prov:
         gpus = ", ".join(f"{g.get('name')} (CC {g.get('compute_capability')}, driver {g.get('driver')})"
@@ -300,7 +412,8 @@ def render(doc: dict, top: int = 15, plots: dict | None = None) -> str:
                 f"- GPU: {gpus or 'unknown'}", f"- Engines: {', '.join(prov.get('engines', []))} "
                 f"({', '.join(f'{k} {v:.1f} s' for k, v in (prov.get('seconds') or {}).items())})",
                 f"- Versions: {vers}"]
-        out += [f"- Command: `{c}`" for c in prov.get("commands", [])]
+        out += [f"- Command: `{c if full or len(c) <= COMMAND_CHARS else c[:COMMAND_CHARS - 1] + '…'}`"
+                for c in prov.get("commands", [])] + ([] if full else ["- The whole commands: run.json"])
         if prov.get("reanalysed"):
             out.append(f"- {prov['reanalysed']}")
         out += ["", "</details>", ""]
@@ -318,9 +431,10 @@ def _dtype_cell(k: dict) -> str:
     return f"{k['dtype']} (by name)" if named else k["dtype"]
 
 
-def _kernel_table(kernels: list[dict]) -> str:
-    head = ("| # | Kernel | Time | Share | Calls | Tensor Cores | dtype | Evidence | TFLOP/s | Pipe |\n"
-            "|---:|---|---:|---:|---:|---|---|---|---:|---:|")
+def _kernel_table(kernels: list[dict], hover: bool = True, full_names: bool = False) -> str:
+    head = ("| # | Kernel | Time | Share | Calls | Tensor Cores | dtype | Evidence | TFLOP/s | Pipe |"
+            + (" Full name |" if full_names else "") + "\n"
+            "|---:|---|---:|---:|---:|---|---|---|---:|---:|" + ("---|" if full_names else ""))
     lines = [head]
     for i, k in enumerate(kernels, 1):
         verdict = tc_word(k["tensor_core"])
@@ -330,9 +444,10 @@ def _kernel_table(kernels: list[dict]) -> str:
         if k.get("variant"):
             verdict += f" · variant {k['variant']}"
         lines.append("| {} | {} | {} | {} | {:,} | {} | {} | {} | {} | {} |".format(
-            i, _kernel_cell(k["name"]), ns(k["total_time_ns"]), pct(k["time_share"]), k["calls"], verdict,
+            i, _kernel_cell(k["name"], hover), ns(k["total_time_ns"]), pct(k["time_share"]), k["calls"], verdict,
             _dtype_cell(k), k["evidence"], "" if k.get("tflops") is None else f"{k['tflops']:.1f}",
-            "" if k.get("tensor_pipe_pct") is None else f"{k['tensor_pipe_pct']:.0f}%"))
+            "" if k.get("tensor_pipe_pct") is None else f"{k['tensor_pipe_pct']:.0f}%")
+            + (f" `{_cell(k['name'])}` |" if full_names else ""))
     return "\n".join(lines)
 
 
