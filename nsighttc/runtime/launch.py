@@ -230,6 +230,11 @@ def _add_rank_metadata(prof) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # nsighttc stops a program by SIGINT (the ncu pass once its kernels are profiled): a launcher started from a
+    # background job inherits SIGINT ignored (`nohup ... &`: seen when the test suite ran that way, a stopped
+    # program slept on), and Python then installs no KeyboardInterrupt handler. Restore it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     ns = _parse(sys.argv[1:] if argv is None else argv)
     if ns.pid_file:
         ns.pid_file.write_text(str(os.getpid()))
