@@ -11,35 +11,7 @@
 # Writes OUT/summary.txt, OUT/a.tgz (reports, verdicts, run.json, logs) and OUT/fixtures_a.tgz.
 set -u
 OUT=${1:?out dir}; PART=${2:?part}
-W=$OUT/work; mkdir -p "$W/fix"
-export NSIGHTTC_CACHE_DIR=$W/cache TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-S=$OUT/summary.txt
-{
-  echo "== part $PART $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null)"
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-  python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-  ncu --version | tail -1
-} >> "$S" 2>&1
-secs() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$1" "$2"; }
-
-plain() {  # name cmd...
-  local name=$1; shift
-  local t0; t0=$(date +%s.%N)
-  "$@" > "$W/$name.plain.log" 2>&1
-  echo "plain $name: rc=$? $(secs "$t0" "$(date +%s.%N)") s | $(grep -E 'samples/s|ms/step|images/s|it/s|steps/s' "$W/$name.plain.log" | tail -5 | tr '\n' ' ')" >> "$S"
-}
-
-profile() {  # name timeout profile-options... -- cmd...
-  local name=$1 limit=$2; shift 2
-  local t0; t0=$(date +%s.%N)
-  timeout "$limit" python3 -m nsighttc profile --out "$W/runs_$name" "$@" > "$W/$name.profile.log" 2>&1
-  local rc=$?
-  local d; d=$(ls -d "$W/runs_$name"/*/ 2>/dev/null | tail -1)
-  echo "profile $name: rc=$rc $(secs "$t0" "$(date +%s.%N)") s dir=$d" >> "$S"
-  grep -E "window|^nsighttc: (Tensor Cores|GPU busy|Start-up|Evidence)|Traceback|Error" "$W/$name.profile.log" | head -20 | sed 's/^/   /' >> "$S"
-  [ -n "$d" ] && cp "$W/$name.profile.log" "$d/profile.log"
-}
+source "$(dirname "$0")/gpu_lib.sh"
 
 case "$PART" in
 a)
@@ -72,8 +44,4 @@ b)
   done
   ;;
 esac
-(cd "$W" && tar czf "$OUT/$PART.tgz" --exclude='*.ncu-rep' --exclude='*.nsys-rep' --exclude='*.sqlite' \
-   --exclude='*.qdstrm' --exclude='*trace.json' --exclude='cache' --exclude='fix' --exclude='*.tmp' \
-   runs_* ./*.log 2>/dev/null)
-(cd "$W" && tar czf "$OUT/fixtures_$PART.tgz" fix)
-ls -la "$OUT" >> "$S"
+pack

@@ -89,3 +89,17 @@ def test_ddp_headline_is_over_compute_time_with_nccl_apart(docs):
     assert tc["tc_time_share"] == pytest.approx(tc["tc_time_ns"] / den["compute_time_ns"])
     line = markdown.tc_headline(tc)
     assert "of compute kernel time" in line and "communication (NCCL)" in line and "not counted" in line
+
+
+def test_analyze_o_writes_the_tables_beside_the_report_and_detail_full_keeps_one_file(run_cli, tmp_path):
+    src = FIX / "multi_phase_torch.json.gz"
+    out = tmp_path / "pr.md"
+    code, _, err = run_cli("analyze", src, "-o", out)
+    assert code == 0 and "Traceback" not in err
+    text = out.read_text()
+    assert len(text) <= markdown.LIMIT and "[pr.kernels.md](pr.kernels.md)" in text
+    assert (tmp_path / "pr.kernels.md").read_text().startswith("# All ")
+    full = tmp_path / "full.md"
+    code, _, _ = run_cli("analyze", src, "--detail", "full", "-o", full)
+    assert code == 0 and "<details><summary>All " in full.read_text()
+    assert not (tmp_path / "full.kernels.md").exists()
