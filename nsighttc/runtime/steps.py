@@ -45,8 +45,7 @@ DATA = "nsighttc.data"
 FORWARD = "nsighttc.forward"
 COMPILE = "nsighttc.compile"
 BACKWARD = "nsighttc.backward"
-PAUSED = "nsighttc.paused"  # a span the window's recorder did not record (runtime.window.TorchRecorder)
-NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE, PAUSED)
+NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE)
 PREFIX = "nsighttc."  # every mark's name starts with it (the replay's ranges use "nsighttc-")
 
 
