@@ -74,5 +74,8 @@ def note(p: Pass) -> str | None:
     parts = [f"{ph['steps']} steps of `{ph['phase']}` after {ph['warmup_steps']} warm-up steps"
              + ("" if ph["complete"] else " (the program ended first)") for ph in s["phases"]]
     how = ("then nsighttc stopped the program (`--full-run` lets it finish)" if s["stopped_after_window"]
-           else "the program ran on unrecorded" if any(ph["complete"] for ph in s["phases"]) else "")
+           else "the program ran on unrecorded" if s["requested"]["end"] == "continue" and any(
+               ph["complete"] for ph in s["phases"])
+           else "the recording went on to the program's end (a new phase began within each grace)"
+           if any(ph["complete"] for ph in s["phases"]) else "")
     return "recorded a window of steady steps: " + "; ".join(parts) + (f"; {how}" if how else "")
