@@ -24,17 +24,11 @@ class _StepsOrAuto(click.ParamType):
     name = "steps"
 
     def convert(self, value, param, ctx):
-        if value is None or value == "auto":
-            return None
-        if isinstance(value, int):
-            return value
+        from .runtime.window import parse_count  # the launcher reads its --window-* counts the same way
         try:
-            n = int(value)
-        except ValueError:
-            self.fail(f"expected a number of steps or 'auto', got {value!r}", param, ctx)
-        if n < 0:
-            self.fail(f"expected a number of steps >= 0, got {n}", param, ctx)
-        return n
+            return parse_count(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 STEPS_OR_AUTO = _StepsOrAuto()
@@ -75,7 +69,7 @@ def _markdown(doc: dict, output: str | None, inputs: list[str], detail: str, plo
             Path(output).resolve() == Path(i).resolve() for i in inputs):
         out = Path(output)
         try:
-            made = markdown.write_beside(doc, out.resolve().parent, "" if out.name == "report.md" else out.stem + ".")
+            made = markdown.write_beside(doc, out.resolve().parent, markdown.beside_prefix(out))
         except OSError as exc:
             raise UsageError(f"{output}: cannot write the tables beside it ({exc.strerror or exc})") from None
     _write(markdown.render(doc, plots=plots, detail=detail, beside=made), output, inputs)

@@ -78,7 +78,7 @@ class Pass:
     stem: str = ""                                 # ncu: the report's file name stem (default: the engine's)
     trace_written_s: float | None = None           # timeline: when its trace was complete (read from then on)
     window: dict | None = None                     # the launcher's window settings (runtime.window), if windowed
-    window_events: list = field(default_factory=list)  # what the launcher's window did (start/end/resume per phase)
+    window_events: list = field(default_factory=list)  # what the launcher's window did (start/end/stop per phase)
 
     @property
     def stopped_after_window(self) -> bool:

@@ -32,9 +32,11 @@ def describe(e: dict) -> str:
         return "the program marks its own steps: the window of the hooks' steps is dropped"
     if kind == "stop":
         return f"no new phase began within {e.get('grace_s')} s after the last window: stopping the program"
+    if kind == "finish":
+        return f"no new phase began within {e.get('grace_s')} s after the last window: recording ends, the program runs on"
     if kind == "off":
         return "no window (the program has no steps to choose from): recording everything"
-    return f"`{phase}`: recording again ({kind})"
+    return f"`{phase}`: {kind}"
 
 _PROF_LINE = re.compile(r'==PROF== Profiling "([^"]+)"')
 

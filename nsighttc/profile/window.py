@@ -21,11 +21,16 @@ def timeline_window(opts: Options, python_program: bool) -> dict | None:
     return {"warmup": opts.warmup, "steps": opts.steps, "end": "continue" if opts.full_run else "stop"}
 
 
+def _starts(events: list[dict]) -> list[dict]:
+    """The phases' window starts, less the hooks' window that the program's own steps replaced ("dropped")."""
+    dropped = {e.get("phase") for e in events if e.get("event") == "dropped"}
+    return [e for e in events if e.get("event") == "start" and e.get("phase") not in dropped]
+
+
 def warmup_seen(events: list[dict]) -> int | None:
     """How many warm-up steps the timeline run's window waited for (the most over its phases), or None when no
     window started."""
-    dropped = {e.get("phase") for e in events if e.get("event") == "dropped"}
-    starts = [int(e.get("warmup") or 0) for e in events if e.get("event") == "start" and e.get("phase") not in dropped]
+    starts = [int(e.get("warmup") or 0) for e in _starts(events)]
     return max(starts) if starts else None
 
 
@@ -53,8 +58,7 @@ def summary(p: Pass) -> dict | None:
     if p.window is None:
         return None
     ev = p.window_events
-    dropped = {e.get("phase") for e in ev if e.get("event") == "dropped"}  # hook steps before the program's own
-    starts = [e for e in ev if e.get("event") == "start" and e.get("phase") not in dropped]
+    starts = _starts(ev)
     ends = [e for e in ev if e.get("event") == "end"]
     return {"requested": {k: p.window.get(k) for k in ("warmup", "steps", "end")},
             "phases": [{"phase": e.get("phase"), "warmup_steps": e.get("warmup"), "steps": e.get("steps"),

@@ -289,14 +289,20 @@ def write_beside(doc: dict, directory, prefix: str = "", top: int = 15) -> dict:
     return made
 
 
+def beside_prefix(path) -> str:
+    """What the tables beside a report are named after: none for a run directory's report.md (kernels.md), the
+    report's own name otherwise (``-o pr.md``: pr.kernels.md), so no other file of the user's is written over."""
+    from pathlib import Path
+    return "" if Path(path).name == "report.md" else Path(path).stem + "."
+
+
 def write_report(doc: dict, path, plots: dict | None = None, detail: str = "summary", beside: bool = True) -> None:
     """report.md (or ``-o FILE``) with its kernels.md / ranges.md beside it (summary detail)."""
     from pathlib import Path
     path = Path(path)
     made = {}
     if detail != "full" and beside:
-        prefix = "" if path.name == "report.md" else path.stem + "."
-        made = write_beside(doc, path.resolve().parent, prefix)
+        made = write_beside(doc, path.resolve().parent, beside_prefix(path))
     path.write_text(render(doc, plots=plots, detail=detail, beside=made))
 
 

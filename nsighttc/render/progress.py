@@ -33,7 +33,6 @@ class Progress:
         self.clock, self.interval = clock, interval
         self._last: dict[str, float] = {}
         self._status = None
-        self.shown = 0
 
     def __call__(self, line: str) -> None:
         if self.level <= 0:
@@ -60,7 +59,6 @@ class Progress:
             self._status.console.print(line, markup=False, highlight=False, soft_wrap=True)
             return
         self.echo(line)
-        self.shown += 1
 
     def _live(self, line: str) -> None:
         try:

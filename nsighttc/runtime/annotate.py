@@ -80,7 +80,7 @@ class range(contextlib.ContextDecorator):  # noqa: A001 - the natural name for u
 
 
 # The annotate ranges open now, outermost first (the window of steady steps, ``runtime.window``, names a step's
-# phase by them and opens them again after a pause). One list for the process: steps are marked on one thread.
+# phase by them). One list for the process: steps are marked on one thread.
 _open: list = []
 # Told of every ``step()`` range entering and leaving (``begin(open_ranges)``, ``end(open_ranges)``): the
 # launcher's window (``runtime.window``). None without the launcher: a step is then a plain range.

@@ -98,15 +98,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def _count_or_auto(text: str):
-    if text == "auto":
-        return None
+    from .window import parse_count
     try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of steps or 'auto', got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of steps >= 0, got {n}")
-    return n
+        return parse_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _run_target(ns: argparse.Namespace) -> None:

@@ -65,6 +65,20 @@ class WindowDone(BaseException):
     """The window is recorded: the program stops here (raised at a step boundary, caught by the launcher)."""
 
 
+def parse_count(text) -> int | None:
+    """A number of steps (0 or more), or ``auto``: None. ValueError says what is wrong (the launcher's and the CLI's
+    ``--warmup``/``--steps`` both read them here)."""
+    if text is None or text == "auto":
+        return None
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected a number of steps or 'auto', got {text!r}") from None
+    if n < 0:
+        raise ValueError(f"expected a number of steps >= 0, got {n}")
+    return n
+
+
 def window_steps(median_s: float | None, steps: int | None = None) -> int:
     """How many steps the window records: ``steps`` if given, else ``TARGET_WINDOW_S`` worth of steps."""
     if steps is not None:
