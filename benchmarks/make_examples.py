@@ -40,7 +40,7 @@ def main() -> int:
                 i["path"] = Path(i["path"]).name
             (d / "verdict.json").write_text(json.dumps(doc, indent=2) + "\n")
             made = write_plots(doc, d)
-            (d / "report.md").write_text(markdown.render(doc, plots=made))
+            markdown.write_report(doc, d / "report.md", plots=made)  # kernels.md / ranges.md beside it
             print(f"{name}: {doc['tensor_cores']['verdict']}, timeline {(doc.get('timeline') or {}).get('verdict')}")
     return 0
 
