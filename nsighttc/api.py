@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from . import allocator
-from .analysis import findings as findings_mod
+from .analysis import findings as findings_mod, gain
 from .analysis import ranks as ranks_mod
 from .parse import ranks as rank_inputs
 from .analysis import tensor_cores
@@ -241,7 +241,7 @@ def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | No
     v = Verdict(inputs, sv.device, summary, kernel_rows, sv.ranges, found, low.launches, warnings, sv.timeline)
     v.ranks = [ranks_mod.public(r) for r in rows]
     v.distributed = dist
-    return v
+    return _with_gains(v)
 
 
 def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
@@ -344,8 +344,21 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         summary, ranges, found, kernel_rows = tensor_core_side()
     if timeline is not None:
         ranges = timeline_mod.extend_ranges(ranges, timeline)
+        gain.kernel_costs(found, launches, timeline.families)
         found = sorted(found + timeline_mod.findings(timeline), key=lambda f: -f.time_ns)
     inputs = [{"path": str(p.path), "kind": p.kind.value, "launches": int(len(p.kernels))} for p in parsed]
     tl_doc = timeline_mod.to_json(timeline) if timeline is not None else None
-    return Verdict(inputs, device, summary, kernel_rows, ranges, found, launches,
-                   warnings, tl_doc)
+    return _with_gains(Verdict(inputs, device, summary, kernel_rows, ranges, found, launches, warnings, tl_doc))
+
+
+def _with_gains(v: Verdict) -> Verdict:
+    """Each finding's estimated speed-up (``analysis.gain``), and the findings ordered by it."""
+    total = float(v.kernels["total_time_ns"].sum()) if "total_time_ns" in v.kernels else 0.0
+    doc = {"timeline": v.timeline, "device": v.device, "distributed": v.distributed,
+           "kernels": [{"total_time_ns": total}], "findings": [f.to_dict() for f in v.findings]}
+    ss = gain.scopes(doc)
+    for f, d in zip(v.findings, doc["findings"]):
+        f.gain = d["gain"] = gain.estimate(d, doc, ss)
+    rank = {id(d): i for i, d in enumerate(gain.order(doc["findings"]))}
+    v.findings = [f for _, f in sorted(zip([rank[id(d)] for d in doc["findings"]], v.findings), key=lambda x: x[0])]
+    return v

@@ -412,10 +412,23 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
 @click.option("--timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="Stop each run after this long.")
 @click.option("--annotate", type=click.Choice(["none", "script", "modules"]), default="script", show_default=True)
 @click.option("--no-cache", "no_cache", is_flag=True, help="Do not read Tensor Core evidence from the cache.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Rounds of plain runs, baseline and variants alternating; the spread of each speed-up is its lowest "
+                   "and highest round.")
+@click.option("--explain", is_flag=True,
+              help="Also profile every variant once (torch.profiler): its Tensor Core share, dtypes and timeline "
+                   "verdict explain its speed-up (never used to measure it).")
+@click.option("--full-run", is_flag=True,
+              help="Let every plain run finish (default: stop once a window of steady steps is timed; --metric "
+                   "implies this).")
+@click.option("--verdict", "verdict_file", type=click.Path(dir_okay=True, path_type=Path), metavar="FILE",
+              help="Predictions and auto's choices from this verdict.json (or run directory) of an earlier "
+                   "`nsighttc profile`, instead of profiling the baseline here.")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default=None,
               help="Print the comparison (default: a summary; the files are always written).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, annotate, no_cache, fmt, args) -> None:
+def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, annotate, no_cache, repeat, explain,
+         full_run, verdict_file, fmt, args) -> None:
     """Run a program as it is and under variants, and compare what each bought.
 
     \b
@@ -430,9 +443,15 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     Each variant is applied from the launcher, without editing the program: TF32 flags, the whole program
     inside torch.autocast, cuDNN autotuning, DataLoader defaults (only loaders left at num_workers=0 /
     pin_memory=False). channels-last is not offered: it needs the program's input tensors converted too.
-    Every run is one torch.profiler pass (~1.0-1.2x a plain run). Writes try.json (schema nsighttc.try/1),
-    try.md and try.png, and one directory per variant with its verdict, in nsighttc-runs/<time>-try-<name>/.
-    A variant that crashes is reported as failed; the others still run.
+
+    
+    Speed is measured without a profiler: each run is plain, its steps timed at their boundaries (CUDA
+    events), and stops once a window of steady steps is timed (--full-run or --metric: runs to the end).
+    The speed-up is the ratio of median steady steps; one inside its spread is "no measurable change".
+    The baseline is also profiled once: its findings' estimated gains are the predictions shown beside
+    each measured speed-up, and what --variant auto runs (the top findings' variants, then the best two
+    combined). Writes try.json (schema nsighttc.try/1), try.md and try.png, and one directory per variant,
+    in nsighttc-runs/<time>-try-<name>/. A variant that crashes is reported as failed; the others still run.
     """
     from .experiment import TryOptions, run_try
     from .profile import resolve_target
@@ -442,7 +461,8 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
         raise UsageError("nothing to try: give SCRIPT.py [ARGS] or -- python -m MODULE [ARGS]")
     target = resolve_target(args[0], args[1:], None) if args[0].endswith(".py") else resolve_target(None, [], args)
     opts = TryOptions(variants=list(variants), metric=metric, step_range=step_range, out=out, timeout=timeout,
-                      annotate=annotate, cache=not no_cache, workers=workers)
+                      annotate=annotate, cache=not no_cache, workers=workers, repeat=repeat, explain=explain,
+                      full_run=full_run, verdict=verdict_file)
 
     from .render.progress import Progress
     say = Progress(_LEVEL["value"], echo=lambda s: click.echo(s, err=True))
@@ -461,6 +481,10 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
             sp = f"{v['speedup']:.2f}x" if v.get("speedup") else "—"
             step = f"{v['median_step_ns'] / 1e6:.3g} ms" if v.get("median_step_ns") else "no steps"
             extra = f", metric {v['metric']:g}" if v.get("metric") is not None else ""
+            if v["name"] != "baseline" and v.get("change"):
+                extra += f" ({v['change']})"
+            if v.get("predicted"):
+                extra += f", predicted {v['predicted']['low']:.2f}-{v['predicted']['high']:.2f}x"
             what = f"{step}, {sp}{extra}" if v["status"] == "ok" else f"FAILED: {v.get('error')}"
             click.echo(f"{v['name']:<16} {what}")
         if base["status"] != "ok":

@@ -100,7 +100,17 @@ class Finding:
     advice: str
     time_ns: float = 0.0  # GPU time the finding concerns, to order findings by cost
     kernels: list[str] = field(default_factory=list)
+    # what it costs each steady step, per phase (step family name -> ns): the GPU work a kernel finding is about,
+    # or the GPU idle time a host cause makes; what ``analysis.gain`` turns into an estimated speed-up
+    per_step_ns: dict[str, float] | None = None
+    gain: dict | None = None  # analysis.gain: {low, high, basis, ...}
+    rows: Any = field(default=None, repr=False, compare=False)  # the launches it is about (bool mask), not saved
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "severity": self.severity, "title": self.title, "evidence": self.evidence,
-                "advice": self.advice, "time_ns": float(self.time_ns), "kernels": list(self.kernels)}
+        out = {"id": self.id, "severity": self.severity, "title": self.title, "evidence": self.evidence,
+               "advice": self.advice, "time_ns": float(self.time_ns), "kernels": list(self.kernels)}
+        if self.per_step_ns is not None:
+            out["per_step_ns"] = {k: float(v) for k, v in self.per_step_ns.items()}
+        if self.gain is not None:
+            out["gain"] = self.gain
+        return out

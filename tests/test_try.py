@@ -148,6 +148,7 @@ print(f"throughput {100 if not slow else 20} items/s")
 
 def test_try_end_to_end_on_cpu(tmp_path, run_cli):
     pytest.importorskip("torch")
+    from nsighttc.experiment import schema_problem
     script = tmp_path / "stepped.py"
     script.write_text(STEPPED)
     code, out, err = run_cli("try", "--out", tmp_path / "runs", "--metric", r"throughput (\d+)", "--variant", "tf32",
@@ -156,26 +157,59 @@ def test_try_end_to_end_on_cpu(tmp_path, run_cli):
     assert code == 1, err  # cudnn-benchmark makes this program slower
     run = next((tmp_path / "runs").iterdir())
     doc = json.loads((run / "try.json").read_text())
-    assert doc["schema"] == "nsighttc.try/1" and doc["program"] == "stepped"
+    assert doc["schema"] == "nsighttc.try/1" and doc["program"] == "stepped" and schema_problem(doc) is None
     rows = {v["name"]: v for v in doc["variants"]}
     assert list(rows) == ["baseline", "tf32", "bf16-autocast", "cudnn-benchmark"]
     base = rows["baseline"]
     assert base["status"] == "ok" and base["speedup"] == 1.0 and 4e6 < base["median_step_ns"] < 30e6
     assert base["metric"] == 100.0
+    # the step times came from the plain run (no profiler); the baseline's profiled run gave its verdict
+    assert (run / "baseline" / "plain1" / "step_times.json").exists()
+    assert not (run / "baseline" / "plain1" / "torch_trace.json").exists()
+    assert (run / "baseline" / "profiled" / "verdict.json").exists()
+    assert not (run / "tf32" / "profiled").exists()  # variants are profiled only with --explain
+    assert base["phases"] and all(p["clock"] == "host" for p in base["phases"].values())  # no CUDA here
     failed = rows["bf16-autocast"]
     assert failed["status"] == "failed" and "BFloat16" in failed["error"] and failed["speedup"] is None
     slow = rows["cudnn-benchmark"]
     assert slow["status"] == "ok" and slow["speedup"] < 0.6 and slow["metric"] == 20.0
+    assert slow["change"] == "slower" and slow["spread"]["high"] < 1.0
     assert slow["applied"] == [{"variant": "cudnn-benchmark", "set": {"torch.backends.cudnn.benchmark": True}}]
     assert rows["tf32"]["status"] == "ok"
-    for key in ("name", "status", "applied", "median_step_ns", "speedup", "tc_time_share", "by_dtype",
-                "gpu_busy_share", "verdict", "metric"):
+    for key in ("name", "status", "applied", "median_step_ns", "speedup", "spread", "change", "predicted",
+                "prediction", "metric"):
         assert all(key in v for v in doc["variants"])
     md = (run / "try.md").read_text()
     assert "| `bf16-autocast` | **failed**" in md and (run / "try.png").exists()
-    assert json.loads((run / "cudnn-benchmark" / "run.json").read_text())["applied"]["variants"][0]["variant"] \
-        == "cudnn-benchmark"
+    assert json.loads((run / "cudnn-benchmark" / "plain1" / "run.json").read_text())["applied"]["variants"][0][
+        "variant"] == "cudnn-benchmark"
     assert "cudnn-benchmark" in out and "FAILED" in out
+
+
+def test_repeat_alternates_and_gives_the_spread_of_rounds(tmp_path, run_cli):
+    """--repeat 2: two plain rounds each, paired by round; a variant that changes nothing is "no measurable change"
+    when its rounds straddle 1.0, and --explain profiles the variant too."""
+    pytest.importorskip("torch")
+    from nsighttc.experiment import schema_problem
+    script = tmp_path / "stepped.py"
+    script.write_text(STEPPED.replace('raise RuntimeError("expected scalar type Float but found BFloat16")', "pass"))
+    code, _, err = run_cli("try", "--out", tmp_path / "runs", "--repeat", "2", "--explain", "--variant", "tf32",
+                           "--variant", "cudnn-benchmark", str(script))
+    assert code == 0, err
+    run = next((tmp_path / "runs").iterdir())
+    doc = json.loads((run / "try.json").read_text())
+    assert schema_problem(doc) is None and doc["repeat"] == 2
+    rows = {v["name"]: v for v in doc["variants"]}
+    for name in ("baseline", "tf32", "cudnn-benchmark"):
+        assert len(rows[name]["run_dirs"]) == 2 and (run / name / "plain2" / "step_times.json").exists()
+    slow = rows["cudnn-benchmark"]
+    assert len(slow["rounds"]) == 2 and slow["spread"]["basis"].startswith("lowest and highest of 2")
+    assert slow["spread"]["low"] == pytest.approx(min(r["speedup"] for r in slow["rounds"]), abs=1e-3)
+    assert slow["change"] == "slower"
+    tf32 = rows["tf32"]  # on the CPU the TF32 flags change nothing: its speed-up is within the noise
+    assert 0.7 < tf32["speedup"] < 1.4
+    assert tf32["explained"] and tf32["explained"]["verdict"] and (run / "tf32" / "profiled" / "verdict.json").exists()
+    assert any("rounds" in n for n in doc["notes"])
 
 
 def test_combined_variant_applies_both(tmp_path, run_cli):

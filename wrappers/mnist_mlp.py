@@ -40,7 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: smoke mode, tiny data")
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TF32 for fp32 matmuls and convolutions (the change `nsighttc try --variant tf32` makes)")
     a = ap.parse_args(argv)
+    if a.tf32:
+        import torch
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")
     import torch
     device = pick_device(a.device)
     hidden, batch = NETS[a.net]

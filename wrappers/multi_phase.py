@@ -137,7 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=30, help="steps per phase (graph_replay runs twice as many)")
     ap.add_argument("--host-ms", type=float, default=2.2, help="host bookkeeping after each .item() (ms)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: smoke mode, tiny sizes")
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TF32 for fp32 matmuls and convolutions (the change `nsighttc try --variant tf32` makes)")
     a = ap.parse_args(argv)
+    if a.tf32:
+        import torch
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")
     import torch
     dev = pick_device(a.device)
     small = dev.type == "cpu"

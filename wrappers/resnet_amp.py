@@ -61,10 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=30, help="timed steps")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TF32 for fp32 matmuls and convolutions (the change `nsighttc try --variant tf32` makes)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: smoke mode, tiny net and images")
     ap.add_argument("--minutes", type=float, default=None,
                     help="a long-running job: train for this long instead of --steps (a real run lasts hours)")
     a = ap.parse_args(argv)
+    if a.tf32:
+        import torch
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")
     import torch
     device = pick_device(a.device)
     smoke = device.type == "cpu"

@@ -79,3 +79,11 @@ def gaps(u: Union, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
     g_start, g_end = np.maximum(g_start, lo), np.minimum(g_end, hi)
     keep = g_end > g_start
     return g_start[keep], g_end[keep]
+
+
+def inside(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which times ``t`` fall inside one of the sorted, disjoint intervals ``[starts, ends)``."""
+    if len(starts) == 0:
+        return np.zeros(len(t), dtype=bool)
+    i = np.searchsorted(starts, t, side="right") - 1
+    return (i >= 0) & (t < ends[np.clip(i, 0, None)])

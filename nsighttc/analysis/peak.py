@@ -91,3 +91,11 @@ def summary(kernels: pd.DataFrame, peak: Peak | None, device_name: str | None) -
     top = kernels.loc[pct.notna()].groupby("dtype")["total_time_ns"].sum() if len(w) else pd.Series(dtype=float)
     return {"gpu": peak.gpu, "source": peak.source, "dense_tflops": dict(peak.tflops), "pct_of_peak": weighted,
             "main_dtype": str(top.idxmax()) if len(top) else None}
+
+
+# FP32 peak on the CUDA cores (non-tensor), TFLOP/s, per ``Peak.gpu``: what fp32 matrix work left off the Tensor
+# Cores runs at best (analysis.gain divides a Tensor Core peak by it). Same datasheets as above: H100 SXM5 FP32 67,
+# PCIe 51, NVL 60; H200 SXM 67; A100 19.5; L40S 91.6; L4 30.3; RTX 4090 82.6 (Ada whitepaper). B200: no per-GPU
+# FP32 figure in the HGX datasheet used above, left out (the estimate then says its ratio was assumed).
+CUDA_CORE_FP32 = {"H100 SXM": 67.0, "H100 PCIe": 51.0, "H100 NVL": 60.0, "H200 SXM": 67.0, "A100": 19.5,
+                  "L40S": 91.6, "L4": 30.3, "RTX 4090": 82.6}

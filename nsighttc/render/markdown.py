@@ -208,6 +208,23 @@ def peak_text(peak: dict | None) -> str:
             + f"; {peak.get('source', 'datasheet')})")
 
 
+def gain_text(g: dict | None) -> str:
+    """'up to 1.6x' (an estimated gain, ``analysis.gain``), or '' when there is none worth saying."""
+    if not g or not g.get("high") or g["high"] < 1.005:
+        return ""
+    return f"up to {g['high']:.2g}x" if g["high"] < 10 else f"up to {g['high']:.0f}x"
+
+
+def first_fix(doc: dict) -> str | None:
+    """'First fix: <title> — up to 2.4x (est. 1.2x-2.4x of the steady step)': the finding with the largest gain."""
+    best = next((f for f in doc.get("findings") or [] if gain_text(f.get("gain"))), None)
+    if best is None:
+        return None
+    g = best["gain"]
+    return (f"First fix: {best['title']} — {gain_text(g)} (estimated {g['low']:.2f}x to {g['high']:.2f}x of the "
+            "steady step)")
+
+
 def headline_lines(doc: dict) -> list[str]:
     """The lines a terminal shows at the end of a run: one per question, and where the evidence came from."""
     tc = doc["tensor_cores"]
@@ -218,6 +235,8 @@ def headline_lines(doc: dict) -> list[str]:
             lines.append(startup_line(doc["timeline"]))
     if distributed_headline(doc):
         lines.append(distributed_headline(doc))
+    if first_fix(doc):
+        lines.append(first_fix(doc))
     if tc.get("evidence_sources"):
         lines.append("Evidence for the matrix-work kernels: " + evidence_sources_text(tc["evidence_sources"]))
     return lines
@@ -316,6 +335,8 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
             out += [startup_line(tl), ""]
     if distributed_headline(doc):
         out += [f"**{distributed_headline(doc)}**", ""]
+    if first_fix(doc):
+        out += [first_fix(doc), ""]
     dev = doc.get("device") or {}
     kernels = doc["kernels"]
     rows = [("Device", f"{dev.get('name') or 'unknown GPU'} (compute capability {dev.get('compute_capability') or '?'})"
@@ -397,8 +418,13 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
     if not findings:
         out += ["Nothing to report: no matrix work missed the Tensor Cores.", ""]
     for i, f in enumerate(findings, 1):
-        out += [f"### {i}. {f['title']} ({f['severity']})", "", f"- **Evidence:** {f['evidence']}",
-                f"- **Fix:** {f['advice']}", ""]
+        g = f.get("gain") or {}
+        up = gain_text(g)
+        out += [f"### {i}. {f['title']} ({f['severity']})" + (f" — {up}" if up else ""), "",
+                f"- **Evidence:** {f['evidence']}", f"- **Fix:** {f['advice']}"]
+        if up:
+            out.append(f"- **Estimated gain:** {g['low']:.2f}x to {g['high']:.2f}x of the steady step ({g['basis']})")
+        out.append("")
         if f.get("kernels"):
             ks = f["kernels"] if full else f["kernels"][:FINDING_KERNELS]
             out += ["<details><summary>Kernels</summary>", ""] + [

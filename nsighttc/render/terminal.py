@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 
 from .fmt import ns, pct, tc_word
-from .markdown import headline_lines
+from .markdown import gain_text, headline_lines
 from .names import short_name
 
 
@@ -24,7 +24,9 @@ def summary_lines(doc: dict, report: str | None = None, top_kernels: int = 5, to
     if findings:
         lines.append(("bold", "Top findings"))
         for f in findings:
-            lines.append(("yellow" if f["severity"] in ("high", "medium") else "", f"  • {_one_line(f['title'], 100)}"))
+            up = gain_text(f.get("gain"))
+            lines.append(("yellow" if f["severity"] in ("high", "medium") else "",
+                          f"  • {_one_line(f['title'], 100 - len(up))}" + (f" — {up}" if up else "")))
             lines.append(("dim", f"    fix: {_one_line(f['advice'], 104)}"))
     kernels = sorted(doc.get("kernels", []), key=lambda k: -(k.get("total_time_ns") or 0))[:top_kernels]
     if kernels:

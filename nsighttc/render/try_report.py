@@ -21,30 +21,66 @@ def _applied(v: dict) -> str:
     return text.replace("|", "\\|")
 
 
+def _speedup(v: dict) -> str:
+    if not v.get("speedup"):
+        return "—"
+    sp = v.get("spread") or {}
+    rng = f" ({sp['low']:.2f}-{sp['high']:.2f})" if sp.get("low") is not None and v["name"] != "baseline" else ""
+    return f"{v['speedup']:.2f}x{rng}"
+
+
+def _predicted(v: dict) -> str:
+    p = v.get("predicted")
+    if not p:
+        return "—"
+    return f"{p['low']:.2f}-{p['high']:.2f}x"
+
+
+PREDICTION_WORDS = {"within": "within", "below": "**below the range**", "above": "**above the range**"}
+
+
 def markdown(doc: dict, plot: str | None = None) -> str:
     vs = doc["variants"]
     base = next((v for v in vs if v["name"] == "baseline"), None)
-    ok = [v for v in vs if v["status"] == "ok" and v.get("speedup") and v["name"] != "baseline"]
+    ok = [v for v in vs if v["status"] == "ok" and v.get("speedup") and v["name"] != "baseline"
+          and v.get("change") != "no measurable change"]
     best = max(ok, key=lambda v: v["speedup"], default=None)
     lines = [f"# nsighttc try: `{doc['program']}`", "", f"Command: `{doc['command']}`", ""]
-    if best and base and base.get("median_step_ns"):
+    if best and base and base.get("median_step_ns") and best["speedup"] > 1:
         lines += [f"**Fastest: `{best['name']}` — {best['speedup']:.2f}x the baseline's median step "
                   f"({ns(base['median_step_ns'])} → {ns(best['median_step_ns'])})**", ""]
+    rounds = doc.get("repeat", 1)
+    lines += [f"Speed from plain runs ({rounds} round{'s' if rounds != 1 else ''}, baseline and variants alternating; "
+              "steps timed at their boundaries, no profiler); predicted: the baseline's findings' estimated gain "
+              "(`analysis.gain`).", ""]
     has_metric = any(v.get("metric") is not None for v in vs)
-    head = "| variant | status | median step | speed-up | Tensor Cores (dtypes) | GPU busy | verdict |"
-    head += " metric |" if has_metric else ""
-    lines += [head + " applied |", "|---|---|---:|---:|---|---:|---|" + ("---:|" if has_metric else "") + "---|"]
+    explained = any(v.get("explained") for v in vs)
+    head = "| variant | status | median step | speed-up (spread) | change | predicted | prediction |"
+    sep = "|---|---|---:|---:|---|---:|---|"
+    if has_metric:
+        head, sep = head + " metric |", sep + "---:|"
+    if explained:
+        head, sep = head + " Tensor Cores (dtypes) | GPU busy | verdict |", sep + "---|---:|---|"
+    lines += [head + " applied |", sep + "---|"]
     for v in vs:
         status = v["status"] if v["status"] == "ok" else f"**failed**: {(v.get('error') or '').replace('|', '/')}"
-        row = (f"| `{v['name']}` | {status} | {ns(v.get('median_step_ns'))} | "
-               f"{'%.2fx' % v['speedup'] if v.get('speedup') else '—'} | "
-               f"{pct(v.get('tc_time_share')) if v.get('tc_time_share') is not None else '—'} ({_dtypes(v.get('by_dtype'))}) | "
-               f"{pct(v.get('gpu_busy_share')) if v.get('gpu_busy_share') is not None else '—'} | "
-               f"{VERDICT_WORDS.get(v.get('verdict'), v.get('verdict') or '—')} |")
+        row = (f"| `{v['name']}` | {status} | {ns(v.get('median_step_ns'))} | {_speedup(v)} | "
+               f"{v.get('change') or '—' if v['name'] != 'baseline' else '—'} | {_predicted(v)} | "
+               f"{PREDICTION_WORDS.get(v.get('prediction'), '—')} |")
         if has_metric:
             row += f" {'%g' % v['metric'] if v.get('metric') is not None else '—'} |"
+        if explained:
+            e = v.get("explained") or {}
+            row += (f" {pct(e.get('tc_time_share')) if e.get('tc_time_share') is not None else '—'} "
+                    f"({_dtypes(e.get('by_dtype'))}) | "
+                    f"{pct(e.get('gpu_busy_share')) if e.get('gpu_busy_share') is not None else '—'} | "
+                    f"{VERDICT_WORDS.get(e.get('verdict'), e.get('verdict') or '—')} |")
         lines.append(row + f" {_applied(v)} |")
     lines.append("")
+    missed = [v for v in vs if v.get("prediction") in ("below", "above")]
+    if missed:
+        lines += ["Predictions the measurement fell outside: " + "; ".join(
+            f"`{v['name']}` measured {v['speedup']:.2f}x, predicted {_predicted(v)}" for v in missed), ""]
     changed = metric_changes(doc)
     if changed:
         lines += ["Metric changed by more than 5% (a speed metric should; an accuracy or a loss should not, or the "
@@ -56,15 +92,26 @@ def markdown(doc: dict, plot: str | None = None) -> str:
     chosen = [v for v in vs if v.get("chosen_by")]
     if chosen:
         lines += ["Chosen by `--variant auto`:", ""] + [f"- `{v['name']}`: {v['chosen_by']}" for v in chosen] + [""]
+    preds = [v for v in vs if v.get("predicted")]
+    if preds:
+        lines += ["<details><summary>How each prediction was made</summary>", ""] + [
+            f"- `{v['name']}`: {v['predicted']['basis']}" for v in preds] + ["", "</details>", ""]
+    if doc.get("findings"):
+        ranked = [f for f in doc["findings"] if (f.get("gain") or {}).get("high")]
+        if ranked:
+            lines += ["The baseline's findings by estimated gain: " + "; ".join(
+                f"{f['title']} ({f['gain']['low']:.2f}-{f['gain']['high']:.2f}x)" for f in ranked[:6]), ""]
     if plot:
         lines += [f"![speed-up per variant]({plot})", ""]
     if doc.get("metric_pattern"):
-        lines += [f"Metric: the last match of `{doc['metric_pattern']}` in each run's output.", ""]
+        lines += [f"Metric: the last match of `{doc['metric_pattern']}` in each run's output (median over rounds).", ""]
     if doc.get("notes"):
         lines += ["## Notes", ""] + [f"- {n}" for n in doc["notes"]] + [""]
-    lines += ["<sub>Each variant ran once under torch.profiler (median of its steps, warm-up left out); Tensor Core "
-              "evidence from kernel names unless an earlier `nsighttc profile` on this GPU measured the kernel. "
-              "Per-variant reports are in the variant's directory. Generated by nsighttc.</sub>", ""]
+    lines += ["<sub>Speed-up: the baseline's median steady step over the variant's (several phases: weighed by the "
+              "baseline's steps), from plain runs; spread: lowest-highest round, or the steps' quartiles with one "
+              "round; a spread that holds 1.00x is no measurable change. Tensor Core columns: a profiled run with "
+              "`--explain`. Per-run logs and step times are in each variant's directory. Generated by "
+              "nsighttc.</sub>", ""]
     return "\n".join(lines)
 
 

@@ -87,6 +87,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--cuda-profiler", action="store_true",
                     help="switch cudaProfilerStart/Stop at the window (Nsight Compute with --profile-from-start off); "
                          "without --window, profiling starts with the program")
+    ap.add_argument("--step-times", type=Path,
+                    help="time every step (host clock and CUDA events at the step boundaries, no profiler) and write "
+                         "them here when the program ends (JSON, nsighttc.runtime.step_timer): what `nsighttc try` "
+                         "compares")
     ap.add_argument("-m", dest="module", help="run a module (like python -m)")
     ap.add_argument("target", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -259,9 +263,17 @@ def main(argv: list[str] | None = None) -> int:
         if not ns.window:
             window.disable()
         _apply_gate_settings(window)
-        _annotate_mod._step_listener = window
+    timer = None
+    if ns.step_times:
+        from .step_timer import StepTimer
+        timer = StepTimer(compiles=(lambda: marks.counts["compiles"]) if marks is not None else (lambda: 0))
+    if window is not None or timer is not None:
+        from . import annotate as _annotate_mod
+        from .step_timer import Fanout
+        listener = Fanout(timer, window) if (timer is not None and window is not None) else (timer or window)
+        _annotate_mod._step_listener = listener
         if marks is not None:
-            marks.window = window
+            marks.window = listener
     name = ns.range_name or (ns.module or Path(ns.target[0]).name)
     top = annotate.range(name) if ns.annotate != "none" else annotate.nothing()
     remove_hooks = None
@@ -300,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
+            if timer is not None:
+                timer.base_depth = len(annotate.open_ranges())
             _run_target(ns)
     except SystemExit as exc:  # the script called sys.exit(): keep its code
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -316,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
             remove_hooks()
         if marks is not None:
             marks.finish()
+        if timer is not None:
+            try:
+                timer.write(ns.step_times)
+            except Exception as exc:  # noqa: BLE001 - the program's result stands; say why its times are missing
+                print(f"nsighttc.launch: step times not written ({type(exc).__name__}: {exc})", file=sys.stderr)
         if marks is not None and any(marks.counts.values()):
             import json
             print(f"nsighttc.launch: step marks: {json.dumps(marks.record())}", file=sys.stderr)

@@ -81,7 +81,12 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     rinfo = {r.name: {"count": int(r.count), "median_wall_ns": float(r.median_wall_ns),
                       "gpu_busy_share": float(r.gpu_busy_share), "leaf_work": r.name not in containers}
              for r in rstats.itertuples(index=False)}
+    sync_t = pieces.calls.sync["t"].to_numpy(dtype="float64")
+    sync_ns = pieces.calls.sync["ns"].to_numpy(dtype="float64")
     for f in fams:
+        # the host's time blocked in synchronising calls during the steady steps: what it spent waiting for the GPU,
+        # so not a floor under the step (analysis.gain)
+        f["steady_sync_blocked_ns"] = float(sync_ns[intervals.inside(sync_t, *f["_steady"])].sum()) if len(sync_t) else 0.0
         sc = idle.time_scope(pieces, *f["_steady"])
         f["causes"] = idle.causes(sc, f["steady_busy_ns"], paths, rinfo)
         f["headline_cause"] = idle.headline(f["causes"], f["verdict"])

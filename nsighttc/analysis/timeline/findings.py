@@ -13,24 +13,31 @@ from .base import TimelineResult
 DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)
 
 
-def _scopes(res: TimelineResult) -> list[tuple[str, str, list[dict]]]:
-    """(label, verdict, causes) of every scope that is judged: each step family, else the window."""
+WINDOW_SCOPE = "(window)"  # the scope name of a program without steps (analysis.gain)
+
+
+def _scopes(res: TimelineResult) -> list[tuple[str, str, str, list[dict], int]]:
+    """(label, name, verdict, causes, steady steps) of every scope that is judged: each step family, else the window
+    (one "step")."""
     if res.families:
-        return [(f"`{f['name']}`", f["verdict"], f.get("causes") or []) for f in res.families]
-    return [("the profiled window", res.verdict, res.causes)]
+        return [(f"`{f['name']}`", f["name"], f["verdict"], f.get("causes") or [],
+                 max(f["count"] - f["warmup_steps"], 1)) for f in res.families]
+    return [("the profiled window", WINDOW_SCOPE, res.verdict, res.causes, 1)]
 
 
 def findings(res: TimelineResult) -> list[Finding]:
     out: list[Finding] = []
-    seen: set[tuple[str, str]] = set()
+    seen: dict[tuple[str, str], Finding] = {}
 
-    def add(key: str, name: str, f: Finding) -> None:
-        if (key, name) not in seen:
-            seen.add((key, name))
+    def add(key: str, name: str, f: Finding, cost: dict[str, float]) -> None:
+        """One finding per cause; the same cause in several phases adds its cost in each to it."""
+        f = seen.setdefault((key, name), f)
+        if f not in out:
             out.append(f)
+        f.per_step_ns = {**(f.per_step_ns or {}), **cost}
 
     sync_top = []
-    for label, verdict, causes in _scopes(res):
+    for label, scope, verdict, causes, n_steady in _scopes(res):
         if verdict not in ("cpu-bound", "mixed") or not causes:
             continue
         idle_total = sum(c["idle_ns"] for c in causes) or 1.0
@@ -38,6 +45,7 @@ def findings(res: TimelineResult) -> list[Finding]:
             share = c["idle_ns"] / idle_total
             if share < 0.2 or c["idle_ns"] <= 0:
                 continue
+            cost = {scope: c["idle_ns"] / n_steady}
             if c["kind"] == "host-range" and DATA_WORDS.search(c["name"].rsplit("/", 1)[-1]):
                 add("data", c["name"], Finding(
                     "gpu-starved-by-data-loading", "high", f"The GPU waits for the host in `{c['name']}`",
@@ -46,34 +54,34 @@ def findings(res: TimelineResult) -> list[Finding]:
                     "Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin_memory=True, "
                     "persistent_workers=True, prefetch_factor=4)`; move host preprocessing off the critical path "
                     "(GPU transforms, or pre-processed data), and do not compute in numpy float16 on the CPU "
-                    "(it is emulated and slow): preprocess in float32 and cast on the GPU.", c["idle_ns"], []))
+                    "(it is emulated and slow): preprocess in float32 and cast on the GPU.", c["idle_ns"], []), cost)
             elif c["kind"] == "host-range":
                 add("host", c["name"], Finding(
                     "gpu-idle-during-host-range", "medium", f"The GPU idles while the host works in `{c['name']}`",
                     f"in {label} ({verdict}): {c['detail']} ({100 * share:.0f}% of the idle time)",
                     "Overlap this host work with GPU work (DataLoader workers, a background thread), move it to "
                     "the GPU, or cut it; when the range is the step itself, py-spy shows where the host time goes "
-                    "(and see launch overhead / synchronising calls).", c["idle_ns"], []))
+                    "(and see launch overhead / synchronising calls).", c["idle_ns"], []), cost)
             elif c["kind"] == "launch-overhead":
                 add("launch", label, Finding(
                     "launch-bound", "high", f"Launch-bound in {label}: the host cannot issue kernels as fast as the "
                     "GPU runs them", f"{c['detail']}: {c['idle_ns'] / 1e6:.3g} ms of idle time ({100 * share:.0f}%)",
                     "Cut per-kernel host cost: capture the step in a CUDA graph (`torch.cuda.graphs` / "
                     "`torch.compile(model, mode=\"reduce-overhead\")`), fuse small ops (`torch.compile`), or give "
-                    "each kernel more work (larger batches).", c["idle_ns"], []))
+                    "each kernel more work (larger batches).", c["idle_ns"], []), cost)
             elif c["kind"] == "sync":
-                sync_top.append((label, c, share))
+                sync_top.append((label, c, share, cost))
             elif c["kind"] == "pageable-copy":
                 add("pageable", label, Finding(
                     "pageable-host-copies", "medium", f"Pageable host-to-device copies stall {label}",
                     c["detail"], "Pin the source: `DataLoader(..., pin_memory=True)` or `tensor.pin_memory()`, "
-                    "then `x.to('cuda', non_blocking=True)`.", c["idle_ns"], []))
+                    "then `x.to('cuda', non_blocking=True)`.", c["idle_ns"], []), cost)
     sync = res.sync
     if sync.get("calls"):
         top = ", ".join(f"{n} ×{v['calls']}" for n, v in sorted(sync["by_name"].items(), key=lambda x: -x[1]["calls"]))
         where = ", ".join(f"`{r}` ×{v['calls']}" for r, v in sorted(sync["by_range"].items(), key=lambda x: -x[1]["calls"])[:3])
         cost = "; ".join(f"in {label} they cost {c['idle_ns'] / 1e6:.3g} ms of GPU idle time ({100 * s:.0f}%)"
-                         for label, c, s in sync_top)
+                         for label, c, s, _ in sync_top)
         out.append(Finding(
             "synchronising-calls", "high" if sync_top else "low",
             "Synchronising calls stall the launch queue" if sync_top else "Synchronising calls",
@@ -82,7 +90,8 @@ def findings(res: TimelineResult) -> list[Finding]:
             "Remove per-step syncs: avoid `.item()`, `.cpu()`, `print(tensor)` and `torch.cuda.synchronize()` "
             "inside the loop (accumulate on the GPU, read once per epoch); use `non_blocking=True` copies; "
             "`torch.cuda.set_sync_debug_mode(\"warn\")` points at each one.",
-            max([c["idle_ns"] for _, c, _ in sync_top] or [sync["host_blocked_ns"]]), []))
+            max([c["idle_ns"] for _, c, _, _ in sync_top] or [sync["host_blocked_ns"]]), [],
+            per_step_ns={k: v for *_, per in sync_top for k, v in per.items()} if sync_top else None))
     pg = res.pageable
     if pg.get("copies") and not any(f.id == "pageable-host-copies" for f in out):
         out.append(Finding(

@@ -1,0 +1,385 @@
+"""What each fix would buy: ``findings[].gain`` = ``{low, high, basis}``, the speed-up of the steady step if the
+finding's cause were removed, so the report can say which fix comes first.
+
+A report that led with "CPU-bound: host busy" and put "fp32 matrix work on CUDA cores (79% of kernel time)" third
+sent a Trainer fine-tune's user to the smaller fix (H100, plain runs: TF32 1.63x, DataLoader workers 1.22x). The
+estimate is Amdahl's law on the step, not on GPU time alone. Per phase (step family), from its steady steps:
+
+- ``T``: the step as the GPU finished it (``median_effective_ns``); ``B``: the GPU's busy time in it; the host's
+  floor ``H = T - (time the host spent blocked in synchronising calls)``: the host's own work, which no GPU-side
+  fix shortens.
+- **GPU work made faster** (matrix work off the Tensor Cores, layout transposes): the finding's kernel time per
+  steady step ``M`` shrinks to ``M / r``, ``S = M (1 - 1/r)``. ``r`` runs from ``MATRIX_SPEEDUP_LOW`` (what a
+  small or memory-bound GEMM gains) to the ratio of the GPU's Tensor Core peak for the fix's dtype to its CUDA-core
+  FP32 peak (``analysis.peak``). Two ends for the host: it waits for the GPU each step (the saving is all the
+  step's: ``T - S``) or it overlaps the GPU fully (``max(H, B - S)``); ``low`` is the lesser of the two at the low
+  ``r``, ``high`` the greater at the peak ratio.
+- **Host causes** (a DataLoader fetch, host work in a range, launch overhead, synchronising calls, pageable copies):
+  the GPU idle time they make per step, ``I``, and no step gets shorter than its GPU work: ``high`` removes all of
+  ``I`` (``max(T - I, B)``), ``low`` half of it (a fix that overlaps part of the work).
+- **Distributed**: a straggler's excess step time, or the communication no compute overlaps, removed (all, or half).
+
+Several phases: the program's steady time is the phases' weighted by their share of the steps' wall time
+(``wall_share_of_steps``); a fix in one phase speeds up the program by its share. Without a timeline (Nsight
+Compute alone) the step is taken as the kernels' time (GPU-bound), which the basis says.
+
+``try`` recomputes the predictions from the same verdict with each phase's step time from a plain run
+(``plain``): the profiler's own host time (torch.profiler adds microseconds to every operator) is taken out of the
+host causes and the host floor, so a host-bound-looking profile does not overrate host fixes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import intervals, peak as peak_mod
+
+# What a matrix kernel moved from the CUDA cores to the Tensor Cores gains at least: a small or memory-bound GEMM
+# reads as much as it computes. Seen on the H100 (reports/try): BERT-base's GEMMs (4096 x 768 x 768, Trainer fp32
+# -> TF32) about 2.4x per kernel; the large MNIST MLP's (8192-wide) 5.1x per step.
+MATRIX_SPEEDUP_LOW = 2.0
+# A GPU not in the peak table: the ratio of H100 SXM's dense Tensor Core peak to its CUDA-core FP32 peak
+# (tf32 494.7 / 67, bf16 989.5 / 67), and the basis says it was assumed.
+ASSUMED_RATIO = {"tf32": 7.4, "bf16": 14.8, "fp16": 14.8}
+HOST_LOW_FRACTION = 0.5     # the low end of a host fix: half of the idle time it causes goes away
+
+# finding id -> how its cost is removed: "gpu" (kernel time made faster by r), "gpu-all" (kernel time removed),
+# "host" (GPU idle time removed), "job" (a distributed wait removed)
+KIND = {"fp32-matmul-on-cuda-cores": "gpu", "fp16-conv-on-cuda-cores": "gpu", "nchw-layout-transposes": "gpu-all",
+        "tf32-tensor-core-work": "gpu",
+        "gpu-starved-by-data-loading": "host", "gpu-idle-during-host-range": "host", "launch-bound": "host",
+        "synchronising-calls": "host", "pageable-host-copies": "host",
+        "straggler-rank": "job", "exposed-communication": "job"}
+# the dtype a GPU-side fix moves matrix work to, per finding (the best one the finding's advice names)
+FIX_DTYPE = {"fp32-matmul-on-cuda-cores": "bf16", "fp16-conv-on-cuda-cores": "fp16", "tf32-tensor-core-work": "bf16"}
+# the dtype the finding's work runs in now, when it runs on the Tensor Cores already (else: FP32 on CUDA cores)
+FROM_DTYPE = {"tf32-tensor-core-work": "tf32"}
+# ``nsighttc try`` variants -> (the finding they address, the dtype they move its work to)
+VARIANT_FINDING = {"tf32": [("fp32-matmul-on-cuda-cores", "tf32")],
+                   "bf16-autocast": [("fp32-matmul-on-cuda-cores", "bf16"), ("tf32-tensor-core-work", "bf16")],
+                   "fp16-autocast": [("fp32-matmul-on-cuda-cores", "fp16"), ("tf32-tensor-core-work", "fp16")],
+                   "workers=N": [("gpu-starved-by-data-loading", None)],
+                   "pin-memory": [("pageable-host-copies", None)]}
+AUTOCAST = ("bf16-autocast", "fp16-autocast")
+DATA_LOADING = "gpu-starved-by-data-loading"
+ADVISED_WORKERS = 8  # what the data-loading finding's advice says (num_workers=8)
+WHY_NONE = {"matrix-work-unknown": "whether this work reached the Tensor Cores is unknown: nothing to estimate",
+            "low-tensor-pipe-utilisation": "the fix (larger or fused GEMMs) changes the work itself: not estimated",
+            "misaligned-tensor-core-path": "how much faster an aligned kernel runs depends on the shapes: not estimated",
+            "same-name-different-verdicts": "not a cost", "warm-up-excluded": "not a cost",
+            "cuda-graphs-traced-whole": "not a cost", "ranks-differ-in-tensor-cores": "not estimated"}
+
+
+@dataclass
+class Scope:
+    """One phase's steady step: ``T`` (ns), GPU busy ``B``, host floor ``H``, its weight in the program."""
+    name: str
+    T: float
+    B: float
+    H: float
+    weight: float
+    calibrated: bool = False
+    scale: float = 1.0          # host idle times are multiplied by this (a plain run's step against the profile's)
+    notes: list[str] = field(default_factory=list)
+
+
+def kernel_costs(found: list, launches, families: list[dict]) -> None:
+    """Each kernel finding's GPU time per steady step of every phase (``Finding.per_step_ns``), from the launches it
+    is about (``Finding.rows``) that started inside the phase's steady iterations."""
+    if not families or launches is None or launches.empty:
+        return
+    start = launches["start_ns"].to_numpy(dtype="float64")
+    dur = launches["duration_ns"].to_numpy(dtype="float64")
+    for f in found:
+        if f.rows is None or len(f.rows) != len(start):
+            continue
+        s, d = start[f.rows], dur[f.rows]
+        cost = {}
+        for fam in families:
+            n = max(fam["count"] - fam["warmup_steps"], 1)
+            t = float(np.nansum(d[intervals.inside(s, *fam["_steady"])]))
+            if t > 0:
+                cost[fam["name"]] = t / n
+        f.per_step_ns = cost
+
+
+def scopes(doc: dict, plain: dict[str, dict] | None = None) -> list[Scope]:
+    """The phases the estimate works on (see the module docstring); ``plain``: a plain run's phases
+    (``{phase: {median_ns, steps}}``, ``experiment.measure.read``)."""
+    tl = doc.get("timeline")
+    if not tl:
+        total = sum(k.get("total_time_ns") or 0.0 for k in doc.get("kernels") or [])
+        return [Scope("(kernels)", total, total, 0.0, 1.0,
+                      notes=["no timeline: the step is taken as the kernels' time (GPU-bound)"])] if total else []
+    fams = tl.get("step_families") or []
+    if not fams:
+        from .timeline.findings import WINDOW_SCOPE
+        wall = tl.get("wall_ns") or 0.0
+        busy = wall * (tl.get("gpu_busy_share") or 0.0)
+        blocked = (tl.get("sync") or {}).get("host_blocked_ns") or 0.0
+        out = [Scope(WINDOW_SCOPE, wall, busy, max(wall - blocked, wall - busy), 1.0,
+                     notes=["no steps: the whole profiled window is taken as one step"])] if wall else []
+    else:
+        out = []
+        for f in fams:
+            n = max(f["count"] - f["warmup_steps"], 1)
+            T = f.get("median_effective_ns") or f["median_iteration_ns"]
+            share = f.get("steady_gpu_busy_share", f.get("median_gpu_busy_share", 0.0))
+            B = min(T * share, T)
+            blocked = min((f.get("steady_sync_blocked_ns") or 0.0) / n, B)
+            out.append(Scope(f["name"], T, B, T - blocked, f.get("wall_share_of_steps", 1.0)))
+    if plain:
+        _calibrate(out, plain)
+    return out
+
+
+def _calibrate(out: list[Scope], plain: dict[str, dict]) -> None:
+    """Take each phase's step from a plain run (``{phase: {median_ns, steps}}``): what the profile added beyond it was
+    the profiler's host time; and weigh the phases by their time in that run (steps x median), as ``try`` does."""
+    match = match_phases([s.name for s in out], list(plain))
+    if match:
+        for s in out:
+            p = plain.get(match.get(s.name, ""))
+            s.weight = p["median_ns"] * p.get("steps", 1) if p else 0.0
+    for s in out:
+        t0 = (plain.get(match.get(s.name, "")) or {}).get("median_ns")
+        if not t0 or t0 <= 0 or s.T <= 0:
+            continue
+        idle = s.T - s.B
+        if t0 >= s.T:             # the plain step is no shorter: nothing to take out; scale to its length
+            k = t0 / s.T
+            s.T, s.B, s.H = t0, s.B * k, s.H * k
+        elif t0 >= s.B:           # the profiler's time was host time: the idle shrinks, the GPU work stays
+            s.scale = (t0 - s.B) / idle if idle > 0 else 1.0
+            s.H = max(s.H - (s.T - t0), t0 - s.B)
+            s.T = t0
+        else:                     # even the GPU work was longer under the profiler: scale everything
+            k = t0 / s.T
+            s.T, s.B, s.H, s.scale = t0, s.B * k, s.H * k, k
+        s.calibrated = True
+
+
+def match_phases(names: list[str], timed: list[str]) -> dict[str, str]:
+    """Step families of a verdict -> the phases of a plain run's step times (``runtime.step_timer``): a family named
+    after the ranges its steps sit in (``prog.py/train/step`` <- ``prog.py/train``); with none matched, the dominant
+    family (the first) <- the hooks' phase, else the first timed one."""
+    out = {}
+    for n in names:
+        hit = [t for t in timed if t and (n == t or n.startswith(t + "/"))]
+        if hit:
+            out[n] = max(hit, key=len)
+    if not out and names and timed:
+        out[names[0]] = "nsighttc.step" if "nsighttc.step" in timed else timed[0]
+    return out
+
+
+def _ratio(doc: dict, dtype: str, src: str | None = None) -> tuple[float, float, str]:
+    """(low, high) speed-up of matrix work moved to ``dtype`` from ``src`` (None: FP32 on the CUDA cores; else a
+    Tensor Core dtype), and where the numbers came from: high is the ratio of the two peaks, low
+    ``MATRIX_SPEEDUP_LOW`` from the CUDA cores (1 between two Tensor Core dtypes: a GEMM held back by something else)."""
+    name = (doc.get("device") or {}).get("name")
+    p = peak_mod.match(name)
+    if src is not None:
+        if p and p.tflops.get(dtype) and p.tflops.get(src):
+            r = p.tflops[dtype] / p.tflops[src]
+            return 1.0, r, f"{p.gpu}: {dtype} / {src} Tensor Core peaks {p.tflops[dtype]:g} / {p.tflops[src]:g} TFLOP/s"
+        return 1.0, 2.0, f"{name or 'this GPU'} not in the peak table: {dtype} assumed 2x {src}"
+    fp32 = peak_mod.CUDA_CORE_FP32.get(p.gpu) if p else None
+    if p and fp32 and p.tflops.get(dtype):
+        r = p.tflops[dtype] / fp32
+        return min(MATRIX_SPEEDUP_LOW, r), r, (f"{p.gpu}: {dtype} Tensor Core peak {p.tflops[dtype]:g} / FP32 CUDA-core "
+                                               f"peak {fp32:g} TFLOP/s")
+    r = ASSUMED_RATIO.get(dtype, 8.0)
+    return MATRIX_SPEEDUP_LOW, r, f"{name or 'this GPU'} not in the peak table: a ratio of {r:g} assumed (H100's)"
+
+
+def _gpu_fix(s: Scope, save_low: float, save_high: float) -> tuple[float, float]:
+    """Speed-up of a phase whose GPU work shrinks by ``save_low`` .. ``save_high`` per step: between a host that waits
+    for the GPU each step (the whole saving is the step's) and one that overlaps it (the host's floor stays)."""
+    def serial(save):
+        return max(s.T - save, 1.0)
+
+    def overlap(save):
+        return max(s.H, s.B - save, 1.0)
+    low = min(s.T / serial(save_low), s.T / overlap(save_low))
+    high = max(s.T / serial(save_high), s.T / overlap(save_high))
+    return max(low, 1.0), max(high, 1.0)
+
+
+def _host_fix(s: Scope, idle: float, fraction_low: float) -> tuple[float, float]:
+    """Speed-up of a phase whose GPU idle time ``idle`` (as profiled) goes: ``fraction_low`` of it (scaled to the plain
+    run) at the low end, all of it at the high end (unscaled: the profiler's own host time may have been counted
+    under another cause), never below the step's GPU work."""
+    gap = s.T - s.B
+    if idle <= 0 or gap <= 0:
+        return 1.0, 1.0
+    low = s.T / max(s.T - fraction_low * min(idle * s.scale, gap), s.B, 1.0)
+    high = s.T / max(s.T - min(idle, gap), s.B, 1.0)
+    return low, high
+
+
+def _combine(per_phase: dict[str, tuple[float, float]], ss: dict[str, Scope]) -> tuple[float, float]:
+    """Program speed-up from per-phase speed-ups: each phase's share of the steps' time shrinks by its own."""
+    if not sum(s.weight for s in ss.values()):
+        ss = {n: Scope(s.name, s.T, s.B, s.H, 1.0) for n, s in ss.items()}
+    total = sum(s.weight for s in ss.values())
+    lo = hi = 0.0
+    for name, s in ss.items():
+        g = per_phase.get(name, (1.0, 1.0))
+        lo += s.weight / total / g[0]
+        hi += s.weight / total / g[1]
+    return 1 / lo, 1 / hi
+
+
+def _costs(f: dict, ss: list[Scope]) -> dict[str, float]:
+    """The finding's cost per step in each phase the estimate knows."""
+    by = {s.name: s for s in ss}
+    cost = dict(f.get("per_step_ns") or {})
+    if len(ss) == 1 and ss[0].name == "(kernels)" and not cost:
+        cost = {ss[0].name: f.get("time_ns") or 0.0}
+    if len(ss) == 1 and cost and ss[0].name not in cost and not set(cost) & set(by):
+        cost = {ss[0].name: sum(cost.values())}
+    return {k: v for k, v in cost.items() if k in by and v > 0}
+
+
+def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], workers: int | None = None) -> dict:
+    """The gain of removing the causes of ``items`` ([(finding, dtype of the fix)]) together: GPU-side savings are
+    added per phase (with autocast, the other GPU work may shrink to half: half the bytes), host-side idle times too."""
+    by = {s.name: s for s in ss}
+    if not ss:
+        return {"low": None, "high": None, "basis": "no step and no kernel time to weigh it against"}
+    save: dict[str, list[float]] = {}     # phase -> [low, high] GPU time saved per step
+    matrix: dict[str, float] = {}         # phase -> GPU time of the findings' kernels per step
+    idle: dict[str, list[float]] = {}     # phase -> [idle removed at the low end (as profiled), idle at the high end]
+    basis, half_precision = [], False
+    for f, dtype in items:
+        kind = KIND.get(f["id"])
+        cost = _costs(f, ss)
+        if kind in ("gpu", "gpu-all"):
+            if kind == "gpu":
+                dtype = dtype or FIX_DTYPE.get(f["id"], "bf16")
+                r_low, r_high, src = _ratio(doc, dtype, FROM_DTYPE.get(f["id"]))
+                half_precision |= dtype in ("bf16", "fp16")
+                basis.append(f"`{f['id']}`: its kernels {r_low:g}x to {r_high:.3g}x faster in {dtype} ({src})")
+            else:
+                r_low, r_high = 2.0, 1e9
+                basis.append(f"`{f['id']}`: its kernels halved to removed")
+            for name, M in cost.items():
+                M = min(M, by[name].B or M)
+                sv = save.setdefault(name, [0.0, 0.0])
+                sv[0] += M * (1 - 1 / r_low)
+                sv[1] += M * (1 - 1 / r_high)
+                matrix[name] = matrix.get(name, 0.0) + M
+        else:
+            frac = HOST_LOW_FRACTION
+            if f["id"] == DATA_LOADING:
+                n = workers or ADVISED_WORKERS
+                frac = 1 - 1 / n
+                basis.append(f"`{f['id']}`: {100 * frac:.0f}% (the fetch shared by {n} workers) to all of the GPU idle "
+                             "time it causes removed")
+            else:
+                basis.append(f"`{f['id']}`: {100 * frac:.0f}% to all of the GPU idle time it causes removed")
+            for name, t in cost.items():
+                cur = idle.setdefault(name, [0.0, 0.0, frac])
+                cur[0] += t
+                cur[2] = min(cur[2], frac)
+    if not save and not idle:
+        kinds = {KIND.get(f["id"]) for f, _ in items}
+        return {"low": None, "high": None, "basis": "none of its kernels ran in the steady steps" if "host" not in kinds
+                else "no GPU idle time of the steady steps is attributed to it"}
+    if half_precision:
+        for name, sv in save.items():
+            sv[1] += 0.5 * max(by[name].B - matrix.get(name, 0.0), 0.0)
+        basis.append("under autocast the other GPU work may halve too (half the bytes)")
+    per: dict[str, tuple[float, float]] = {}
+    for name in set(save) | set(idle):
+        s = by[name]
+        g_lo, g_hi = _gpu_fix(s, *save[name]) if name in save else (1.0, 1.0)
+        if name in idle:
+            h_lo, h_hi = _host_fix(s, idle[name][0], idle[name][2])
+            g_lo, g_hi = g_lo * h_lo, g_hi * h_hi
+            g_hi = min(g_hi, s.T / max(s.B - save.get(name, [0, 0])[1], 1.0))  # never past the GPU work left
+        per[name] = (g_lo, g_hi)
+    low, high = _combine(per, by)
+    total = sum(x.weight for x in ss) or 1.0
+    phases = []
+    for n in sorted(per, key=lambda n: -by[n].weight):
+        cost = (f"{save[n][1] / 1e6:.3g} ms of GPU work" if n in save else "") + \
+               (" and " if n in save and n in idle else "") + (f"{idle[n][0] / 1e6:.3g} ms idle" if n in idle else "")
+        share = f", {100 * by[n].weight / total:.0f}% of the steps' time" if len(by) > 1 else ""
+        phases.append(f"`{n}` {by[n].T / 1e6:.3g} ms/step ({by[n].B / 1e6:.3g} ms GPU{share}): {cost}")
+    basis.append("; ".join(phases))
+    if any(by[n].calibrated for n in per):
+        basis.append("step times from a plain run")
+    basis += list(dict.fromkeys(n for s in ss for n in s.notes))
+    return {"low": round(max(low, 1.0), 3), "high": round(max(high, low, 1.0), 3), "basis": "; ".join(basis)}
+
+
+def estimate(f: dict, doc: dict, ss: list[Scope], dtype: str | None = None) -> dict | None:
+    """``gain`` of one finding (a ``findings[]`` dict); ``dtype``: the dtype of the fix (default: ``FIX_DTYPE``)."""
+    kind = KIND.get(f["id"])
+    if kind is None:
+        return {"low": None, "high": None, "basis": WHY_NONE.get(f["id"], "not estimated")}
+    if kind == "job":
+        return _job(f, doc)
+    g = _estimate([(f, dtype)], doc, ss)
+    if kind == "gpu" and g.get("high"):
+        g["dtype"] = dtype or FIX_DTYPE.get(f["id"], "bf16")
+    return g
+
+
+def _job(f: dict, doc: dict) -> dict:
+    dist = doc.get("distributed") or {}
+    T = dist.get("slowest_rank_step_ns")
+    if not T:
+        return {"low": None, "high": None, "basis": "no step time of the job"}
+    if f["id"] == "straggler-rank":
+        wait = min((dist.get("straggler") or {}).get("excess_ns") or 0.0, T)
+        what = "the straggler's excess step time"
+    else:
+        wait = T * (dist.get("exposed_comm_share") or 0.0)
+        what = "the communication no compute overlaps"
+    if wait <= 0:
+        return {"low": None, "high": None, "basis": f"{what}: none"}
+    return {"low": round(T / (T - HOST_LOW_FRACTION * wait), 3), "high": round(T / max(T - wait, 1.0), 3),
+            "basis": f"half to all of {what} ({wait / 1e6:.3g} ms of the slowest rank's {T / 1e6:.3g} ms step) removed"}
+
+
+def attach(doc: dict, plain: dict[str, dict] | None = None) -> dict:
+    """Set ``gain`` on every finding of a verdict document and order the findings by ``gain.high`` (findings
+    without an estimate after, by the time they concern). Returns the document."""
+    ss = scopes(doc, plain)
+    for f in doc.get("findings") or []:
+        f["gain"] = estimate(f, doc, ss)
+    doc["findings"] = order(doc.get("findings") or [])
+    return doc
+
+
+def order(found: list[dict]) -> list[dict]:
+    sev = {"high": 0, "medium": 1, "low": 2, "info": 3}
+    return sorted(found, key=lambda f: (-((f.get("gain") or {}).get("high") or 0.0), f["severity"] == "info",
+                                        -(f.get("time_ns") or 0.0), sev.get(f["severity"], 4)))
+
+
+def for_variant(doc: dict, variant: str, plain: dict[str, dict] | None = None) -> dict | None:
+    """The predicted speed-up of a ``try`` variant (``A+B``: the findings of both, removed together), or None when
+    no finding of the verdict is what it fixes. tf32 together with an autocast: the autocast's dtype counts."""
+    ss = scopes(doc, plain)
+    found = {f["id"]: f for f in doc.get("findings") or []}
+    parts = variant.split("+")
+    wanted: dict[str, str | None] = {}
+    workers = None
+    for part in parts:
+        key = "workers=N" if part.startswith("workers=") else part
+        if key == "workers=N":
+            workers = int(part.split("=", 1)[1])
+        for fid, dtype in VARIANT_FINDING.get(key, []):
+            if fid in found and (fid not in wanted or part in AUTOCAST):
+                wanted[fid] = dtype
+    if not wanted:
+        return None
+    g = _estimate([(found[fid], dtype) for fid, dtype in wanted.items()], doc, ss, workers)
+    if not g.get("high"):
+        return None
+    return {"low": g["low"], "high": g["high"], "findings": list(wanted), "basis": g["basis"]}

@@ -1,0 +1,191 @@
+"""Step times of a plain run, taken at the step boundaries the launcher already sees: what ``nsighttc try`` compares.
+
+A profiler distorts what it measures: torch.profiler adds host time to every operator, which makes a program look
+more host-bound than it is and ranked `try`'s fixes in the wrong order (an fp32 Trainer fine-tune on an H100:
+TF32 1.63x plain, 1.38x under the profiler; DataLoader workers 1.22x plain, 1.57x under it). So ``try`` runs every
+variant without a profiler, and the launcher times its steps here instead:
+
+- at every step boundary (the hooks' ``nsighttc.step`` or the program's ``annotate.step()``, per phase, the way
+  ``runtime.window`` reads them) the host's clock is read and a CUDA event is recorded on the current stream
+  (a few microseconds, no synchronisation);
+- when the program ends, the events are synchronised once and each step's time is taken as the GPU finished it
+  (the elapsed time between consecutive events): a host that runs ahead of the GPU makes host iterations short,
+  the GPU's are what the loop costs. Without CUDA (a CPU run), the host's times are used.
+
+``write`` puts ``{"phases": {phase: {"host_ns": [...], "gpu_ns": [...] | None, "compiled": [...]}}}`` in the file
+``--step-times`` names (schema ``nsighttc.step-times/1``); ``steady`` picks the steady steps with the window's own
+warm-up rule.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from .window import HOOK_PHASE, STEADY_RUN, is_steady
+
+SCHEMA_ID = "nsighttc.step-times/1"
+MAX_STEPS = 20_000   # per phase: a run of hours keeps its first steps' times (the events are ~100 B each)
+
+
+class _Phase:
+    __slots__ = ("host", "events", "compiled", "compiles_at", "full")
+
+    def __init__(self, compiles: int):
+        self.host: list[float] = []
+        self.events: list = []
+        self.compiled: list[bool] = []
+        self.compiles_at = compiles
+        self.full = False
+
+
+class StepTimer:
+    """Listens to step boundaries like ``runtime.window.Window`` (``hook_boundary``, ``explicit_begin``,
+    ``explicit_end``); ``compiles``: how many compilations the program started so far (the step hooks count them)."""
+
+    def __init__(self, compiles=lambda: 0, clock=time.perf_counter, cuda: bool | None = None):
+        self.compiles, self.clock = compiles, clock
+        self._cuda = cuda
+        self.phases: dict[tuple, _Phase] = {}
+        self.explicit = False
+        self.base_depth = 0
+
+    # -- what the launcher's hooks call ------------------------------------------------------------------
+    def hook_boundary(self) -> None:
+        if not self.explicit:
+            self._boundary(HOOK_PHASE)
+
+    def explicit_begin(self, open_ranges: list) -> None:
+        if not self.explicit:  # the program marks its own steps: the hook steps so far were not its loop
+            self.explicit = True
+            self.phases.pop(HOOK_PHASE, None)
+        key = tuple(r.name for r in open_ranges)
+        ph = self.phases.get(key)
+        if ph is None:
+            ph = self.phases[key] = _Phase(self.compiles())
+            self._mark(ph)  # the phase's first step begins here: its time is known at its end
+
+    def explicit_end(self, open_ranges: list) -> None:
+        self._boundary(tuple(r.name for r in open_ranges))
+
+    # -- recording ------------------------------------------------------------------------------------------
+    def _cuda_ok(self) -> bool:
+        if self._cuda is None:
+            torch = sys.modules.get("torch")
+            try:
+                self._cuda = bool(torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized())
+            except Exception:
+                self._cuda = False
+            if not self._cuda:
+                self._cuda = None  # CUDA may be initialised later: ask again at the next boundary
+                return False
+        return bool(self._cuda)
+
+    def _mark(self, ph: _Phase) -> None:
+        if len(ph.host) >= MAX_STEPS + 1:
+            ph.full = True
+            return
+        ph.host.append(self.clock())
+        if self._cuda_ok():
+            try:
+                import torch
+                ev = torch.cuda.Event(enable_timing=True)
+                ev.record()
+                ph.events.append(ev)
+            except Exception:
+                ph.events.append(None)
+        else:
+            ph.events.append(None)
+
+    def _boundary(self, key: tuple) -> None:
+        ph = self.phases.get(key)
+        compiles = self.compiles()
+        if ph is None:
+            ph = self.phases[key] = _Phase(compiles)
+            self._mark(ph)
+            return
+        self._mark(ph)
+        if not ph.full:
+            ph.compiled.append(compiles > ph.compiles_at)
+        ph.compiles_at = compiles
+
+    # -- the result ---------------------------------------------------------------------------------------
+    def result(self) -> dict:
+        """Per phase: the host's and (where every boundary has an event) the GPU's time of each step, in ns."""
+        torch = sys.modules.get("torch")
+        if any(e is not None for ph in self.phases.values() for e in ph.events):
+            try:
+                torch.cuda.synchronize()
+            except Exception:
+                pass
+        phases = {}
+        for key, ph in self.phases.items():
+            host = [(b - a) * 1e9 for a, b in zip(ph.host, ph.host[1:])]
+            gpu = None
+            if len(ph.events) > 1 and all(e is not None for e in ph.events):
+                try:
+                    gpu = [a.elapsed_time(b) * 1e6 for a, b in zip(ph.events, ph.events[1:])]
+                except Exception:
+                    gpu = None
+            phases["/".join(key)] = {"host_ns": host, "gpu_ns": gpu, "compiled": ph.compiled[:len(host)],
+                                     "truncated": ph.full}
+        return {"schema": SCHEMA_ID, "phases": phases}
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(self.result()) + "\n")
+
+
+class Fanout:
+    """Several step listeners as one (the step timer first: a window may stop the program at the boundary)."""
+
+    def __init__(self, *listeners):
+        self.listeners = [x for x in listeners if x is not None]
+
+    def __setattr__(self, name, value):
+        if name == "base_depth":
+            for x in self.listeners:
+                x.base_depth = value
+            return
+        super().__setattr__(name, value)
+
+    def hook_boundary(self) -> None:
+        for x in self.listeners:
+            x.hook_boundary()
+
+    def explicit_begin(self, open_ranges: list) -> None:
+        for x in self.listeners:
+            x.explicit_begin(open_ranges)
+
+    def explicit_end(self, open_ranges: list) -> None:
+        for x in self.listeners:
+            x.explicit_end(open_ranges)
+
+
+def steady(phase: dict) -> tuple[list[float], int]:
+    """A phase's steady step times (the GPU's where recorded, else the host's) and how many warm-up steps were
+    left out: the window's auto rule (``runtime.window.is_steady``) on the step times as they came."""
+    times = phase.get("gpu_ns") or phase.get("host_ns") or []
+    compiled = phase.get("compiled") or [False] * len(times)
+    for n in range(len(times) + 1):
+        if n and is_steady(times[:n], compiled[:n], n):
+            warm = max(n - STEADY_RUN, 1)
+            return times[warm:], warm
+    # never settled: leave out the first step (initialisation) when there are others
+    return (times[1:], 1) if len(times) > 2 else (times, 0)
+
+
+def median(xs: list[float]) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def quartiles(xs: list[float]) -> tuple[float, float] | None:
+    if len(xs) < 2:
+        return None
+    s = sorted(xs)
+    q = lambda p: s[min(len(s) - 1, max(0, round(p * (len(s) - 1))))]  # noqa: E731 - nearest rank
+    return q(0.25), q(0.75)

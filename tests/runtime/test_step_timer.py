@@ -1,0 +1,80 @@
+"""The plain run's step times (``runtime.step_timer``): per phase, hooks' steps replaced by the program's own, and
+the launcher writing them for a real CPU loop."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsighttc.experiment import measure
+from nsighttc.runtime.step_timer import Fanout, StepTimer, steady
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+class _R:
+    def __init__(self, name):
+        self.name = name
+
+
+def _clock(times):
+    it = iter(times)
+    return lambda: next(it)
+
+
+def test_explicit_steps_replace_hook_steps_and_keep_phases_apart():
+    t = StepTimer(clock=_clock([0.0, 1.0, 2.0, 10.0, 10.5, 11.5, 12.0]), cuda=False)
+    t.hook_boundary()
+    t.hook_boundary()                      # a warm-up loop of hook steps ...
+    t.explicit_begin([_R("p.py"), _R("a")])  # ... then the program's own steps: the hook phase is dropped
+    t.explicit_end([_R("p.py"), _R("a")])
+    t.explicit_begin([_R("p.py"), _R("a")])
+    t.explicit_end([_R("p.py"), _R("a")])
+    t.explicit_begin([_R("p.py"), _R("b")])
+    t.explicit_end([_R("p.py"), _R("b")])
+    res = t.result()["phases"]
+    assert list(res) == ["p.py/a", "p.py/b"]
+    assert res["p.py/a"]["host_ns"] == pytest.approx([8e9, 0.5e9]) and res["p.py/a"]["gpu_ns"] is None
+    assert res["p.py/b"]["host_ns"] == pytest.approx([0.5e9])
+
+
+def test_fanout_reaches_every_listener_in_order():
+    seen = []
+
+    class L:
+        def __init__(self, n):
+            self.n = n
+
+        def hook_boundary(self):
+            seen.append(self.n)
+    f = Fanout(L(1), None, L(2))
+    f.hook_boundary()
+    assert seen == [1, 2]
+
+
+def test_steady_leaves_the_warm_up_out():
+    times = [900.0, 400.0, 120.0, 100.0, 101.0, 99.0, 100.0]
+    kept, warm = steady({"host_ns": times, "gpu_ns": None, "compiled": [False] * len(times)})
+    assert warm in (2, 3) and kept == times[warm:] and max(kept) <= 120.0
+
+
+def test_launcher_writes_step_times_of_a_plain_loop(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "loop.py"
+    script.write_text("import time, torch\nm = torch.nn.Linear(8, 8)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                      "for i in range(12):\n    time.sleep(0.02)\n    m(torch.ones(2, 8)).sum().backward()\n"
+                      "    opt.step()\n    opt.zero_grad()\n")
+    out = tmp_path / "t.json"
+    r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--step-times", str(out), "--", str(script)],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "nsighttc.step-times/1" and list(doc["phases"]) == ["nsighttc.step"]
+    phases = measure.read(out)
+    step = phases["nsighttc.step"]
+    assert 0.019e9 < step["median_ns"] < 0.2e9 and step["steps"] >= 5 and step["clock"] == "host"
