@@ -20,23 +20,8 @@ RESNET="wrappers/resnet_amp.py --precision fp32 --steps 40"
 TRAINER="wrappers/trainer_finetune.py"
 MULTI="wrappers/multi_phase.py"
 
-run_try() {  # NAME, then nsighttc try's arguments
-  local name=$1; shift
-  local t0; t0=$(date +%s)
-  python3 -m nsighttc try --out "$OUT/runs" "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  local d; d=$(ls -d "$OUT/runs"/*-try-* 2>/dev/null | tail -1)
-  echo "## $name (rc=$rc, $(( $(date +%s) - t0 )) s): nsighttc try $*" >> "$S"
-  if [ -n "$d" ]; then
-    mv "$d" "$OUT/$name"; rmdir "$OUT/runs" 2>/dev/null
-    mv "$OUT/$name.log" "$OUT/$name/try.log"
-    find "$OUT/$name" -name 'torch_trace.json' -delete
-    sed -n '/^| variant/,/^$/p' "$OUT/$name/try.md" >> "$S"
-    grep -E "^The baseline's findings|^Predictions" "$OUT/$name/try.md" >> "$S"
-  else
-    tail -5 "$OUT/$name.log" >> "$S"
-  fi
-}
+# shellcheck source=benchmarks/gpu_try_lib.sh
+source "$(dirname "$0")/gpu_try_lib.sh"
 
 hand() {  # NAME ROUNDS PATTERN, then "label|args" pairs: each wrapper run plain, alternating, its metric lines kept
   local name=$1 rounds=$2 pattern=$3; shift 3

@@ -479,7 +479,7 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
         base = doc["variants"][0]
         for v in doc["variants"]:
             sp = f"{v['speedup']:.2f}x" if v.get("speedup") else "—"
-            step = f"{v['median_step_ns'] / 1e6:.3g} ms" if v.get("median_step_ns") else "no steps"
+            step = f"{v['step_ns'] / 1e6:.3g} ms" if v.get("step_ns") else "no steps"
             extra = f", metric {v['metric']:g}" if v.get("metric") is not None else ""
             if v["name"] != "baseline" and v.get("change"):
                 extra += f" ({v['change']})"

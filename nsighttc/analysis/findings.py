@@ -70,28 +70,33 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
     is_yes, is_no, is_unk = (state == "yes").to_numpy(), (state == "no").to_numpy(), (state == "unknown").to_numpy()
     no_tc = is_no & launches["matrix_work"].to_numpy()
 
-    def rows_of(f: Finding, mask) -> Finding:
-        f.rows = np.asarray(mask, dtype=bool)
-        return f
+    def chosen(mask: np.ndarray, min_share: float = MIN_SHARE) -> pd.DataFrame | None:
+        """The launches a rule is about, when there are any and they hold ``min_share`` of the kernel time."""
+        sub = launches[mask]
+        return sub if not sub.empty and sub["time_ns"].sum() / total >= min_share else None
+
+    def add(f: Finding, mask: np.ndarray) -> None:
+        f.rows = np.asarray(mask, dtype=bool)  # the launches it is about: analysis.gain prices them per step
+        out.append(f)
 
     m_fp32 = no_tc & named(_FP32_SIMT).to_numpy() & ~named(_HALF_CONV_SIMT).to_numpy()
-    fp32 = launches[m_fp32]
-    if not fp32.empty and fp32["time_ns"].sum() / total >= MIN_SHARE:
+    fp32 = chosen(m_fp32)
+    if fp32 is not None:
         t = fp32["time_ns"].sum()
-        out.append(rows_of(Finding(
+        add(Finding(
             "fp32-matmul-on-cuda-cores", "high",
             "fp32 matrix work ran on CUDA cores (FFMA/SIMT kernels), not Tensor Cores",
             f"{len(fp32)} launches, {_share(t, total)}, e.g. {_names(fp32, 1)[0][:100]} (by {_how(fp32)})",
             "Use mixed precision (`with torch.autocast('cuda', dtype=torch.bfloat16):` or fp16 + GradScaler), "
             "or allow TF32: `torch.set_float32_matmul_precision('high')` for matmuls and "
             "`torch.backends.cudnn.allow_tf32 = True` for convolutions.",
-            t, _names(fp32)), m_fp32))
+            t, _names(fp32)), m_fp32)
 
     m_half = no_tc & named(_HALF_CONV_SIMT).to_numpy()
-    half_conv = launches[m_half]
-    if not half_conv.empty:
+    half_conv = chosen(m_half, 0.0)
+    if half_conv is not None:
         t = half_conv["time_ns"].sum()
-        out.append(rows_of(Finding(
+        add(Finding(
             "fp16-conv-on-cuda-cores", "low" if t / total < 0.1 else "medium",
             "fp16 convolution ran on CUDA cores (cuDNN implicit_convolve_sgemm<__half>)",
             f"{len(half_conv)} launches, {_share(t, total)} (by {_how(half_conv)}); the name says __half but "
@@ -99,53 +104,53 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
             "Expected for a first layer with 3 input channels (RGB): Tensor Core convolutions need channel "
             "counts that are multiples of 8. If it matters, pad the input to 4 or 8 channels "
             "(`F.pad(x, (0, 0, 0, 0, 0, 5))` plus zero weights) or use channels_last.",
-            t, _names(half_conv)), m_half))
+            t, _names(half_conv)), m_half)
 
     m_trans = named(_TRANSPOSE).to_numpy()
-    trans = launches[m_trans]
-    if not trans.empty and trans["time_ns"].sum() / total >= MIN_SHARE:
+    trans = chosen(m_trans)
+    if trans is not None:
         t = trans["time_ns"].sum()
-        out.append(rows_of(Finding(
+        add(Finding(
             "nchw-layout-transposes", "medium",
             "cuDNN transposes NCHW tensors to NHWC and back around Tensor Core convolutions",
             f"{len(trans)} nchwToNhwc/nhwcToNchw launches, {_share(t, total)}",
             "Keep activations in channels_last: `model = model.to(memory_format=torch.channels_last)` and "
             "`x = x.to(memory_format=torch.channels_last)`.",
-            t, _names(trans)), m_trans))
+            t, _names(trans)), m_trans)
 
     m_legacy = is_yes & named(_ALIGN_LEGACY).to_numpy()
-    legacy = launches[m_legacy]
-    if not legacy.empty and legacy["time_ns"].sum() / total >= MIN_SHARE:
+    legacy = chosen(m_legacy)
+    if legacy is not None:
         t = legacy["time_ns"].sum()
         pipe = legacy["tensor_pipe_pct"]
         pipe_txt = (f"; tensor pipe {pipe.mean():.0f}% busy" if pipe.notna().any() else "")
-        out.append(rows_of(Finding(
+        add(Finding(
             "misaligned-tensor-core-path", "medium",
             "Tensor Core GEMM on a legacy or misaligned (align1/align2) path",
             f"{len(legacy)} launches, {_share(t, total)}, e.g. {_names(legacy, 1)[0][:100]}{pipe_txt}",
             "Make GEMM dimensions (batch*seq, hidden, vocab; conv channels) multiples of 8 for fp16/bf16 "
             "(16 for fp8/int8) so cuBLAS can pick aligned, modern kernels: pad the tensor or round the layer "
             "sizes up.",
-            t, _names(legacy)), m_legacy))
+            t, _names(legacy)), m_legacy)
 
     m_unknown = is_unk & launches["matrix_work"].to_numpy()
-    unknown = launches[m_unknown]
-    if not unknown.empty and unknown["time_ns"].sum() / total >= MIN_SHARE:
+    unknown = chosen(m_unknown)
+    if unknown is not None:
         t = unknown["time_ns"].sum()
-        out.append(rows_of(Finding(
+        add(Finding(
             "matrix-work-unknown", "medium",
             "Matrix work whose Tensor Core use cannot be told from its name",
             f"{len(unknown)} launches, {_share(t, total)}, e.g. {_names(unknown, 1)[0][:100]}; no hardware "
             "counters in this input",
             "Profile with Nsight Compute for hardware truth: `nsighttc profile --engine ncu SCRIPT` (or add "
             "`--metrics sm__ops_path_tensor_src_fp16.sum,...` to your ncu command and pass the export here).",
-            t, _names(unknown)), m_unknown))
+            t, _names(unknown)), m_unknown)
 
     m_tf32 = is_yes & (launches["dtype"].astype(object) == "tf32").to_numpy()
-    tf32 = launches[m_tf32]
-    if not tf32.empty and tf32["time_ns"].sum() / total >= TF32_SHARE:
+    tf32 = chosen(m_tf32, TF32_SHARE)
+    if tf32 is not None:
         t = tf32["time_ns"].sum()
-        out.append(rows_of(Finding(
+        add(Finding(
             "tf32-tensor-core-work", "low",
             "Matrix work runs on the Tensor Cores in TF32, at half the bf16/fp16 peak",
             f"{len(tf32)} launches, {_share(t, total)}, e.g. {_names(tf32, 1)[0][:100]} (by {_how(tf32)}); fp32 "
@@ -153,21 +158,21 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
             "Mixed precision halves the bytes and doubles the Tensor Core peak: `with torch.autocast('cuda', "
             "dtype=torch.bfloat16):` around the forward pass and loss (check the loss/metric: some models need fp32 "
             "in places).",
-            t, _names(tf32)), m_tf32))
+            t, _names(tf32)), m_tf32)
 
     pipe = launches["tensor_pipe_pct"]
     m_low = is_yes & pipe.notna().to_numpy() & (pipe < LOW_PIPE_PCT).to_numpy()
-    low = launches[m_low]
-    if not low.empty and low["time_ns"].sum() / total >= MIN_SHARE:
+    low = chosen(m_low)
+    if low is not None:
         t = low["time_ns"].sum()
-        out.append(rows_of(Finding(
+        add(Finding(
             "low-tensor-pipe-utilisation", "low",
             f"Tensor Core kernels keep the tensor pipe busy less than {LOW_PIPE_PCT:.0f}% of the time",
             f"{len(low)} launches, {_share(t, total)}, time-weighted pipe use "
             f"{(low['tensor_pipe_pct'] * low['time_ns']).sum() / t:.1f}%, e.g. {_names(low, 1)[0][:100]}",
             "Small or skinny GEMMs (batch 1 inference, split-K) cannot fill the Tensor Cores: batch more work "
             "per call, fuse small matmuls, or accept it when the kernels are short.",
-            t, _names(low)), m_low))
+            t, _names(low)), m_low)
 
     split = _names_with_several_states(name, state)
     if split:

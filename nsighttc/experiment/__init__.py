@@ -4,7 +4,7 @@ bought, next to what the baseline's findings predicted.
 A profiler distorts what it measures (torch.profiler's host time per operator made an fp32 Trainer fine-tune look
 host-bound and ranked DataLoader workers above TF32, the other way round from plain runs), so speed is measured
 **without one**: every run is plain, its steps timed by the launcher at the step boundaries it already sees (CUDA
-events, ``runtime.step_timer``), and the speed-up is the ratio of the median steady steps (``measure``). By
+events, ``runtime.step_timer``), and the speed-up is the ratio of the mean steady steps (``measure``). By
 default a run stops once it has a window of steady steps (``runtime.window``: warm-up, then ~2 s of steps), as
 ``profile`` does; ``--metric`` or ``--full-run`` let each run finish.
 
@@ -187,16 +187,16 @@ def run_try(target, opts: TryOptions, say: Callable[[str], None] = lambda s: Non
     rows = [_row("baseline", None, base_plain, base_plain, explained.get("baseline"), None, opts)]
     for n, why in planned:
         rows.append(_row(n, why, base_plain, runs[n], explained.get(n), predict(n), opts))
-    if rows[0]["median_step_ns"] is None and rows[0]["status"] == "ok":
+    if rows[0]["step_ns"] is None and rows[0]["status"] == "ok":
         notes.append("the baseline has no steps: no optimizer step, DataLoader iteration or model call was seen by the "
                      "launcher's hooks, and the program marks none; mark them with nsighttc.annotate.step(): "
                      "speed-ups need them")
     if any(r["name"].split("+")[0] == "fp16-autocast" or "fp16-autocast" in r["name"].split("+") for r in rows):
         notes.append(variants_mod.FP16_WARNING)
     if opts.repeat > 1:
-        meds = [b["median_step_ns"] for b in base_plain if b.get("median_step_ns")]
+        meds = [b["step_ns"] for b in base_plain if b.get("step_ns")]
         if len(meds) >= 2:
-            notes.append(f"the baseline's median step over {len(meds)} rounds: {min(meds) / 1e6:.4g} to "
+            notes.append(f"the baseline's step over {len(meds)} rounds: {min(meds) / 1e6:.4g} to "
                          f"{max(meds) / 1e6:.4g} ms ({100 * (max(meds) / min(meds) - 1):.1f}% apart)")
     doc = {"schema": SCHEMA_ID, "program": target.label,
            "command": shlex.join(target.argv if not target.module else ["python", "-m", *target.argv]),
@@ -236,7 +236,7 @@ def _row(name: str, why: str | None, base: list[dict], rs: list[dict], explained
     row: dict = {"name": name, "status": "failed" if failed else "ok", "chosen_by": why,
                  "applied": next((r["applied"] for r in rs if r.get("applied")), None),
                  "error": failed["error"] if failed else None,
-                 "median_step_ns": None, "speedup": None, "spread": None, "change": None, "rounds": [],
+                 "step_ns": None, "speedup": None, "spread": None, "change": None, "rounds": [],
                  "phases": None, "predicted": predicted, "prediction": None, "metric": None,
                  "seconds": round(sum(r["seconds"] for r in rs), 2), "run_dirs": [r["run_dir"] for r in rs],
                  "tc_time_share": None, "by_dtype": None, "gpu_busy_share": None, "verdict": None,
@@ -255,14 +255,14 @@ def _row(name: str, why: str | None, base: list[dict], rs: list[dict], explained
     if failed:
         return row
     m = measure.compare([b.get("_steps") for b in base], [r.get("_steps") for r in rs])
-    row.update({k: m.get(k) for k in ("median_step_ns", "speedup", "spread", "change", "rounds")})
+    row.update({k: m.get(k) for k in ("step_ns", "speedup", "spread", "change", "rounds")})
     if m.get("note"):
         row["note"] = m["note"]
     steps = rs[0].get("_steps") or {}
-    row["phases"] = {p: {"median_ns": v["median_ns"], "steps": v["steps"], "warmup": v["warmup"], "clock": v["clock"]}
+    row["phases"] = {p: {"step_ns": v["step_ns"], "steps": v["steps"], "warmup": v["warmup"], "clock": v["clock"]}
                      for p, v in steps.items()} or None
     if name == "baseline":
-        row["speedup"] = 1.0 if row["median_step_ns"] else None
+        row["speedup"] = 1.0 if row["step_ns"] else None
     if predicted and row["speedup"]:
         sp = row["speedup"]
         row["prediction"] = "within" if predicted["low"] - 1e-9 <= sp <= predicted["high"] + 1e-9 else \
@@ -352,8 +352,8 @@ class _Context:
             base = (pair or {}).get("_steps")
             w = measure.weights_of(base or row["_steps"])
             step = measure.program_step(row["_steps"], w)
-            row["median_step_ns"] = step[0] if step else None
-            self.say(f"[try {name}] median step {step[0] / 1e6:.4g} ms" if step else f"[try {name}] done")
+            row["step_ns"] = step[0] if step else None
+            self.say(f"[try {name}] step {step[0] / 1e6:.4g} ms" if step else f"[try {name}] done")
         return row
 
     def profiled(self, name: str) -> dict:

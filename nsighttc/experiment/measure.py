@@ -5,7 +5,7 @@ phases weighed together, speed-ups with their spread, and whether a difference i
   is their **mean** (the time the steps took over their number), not their median: a loader whose workers deliver
   batches in bursts makes most steps short and every Nth long, and the median missed the long ones (H100,
   ``dataloader_bound.py`` with 8 workers: median 7.2 ms, mean 44 ms, the program's own rate 64 ms/step).
-- Several phases: the program's step is the mean of the phases' median steps weighted by how many steady steps
+- Several phases: the program's step is the mean of the phases' steps weighted by how many steady steps
   the *baseline* ran in each, so a variant is weighed on the baseline's mix and a phase it ran more steps of does
   not count more.
 - Spread: with ``--repeat N`` (N >= 2), the lowest and highest of the N speed-ups, each against the baseline run
@@ -21,8 +21,8 @@ from ..runtime.step_timer import median, quartiles, steady
 
 
 def read(path: Path) -> dict | None:
-    """Per phase ``{median_ns (the steady steps' mean: the key says what try.json calls the step), q1_ns, q3_ns, steps,
-    warmup, clock}`` of a plain run's step times, or None (no file, not readable, no step seen)."""
+    """Per phase ``{step_ns (the steady steps' mean), q1_ns, q3_ns, steps, warmup, clock}`` of a plain run's step
+    times, or None (no file, not readable, no step seen)."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -33,22 +33,22 @@ def read(path: Path) -> dict | None:
         if not times:
             continue
         q = quartiles(times) or (times[0], times[0])
-        out[name] = {"median_ns": sum(times) / len(times), "q1_ns": q[0], "q3_ns": q[1], "steps": len(times),
+        out[name] = {"step_ns": sum(times) / len(times), "q1_ns": q[0], "q3_ns": q[1], "steps": len(times),
                      "warmup": warm,
                      "clock": "gpu" if ph.get("gpu_ns") else "host"}
     return out or None
 
 
 def program_step(phases: dict, weights: dict[str, int]) -> tuple[float, float, float] | None:
-    """(median, lower quartile, upper quartile) of the program's step: the phases' weighted by ``weights`` (the
+    """(step, lower quartile, upper quartile) of the program's step: the phases' weighted by ``weights`` (the
     baseline's steady step counts); None when a weighted phase is missing."""
     total = sum(weights.values())
     if not total or any(p not in phases for p in weights):
         return None
-    med = sum(w * phases[p]["median_ns"] for p, w in weights.items()) / total
+    step = sum(w * phases[p]["step_ns"] for p, w in weights.items()) / total
     q1 = sum(w * phases[p]["q1_ns"] for p, w in weights.items()) / total
     q3 = sum(w * phases[p]["q3_ns"] for p, w in weights.items()) / total
-    return med, q1, q3
+    return step, q1, q3
 
 
 def weights_of(base: dict) -> dict[str, int]:
@@ -60,7 +60,7 @@ def compare(base_runs: list[dict | None], runs: list[dict | None]) -> dict:
     median program steps over the rounds), ``spread`` ``{low, high, basis}``, ``change`` and each round's numbers."""
     pairs = [(b, v) for b, v in zip(base_runs, runs) if b and v]
     if not pairs:
-        return {"speedup": None, "spread": None, "change": None, "rounds": [], "median_step_ns": None}
+        return {"speedup": None, "spread": None, "change": None, "rounds": [], "step_ns": None}
     w = weights_of(pairs[0][0])
     rounds = []
     for b, v in pairs:
@@ -69,7 +69,7 @@ def compare(base_runs: list[dict | None], runs: list[dict | None]) -> dict:
             rounds.append({"baseline_step_ns": bs[0], "step_ns": vs[0], "speedup": bs[0] / vs[0],
                            "_q": (bs[1] / vs[2], bs[2] / vs[1])})
     if not rounds:
-        return {"speedup": None, "spread": None, "change": None, "rounds": [], "median_step_ns": None,
+        return {"speedup": None, "spread": None, "change": None, "rounds": [], "step_ns": None,
                 "note": "the variant did not run every phase the baseline ran"}
     base_step = median([r["baseline_step_ns"] for r in rounds])
     step = median([r["step_ns"] for r in rounds])
@@ -85,5 +85,5 @@ def compare(base_runs: list[dict | None], runs: list[dict | None]) -> dict:
     else:
         change = "faster" if sp > 1 else "slower"
     return {"speedup": sp, "spread": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in spread.items()},
-            "change": change, "median_step_ns": step,
+            "change": change, "step_ns": step,
             "rounds": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rounds]}

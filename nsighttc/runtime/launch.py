@@ -251,27 +251,25 @@ def main(argv: list[str] | None = None) -> int:
     if ns.step_marks == "on":
         from . import steps
         marks = steps.install_when_torch_imports()
+    compiles = (lambda: marks.counts["compiles"]) if marks is not None else (lambda: 0)
     window = None
     if ns.window or ns.cuda_profiler:
         global _WINDOW
-        from . import annotate as _annotate_mod
         from . import window as windows
         recorder = windows.CudaProfilerRecorder() if ns.cuda_profiler else windows.Recorder()
         window = _WINDOW = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
-                                          stop=ns.window_end == "stop", recorder=recorder,
-                                          compiles=(lambda: marks.counts["compiles"]) if marks is not None else (lambda: 0))
+                                          stop=ns.window_end == "stop", recorder=recorder, compiles=compiles)
         if not ns.window:
             window.disable()
         _apply_gate_settings(window)
     timer = None
     if ns.step_times:
         from .step_timer import StepTimer
-        timer = StepTimer(compiles=(lambda: marks.counts["compiles"]) if marks is not None else (lambda: 0))
+        timer = StepTimer(compiles=compiles)
     if window is not None or timer is not None:
-        from . import annotate as _annotate_mod
         from .step_timer import Fanout
         listener = Fanout(timer, window) if (timer is not None and window is not None) else (timer or window)
-        _annotate_mod._step_listener = listener
+        annotate._step_listener = listener
         if marks is not None:
             marks.window = listener
     name = ns.range_name or (ns.module or Path(ns.target[0]).name)
@@ -312,8 +310,6 @@ def main(argv: list[str] | None = None) -> int:
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
-            if timer is not None:
-                timer.base_depth = len(annotate.open_ranges())
             _run_target(ns)
     except SystemExit as exc:  # the script called sys.exit(): keep its code
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -49,7 +49,6 @@ class StepTimer:
         self._cuda = cuda
         self.phases: dict[tuple, _Phase] = {}
         self.explicit = False
-        self.base_depth = 0
 
     # -- what the launcher's hooks call ------------------------------------------------------------------
     def hook_boundary(self) -> None:
@@ -141,13 +140,6 @@ class Fanout:
 
     def __init__(self, *listeners):
         self.listeners = [x for x in listeners if x is not None]
-
-    def __setattr__(self, name, value):
-        if name == "base_depth":
-            for x in self.listeners:
-                x.base_depth = value
-            return
-        super().__setattr__(name, value)
 
     def hook_boundary(self) -> None:
         for x in self.listeners:

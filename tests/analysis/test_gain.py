@@ -71,17 +71,17 @@ def test_a_plain_step_takes_the_profilers_host_time_out_of_host_causes(multi):
     """The same verdict priced with plain step times: equal ones change nothing but the basis; a shorter plain step
     of the data phase is what the estimate then works on."""
     fams = {f["name"]: f for f in multi["timeline"]["step_families"]}
-    same = {n.rsplit("/", 1)[0]: {"median_ns": f["median_effective_ns"], "steps": 1} for n, f in fams.items()}
+    same = {n.rsplit("/", 1)[0]: {"step_ns": f["median_effective_ns"], "steps": 1} for n, f in fams.items()}
     wall = {n.rsplit("/", 1)[0]: f["wall_share_of_steps"] for n, f in fams.items()}
     for k in same:  # weights as the profile had them: steps x step = its share of the steps' time
-        same[k]["steps"] = wall[k] / same[k]["median_ns"] * 1e12
+        same[k]["steps"] = wall[k] / same[k]["step_ns"] * 1e12
     doc = gain.attach(copy.deepcopy(multi), same)
     g0 = next(f for f in multi["findings"] if f["id"] == "gpu-starved-by-data-loading")["gain"]
     g1 = next(f for f in doc["findings"] if f["id"] == "gpu-starved-by-data-loading")["gain"]
     assert g1["low"] == pytest.approx(g0["low"], rel=1e-3) and g1["high"] == pytest.approx(g0["high"], rel=1e-3)
     assert "plain run" in g1["basis"] and "plain run" not in g0["basis"]
     shorter = copy.deepcopy(same)
-    shorter["multi_phase.py/host_preprocess"]["median_ns"] *= 0.7
+    shorter["multi_phase.py/host_preprocess"]["step_ns"] *= 0.7
     doc = gain.attach(copy.deepcopy(multi), shorter)
     g2 = next(f for f in doc["findings"] if f["id"] == "gpu-starved-by-data-loading")["gain"]
     t = fams["multi_phase.py/host_preprocess/step"]["median_effective_ns"] * 0.7 / 1e6
