@@ -13,14 +13,16 @@ estimate is Amdahl's law on the step, not on GPU time alone. Per phase (step fam
   small or memory-bound GEMM gains) to the ratio of the GPU's Tensor Core peak for the fix's dtype to its CUDA-core
   FP32 peak (``analysis.peak``). Two ends for the host: it waits for the GPU each step (the saving is all the
   step's: ``T - S``) or it overlaps the GPU fully (``max(H, B - S)``); ``low`` is the lesser of the two at the low
-  ``r``, ``high`` the greater at the peak ratio.
+  ``r``, ``high`` the greater at the peak ratio. A fix to bf16/fp16 (autocast) may also halve the rest of the GPU
+  work at the high end (half the bytes); work already on the Tensor Cores in TF32 gains 1x to the bf16/TF32 peak ratio.
 - **Host causes** (a DataLoader fetch, host work in a range, launch overhead, synchronising calls, pageable copies):
   the GPU idle time they make per step, ``I``, and no step gets shorter than its GPU work: ``high`` removes all of
-  ``I`` (``max(T - I, B)``), ``low`` half of it (a fix that overlaps part of the work).
+  ``I`` (``max(T - I, B)``), ``low`` half of it (a fix that overlaps part of the work); a DataLoader fetch shared by
+  N workers (8, the advice's, or the variant's N) loses all but ``1/N`` of it at the low end.
 - **Distributed**: a straggler's excess step time, or the communication no compute overlaps, removed (all, or half).
 
 Several phases: the program's steady time is the phases' weighted by their share of the steps' wall time
-(``wall_share_of_steps``); a fix in one phase speeds up the program by its share. Without a timeline (Nsight
+(``wall_share_of_steps``; with a plain run, its steps x step time); a fix in one phase speeds up the program by its share. Without a timeline (Nsight
 Compute alone) the step is taken as the kernels' time (GPU-bound), which the basis says.
 
 ``try`` recomputes the predictions from the same verdict with each phase's step time from a plain run
@@ -55,6 +57,9 @@ KIND = {"fp32-matmul-on-cuda-cores": "gpu", "fp16-conv-on-cuda-cores": "gpu", "n
 FIX_DTYPE = {"fp32-matmul-on-cuda-cores": "bf16", "fp16-conv-on-cuda-cores": "fp16", "tf32-tensor-core-work": "bf16"}
 # the dtype the finding's work runs in now, when it runs on the Tensor Cores already (else: FP32 on CUDA cores)
 FROM_DTYPE = {"tf32-tensor-core-work": "tf32"}
+# findings whose fix to bf16/fp16 is autocast over fp32 data: the rest of the step's GPU work then moves half the
+# bytes too (not fp16-conv-on-cuda-cores: its data is half already, its fix is padding the channels)
+AUTOCAST_FIXES = {"fp32-matmul-on-cuda-cores", "tf32-tensor-core-work"}
 # ``nsighttc try`` variants -> (the finding they address, the dtype they move its work to)
 VARIANT_FINDING = {"tf32": [("fp32-matmul-on-cuda-cores", "tf32")],
                    "bf16-autocast": [("fp32-matmul-on-cuda-cores", "bf16"), ("tf32-tensor-core-work", "bf16")],
@@ -106,7 +111,7 @@ def kernel_costs(found: list, launches, families: list[dict]) -> None:
 
 def scopes(doc: dict, plain: dict[str, dict] | None = None) -> list[Scope]:
     """The phases the estimate works on (see the module docstring); ``plain``: a plain run's phases
-    (``{phase: {median_ns, steps}}``, ``experiment.measure.read``)."""
+    (``{phase: {step_ns, steps}}``, ``experiment.measure.read``)."""
     tl = doc.get("timeline")
     if not tl:
         total = sum(k.get("total_time_ns") or 0.0 for k in doc.get("kernels") or [])
@@ -135,15 +140,15 @@ def scopes(doc: dict, plain: dict[str, dict] | None = None) -> list[Scope]:
 
 
 def _calibrate(out: list[Scope], plain: dict[str, dict]) -> None:
-    """Take each phase's step from a plain run (``{phase: {median_ns, steps}}``): what the profile added beyond it was
+    """Take each phase's step from a plain run (``{phase: {step_ns, steps}}``): what the profile added beyond it was
     the profiler's host time; and weigh the phases by their time in that run (steps x median), as ``try`` does."""
     match = match_phases([s.name for s in out], list(plain))
     if match:
         for s in out:
             p = plain.get(match.get(s.name, ""))
-            s.weight = p["median_ns"] * p.get("steps", 1) if p else 0.0
+            s.weight = p["step_ns"] * p.get("steps", 1) if p else 0.0
     for s in out:
-        t0 = (plain.get(match.get(s.name, "")) or {}).get("median_ns")
+        t0 = (plain.get(match.get(s.name, "")) or {}).get("step_ns")
         if not t0 or t0 <= 0 or s.T <= 0:
             continue
         idle = s.T - s.B
@@ -260,7 +265,7 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
             if kind == "gpu":
                 dtype = dtype or FIX_DTYPE.get(f["id"], "bf16")
                 r_low, r_high, src = _ratio(doc, dtype, FROM_DTYPE.get(f["id"]))
-                half_precision |= dtype in ("bf16", "fp16")
+                half_precision |= dtype in ("bf16", "fp16") and f["id"] in AUTOCAST_FIXES
                 basis.append(f"`{f['id']}`: its kernels {r_low:g}x to {r_high:.3g}x faster in {dtype} ({src})")
             else:
                 r_low, r_high = 2.0, 1e9
@@ -305,7 +310,7 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
     total = sum(x.weight for x in ss) or 1.0
     phases = []
     for n in sorted(per, key=lambda n: -by[n].weight):
-        cost = (f"{save[n][1] / 1e6:.3g} ms of GPU work" if n in save else "") + \
+        cost = (f"up to {save[n][1] / 1e6:.3g} ms of GPU work saved" if n in save else "") + \
                (" and " if n in save and n in idle else "") + (f"{idle[n][0] / 1e6:.3g} ms idle" if n in idle else "")
         share = f", {100 * by[n].weight / total:.0f}% of the steps' time" if len(by) > 1 else ""
         phases.append(f"`{n}` {by[n].T / 1e6:.3g} ms/step ({by[n].B / 1e6:.3g} ms GPU{share}): {cost}")

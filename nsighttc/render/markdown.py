@@ -209,10 +209,10 @@ def peak_text(peak: dict | None) -> str:
 
 
 def gain_text(g: dict | None) -> str:
-    """'up to 1.6x' (an estimated gain, ``analysis.gain``), or '' when there is none worth saying."""
+    """'up to 1.63x' (an estimated gain, ``analysis.gain``), or '' when there is none worth saying."""
     if not g or not g.get("high") or g["high"] < 1.005:
         return ""
-    return f"up to {g['high']:.2g}x" if g["high"] < 10 else f"up to {g['high']:.0f}x"
+    return f"up to {g['high']:.3g}x"
 
 
 def first_fix(doc: dict) -> str | None:
