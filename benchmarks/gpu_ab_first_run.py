@@ -24,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = {"resnet_amp": "wrappers/resnet_amp.py", "vgg16": "wrappers/vgg16.py",
-            "multi_phase": "wrappers/multi_phase.py"}
+            "multi_phase": "wrappers/multi_phase.py", "trainer": "wrappers/trainer_finetune.py",
+            "lightning": "wrappers/lightning_module.py"}
 
 
 def run(argv: list[str], cwd: Path, env: dict, log: Path) -> float:

@@ -10,8 +10,12 @@ the program is interrupted (SIGINT to the launcher's pid: ncu still writes a com
 as soon as every missing kernel was profiled once, so the rest of the program never runs under ncu.
 
 ncu's ``==PROF== Profiling "NAME"`` lines print the function's base name (``nvjet_sm90_hsh_...``,
-``distribution_elementwise_grid_stride_kernel``; without a name filter sometimes cut to ``name...``),
-which is what ``StopWhenCovered`` matches against.
+``distribution_elementwise_grid_stride_kernel``; without a name filter sometimes cut to ``name...``), or, with
+``--kernel-name-base demangled`` (the pass filtered to the missing kernels), ncu's own demangling
+(``void at::native::<unnamed>::krn_partials_per_segment<long>(T1 *, ...)``, not the timeline's spelling):
+``StopWhenCovered`` matches the printed name, else its kernel token and leaf. (Matching the printed name only
+kept a Trainer's filtered pass from ever counting a kernel: 19 profiled, "0/18 needed", the program never
+stopped by the rule and the report said they were not seen: H100, reports/window/call3.)
 
 Communication kernels (NCCL) are never sent to ncu: replaying one rank's collective under ncu stalls the
 other ranks, and they are not Tensor Core work.
@@ -140,7 +144,15 @@ class StopWhenCovered:
         if printed.endswith("..."):  # ncu cut the name
             stem = printed[:-3]
             return {n for k, ns in self._todo.items() if k.startswith(stem) for n in ns}
+        for key in (ncu_token(printed), leaf_name(printed)):  # a demangled name (--kernel-name-base demangled)
+            if key in self._todo:
+                return self._todo[key]
         return set()
+
+    def _rank(self, printed: str) -> int:
+        """The first-launch rank (timeline run) of the kernel ncu printed, by its name as printed or its leaf."""
+        r = self._order.get(printed)
+        return r if r is not None else self._order.get(leaf_name(printed), -1)
 
     def on_line(self, line: str) -> bool:
         """Feed one output line; True when it was a profiling line."""
@@ -150,7 +162,7 @@ class StopWhenCovered:
         with self._lock:
             self.profiled += 1
             printed = m.group(1)
-            self.frontier = max(self.frontier, self._order.get(printed, -1))
+            self.frontier = max(self.frontier, self._rank(printed))
             hit = self._names_for(printed) & self.remaining
             if hit:
                 self.remaining.discard(sorted(hit)[0])  # one profiled launch covers one kernel of that name

@@ -22,8 +22,9 @@ at close to the cost of one plain run.
    its timeline run, and no gate opens).
    PyTorch programs first get a **replay pass** (``profile.replay_pass``, ``nsighttc/runtime/replay.py``): the timeline
    recorded operator arguments, and the operators that launched the missing kernels are called again under
-   ncu, in their own process started beside the timeline (then the only one there); only the kernels the
-   replay did not launch are left to the program's ncu pass, started after it and filtered to them
+   ncu, in their own process started beside the timeline; only the kernels the replay did not launch are left
+   to the program's ncu pass, which waited at its gate beside them (hosts with fewer than ``MIN_CORES_BESIDE``
+   cores: started after the replay, filtered to them) and is stood down when the replay measured everything
    (multi_phase's first run on H100: 2.43x -> 1.48x a plain run; ``--no-replay``). The replay is planned
    from the trace's kernel events alone (or, with a torch whose profiler events carry strides, from the
    launcher's kernel list written before the trace) and runs while the whole trace is parsed.
@@ -42,6 +43,7 @@ that needs hardware evidence, cache or not. ``--no-cache``: neither read nor wri
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import replace
@@ -63,6 +65,16 @@ from .trace_reader import ReadersOfTheTrace
 
 # pandas and the analysis modules are imported once the timeline pass runs (``_preload``, and where used):
 # the program starts ~0.5-1 s sooner (H100 machine: 1.0 s from the run directory to the program's start).
+
+
+MIN_CORES_BESIDE = 4  # a third process (the program's ncu pass at its gate) beside the timeline and the replay
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _preload() -> None:
@@ -109,13 +121,15 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         return out
     program = ProgramPass(ncu, opts, target, run_dir, cc, say)
     # Distributed runs never overlap: two torchrun jobs would contend for the rendezvous port and the GPUs.
-    # With the replay pass, only the replay process waits beside the timeline: on the wrappers it measured
-    # every kernel (H100), and the program's ncu pass, when still needed, starts after it, filtered to the rest.
+    # With the replay pass, the program's ncu pass waits beside the timeline too (on hosts with the cores for a
+    # third process): the replay measures what it can, and what it cannot launch (a Trainer's embedding and
+    # fused-attention backward) is measured by this pass without paying the program's start-up again
+    # (transformers Trainer on H100: 22.6 s after the timeline for 18 kernels when started after it,
+    # reports/window). Should the replay leave nothing missing, the pass is stood down.
     replay_first = may_replay and tl.engine == "torch"
     if ncu is not None and target.python_program and opts.overlap != "none" and not target.distributed \
-            and not (record and record.get("complete")) and not replay_first:
-        program.start_beside(opts.overlap if opts.overlap in ("cuda", "context") else "start"
-                             if tl.engine == "torch" else "start")
+            and not (record and record.get("complete")) and (not replay_first or _cores() >= MIN_CORES_BESIDE):
+        program.start_beside(opts.overlap if opts.overlap in ("cuda", "context") else "start")
     rp = rp_run = None
     rp_gate = run_dir / ".replay-gate"
     if replay_first:
@@ -165,8 +179,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         stop_everything = tl.interrupted or tl.timed_out or not out.inputs
         # A program this cache has no complete record of will almost surely need the ncu pass: open the gate now
         # and plan while ncu starts the program (~1 s of planning off the first run); if nothing turns out to be
-        # missing, the pass is stopped at once. (Never with the replay: the pass then starts after it.)
-        if program.running is not None and not stop_everything:
+        # missing, the pass is stopped at once. With the replay, the gate opens only once the replay has left
+        # kernels to measure (the Trainer's replay took 0.2 s; ResNet-50 AMP's, which measures everything, ~1 s,
+        # not shared with a program under ncu), and the pass leaves from its gate when nothing is left.
+        if program.running is not None and not stop_everything and rp_run is None:
             program.open_gate()
         early_found = readers.finish(tl.torch_trace, tl_run, stop_everything, info, out.parsed)
         if rp_run is not None:  # the replay makes its CUDA context while we plan; it waits for the operator list

@@ -213,3 +213,26 @@ def test_no_passed_stop_without_an_order_or_with_most_time_missing():
     w2 = StopWhenCovered(["a_gemm", "b_gemm"], stop=lambda: None, weights={"a_gemm": 10.0, "b_gemm": 90.0})
     w2.on_line('==PROF== Profiling "b_gemm": 0%....50%....100% - 7 passes')
     assert not w2.stopped  # no timeline order: only coverage or the idle rule can stop
+
+
+def test_the_stop_rule_counts_the_demangled_names_a_filtered_pass_prints():
+    """A real filtered pass (``--kernel-name-base demangled``) prints ncu's demangling of each kernel, not the
+    timeline's: the needed kernels of the real Trainer trace, chosen by the real pass's filter, are counted."""
+    win = FIXTURES / "window"
+    rx = _ecma_to_python((win / "h100_trainer_after_pass_kernel_name.txt").read_text().strip())
+    names = load(win / "trainer_window_torch.json.gz").kernels["name"].astype(str).unique()
+    needed = [n for n in names if rx.search(n)]
+    log = (win / "h100_trainer_after_pass_ncu.log").read_text().splitlines()
+    printed = [ln for ln in log if "==PROF== Profiling" in ln]
+    assert needed and printed and all("(" in ln for ln in printed)  # demangled: parameters printed too
+    stops = []
+    w = StopWhenCovered(needed, stop=lambda: stops.append(w.reason))
+    for line in log:
+        w.on_line(line)
+    assert w.profiled == len(printed)
+    # every kernel the pass profiled was one it was filtered to: each covered a needed kernel of that name
+    seen = {ncu_token(re.search(r'"([^"]+)"', ln).group(1)) for ln in printed}
+    # what is left are exactly the needed kernels this run never launched (cuBLAS chose other GEMMs under ncu)
+    assert w.covered == len(needed) - len(w.remaining) > 0
+    assert w.remaining and not {ncu_token(n) for n in w.remaining} & seen, sorted(w.remaining)
+    assert {ncu_token(n) for n in needed} - {ncu_token(n) for n in w.remaining} == seen

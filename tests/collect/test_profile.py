@@ -138,6 +138,8 @@ def test_fast_is_the_timeline_alone(env, tmp_path, monkeypatch, run_cli):
 def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_path, monkeypatch):
     pytest.importorskip("torch")
     monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    from nsighttc.profile import default
+    monkeypatch.setattr(default, "_cores", lambda: default.MIN_CORES_BESIDE)
     script = env()
     res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs"))
     assert res.engines == ["torch"]  # CPU torch: no GPU kernel needs evidence, the ncu pass is stopped
@@ -158,11 +160,20 @@ def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_pa
     verdict = json.loads((fast.run_dir / "verdict.json").read_text())
     assert verdict["timeline"] and verdict["tensor_cores"]["kernel_time_ns"] == 0
     ncu = _ncu_calls(tmp_path)
-    # the replay process waits beside the timeline; the program's ncu pass would start only for what it missed
-    assert len(ncu) == 1 and "nsighttc.runtime.launch" not in ncu[0]
+    # the replay process and the program's ncu pass both wait beside the timeline (the program at its first CUDA
+    # use); with nothing missing after the replay, the program's pass was stood down
+    assert len(ncu) == 2
     replay = [c for c in ncu if "nsighttc.runtime.replay" in c]
     assert replay and replay[0][replay[0].index("--gate-at") + 1] == "warm"
     assert replay[0][replay[0].index("--nvtx-include") + 1] == "nsighttc-replay/"
+    program = [c for c in ncu if "nsighttc.runtime.launch" in c]
+    assert program and program[0][program[0].index("--gate-at") + 1] == "cuda" and "--wait-for" in program[0]
+    assert json.loads((res.run_dir / "run.json").read_text())["evidence"]["hardware_pass"] != "overlapped"
+    # a host with fewer cores: only the replay waits beside; the program's pass would start after it
+    monkeypatch.setattr(default, "_cores", lambda: default.MIN_CORES_BESIDE - 1)
+    profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", cache=False))  # (a first run)
+    ncu = _ncu_calls(tmp_path)[2:]
+    assert len(ncu) == 1 and "nsighttc.runtime.replay" in ncu[0]
 
 
 LOOP = """
