@@ -36,6 +36,10 @@ hand() {  # NAME ROUNDS PATTERN, then "label|args" pairs: each wrapper run plain
   done
 }
 
+call5_group() {  # second session: the ResNet's bf16 autocast made by hand (the wrapper's --precision bf16)
+  hand resnet 3 'images/s' "base|$RESNET" "bf16|${RESNET/--precision fp32/--precision bf16}"
+}
+
 call2_group() {
   run_try resnet --repeat 2 --variant auto $RESNET
   run_try trainer --repeat 2 --workers 8 --variant auto $TRAINER

@@ -56,7 +56,9 @@ def build_resnet(width_div: int = 1):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--precision", choices=["fp32", "amp"], default="amp")
+    ap.add_argument("--precision", choices=["fp32", "amp", "bf16"], default="amp",
+                    help="amp: fp16 autocast + GradScaler; bf16: bf16 autocast around the forward, no scaler (what "
+                         "`nsighttc try --variant bf16-autocast` does to the fp32 program, made by hand)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=30, help="timed steps")
     ap.add_argument("--warmup", type=int, default=10)
@@ -88,6 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step():
+        if a.precision == "bf16" and not smoke:
+            with torch.autocast(device.type, dtype=torch.bfloat16):
+                loss = loss_fn(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            return
         amp_step(model, x, y, loss_fn, opt, scaler, device, amp)
 
     with annotate.range("warmup"):

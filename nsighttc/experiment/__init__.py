@@ -259,7 +259,7 @@ def _row(name: str, why: str | None, base: list[dict], rs: list[dict], explained
     if m.get("note"):
         row["note"] = m["note"]
     steps = rs[0].get("_steps") or {}
-    row["phases"] = {p: {"step_ns": v["step_ns"], "steps": v["steps"], "warmup": v["warmup"], "clock": v["clock"]}
+    row["phases"] = {p: {k: v[k] for k in ("step_ns", "steps", "warmup", "clock", "first_half_ratio") if k in v}
                      for p, v in steps.items()} or None
     if name == "baseline":
         row["speedup"] = 1.0 if row["step_ns"] else None

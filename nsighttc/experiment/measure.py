@@ -1,8 +1,9 @@
 """Speed from plain runs: the steady step of each phase (``runtime.step_timer``'s times), the program's step as the
 phases weighed together, speed-ups with their spread, and whether a difference is a measurable change.
 
-- Steady steps: the window's warm-up rule on the step times as they came (``step_timer.steady``); a phase's step
-  is their **mean** (the time the steps took over their number), not their median: a loader whose workers deliver
+- Steady steps: the window's warm-up rule on the step times as they came (``step_timer.steady``), less their
+  first half where it ran at another rate than the second (a drained prefetch buffer: ``step_timer.settled``);
+  a phase's step is their **mean** (the time the steps took over their number), not their median: a loader whose workers deliver
   batches in bursts makes most steps short and every Nth long, and the median missed the long ones (H100,
   ``dataloader_bound.py`` with 8 workers: median 7.2 ms, mean 44 ms, the program's own rate 64 ms/step).
 - Several phases: the program's step is the mean of the phases' steps weighted by how many steady steps
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..runtime.step_timer import median, quartiles, steady
+from ..runtime.step_timer import median, quartiles, settled, steady
 
 
 def read(path: Path) -> dict | None:
@@ -32,10 +33,12 @@ def read(path: Path) -> dict | None:
         times, warm = steady(ph)
         if not times:
             continue
+        times, first_half = settled(times)
         q = quartiles(times) or (times[0], times[0])
         out[name] = {"step_ns": sum(times) / len(times), "q1_ns": q[0], "q3_ns": q[1], "steps": len(times),
-                     "warmup": warm,
-                     "clock": "gpu" if ph.get("gpu_ns") else "host"}
+                     "warmup": warm, "clock": "gpu" if ph.get("gpu_ns") else "host"}
+        if first_half is not None:  # the steady steps' first half ran at another rate: left out
+            out[name]["first_half_ratio"] = round(first_half, 3)
     return out or None
 
 

@@ -167,6 +167,28 @@ def steady(phase: dict) -> tuple[list[float], int]:
     return (times[1:], 1) if len(times) > 2 else (times, 0)
 
 
+SETTLE_TOLERANCE = 0.25  # the steady steps' two halves differ by more than this: the first half is left out
+SETTLE_MIN_STEPS = 8     # fewer steady steps than this: too few to compare halves
+
+
+def settled(times: list[float]) -> tuple[list[float], float | None]:
+    """The steady steps whose mean is the rate the program keeps, and, where the first half of them was left out,
+    the ratio of its mean to the second half's. The warm-up rule looks at a few consecutive steps; a producer
+    that filled a buffer before them (a DataLoader's workers prefetching ``num_workers x prefetch_factor``
+    batches) hands out that buffer in fast steps the warm-up rule calls steady, then settles into bursts at the
+    workers' rate (H100, ``dataloader_bound.py`` with 8 workers: 16 steps of 6-14 ms, then 8 per ~420 ms; the mean
+    of all 35 steady steps was 40 ms/step where the program keeps 52, so ``try`` said 9.4x where plain 300-step
+    runs gave 7.1-7.8x: reports/try/calibration). When the halves' means differ by more than
+    ``SETTLE_TOLERANCE``, the rate is the second half's."""
+    if len(times) < SETTLE_MIN_STEPS:
+        return times, None
+    h = len(times) // 2
+    first, second = sum(times[:h]) / h, sum(times[h:]) / (len(times) - h)
+    if second > 0 and abs(first - second) > SETTLE_TOLERANCE * second:
+        return times[h:], first / second
+    return times, None
+
+
 def median(xs: list[float]) -> float | None:
     if not xs:
         return None

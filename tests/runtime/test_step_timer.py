@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nsighttc.experiment import measure
-from nsighttc.runtime.step_timer import Fanout, StepTimer, steady
+from nsighttc.runtime.step_timer import SETTLE_MIN_STEPS, Fanout, StepTimer, settled, steady
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -78,3 +78,23 @@ def test_launcher_writes_step_times_of_a_plain_loop(tmp_path):
     phases = measure.read(out)
     step = phases["nsighttc.step"]
     assert 0.019e9 < step["step_ns"] < 0.2e9 and step["steps"] >= 5 and step["clock"] == "host"
+
+
+def test_a_drained_prefetch_buffer_is_left_out_of_the_steady_rate():
+    """H100 plain runs of dataloader_bound.py (reports/try/calibration/loader): with 8 workers the first steady
+    steps drain the prefetched batches, then batches come 8 per worker cycle; the rate is the second half's, which
+    matches whole cycles. The baseline (0 workers) keeps one rate: all its steady steps count."""
+    st = ROOT / "reports" / "try" / "calibration" / "loader" / "step_times"
+    doc = json.loads((st / "workers_8_plain1.json").read_text())["phases"]["dataloader_bound.py"]
+    times, _ = steady(doc)
+    kept, ratio = settled(times)
+    assert ratio is not None and ratio < 0.75 and kept == times[len(times) // 2:]
+    whole = sum(times) / len(times)
+    last_cycles = sum(times[-16:]) / 16  # two whole worker cycles at the end of the run
+    assert sum(kept) / len(kept) > 1.15 * whole
+    assert abs(sum(kept) / len(kept) / last_cycles - 1) < 0.15
+    base = json.loads((st / "baseline_plain1.json").read_text())["phases"]["dataloader_bound.py"]
+    times, _ = steady(base)
+    assert settled(times) == (times, None)
+    short = [1.0] * (SETTLE_MIN_STEPS - 2) + [9.0]  # too few steps to compare halves
+    assert settled(short) == (short, None)
