@@ -214,7 +214,7 @@ def _stop_note(p: Pass, watcher: StopWhenCovered) -> str | None:
     """What the report says about how the pass on the program ended."""
     if p.stopped_early and watcher.reason == "covered":
         return (f"Nsight Compute pass: the program was stopped after the {watcher.total} kernel(s) "
-                "needing hardware evidence were profiled (the timeline pass ran it to the end)")
+                "needing hardware evidence were profiled (its timeline comes from the timeline pass alone)")
     if p.stopped_early and watcher.reason == "passed":
         return (f"Nsight Compute pass: the program was stopped once {watcher.covered} of "
                 f"{watcher.total} kernel(s) needing evidence ({watcher.covered_share:.0%} of their "
