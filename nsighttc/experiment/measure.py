@@ -3,9 +3,9 @@ phases weighed together, speed-ups with their spread, and whether a difference i
 
 - Steady steps: the window's warm-up rule on the step times as they came (``step_timer.steady``), less their
   first half where it ran at another rate than the second (a drained prefetch buffer: ``step_timer.settled``);
-  a phase's step is their **mean** (the time the steps took over their number), not their median: a loader whose workers deliver
-  batches in bursts makes most steps short and every Nth long, and the median missed the long ones (H100,
-  ``dataloader_bound.py`` with 8 workers: median 7.2 ms, mean 44 ms, the program's own rate 64 ms/step).
+  a phase's step is their **mean** (the time the steps took over their number), not their median: a loader whose
+  workers deliver batches in bursts makes most steps short and every Nth long, and the median missed the long ones
+  (H100, ``dataloader_bound.py`` with 8 workers: median 7.2 ms, mean 44 ms, the program's own rate 64 ms/step).
 - Several phases: the program's step is the mean of the phases' steps weighted by how many steady steps
   the *baseline* ran in each, so a variant is weighed on the baseline's mix and a phase it ran more steps of does
   not count more.
