@@ -33,7 +33,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
     (``nsighttc.runtime.kernel_ops``). ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default.
     ``window``: record a window of steady steps (``nsighttc.runtime.window``): ``warmup``/``steps`` (None: auto),
-    ``end`` (stop|continue), ``cuda_profiler`` (switch cudaProfilerStart/Stop: ncu --profile-from-start off)."""
+    ``end`` (stop|continue), ``cuda_profiler`` (switch cudaProfilerStart/Stop: ncu --profile-from-start off),
+    ``record_from`` ("window": torch.profiler records from the first window's start, ``--record-from``)."""
     argv = [python or sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", annotate]
     if not step_marks:
         argv += ["--step-marks", "off"]
@@ -42,6 +43,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                  _auto(window.get("steps")), "--window-end", window.get("end", "stop")]
         if window.get("cuda_profiler"):
             argv += ["--cuda-profiler"]
+        if window.get("record_from") == "window":
+            argv += ["--record-from", "window"]
     for v in variants or []:
         argv += ["--variant", v]
     if applied is not None:

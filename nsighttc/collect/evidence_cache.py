@@ -185,8 +185,10 @@ class EvidenceCache:
                 "dtype_named": bool(r.dtype_named), "measured": now, "source": source}
         return len(g)
 
-    def set_program(self, key: str, complete: bool, label: str) -> None:
-        self._doc["programs"][key] = {"complete": bool(complete), "label": label,
+    def set_program(self, key: str, complete: bool, label: str, window: bool = False) -> None:
+        """``complete``: every kernel the program ran has its evidence here (or had its chance under ncu);
+        ``window``: its timeline's window of steady steps started (its next run records from there)."""
+        self._doc["programs"][key] = {"complete": bool(complete), "label": label, "window": bool(window),
                                       "seen": _now()}
 
     def save(self) -> bool:

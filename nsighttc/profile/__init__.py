@@ -82,10 +82,47 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
     else:
         passes, notes = plan(opts, target, cc, run_dir)
         done, inputs, failures = run_queue(passes, opts, target, run_dir, gpus, notes, say, remaining)
-    # The exit code is the program's own, from its first pass (the timeline pass of the default run, the one pass
-    # of an explicit engine). A later pass (the replay, ncu on the program) that nsighttc stopped, or whose program
-    # died after its measurements were taken, is a note: the Trainer under ncu exited 11 after printing its results
-    # on H100 (reports/unmarked), while its timeline run had exited 0.
+    base_notes = list(notes)
+    ended = _ending(done, opts, failures)
+    exiting = outcome.exiting if outcome is not None else None
+    facts = exiting.end_facts() if exiting is not None else None
+    try:
+        verdict, ended = _finish(run_dir, target, opts, done, gpus, base_notes, ended, inputs, outcome, phases, started)
+        if exiting is not None:  # the verdict was made while the timeline's process exited: its real end now
+            t_exit = time.monotonic()
+            exiting.finish(remaining())
+            phases["exit_after_report"] = round(time.monotonic() - t_exit, 3)  # the exit's part not overlapped
+            if exiting.changed(facts):  # it did not end as the launcher said (a crash in its shutdown, a timeout)
+                ended = _ending(done, opts, failures)
+                verdict, ended = _finish(run_dir, target, opts, done, gpus, base_notes, ended, inputs, outcome,
+                                         phases, started)
+            elif verdict is not None:
+                _rewrite_provenance(run_dir, target, opts, done, gpus, ended.notes, outcome)
+        write_meta(run_dir, target, opts, done, gpus, ended.notes, outcome.info if outcome else None, phases)
+    except OSError as exc:  # a full disk, a directory made read-only under us: say so, keep what exists
+        raise CollectError(f"cannot write the run directory ({exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}); "
+                           f"what was recorded is kept: {kept(run_dir)}", run_dir) from None
+    finally:
+        if exiting is not None and exiting.pending:  # an error above: do not leave the exiting launcher behind
+            exiting.stop()
+    interrupted, timed_out, workload_rc = ended.interrupted, ended.timed_out, ended.workload_rc
+    code = 130 if interrupted else 124 if timed_out else workload_rc
+    return Result(run_dir, verdict, code, [p.engine for p in done], ended.notes, interrupted, timed_out)
+
+
+class _Ending:
+    """How the passes ended, as the verdict says it: the notes it adds and the exit code ``profile`` returns."""
+
+    def __init__(self, notes: list[str], workload_rc: int, interrupted: bool, timed_out: bool):
+        self.notes, self.workload_rc, self.interrupted, self.timed_out = notes, workload_rc, interrupted, timed_out
+
+
+def _ending(done: list[Pass], opts: Options, failures: list[str]) -> _Ending:
+    """The exit code is the program's own, from its first pass (the timeline pass of the default run, the one pass
+    of an explicit engine). A later pass (the replay, ncu on the program) that nsighttc stopped, or whose program
+    died after its measurements were taken, is a note: the Trainer under ncu exited 11 after printing its results
+    on H100 (reports/unmarked), while its timeline run had exited 0."""
+    notes: list[str] = []
     own, later = (done[0], done[1:]) if done else (None, [])
     workload_rc = own.returncode if own is not None and own.returncode not in (None, 0) and not own.stopped_early else 0
     if own is not None and own.returncode is not None and own.returncode < 0 and not own.stopped_early:
@@ -112,20 +149,33 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
                      "covers what was recorded")
     if workload_rc:
         notes.append(f"the workload exited with code {workload_rc}")
-    notes += failures
+    return _Ending(notes + failures, workload_rc, interrupted, timed_out)
+
+
+def _finish(run_dir: Path, target: Target, opts: Options, done: list, gpus: list, base_notes: list[str],
+            ended: _Ending, inputs: list, outcome, phases: dict, started: float) -> tuple[object | None, _Ending]:
+    """The verdict and report from what was recorded, with the notes of how the passes ended."""
+    notes = base_notes + ended.notes
     phases["passes"] = round(time.monotonic() - started, 3)
+    verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome, phases)
+    workload_rc = ended.workload_rc
+    if verdict is None and not (ended.interrupted or ended.timed_out):
+        notes.append(f"no verdict could be made; what was recorded is kept in {run_dir}: {kept(run_dir)}")
+        if inputs and not workload_rc:  # recordings exist but cannot be read: the profiler run failed
+            workload_rc = CollectError.exit_code
+    return verdict, _Ending(notes, workload_rc, ended.interrupted, ended.timed_out)
+
+
+def _rewrite_provenance(run_dir: Path, target: Target, opts: Options, done: list, gpus: list, notes: list[str],
+                        outcome) -> None:
+    """verdict.json's provenance with the timeline pass' real end (its time), once its process exited."""
+    path = run_dir / "verdict.json"
     try:
-        verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome, phases)
-        if verdict is None and not (interrupted or timed_out):
-            notes.append(f"no verdict could be made; what was recorded is kept in {run_dir}: {kept(run_dir)}")
-            if inputs and not workload_rc:  # recordings exist but cannot be read: the profiler run failed
-                workload_rc = CollectError.exit_code
-        write_meta(run_dir, target, opts, done, gpus, notes, outcome.info if outcome else None, phases)
-    except OSError as exc:  # a full disk, a directory made read-only under us: say so, keep what exists
-        raise CollectError(f"cannot write the run directory ({exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}); "
-                           f"what was recorded is kept: {kept(run_dir)}", run_dir) from None
-    code = 130 if interrupted else 124 if timed_out else workload_rc
-    return Result(run_dir, verdict, code, [p.engine for p in done], notes, interrupted, timed_out)
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    doc["provenance"] = provenance(run_dir, target, opts, done, gpus, notes, outcome.info if outcome else None)
+    path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
 
 def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: list, notes: list[str],
@@ -144,6 +194,8 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
         if verdict is not None:
+            from .window import unrecorded_startup
+            unrecorded_startup(verdict, done)
             sampled = any(p.engine == "ncu" for p in done) and not any(p.engine in ("nsys", "torch") for p in done)
             if sampled and not (opts.every_launch and opts.all_kernels):
                 verdict.tensor_cores["basis"] = "sampled"

@@ -3,7 +3,9 @@ at close to the cost of one plain run.
 
 1. **Timeline pass**: the program under torch.profiler (Python programs whose interpreter has torch:
    ~1.0-1.2x a plain run) or Nsight Systems (anything else; ~1.5x). Every kernel of the real run, with
-   its time, range, step and the host calls around it.
+   its time, range, step and the host calls around it. A second run of a program the evidence cache fully knows,
+   and whose last run had a window of steady steps, records from that window's start (``profile.window``); the
+   verdict is made while the launcher's process still exits (``TimelineRun.provisional``).
 2. **Hardware pass** (Nsight Compute), only for what the timeline found still lacking hardware evidence:
    matrix-work kernels and kernels the name rules cannot settle (``collect.hardware_pass``), minus those
    the evidence cache measured before (``collect.evidence_cache``). Each is profiled once, and the program
@@ -55,13 +57,14 @@ from ..collect.evidence_cache import EvidenceCache, program_key
 from ..errors import NsighttcError, UsageError
 from . import replay_pass
 from .evidence import Outcome, export, missing_evidence, planned_needs
-from .passes import KERNEL_OPS_FILE, Options
+from .passes import KERNEL_OPS_FILE, Options, Pass
 from .planning import plan, timeline_pass
 from .running import run_pass, start_pass
 from .stopping import ProgramPass, write_gate
 from .target import Target
 from .timeline_run import TimelineRun
 from .trace_reader import ReadersOfTheTrace
+from .window import recorded_from_window
 
 # pandas and the analysis modules are imported once the timeline pass runs (``_preload``, and where used):
 # the program starts ~0.5-1 s sooner (H100 machine: 1.0 s from the run directory to the program's start).
@@ -92,6 +95,19 @@ def _preload() -> None:
         pass
 
 
+def _set_aside(p: Pass) -> Pass:
+    """A timeline pass that recorded nothing keeps its logs beside the run that replaces it
+    (``torch.window-try.log``, ``torch.window-try.stderr.log``)."""
+    aside = p.log.with_name(p.log.stem + ".window-try.log")
+    for log, to in ((p.log, aside), (p.log.with_suffix(".stderr.log"), aside.with_suffix(".stderr.log"))):
+        try:
+            log.rename(to)
+        except OSError:
+            pass
+    p.log = aside
+    return p
+
+
 def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: str | None,
                 say: Callable[[str], None], remaining: Callable[[], float | None]) -> Outcome:
     out = Outcome()
@@ -106,7 +122,9 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     # skips it (record_shapes cost ResNet-50 AMP's timeline ~1.3 s on H100: reports/profile_overhead).
     may_replay = opts.replay and ncu is not None and target.python_program and not target.distributed \
         and opts.overlap != "none" and not (record and record.get("complete"))
-    tl = timeline_pass(replace(opts, record_shapes=may_replay), target, run_dir)
+    # The cache knows every kernel and that the program had a window last time: record from the window's start.
+    from_window = recorded_from_window(opts, record) and not target.distributed
+    tl = timeline_pass(replace(opts, record_shapes=may_replay), target, run_dir, from_window=from_window)
     if tl is None:
         if ncu is None:
             raise UsageError("no engine can profile a non-Python command here: ncu and nsys were not found")
@@ -155,6 +173,20 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         # written (waited for 0.10-0.24 s after it, instead of ~1.3 s of parsing after it).
         readers.start(tl.torch_trace, tl_run)
         tl_run.until_written(remaining())
+        if tl_run.nothing_recorded and not (tl.interrupted or tl.timed_out):
+            # recorded from the window, and no window started this time (the program changed, or ended within
+            # its warm-up): run it again, recorded whole. (No replay or ncu pass waits beside: the cache knew all.)
+            tried = _set_aside(tl)
+            out.notes.append(f"no window of steady steps started this time (the last run of this program had one, so "
+                             f"the timeline recorded from the window's start): the program was run again and recorded "
+                             f"whole ({tried.seconds:.1f} s more; its first run's log: {tried.log.name})")
+            say(f"[1/2 timeline: {tl.engine}] no window started: running the program again, recorded whole")
+            tl = timeline_pass(replace(opts, record_shapes=False), target, run_dir)
+            readers = ReadersOfTheTrace(run_dir, None, lambda n: missing_evidence(n, out, opts)[4],
+                                        run_dir / KERNEL_OPS_FILE, run_dir / replay_pass.OPS_FILE)
+            tl_run = TimelineRun(tl, early=tl.engine == "torch", say=say)
+            readers.start(tl.torch_trace, tl_run)
+            tl_run.until_written(remaining())
     except BaseException:
         if tl_run is not None:
             tl_run.stop()
@@ -232,7 +264,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     except BaseException:
         tl_run.stop()
         raise
-    tl_run.finish(remaining())
+    if tl_run.provisional():  # the launcher said its exit code: the verdict is made while its process exits
+        out.exiting = tl_run
+    else:
+        tl_run.finish(remaining())
     program.clean_up()
     try:
         rp_gate.unlink()

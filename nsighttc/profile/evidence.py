@@ -33,6 +33,7 @@ class Outcome:
     info: dict = field(default_factory=dict)  # what the run did for the evidence: provenance["evidence"]
     parsed: dict = field(default_factory=dict)  # input path -> parse.Parsed, read once for planning and verdict
     ahead: object | None = None  # api.TimelineAhead: the timeline verdict made while the evidence is measured
+    exiting: object | None = None  # timeline_run.TimelineRun still exiting: the verdict is made meanwhile
 
 
 def export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
@@ -129,7 +130,9 @@ def remember(out: Outcome, verdict, target: Target) -> None:
     ncu_had_its_chance = any(p.engine == "ncu" and p.returncode is not None for p in out.done)
     if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
         out.cache.add_unmeasured(list(dict.fromkeys(still["name"])), source)
-    out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label)
+    from .window import had_window
+    windowed = any(had_window(p) for p in out.done if p.mode == "timeline")
+    out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label, window=windowed)
     if out.cache.save():
         out.info["cached_now"] = added
     out.notes += [n for n in out.cache.notes if n not in out.notes]

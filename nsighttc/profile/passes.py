@@ -79,6 +79,7 @@ class Pass:
     trace_written_s: float | None = None           # timeline: when its trace was complete (read from then on)
     window: dict | None = None                     # the launcher's window settings (runtime.window), if windowed
     window_events: list = field(default_factory=list)  # what the launcher's window did (start/end/stop per phase)
+    recorded_from_s: float | None = None           # timeline recorded from the window: seconds into the program
 
     @property
     def stopped_after_window(self) -> bool:

@@ -66,8 +66,9 @@ def has_torch(python: str) -> bool:
     return rc == 0
 
 
-def timeline_pass(opts: Options, target: Target, run_dir: Path) -> Pass | None:
-    """torch.profiler for Python programs with torch (the cheapest timeline), else nsys, else None."""
+def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: bool = False) -> Pass | None:
+    """torch.profiler for Python programs with torch (the cheapest timeline), else nsys, else None.
+    ``from_window``: torch.profiler records from the window's start (``profile.window.timeline_window``)."""
     choice = opts.timeline_engine
     nsys = tools.find_or_none("nsys", opts.nsys) if choice in ("auto", "nsys") else None
     if choice == "nsys" and nsys is None:
@@ -84,7 +85,7 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path) -> Pass | None:
     if engine is None:
         return None
     from .window import timeline_window
-    window = timeline_window(opts, target.python_program)
+    window = timeline_window(opts, target.python_program, from_window=from_window and engine == "torch")
     p = plan(replace(opts, engine=engine), target, None, run_dir, window)[0][0]  # the pass --engine X runs
     p.mode = "timeline"
     p.window = window

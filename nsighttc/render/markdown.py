@@ -122,6 +122,8 @@ def startup_line(tl: dict) -> str | None:
     if not steps.get("count") or not st:
         return None
     comp = f" (torch.compile {st['compile_seconds']:.1f} s)" if st.get("compile_seconds", 0) >= 0.05 else ""
+    if st.get("unrecorded_s") is not None:  # recorded from the window's start (profile.window.unrecorded_startup)
+        comp += f" ({st['unrecorded_s']:.1f} s of it before the recording began at the window)"
     steady = steps["count"] - steps.get("warmup_steps", 0)
     warm = (f"; {steps['warmup_steps']} warm-up step{'s' if steps['warmup_steps'] > 1 else ''} left out"
             if steps.get("warmup_steps") else "")

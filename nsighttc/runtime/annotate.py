@@ -92,6 +92,23 @@ def open_ranges() -> list:
     return list(_open)
 
 
+def label_open_ranges() -> int:
+    """A torch.profiler session that starts while ranges are open (the launcher's ``--record-from window`` starts it
+    at the window, inside the program's ``train`` range and its own top range) would hold their steps without
+    them, and the steps would lose their phase: give each open range its ``record_function`` label from now on
+    (ended when the range ends), outermost first. Returns how many were labelled."""
+    if not _torch_profiling():
+        return 0
+    import torch
+    n = 0
+    for r in list(_open):
+        if r._rf is None:
+            r._rf = torch.profiler.record_function(r.name)
+            r._rf.__enter__()
+            n += 1
+    return n
+
+
 class _Step(range):
     """A step range that tells the launcher's window where each step begins and ends."""
     __slots__ = ()

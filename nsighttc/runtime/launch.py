@@ -34,6 +34,10 @@ from pathlib import Path
 # CUDA and CUPTI teardown) took ResNet-50 AMP 1.6-1.9 s under the profiler on H100 (1.2 s in a plain run;
 # benchmarks/probes/gpu_launcher_tail_probe.py, reports/profile_overhead/launcher_tail.txt).
 TRACE_WRITTEN = "nsighttc.launch: wrote "
+# Printed just before the trace is written at the program's end: the exit code the launcher will return. With it the
+# default run analyses and writes its report while the process exits (``profile.timeline_run``), and only checks
+# afterwards that the process really ended with it (a crash in the interpreter's shutdown is still caught).
+EXIT_SAID = "nsighttc.launch: program exit code "
 
 
 def trace_only_config():
@@ -84,6 +88,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                     help="steps in the window: a number, or auto (about 2 s of steps, 10 to 100)")
     ap.add_argument("--window-end", choices=["stop", "continue"], default="stop",
                     help="after the window: stop the program, or let it run on unrecorded")
+    ap.add_argument("--record-from", choices=["start", "window"], default="start",
+                    help="with --torch-trace and --window: record from the program's start (the default), or from "
+                         "the first window's start (the profiler starts there; a program whose window never starts "
+                         "writes no trace and says so)")
     ap.add_argument("--cuda-profiler", action="store_true",
                     help="switch cudaProfilerStart/Stop at the window (Nsight Compute with --profile-from-start off); "
                          "without --window, profiling starts with the program")
@@ -303,10 +311,18 @@ def main(argv: list[str] | None = None) -> int:
             trace_only = trace_only_config()
             prof = torch.profiler.profile(activities=acts, record_shapes=ns.record_shapes, with_stack=False,
                                           **({"experimental_config": trace_only} if trace_only is not None else {}))
-            prof.__enter__()
+            # --record-from window: the profiler starts at the first window's start. Not prepared before it either:
+            # a prepared profiler (torch.profiler's warm-up state) has CUPTI collect every kernel from then on, and
+            # its stop went through all of them (H100, torch 2.11, Lightning's second run: stop 0.74-0.81 s for the
+            # last second of the program against 0.62-0.72 s recording it all; reports/window/call9).
+            from_window = ns.record_from == "window" and window is not None and window.enabled
+            if not from_window:
+                prof.__enter__()
             if window is not None and window.enabled:
                 from .window import TorchRecorder
-                window.recorder = TorchRecorder(lambda: _write_trace(prof, ns, t_start, trace_only))
+                window.recorder = recorder = TorchRecorder(
+                    lambda: _write_trace(prof, ns, t_start, trace_only, recorder),
+                    start=prof.__enter__ if from_window else None)
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
@@ -340,19 +356,29 @@ def main(argv: list[str] | None = None) -> int:
                                               **({"step_marks": marks.record()} if marks is not None else {})},
                                              indent=2))
         if prof is not None and not (window is not None and getattr(window.recorder, "finished", False)):
-            _write_trace(prof, ns, t_start, trace_only)
+            print(f"{EXIT_SAID}{code}", file=sys.stderr, flush=True)
+            _write_trace(prof, ns, t_start, trace_only, getattr(window, "recorder", None))
     return code
 
 
-def _write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only) -> None:
+NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started
+
+
+def _write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, recorder=None) -> None:
     """Stop torch.profiler and write its trace (at the program's end, or at the window's end with
-    ``--window-end continue``: the program then runs on unrecorded)."""
+    ``--window-end continue``: the program then runs on unrecorded). With ``--record-from window`` and no window
+    started, nothing was recorded: no trace is written, and the line ``NOTHING_RECORDED`` says why."""
     try:
         import torch
         if torch.cuda.is_available():
             torch.cuda.synchronize()
     except Exception:
         pass
+    started_at = getattr(recorder, "started_at", 0.0)
+    if started_at is None:  # never started: nothing was recorded, nothing is written
+        print(f"{NOTHING_RECORDED}the program ended before any window of steady steps started "
+              f"(--record-from window; program {time.perf_counter() - t_start:.2f} s)", file=sys.stderr, flush=True)
+        return
     _add_rank_metadata(prof)
     t_end = time.perf_counter()
     prof.__exit__(None, None, None)
@@ -366,7 +392,8 @@ def _write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only) -> No
     t_list = time.perf_counter()
     ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(ns.torch_trace))
-    print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s, profiler stop "
+    since = f", recorded from {started_at - t_start:.2f} s" if started_at else ""
+    print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
           f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
           f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr, flush=True)
 

@@ -30,7 +30,9 @@ What is switched is a ``Recorder``:
   a program too short for a window are recorded as before. It is never paused: torch 2.11's
   ``toggle_collection_dynamic`` dropped every GPU event of the trace, those recorded before the pause included
   (H100, ``benchmarks/gpu_window.sh``, ResNet-50 AMP: "the trace holds no GPU events"); ``--window-end continue``
-  stops it and writes the trace at the window's end instead.
+  stops it and writes the trace at the window's end instead. With ``--record-from window`` (a second run the
+  evidence cache knows) it starts at the first window's start instead, and the annotate ranges open then are
+  labelled from there (``annotate.label_open_ranges``).
 - ``CudaProfilerRecorder`` (the Nsight Compute pass on the program, run with ``--profile-from-start off``):
   ``cudaProfilerStart`` at the window's start, ``cudaProfilerStop`` at its end, so ncu profiles only steady
   steps (one per phase is enough) and the warm-up runs without kernel replays.
@@ -124,12 +126,25 @@ def _synchronize() -> None:
 
 class TorchRecorder(Recorder):
     """torch.profiler, recording from the program's start; ``finish`` (``--window-end continue``, once no phase is
-    left to record) stops it and writes the trace while the program runs on unrecorded."""
+    left to record) stops it and writes the trace while the program runs on unrecorded.
+
+    ``start`` (``--record-from window``): the profiler starts at the first window's start, so the start-up and
+    warm-up cost neither recording nor the stop's processing. Used where the evidence cache knows the program had
+    a window on its last run (the default run's second run); ``started_at`` (the recorder's clock) says when, for
+    the report's start-up."""
     name = "torch"
 
-    def __init__(self, finish):
-        self._finish = finish
+    def __init__(self, finish, start=None, clock=time.perf_counter):
+        self._finish, self._start, self._clock = finish, start, clock
         self.finished = False
+        self.started_at: float | None = None if start is not None else 0.0
+
+    def window_start(self) -> None:
+        if self.started_at is None and not self.finished:
+            self.started_at = self._clock()
+            self._start()
+            from . import annotate
+            annotate.label_open_ranges()  # the phase's range (and the launcher's) around the window's steps
 
     def finish(self) -> None:
         if not self.finished:

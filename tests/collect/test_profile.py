@@ -323,3 +323,98 @@ if os.environ.get('FAKE_TOOL') == 'ncu':
     assert any("pass (ncu) exited with code 11" in n and "program's own run exited 0" in n for n in res.notes)
     meta = json.loads((res.run_dir / "run.json").read_text())
     assert [(p["engine"], p["returncode"]) for p in meta["pass_exit_codes"]] == [("nsys", 0), ("ncu", 11)]
+
+
+SLOW_EXIT = """
+import atexit, os, sys, time, torch
+m = torch.nn.Linear(16, 16); x = torch.randn(8, 16)
+for _ in range(20):
+    m(x).sum().backward()
+atexit.register(lambda: time.sleep(4.0))  # a slow shutdown (a CUDA program's took 0.8-2.5 s on H100)
+if os.environ.get("EXIT_IN_SHUTDOWN"):
+    atexit.register(lambda: os._exit(int(os.environ["EXIT_IN_SHUTDOWN"])))  # runs first: its end is not the said one
+sys.exit(3)
+"""
+
+
+def test_the_verdict_is_made_while_the_launcher_exits_and_checked_against_its_real_end(env, tmp_path, monkeypatch):
+    """The launcher says its exit code before writing the trace; the report is written while its process still
+    exits, and the run still waits for that end: its time and its exit code are the process' own."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    script = env()
+    script.write_text(SLOW_EXIT)
+    t0 = time.time()
+    res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", fast=True))
+    ended = time.time()
+    assert res.exit_code == 3 and any("exited with code 3" in n for n in res.notes)
+    meta = json.loads((res.run_dir / "run.json").read_text())
+    tl = meta["passes"][0]
+    assert tl["seconds"] - tl["trace_written_s"] >= 3.5  # the pass' time is its process' end, after the sleep
+    # report.md was written before the process had ended (the 4 s shutdown), not after it
+    assert (res.run_dir / "report.md").stat().st_mtime < ended - 2.0
+    assert meta["phase_seconds"]["exit_after_report"] > 1.0 and meta["exit_codes"]["torch"] == 3
+    verdict = json.loads((res.run_dir / "verdict.json").read_text())
+    assert verdict["provenance"]["passes"][0]["seconds"] == tl["seconds"]  # rewritten with the real end
+    assert ended - t0 >= 4.0
+    # a shutdown that ends with another code than the one the launcher said: the verdict is made again with it
+    monkeypatch.setenv("EXIT_IN_SHUTDOWN", "7")
+    res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", fast=True))
+    assert res.exit_code == 7 and any("exited with code 7" in n for n in res.notes)
+    assert not any("exited with code 3" in n for n in res.notes)
+    verdict = json.loads((res.run_dir / "verdict.json").read_text())
+    assert any("exited with code 7" in w for w in verdict["warnings"])
+    assert json.loads((res.run_dir / "run.json").read_text())["exit_codes"]["torch"] == 7
+
+
+WINDOWED = """
+import os, sys, time, torch
+for _ in range(int(os.environ.get("SETUP_OPS", "200"))):  # set-up work before any step
+    torch.randn(4, 4).sum()
+m = torch.nn.Linear(16, 16); opt = torch.optim.SGD(m.parameters(), lr=0.01); x = torch.randn(8, 16)
+for i in range(int(os.environ.get("STEPS", "3000"))):
+    time.sleep(0.004)
+    opt.zero_grad(); m(x).sum().backward(); opt.step()
+"""
+
+
+def _ops_named(trace: Path, name: str) -> int:
+    return sum(1 for e in json.loads(trace.read_text())["traceEvents"] if e.get("name") == name)
+
+
+def test_a_second_run_records_from_the_window_and_a_program_without_one_is_recorded_again_whole(env, tmp_path,
+                                                                                                monkeypatch):
+    """The evidence cache knows the program and that it had a window: its next run's profiler records from the
+    window's start (the set-up and warm-up unrecorded, their time still in the start-up); if no window starts
+    then, the program is run again and recorded whole."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    script = env()
+    script.write_text(WINDOWED)
+    target = resolve_target(str(script), [], None)
+    first = profile(target, Options(out=tmp_path / "runs", fast=True, steps=15))
+    w1 = json.loads((first.run_dir / "run.json").read_text())["passes"][0]["window"]
+    assert w1["recorded_from"] == "start" and w1["phases"]
+    assert _ops_named(first.run_dir / "torch_trace.json", "aten::randn") >= 201  # the set-up was recorded
+    second = profile(target, Options(out=tmp_path / "runs", fast=True, steps=15))
+    tl = json.loads((second.run_dir / "run.json").read_text())["passes"][0]
+    assert tl["window"]["recorded_from"] == "window" and tl["window"]["recorded_from_s"] > 0
+    assert "--record-from" in json.loads((second.run_dir / "run.json").read_text())["commands"][0]
+    trace = second.run_dir / "torch_trace.json"
+    assert _ops_named(trace, "aten::randn") < 20  # only the window's own (the model's input is made before)
+    assert _ops_named(trace, "aten::linear") >= 15 and second.exit_code == 0
+    doc = second.verdict.to_json()
+    # the ranges open when the recording began (the launcher's top range) still name the steps' phase
+    assert doc["timeline"]["steps"]["families"] == first.verdict.to_json()["timeline"]["steps"]["families"]
+    st = doc["timeline"]["startup"]
+    assert st["unrecorded_s"] == tl["window"]["recorded_from_s"] and st["seconds"] >= st["unrecorded_s"]
+    assert any("recorded from the window's start" in n for n in second.notes)
+    assert "before the recording began at the window" in (second.run_dir / "report.md").read_text()
+    # the same program, now too short for a window: nothing was recorded, so it runs again, recorded whole
+    monkeypatch.setenv("STEPS", "1")
+    third = profile(target, Options(out=tmp_path / "runs", fast=True, steps=15))
+    assert any(n.startswith("no window of steady steps started this time") for n in third.notes)
+    assert "no trace: the program ended before any window" in (third.run_dir / "torch.window-try.stderr.log").read_text()
+    assert _ops_named(third.run_dir / "torch_trace.json", "aten::randn") >= 201
+    meta = json.loads((third.run_dir / "run.json").read_text())
+    assert meta["passes"][0]["window"]["recorded_from"] == "start" and third.exit_code == 0

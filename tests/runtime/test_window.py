@@ -192,6 +192,27 @@ def test_each_named_phase_is_recorded_with_its_path(tmp_path):
         assert f["count"] >= 8
 
 
+@pytest.mark.torch
+def test_recording_from_the_window_keeps_the_open_phase_ranges_and_leaves_the_warm_up_out(tmp_path):
+    """--record-from window: the profiler starts at the first window, inside phase a's range (and the launcher's
+    top range): those ranges are labelled from there, so the window's steps keep their phase; the steps before
+    the window are not in the trace. A program whose window never starts writes no trace and says so."""
+    from nsighttc.api import analyze
+    r, trace, events = _launch(tmp_path, PHASES, "--window-steps", "8", "--record-from", "window")
+    assert r.returncode == 0 and "RAN TO THE END" in r.stdout, r.stderr
+    start = next(e for e in events if e["event"] == "start")
+    assert "recorded from " in r.stderr
+    doc = analyze([trace]).to_json()
+    fams = {f["name"]: f for f in doc["timeline"]["step_families"]}
+    assert set(fams) == {"prog.py/a/step", "prog.py/b/step"}
+    assert fams["prog.py/a/step"]["count"] <= 40 - start["warmup"]  # phase a's warm-up steps were not recorded
+    assert fams["prog.py/b/step"]["count"] == 40  # all of phase b: it came after the recording began
+    trace.unlink()
+    r, trace, events = _launch(tmp_path, "print('no steps here')\n", "--record-from", "window")
+    assert r.returncode == 0 and "no trace: the program ended before any window" in r.stderr
+    assert not trace.exists()
+
+
 def test_read_events_ignores_other_lines():
     lines = ["hello", win.EVENT_PREFIX + '{"event": "start", "phase": "x"}', win.EVENT_PREFIX + "{not json",
              "x " + win.EVENT_PREFIX + '{"event": "end", "stop": true}']
