@@ -85,14 +85,13 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
     base_notes = list(notes)
     ended = _ending(done, opts, failures)
     exiting = outcome.exiting if outcome is not None else None
-    facts = exiting.end_facts() if exiting is not None else None
     try:
         verdict, ended = _finish(run_dir, target, opts, done, gpus, base_notes, ended, inputs, outcome, phases, started)
         if exiting is not None:  # the verdict was made while the timeline's process exited: its real end now
             t_exit = time.monotonic()
             exiting.finish(remaining())
             phases["exit_after_report"] = round(time.monotonic() - t_exit, 3)  # the exit's part not overlapped
-            if exiting.changed(facts):  # it did not end as the launcher said (a crash in its shutdown, a timeout)
+            if exiting.changed():  # it did not end as the launcher said (a crash in its shutdown, a timeout)
                 ended = _ending(done, opts, failures)
                 verdict, ended = _finish(run_dir, target, opts, done, gpus, base_notes, ended, inputs, outcome,
                                          phases, started)

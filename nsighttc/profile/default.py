@@ -156,10 +156,12 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         rp_run = start_pass(rp, say=lambda s: None if s.startswith("[ncu] running") else say(s))
 
     threading.Thread(target=_preload, daemon=True, name="nsighttc-preload").start()
-    # the launcher lists its kernels before writing the trace: the replay starts from that
-    readers = ReadersOfTheTrace(run_dir, rp_gate if rp_run is not None else None,
-                                lambda n: missing_evidence(n, out, opts)[4], run_dir / KERNEL_OPS_FILE,
-                                run_dir / replay_pass.OPS_FILE)
+
+    def readers_of_the_trace(gate: Path | None) -> ReadersOfTheTrace:
+        # the launcher lists its kernels before writing the trace: the replay starts from that
+        return ReadersOfTheTrace(run_dir, gate, lambda n: missing_evidence(n, out, opts)[4],
+                                 run_dir / KERNEL_OPS_FILE, run_dir / replay_pass.OPS_FILE)
+    readers = readers_of_the_trace(rp_gate if rp_run is not None else None)
     say(f"[1/2 timeline: {tl.engine}] running the program "
         f"({'torch.profiler' if tl.engine == 'torch' else 'Nsight Systems'}) ... {time.monotonic() - started:.0f}s")
     # the trace is read as soon as it is written: the launcher's exit (CUDA/CUPTI teardown) overlaps what follows
@@ -182,8 +184,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                              f"whole ({tried.seconds:.1f} s more; its first run's log: {tried.log.name})")
             say(f"[1/2 timeline: {tl.engine}] no window started: running the program again, recorded whole")
             tl = timeline_pass(replace(opts, record_shapes=False), target, run_dir)
-            readers = ReadersOfTheTrace(run_dir, None, lambda n: missing_evidence(n, out, opts)[4],
-                                        run_dir / KERNEL_OPS_FILE, run_dir / replay_pass.OPS_FILE)
+            readers = readers_of_the_trace(None)
             tl_run = TimelineRun(tl, early=tl.engine == "torch", say=say)
             readers.start(tl.torch_trace, tl_run)
             tl_run.until_written(remaining())

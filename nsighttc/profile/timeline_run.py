@@ -37,6 +37,7 @@ class TimelineRun:
         self.early = early and p.torch_trace is not None
         self.said_code: int | None = None  # the exit code the launcher said it will return (EXIT_SAID)
         self.nothing_recorded = False      # --record-from window, and no window started: no trace was written
+        self._said_end: tuple | None = None  # (code, timed out, interrupted) as ``provisional`` took them
         if self.early:
             marker = f"{TRACE_WRITTEN}{p.torch_trace}"
 
@@ -104,13 +105,14 @@ class TimelineRun:
             return False
         self.p.returncode = self.said_code
         self.p.trace_written_s = round(self.p.seconds, 3)
+        self._said_end = self._end()
         return True
 
-    def changed(self, before: tuple) -> bool:
-        """The pass' end differs from what the verdict was made with (``before``: ``end_facts()`` then)."""
-        return self.end_facts() != before
+    def changed(self) -> bool:
+        """After ``finish``: the pass ended otherwise than the verdict made on ``provisional`` said."""
+        return self._end() != self._said_end
 
-    def end_facts(self) -> tuple:
+    def _end(self) -> tuple:
         return self.p.returncode, self.p.timed_out, self.p.interrupted
 
     def finish(self, timeout: float | None) -> Pass:
