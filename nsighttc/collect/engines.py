@@ -29,9 +29,10 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start",
                   variants: list[str] | None = None, applied: Path | None = None,
                   record_shapes: bool = False, kernel_ops: Path | None = None, step_marks: bool = True,
-                  window: dict | None = None) -> list[str]:
+                  window: dict | None = None, operators: bool = True) -> list[str]:
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
-    (``nsighttc.runtime.kernel_ops``). ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default.
+    (``nsighttc.runtime.kernel_ops``). ``operators=False``: torch.profiler records the ranges, CUDA calls and GPU
+    activities only (``nsighttc.runtime.recording``; operators are recorded anyway with ``record_shapes``). ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default.
     ``window``: record a window of steady steps (``nsighttc.runtime.window``): ``warmup``/``steps`` (None: auto),
     ``end`` (stop|continue), ``cuda_profiler`` (switch cudaProfilerStart/Stop: ncu --profile-from-start off),
     ``record_from`` ("window": torch.profiler records from the first window's start, ``--record-from``)."""
@@ -59,6 +60,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
         argv += ["--torch-trace", str(torch_trace)] + (["--record-shapes"] if record_shapes else [])
         if record_shapes and kernel_ops is not None:
             argv += ["--kernel-ops", str(kernel_ops)]
+        elif not operators and not record_shapes:
+            argv += ["--no-operators"]
     if module:
         argv += ["-m", target[0], "--", *target[1:]]
     else:

@@ -363,7 +363,7 @@ class _Context:
         trace = d / "torch_trace.json"
         argv = engines.launcher_argv(self.target.argv, module=self.target.module, annotate=self.opts.annotate,
                                      torch_trace=trace, variants=[] if name == "baseline" else name.split("+"),
-                                     applied=d / "applied.json", window=self._window(True))
+                                     applied=d / "applied.json", window=self._window(True), operators=False)
         self.say(f"[try {name}] profiled run (for its verdict) ...")
         row, p = self._run(name, d, argv, trace)
         if row["status"] != "ok":

@@ -48,6 +48,8 @@ class Options:
     counters: str = "fast"          # default run's ncu pass: fast (one replay pass: instruction counts) | full (FLOPs)
     replay: bool = True             # default run: measure kernels by calling their operators again (nsighttc.runtime.replay)
     record_shapes: bool = False     # torch engine: record operator arguments (set by the default run for replay)
+    operators: bool = True          # torch engine: record every operator (the default run's timeline: only for
+    #                                 the replay; its analysis reads ranges and GPU work: runtime.recording)
     step_marks: bool = True         # the launcher marks steps from global hooks (nsighttc.runtime.steps)
     window: bool = True             # default run: record a window of steady steps (nsighttc.runtime.window)
     warmup: int | None = None       # steps before the window (None: auto)

@@ -38,6 +38,7 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path,
                                      step_marks=opts.step_marks,
                                      torch_trace=torch_trace, python=opts.python,
                                      record_shapes=opts.record_shapes and torch_trace is not None,
+                                     operators=opts.operators,
                                      kernel_ops=run_dir / KERNEL_OPS_FILE, window=window)
 
     if engine == "ncu":
@@ -86,7 +87,9 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
         return None
     from .window import timeline_window
     window = timeline_window(opts, target.python_program, from_window=from_window and engine == "torch")
-    p = plan(replace(opts, engine=engine), target, None, run_dir, window)[0][0]  # the pass --engine X runs
+    # Operators are recorded only where the replay reads their arguments: the analysis reads ranges and GPU work,
+    # and recording every operator is most of torch.profiler's cost to a launch-heavy step (runtime.recording).
+    p = plan(replace(opts, engine=engine, operators=opts.record_shapes), target, None, run_dir, window)[0][0]
     p.mode = "timeline"
     p.window = window
     return p

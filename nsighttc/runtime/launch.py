@@ -64,6 +64,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--record-shapes", action="store_true",
                     help="with --torch-trace: record each operator's argument shapes, dtypes and values "
                          "(what `python -m nsighttc.runtime.replay` needs to launch its kernels again)")
+    ap.add_argument("--no-operators", dest="operators", action="store_false",
+                    help="with --torch-trace: record the ranges, CUDA calls and GPU activities only, not every "
+                         "operator (what the timeline's analysis reads; much cheaper for launch-heavy steps; "
+                         "nsighttc.runtime.recording). Not with --record-shapes, which records operators.")
     ap.add_argument("--kernel-ops", type=Path,
                     help="with --record-shapes: when the program ends, write each distinct kernel with the "
                          "operator call of its first launch here (JSON, nsighttc.runtime.kernel_ops) before the trace")
@@ -316,13 +320,18 @@ def main(argv: list[str] | None = None) -> int:
             # its stop went through all of them (H100, torch 2.11, Lightning's second run: stop 0.74-0.81 s for the
             # last second of the program against 0.62-0.72 s recording it all; reports/window/call9).
             from_window = ns.record_from == "window" and window is not None and window.enabled
+            from . import recording
+            operators = ns.operators or ns.record_shapes
+
+            def start_recording():
+                prof._nsighttc_operators = recording.start(prof, operators)
             if not from_window:
-                prof.__enter__()
+                start_recording()
             if window is not None and window.enabled:
                 from .window import TorchRecorder
                 window.recorder = recorder = TorchRecorder(
                     lambda: _write_trace(prof, ns, t_start, trace_only, recorder),
-                    start=prof.__enter__ if from_window else None)
+                    start=start_recording if from_window else None)
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
@@ -393,6 +402,7 @@ def _write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, recor
     ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(ns.torch_trace))
     since = f", recorded from {started_at - t_start:.2f} s" if started_at else ""
+    since += "" if getattr(prof, "_nsighttc_operators", True) else ", ranges only"
     print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
           f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
           f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr, flush=True)

@@ -370,7 +370,8 @@ def test_the_verdict_is_made_while_the_launcher_exits_and_checked_against_its_re
 WINDOWED = """
 import os, sys, time, torch
 for _ in range(int(os.environ.get("SETUP_OPS", "200"))):  # set-up work before any step
-    torch.randn(4, 4).sum()
+    with torch.profiler.record_function("setup"):
+        torch.randn(4, 4).sum()
 m = torch.nn.Linear(16, 16); opt = torch.optim.SGD(m.parameters(), lr=0.01); x = torch.randn(8, 16)
 for i in range(int(os.environ.get("STEPS", "3000"))):
     time.sleep(0.004)
@@ -380,6 +381,10 @@ for i in range(int(os.environ.get("STEPS", "3000"))):
 
 def _ops_named(trace: Path, name: str) -> int:
     return sum(1 for e in json.loads(trace.read_text())["traceEvents"] if e.get("name") == name)
+
+
+def _operators(trace: Path) -> int:
+    return sum(1 for e in json.loads(trace.read_text())["traceEvents"] if e.get("cat") == "cpu_op")
 
 
 def test_a_second_run_records_from_the_window_and_a_program_without_one_is_recorded_again_whole(env, tmp_path,
@@ -395,14 +400,17 @@ def test_a_second_run_records_from_the_window_and_a_program_without_one_is_recor
     first = profile(target, Options(out=tmp_path / "runs", fast=True, steps=15))
     w1 = json.loads((first.run_dir / "run.json").read_text())["passes"][0]["window"]
     assert w1["recorded_from"] == "start" and w1["phases"]
-    assert _ops_named(first.run_dir / "torch_trace.json", "aten::randn") >= 201  # the set-up was recorded
+    assert _ops_named(first.run_dir / "torch_trace.json", "setup") == 200  # the set-up was recorded
+    # no replay (--fast): the ranges and the GPU only, not every operator (runtime.recording)
+    assert _operators(first.run_dir / "torch_trace.json") == 0 and \
+        "--no-operators" in json.loads((first.run_dir / "run.json").read_text())["commands"][0]
     second = profile(target, Options(out=tmp_path / "runs", fast=True, steps=15))
     tl = json.loads((second.run_dir / "run.json").read_text())["passes"][0]
     assert tl["window"]["recorded_from"] == "window" and tl["window"]["recorded_from_s"] > 0
     assert "--record-from" in json.loads((second.run_dir / "run.json").read_text())["commands"][0]
     trace = second.run_dir / "torch_trace.json"
-    assert _ops_named(trace, "aten::randn") < 20  # only the window's own (the model's input is made before)
-    assert _ops_named(trace, "aten::linear") >= 15 and second.exit_code == 0
+    assert _ops_named(trace, "setup") == 0 and _operators(trace) == 0  # the set-up ran unrecorded
+    assert _ops_named(trace, "Optimizer.step#SGD.step") >= 15 and second.exit_code == 0
     doc = second.verdict.to_json()
     # the ranges open when the recording began (the launcher's top range) still name the steps' phase
     assert doc["timeline"]["steps"]["families"] == first.verdict.to_json()["timeline"]["steps"]["families"]
@@ -415,6 +423,6 @@ def test_a_second_run_records_from_the_window_and_a_program_without_one_is_recor
     third = profile(target, Options(out=tmp_path / "runs", fast=True, steps=15))
     assert any(n.startswith("no window of steady steps started this time") for n in third.notes)
     assert "no trace: the program ended before any window" in (third.run_dir / "torch.window-try.stderr.log").read_text()
-    assert _ops_named(third.run_dir / "torch_trace.json", "aten::randn") >= 201
+    assert _ops_named(third.run_dir / "torch_trace.json", "setup") == 200
     meta = json.loads((third.run_dir / "run.json").read_text())
     assert meta["passes"][0]["window"]["recorded_from"] == "start" and third.exit_code == 0
