@@ -140,6 +140,10 @@ def main() -> int:
                             "dtype_from_names_share": tc.get("dtype_from_names_share"),
                             "evidence_sources": tc.get("evidence_sources"), "timeline_verdict": tl.get("verdict"),
                             "gpu_busy_share": tl.get("gpu_busy_share"), "headline_cause": tl.get("headline_cause"),
+                            # the steady step as each run measured it: a first run records operators (and their
+                            # shapes) for the replay, a second run the ranges only, so the two must still agree
+                            "step": {k: (tl.get("steps") or {}).get(k) for k in
+                                     ("name", "verdict", "median_iteration_ns", "steady_gpu_busy_share")},
                             "passes": prov.get("passes"), "evidence": prov.get("evidence")}
         entry["has_timeline"] = bool(cold_doc and cold_doc.get("timeline"))
         entry["tc_evidence"] = cold_doc["tensor_cores"]["evidence"] if cold_doc else None

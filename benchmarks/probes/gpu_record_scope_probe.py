@@ -12,7 +12,10 @@ the trace. Modes:
 - ``shapes``: ``ops`` with ``record_shapes`` (a first run with the replay);
 - ``ranges``: CPU + CUDA activities, RecordFunction callbacks only for ``RecordScope.USER_SCOPE`` (the
   ``record_function`` ranges: the program's NVTX/annotate ranges, the DataLoader's and the optimizer's labels);
-- ``cuda``: the CUDA activity alone (no ranges at all).
+- ``cuda``: the CUDA activity alone (no ranges at all);
+- ``two`` / ``two-noteardown``: a first session with operators and shapes over 5 steps, stopped and written, then a
+  second with the ranges only over the measured steps (``TEARDOWN_CUPTI=0`` for the second form): whether torch
+  2.11 records kernels in a session started right after another, and what each stop costs.
 
     python3 benchmarks/probes/gpu_record_scope_probe.py --out OUT [--rounds 2] [--steps 32] [--modes ...]
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -52,7 +56,28 @@ def timed(n):
 timed(15)
 plain_ms = timed(steps)
 res = {"mode": mode, "plain_ms": round(plain_ms, 2)}
-if mode != "plain":
+def start(p, ranges_only):
+    orig = ap._enable_profiler
+    if ranges_only:
+        ap._enable_profiler = lambda config, activities, scopes=None: orig(config, activities, {P.RecordScope.USER_SCOPE})
+    try:
+        p.__enter__()
+    finally:
+        ap._enable_profiler = orig
+if mode.startswith("two"):
+    acts = [torch.profiler.ProfilerActivity.CUDA, torch.profiler.ProfilerActivity.CPU]
+    a = torch.profiler.profile(activities=acts, record_shapes=True); start(a, False)
+    res["warmup_ms"] = round(timed(5), 2)
+    t = time.perf_counter(); a.__exit__(None, None, None); res["stop_a_s"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter(); a.export_chrome_trace(out + ".a.json"); res["write_a_s"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter(); b = torch.profiler.profile(activities=acts); start(b, True); res["start_b_s"] = round(time.perf_counter() - t, 3)
+    res["recorded_ms"] = round(timed(steps), 2)
+    t = time.perf_counter(); b.__exit__(None, None, None); res["stop_s"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter(); b.export_chrome_trace(out); res["write_s"] = round(time.perf_counter() - t, 3)
+    for name, f in (("a", out + ".a.json"), ("b", out)):
+        cats = collections.Counter(e.get("cat", "") for e in json.load(open(f))["traceEvents"])
+        res["events_" + name] = {k: cats.get(k, 0) for k in ("cpu_op", "kernel", "cuda_runtime", "user_annotation")}
+elif mode != "plain":
     acts = [torch.profiler.ProfilerActivity.CUDA] + ([] if mode == "cuda" else [torch.profiler.ProfilerActivity.CPU])
     prof = torch.profiler.profile(activities=acts, record_shapes=mode == "shapes")
     orig = ap._enable_profiler
@@ -86,8 +111,9 @@ def main() -> int:
         for r in range(ns.rounds):
             for mode in ns.modes.split(","):
                 trace = str(Path(tmp) / f"{mode}.json")
+                env = dict(os.environ, **({"TEARDOWN_CUPTI": "0"} if mode.endswith("-noteardown") else {}))
                 proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(ns.steps), trace],
-                                      capture_output=True, text=True, timeout=300)
+                                      capture_output=True, text=True, timeout=300, env=env)
                 line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
                 res = json.loads(line[7:]) if line else {"mode": mode, "error": proc.stderr[-800:]}
                 res["round"] = r + 1

@@ -40,3 +40,60 @@ def test_the_window_agrees_with_the_whole_program(name):
 def test_the_trainer_window_holds_fewer_steps_than_the_program_ran():
     """The pair is a real window: the program was stopped after it (40 steps asked, fewer recorded)."""
     assert _steps_in(FIX / "trainer_window_torch.json.gz") < _steps_in(FIX / "trainer_whole_torch.json.gz") == 40
+
+
+# The same program's first default run (every operator recorded with its arguments, for the replay) and second run
+# (the ranges only, from the window's start: nsighttc.runtime.recording), H100, reports/window/call14
+# (`benchmarks/keep_traces.py`; both stripped of operator events by strip_fixture.py, so they differ only in how the
+# program ran while recorded).
+SECOND_RUN_PAIRS = ["dataloader", "lightning"]
+
+
+def _labels(path: Path) -> set[str]:
+    with gzip.open(path, "rt") as fh:
+        ev = json.load(fh)["traceEvents"]
+    return {e["name"] for e in ev if e.get("cat") == "user_annotation"}
+
+
+@pytest.mark.parametrize("name", SECOND_RUN_PAIRS)
+def test_a_ranges_only_recording_keeps_what_the_verdict_reads(name):
+    ops_path, ranges_path = (FIX / f"{name}_{how}_torch.json.gz" for how in ("operators", "ranges"))
+    # torch's own record_function labels (the DataLoader's fetch, the optimizer's step) and the step hooks' marks
+    # are ranges: the ranges-only recording has every one the operator recording has
+    assert _labels(ranges_path) == _labels(ops_path)
+    assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" in _labels(ranges_path)
+    ops, ranges = (analyze([p]).to_json() for p in (ops_path, ranges_path))
+    assert abs(ops["tensor_cores"]["tc_time_share"] - ranges["tensor_cores"]["tc_time_share"]) <= 0.02
+    assert ops["tensor_cores"]["verdict"] == ranges["tensor_cores"]["verdict"]
+    assert ops["timeline"]["steps"]["name"] == ranges["timeline"]["steps"]["name"] == "optimizer steps"
+    for doc in (ops, ranges):  # the same cause found, in the same place
+        assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" in doc["timeline"]["headline_cause"]
+
+
+def test_the_report_note_quotes_what_recording_operators_did_to_the_steps():
+    """profile.window's note on a first run's timeline quotes these two recordings of Lightning: the operators and
+    their arguments made its steps nearly twice as long as the ranges-only recording's (a plain run: 5.5 ms), and the
+    verdict moved from mixed to cpu-bound."""
+    from nsighttc.profile.window import SHAPES_SLOWDOWN_SEEN
+    ops, ranges = (analyze([FIX / f"lightning_{how}_torch.json.gz"]).to_json()["timeline"]
+                   for how in ("operators", "ranges"))
+    a, b = ops["steps"]["median_iteration_ns"] / 1e6, ranges["steps"]["median_iteration_ns"] / 1e6
+    assert f"{a:.1f} ms/step against {b:.1f} ms" in SHAPES_SLOWDOWN_SEEN
+    assert (ops["verdict"], ranges["verdict"]) == ("cpu-bound", "mixed")
+
+
+def test_only_a_timeline_that_recorded_arguments_says_its_steps_were_slowed(tmp_path):
+    from nsighttc.profile.passes import Pass
+    from nsighttc.profile.window import note
+    events = [{"event": "start", "phase": "nsighttc.step", "warmup": 3, "steps": 20, "median_ms": 7.0}]
+    said = {}
+    for how, extra in (("first", ["--record-shapes"]), ("second", ["--no-operators"])):
+        p = Pass("torch", ["python", "-m", "nsighttc.runtime.launch", "--torch-trace", "t.json", *extra, "--", "x.py"],
+                 tmp_path / "torch.log", window={"warmup": None, "steps": None, "end": "stop"}, window_events=events)
+        said[how] = note(p)
+    assert said["first"].startswith("recorded a window of steady steps: 20 steps of `nsighttc.step`")
+    assert "recorded with its arguments for the replay" in said["first"] and SLOWED_SEEN in said["first"]
+    assert "arguments" not in said["second"]
+
+
+SLOWED_SEEN = "Lightning 12.9 ms/step against 7.0 ms"
