@@ -32,7 +32,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   window: dict | None = None, operators: bool = True) -> list[str]:
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
     (``nsighttc.runtime.kernel_ops``). ``operators=False``: torch.profiler records the ranges, CUDA calls and GPU
-    activities only (``nsighttc.runtime.recording``; operators are recorded anyway with ``record_shapes``). ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default.
+    activities only (``nsighttc.runtime.recording``; operators are recorded anyway with ``record_shapes``).
+    ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default.
     ``window``: record a window of steady steps (``nsighttc.runtime.window``): ``warmup``/``steps`` (None: auto),
     ``end`` (stop|continue), ``cuda_profiler`` (switch cudaProfilerStart/Stop: ncu --profile-from-start off),
     ``record_from`` ("window": torch.profiler records from the first window's start, ``--record-from``)."""

@@ -88,7 +88,7 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
     from .window import timeline_window
     window = timeline_window(opts, target.python_program, from_window=from_window and engine == "torch")
     # Operators are recorded only where the replay reads their arguments: the analysis reads ranges and GPU work,
-    # and recording every operator is most of torch.profiler's cost to a launch-heavy step (runtime.recording).
+    # and every operator recorded lengthens the profiler's stop and the trace (runtime.recording).
     p = plan(replace(opts, engine=engine, operators=opts.record_shapes), target, None, run_dir, window)[0][0]
     p.mode = "timeline"
     p.window = window

@@ -66,7 +66,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                          "(what `python -m nsighttc.runtime.replay` needs to launch its kernels again)")
     ap.add_argument("--no-operators", dest="operators", action="store_false",
                     help="with --torch-trace: record the ranges, CUDA calls and GPU activities only, not every "
-                         "operator (what the timeline's analysis reads; much cheaper for launch-heavy steps; "
+                         "operator (what the timeline's analysis reads; a shorter stop and a smaller trace; "
                          "nsighttc.runtime.recording). Not with --record-shapes, which records operators.")
     ap.add_argument("--kernel-ops", type=Path,
                     help="with --record-shapes: when the program ends, write each distinct kernel with the "
@@ -289,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     remove_hooks = None
     prof = None
     trace_only = None  # torch.profiler keeps no events in memory (launch.trace_only_config)
+    said = {"operators": True}  # what the profiler records (runtime.recording), for the trace's line
     # SIGTERM (our timeout) becomes KeyboardInterrupt, so the profiler still writes what it has.
     def _interrupt(*_):
         raise KeyboardInterrupt
@@ -324,13 +325,13 @@ def main(argv: list[str] | None = None) -> int:
             operators = ns.operators or ns.record_shapes
 
             def start_recording():
-                prof._nsighttc_operators = recording.start(prof, operators)
+                said["operators"] = recording.start(prof, operators)
             if not from_window:
                 start_recording()
             if window is not None and window.enabled:
                 from .window import TorchRecorder
                 window.recorder = recorder = TorchRecorder(
-                    lambda: _write_trace(prof, ns, t_start, trace_only, recorder),
+                    lambda: _write_trace(prof, ns, t_start, trace_only, recorder, said["operators"]),
                     start=start_recording if from_window else None)
         with top, variant_ctx:
             if window is not None:
@@ -366,14 +367,15 @@ def main(argv: list[str] | None = None) -> int:
                                              indent=2))
         if prof is not None and not (window is not None and getattr(window.recorder, "finished", False)):
             print(f"{EXIT_SAID}{code}", file=sys.stderr, flush=True)
-            _write_trace(prof, ns, t_start, trace_only, getattr(window, "recorder", None))
+            _write_trace(prof, ns, t_start, trace_only, getattr(window, "recorder", None), said["operators"])
     return code
 
 
 NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started
 
 
-def _write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, recorder=None) -> None:
+def _write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, recorder=None,
+                 operators: bool = True) -> None:
     """Stop torch.profiler and write its trace (at the program's end, or at the window's end with
     ``--window-end continue``: the program then runs on unrecorded). With ``--record-from window`` and no window
     started, nothing was recorded: no trace is written, and the line ``NOTHING_RECORDED`` says why."""
@@ -402,7 +404,7 @@ def _write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, recor
     ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(ns.torch_trace))
     since = f", recorded from {started_at - t_start:.2f} s" if started_at else ""
-    since += "" if getattr(prof, "_nsighttc_operators", True) else ", ranges only"
+    since += "" if operators else ", ranges only"
     print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
           f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
           f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr, flush=True)
