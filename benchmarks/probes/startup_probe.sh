@@ -4,7 +4,7 @@
 # program's, reports/window call13-16). Usage (GPU machine, after setup.sh): bash benchmarks/probes/startup_probe.sh OUT
 set -u
 OUT=${1:?out dir}; mkdir -p "$OUT"; E=$(mktemp --suffix=.py); echo 'pass' > "$E"
-t() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1; e=$(date +%s.%N); echo "$(echo "$e - $s" | bc)"; }
+t() { python3 -c 'import subprocess, sys, time; t = time.perf_counter(); subprocess.run(sys.argv[1:], capture_output=True); print(f"{time.perf_counter() - t:.3f}")' "$@"; }
 {
 for i in 1 2 3 4 5; do
   echo "round $i: python -c pass $(t python3 -c pass) | python empty.py $(t python3 "$E") |" \
