@@ -87,9 +87,12 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
         return None
     from .window import timeline_window
     window = timeline_window(opts, target.python_program, from_window=from_window and engine == "torch")
-    # Operators are recorded only where the replay reads their arguments: the analysis reads ranges and GPU work,
-    # and every operator recorded lengthens the profiler's stop and the trace (runtime.recording).
-    p = plan(replace(opts, engine=engine, operators=opts.record_shapes), target, None, run_dir, window)[0][0]
+    # Operators are recorded only where something reads them: the replay (their arguments), and, without the step
+    # hooks (--no-step-marks), torch.compile's compilation spans, which are cpu_op events (parse.marks); the
+    # analysis reads ranges and GPU work, and every operator recorded lengthens the profiler's stop and the trace
+    # (runtime.recording).
+    operators = opts.record_shapes or not opts.step_marks
+    p = plan(replace(opts, engine=engine, operators=operators), target, None, run_dir, window)[0][0]
     p.mode = "timeline"
     p.window = window
     return p

@@ -5,7 +5,7 @@ that launched them, and the ``record_function`` ranges (``user_annotation``: the
 step hooks' marks, the DataLoader's ``enumerate(DataLoader)#...`` and the optimizers' ``Optimizer.step#...``
 labels). The operators (``cpu_op``: every ``aten::`` call and autograd node) are read only by the replay, which
 needs their arguments (``--record-shapes``), and for torch.compile's compilation spans, which the step hooks mark
-themselves (``nsighttc.compile``). Their cost shows at the profiler's stop and in the trace's writing.
+themselves (``nsighttc.compile``; without the hooks, ``--no-step-marks``, the default run records operators). Their cost shows at the profiler's stop and in the trace's writing.
 
 So without operators, the profiler is enabled with RecordFunction callbacks for ``RecordScope.USER_SCOPE`` only
 (``torch.autograd._enable_profiler``'s ``scopes``): the ranges are recorded, an operator's RecordFunction finds

@@ -120,3 +120,20 @@ def test_step_marks_can_be_switched_off(tmp_path):
     script.write_text("pass\n")
     (p,), _ = plan(Options(engine="torch", step_marks=False), resolve_target(str(script), [], None), None, tmp_path)
     assert p.argv[p.argv.index("--step-marks") + 1] == "off"
+
+
+def test_the_default_timeline_records_operators_only_where_something_reads_them(tmp_path):
+    """The replay reads their arguments; without the step hooks, torch.compile's compilation spans are cpu_op events
+    (parse.marks): both keep every operator. Otherwise the ranges and GPU work only (runtime.recording)."""
+    from nsighttc.profile.passes import Options
+    from nsighttc.profile.planning import timeline_pass
+    from nsighttc.profile.target import resolve_target
+    script = tmp_path / "train.py"
+    script.write_text("pass\n")
+    target = resolve_target(str(script), [], None)
+
+    def argv(**kw):
+        return timeline_pass(Options(timeline_engine="torch", **kw), target, tmp_path).argv
+    assert "--no-operators" in argv()
+    assert "--no-operators" not in argv(record_shapes=True) and "--record-shapes" in argv(record_shapes=True)
+    assert "--no-operators" not in argv(step_marks=False)
