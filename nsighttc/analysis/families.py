@@ -19,6 +19,10 @@ NO_MATRIX_FAMILIES = ("elementwise", "reduce_kernel", "distribution_", "max_pool
                       # rule cudnn-wgrad-reduce-amp-scale: no tensor math measured on H100 (same replay); 6 of its
                       # 66 profiles were these
                       "reduce_wgrad", "amp_update_scale",
+                      # rule foreach-norm-cleanup: no tensor math measured on H100 (torch._foreach_norm); the
+                      # replay cannot rebuild its TensorList, so a Trainer's first run ran the program under ncu
+                      # for it (reports/window call19)
+                      "lpnorm_cleanup",
                       "nccl")  # never replay a collective under ncu: the other ranks stall in it
 
 

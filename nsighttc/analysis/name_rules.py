@@ -143,6 +143,10 @@ RULES: tuple[NameRule, ...] = (
     _r("cudnn-wgrad-reduce-amp-scale", r"reduce_wgrad_nchw_helper|amp_update_scale_cuda_kernel", False, None,
        "measured on H100 (ResNet-50 AMP, replayed operators; tests/fixtures/h100_resnet_amp_replay_ncu_raw.csv.gz): "
        "cuDNN's reduce_wgrad_nchw_helper (5 launches) and GradScaler's amp_update_scale_cuda_kernel: tensor ops 0"),
+    _r("foreach-norm-cleanup", r"lpnorm_cleanup", False, None,
+       "measured on H100 (torch._foreach_norm, gradient-norm clipping's last kernel; "
+       "benchmarks/probes/gpu_replay_fix_probe.sh, tests/fixtures/h100_foreach_norm_ncu_raw.csv.gz): "
+       "lpnorm_cleanup<float|Half|BFloat16>: hmma == hfma2 (HFMA2.MMA moves only), imma and dmma 0"),
     _r("triton-pointwise", r"^triton_(poi|red|per)_", False, None,
        PEER + ": Inductor pointwise/reduction kernels contain no tl.dot"),
 )

@@ -29,9 +29,11 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start",
                   variants: list[str] | None = None, applied: Path | None = None,
                   record_shapes: bool = False, kernel_ops: Path | None = None, step_marks: bool = True,
-                  window: dict | None = None, operators: bool = True) -> list[str]:
+                  window: dict | None = None, operators: bool = True, ops_trace: Path | None = None) -> list[str]:
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
-    (``nsighttc.runtime.kernel_ops``). ``operators=False``: torch.profiler records the ranges, CUDA calls and GPU
+    (``nsighttc.runtime.kernel_ops``). ``ops_trace`` (with ``record_shapes`` and a ``window``): the operators with
+    their arguments are recorded until the window and written there, the window with the ranges only
+    (``nsighttc.runtime.recording.OperatorsUntilWindow``). ``operators=False``: torch.profiler records the ranges, CUDA calls and GPU
     activities only (``nsighttc.runtime.recording``; operators are recorded anyway with ``record_shapes``).
     ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default.
     ``window``: record a window of steady steps (``nsighttc.runtime.window``): ``warmup``/``steps`` (None: auto),
@@ -61,6 +63,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
         argv += ["--torch-trace", str(torch_trace)] + (["--record-shapes"] if record_shapes else [])
         if record_shapes and kernel_ops is not None:
             argv += ["--kernel-ops", str(kernel_ops)]
+        if record_shapes and ops_trace is not None and window is not None:
+            argv += ["--ops-trace", str(ops_trace)]
         elif not operators and not record_shapes:
             argv += ["--no-operators"]
     if module:

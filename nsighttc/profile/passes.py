@@ -82,6 +82,8 @@ class Pass:
     window: dict | None = None                     # the launcher's window settings (runtime.window), if windowed
     window_events: list = field(default_factory=list)  # what the launcher's window did (start/end/stop per phase)
     recorded_from_s: float | None = None           # timeline recorded from the window: seconds into the program
+    ops_trace: Path | None = None                  # timeline: where a first run's operators until the window go
+    operators_until_s: float | None = None         # ... and when they were written (None: one recording, whole)
 
     @property
     def stopped_after_window(self) -> bool:
@@ -105,4 +107,5 @@ class Result:
     timed_out: bool = False
 
 
+OPS_TRACE_FILE = "torch_ops_trace.json"  # a first run's operators until its window (runtime.recording)
 KERNEL_OPS_FILE = "kernel_ops.json"  # the timeline launcher's early kernel list (nsighttc.runtime.kernel_ops)

@@ -16,12 +16,12 @@ from .. import ncu_metrics
 from ..collect import engines, process, tools
 from ..errors import UsageError
 from .distributed import distribute
-from .passes import KERNEL_OPS_FILE, Options, Pass
+from .passes import KERNEL_OPS_FILE, OPS_TRACE_FILE, Options, Pass
 from .target import Target
 
 
 def plan(opts: Options, target: Target, cc: str | None, run_dir: Path,
-         window: dict | None = None) -> tuple[list[Pass], list[str]]:
+         window: dict | None = None, ops_trace: Path | None = None) -> tuple[list[Pass], list[str]]:
     """The pass of an explicit engine (``--engine ncu|nsys|torch``), as an argument list. Pure except for
     looking tools up. The default run (``auto``) is planned step by step by ``profile.default``."""
     notes: list[str] = []
@@ -39,7 +39,8 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path,
                                      torch_trace=torch_trace, python=opts.python,
                                      record_shapes=opts.record_shapes and torch_trace is not None,
                                      operators=opts.operators,
-                                     kernel_ops=run_dir / KERNEL_OPS_FILE, window=window)
+                                     kernel_ops=run_dir / KERNEL_OPS_FILE, window=window,
+                                     ops_trace=ops_trace if torch_trace is not None else None)
 
     if engine == "ncu":
         ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
@@ -92,9 +93,14 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
     # analysis reads ranges and GPU work, and every operator recorded lengthens the profiler's stop and the trace
     # (runtime.recording).
     operators = opts.record_shapes or not opts.step_marks
-    p = plan(replace(opts, engine=engine, operators=operators), target, None, run_dir, window)[0][0]
+    # With the replay's arguments and a window: operators until the window, the window with the ranges only
+    # (runtime.recording.OperatorsUntilWindow); the replay reads the first trace, the analysis the second.
+    ops_trace = run_dir / OPS_TRACE_FILE if engine == "torch" and opts.record_shapes and window is not None \
+        and window.get("record_from") != "window" and not target.distributed else None
+    p = plan(replace(opts, engine=engine, operators=operators), target, None, run_dir, window, ops_trace)[0][0]
     p.mode = "timeline"
     p.window = window
+    p.ops_trace = ops_trace if p.engine == "torch" else None
     return p
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable
 from .. import ncu_metrics
 from ..collect import engines, process
 from ..errors import NsighttcError
-from ..runtime.replay import RANGE, WARM_RANGE
+from ..runtime.replay import CALLING, RANGE, WARM_RANGE
 from .evidence import export
 from .passes import CounterPermission, Options, Pass
 from .running import finish_pass
@@ -78,6 +78,22 @@ def measured_keys(inputs: list[Path], parsed_into: dict | None = None) -> set[st
         hard = launches[(launches["evidence"] == EVIDENCE_HARDWARE).to_numpy()]
         keys |= set(merge_key(hard["name"].astype(str)))
     return keys
+
+
+def crashed_in(log: Path) -> str | None:
+    """The operator the replay was calling when its process ended (its last ``CALLING`` line with no outcome after
+    it), or None."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    last = max((i for i, line in enumerate(lines) if line.startswith(CALLING)), default=None)
+    if last is None:
+        return None
+    outcome = ("nsighttc.replay: +", "nsighttc.replay: could not call")
+    if any(line.startswith(outcome) for line in lines[last + 1:]):
+        return None
+    return lines[last][len(CALLING):].strip() or None
 
 
 def still_missing(missing: list[str], keys: set[str]) -> list[str]:
@@ -136,6 +152,11 @@ def run_replay(rp: Pass, rp_run: process.Running, run_dir: Path, need: pd.DataFr
     info["replay"] = {**found, "measured": len(measured), "profiled": rp.profiled_kernels, "warm_up_profiles": warm,
                       "seconds": round(time.monotonic() - t0, 2), "waited_s": round(waited, 2),
                       "read_s": round(time.monotonic() - t0 - waited, 2)}
+    crashed = crashed_in(rp.log.with_suffix(".stderr.log")) if rp.returncode not in (None, 0) and not rp.stopped_early else None
+    if crashed:
+        info["replay"]["crashed_in"] = crashed
+        out.notes.append(f"the replay process ended (code {rp.returncode}) while calling {crashed}: the calls not made "
+                         "after it were left to the program's Nsight Compute pass (see ncu_replay.stderr.log)")
     if measured:
         out.notes.append(f"hardware evidence for {len(measured)} of the {len(missing)} kernel(s) needing it came from "
                          "calling again, under Nsight Compute, the PyTorch operators that launched them in the "

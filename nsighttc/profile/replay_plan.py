@@ -163,9 +163,13 @@ class StreamPlan:
     replay did not measure is still found by the plan from the parsed trace and left to the program's pass."""
 
     def __init__(self, trace: Path, ops: Path, gate: Path, decide: Callable[[pd.DataFrame], list[str]],
-                 defer_to: Path | None = None, index=None):
+                 defer_to: Path | None = None, index=None, hold: threading.Event | None = None):
         import queue
         self.trace, self.ops, self.gate, self.decide, self.defer_to = trace, ops, gate, decide, defer_to
+        # the gate opens with the first call, but not before ``hold`` is set: a list planned from a first run's
+        # operators until its window is ready while the window still runs, and the replay's GPU work would slow
+        # the steps it times
+        self.hold = hold
         self.index = index  # kineto_ops.OperatorIndex the scan fills: operators read where they lie
         self.stood_down = False  # the launcher listed its kernels (``defer_to``): ``EarlyPlan`` writes the list
         self._q: queue.Queue = queue.Queue()
@@ -185,6 +189,11 @@ class StreamPlan:
     def start(self) -> "StreamPlan":
         self._thread.start()
         return self
+
+    def use_trace(self, trace: Path) -> None:
+        """The scan reads ``trace`` (the operators' trace of a first run with a window): operators are looked up
+        there (called before the scan hands over any kernel)."""
+        self.trace = trace
 
     def add(self, kernels: list[dict]) -> None:
         """Kernels first seen in the latest window (called by the scan's thread)."""
@@ -284,7 +293,17 @@ class StreamPlan:
             self.last_call_s = round(time.monotonic() - self._t0, 2)
         if self.first_call_s is None and "end" not in entry:
             self.first_call_s = round(time.monotonic() - self._t0, 2)
+            self._open_gate()
+
+    def _open_gate(self) -> None:
+        if self.hold is None or self.hold.is_set():
             self.gate.write_text("go")
+            return
+
+        def when_released() -> None:
+            self.hold.wait()
+            self.gate.write_text("go")
+        threading.Thread(target=when_released, daemon=True, name="nsighttc-replay-gate").start()
 
 
 

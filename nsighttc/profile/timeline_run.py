@@ -18,11 +18,13 @@ import time
 from typing import Callable
 
 from ..runtime.launch import EXIT_SAID, NOTHING_RECORDED, TRACE_WRITTEN
+from ..runtime.recording import OPS_WRITTEN
 from .passes import Pass
 from .running import finish_pass, start_pass
 
 
 _RECORDED_FROM = re.compile(r"recorded from ([0-9.]+) s")  # the launcher's trace line, --record-from window
+_PROGRAM_S = re.compile(r"\(program ([0-9.]+) s")  # the launcher's lines: seconds into the program
 
 
 class TimelineRun:
@@ -38,8 +40,13 @@ class TimelineRun:
         self.said_code: int | None = None  # the exit code the launcher said it will return (EXIT_SAID)
         self.nothing_recorded = False      # --record-from window, and no window started: no trace was written
         self._said_end: tuple | None = None  # (code, timed out, interrupted) as ``provisional`` took them
+        # A first run's operators until the window (``--ops-trace``) are on disk; the program's GPU work is over (it
+        # said its exit code, or wrote its trace, or ended): a replay may use the GPU from then on.
+        self.ops_written = threading.Event()
+        self.program_done = threading.Event()
         if self.early:
             marker = f"{TRACE_WRITTEN}{p.torch_trace}"
+            ops_marker = f"{OPS_WRITTEN}{p.ops_trace}" if p.ops_trace is not None else None
 
             def on_line(line: str) -> None:
                 if line.startswith(marker):
@@ -47,13 +54,20 @@ class TimelineRun:
                     if m:
                         p.recorded_from_s = float(m.group(1))
                     self._written.set()
+                    self.program_done.set()
+                elif ops_marker is not None and line.startswith(ops_marker):
+                    m = _PROGRAM_S.search(line)
+                    p.operators_until_s = float(m.group(1)) if m else 0.0
+                    self.ops_written.set()
                 elif line.startswith(NOTHING_RECORDED):
                     self.nothing_recorded = True
+                    self.program_done.set()
                 elif line.startswith(EXIT_SAID):
                     try:
                         self.said_code = int(line[len(EXIT_SAID):].split()[0])
                     except (ValueError, IndexError):
                         pass
+                    self.program_done.set()
             p.on_line = on_line
         self.run = start_pass(p, say=say)
         self._ended: float | None = None  # when the process ended (finish may come much later)
@@ -63,6 +77,11 @@ class TimelineRun:
     def _note_end(self) -> None:
         self.run.proc.wait()
         self._ended = time.monotonic()
+        self.program_done.set()
+
+    def ops_done(self) -> bool:
+        """The operators' trace will not grow any more: the launcher said it is written, or its process ended."""
+        return self.ops_written.is_set() or self.run.proc.poll() is not None
 
     def trace_done(self) -> bool:
         """The trace will not grow any more: the launcher said it is written, or its process ended."""

@@ -17,8 +17,13 @@ class _WhileWritten:
 
     thread_name = "nsighttc-trace-reader"
 
-    def __init__(self, trace: Path, written: Callable[[], bool]):
+    def __init__(self, trace: Path, written: Callable[[], bool], prefer: tuple | None = None,
+                 on_choose: Callable[[Path], None] | None = None):
         self.trace, self.written = trace, written
+        # ``prefer``: (path, written) of a trace to read instead, should it appear first (a first run's operators
+        # until its window, written while the program runs: ``runtime.recording.OperatorsUntilWindow``);
+        # ``on_choose(path)``: told which one is read, before anything of it is handed on
+        self.prefer, self.on_choose = prefer, on_choose
         self.error: str | None = None
         self._result = None
         self._thread = threading.Thread(target=self._run, daemon=True, name=self.thread_name)
@@ -31,13 +36,31 @@ class _WhileWritten:
         raise NotImplementedError
 
     def _run(self) -> None:
-        from ..parse import kineto_ops
         try:
-            fh = kineto_ops.growing_trace(self.trace, self.written)
+            fh = self._open()
             if fh is not None:
                 self._result = self._read(fh)
         except Exception as exc:  # noqa: BLE001 - the caller reads the finished trace itself
             self.error = f"{type(exc).__name__}: {exc}"
+
+    def _open(self):
+        """The first of the traces to appear (``prefer`` first), open; None when none will come."""
+        from ..parse import kineto_ops
+        if self.prefer is None:
+            return kineto_ops.growing_trace(self.trace, self.written)
+        candidates = [self.prefer, (self.trace, self.written)]
+        while True:
+            done = all(w() for _, w in candidates)  # checked before looking: a file written meanwhile is still seen
+            for path, written in candidates:
+                fh = kineto_ops.current_trace(path)
+                if fh is not None:
+                    self.trace, self.written = path, written
+                    if self.on_choose is not None:
+                        self.on_choose(path)
+                    return fh
+            if done:
+                return None
+            time.sleep(0.02)
 
     def result(self):
         self._thread.join()
@@ -60,8 +83,8 @@ class KernelScan(_WhileWritten):
     thread_name = "nsighttc-kernel-scan"
 
     def __init__(self, trace: Path, written: Callable[[], bool], on_new: Callable[[list], None] | None = None,
-                 index=None):
-        super().__init__(trace, written)
+                 index=None, **choice):
+        super().__init__(trace, written, **choice)
         self.on_new, self.index = on_new, index
 
     def _read(self, fh) -> list[dict]:
@@ -108,18 +131,28 @@ class ReadersOfTheTrace:
         self.run_dir, self.rp_gate, self.decide, self.kernel_ops, self.ops = run_dir, rp_gate, decide, kernel_ops, ops
         self.early = EarlyPlan(kernel_ops, ops, rp_gate, decide).start() if rp_gate is not None else None
         self.streamed = self.scan = self.stream = None
+        self.ops_trace: Path | None = None  # a first run's operators until the window (``start``)
+
+    def with_operators(self, trace: Path | None) -> Path | None:
+        """The trace that holds the operators: the first run's operators' trace when it was written, else ``trace``."""
+        return self.ops_trace if self.ops_trace is not None and self.ops_trace.exists() else trace
 
     def start(self, trace: Path, tl_run) -> None:
-        """The timeline pass ``tl_run`` now writes ``trace``."""
+        """The timeline pass ``tl_run`` now writes ``trace`` (and, on a first run with a window, the operators until
+        the window to ``tl_run.p.ops_trace`` first: the replay is planned from those while the window runs, and its
+        gate held until the program's GPU work is over, ``tl_run.program_done``)."""
         if not tl_run.early:
             return
+        self.ops_trace = getattr(tl_run.p, "ops_trace", None)
         if self.rp_gate is not None:
             from ..parse.kineto_ops import OperatorIndex
             from .replay_plan import StreamPlan
             index = OperatorIndex()  # the operators' offsets, noted by the scan as it passes them
             self.streamed = StreamPlan(trace, self.ops, self.rp_gate, self.decide, defer_to=self.kernel_ops,
-                                       index=index).start()
-            self.scan = KernelScan(trace, tl_run.trace_done, self.streamed.add, index=index).start()
+                                       index=index, hold=tl_run.program_done).start()
+            prefer = {} if self.ops_trace is None else {"prefer": (self.ops_trace, tl_run.ops_done),
+                                                        "on_choose": self.streamed.use_trace}
+            self.scan = KernelScan(trace, tl_run.trace_done, self.streamed.add, index=index, **prefer).start()
         else:
             self.stream = TraceStream(trace, tl_run.trace_done).start()
 
@@ -142,13 +175,15 @@ class ReadersOfTheTrace:
             rest = self.scan.kernels() if tl_run.said_written else None
             if rest is None and tl_run.said_written and not stop_everything and early_found is None:
                 from ..parse import kineto_ops  # the scan failed: read the finished file's kernels
-                rest = kineto_ops.kernel_launches(trace)
+                rest = kineto_ops.kernel_launches(self.with_operators(trace))
             found = self.streamed.finish(rest)
             if early_found is None and not stop_everything and not self.streamed.errors and not self.streamed.stood_down:
                 early_found = found
             info["early_plan"] = {**info.get("early_plan", {}),
-                                  "source": "trace kernel events, read while written" if self.scan.error is None else
-                                  f"trace kernel events (scan: {self.scan.error})",
+                                  "source": ("operators' trace until the window" if self.scan.trace != trace else
+                                             "trace") + (" kernel events, read while written"
+                                                         if self.scan.error is None else
+                                                         f" kernel events (scan: {self.scan.error})"),
                                   "first_call_s": found.get("first_call_s"),
                                   # relative to the trace's completion (negative: before it): when the scan
                                   # handed over the first kernel needing evidence, the first and last call listed
@@ -172,7 +207,7 @@ class ReadersOfTheTrace:
             from .replay_plan import start_from_trace
             t0 = time.monotonic()
             try:
-                early_found = start_from_trace(trace, self.ops, self.rp_gate, self.decide)
+                early_found = start_from_trace(self.with_operators(trace), self.ops, self.rp_gate, self.decide)
                 info["early_plan"] = {**info.get("early_plan", {}), "source": "trace kernel events",
                                       "planned_in_s": round(time.monotonic() - t0, 2)}
             except Exception as exc:  # noqa: BLE001 - planned from the parsed trace below instead

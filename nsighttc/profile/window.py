@@ -82,8 +82,10 @@ def summary(p: Pass) -> dict | None:
                         "median_ms": e.get("median_ms"),
                         "complete": any(x.get("phase") == e.get("phase") for x in ends)} for e in starts],
             "stopped_after_window": p.stopped_after_window,
-            "recorded_from": "window" if p.window.get("record_from") == "window" else "start",
-            **({"recorded_from_s": p.recorded_from_s} if p.recorded_from_s is not None else {})}
+            "recorded_from": "window" if p.window.get("record_from") == "window" or p.operators_until_s is not None
+            else "start",
+            **({"recorded_from_s": p.recorded_from_s} if p.recorded_from_s is not None else {}),
+            **({"operators_until_s": p.operators_until_s} if p.operators_until_s is not None else {})}
 
 
 # What a first run's recording of every operator with its arguments (the replay's, ``--record-shapes``) did to the
@@ -113,7 +115,11 @@ def note(p: Pass) -> str | None:
     if p.window.get("record_from") == "window":
         said += ("; recorded from the window's start (the evidence cache knows this program: its start-up and "
                  "warm-up ran unrecorded)")
-    if "--record-shapes" in p.argv:
+    if "--record-shapes" in p.argv and p.operators_until_s is not None:
+        said += (f"; every operator was recorded with its arguments for the replay until the window began "
+                 f"({p.operators_until_s:.1f} s into the program), the window with the ranges only (recording "
+                 "arguments slows launch-heavy steps: " + SHAPES_SLOWDOWN_SEEN + ")")
+    elif "--record-shapes" in p.argv:
         said += ("; every operator was recorded with its arguments for the replay, which slows launch-heavy steps "
                  "(" + SHAPES_SLOWDOWN_SEEN + "): the next run of this program records the ranges only and times "
                  "its steps closer to a plain run")

@@ -21,6 +21,8 @@ import sys
 import weakref
 from typing import Any, Callable, Iterator
 
+from .rf_labels import Label  # our record_function labels, movable between profiler sessions
+
 try:  # the nvtx package (a runtime dependency); a stub keeps user code working if it is missing
     import nvtx as _nvtx
 
@@ -59,14 +61,12 @@ class range(contextlib.ContextDecorator):  # noqa: A001 - the natural name for u
         _push(self.name)
         _open.append(self)
         if _torch_profiling():
-            import torch
-            self._rf = torch.profiler.record_function(self.name)
-            self._rf.__enter__()
+            self._rf = Label(self.name)
         return self
 
     def __exit__(self, *exc: Any) -> bool:
         if self._rf is not None:
-            self._rf.__exit__(*exc)
+            self._rf.end()
             self._rf = None
         _pop()
         if _open and _open[-1] is self:
@@ -99,12 +99,10 @@ def label_open_ranges() -> int:
     (ended when the range ends), outermost first. Returns how many were labelled."""
     if not _torch_profiling():
         return 0
-    import torch
     n = 0
     for r in list(_open):
-        if r._rf is None:
-            r._rf = torch.profiler.record_function(r.name)
-            r._rf.__enter__()
+        if r._rf is None or not r._rf.active:
+            r._rf = Label(r.name)
             n += 1
     return n
 
@@ -163,16 +161,13 @@ def _pre(module, *_):
         name = _names[module]
     _push(name)
     if _torch_profiling():
-        import torch
-        rf = torch.profiler.record_function(name)
-        rf.__enter__()
-        module.__dict__.setdefault("_nsighttc_rf", []).append(rf)
+        module.__dict__.setdefault("_nsighttc_rf", []).append(Label(name))
 
 
 def _post(module, *_):
     stack = module.__dict__.get("_nsighttc_rf")
     if stack:
-        stack.pop().__exit__(None, None, None)
+        stack.pop().end()
     _pop()
 
 

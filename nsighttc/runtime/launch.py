@@ -29,31 +29,13 @@ import sys
 import time
 from pathlib import Path
 
-# The line the launcher prints once the torch.profiler trace is complete on disk. The default run reads the
-# trace from that moment: the process still has to exit, and a CUDA program's exit (interpreter shutdown,
-# CUDA and CUPTI teardown) took ResNet-50 AMP 1.6-1.9 s under the profiler on H100 (1.2 s in a plain run;
-# benchmarks/probes/gpu_launcher_tail_probe.py, reports/profile_overhead/launcher_tail.txt).
-TRACE_WRITTEN = "nsighttc.launch: wrote "
+# the trace's writing and its lines (TRACE_WRITTEN, NOTHING_RECORDED: re-exported, the default run reads them here)
+from .trace_writing import NOTHING_RECORDED, TRACE_WRITTEN, trace_only_config, write_trace  # noqa: F401
+
 # Printed just before the trace is written at the program's end: the exit code the launcher will return. With it the
 # default run analyses and writes its report while the process exits (``profile.timeline_run``), and only checks
 # afterwards that the process really ended with it (a crash in the interpreter's shutdown is still caught).
 EXIT_SAID = "nsighttc.launch: program exit code "
-
-
-def trace_only_config():
-    """torch.profiler's ``trace_only`` setting where this torch has it (``_ExperimentalConfig(trace_only=True)``,
-    torch 2.13; not in 2.11), else None. The launcher only exports the trace, and with it the profiler's stop
-    skips turning every recorded event into Python-visible events (``materializeOpEvents``, the event tree);
-    the trace keeps the same fields, operator arguments included (torch's ``addTraceMetadata``). Measured on
-    this repository's 2-core CPU machine, torch 2.13, 480,000 operator events with ``record_shapes``: stop
-    3.4-5.7 s -> 2.9-3.2 s, and no kernel list walk (``nsighttc.runtime.kernel_ops`` needs those events: 2.2-3.5 s
-    there), so the trace is complete 3.9-4.1 s after the program instead of 6.4-8.6 s
-    (``benchmarks/probes/bench_profiler_stop.py``). Not measured on a GPU: the lent machine has torch 2.11."""
-    try:
-        from torch._C._profiler import _ExperimentalConfig
-        return _ExperimentalConfig(trace_only=True)
-    except (ImportError, TypeError, AttributeError):  # an older torch: the ordinary stop
-        return None
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -68,6 +50,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                     help="with --torch-trace: record the ranges, CUDA calls and GPU activities only, not every "
                          "operator (what the timeline's analysis reads; a shorter stop and a smaller trace; "
                          "nsighttc.runtime.recording). Not with --record-shapes, which records operators.")
+    ap.add_argument("--ops-trace", type=Path,
+                    help="with --record-shapes and --window: record operators with their arguments only until the "
+                         "window that ends the recording starts, write them to FILE, and record that window with the "
+                         "ranges only into --torch-trace (nsighttc.runtime.recording.OperatorsUntilWindow); a program "
+                         "with no such window is recorded whole with its operators into --torch-trace")
     ap.add_argument("--kernel-ops", type=Path,
                     help="with --record-shapes: when the program ends, write each distinct kernel with the "
                          "operator call of its first launch here (JSON, nsighttc.runtime.kernel_ops) before the trace")
@@ -219,28 +206,6 @@ def _gate_at_first_cuda_use(gate: Path, after_init: bool = False) -> bool:
     return True
 
 
-def _add_rank_metadata(prof) -> None:
-    """torch.profiler writes ``distributedInfo`` only when torch.distributed is initialised as the trace
-    *starts*; ours starts before the program calls ``init_process_group``. Write what the distributed
-    launcher told this process (torchrun's RANK/WORLD_SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS), so every
-    rank's trace says which rank it is (``parse.ranks``)."""
-    import json
-    from .rankexec import RANK_VARIABLES, current_rank, world_size
-    if not any(os.environ.get(v, "").strip().isdigit() for v in RANK_VARIABLES):
-        return
-    info = {"rank": current_rank(), "world_size": world_size(), "source": "environment (nsighttc.runtime.launch)"}
-    try:
-        import torch.distributed as dist
-        if dist.is_available() and dist.is_initialized():
-            info["backend"] = dist.get_backend()
-    except Exception:
-        pass
-    try:
-        prof.add_metadata_json("distributedInfo", json.dumps(info))
-    except Exception:  # an older torch without add_metadata_json: the rank<N>/ directory still tells
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     # nsighttc stops a program by SIGINT (the ncu pass once its kernels are profiled): a launcher started from a
     # background job inherits SIGINT ignored (`nohup ... &`: seen when the test suite ran that way, a stopped
@@ -290,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     prof = None
     trace_only = None  # torch.profiler keeps no events in memory (launch.trace_only_config)
     said = {"operators": True}  # what the profiler records (runtime.recording), for the trace's line
+    sessions = None  # a first run's operators until the window, then the ranges (recording.OperatorsUntilWindow)
+
+    def current():
+        return sessions.prof if sessions is not None else prof
     # SIGTERM (our timeout) becomes KeyboardInterrupt, so the profiler still writes what it has.
     def _interrupt(*_):
         raise KeyboardInterrupt
@@ -314,8 +283,11 @@ def main(argv: list[str] | None = None) -> int:
             if torch.cuda.is_available():
                 acts.append(torch.profiler.ProfilerActivity.CUDA)
             trace_only = trace_only_config()
-            prof = torch.profiler.profile(activities=acts, record_shapes=ns.record_shapes, with_stack=False,
-                                          **({"experimental_config": trace_only} if trace_only is not None else {}))
+
+            def make_profiler(record_shapes: bool):
+                return torch.profiler.profile(activities=acts, record_shapes=record_shapes, with_stack=False,
+                                              **({"experimental_config": trace_only} if trace_only is not None else {}))
+            prof = make_profiler(ns.record_shapes)
             # --record-from window: the profiler starts at the first window's start. Not prepared before it either:
             # a prepared profiler (torch.profiler's warm-up state) has CUPTI collect every kernel from then on, and
             # its stop went through all of them (H100, torch 2.11, Lightning's second run: stop 0.74-0.81 s for the
@@ -326,13 +298,16 @@ def main(argv: list[str] | None = None) -> int:
 
             def start_recording():
                 said["operators"] = recording.start(prof, operators)
+            if ns.ops_trace is not None and ns.record_shapes and window is not None and window.enabled \
+                    and not from_window:
+                sessions = recording.OperatorsUntilWindow(prof, lambda: make_profiler(False), ns.ops_trace, t_start)
             if not from_window:
                 start_recording()
             if window is not None and window.enabled:
                 from .window import TorchRecorder
                 window.recorder = recorder = TorchRecorder(
-                    lambda: _write_trace(prof, ns, t_start, trace_only, recorder, said["operators"]),
-                    start=start_recording if from_window else None)
+                    lambda: write_trace(current(), ns, t_start, trace_only, recorder, said["operators"], sessions),
+                    start=start_recording if from_window else None, sessions=sessions)
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
@@ -365,49 +340,15 @@ def main(argv: list[str] | None = None) -> int:
             ns.applied.write_text(json.dumps({**applied.record(),
                                               **({"step_marks": marks.record()} if marks is not None else {})},
                                              indent=2))
+        if sessions is not None:
+            sessions.remove()
         if prof is not None and not (window is not None and getattr(window.recorder, "finished", False)):
+            from .window import _synchronize
+            _synchronize()  # the program's GPU work is done when it says its exit code (a replay may start then)
             print(f"{EXIT_SAID}{code}", file=sys.stderr, flush=True)
-            _write_trace(prof, ns, t_start, trace_only, getattr(window, "recorder", None), said["operators"])
+            write_trace(current(), ns, t_start, trace_only, getattr(window, "recorder", None), said["operators"],
+                         sessions)
     return code
-
-
-NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started
-
-
-def _write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, recorder=None,
-                 operators: bool = True) -> None:
-    """Stop torch.profiler and write its trace (at the program's end, or at the window's end with
-    ``--window-end continue``: the program then runs on unrecorded). With ``--record-from window`` and no window
-    started, nothing was recorded: no trace is written, and the line ``NOTHING_RECORDED`` says why."""
-    try:
-        import torch
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-    except Exception:
-        pass
-    started_at = getattr(recorder, "started_at", 0.0)
-    if started_at is None:  # never started: nothing was recorded, nothing is written
-        print(f"{NOTHING_RECORDED}the program ended before any window of steady steps started "
-              f"(--record-from window; program {time.perf_counter() - t_start:.2f} s)", file=sys.stderr, flush=True)
-        return
-    _add_rank_metadata(prof)
-    t_end = time.perf_counter()
-    prof.__exit__(None, None, None)
-    t_stop = time.perf_counter()
-    if ns.kernel_ops is not None and ns.record_shapes and trace_only is None:
-        from . import kernel_ops
-        print(f"nsighttc.launch: {kernel_ops.write(prof, ns.kernel_ops)}", file=sys.stderr)
-    elif ns.kernel_ops is not None and ns.record_shapes:
-        print("nsighttc.launch: no kernel list (trace_only: the profiler kept no events in memory; the "
-              "replay starts from the trace)", file=sys.stderr)
-    t_list = time.perf_counter()
-    ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
-    prof.export_chrome_trace(str(ns.torch_trace))
-    since = f", recorded from {started_at - t_start:.2f} s" if started_at else ""
-    since += "" if operators else ", ranges only"
-    print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
-          f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
-          f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

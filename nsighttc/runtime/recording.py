@@ -56,3 +56,86 @@ def start(prof, operators: bool = True) -> bool:
         print("nsighttc.launch: operators recorded: this torch's profiler did not take the ranges-only scope",
               file=sys.stderr)
     return not scoped
+
+
+# The line the launcher prints once the operators recorded until the window are written (``OperatorsUntilWindow``).
+OPS_WRITTEN = "nsighttc.launch: wrote operators "
+
+
+class OperatorsUntilWindow:
+    """A first run's two torch.profiler sessions: every operator with its arguments (what the replay reads) from the
+    program's start until its window of steady steps begins, written apart (``ops_trace``); then the window with
+    the ranges only (``start(..., operators=False)``), which is the timeline the analysis reads.
+
+    Why: recording arguments slows a launch-heavy step and makes the profiler's stop long, and the replay needs
+    only each kernel's first launch, which a steady step repeats from the warm-up. On H100 (torch 2.11,
+    reports/window call14) a first run's recording with arguments timed Lightning's steps at 12.9 ms against 7.0 ms
+    with the ranges only (5.5 ms plain) and took ResNet-50 AMP's stop 2.5-3.4 s against 0.7-0.8 s.
+
+    Used only for a window after which the program stops or runs on unrecorded (the hooks' steps, or the program's
+    steps outside any named range): a named phase may be followed by others whose new kernels need their operators,
+    so such programs keep one session with arguments throughout. The change of session waits until no
+    ``record_function`` but ours is open (``rf_labels``); if the window ends first, nothing changes."""
+
+    def __init__(self, first, make_second, ops_trace, t_start: float, clock=None):
+        import time
+        from . import rf_labels
+        self.prof, self.make_second, self.ops_trace, self.t_start = first, make_second, ops_trace, t_start
+        self.clock = clock or time.perf_counter
+        self.elsewhere = rf_labels.OpenElsewhere()
+        self.state = "operators" if self.elsewhere.install() else "off"  # -> pending -> ranges | failed
+        self.switched_at: float | None = None
+        self.written = False  # the operators' trace is on disk
+
+    def request(self) -> None:
+        """The window that ends the recording starts: change sessions now, or once no other record_function is
+        open (inside ``Optimizer.step#...``, where the step hooks see most boundaries, at its end)."""
+        if self.state == "operators":
+            self.state = "pending"
+            self.elsewhere.when_none_open(self._switch)
+
+    def cancel(self) -> None:
+        """The window ended (or the program did) before the change: keep the one session."""
+        if self.state == "pending":
+            self.state = "operators"
+        self.elsewhere.cancel()
+
+    def remove(self) -> None:
+        self.cancel()
+        self.elsewhere.remove()
+
+    def _switch(self) -> None:
+        if self.state != "pending":
+            return
+        from . import rf_labels
+        from .window import _synchronize
+        t0 = self.clock()
+        _synchronize()  # every kernel of the warm-up is in the first session's trace
+        moved = rf_labels.suspend()
+        try:
+            try:
+                self.prof.__exit__(None, None, None)
+                t_stop = self.clock()
+                self.ops_trace.parent.mkdir(parents=True, exist_ok=True)
+                self.prof.export_chrome_trace(str(self.ops_trace))
+                self.written = True
+                t_written = self.clock()
+            except Exception as exc:  # noqa: BLE001 - the program goes on; nothing is recorded from here
+                self.state, self.prof = "failed", None
+                print(f"nsighttc.launch: the operators' recording could not be stopped and written "
+                      f"({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+                return
+            try:
+                second = self.make_second()
+                start(second, operators=False)
+                self.prof, self.state = second, "ranges"
+                self.switched_at = self.clock()
+            except Exception as exc:  # noqa: BLE001 - the operators' trace stands in for the timeline
+                self.state, self.prof = "failed", None
+                print(f"nsighttc.launch: the window's recording could not start ({type(exc).__name__}: {exc})",
+                      file=sys.stderr, flush=True)
+        finally:
+            rf_labels.resume(moved)
+        print(f"{OPS_WRITTEN}{self.ops_trace} (program {t0 - self.t_start:.2f} s, profiler stop {t_stop - t0:.2f} s, "
+              f"trace written in {t_written - t_stop:.2f} s; the window records the ranges only)",
+              file=sys.stderr, flush=True)

@@ -34,6 +34,7 @@ RANGE = "nsighttc-replay"
 # Its result measured no kernel of the program: the parsers drop it (``parse._without_warm_up``).
 WARM_RANGE = "nsighttc-warm"
 OPS_WAIT_S = 120.0
+CALLING = "nsighttc.replay: calling "  # printed before each call
 
 # The C++ type names torch.profiler writes in "Input type" (caffe2 TypeMeta names), as seen in torch 2.13
 # traces: one tensor of each dtype recorded with record_shapes=True.
@@ -51,6 +52,17 @@ SCALAR_TYPES = ["uint8", "int8", "int16", "int32", "int64", "float16", "float32"
                 "complex128", "bool", "qint8", "quint8", "qint32", "bfloat16", "quint4x2", "quint2x4", "bits1x8",
                 "bits2x4", "bits4x2", "bits8", "bits16", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz",
                 "float8_e4m3fnuz"]
+
+
+# Tensor arguments the operator reads on the host (``.data_ptr()`` dereferenced in C++), by schema argument name: the
+# program passes them as CPU tensors, which the trace does not say (it records no device). Seen: H100, torch 2.11, a
+# transformers Trainer fine-tune (BERT, fp32 SDPA with dropout): ``aten::_efficient_attention_backward``'s 0-dim int64
+# ``philox_seed``/``philox_offset``, made on the GPU by the replay, crashed it with a segmentation fault (without ncu
+# too), and the 7 calls listed after it went unmeasured (benchmarks/probes/gpu_trainer_replay_probe.sh, reports/window
+# call18). They are tried on the host first: an operator that wants them on the GPU refuses with an error, not a crash
+# (seen: H100, torch 2.11, the torch.compile loop's ``aten::_cudnn_attention_backward``: "Expected all tensors to be on
+# the same device, but got philox_seed is on cpu", reports/window call19), and is called again with them there.
+HOST_TENSOR_ARGUMENTS = frozenset({"philox_seed", "philox_offset"})
 
 
 class CannotRebuild(Exception):
@@ -110,15 +122,19 @@ def rebuild(torch, call: dict, device) -> list:
     return out
 
 
-def _fit(torch, schema, values: list):
+def _fit(torch, schema, values: list, host: bool = True):
     """Positional and keyword arguments for ``schema`` from the recorded values, or None if they cannot be
-    its arguments (count; ScalarType given as its number)."""
+    its arguments (count; ScalarType given as its number), and whether a ``HOST_TENSOR_ARGUMENTS`` tensor was put
+    on the host (``host``)."""
     args = schema.arguments
     if len(args) != len(values):
         return None
     pos, kw = [], {}
+    moved = False
     for a, v in zip(args, values):
         kind = str(a.type)
+        if host and a.name in HOST_TENSOR_ARGUMENTS and isinstance(v, torch.Tensor) and v.dim() == 0:
+            v, moved = torch.zeros((), dtype=v.dtype), True  # a seed or offset of 0, on the host
         if "ScalarType" in kind and isinstance(v, int) and not isinstance(v, bool):
             if not 0 <= v < len(SCALAR_TYPES) or not hasattr(torch, SCALAR_TYPES[v]):
                 return None
@@ -127,7 +143,7 @@ def _fit(torch, schema, values: list):
             kw[a.name] = v
         else:
             pos.append(v)
-    return pos, kw
+    return pos, kw, moved
 
 
 def prepare(torch, call: dict, device):
@@ -151,16 +167,48 @@ def call_op(torch, call: dict, device, prepared=None, around=None) -> str:
     last: Exception | None = None
     for overload in packet.overloads():
         op = getattr(packet, overload)
-        fitted = _fit(torch, op._schema, values)
-        if fitted is None:
-            continue
-        try:
-            with around():
-                op(*fitted[0], **fitted[1])
-            return overload
-        except Exception as exc:  # another overload may take these arguments
-            last = exc
+        for host in (True, False):  # seeds on the host first, then where the other tensors are
+            fitted = _fit(torch, op._schema, values, host)
+            if fitted is None:
+                break
+            try:
+                with around():
+                    op(*fitted[0], **fitted[1])
+                return overload
+            except Exception as exc:  # another placement or overload may take these arguments
+                last = exc
+                if not fitted[2]:
+                    break
     raise last or CannotRebuild(f"{call['name']}: no overload takes {len(values)} arguments")
+
+
+def risky(call: dict) -> bool:
+    """A call with a 0-dim integer tensor argument that ``HOST_TENSOR_ARGUMENTS`` does not name: a seed, an offset or a
+    count the operator may read on the host, where the replay's GPU tensor would crash the process and every call
+    after it would be lost. Such calls are made after the others (``in_safe_order``)."""
+    return any(t in _INTEGER_TYPES and not (call["dims"][i] if i < len(call["dims"]) else [])
+               for i, t in enumerate(call["types"])) and call["name"] not in _HOST_ARGUMENTS_KNOWN
+
+
+_INTEGER_TYPES = frozenset({"long int", "int", "short int", "signed char", "unsigned char", "long unsigned int",
+                            "unsigned int", "short unsigned int"})
+# Operators whose 0-dim integer tensors are all host arguments that ``HOST_TENSOR_ARGUMENTS`` moves (seen above).
+_HOST_ARGUMENTS_KNOWN = frozenset({"aten::_efficient_attention_backward", "aten::_flash_attention_backward",
+                                   "aten::_cudnn_attention_backward",
+                                   "aten::_scaled_dot_product_efficient_attention_backward",
+                                   "aten::_scaled_dot_product_flash_attention_backward"})
+
+
+def in_safe_order(calls):
+    """The calls as they come, except ``risky`` ones, which are held back until the list ends: a call that crashes
+    the process then loses only the calls held back with it."""
+    held = []
+    for call in calls:
+        if risky(call):
+            held.append(call)
+            continue
+        yield call
+    yield from held
 
 
 def settings(call: dict) -> list[dict]:
@@ -196,9 +244,11 @@ def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
     import torch
     done = failed = 0
     t0 = time.monotonic()
-    for call in calls:
+    for call in in_safe_order(calls):
         waited = time.monotonic()  # the list may still be growing: the call's arrival, for the log
         device = torch.device("cuda", int(call.get("device", device_index) or 0))
+        # said before the call: should it crash the process, nsighttc names it (``CALLING``)
+        print(f"{CALLING}{call['name']}", file=log, flush=True)
         for s in settings(call):
             prev = torch.backends.cuda.matmul.allow_tf32
             try:

@@ -39,6 +39,8 @@ import functools
 import sys
 import threading
 
+from .rf_labels import Label
+
 STEP = "nsighttc.step"
 OPTIMIZER = "nsighttc.optimizer"
 DATA = "nsighttc.data"
@@ -59,27 +61,17 @@ def _nvtx():
 
 class Mark:
     """One mark, open until ``end``: an NVTX start/end range and, while torch.profiler records, a
-    ``record_function`` (entered and exited by handle, so marks need not nest)."""
+    ``record_function`` label (``rf_labels.Label``: entered and exited by handle, so marks need not nest)."""
 
     __slots__ = ("_id", "_rf")
 
     def __init__(self, name: str, start, profiling: bool):
         self._id = start(message=name)
-        self._rf = None
-        if profiling:
-            import torch
-            try:
-                self._rf = torch.ops.profiler._record_function_enter_new(name, None)
-            except Exception:  # an older torch: NVTX only
-                self._rf = None
+        self._rf = Label(name) if profiling else None
 
     def end(self, end_range) -> None:
         if self._rf is not None:
-            import torch
-            try:
-                torch.ops.profiler._record_function_exit(self._rf)
-            except Exception:
-                pass
+            self._rf.end()
             self._rf = None
         if self._id is not None:
             end_range(self._id)

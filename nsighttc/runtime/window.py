@@ -105,8 +105,8 @@ class Recorder:
     """What a window switches: nothing (nsys records the whole run up to the stop)."""
     name = "none"
 
-    def window_start(self) -> None:
-        pass
+    def window_start(self, last: bool = False) -> None:
+        """A window starts; ``last``: the recording ends with it (the program stops or runs on unrecorded after)."""
 
     def window_end(self) -> None:
         pass
@@ -131,24 +131,35 @@ class TorchRecorder(Recorder):
     ``start`` (``--record-from window``): the profiler starts at the first window's start, so the start-up and
     warm-up cost neither recording nor the stop's processing. Used where the evidence cache knows the program had
     a window on its last run (the default run's second run); ``started_at`` (the recorder's clock) says when, for
-    the report's start-up."""
+    the report's start-up.
+
+    ``sessions`` (a first run, ``runtime.recording.OperatorsUntilWindow``): at the start of a window that ends the
+    recording, the profiler recording operators with their arguments gives way to one recording the ranges only."""
     name = "torch"
 
-    def __init__(self, finish, start=None, clock=time.perf_counter):
-        self._finish, self._start, self._clock = finish, start, clock
+    def __init__(self, finish, start=None, clock=time.perf_counter, sessions=None):
+        self._finish, self._start, self._clock, self.sessions = finish, start, clock, sessions
         self.finished = False
         self.started_at: float | None = None if start is not None else 0.0
 
-    def window_start(self) -> None:
+    def window_start(self, last: bool = False) -> None:
         if self.started_at is None and not self.finished:
             self.started_at = self._clock()
             self._start()
             from . import annotate
             annotate.label_open_ranges()  # the phase's range (and the launcher's) around the window's steps
+        if last and self.sessions is not None and not self.finished:
+            self.sessions.request()  # a first run: the operators until here, the window with the ranges only
+
+    def window_end(self) -> None:
+        if self.sessions is not None:
+            self.sessions.cancel()  # not changed yet (a record_function stayed open): one session to the end
 
     def finish(self) -> None:
         if not self.finished:
             self.finished = True
+            if self.sessions is not None:
+                self.sessions.cancel()
             self._finish()
 
 
@@ -162,7 +173,7 @@ class CudaProfilerRecorder(Recorder):
         if always:
             self.window_start()
 
-    def window_start(self) -> None:
+    def window_start(self, last: bool = False) -> None:
         try:
             import torch.cuda.profiler as cp
             cp.start()
@@ -299,7 +310,7 @@ class Window:
                 ph.median_s = recent[len(recent) // 2] if recent else None
                 ph.steps = ph.left = window_steps(ph.median_s, self.steps)
                 ph.warmup, ph.state = ph.n, "window"
-                self.recorder.window_start()
+                self.recorder.window_start(last=not named)
                 self._event("start", key, ph)
             return
         ph.left -= 1

@@ -137,3 +137,22 @@ def test_the_default_timeline_records_operators_only_where_something_reads_them(
     assert "--no-operators" in argv()
     assert "--no-operators" not in argv(record_shapes=True) and "--record-shapes" in argv(record_shapes=True)
     assert "--no-operators" not in argv(step_marks=False)
+
+
+def test_a_first_run_with_a_window_records_the_operators_apart_until_the_window(tmp_path):
+    """With the replay's arguments and a window of steady steps, the operators are recorded until the window and
+    written apart (``--ops-trace``); without a window (``--whole-program``), or from the window on (a second run),
+    there is no such trace."""
+    from nsighttc.profile.passes import OPS_TRACE_FILE, Options
+    from nsighttc.profile.planning import timeline_pass
+    from nsighttc.profile.target import resolve_target
+    script = tmp_path / "train.py"
+    script.write_text("pass\n")
+    target = resolve_target(str(script), [], None)
+    p = timeline_pass(Options(timeline_engine="torch", record_shapes=True), target, tmp_path)
+    assert p.argv[p.argv.index("--ops-trace") + 1] == str(tmp_path / OPS_TRACE_FILE) == str(p.ops_trace)
+    assert "--window" in p.argv and "--record-shapes" in p.argv
+    for p in (timeline_pass(Options(timeline_engine="torch", record_shapes=True, window=False), target, tmp_path),
+              timeline_pass(Options(timeline_engine="torch"), target, tmp_path),
+              timeline_pass(Options(timeline_engine="torch"), target, tmp_path, from_window=True)):
+        assert "--ops-trace" not in p.argv and p.ops_trace is None

@@ -533,3 +533,163 @@ def test_the_warm_up_profile_is_dropped_from_the_replays_report():
     calls = pd.Series([r[header.index("Kernel Name")] for r in rows[3:]], dtype=object)
     assert measured == set(merge_key(calls)) and len(measured) >= 40  # the calls' kernels, each by hardware
     assert set(merge_key(pd.Series([warm_name], dtype=object))).isdisjoint(measured)
+
+
+# The transformers Trainer's replay list as its first run on H100 made it (torch 2.11, reports/window call18): call 12,
+# aten::_efficient_attention_backward, crashed the replay with its philox seed and offset made on the GPU.
+TRAINER_REPLAY_OPS = Path(__file__).resolve().parents[1] / "fixtures" / "replay_ops_trainer.jsonl"
+
+
+def _trainer_calls() -> list[dict]:
+    return [c for c in map(json.loads, TRAINER_REPLAY_OPS.read_text().splitlines()) if "end" not in c]
+
+
+def test_host_side_seeds_are_made_on_the_host_and_risky_calls_go_last():
+    torch = pytest.importorskip("torch")
+    from nsighttc.runtime import replay
+    calls = _trainer_calls()
+    backward = next(c for c in calls if c["name"] == "aten::_efficient_attention_backward")
+    schema = torch.ops.aten._efficient_attention_backward.default._schema
+    values = replay.rebuild(torch, backward, torch.device("meta"))
+    pos, kw, moved = replay._fit(torch, schema, values)
+    by_name = dict(zip([a.name for a in schema.arguments if not a.kwarg_only], pos)) | kw
+    assert moved and by_name["philox_seed"].device.type == "cpu" and by_name["philox_offset"].device.type == "cpu"
+    assert by_name["query"].device.type == "meta" and by_name["logsumexp"].device.type == "meta"
+    pos, kw, moved = replay._fit(torch, schema, values, host=False)  # the second placement: with the others
+    assert not moved and all(v.device.type == "meta" for v in pos + list(kw.values()) if isinstance(v, torch.Tensor))
+    # a call with a 0-dim integer tensor the table does not name is made after every other call, in list order
+    odd = {**backward, "name": "aten::some_new_op"}
+    order = [c["name"] for c in replay.in_safe_order([odd] + calls)]
+    assert order[-1] == "aten::some_new_op" and order[:-1] == [c["name"] for c in calls]
+    assert not any(replay.risky(c) for c in calls)
+
+
+def test_the_operator_a_crashed_replay_was_calling_is_named(tmp_path):
+    from nsighttc.runtime.replay import CALLING
+    log = tmp_path / "ncu_replay.stderr.log"
+    log.write_text(f"{CALLING}aten::mm\nnsighttc.replay: +0.1s aten::mm.default (0.01 s)\n"
+                   f"{CALLING}aten::_efficient_attention_backward\nFatal Python error: Segmentation fault\n")
+    assert replay_pass.crashed_in(log) == "aten::_efficient_attention_backward"
+    log.write_text(f"{CALLING}aten::mm\nnsighttc.replay: could not call aten::mm: no\n")
+    assert replay_pass.crashed_in(log) is None
+    assert replay_pass.crashed_in(tmp_path / "absent.log") is None
+
+
+def test_a_first_runs_operators_trace_is_planned_while_the_window_runs_and_the_gate_held_until_it_ends(tmp_path):
+    """On a first run with a window the launcher writes the operators until the window first (``--ops-trace``),
+    the window's ranges-only timeline at the end. The readers plan the replay from the operators' trace as soon as
+    it is written, look the operators up there, and open the replay's gate only once the program's GPU work is
+    over (``TimelineRun.program_done``): the replay must not share the GPU with the steps being timed."""
+    from types import SimpleNamespace
+    from nsighttc.runtime.replay import read_calls
+    ops_trace, trace = tmp_path / "torch_ops_trace.json", tmp_path / "torch_trace.json"
+    ops_trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))  # a real trace with operators and arguments
+    ops_done, written, program_done = threading.Event(), threading.Event(), threading.Event()
+    ops_done.set()
+    tl_run = SimpleNamespace(early=True, p=SimpleNamespace(ops_trace=ops_trace, seconds=1.0), ops_done=ops_done.is_set,
+                             trace_done=written.is_set, said_written=True, program_done=program_done)
+    gate = tmp_path / ".replay-gate"
+    readers = trace_reader.ReadersOfTheTrace(tmp_path, gate, lambda need: list(dict.fromkeys(need["name"])),
+                                             tmp_path / "kernel_ops.json", tmp_path / "replay_ops.json")
+    readers.start(trace, tl_run)
+    deadline = time.monotonic() + 60
+    while readers.streamed.first_call_s is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert readers.streamed.first_call_s is not None  # planned while the timeline's trace does not exist yet
+    assert readers.scan.trace == ops_trace and readers.streamed.trace == ops_trace
+    time.sleep(0.2)
+    assert not gate.exists()  # held: the program still runs its window
+    program_done.set()
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert gate.read_text() == "go"
+    trace.write_bytes(gzip.decompress(MULTI_TORCH.read_bytes()) if MULTI_TORCH.suffix == ".gz"
+                      else MULTI_TORCH.read_bytes())  # the window's timeline: no operators
+    written.set()
+    info: dict = {}
+    found = readers.finish(trace, tl_run, False, info, {})
+    assert found["kernels_with_operator"] == 19 and found["kernels_without_operator"] == 0
+    assert info["early_plan"]["source"].startswith("operators' trace until the window")
+    reference = json.loads(MULTI_REPLAY_OPS.read_text())
+    assert sorted(k for c in readers.streamed.calls() for k in c["kernels"]) == \
+        sorted(k for c in reference for k in c["kernels"])
+    assert len(list(read_calls(tmp_path / "replay_ops.json"))) == found["calls"] == 18
+    assert readers.with_operators(trace) == ops_trace
+
+
+def test_without_an_operators_trace_the_readers_plan_from_the_timeline_trace(tmp_path):
+    """No window ended the recording (one session, whole): the operators' trace never comes and the timeline's
+    trace, written at the end, is read instead."""
+    from types import SimpleNamespace
+    ops_trace, trace = tmp_path / "torch_ops_trace.json", tmp_path / "torch_trace.json"
+    written, program_done = threading.Event(), threading.Event()
+    ended = threading.Event()
+    tl_run = SimpleNamespace(early=True, p=SimpleNamespace(ops_trace=ops_trace, seconds=1.0), ops_done=ended.is_set,
+                             trace_done=written.is_set, said_written=True, program_done=program_done)
+    readers = trace_reader.ReadersOfTheTrace(tmp_path, tmp_path / ".replay-gate",
+                                             lambda need: list(dict.fromkeys(need["name"])),
+                                             tmp_path / "kernel_ops.json", tmp_path / "replay_ops.json")
+    readers.start(trace, tl_run)
+    time.sleep(0.2)
+    program_done.set()
+    trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))
+    written.set()
+    ended.set()
+    found = readers.finish(trace, tl_run, False, {}, {})
+    assert readers.scan.trace == trace and found["kernels_with_operator"] == 19
+    assert readers.with_operators(trace) == trace
+
+
+def test_foreach_norms_cleanup_kernel_is_settled_by_its_measurement():
+    """torch._foreach_norm (a Trainer's gradient clipping) ends with lpnorm_cleanup, which the replay cannot launch
+    (a TensorList argument): measured on H100 for fp32, fp16 and bf16 lists, its tensor-pipe count is HFMA2.MMA moves
+    only, so its name settles it and the plan never waits for it (the Trainer's program ran under ncu for it)."""
+    from nsighttc.analysis.tensor_cores import EVIDENCE_HARDWARE
+    from nsighttc.api import _load_all
+    from nsighttc.analysis import name_rules
+    parsed = _load_all([Path(__file__).resolve().parents[1] / "fixtures" / "h100_foreach_norm_ncu_raw.csv.gz"])[0]
+    launches = classify_launches(parsed.kernels)
+    cleanup = launches[launches["name"].astype(str).str.contains("lpnorm_cleanup").to_numpy()]
+    assert len(cleanup) == 3 and (cleanup["evidence"] == EVIDENCE_HARDWARE).all()
+    assert not cleanup["tensor_core"].astype(bool).any()  # the counters: no Tensor Core math
+    assert all(name_rules.match(str(n))[0] is False for n in cleanup["name"])
+    from nsighttc.model import conform
+    names = pd.Series(["void at::native::lpnorm_cleanup<float, (at::native::NormType)1, float, true, float>"
+                       "(float const*, at::native::TensorListAddresses, int)"], dtype="string")
+    assert needs_hardware(classify_launches(conform(pd.DataFrame({"name": names})))).empty
+
+
+def test_an_operator_that_wants_its_seeds_on_the_gpu_is_called_again_with_them_there():
+    """cuDNN's attention backward refuses host seeds with an error (H100, the torch.compile loop): the call is made
+    again with them beside the other tensors; an operator that took them on the host is called once."""
+    torch = pytest.importorskip("torch")
+    from nsighttc.runtime import replay
+    real = torch.ops.aten._efficient_attention_backward.default
+    seen: list[str] = []
+
+    class Op:
+        _schema = real._schema
+
+        def __init__(self, wants_gpu: bool):
+            self.wants_gpu = wants_gpu
+
+        def __call__(self, *args, **kwargs):
+            names = [a.name for a in self._schema.arguments if not a.kwarg_only]
+            seed = dict(zip(names, args))["philox_seed"]
+            seen.append(seed.device.type)
+            if self.wants_gpu and seed.device.type == "cpu":
+                raise RuntimeError("Expected all tensors to be on the same device, but got philox_seed is on cpu")
+
+    class Packet:
+        def __init__(self, op):
+            self.default = op
+
+        def overloads(self):
+            return ["default"]
+    call = next(c for c in _trainer_calls() if c["name"] == "aten::_efficient_attention_backward")
+    values = replay.rebuild(torch, call, torch.device("meta"))
+    assert replay.call_op(torch, call, torch.device("meta"), (Packet(Op(True)), values)) == "default"
+    assert seen == ["cpu", "meta"]
+    seen.clear()
+    assert replay.call_op(torch, call, torch.device("meta"), (Packet(Op(False)), values)) == "default"
+    assert seen == ["cpu"]

@@ -1,0 +1,104 @@
+"""How the launcher ends a torch.profiler recording: the profiler stopped, the trace written, and the lines that tell
+the default run so (``TRACE_WRITTEN``, ``NOTHING_RECORDED``). Split from ``runtime.launch``, which runs the program."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+# The line the launcher prints once the torch.profiler trace is complete on disk. The default run reads the
+# trace from that moment: the process still has to exit, and a CUDA program's exit (interpreter shutdown,
+# CUDA and CUPTI teardown) took ResNet-50 AMP 1.6-1.9 s under the profiler on H100 (1.2 s in a plain run;
+# benchmarks/probes/gpu_launcher_tail_probe.py, reports/profile_overhead/launcher_tail.txt).
+TRACE_WRITTEN = "nsighttc.launch: wrote "
+
+
+def trace_only_config():
+    """torch.profiler's ``trace_only`` setting where this torch has it (``_ExperimentalConfig(trace_only=True)``,
+    torch 2.13; not in 2.11), else None. The launcher only exports the trace, and with it the profiler's stop
+    skips turning every recorded event into Python-visible events (``materializeOpEvents``, the event tree);
+    the trace keeps the same fields, operator arguments included (torch's ``addTraceMetadata``). Measured on
+    this repository's 2-core CPU machine, torch 2.13, 480,000 operator events with ``record_shapes``: stop
+    3.4-5.7 s -> 2.9-3.2 s, and no kernel list walk (``nsighttc.runtime.kernel_ops`` needs those events: 2.2-3.5 s
+    there), so the trace is complete 3.9-4.1 s after the program instead of 6.4-8.6 s
+    (``benchmarks/probes/bench_profiler_stop.py``). Not measured on a GPU: the lent machine has torch 2.11."""
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+        return _ExperimentalConfig(trace_only=True)
+    except (ImportError, TypeError, AttributeError):  # an older torch: the ordinary stop
+        return None
+
+
+def add_rank_metadata(prof) -> None:
+    """torch.profiler writes ``distributedInfo`` only when torch.distributed is initialised as the trace
+    *starts*; ours starts before the program calls ``init_process_group``. Write what the distributed
+    launcher told this process (torchrun's RANK/WORLD_SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS), so every
+    rank's trace says which rank it is (``parse.ranks``)."""
+    import json
+    from .rankexec import RANK_VARIABLES, current_rank, world_size
+    if not any(os.environ.get(v, "").strip().isdigit() for v in RANK_VARIABLES):
+        return
+    info = {"rank": current_rank(), "world_size": world_size(), "source": "environment (nsighttc.runtime.launch)"}
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            info["backend"] = dist.get_backend()
+    except Exception:
+        pass
+    try:
+        prof.add_metadata_json("distributedInfo", json.dumps(info))
+    except Exception:  # an older torch without add_metadata_json: the rank<N>/ directory still tells
+        pass
+
+
+NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started
+
+
+def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, recorder=None,
+                 operators: bool = True, sessions=None) -> None:
+    """Stop torch.profiler and write its trace (at the program's end, or at the window's end with
+    ``--window-end continue``: the program then runs on unrecorded). With ``--record-from window`` and no window
+    started, nothing was recorded: no trace is written, and the line ``NOTHING_RECORDED`` says why. ``sessions``:
+    a first run whose window was recorded with the ranges only after the operators (``--ops-trace``)."""
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    except Exception:
+        pass
+    switched = sessions is not None and sessions.state == "ranges"
+    if sessions is not None and sessions.state == "failed":  # the operators' trace is all there is
+        if sessions.written:
+            os.replace(ns.ops_trace, ns.torch_trace)
+            print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {time.perf_counter() - t_start:.2f} s, the operators "
+                  "until the window only)", file=sys.stderr, flush=True)
+        else:
+            print(f"{NOTHING_RECORDED}the recording failed at the window's start", file=sys.stderr, flush=True)
+        return
+    started_at = sessions.switched_at if switched else getattr(recorder, "started_at", 0.0)
+    operators = operators and not switched
+    if started_at is None:  # never started: nothing was recorded, nothing is written
+        print(f"{NOTHING_RECORDED}the program ended before any window of steady steps started "
+              f"(--record-from window; program {time.perf_counter() - t_start:.2f} s)", file=sys.stderr, flush=True)
+        return
+    add_rank_metadata(prof)
+    t_end = time.perf_counter()
+    prof.__exit__(None, None, None)
+    t_stop = time.perf_counter()
+    if switched:
+        pass  # the kernels and their operators are in the operators' trace (--ops-trace), read from there
+    elif ns.kernel_ops is not None and ns.record_shapes and trace_only is None:
+        from . import kernel_ops
+        print(f"nsighttc.launch: {kernel_ops.write(prof, ns.kernel_ops)}", file=sys.stderr)
+    elif ns.kernel_ops is not None and ns.record_shapes:
+        print("nsighttc.launch: no kernel list (trace_only: the profiler kept no events in memory; the "
+              "replay starts from the trace)", file=sys.stderr)
+    t_list = time.perf_counter()
+    ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
+    prof.export_chrome_trace(str(ns.torch_trace))
+    since = f", recorded from {started_at - t_start:.2f} s" if started_at else ""
+    since += "" if operators else ", ranges only"
+    print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
+          f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
+          f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr, flush=True)
