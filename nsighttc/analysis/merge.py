@@ -52,6 +52,15 @@ _CASTS = re.compile(r"\((?:unsigned |signed )?(?:int|long|long long|short|char|b
 # where nsys writes them in full (`at::native::...`, `at_cuda_detail::cub::detail::radix_sort::...`):
 # seen on H100 with ncu/nsys 2025.3.1. Keys drop every qualifier.
 _QUALIFIERS = re.compile(r"(?:<unnamed>::|\(anonymous namespace\)::|\b[A-Za-z_]\w*::)+")
+# Spelling the demanglers differ in, inside template arguments (a transformers Trainer on H100, torch 2.11 against
+# ncu 2025.3.1; tests/fixtures/h100_trainer_kernel_names.json): torch.profiler writes `GammaBetaBackward...<float,
+# float, 32u, 32u, 256u, ...>`, `policy_hub<..., SumOp<long> >::Policy1000, long const*, long*` where the ncu CSV writes
+# `<float, float, 32, 32, 256, ...>`, `SumOp<long>>::Policy1000, const long *, long *`: integer suffixes go, `const T *`
+# becomes `T const*`, and no space is kept beside `<`, `>`, `*`, `&` or before `,`. Five kernels the replay had
+# measured went unmatched and sent the program itself under ncu for them (6 s of the Trainer's first run).
+_INT_SUFFIX = re.compile(r"\b(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)\b")
+_WEST_CONST = re.compile(r"\bconst ((?:(?:unsigned|signed|long|short) )*[A-Za-z_]\w*)\s*([*&])")
+_SPACE_BESIDE = re.compile(r"\s*([<>*&])\s*|\s+(?=,)")
 
 
 def _bool01(m: re.Match) -> str:
@@ -82,9 +91,16 @@ def merge_key(names: pd.Series) -> pd.Series:
     return pd.Series(labels.per_category(names, _key), index=names.index)
 
 
+def kernel_key(name: str) -> str:
+    """``merge_key`` of one name."""
+    return _key(name)
+
+
 def _key(name: str) -> str:
-    return re.sub(r"\s+", " ", _drop_params(_QUALIFIERS.sub("", _CASTS.sub("", _ENUM_CAST.sub(
+    key = re.sub(r"\s+", " ", _drop_params(_QUALIFIERS.sub("", _CASTS.sub("", _ENUM_CAST.sub(
         "", _BOOL.sub(_bool01, name)))))).strip()
+    key = _WEST_CONST.sub(r"\1 const\2", _INT_SUFFIX.sub(r"\1", key))
+    return _SPACE_BESIDE.sub(lambda m: m.group(1) or "", key)
 
 
 def apply_hardware_evidence(timeline: pd.DataFrame, hw: pd.DataFrame) -> tuple[pd.DataFrame, str]:

@@ -68,6 +68,7 @@ class EvidenceCache:
         self.path = Path(root or cache_dir()) / "evidence" / f"{_slug(self.gpu)}--{_slug(self.driver)}.json"
         self.notes: list[str] = []
         self._doc = self._read()
+        self._rekeyed = False
 
     def _read(self) -> dict:
         try:
@@ -85,6 +86,20 @@ class EvidenceCache:
     def __len__(self) -> int:
         return len(self._doc["kernels"])
 
+    def _rekey(self) -> None:
+        """Entries written with an earlier ``merge_key`` (its spelling rules grow: integer suffixes, ``const``
+        placement, spaces, added after a Trainer's kernels went unmatched) are keyed again from their names, once,
+        where the analysis is already imported (not when the cache is opened, before the program starts)."""
+        if self._rekeyed:
+            return
+        self._rekeyed = True
+        from ..analysis.merge import kernel_key
+        kernels: dict[str, dict] = {}
+        for k, e in self._doc["kernels"].items():
+            name_part, _, rest = k.partition("|")
+            kernels.setdefault(f"{kernel_key(str(e['name']))}|{rest}" if e.get("name") else k, e)
+        self._doc["kernels"] = kernels
+
     # --- reading ----------------------------------------------------------------------------------
     def lookup(self, kernels: pd.DataFrame) -> pd.DataFrame:
         """Hardware evidence for the kernels of ``kernels`` (columns name, grid, block) found in the cache,
@@ -96,6 +111,7 @@ class EvidenceCache:
         from ..render.names import short_name
         cols = ["name", "grid", "block", "evidence", "evidence_detail", "tensor_core", "dtype", "tc_flop",
                 "tensor_pipe_pct", "dtype_named"]
+        self._rekey()
         entries = self._doc["kernels"]
         if kernels.empty or not entries:
             return pd.DataFrame(columns=cols)
@@ -134,6 +150,7 @@ class EvidenceCache:
     def unmeasured(self, names) -> set[str]:
         """Names an earlier ncu pass was asked to measure and could not (never launched under ncu, or its
         report did not match them): asking again on every run would cost a whole ncu pass each time."""
+        self._rekey()
         gone = {k.split("|", 1)[0] for k, e in self._doc["kernels"].items() if e.get("unmeasured")}
         if not gone:
             return set()
@@ -145,6 +162,7 @@ class EvidenceCache:
     def add_unmeasured(self, names, source: str) -> None:
         import pandas as pd
         from ..analysis.merge import merge_key
+        self._rekey()
         now = _now()
         for n, k in zip(names, merge_key(pd.Series(list(names), dtype=object))):
             self._doc["kernels"].setdefault(f"{k}||", {"name": str(n), "unmeasured": True, "measured": now,
@@ -158,6 +176,7 @@ class EvidenceCache:
         """Remember every launch with hardware evidence measured in this run (not ones taken from here)."""
         if launches.empty:
             return 0
+        self._rekey()
         import pandas as pd
         from ..analysis.merge import CACHE_DETAIL, merge_key
         from ..analysis.tensor_cores import EVIDENCE_HARDWARE
@@ -210,7 +229,7 @@ class EvidenceCache:
             except OSError:
                 os.unlink(tmp)  # a full disk must not leave half a cache beside the real one
                 raise
-            self._doc = doc
+            self._doc, self._rekeyed = doc, False  # another run's entries may carry older keys
             return True
         except OSError as exc:
             self.notes.append(f"{self.path}: could not write the evidence cache ({exc.strerror or exc})")

@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -161,6 +162,43 @@ def test_merge_keys_of_torch_and_ncu_names_of_the_same_kernels_agree():
     # bools (false/true vs 0/1), enum casts and parameter lists no longer split them (12 -> 18 of 34)
     assert "void nchwToNhwcKernel<__half, __half, float, 0, 1, 0>" in k & r
     assert len(k & r) >= 18
+
+
+TRAINER_NAMES = Path(__file__).resolve().parents[1] / "fixtures" / "h100_trainer_kernel_names.json"
+
+
+def test_every_kernel_a_trainer_replay_measured_matches_its_trace_name():
+    """A transformers Trainer on H100: torch.profiler writes `<float, float, 32u, 32u, 256u, ...>`, `SumOp<long> >`,
+    `long const*`, the ncu CSV `<float, float, 32, 32, 256, ...>`, `SumOp<long>>`, `const long *`. Five kernels the
+    replay had measured were left unmatched and the program ran under ncu for them: every one of the 28 matches now."""
+    from nsighttc.analysis.merge import kernel_key, merge_key
+    doc = json.loads(TRAINER_NAMES.read_text())
+    ncu = set(merge_key(pd.Series(doc["ncu"], dtype=object)))
+    assert len(doc["trace"]) == 28 and all(kernel_key(n) in ncu for n in doc["trace"])
+    gamma = next(n for n in doc["trace"] if "GammaBeta" in n)
+    assert kernel_key(gamma) == "void GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, 256, 0, 1, 0>"
+    # still distinct where the kernels are: another template value, another pointer type
+    assert kernel_key("k<long const*, 32u>") == kernel_key("k<const long *, 32>") != kernel_key("k<const long *, 64>")
+    assert kernel_key("k<long const*>") != kernel_key("k<long*>")
+
+
+def test_a_cache_written_with_older_keys_is_found_by_the_current_ones(tmp_path):
+    """An evidence cache written before a spelling rule was added keys an entry by the older key: it is keyed again
+    from the entry's name, so the kernel is still found (and not measured again)."""
+    doc = json.loads(TRAINER_NAMES.read_text())
+    gamma = next(n for n in doc["trace"] if "GammaBeta" in n)
+    cache = EvidenceCache("NVIDIA H100 80GB HBM3", "580.159.04", root=tmp_path)
+    cache.path.parent.mkdir(parents=True)
+    old_key = "void GammaBetaBackwardCUDAKernelTemplate<float, float, 32u, 32u, 256u, 0, 1, 0>|1,1,1|32,32,1"
+    cache.path.write_text(json.dumps({"schema": "nsighttc.evidence-cache/1", "gpu": cache.gpu, "driver": cache.driver,
+                                      "programs": {}, "kernels": {old_key: {
+                                          "name": gamma, "tensor_core": False, "dtype": None,
+                                          "tc_flop_per_call": 0.0, "measured": "2026-11-24T16:00:00"}}}))
+    again = EvidenceCache("NVIDIA H100 80GB HBM3", "580.159.04", root=tmp_path)
+    ncu_name = next(n for n in doc["ncu"] if "GammaBeta" in n)
+    found = again.lookup(pd.DataFrame({"name": [ncu_name], "grid": ["(1, 1, 1)"], "block": ["(32, 32, 1)"]}))
+    assert len(found) == 1 and not found["tensor_core"].iloc[0]
+    assert found["tc_flop"].iloc[0] == 0.0  # by its exact key and launch configuration, not a near name
 
 
 def test_a_gated_program_leaves_when_nsighttc_is_gone(tmp_path):
