@@ -61,7 +61,7 @@ SCALAR_TYPES = ["uint8", "int8", "int16", "int32", "int64", "float16", "float32"
 # too), and the 7 calls listed after it went unmeasured (benchmarks/probes/gpu_trainer_replay_probe.sh, reports/window
 # call18). They are tried on the host first: an operator that wants them on the GPU refuses with an error, not a crash
 # (seen: H100, torch 2.11, the torch.compile loop's ``aten::_cudnn_attention_backward``: "Expected all tensors to be on
-# the same device, but got philox_seed is on cpu", reports/window call19), and is called again with them there.
+# the same device, but got philox_seed is on cpu", reports/window call22), and is called again with them there.
 HOST_TENSOR_ARGUMENTS = frozenset({"philox_seed", "philox_offset"})
 
 
