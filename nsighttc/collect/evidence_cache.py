@@ -96,7 +96,7 @@ class EvidenceCache:
         from ..analysis.merge import kernel_key
         kernels: dict[str, dict] = {}
         for k, e in self._doc["kernels"].items():
-            name_part, _, rest = k.partition("|")
+            rest = k.partition("|")[2]
             kernels.setdefault(f"{kernel_key(str(e['name']))}|{rest}" if e.get("name") else k, e)
         self._doc["kernels"] = kernels
 

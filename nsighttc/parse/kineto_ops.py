@@ -130,11 +130,22 @@ def current_trace(path: Path):
 def growing_trace(path: Path, gone: Callable[[], bool]):
     """The trace file Kineto is writing, open for reading from its start (the descriptor follows the rename
     to ``path``), or None when ``gone()`` says it will not come. Polls every 20 ms."""
-    while (fh := current_trace(path)) is None:
-        if gone():
+    first = first_growing_trace([(path, gone)])
+    return None if first is None else first[1]
+
+
+def first_growing_trace(candidates: list[tuple[Path, Callable[[], bool]]]):
+    """Of several traces Kineto may write, the first to appear, in the order given: (its path, the file open as in
+    ``growing_trace``, its ``gone``); None once every ``gone()`` says none will come. ``gone`` is asked before
+    looking, so a trace written meanwhile is still found."""
+    while True:
+        done = all(gone() for _, gone in candidates)
+        for path, gone in candidates:
+            if (fh := current_trace(path)) is not None:
+                return path, fh, gone
+        if done:
             return None
         time.sleep(0.02)
-    return fh
 
 
 def _first_per_id(path: Path, pattern: re.Pattern, read, count: int, fh=None) -> dict:

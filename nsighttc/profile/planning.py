@@ -40,7 +40,7 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path,
                                      record_shapes=opts.record_shapes and torch_trace is not None,
                                      operators=opts.operators,
                                      kernel_ops=run_dir / KERNEL_OPS_FILE, window=window,
-                                     ops_trace=ops_trace if torch_trace is not None else None)
+                                     ops_trace=ops_trace)
 
     if engine == "ncu":
         ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
@@ -100,7 +100,7 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
     p = plan(replace(opts, engine=engine, operators=operators), target, None, run_dir, window, ops_trace)[0][0]
     p.mode = "timeline"
     p.window = window
-    p.ops_trace = ops_trace if p.engine == "torch" else None
+    p.ops_trace = ops_trace
     return p
 
 

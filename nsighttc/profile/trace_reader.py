@@ -46,21 +46,13 @@ class _WhileWritten:
     def _open(self):
         """The first of the traces to appear (``prefer`` first), open; None when none will come."""
         from ..parse import kineto_ops
-        if self.prefer is None:
-            return kineto_ops.growing_trace(self.trace, self.written)
-        candidates = [self.prefer, (self.trace, self.written)]
-        while True:
-            done = all(w() for _, w in candidates)  # checked before looking: a file written meanwhile is still seen
-            for path, written in candidates:
-                fh = kineto_ops.current_trace(path)
-                if fh is not None:
-                    self.trace, self.written = path, written
-                    if self.on_choose is not None:
-                        self.on_choose(path)
-                    return fh
-            if done:
-                return None
-            time.sleep(0.02)
+        first = kineto_ops.first_growing_trace([*([self.prefer] if self.prefer else []), (self.trace, self.written)])
+        if first is None:
+            return None
+        self.trace, fh, self.written = first
+        if self.on_choose is not None:
+            self.on_choose(self.trace)
+        return fh
 
     def result(self):
         self._thread.join()

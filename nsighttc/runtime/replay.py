@@ -182,29 +182,34 @@ def call_op(torch, call: dict, device, prepared=None, around=None) -> str:
     raise last or CannotRebuild(f"{call['name']}: no overload takes {len(values)} arguments")
 
 
-def risky(call: dict) -> bool:
-    """A call with a 0-dim integer tensor argument that ``HOST_TENSOR_ARGUMENTS`` does not name: a seed, an offset or a
-    count the operator may read on the host, where the replay's GPU tensor would crash the process and every call
-    after it would be lost. Such calls are made after the others (``in_safe_order``)."""
-    return any(t in _INTEGER_TYPES and not (call["dims"][i] if i < len(call["dims"]) else [])
-               for i, t in enumerate(call["types"])) and call["name"] not in _HOST_ARGUMENTS_KNOWN
+def risky(torch, call: dict) -> bool:
+    """A call with a 0-dim integer tensor argument that ``HOST_TENSOR_ARGUMENTS`` does not name (by the operator's
+    schema): a seed, an offset or a count the operator may read on the host, where the replay's GPU tensor would
+    crash the process and every call after it would be lost. Such calls are made after the others
+    (``in_safe_order``). An operator this torch does not have cannot be called at all: not risky."""
+    ints = [i for i, t in enumerate(call["types"])
+            if t in _INTEGER_TYPES and not (call["dims"][i] if i < len(call["dims"]) else [])]
+    ns, _, name = call["name"].partition("::")
+    packet = getattr(torch.ops.aten, name, None) if ints and ns == "aten" else None
+    if packet is None:
+        return False
+    for overload in packet.overloads():
+        args = getattr(packet, overload)._schema.arguments
+        if len(args) == len(call["types"]):
+            return any(args[i].name not in HOST_TENSOR_ARGUMENTS for i in ints)
+    return False
 
 
 _INTEGER_TYPES = frozenset({"long int", "int", "short int", "signed char", "unsigned char", "long unsigned int",
                             "unsigned int", "short unsigned int"})
-# Operators whose 0-dim integer tensors are all host arguments that ``HOST_TENSOR_ARGUMENTS`` moves (seen above).
-_HOST_ARGUMENTS_KNOWN = frozenset({"aten::_efficient_attention_backward", "aten::_flash_attention_backward",
-                                   "aten::_cudnn_attention_backward",
-                                   "aten::_scaled_dot_product_efficient_attention_backward",
-                                   "aten::_scaled_dot_product_flash_attention_backward"})
 
 
-def in_safe_order(calls):
+def in_safe_order(torch, calls):
     """The calls as they come, except ``risky`` ones, which are held back until the list ends: a call that crashes
     the process then loses only the calls held back with it."""
     held = []
     for call in calls:
-        if risky(call):
+        if risky(torch, call):
             held.append(call)
             continue
         yield call
@@ -244,7 +249,7 @@ def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
     import torch
     done = failed = 0
     t0 = time.monotonic()
-    for call in in_safe_order(calls):
+    for call in in_safe_order(torch, calls):
         waited = time.monotonic()  # the list may still be growing: the call's arrival, for the log
         device = torch.device("cuda", int(call.get("device", device_index) or 0))
         # said before the call: should it crash the process, nsighttc names it (``CALLING``)

@@ -557,11 +557,13 @@ def test_host_side_seeds_are_made_on_the_host_and_risky_calls_go_last():
     assert by_name["query"].device.type == "meta" and by_name["logsumexp"].device.type == "meta"
     pos, kw, moved = replay._fit(torch, schema, values, host=False)  # the second placement: with the others
     assert not moved and all(v.device.type == "meta" for v in pos + list(kw.values()) if isinstance(v, torch.Tensor))
-    # a call with a 0-dim integer tensor the table does not name is made after every other call, in list order
-    odd = {**backward, "name": "aten::some_new_op"}
-    order = [c["name"] for c in replay.in_safe_order([odd] + calls)]
-    assert order[-1] == "aten::some_new_op" and order[:-1] == [c["name"] for c in calls]
-    assert not any(replay.risky(c) for c in calls)
+    # a call with a 0-dim integer tensor the table does not name (here index_select's `index`, by its schema) is made
+    # after every other call, in list order
+    odd = {"name": "aten::index_select", "types": ["float", "Scalar", "long int"], "dims": [[4, 4], [], []],
+           "strides": [[4, 1], [], []], "concrete": ["", "0", ""]}
+    order = [c["name"] for c in replay.in_safe_order(torch, [odd] + calls)]
+    assert order[-1] == "aten::index_select" and order[:-1] == [c["name"] for c in calls]
+    assert replay.risky(torch, odd) and not any(replay.risky(torch, c) for c in calls)
 
 
 def test_the_operator_a_crashed_replay_was_calling_is_named(tmp_path):
