@@ -45,6 +45,16 @@ PROGRAMS = {
 }
 
 
+def byte_compile(*packages: Path) -> None:
+    """Compile nsighttc (and any checkout it is compared with) as `pip install` does. The lent GPU machine's image
+    sets PYTHONDONTWRITEBYTECODE=1 (seen 2026-11-24, call29), so a checkout on PYTHONPATH was compiled from source
+    by every process it started (the profile process, the launcher, the replay, the plot workers): ~188 modules
+    per profile process, a cost no installed nsighttc has. The plain run's packages (torch) come compiled."""
+    import compileall
+    for pkg in packages:
+        compileall.compile_dir(str(pkg), quiet=1)
+
+
 def timed(argv: list[str], env: dict, log: Path) -> tuple[float, int]:
     t0 = time.perf_counter()
     with log.open("w") as fh:
@@ -76,6 +86,7 @@ def main() -> int:
     ap.add_argument("programs", nargs="+", choices=sorted(PROGRAMS))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
+    byte_compile(ROOT / "nsighttc")
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
     summary_path = a.out / "summary.json"

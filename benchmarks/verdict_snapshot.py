@@ -5,7 +5,8 @@
 
 Run it on the commit before a change and on the change, then compare: a refactoring must leave every document
 byte-identical (issue 32). Inputs: each timeline and counter recording in tests/fixtures/ alone, the nsys
-export with the ncu CSV merged in, and every DDP job directory (several ranks).
+export with the ncu CSV merged in, every DDP job directory (several ranks), and the recordings of unannotated
+programs and of windows (tests/fixtures/unmarked/, window/).
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ def cases() -> dict[str, list[Path]]:
     out["nsys+ncu"] = [FIX / "nsys_mm_relu_loops.sqlite.gz", FIX / "ncu_raw_tensor_metrics.csv.gz"]
     for d in sorted(p for p in (FIX / "ddp").iterdir() if not p.name.endswith(".md")):
         out[f"ddp_{d.name}"] = [d]
+    # the unannotated programs' recordings and the windows of steady steps (issues 28, 29)
+    for sub in ("unmarked", "window"):
+        for p in sorted((FIX / sub).glob("*.gz")):
+            out[f"{sub}_{p.name}"] = [p]
     return out
 
 

@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 # 1.93-1.96 GB one after the other, for ~1 s more), below it the ~0.4 s they save is worth the memory
 # (1M kernels: ~0.67 GB side by side).
 SIDE_BY_SIDE_MAX_LAUNCHES = 2_000_000
+# Below this many they run one after the other too: the two threads hand the interpreter back and forth, and on a
+# trace of a window of steps that costs more than the loops that release it save (2-core machine, medians of 7:
+# H100 multi_phase window, 22k launches, 0.222 s side by side against 0.190 s one after the other; Lightning's
+# window 0.135/0.109 s; the Trainer's 0.157/0.142 s; nsys exports of 100k kernels 0.205/0.200 s, 1M 0.972/1.043 s).
+SIDE_BY_SIDE_MIN_LAUNCHES = 200_000
 
 
 def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
@@ -328,7 +333,8 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
     if early is not None:  # the timeline side ran while the evidence was measured
         timeline = timeline_mod.refresh_tensor_cores(early[1], all_launches)
         summary, ranges, found, kernel_rows = tensor_core_side()
-    elif timelines and len(all_launches) > SIDE_BY_SIDE_MAX_LAUNCHES:  # memory first: one side, then the other
+    elif timelines and not SIDE_BY_SIDE_MIN_LAUNCHES <= len(all_launches) <= SIDE_BY_SIDE_MAX_LAUNCHES:
+        # memory first above the range, the interpreter's hand-overs below it: one side, then the other
         summary, ranges, found, kernel_rows = tensor_core_side()  # (hands back what it freed at its end)
         timeline = timeline_mod.analyze_timelines([p.timeline for p in timelines], all_launches, thresholds,
                                                   step_range)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .. import labels
+from .grouping import aggregate
 from ..render.names import short_name
 from .tensor_cores import EVIDENCE_HARDWARE, state_categorical
 
@@ -35,10 +36,10 @@ def _verdicts(hw: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
                                                           _named=named)
     state = hard["tensor_core"].map(repr) + "|" + hard["dtype"].map(repr)
     agree = state.groupby(hard["_key"]).nunique() == 1
-    first = hard.groupby("_key").agg(tensor_core=("tensor_core", "first"), dtype=("dtype", "first"),
-                                     tc_flop_per_call=("tc_flop_per_call", "median"),
-                                     tensor_pipe_pct=("tensor_pipe_pct", "median"), detail=("_detail", "first"),
-                                     dtype_named=("_named", "first"))
+    first = aggregate(hard.groupby("_key"), tensor_core=("tensor_core", "first"), dtype=("dtype", "first"),
+                      tc_flop_per_call=("tc_flop_per_call", "median"),
+                      tensor_pipe_pct=("tensor_pipe_pct", "median"), detail=("_detail", "first"),
+                      dtype_named=("_named", "first"))
     return first[agree.reindex(first.index).fillna(False)]
 
 

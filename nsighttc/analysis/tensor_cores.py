@@ -422,28 +422,32 @@ def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
     """Overall Tensor Core summary of a set of launches (the whole run, or one NVTX range). Every share is of the
     *compute* kernel time: communication kernels are counted apart (``denominator``)."""
     c = compact(launches)
-    comm_rows = c["comm"].astype(bool) if "comm" in c else pd.Series(False, index=c.index)
-    all_time = float(c["time_ns"].sum())
-    comm_time = float(c.loc[comm_rows, "time_ns"].sum())
-    comm_n = int(c.loc[comm_rows, "n"].sum())
+    # sums over numpy arrays: the compacted table has a few dozen rows, and this runs once per range, where
+    # pandas' masking per sum cost more than the sums (np.nansum: pandas' own skipna sum, the same numbers)
+    comm_rows = c["comm"].to_numpy(dtype=bool) if "comm" in c else np.zeros(len(c), dtype=bool)
+    time_all = c["time_ns"].to_numpy(dtype="float64")
+    all_time = float(np.nansum(time_all))
+    comm_time = float(np.nansum(time_all[comm_rows]))
+    comm_n = int(c["n"].to_numpy()[comm_rows].sum())
     c = c[~comm_rows]
-    t = c["time_ns"]
-    total = float(t.sum())
-    state = c["state"]
+    t = time_all[~comm_rows]
+    total = float(np.nansum(t))
+    state = c["state"].to_numpy()
     is_yes, is_no, is_unk = state == "yes", state == "no", state == "unknown"
-    tc_time = float(t[is_yes].sum())
-    unknown_time = float(t[is_unk].sum())
-    matrix = c["matrix_work"].astype(bool)
-    matrix_time = float(t[matrix].sum())
-    matrix_cuda_core = float(t[matrix & is_no].sum())
-    matrix_unknown = float(t[matrix & is_unk].sum())
+    tc_time = float(np.nansum(t[is_yes]))
+    unknown_time = float(np.nansum(t[is_unk]))
+    matrix = c["matrix_work"].to_numpy(dtype=bool)
+    matrix_time = float(np.nansum(t[matrix]))
+    matrix_cuda_core = float(np.nansum(t[matrix & is_no]))
+    matrix_unknown = float(np.nansum(t[matrix & is_unk]))
     yes_rows = c[is_yes]
     by_dtype = (yes_rows.assign(d=yes_rows["dtype"].fillna("unknown")).groupby("d")["time_ns"].sum() / total
                 if total and not yes_rows.empty else pd.Series(dtype=float))
-    named_dtype_time = float(t[is_yes & c["dtype_named"].astype(bool)].sum()) if "dtype_named" in c else 0.0
-    flop_rows = c[is_yes & c["tc_flop"].notna()]
-    flop = float(flop_rows["tc_flop"].sum()) if not flop_rows.empty else None
-    flop_time = float(flop_rows["flop_time_ns"].sum())
+    named_dtype_time = float(np.nansum(t[is_yes & c["dtype_named"].to_numpy(dtype=bool)])) \
+        if "dtype_named" in c else 0.0
+    has_flop = is_yes & c["tc_flop"].notna().to_numpy()
+    flop = float(np.nansum(c["tc_flop"].to_numpy(dtype="float64")[has_flop])) if has_flop.any() else None
+    flop_time = float(np.nansum(c["flop_time_ns"].to_numpy(dtype="float64")[has_flop]))
     n = int(c["n"].sum()) + comm_n
     if n == comm_n:
         verdict = "unknown"

@@ -104,6 +104,8 @@ def profile(target: Target, opts: Options, say: Callable[[str], None] = lambda s
     finally:
         if exiting is not None and exiting.pending:  # an error above: do not leave the exiting launcher behind
             exiting.stop()
+        if outcome is not None and outcome.plotters is not None:  # (no verdict: they were never asked)
+            outcome.plotters.close()
     interrupted, timed_out, workload_rc = ended.interrupted, ended.timed_out, ended.workload_rc
     code = 130 if interrupted else 124 if timed_out else workload_rc
     return Result(run_dir, verdict, code, [p.engine for p in done], ended.notes, interrupted, timed_out)
@@ -156,6 +158,8 @@ def _finish(run_dir: Path, target: Target, opts: Options, done: list, gpus: list
     """The verdict and report from what was recorded, with the notes of how the passes ended."""
     notes = base_notes + ended.notes
     phases["passes"] = round(time.monotonic() - started, 3)
+    if outcome is not None and outcome.marks:
+        phases["marks"] = dict(outcome.marks)
     verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome, phases)
     workload_rc = ended.workload_rc
     if verdict is None and not (ended.interrupted or ended.timed_out):
@@ -192,6 +196,7 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
                               ahead=outcome.ahead if outcome else None)
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
+        phases["analyze"] = round(time.monotonic() - t, 3)  # of "analysis": the rules alone (the rest: cache, JSON)
         if verdict is not None:
             from .window import unrecorded_startup
             unrecorded_startup(verdict, done)
@@ -213,7 +218,12 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             phases["analysis"] = round(time.monotonic() - t, 3)
             t = time.monotonic()
             from ..render.plots import write_plots
-            made = write_plots(doc, run_dir)
+            plotters = outcome.plotters if outcome is not None else None
+            drawn = plotters.draw(run_dir / "verdict.json", run_dir) if plotters is not None else None
+            if drawn:
+                phases["figures_by_workers"] = drawn  # {figure: made}; the others were drawn here
+                phases["figure_seconds"] = dict(plotters.seconds)  # each worker's reading and drawing
+            made = write_plots(doc, run_dir, drawn=drawn)
             markdown.write_report(doc, run_dir / "report.md", plots=made, detail=opts.detail)
             phases["report"] = round(time.monotonic() - t, 3)
     return verdict

@@ -80,15 +80,17 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _preload() -> None:
+def _preload(plots_here: bool) -> None:
     """Import the analysis and report modules (pandas, matplotlib) and draw a first figure while the program runs:
-    the profiler's process uses its own cores, and these are ~1 s of every default run's tail otherwise."""
+    the profiler's process uses its own cores, and these are ~1 s of every default run's tail otherwise. With plot
+    workers (``render.plot_workers``) matplotlib is theirs: this process only draws what they fail to."""
     import importlib
     try:
         for name in ("nsighttc.api", "nsighttc.render.markdown"):
             importlib.import_module(name)
-        from ..render import plots
-        plots.warm()
+        if plots_here:
+            from ..render import plots
+            plots.warm()
         from ..parse.ncu_rep import _import_ncu_report
         _import_ncu_report()  # NVIDIA's reader of the replay's report: ~0.15 s of the tail on H100's host
     except Exception:  # only a head start: the real imports report any problem
@@ -168,7 +170,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         tl_run = TimelineRun(tl, early=tl.engine == "torch" and not target.distributed, say=say)
         # after the launcher is started: its start (0.5 s before the program on H100) does not share the
         # interpreter with these imports
-        threading.Thread(target=_preload, daemon=True, name="nsighttc-preload").start()
+        if _cores() >= MIN_CORES_BESIDE:  # the report's figures drawn side by side, by processes warm by then
+            from ..render.plot_workers import PlotWorkers
+            out.plotters = PlotWorkers()
+        threading.Thread(target=_preload, args=(out.plotters is None,), daemon=True, name="nsighttc-preload").start()
         # While the launcher writes the trace: with a replay to plan, only its kernel scan reads it, and the
         # replay's calls are listed as its kernels appear (ResNet-50 AMP on H100: first call 0.02-0.19 s before
         # the trace was complete; with the whole parse beside the scan, which took its interpreter time,
@@ -190,6 +195,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             readers.start(tl.torch_trace, tl_run)
             tl_run.until_written(remaining())
     except BaseException:
+        if out.plotters is not None:
+            out.plotters.close()
         if tl_run is not None:
             tl_run.stop()
         readers.abort()
@@ -200,6 +207,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         raise
     out.done.append(tl)
     program.timeline_events = tl.window_events
+    out.marks["timeline_written"] = round(time.monotonic() - started, 3)
     try:
         timeline_ended = time.monotonic()
         import pandas as pd  # (imported by _preload meanwhile: see the module's imports)
@@ -219,6 +227,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         if program.running is not None and not stop_everything and rp_run is None:
             program.open_gate()
         early_found = readers.finish(tl.torch_trace, tl_run, stop_everything, info, out.parsed)
+        out.marks["trace_read"] = round(time.monotonic() - started, 3)
         if rp_run is not None:  # the replay makes its CUDA context while we plan; it waits for the operator list
             write_gate(rp_gate, "stop" if stop_everything else "go")
         try:
@@ -231,6 +240,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             out.ahead = TimelineAhead([out.parsed[p] for p in out.inputs if p in out.parsed])
         names, cached, have, tried, missing = missing_evidence(need, out, opts)
         out.evidence = cached
+        out.marks["planned"] = round(time.monotonic() - started, 3)
         info.update({"counters": opts.counters,
                      "kernels_needing_hardware": len(names), "from_cache": len(have), "to_measure": len(missing),
                      "not_measurable_before": len(tried),
@@ -264,6 +274,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         else:
             program.measure(missing, have, need, out, started, remaining)
     except BaseException:
+        if out.plotters is not None:
+            out.plotters.close()
         tl_run.stop()
         raise
     if tl_run.provisional():  # the launcher said its exit code: the verdict is made while its process exits

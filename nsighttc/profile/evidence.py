@@ -34,6 +34,10 @@ class Outcome:
     parsed: dict = field(default_factory=dict)  # input path -> parse.Parsed, read once for planning and verdict
     ahead: object | None = None  # api.TimelineAhead: the timeline verdict made while the evidence is measured
     exiting: object | None = None  # timeline_run.TimelineRun still exiting: the verdict is made meanwhile
+    # seconds since the passes started at which the default run reached each step (run.json phase_seconds.marks):
+    # where a run's time beyond the program's own goes
+    marks: dict = field(default_factory=dict)
+    plotters: object | None = None  # render.plot_workers.PlotWorkers warming up while the program runs
 
 
 def export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:

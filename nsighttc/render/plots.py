@@ -23,12 +23,28 @@ def _plt():
     return plt
 
 
-def warm() -> None:
+def warm(full: bool = False) -> None:
     """Draw one small figure, thrown away: the first figure of a process loads fonts and sets up the renderer
     (this repository's 2-core machine: the default run's two plots took 0.46 s first, 0.19-0.21 s after it). The
-    default run calls it while the program runs (``profile.default._preload``)."""
+    default run calls it while the program runs (``profile.default._preload``). ``full``: draw both of the
+    report's figures from a small made-up verdict instead, so every font size, artist and code path they use is
+    loaded (a plot worker, ``render.plot_workers``, has the time while the program runs)."""
     import io
     plt = _plt()
+    if full:
+        ranges = [{"path": "p", "depth": 0, "start_ns": 0.0, "end_ns": 4e6},
+                  {"path": "p/step", "depth": 1, "start_ns": 1e5, "end_ns": 2e6}]
+        doc = {"timeline": {"verdict": "mixed", "activity": {"bin_ns": 1e5, "busy": [0.5] * 40,
+                                                            "tensor_core_busy": [0.2] * 40, "ranges": ranges,
+                                                            "scope": "warm-up", "phase": "p"}},
+               "tensor_cores": {"kernel_time_ns": 3e6, "tc_time_share": 0.5, "by_dtype": {"fp16": 0.5},
+                                "unknown_time_share": 0.1},
+               "ranges": [{"name": "p", "kernel_time_ns": 3e6, "by_dtype": {"fp16": 0.5}, "unknown_time_share": 0.1},
+                          {"name": "p/step", "kernel_time_ns": 2e6, "by_dtype": {"bf16": 0.4},
+                           "unknown_time_share": 0.0}]}
+        timeline_png(doc, io.BytesIO())
+        kernel_time_png(doc, io.BytesIO())
+        return
     fig, ax = plt.subplots(figsize=(2, 1))
     ax.barh(["a"], [1.0])
     ax.set_xlabel("ms")
@@ -37,7 +53,7 @@ def warm() -> None:
     plt.close(fig)
 
 
-def timeline_png(doc: dict, path: Path) -> Path | None:
+def timeline_png(doc: dict, path) -> Path | None:
     tl = doc.get("timeline") or {}
     act = tl.get("activity") or {}
     busy = act.get("busy")
@@ -114,7 +130,7 @@ def self_ranges(ranges: list[dict]) -> list[dict]:
     return out
 
 
-def kernel_time_png(doc: dict, path: Path, top: int = 12) -> Path | None:
+def kernel_time_png(doc: dict, path, top: int = 12) -> Path | None:
     ranges = self_ranges([r for r in (doc.get("ranges") or []) if (r.get("kernel_time_ns") or 0) > 0])
     floor = 1e-3 * sum(r["kernel_time_ns"] for r in ranges)
     ranges = [r for r in ranges if r["kernel_time_ns"] >= floor]  # slivers under 0.1% of kernel time
@@ -154,12 +170,19 @@ def kernel_time_png(doc: dict, path: Path, top: int = 12) -> Path | None:
     return path
 
 
-def write_plots(doc: dict, out_dir: Path) -> dict[str, str]:
-    """Write the plots that the verdict has data for; returns {alt text: file name} for the Markdown."""
+# figure name -> (alt text in the Markdown, file name, drawing function); the report lists them in this order
+FIGURES = {"timeline": ("GPU activity timeline", "timeline.png", "timeline_png"),
+           "kernel_time": ("Kernel time by range", "kernel_time.png", "kernel_time_png")}
+
+
+def write_plots(doc: dict, out_dir: Path, drawn: dict[str, bool] | None = None) -> dict[str, str]:
+    """Write the plots that the verdict has data for; returns {alt text: file name} for the Markdown.
+    ``drawn``: figures already drawn elsewhere (``plot_workers``: {name: made}); the others are drawn here."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    drawn = drawn or {}
     made = {}
-    if timeline_png(doc, out_dir / "timeline.png"):
-        made["GPU activity timeline"] = "timeline.png"
-    if kernel_time_png(doc, out_dir / "kernel_time.png"):
-        made["Kernel time by range"] = "kernel_time.png"
+    for name, (alt, file, func) in FIGURES.items():
+        here = drawn[name] if name in drawn else globals()[func](doc, out_dir / file) is not None
+        if here:
+            made[alt] = file
     return made

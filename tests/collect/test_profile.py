@@ -193,8 +193,16 @@ def test_the_default_run_records_a_window_and_stops_the_program(env, tmp_path, m
     script = env()
     script.write_text(LOOP)
     t0 = time.monotonic()
+    from nsighttc.profile import default
+    monkeypatch.setattr(default, "_cores", lambda: default.MIN_CORES_BESIDE)  # the figures drawn by workers
     res = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", fast=True, steps=15))
     assert time.monotonic() - t0 < 60 and res.exit_code == 0  # stopped by nsighttc: 0, not the program's 3
+    phases = json.loads((res.run_dir / "run.json").read_text())["phase_seconds"]
+    assert set(phases["figures_by_workers"]) == {"timeline", "kernel_time"}
+    linked = {f for f in ("timeline.png", "kernel_time.png") if f"]({f})" in (res.run_dir / "report.md").read_text()}
+    assert linked == {f for f in ("timeline.png", "kernel_time.png") if (res.run_dir / f).exists()}
+    assert ("timeline.png" in linked) == phases["figures_by_workers"]["timeline"]
+    assert set(phases["marks"]) == {"timeline_written", "trace_read", "planned"}
     log = (res.run_dir / "torch.log").read_text()
     assert "RAN TO THE END" not in log
     window = json.loads((res.run_dir / "run.json").read_text())["passes"][0]["window"]

@@ -21,6 +21,7 @@ import pandas as pd
 from ...parse.timeline import Timeline, launch_times
 from ... import labels
 from .. import intervals
+from ..grouping import aggregate
 from . import busy, comm as comm_mod, idle, ranges as ranges_mod, steps as steps_mod
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
@@ -209,14 +210,14 @@ def _busy_in(ranges: pd.DataFrame, names: pd.Series, u: intervals.Union, w: inte
 def _by_range(paths: np.ndarray, pc: np.ndarray, values: dict[str, np.ndarray]) -> dict[str, dict]:
     names = np.where(pc >= 0, paths[np.clip(pc, 0, None)] if len(paths) else "", "(no range)")
     frame = pd.DataFrame({"range": names, **values})
-    g = frame.groupby("range").agg(**{k: (k, "sum") for k in values}, n=("range", "size"))
+    g = aggregate(frame.groupby("range"), **{k: (k, "sum") for k in values}, n=("range", "size"))
     return {str(r): {"calls": int(row.n), **{k: float(getattr(row, k)) for k in values}} for r, row in g.iterrows()}
 
 
 def _sync(p: idle.Idle) -> dict:
     """Synchronising calls and device-to-host copies over the whole run, by name and by innermost range."""
     s, d = p.calls.sync, p.calls.dtoh
-    by_name = s.groupby("name").agg(calls=("ns", "size"), ns=("ns", "sum"))
+    by_name = aggregate(s.groupby("name"), calls=("ns", "size"), ns=("ns", "sum"))
     by_range = {r: {"calls": v["calls"], "ns": v["ns"]} for r, v in
                 _by_range(p.paths, s["pc"].to_numpy(), {"ns": s["ns"].to_numpy()}).items()} if len(s) else {}
     dtoh = {r: v["calls"] for r, v in _by_range(p.paths, d["pc"].to_numpy(), {}).items()} if len(d) else {}

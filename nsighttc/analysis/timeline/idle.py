@@ -36,6 +36,7 @@ from ...parse.timeline import launch_times
 from ... import labels
 from ...allocator import slices
 from .. import intervals
+from ..grouping import aggregate
 from .base import SYNC_CALLS, Thresholds
 
 KINDS = ("sync", "pageable-copy", "gpu-wait", "launch-overhead", "host-range", "drained")
@@ -266,7 +267,7 @@ def scope_of(idle: Idle, piece_mask: np.ndarray, sync_mask: np.ndarray, dtoh_mas
     s = c.sync[sync_mask]
     pg = c.pageable[page_mask]
     return Scope(t,
-                 s.groupby(["pc", "name"], as_index=False).agg(calls=("ns", "size"), ns=("ns", "sum")),
+                 aggregate(s.groupby(["pc", "name"]), calls=("ns", "size"), ns=("ns", "sum")).reset_index(),
                  int(dtoh_mask.sum()),
                  pd.DataFrame({"copies": [len(pg)], "bytes": [float(pg["bytes"].sum())], "ns": [float(pg["ns"].sum())]}))
 
@@ -295,7 +296,8 @@ def range_scopes(idle: Idle, names: list[str], warm: tuple[np.ndarray, np.ndarra
     idle_g = {k: g for k, g in base.idle.merge(m, on="pc").groupby("range")}
     sync_g = {k: g for k, g in base.sync.merge(m, on="pc").groupby("range")}
     dtoh_g = c.dtoh.merge(m, on="pc").groupby("range").size().to_dict()
-    pg = c.pageable.merge(m, on="pc").groupby("range").agg(copies=("ns", "size"), bytes=("bytes", "sum"), ns=("ns", "sum"))
+    pg = aggregate(c.pageable.merge(m, on="pc").groupby("range"), copies=("ns", "size"), bytes=("bytes", "sum"),
+                   ns=("ns", "sum"))
     empty_idle = base.idle.iloc[0:0]
     empty_sync = base.sync.iloc[0:0]
     out = {}
@@ -311,18 +313,29 @@ def _ms(x: float) -> str:
     return f"{x / 1e6:.3g} ms"
 
 
+def _per_pc(pcs: np.ndarray, kinds: np.ndarray, ns: np.ndarray, kind: int) -> dict[int, float]:
+    """{path code: idle ns} of one kind (the sum, should a scope hold a range's kind twice)."""
+    out: dict[int, float] = {}
+    m = kinds == kind
+    for pc, v in zip(pcs[m].tolist(), ns[m].tolist()):
+        out[pc] = out.get(pc, 0.0) + v
+    return out
+
+
 def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] | None = None) -> list[dict]:
     """The scope's causes of idle GPU time, ``{kind, name, idle_ns, detail}``, largest first."""
     rinfo = rinfo or {}
     by_kind = sc.idle.groupby("kind")["ns"].sum().to_dict() if not sc.idle.empty else {}
     out: list[dict] = []
-    host = sc.idle[sc.idle["kind"] == HOST].groupby("pc")["ns"].sum().to_dict() if not sc.idle.empty else {}
+    # per range of one kind: a scope holds one row per (range, kind) (``scope_of``, ``range_scopes``), so these
+    # are the rows' own values, read without a groupby per kind (this runs once per range and step family)
+    pcs, kinds, nss = (sc.idle[k].to_numpy() for k in ("pc", "kind", "ns"))
+    host = _per_pc(pcs, kinds, nss, HOST)
     drained_ns = float(by_kind.get(DRAINED, 0.0))
     sync_drained = min(drained_ns, max(busy_ns, 0.0))
     rest = drained_ns - sync_drained
     if rest > 0:  # host code that no overlap could have hidden: blame it, per range, in proportion
-        d = sc.idle[sc.idle["kind"] == DRAINED].groupby("pc")["ns"].sum()
-        for pc, ns in d.items():
+        for pc, ns in sorted(_per_pc(pcs, kinds, nss, DRAINED).items()):
             host[pc] = host.get(pc, 0.0) + rest * ns / drained_ns
     for pc, ns in sorted(host.items(), key=lambda x: -x[1]):
         if ns <= 0:
@@ -351,7 +364,7 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
                               f"{' in ' + top if top else ''}, {sc.dtoh} device-to-host copies; the host was blocked "
                               f"{_ms(host_ns)}, and the GPU idled {_ms(blocked + sync_drained)} while the host was blocked "
                               "or after the call had emptied its queue"})
-    n_launch = int(sc.idle.loc[sc.idle["kind"] == LAUNCH, "gaps"].sum()) if not sc.idle.empty else 0
+    n_launch = int(sc.idle["gaps"].to_numpy()[kinds == LAUNCH].sum()) if not sc.idle.empty else 0
     if by_kind.get(LAUNCH):
         ns = float(by_kind[LAUNCH])
         out.append({"kind": "launch-overhead", "name": "kernel launches", "idle_ns": ns,

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ... import labels
 from .. import intervals
+from ..grouping import aggregate
 from ..tensor_cores import path_prefixes
 from .base import Thresholds, classify
 
@@ -25,8 +26,8 @@ def _kernels_per_path(launches: pd.DataFrame) -> pd.DataFrame:
     nv = launches.loc[(launches["nvtx"] != "").to_numpy(), ["nvtx", "time_ns"]]
     if nv.empty:
         return pd.DataFrame(columns=["kernels", "kernel_ns"])
-    per = nv.groupby(labels.as_categorical(nv["nvtx"]), observed=True).agg(kernels=("time_ns", "size"),
-                                                                        kernel_ns=("time_ns", "sum"))
+    per = aggregate(nv.groupby(labels.as_categorical(nv["nvtx"]), observed=True), kernels=("time_ns", "size"),
+                    kernel_ns=("time_ns", "sum"))
     per.index = per.index.astype(str)
     joined = per.reset_index().merge(path_prefixes(per.index), on="nvtx")
     return joined.groupby("range")[["kernels", "kernel_ns"]].sum().rename_axis("path")
@@ -64,9 +65,9 @@ def range_stats(ranges: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame
         r = _in_scope(r, u, scope)
     r["idle"] = r["wall"] - r["busy"]
     g = r.groupby("path", sort=False, observed=True)
-    st = g.agg(count=("wall", "size"), wall_ns=("wall", "sum"), busy_ns=("busy", "sum"),
-               median_wall_ns=("wall", "median"), median_idle=("idle", "median"), idle_ns=("idle", "sum"),
-               first=("start_ns", "min"))
+    st = aggregate(g, count=("wall", "size"), wall_ns=("wall", "sum"), busy_ns=("busy", "sum"),
+                   median_wall_ns=("wall", "median"), median_idle=("idle", "median"), idle_ns=("idle", "sum"),
+                   first=("start_ns", "min"))
     st["truncated"] = g["truncated"].any() if "truncated" in r else False  # closed by us at the trace's end
     st["scope"] = g["scope"].first()
     kp = _kernels_per_path(launches)
