@@ -47,7 +47,7 @@ PROGRAMS = {
 
 def byte_compile(*packages: Path) -> None:
     """Compile nsighttc (and any checkout it is compared with) as `pip install` does. The lent GPU machine's image
-    sets PYTHONDONTWRITEBYTECODE=1 (seen 2026-11-24, call29), so a checkout on PYTHONPATH was compiled from source
+    sets PYTHONDONTWRITEBYTECODE=1 (seen 2026-11-24: reports/window/call30/pyc.txt), so a checkout on PYTHONPATH was compiled from source
     by every process it started (the profile process, the launcher, the replay, the plot workers): ~188 modules
     per profile process, a cost no installed nsighttc has. The plain run's packages (torch) come compiled."""
     import compileall

@@ -2,10 +2,11 @@
 
 Why: a default run's report is written after the program's trace, so its plots are part of the time to the
 verdict. On the lent H100's host the two figures took 0.36-0.63 s one after the other (its cores run this
-analysis ~3x slower than the 2-core CI machine: ``benchmarks/probes/gpu_cached_tail_probe.sh``, call28), as much
-as the analysis itself; VGG16's second run cost 1.14x its plain run for ~1.1 s of such fixed costs. A worker
-imports matplotlib and draws a first figure (fonts, renderer) while the program still runs, then waits on its
-stdin for one request: the verdict's JSON file and which figure to draw where. Two workers draw the two figures
+analysis ~3x slower than the 2-core CI machine: reports/window/call29/host.txt), as much as the analysis itself;
+VGG16's second run cost 1.14x its plain run for ~1.1 s of such fixed costs. With the workers the report took
+0.15-0.32 s there, the slower figure's time (reports/window/call32, call33: ``phase_seconds.figure_seconds``). A
+worker imports matplotlib and draws both kinds of figure from a made-up verdict (fonts, renderer) while the program
+still runs, then waits on its stdin for one request: the verdict's JSON file and which figure to draw where. Two workers draw the two figures
 at once; the report waits for the slower one instead of both.
 
 Workers are asked for only where the host has cores to spare beside the program (``profile.default``); anything
@@ -13,7 +14,8 @@ a worker does not answer (it failed to start, died, timed out, or refused) is dr
 report never lacks a plot the verdict has data for. A worker whose parent dies reads end-of-file and exits.
 
 Protocol (one line each way, JSON): the worker says ``{"ready": true}`` once warm; the request is
-``{"plot": NAME, "doc": PATH, "out": PATH}``; the answer ``{"made": true|false}`` or ``{"error": TEXT}``.
+``{"plot": NAME, "doc": PATH, "out": PATH}``; the answer ``{"made": true|false, "seconds": S}`` (reading the
+verdict and drawing) or ``{"error": TEXT}``. A worker that answered exits at once without waiting for anyone.
 """
 from __future__ import annotations
 
