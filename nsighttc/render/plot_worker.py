@@ -30,7 +30,7 @@ def main() -> int:
     t0 = time.monotonic()
     try:
         req = json.loads(line)
-        draw = getattr(plots, FIGURES[req["plot"]][2])
+        draw = FIGURES[req["plot"]][2]
         doc = json.loads(Path(req["doc"]).read_text())
         made = draw(doc, Path(req["out"])) is not None
     except Exception as exc:  # noqa: BLE001 - the parent draws it itself and reports what fails there

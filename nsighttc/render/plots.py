@@ -171,8 +171,8 @@ def kernel_time_png(doc: dict, path, top: int = 12) -> Path | None:
 
 
 # figure name -> (alt text in the Markdown, file name, drawing function); the report lists them in this order
-FIGURES = {"timeline": ("GPU activity timeline", "timeline.png", "timeline_png"),
-           "kernel_time": ("Kernel time by range", "kernel_time.png", "kernel_time_png")}
+FIGURES = {"timeline": ("GPU activity timeline", "timeline.png", timeline_png),
+           "kernel_time": ("Kernel time by range", "kernel_time.png", kernel_time_png)}
 
 
 def write_plots(doc: dict, out_dir: Path, drawn: dict[str, bool] | None = None) -> dict[str, str]:
@@ -181,8 +181,7 @@ def write_plots(doc: dict, out_dir: Path, drawn: dict[str, bool] | None = None) 
     out_dir.mkdir(parents=True, exist_ok=True)
     drawn = drawn or {}
     made = {}
-    for name, (alt, file, func) in FIGURES.items():
-        here = drawn[name] if name in drawn else globals()[func](doc, out_dir / file) is not None
-        if here:
+    for name, (alt, file, draw) in FIGURES.items():
+        if drawn[name] if name in drawn else draw(doc, out_dir / file) is not None:
             made[alt] = file
     return made
