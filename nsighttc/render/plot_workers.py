@@ -97,9 +97,10 @@ class PlotWorkers:
     def draw(self, doc_path: Path, out_dir: Path, timeout_s: float = 60.0) -> dict[str, bool]:
         """{figure name: made or not} for the figures a worker drew (missing: draw it in-process). Each worker
         serves one request; a second call gets nothing. ``seconds``: how long each took there."""
-        asked = {name: w for name, w in self._workers.items()
-                 if w.ask(name, doc_path, out_dir / FIGURES[name][1])}
-        self._workers = {}
+        workers, self._workers = self._workers, {}
+        asked = {name: w for name, w in workers.items() if w.ask(name, doc_path, out_dir / FIGURES[name][1])}
+        for name in workers.keys() - asked.keys():  # gone before the request: reaped
+            workers[name].close()
         deadline = time.monotonic() + timeout_s
         got: dict[str, bool] = {}
         for name, w in asked.items():
