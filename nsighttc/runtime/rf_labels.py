@@ -50,7 +50,11 @@ class Label:
 
     def __init__(self, name: str):
         self.name = name
-        self._rf = _enter(name)
+        self._rf = None
+        self._begin()
+
+    def _begin(self) -> None:
+        self._rf = _enter(self.name)
         if self._rf is not None:
             _open[id(self)] = self
 
@@ -69,9 +73,7 @@ def suspend() -> list[Label]:
     """End every open label's record_function (under the session about to stop); ``resume`` begins them again."""
     labels = list(_open.values())
     for label in labels:
-        rf, label._rf = label._rf, None
-        _open.pop(id(label), None)
-        _exit(rf)
+        label.end()
     return labels
 
 
@@ -79,9 +81,7 @@ def resume(labels: list[Label]) -> None:
     """Begin again, under the session now recording, the labels ``suspend`` ended."""
     for label in labels:
         if label._rf is None:
-            label._rf = _enter(label.name)
-            if label._rf is not None:
-                _open[id(label)] = label
+            label._begin()
 
 
 class OpenElsewhere:

@@ -61,12 +61,8 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
     ``--window-end continue``: the program then runs on unrecorded). With ``--record-from window`` and no window
     started, nothing was recorded: no trace is written, and the line ``NOTHING_RECORDED`` says why. ``sessions``:
     a first run whose window was recorded with the ranges only after the operators (``--ops-trace``)."""
-    try:
-        import torch
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-    except Exception:
-        pass
+    from .window import _synchronize
+    _synchronize()  # every kernel launched is in the recording
     switched = sessions is not None and sessions.state == "ranges"
     if sessions is not None and sessions.state == "failed":  # the operators' trace is all there is
         if sessions.written:
