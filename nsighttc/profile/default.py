@@ -168,6 +168,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     tl_run = None
     try:
         tl_run = TimelineRun(tl, early=tl.engine == "torch" and not target.distributed, say=say)
+        out.marks["timeline_started"] = round(time.monotonic() - started, 3)  # the profile's own start before it
         # after the launcher is started: its start (0.5 s before the program on H100) does not share the
         # interpreter with these imports
         if _cores() >= MIN_CORES_BESIDE:  # the report's figures drawn side by side, by processes warm by then

@@ -94,6 +94,8 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
     ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(ns.torch_trace))
     since = f", recorded from {started_at - t_start:.2f} s" if started_at else ""
+    if started_at and getattr(recorder, "start_seconds", None) is not None:
+        since += f" (profiler start {recorder.start_seconds:.2f} s)"
     since += "" if operators else ", ranges only"
     print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
           f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "

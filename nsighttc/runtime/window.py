@@ -141,11 +141,13 @@ class TorchRecorder(Recorder):
         self._finish, self._start, self._clock, self.sessions = finish, start, clock, sessions
         self.finished = False
         self.started_at: float | None = None if start is not None else 0.0
+        self.start_seconds: float | None = None  # how long the profiler's start held the program (CUPTI's set-up)
 
     def window_start(self, last: bool = False) -> None:
         if self.started_at is None and not self.finished:
             self.started_at = self._clock()
             self._start()
+            self.start_seconds = self._clock() - self.started_at
             from . import annotate
             annotate.label_open_ranges()  # the phase's range (and the launcher's) around the window's steps
         if last and self.sessions is not None and not self.finished:

@@ -202,7 +202,9 @@ def test_the_default_run_records_a_window_and_stops_the_program(env, tmp_path, m
     linked = {f for f in ("timeline.png", "kernel_time.png") if f"]({f})" in (res.run_dir / "report.md").read_text()}
     assert linked == {f for f in ("timeline.png", "kernel_time.png") if (res.run_dir / f).exists()}
     assert ("timeline.png" in linked) == phases["figures_by_workers"]["timeline"]
-    assert set(phases["marks"]) == {"timeline_written", "trace_read", "planned"}
+    marks = phases["marks"]
+    assert set(marks) == {"timeline_started", "timeline_written", "trace_read", "planned"}
+    assert 0 <= marks["timeline_started"] < marks["timeline_written"] <= marks["trace_read"] <= marks["planned"]
     log = (res.run_dir / "torch.log").read_text()
     assert "RAN TO THE END" not in log
     window = json.loads((res.run_dir / "run.json").read_text())["passes"][0]["window"]

@@ -3,6 +3,7 @@ on real CPU programs under torch.profiler, read back through the parser and the 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -201,7 +202,10 @@ def test_recording_from_the_window_keeps_the_open_phase_ranges_and_leaves_the_wa
     r, trace, events = _launch(tmp_path, PHASES, "--window-steps", "8", "--record-from", "window")
     assert r.returncode == 0 and "RAN TO THE END" in r.stdout, r.stderr
     start = next(e for e in events if e["event"] == "start")
-    assert "recorded from " in r.stderr
+    said = re.search(r"program ([0-9.]+) s, recorded from ([0-9.]+) s \(profiler start ([0-9.]+) s\)", r.stderr)
+    assert said, r.stderr  # when the recording began, and how long starting the profiler held the program
+    program_s, from_s, start_s = map(float, said.groups())
+    assert 0 < from_s and 0 <= start_s and from_s + start_s <= program_s + 0.02  # both within the program's time
     doc = analyze([trace]).to_json()
     fams = {f["name"]: f for f in doc["timeline"]["step_families"]}
     assert set(fams) == {"prog.py/a/step", "prog.py/b/step"}
