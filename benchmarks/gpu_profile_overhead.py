@@ -42,7 +42,18 @@ PROGRAMS = {
     "dataloader": ["wrappers/dataloader_bound.py", "--no-annotate"],
     # a long-running training job (ResNet-50 AMP for two minutes): the verdict must come long before its end
     "long_resnet": ["wrappers/resnet_amp.py", "--minutes", "2"],
+    # a torchrun job (a command, profiled as `nsighttc profile -- python3 -m torch.distributed.run ...`): two ranks of
+    # DDP ResNet-50 AMP. `ddp` needs two GPUs (nvidia-h200-x2); `ddp_shared_gpu` puts both ranks on GPU 0 with gloo,
+    # for a machine with one GPU: the distributed default run's cost, not a multi-GPU job's speed.
+    "ddp": ["-m", "torch.distributed.run", "--nproc-per-node", "2", "wrappers/ddp_train.py", "--no-annotate"],
+    "ddp_shared_gpu": ["-m", "torch.distributed.run", "--nproc-per-node", "2", "wrappers/ddp_train.py",
+                       "--no-annotate", "--share-gpu"],
+    # the same for 300 steps (~30 s of training): the window stops both ranks long before the job's end
+    "ddp_shared_gpu_long": ["-m", "torch.distributed.run", "--nproc-per-node", "2", "wrappers/ddp_train.py",
+                            "--no-annotate", "--share-gpu", "--steps", "300"],
 }
+# NCCL settings for the lent multi-GPU machines (no NVLink multicast: the machines' notes say why)
+DISTRIBUTED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 def byte_compile(*packages: Path) -> None:
@@ -92,12 +103,15 @@ def main() -> int:
     summary_path = a.out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else []
     py = sys.executable
+    os.environ.update(DISTRIBUTED_ENV)  # (every program's runs, plain ones included: the same settings)
     warm_cache = Path(tempfile.mkdtemp(prefix="nsighttc-warm-"))
     for name in a.programs:
         prog = PROGRAMS[name]
         plain_cmd = [py, *prog]
         runs = a.out / f"runs_{name}"
-        prof_cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *prog]
+        command = prog[0] == "-m"  # a distributed launcher: profiled as a command, behind `--`
+        prof_args = ["--", py, *prog] if command else prog
+        prof_cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *prof_args]
         plain_s, cold_s, warm_s, full_s, rcs, phases = [], [], [], [], [], {"cold": [], "warm": []}
         cold_doc = warm_doc = None
         for r in range(a.rounds):
@@ -120,14 +134,15 @@ def main() -> int:
                 warm_doc = latest_verdict(runs)
                 phases["warm"].append(latest_phases(runs))
             if a.full_run:
-                s, rc = timed([py, "-m", "nsighttc", "profile", "--full-run", "--out", str(runs), *prog],
+                s, rc = timed([py, "-m", "nsighttc", "profile", "--full-run", "--out", str(runs), *prof_args],
                               dict(os.environ, NSIGHTTC_CACHE_DIR=str(warm_cache / name)), a.out / f"{name}_full.log")
                 full_s.append(round(s, 2))
                 rcs.append(rc)
             print(f"{name} round {r + 1}: plain {plain_s[-1]} s, cold {cold_s[-1]} s, warm {warm_s[-1] if warm_s else '-'} s"
                   + (f", full-run {full_s[-1]} s" if full_s else ""), flush=True)
         med = statistics.median(plain_s)
-        entry = {"program": name, "command": "nsighttc profile " + " ".join(prog), "plain_command": "python3 " + " ".join(prog),
+        entry = {"program": name, "command": "nsighttc profile " + " ".join(["--", "python3", *prog] if command else prog),
+                 "plain_command": "python3 " + " ".join(prog),
                  "gpu": gpu, "plain_s": plain_s, "default_s": cold_s, "ratio": round(statistics.median(cold_s) / med, 3),
                  "warm_s": warm_s, "ratio_warm": round(statistics.median(warm_s) / med, 3) if warm_s else None,
                  "exit_codes": rcs,

@@ -14,6 +14,9 @@ hooks find the steps). ResNet-50
 has 25.6 M parameters: DDP all-reduces ~100 MB of fp32 gradients per step in 25 MB buckets, overlapped
 with the backward pass. ``--device cpu`` is the smoke mode: gloo backend, a small MLP, a few steps (CI).
 Without torchrun (no RANK in the environment) it runs as a single process of world size 1.
+``--share-gpu`` puts every rank on GPU 0 with the gloo backend (NCCL refuses two ranks on one device): a torchrun
+job's processes, per-rank profilers and all-reduces on a machine with one GPU (the lent H100), not a multi-GPU
+job's speed.
 
 Ranges: ``warmup``, ``train`` with one ``step`` per iteration; each rank prints its step time.
 """
@@ -42,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: gloo smoke mode with a small MLP")
+    ap.add_argument("--share-gpu", action="store_true",
+                    help="every rank on GPU 0, gloo backend (a torchrun job on a one-GPU machine)")
     ap.add_argument("--batch", type=int, default=64, help="per-rank batch")
     ap.add_argument("--steps", type=int, default=20, help="timed steps")
     ap.add_argument("--warmup", type=int, default=5)
@@ -72,14 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if not torch.cuda.is_available():
             raise SystemExit("error: --device cuda but no CUDA device is available (use --device cpu for a smoke run)")
-        device = torch.device("cuda", local)
+        device = torch.device("cuda", 0 if a.share_gpu else local)
         torch.cuda.set_device(device)
-    dist.init_process_group("gloo" if cpu else "nccl", rank=rank, world_size=world,
-                            **({} if cpu else {"device_id": device}))
+    gloo = cpu or a.share_gpu
+    dist.init_process_group("gloo" if gloo else "nccl", rank=rank, world_size=world,
+                            **({} if gloo else {"device_id": device}))
     model = _model("mlp" if cpu else "resnet50").to(device)
     if not cpu:
         model = model.to(memory_format=torch.channels_last)
-    ddp = DDP(model, device_ids=None if cpu else [local], gradient_as_bucket_view=True)
+    ddp = DDP(model, device_ids=None if cpu else [device.index], gradient_as_bucket_view=True)
     if a.uneven_rank == rank:  # DDP averages gradients over ranks whatever their batch: this rank just works more
         a.batch = a.uneven_batch if not cpu else a.batch * 2
     if cpu:
@@ -111,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                 loss = step()
     sync(device)
     dt = time.perf_counter() - t0
-    print(f"ddp_train rank {rank}/{world} {'cpu-gloo' if cpu else a.precision} batch={a.batch}"
+    print(f"ddp_train rank {rank}/{world} {'cpu-gloo' if cpu else a.precision + (' shared-gpu-gloo' if a.share_gpu else '')} batch={a.batch}"
           f"{f' straggler={a.straggler_rank} delay={a.delay_ms:g}ms' if a.straggler_rank is not None else ''}"
           f"{f' uneven={a.uneven_rank}' if a.uneven_rank is not None else ''}: "
           f"{dt / a.steps * 1e3:.1f} ms/step, {a.batch * world * a.steps / dt:.1f} images/s total, "

@@ -234,8 +234,11 @@ def main(argv: list[str] | None = None) -> int:
         global _WINDOW
         from . import window as windows
         recorder = windows.CudaProfilerRecorder() if ns.cuda_profiler else windows.Recorder()
+        from .window_ranks import RankAgreement, distributed_world
+        ranks = RankAgreement() if distributed_world(os.environ) > 1 else None  # one window for every rank
         window = _WINDOW = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
-                                          stop=ns.window_end == "stop", recorder=recorder, compiles=compiles)
+                                          stop=ns.window_end == "stop", recorder=recorder, compiles=compiles,
+                                          ranks=ranks)
         if not ns.window:
             window.disable()
         _apply_gate_settings(window)

@@ -221,7 +221,7 @@ class Window:
 
     def __init__(self, *, warmup: int | None = None, steps: int | None = None, stop: bool = True,
                  recorder: Recorder | None = None, compiles=lambda: 0, clock=time.perf_counter,
-                 emit=None):
+                 emit=None, ranks=None):
         self.warmup, self.steps, self.stop = warmup, steps, stop
         self.recorder = recorder or Recorder()
         self.compiles, self.clock = compiles, clock
@@ -233,6 +233,7 @@ class Window:
         self.enabled = True
         self.stop_at: float | None = None  # after a named phase's window: stop at the first boundary past this
         self.events: list[dict] = []
+        self.ranks = ranks  # a distributed job's ranks agreeing on every decision (runtime.window_ranks)
 
     def disable(self) -> None:
         """No window (the program has no steps to choose from, as the timeline run found): every step is
@@ -283,49 +284,72 @@ class Window:
 
     # -- the state machine ----------------------------------------------------------------------------
     def _boundary(self, key: tuple, *, named: bool, took: float | None = None) -> None:
+        """A step of phase ``key`` ended: count it, decide what the window does here (``_decide``), let the ranks of
+        a distributed job agree on it (``ranks``: rank 0's decision stands on every rank), then do it."""
         now = self.clock()
         compiles = self.compiles()
         ph = self.phases.get(key)
-        if ph is None:
+        first = ph is None
+        if first:
             ph = self.phases[key] = _Phase(key, now, compiles)
-            if took is None:  # a hook step: the first one ended here; times are known from the next one on
-                ph.last_at, ph.n = now, 1
-                return
+        if first and took is None:  # a hook step: the first one ended here; times are known from the next one on
+            ph.last_at, ph.n = now, 1
+        elif ph.state != "done":
+            duration = took if took is not None else (now - ph.last_at if ph.last_at is not None else None)
+            ph.last_at = now
+            ph.n += 1
+            if duration is not None:
+                ph.durations.append(duration)
+                ph.compiled.append(compiles > ph.compiles_at)
+            ph.compiles_at = compiles
+        action = None if first and took is None else self._decide(ph, now)
+        if self.ranks is not None:
+            action = self.ranks.agree(action)
+        if action is not None:
+            self._apply(action, ph, named, now)
+
+    def _decide(self, ph: _Phase, now: float) -> list | None:
+        """What the window does at this step boundary, from this process' own step times: ``["start", steps]``,
+        ``["end"]``, ``["stop"]`` (after a named phase's grace) or None. Changes nothing but the window's count."""
         if ph.state == "done":
             if self.stop_at is not None and now >= self.stop_at and \
                     not any(p.state != "done" for p in self.phases.values()):
-                self._stop(ph, grace=True)
-            return
-        duration = took if took is not None else (now - ph.last_at if ph.last_at is not None else None)
-        ph.last_at = now
-        ph.n += 1
-        if duration is not None:
-            ph.durations.append(duration)
-            ph.compiled.append(compiles > ph.compiles_at)
-        ph.compiles_at = compiles
+                return ["stop"]
+            return None
         if ph.state == "warmup":
             ready = (ph.n >= self.warmup) if self.warmup is not None else (
                 is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
                 or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP))
-            if ready:
-                recent = sorted(ph.durations[-STEADY_RUN:])
-                ph.median_s = recent[len(recent) // 2] if recent else None
-                ph.steps = ph.left = window_steps(ph.median_s, self.steps)
-                ph.warmup, ph.state = ph.n, "window"
-                self.recorder.window_start(last=not named)
-                self._event("start", key, ph)
-            return
+            if not ready:
+                return None
+            return ["start", window_steps(self._recent_median(ph), self.steps)]
         ph.left -= 1
-        if ph.left > 0:
-            return
-        ph.state = "done"
-        self.recorder.window_end()
-        if named:  # another phase may follow: record on for the grace, then stop (or finish) unless one began
-            self.stop_at = now + PHASE_GRACE_S
-            self._event("end", key, ph, stop=False, grace_s=PHASE_GRACE_S)
-            return
-        self._event("end", key, ph, stop=self.stop)
-        self._stop(ph)
+        return None if ph.left > 0 else ["end"]
+
+    @staticmethod
+    def _recent_median(ph: _Phase) -> float | None:
+        recent = sorted(ph.durations[-STEADY_RUN:])
+        return recent[len(recent) // 2] if recent else None
+
+    def _apply(self, action: list, ph: _Phase, named: bool, now: float) -> None:
+        what = action[0]
+        if what == "start" and ph.state == "warmup":
+            ph.median_s = self._recent_median(ph)
+            ph.steps = ph.left = int(action[1])
+            ph.warmup, ph.state = ph.n, "window"
+            self.recorder.window_start(last=not named)
+            self._event("start", ph.key, ph)
+        elif what == "end" and ph.state == "window":
+            ph.state = "done"
+            self.recorder.window_end()
+            if named:  # another phase may follow: record on for the grace, then stop (or finish) unless one began
+                self.stop_at = now + PHASE_GRACE_S
+                self._event("end", ph.key, ph, stop=False, grace_s=PHASE_GRACE_S)
+                return
+            self._event("end", ph.key, ph, stop=self.stop)
+            self._stop(ph)
+        elif what == "stop":
+            self._stop(ph, grace=True)
 
     def _stop(self, ph: _Phase, grace: bool = False) -> None:
         """The last window is recorded: stop the program (``WindowDone``), or with ``--window-end continue`` end the

@@ -1,0 +1,107 @@
+"""The ranks of a distributed job agree on one window (nsighttc/runtime/window_ranks.py): first two windows driven on
+our own clocks through torch's real in-memory store, then a torchrun job of two CPU ranks under the launcher, whose
+ranks time their steps very differently and must still stop at the same step."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsighttc.runtime import window as win
+from nsighttc.runtime.window_ranks import KEY_PREFIX, RankAgreement, distributed_world
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _rank(store, rank: int, step_s: float, steps: int, **agreement):
+    """One rank's window (ended by ``finish``, not WindowDone: no KeyboardInterrupt for the test's main thread),
+    fed ``steps`` hook steps of ``step_s`` seconds each."""
+    clock, lines = Clock(), []
+    ranks = RankAgreement(group=lambda: (store, rank), emit=lines.append, **agreement)
+    w = win.Window(clock=clock, stop=False, emit=lines.append, ranks=ranks)
+    for _ in range(steps):
+        if not w.enabled:
+            break
+        clock.t += step_s
+        w.hook_boundary()
+    return w, ranks, lines
+
+
+@pytest.mark.torch
+def test_every_rank_takes_rank_0s_window_whatever_its_own_step_times():
+    import torch.distributed as dist
+    store = dist.HashStore()
+    # alone, these ranks would choose windows of 20 and 100 steps (2 s of 0.1 s steps, of 0.01 s steps)
+    assert win.window_steps(0.1) != win.window_steps(0.01)
+    leader, _, _ = _rank(store, 0, 0.1, 300)  # rank 0 never waits: it writes its decision for every boundary
+    follower, ranks, _ = _rank(store, 1, 0.01, 300)
+    starts = [[e for e in w.events if e["event"] == "start"][0] for w in (leader, follower)]
+    assert [s["steps"] for s in starts] == [20, 20]  # rank 0's window length on both ranks
+    assert starts[0]["step"] == starts[1]["step"]
+    assert [s["median_ms"] for s in starts] == [100.0, 10.0]  # each rank still reports its own step time
+    ends = [[e for e in w.events if e["event"] in ("end", "finish")][0] for w in (leader, follower)]
+    assert ends[0]["step"] == ends[1]["step"] and not leader.enabled and not follower.enabled
+    assert ranks.seq == leader.ranks.seq and store.check([f"{KEY_PREFIX}{ranks.seq - 1}"])
+
+
+@pytest.mark.torch
+def test_a_rank_that_outlasts_rank_0_stops_following_and_is_never_stopped():
+    import torch.distributed as dist
+    store = dist.HashStore()
+    w, ranks, lines = _rank(store, 1, 0.1, 40, timeout_s=0.2)  # rank 0 never wrote anything
+    assert not ranks.following and ranks.seq == 1
+    assert any("stopped following rank 0's window" in ln for ln in lines)
+    # from then on it decides alone (its own window), as a program outside any group would
+    assert [e["event"] for e in w.events][:2] == ["start", "end"]
+
+
+def test_without_a_process_group_each_rank_decides_alone():
+    ranks = RankAgreement(group=lambda: None)
+    assert ranks.agree(["start", 7]) == ["start", 7] and ranks.seq == 0
+    assert distributed_world({"WORLD_SIZE": "4"}) == 4 and distributed_world({}) == 1
+
+
+# Two ranks coupled by a barrier after each step, timed very differently: rank 0's steps take 60 ms inside their
+# range, rank 1's 5 ms (it then waits at the barrier, outside the range). Alone they choose windows of 34 and 100
+# steps: rank 0 would stop and rank 1 die in its next barrier.
+PROGRAM = """
+import time, torch.distributed as dist
+from nsighttc import annotate
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+for i in range(400):
+    with annotate.step():
+        time.sleep(0.06 if rank == 0 else 0.005)
+    dist.barrier()
+print("RAN TO THE END", rank, flush=True)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.torch
+def test_a_torchrun_job_of_two_ranks_is_stopped_at_the_same_step_on_both(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                        "--no-python", sys.executable, "-m", "nsighttc.runtime.launch", "--window", "--window-end",
+                        "stop", "--", str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    events = win.read_events((r.stdout + r.stderr).splitlines())
+    starts = [e for e in events if e["event"] == "start"]
+    ends = [e for e in events if e["event"] == "end"]
+    assert len(starts) == 2 and len(ends) == 2, events
+    medians = sorted(e["median_ms"] for e in starts)
+    assert win.window_steps(medians[0] / 1e3) != win.window_steps(medians[1] / 1e3)  # alone they would differ
+    assert starts[0]["steps"] == starts[1]["steps"] and ends[0]["step"] == ends[1]["step"]
+    assert all(e["stop"] for e in ends) and "RAN TO THE END" not in r.stdout
