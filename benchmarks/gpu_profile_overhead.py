@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -94,6 +95,10 @@ def main() -> int:
                     help="plain and first (empty cache) runs only: a shorter check of the first-run cost")
     ap.add_argument("--full-run", action="store_true",
                     help="also time `nsighttc profile --full-run` (the program finishes; only its window is recorded)")
+    ap.add_argument("--profile-args", default="",
+                    help="options given to every `nsighttc profile` of this call, e.g. '--timeline-engine torch' "
+                         "(recorded in the summary's command)")
+    ap.add_argument("--tag", default="", help="suffix of the programs' names in the summary (runs with --profile-args)")
     ap.add_argument("programs", nargs="+", choices=sorted(PROGRAMS))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -105,13 +110,15 @@ def main() -> int:
     py = sys.executable
     os.environ.update(DISTRIBUTED_ENV)  # (every program's runs, plain ones included: the same settings)
     warm_cache = Path(tempfile.mkdtemp(prefix="nsighttc-warm-"))
-    for name in a.programs:
-        prog = PROGRAMS[name]
+    extra = shlex.split(a.profile_args)
+    for program in a.programs:
+        prog = PROGRAMS[program]
+        name = program + a.tag
         plain_cmd = [py, *prog]
         runs = a.out / f"runs_{name}"
         command = prog[0] == "-m"  # a distributed launcher: profiled as a command, behind `--`
         prof_args = ["--", py, *prog] if command else prog
-        prof_cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *prof_args]
+        prof_cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *extra, *prof_args]
         plain_s, cold_s, warm_s, full_s, rcs, phases = [], [], [], [], [], {"cold": [], "warm": []}
         cold_doc = warm_doc = None
         for r in range(a.rounds):
@@ -134,14 +141,15 @@ def main() -> int:
                 warm_doc = latest_verdict(runs)
                 phases["warm"].append(latest_phases(runs))
             if a.full_run:
-                s, rc = timed([py, "-m", "nsighttc", "profile", "--full-run", "--out", str(runs), *prof_args],
+                s, rc = timed([py, "-m", "nsighttc", "profile", "--full-run", "--out", str(runs), *extra, *prof_args],
                               dict(os.environ, NSIGHTTC_CACHE_DIR=str(warm_cache / name)), a.out / f"{name}_full.log")
                 full_s.append(round(s, 2))
                 rcs.append(rc)
             print(f"{name} round {r + 1}: plain {plain_s[-1]} s, cold {cold_s[-1]} s, warm {warm_s[-1] if warm_s else '-'} s"
                   + (f", full-run {full_s[-1]} s" if full_s else ""), flush=True)
         med = statistics.median(plain_s)
-        entry = {"program": name, "command": "nsighttc profile " + " ".join(["--", "python3", *prog] if command else prog),
+        entry = {"program": name, "command": "nsighttc profile " + " ".join([*extra, *(["--", "python3", *prog] if command
+                                                                                   else prog)]),
                  "plain_command": "python3 " + " ".join(prog),
                  "gpu": gpu, "plain_s": plain_s, "default_s": cold_s, "ratio": round(statistics.median(cold_s) / med, 3),
                  "warm_s": warm_s, "ratio_warm": round(statistics.median(warm_s) / med, 3) if warm_s else None,
