@@ -305,6 +305,8 @@ class Window:
         action = None if first and took is None else self._decide(ph, now)
         if self.ranks is not None:
             action = self.ranks.agree(action)
+            if not self.ranks.following:  # on its own from here: end the recording, never stop this rank alone
+                self.stop = False
         if action is not None:
             self._apply(action, ph, named, now)
 

@@ -13,8 +13,9 @@ other ranks wait for that key at their boundary N and do the same. The ranks of 
 are within a step of each other, so the wait is one store round trip (~0.1 ms on one host) while the window is
 undecided, and nothing once it is (the state machine is then ``enabled = False``). Before the group exists, no
 collective couples the ranks and each decides alone (a window started then is counted by each rank alone).
-A rank that waits ``FOLLOW_TIMEOUT_S`` for rank 0 (a rank that runs steps the others do not) stops following:
-it says so and records on without stopping.
+A rank that waits ``FOLLOW_TIMEOUT_S`` for rank 0 (a rank that runs steps the others do not) stops following: it
+says so, decides alone from then on, and where its window ends it ends its recording and lets the program run on
+(as ``--full-run`` does) instead of stopping a rank the others may still wait for.
 """
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ class RankAgreement:
         except Exception as exc:  # noqa: BLE001 - rank 0 never got here (or is gone): decide alone from now on
             self.following = False
             self.emit(f"nsighttc.launch: window: rank {self.rank} stopped following rank 0's window at step "
-                      f"boundary {self.seq - 1} ({type(exc).__name__}: {exc}); this rank records on and is not stopped")
+                      f"boundary {self.seq - 1} ({type(exc).__name__}: {exc}); this rank decides alone and is not stopped")
             return None
 
 

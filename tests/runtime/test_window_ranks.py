@@ -23,17 +23,20 @@ class Clock:
         return self.t
 
 
-def _rank(store, rank: int, step_s: float, steps: int, **agreement):
-    """One rank's window (ended by ``finish``, not WindowDone: no KeyboardInterrupt for the test's main thread),
-    fed ``steps`` hook steps of ``step_s`` seconds each."""
+def _rank(store, rank: int, step_s: float, steps: int, stop: bool = False, **agreement):
+    """One rank's window fed ``steps`` hook steps of ``step_s`` seconds each (ended by ``finish`` unless ``stop``:
+    then by WindowDone, raised here in the test's main thread)."""
     clock, lines = Clock(), []
     ranks = RankAgreement(group=lambda: (store, rank), emit=lines.append, **agreement)
-    w = win.Window(clock=clock, stop=False, emit=lines.append, ranks=ranks)
+    w = win.Window(clock=clock, stop=stop, emit=lines.append, ranks=ranks)
     for _ in range(steps):
         if not w.enabled:
             break
         clock.t += step_s
-        w.hook_boundary()
+        try:
+            w.hook_boundary()
+        except win.WindowDone:
+            break
     return w, ranks, lines
 
 
@@ -58,11 +61,13 @@ def test_every_rank_takes_rank_0s_window_whatever_its_own_step_times():
 def test_a_rank_that_outlasts_rank_0_stops_following_and_is_never_stopped():
     import torch.distributed as dist
     store = dist.HashStore()
-    w, ranks, lines = _rank(store, 1, 0.1, 40, timeout_s=0.2)  # rank 0 never wrote anything
+    w, ranks, lines = _rank(store, 1, 0.1, 40, stop=True, timeout_s=0.2)  # rank 0 never wrote anything
     assert not ranks.following and ranks.seq == 1
     assert any("stopped following rank 0's window" in ln for ln in lines)
-    # from then on it decides alone (its own window), as a program outside any group would
-    assert [e["event"] for e in w.events][:2] == ["start", "end"]
+    # from then on it decides alone (its own window), and where that ends it ends the recording: the program runs on
+    events = [e["event"] for e in w.events]
+    assert events[:2] == ["start", "end"] and not w.stopped and not w.enabled
+    assert next(e for e in w.events if e["event"] == "end")["stop"] is False
 
 
 def test_without_a_process_group_each_rank_decides_alone():
