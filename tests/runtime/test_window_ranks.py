@@ -5,23 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from nsighttc.runtime import window as win
 from nsighttc.runtime.window_ranks import KEY_PREFIX, RankAgreement, distributed_world
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class Clock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
+from .test_window import ROOT, Clock
 
 def _rank(store, rank: int, step_s: float, steps: int, stop: bool = False, **agreement):
     """One rank's window fed ``steps`` hook steps of ``step_s`` seconds each (ended by ``finish`` unless ``stop``:
