@@ -83,14 +83,18 @@ dist.destroy_process_group()
 """
 
 
+def _torchrun(tmp_path, source: str):
+    prog = tmp_path / "prog.py"
+    prog.write_text(source)
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           "--no-python", sys.executable, "-m", "nsighttc.runtime.launch", "--window", "--window-end",
+                           "stop", "--", str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+
+
 @pytest.mark.torch
 def test_a_torchrun_job_of_two_ranks_is_stopped_at_the_same_step_on_both(tmp_path):
-    prog = tmp_path / "prog.py"
-    prog.write_text(PROGRAM)
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                        "--no-python", sys.executable, "-m", "nsighttc.runtime.launch", "--window", "--window-end",
-                        "stop", "--", str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                       env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    r = _torchrun(tmp_path, PROGRAM)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     events = win.read_events((r.stdout + r.stderr).splitlines())
     starts = [e for e in events if e["event"] == "start"]
@@ -100,3 +104,35 @@ def test_a_torchrun_job_of_two_ranks_is_stopped_at_the_same_step_on_both(tmp_pat
     assert win.window_steps(medians[0] / 1e3) != win.window_steps(medians[1] / 1e3)  # alone they would differ
     assert starts[0]["steps"] == starts[1]["steps"] and ends[0]["step"] == ends[1]["step"]
     assert all(e["stop"] for e in ends) and "RAN TO THE END" not in r.stdout
+
+
+# The same inside a named range: after its window the recording goes on for a grace (seconds, on each rank's own
+# clock) in case another phase begins, and the stop after it must be rank 0's decision too.
+PHASE_PROGRAM = """
+import time, torch.distributed as dist
+from nsighttc import annotate
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+with annotate.range("train"):
+    for i in range(400):
+        with annotate.step():
+            time.sleep(0.06 if rank == 0 else 0.005)
+        dist.barrier()
+print("RAN TO THE END", rank, flush=True)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.torch
+def test_a_named_phase_is_stopped_after_its_grace_at_the_same_step_on_every_rank(tmp_path):
+    r = _torchrun(tmp_path, PHASE_PROGRAM)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    events = win.read_events((r.stdout + r.stderr).splitlines())
+    ends = [e for e in events if e["event"] == "end"]
+    stops = [e for e in events if e["event"] == "stop"]
+    assert [e["phase"] for e in ends] == ["prog.py/train"] * 2 and all(e["grace_s"] for e in ends)
+    assert ends[0]["step"] == ends[1]["step"] and ends[0]["steps"] == ends[1]["steps"]
+    # both stopped after the grace (the window counts no steps past its end): had one stopped a step before the
+    # other, that one would have died in its barrier and the job would not have exited 0
+    assert len(stops) == 2 and all(e["grace_s"] for e in stops)
+    assert "RAN TO THE END" not in r.stdout
