@@ -75,10 +75,20 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
     nsys = tools.find_or_none("nsys", opts.nsys) if choice in ("auto", "nsys") else None
     if choice == "nsys" and nsys is None:
         tools.find("nsys", opts.nsys)  # raises, naming where we looked
-    # Distributed runs prefer nsys: torch.profiler's host-side recording slows each rank's host unevenly
-    # (DDP ResNet-50 AMP on 2 H200s, 30 ms straggler: plain 60.2 ms/step, nsys 69 ms, torch.profiler 86.8 ms;
-    # reports/ddp), and uneven host slow-downs are exactly what the straggler question measures.
-    prefer_nsys = target.distributed and choice == "auto" and nsys is not None
+    # Distributed runs: torch.profiler recording the ranges only (runtime.recording) where nothing reads operators,
+    # nsys where it would record every operator (--no-step-marks). Recording every operator slowed each rank's host
+    # unevenly (DDP ResNet-50 AMP on 2 H200s, 30 ms straggler: plain 60.2 ms/step, nsys 69 ms, torch.profiler with
+    # operators 86.8 ms; reports/ddp), and uneven host slow-downs are what the straggler question measures. With the
+    # ranges only, on 2 H200s (reports/window/call43, benchmarks/probes/gpu_ddp_engine_probe.sh): the same straggler
+    # and cause under both (rank 1, host busy +30.4 ms against +30.2 ms under nsys, for its 30 ms sleep), steady
+    # steps 73.3 ms against 79.7 ms under nsys (65.9 ms plain), the whole job 28.05 s against 34.74 s (27.16 s plain):
+    # nsys also finishes and exports each rank's report after the program.
+    # Operators are recorded only where something reads them: the replay (their arguments), and, without the step
+    # hooks (--no-step-marks), torch.compile's compilation spans, which are cpu_op events (parse.marks); the
+    # analysis reads ranges and GPU work, and every operator recorded lengthens the profiler's stop and the trace
+    # (runtime.recording).
+    operators = opts.record_shapes or not opts.step_marks
+    prefer_nsys = target.distributed and choice == "auto" and nsys is not None and operators
     use_torch = target.python_program and choice in ("auto", "torch") and not prefer_nsys and \
         (choice == "torch" or nsys is None or has_torch(opts.python))
     if choice == "torch" and not target.python_program:
@@ -88,11 +98,6 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
         return None
     from .window import timeline_window
     window = timeline_window(opts, target.python_program, from_window=from_window and engine == "torch")
-    # Operators are recorded only where something reads them: the replay (their arguments), and, without the step
-    # hooks (--no-step-marks), torch.compile's compilation spans, which are cpu_op events (parse.marks); the
-    # analysis reads ranges and GPU work, and every operator recorded lengthens the profiler's stop and the trace
-    # (runtime.recording).
-    operators = opts.record_shapes or not opts.step_marks
     # With the replay's arguments and a window: operators until the window, the window with the ranges only
     # (runtime.recording.OperatorsUntilWindow); the replay reads the first trace, the analysis the second.
     ops_trace = run_dir / OPS_TRACE_FILE if engine == "torch" and opts.record_shapes and window is not None \

@@ -132,8 +132,9 @@ def test_cpu_smoke_run_writes_one_trace_per_rank(tmp_path):
 
 
 def test_profile_of_a_torchrun_job_records_every_rank(tmp_path, monkeypatch):
-    """End to end with fake nsys/ncu (the recordings they 'write' are real): the timeline on every rank,
-    Nsight Compute on rank 0 only, then one verdict with a rank table."""
+    """End to end with fake nsys/ncu (the recordings they 'write' are real): the timeline on every rank (torch.profiler
+    by default, nsys where the torch timeline would record every operator), Nsight Compute on rank 0 only, then one
+    verdict with a rank table."""
     pytest.importorskip("torch")
     monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
     b = make_bin(tmp_path)
@@ -144,9 +145,19 @@ def test_profile_of_a_torchrun_job_records_every_rank(tmp_path, monkeypatch):
     script.write_text("import os\nprint('rank', os.environ['RANK'], 'ran')\n")
     t = resolve_target(None, [], [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                                   "--master_port", _free_port(), str(script)])
+    # distributed: torch.profiler with the ranges only is the timeline where torch is installed (nsys is found here);
+    # this CPU program launches no kernel, so no Nsight Compute pass follows
     res = profile(t, Options(out=tmp_path / "runs"))
     assert res.exit_code == 0, res.notes
-    assert res.engines == ["nsys", "ncu"]  # distributed: nsys is the timeline, even with torch installed
+    assert res.engines == ["torch"]
+    assert sorted(p.parent.name for p in res.run_dir.glob("rank*/torch_trace.json")) == ["rank0", "rank1"]
+    assert "--no-operators" in json.loads((res.run_dir / "run.json").read_text())["commands"][0]
+    assert [r["rank"] for r in analyze([res.run_dir], jobs=1).ranks] == [0, 1]
+    # where the torch timeline would record every operator (no step hooks), nsys records every rank instead, and
+    # its (real) recordings' kernels send rank 0 alone under Nsight Compute
+    res = profile(t, Options(out=tmp_path / "runs", step_marks=False))
+    assert res.exit_code == 0, res.notes
+    assert res.engines == ["nsys", "ncu"]
     assert sorted(p.name for p in res.run_dir.glob("rank*/nsys.sqlite")) == ["nsys.sqlite", "nsys.sqlite"]
     assert not list(res.run_dir.glob("rank1/ncu*"))
     ncu_runs = [c for c in calls(tmp_path) if Path(c[0]).name == "ncu" and "-o" in c]
