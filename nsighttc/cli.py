@@ -299,7 +299,8 @@ def demo(fmt: str, which: str) -> None:
                    "Use start or none for programs that write shared files (downloads, output folders) before "
                    "they touch the GPU.")
 @click.option("--timeline-engine", type=click.Choice(["auto", "torch", "nsys"]), default="auto", show_default=True,
-              help="auto: torch.profiler for Python programs with torch (cheapest), else nsys.")
+              help="auto: torch.profiler for Python programs with torch (cheapest), else nsys; a torchrun job with "
+                   "--no-step-marks uses nsys (torch.profiler would record every operator on every rank).")
 @click.option("--step-marks/--no-step-marks", default=True, show_default=True,
               help="Python programs: find the steps of a program that marks none, from hooks the launcher installs "
                    "when it imports torch (optimizer steps, DataLoader fetches, the main model's calls, backward, "
