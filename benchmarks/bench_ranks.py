@@ -47,7 +47,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--kernels", type=int, default=100_000, help="kernels per rank file")
-    ap.add_argument("--jobs", type=int, default=None, help="ranks analysed at once (default: one per core)")
+    ap.add_argument("--jobs", type=int, default=None, help="ranks analysed at once (default: one per core for inputs this big, nsighttc.api.RANKS_IN_PROCESSES_MIN_BYTES)")
     ap.add_argument("--keep", type=Path, help="build the job directory here and keep it (reused when present)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -63,7 +63,9 @@ def main() -> int:
         size_mb = (root / "seed0.sqlite").stat().st_size / 1e6
     main_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    jobs = args.jobs or os.cpu_count()
+    from nsighttc.api import RANKS_IN_PROCESSES_MIN_BYTES, input_bytes
+    jobs = args.jobs or (os.cpu_count() if input_bytes(sorted((root / "job").rglob("*.sqlite*"))) >=
+                         RANKS_IN_PROCESSES_MIN_BYTES else 1)
     d = v.distributed
     print(f"ranks={len(v.ranks)} kernels/rank={args.kernels:,} file={size_mb:.0f}MB jobs={jobs} analyse={dt:.1f}s "
           f"({dt / len(v.ranks):.2f}s/rank) peak_rss_main={main_rss:.0f}MB peak_rss_largest_worker={child_rss:.0f}MB "

@@ -192,9 +192,34 @@ def _rank_job(rank: int, paths: list, kwargs: dict, keep_launches: bool):
     return rank, v, compacted
 
 
+# Ranks are analysed in worker processes (``jobs`` None: one per core) only when their inputs are big enough to pay for
+# the processes' start (spawn, then importing pandas and the analysis in each): on this repository's 2-core CPU machine
+# two ranks of 2-10 MB each (tests/fixtures/ddp/straggler_torch, straggler_nsys, unmarked/ddp_uneven) took 0.47-0.62 s
+# one after the other against 0.80-0.89 s in two processes. A compressed input counts as GZIP_RATIO times its size on
+# disk (the fixtures: torch JSON 13.6x, nsys SQLite 3.2-3.3x).
+RANKS_IN_PROCESSES_MIN_BYTES = 48 * 2**20
+GZIP_RATIO = 8
+
+
+def input_bytes(inputs: list) -> float:
+    """The ranks' inputs' size as read (compressed files at ``GZIP_RATIO``); an input that is not a file (a parsed
+    table) counts as large."""
+    total = 0.0
+    for x in inputs:
+        try:
+            size = os.path.getsize(x)
+        except (TypeError, OSError):
+            return float("inf")
+        total += size * (GZIP_RATIO if str(x).endswith(".gz") else 1)
+    return total
+
+
 def analyze_ranks(by_rank: dict[int, list], counters: list, jobs: int | None, kwargs: dict):
-    """Analyse every rank (in ``jobs`` processes; 1 = here, one rank at a time). Returns
-    {rank: (verdict, compacted launches)}; the lowest rank keeps its launch table."""
+    """Analyse every rank (in ``jobs`` processes; 1 = here, one rank at a time; None: one per core where the inputs
+    are big enough, ``RANKS_IN_PROCESSES_MIN_BYTES``, else here). Returns {rank: (verdict, compacted launches)}; the
+    lowest rank keeps its launch table."""
+    if jobs is None and input_bytes([x for r in by_rank for x in by_rank[r]]) < RANKS_IN_PROCESSES_MIN_BYTES:
+        jobs = 1
     jobs = max(1, jobs or os.cpu_count() or 1)
     low = min(by_rank)
     work = [(r, [*by_rank[r], *counters], kwargs, r == low) for r in sorted(by_rank)]

@@ -147,8 +147,9 @@ def cli() -> None:
 @click.option("--range", "range_", metavar="NAME",
               help="Judge only kernels launched inside NVTX range NAME (a path like 'train/step' or a name).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Ranks analysed at once, one process each (default: one per core). Memory grows with N, not "
-                   "with the number of ranks.")
+              help="Ranks analysed at once, one process each (default: one per core when the ranks' files hold "
+                   "more than ~48 MB, else one after the other in this process, which is faster for small ones). "
+                   "Memory grows with N, not with the number of ranks.")
 @DETAIL
 def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold: float, step_range: str | None,
             cpu_bound: float, gpu_bound: float, min_wall_ms: float, min_kernels: int, range_: str | None,

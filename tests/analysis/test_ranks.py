@@ -128,6 +128,31 @@ def test_parallel_ranks_agree_with_serial(straggler_nsys):
     assert v.distributed["straggler"]["rank"] == 1
 
 
+def test_small_ranks_are_analysed_here_big_ones_in_processes(straggler_nsys, monkeypatch):
+    """jobs unset: processes only where the ranks' inputs pay for their start (api.RANKS_IN_PROCESSES_MIN_BYTES)."""
+    from nsighttc import api
+    files = sorted((DDP / "straggler_nsys").glob("rank*/*"))
+    assert api.input_bytes(files) == sum(f.stat().st_size for f in files) * api.GZIP_RATIO  # .sqlite.gz
+    assert api.input_bytes([*files, object()]) == float("inf")  # a parsed table: counted as large
+    here = []
+    real = api._rank_job
+    monkeypatch.setattr(api, "_rank_job", lambda *a: here.append(a[0]) or real(*a))
+    v = analyze([DDP / "straggler_nsys"])  # 2 x 0.6 MB compressed: both ranks in this process
+    assert sorted(here) == [0, 1] and v.distributed["straggler"]["rank"] == 1
+    # as if they were big: worker processes run them (through the module's own function: a counting stand-in cannot
+    # be sent to another process, and the stand-in above is left uncalled)
+    calls_before = len(here)
+    monkeypatch.setattr(api, "_rank_job", real)
+    monkeypatch.setattr(api, "RANKS_IN_PROCESSES_MIN_BYTES", 0)
+    import concurrent.futures
+    pools = []
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor",
+                        lambda *a, _pool=concurrent.futures.ProcessPoolExecutor, **k: pools.append(1) or _pool(*a, **k))
+    v = analyze([DDP / "straggler_nsys"])
+    assert pools == [1] and len(here) == calls_before
+    assert [r["own_step_ns"] for r in v.ranks] == [r["own_step_ns"] for r in straggler_nsys.ranks]
+
+
 @pytest.mark.parametrize("name,rank", [("rank3", 3), ("run_rank12.sqlite", 12), ("RANK-0", 0), ("rank_7.json", 7),
                                        ("frankly", None), ("ranking", None), ("trace.json", None)])
 def test_rank_in_names(tmp_path, name, rank):
