@@ -234,8 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         global _WINDOW
         from . import window as windows
         recorder = windows.CudaProfilerRecorder() if ns.cuda_profiler else windows.Recorder()
-        from .window_ranks import RankAgreement, distributed_world
-        ranks = RankAgreement() if distributed_world(os.environ) > 1 else None  # one window for every rank
+        from .rankexec import world_size
+        from .window_ranks import RankAgreement
+        ranks = RankAgreement() if world_size() > 1 else None  # one window for every rank of a distributed job
         window = _WINDOW = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
                                           stop=ns.window_end == "stop", recorder=recorder, compiles=compiles,
                                           ranks=ranks)

@@ -26,15 +26,6 @@ KEY_PREFIX = "nsighttc.window/"
 FOLLOW_TIMEOUT_S = 1800.0  # as long as gloo's own default collective timeout: rank 0 may be busy alone (a checkpoint)
 
 
-def distributed_world(env: dict) -> int:
-    """The job's world size from the launcher's environment (torchrun, Slurm, Open MPI, PMI), 1 if none."""
-    from .rankexec import world_size
-    try:
-        return world_size(env)
-    except (TypeError, ValueError):
-        return 1
-
-
 class RankAgreement:
     """One rank's side of the agreement. ``group``: a callable giving ``(store, rank)`` once the default process
     group exists, else None (tests give their own store)."""
