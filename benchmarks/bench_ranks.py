@@ -63,9 +63,8 @@ def main() -> int:
         size_mb = (root / "seed0.sqlite").stat().st_size / 1e6
     main_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    from nsighttc.api import RANKS_IN_PROCESSES_MIN_BYTES, input_bytes
-    jobs = args.jobs or (os.cpu_count() if input_bytes(sorted((root / "job").rglob("*.sqlite*"))) >=
-                         RANKS_IN_PROCESSES_MIN_BYTES else 1)
+    from nsighttc.api import rank_jobs
+    jobs = rank_jobs(args.jobs, sorted(p for p in (root / "job").rglob("*") if p.is_file()))
     d = v.distributed
     print(f"ranks={len(v.ranks)} kernels/rank={args.kernels:,} file={size_mb:.0f}MB jobs={jobs} analyse={dt:.1f}s "
           f"({dt / len(v.ranks):.2f}s/rank) peak_rss_main={main_rss:.0f}MB peak_rss_largest_worker={child_rss:.0f}MB "

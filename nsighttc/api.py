@@ -214,13 +214,18 @@ def input_bytes(inputs: list) -> float:
     return total
 
 
+def rank_jobs(jobs: int | None, inputs: list) -> int:
+    """How many ranks are analysed at once: ``jobs`` if given, else one per core where the ranks' ``inputs`` are big
+    enough (``RANKS_IN_PROCESSES_MIN_BYTES``), else 1 (here, one after the other)."""
+    if jobs is None and input_bytes(inputs) < RANKS_IN_PROCESSES_MIN_BYTES:
+        return 1
+    return max(1, jobs or os.cpu_count() or 1)
+
+
 def analyze_ranks(by_rank: dict[int, list], counters: list, jobs: int | None, kwargs: dict):
-    """Analyse every rank (in ``jobs`` processes; 1 = here, one rank at a time; None: one per core where the inputs
-    are big enough, ``RANKS_IN_PROCESSES_MIN_BYTES``, else here). Returns {rank: (verdict, compacted launches)}; the
-    lowest rank keeps its launch table."""
-    if jobs is None and input_bytes([x for r in by_rank for x in by_rank[r]]) < RANKS_IN_PROCESSES_MIN_BYTES:
-        jobs = 1
-    jobs = max(1, jobs or os.cpu_count() or 1)
+    """Analyse every rank (in ``rank_jobs`` processes; 1 = here, one rank at a time). Returns
+    {rank: (verdict, compacted launches)}; the lowest rank keeps its launch table."""
+    jobs = rank_jobs(jobs, [x for r in by_rank for x in by_rank[r]])
     low = min(by_rank)
     work = [(r, [*by_rank[r], *counters], kwargs, r == low) for r in sorted(by_rank)]
     results = {}
