@@ -170,6 +170,11 @@ def _rank_groups(paths: list):
     by_rank, counters, infos = rank_inputs.group(plain, kinds)
     if len([r for r in by_rank if r >= 0]) < 2:
         return None
+    # inputs the caller had parsed already (profile's default run planned on them) are analysed as they are
+    given = {p.path: p for p in paths if isinstance(p, Parsed)}
+    if given:
+        by_rank = {r: [given.get(x, x) if isinstance(x, Path) else x for x in xs] for r, xs in by_rank.items()}
+        counters = [given.get(x, x) if isinstance(x, Path) else x for x in counters]
     if -1 in by_rank:
         raise UsageError("inputs of several ranks, but no rank for "
                          + ", ".join(str(p) for p in by_rank[-1][:3])
@@ -202,10 +207,13 @@ GZIP_RATIO = 8
 
 
 def input_bytes(inputs: list) -> float:
-    """The ranks' inputs' size as read (compressed files at ``GZIP_RATIO``); an input that is not a file (a parsed
-    table) counts as large."""
+    """The ranks' inputs' size as read (compressed files at ``GZIP_RATIO``); an input already parsed counts nothing
+    (there is nothing left to read, and a worker process would be sent the whole table), any other input that is
+    not a file as large."""
     total = 0.0
     for x in inputs:
+        if isinstance(x, Parsed):
+            continue
         try:
             size = os.path.getsize(x)
         except (TypeError, OSError):

@@ -29,7 +29,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   gate: Path | None = None, pid_file: Path | None = None, gate_at: str = "start",
                   variants: list[str] | None = None, applied: Path | None = None,
                   record_shapes: bool = False, kernel_ops: Path | None = None, step_marks: bool = True,
-                  window: dict | None = None, operators: bool = True, ops_trace: Path | None = None) -> list[str]:
+                  window: dict | None = None, operators: bool = True, ops_trace: Path | None = None,
+                  shapes_rank: int | None = None) -> list[str]:
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
     (``nsighttc.runtime.kernel_ops``). ``ops_trace`` (with ``record_shapes`` and a ``window``): the operators with
     their arguments are recorded until the window and written there, the window with the ranges only
@@ -38,7 +39,9 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
     ``step_marks``: the step hooks (``nsighttc.runtime.steps``), on by default.
     ``window``: record a window of steady steps (``nsighttc.runtime.window``): ``warmup``/``steps`` (None: auto),
     ``end`` (stop|continue), ``cuda_profiler`` (switch cudaProfilerStart/Stop: ncu --profile-from-start off),
-    ``record_from`` ("window": torch.profiler records from the first window's start, ``--record-from``)."""
+    ``record_from`` ("window": torch.profiler records from the first window's start, ``--record-from``).
+    ``shapes_rank`` (a distributed job, with ``record_shapes``): only that rank records arguments; the others record
+    as ``operators`` says."""
     argv = [python or sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", annotate]
     if not step_marks:
         argv += ["--step-marks", "off"]
@@ -61,12 +64,14 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
         argv += ["--range-name", range_name]
     if torch_trace is not None:
         argv += ["--torch-trace", str(torch_trace)] + (["--record-shapes"] if record_shapes else [])
+        if record_shapes and shapes_rank is not None:
+            argv += ["--shapes-rank", str(int(shapes_rank))]
         if record_shapes and kernel_ops is not None:
             argv += ["--kernel-ops", str(kernel_ops)]
         if record_shapes and ops_trace is not None and window is not None:
             argv += ["--ops-trace", str(ops_trace)]
-        elif not operators and not record_shapes:
-            argv += ["--no-operators"]
+        if not operators and (not record_shapes or shapes_rank is not None):
+            argv += ["--no-operators"]  # (with --shapes-rank: what the other ranks record)
     if module:
         argv += ["-m", target[0], "--", *target[1:]]
     else:

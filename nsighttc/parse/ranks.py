@@ -20,7 +20,11 @@ _DIST_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{(.{0,4000}?)\}', re.DOTALL)
 _FIELD = {k: re.compile(rb'"%s"\s*:\s*(\d+)' % k.encode()) for k in ("rank", "world_size")}
 # Files in a directory that are inputs (profiler outputs); nsighttc's own outputs are not.
 _INPUT_SUFFIXES = (".sqlite", ".sqlite.gz", ".json", ".json.gz", ".ncu-rep", ".nsys-rep", ".csv", ".csv.gz")
-_OWN_OUTPUTS = {"verdict.json", "run.json", "summary.json", "results.json", "try.json"}
+# nsighttc's own files in a run directory, which are no profiler's recording of the program: its reports, and what the
+# default run's launcher and replay write beside the timeline (profile.passes.KERNEL_OPS_FILE and OPS_TRACE_FILE: a
+# first run's operators until its window, which the timeline's own trace follows; profile.replay_pass.OPS_FILE)
+_OWN_OUTPUTS = {"verdict.json", "run.json", "summary.json", "results.json", "try.json",
+                "kernel_ops.json", "torch_ops_trace.json", "replay_ops.json"}
 
 
 @dataclass

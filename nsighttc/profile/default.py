@@ -58,7 +58,7 @@ from ..errors import NsighttcError, UsageError
 from . import replay_pass
 from .evidence import Outcome, export, missing_evidence, planned_needs
 from .passes import KERNEL_OPS_FILE, Options, Pass
-from .planning import plan, timeline_pass
+from .planning import plan, rank_file, timeline_pass
 from .running import run_pass, start_pass
 from .stopping import ProgramPass, write_gate
 from .target import Target
@@ -122,10 +122,13 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     record = out.cache.program(out.program) if out.cache is not None and not opts.hardware else None
     # Operator arguments are recorded only when the replay may need them: a program the cache fully knows
     # skips it (record_shapes cost ResNet-50 AMP's timeline ~1.3 s on H100: reports/profile_overhead).
-    may_replay = opts.replay and ncu is not None and target.python_program and not target.distributed \
+    # A distributed job's replay reads rank 0's operators until its window (the other ranks record the ranges only):
+    # without it, the kernels lacking evidence were measured by running the whole job again under Nsight Compute
+    # (2 H200s, 25 steps of DDP ResNet-50: 22-27 s after a 22 s job; reports/window/call43).
+    may_replay = opts.replay and ncu is not None and target.python_program \
         and opts.overlap != "none" and not (record and record.get("complete"))
     # The cache knows every kernel and that the program had a window last time: record from the window's start.
-    from_window = recorded_from_window(opts, record) and not target.distributed
+    from_window = recorded_from_window(opts, record)
     tl = timeline_pass(replace(opts, record_shapes=may_replay), target, run_dir, from_window=from_window)
     if tl is None:
         if ncu is None:
@@ -140,7 +143,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         out.inputs += export(p, run_dir, out.notes)
         return out
     program = ProgramPass(ncu, opts, target, run_dir, cc, say)
-    # Distributed runs never overlap: two torchrun jobs would contend for the rendezvous port and the GPUs.
+    # A distributed job's ncu pass never starts beside it: two torchrun jobs would contend for the rendezvous port and
+    # the GPUs (its replay, one process on rank 0's GPU, does: it waits at its gate until the job has ended).
     # With the replay pass, the program's ncu pass waits beside the timeline too (on hosts with the cores for a
     # third process): the replay measures what it can, and what it cannot launch (a Trainer's embedding and
     # fused-attention backward) is measured by this pass without paying the program's start-up again
@@ -160,14 +164,23 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     def readers_of_the_trace(gate: Path | None) -> ReadersOfTheTrace:
         # the launcher lists its kernels before writing the trace: the replay starts from that
         return ReadersOfTheTrace(run_dir, gate, lambda n: missing_evidence(n, out, opts)[4],
-                                 run_dir / KERNEL_OPS_FILE, run_dir / replay_pass.OPS_FILE)
+                                 rank_file(run_dir, KERNEL_OPS_FILE, target), run_dir / replay_pass.OPS_FILE)
+
+    def start_timeline(p: Pass) -> TimelineRun:
+        # A distributed job's traces are read once the job has ended (one per rank); its rank 0 says what it recorded.
+        return TimelineRun(p, early=p.engine == "torch" and not target.distributed, say=say,
+                           rank_dir=rank_file(run_dir, "", target) if target.distributed else None)
+
+    def read_trace(p: Pass, run: TimelineRun) -> None:
+        readers.start(p.torch_trace, run, ops_trace=rank_file(run_dir, p.ops_trace.name, target)
+                      if target.distributed and p.ops_trace is not None else None)
     readers = readers_of_the_trace(rp_gate if rp_run is not None else None)
     say(f"[1/2 timeline: {tl.engine}] running the program "
         f"({'torch.profiler' if tl.engine == 'torch' else 'Nsight Systems'}) ... {time.monotonic() - started:.0f}s")
     # the trace is read as soon as it is written: the launcher's exit (CUDA/CUPTI teardown) overlaps what follows
     tl_run = None
     try:
-        tl_run = TimelineRun(tl, early=tl.engine == "torch" and not target.distributed, say=say)
+        tl_run = start_timeline(tl)
         out.marks["timeline_started"] = round(time.monotonic() - started, 3)  # the profile's own start before it
         # after the launcher is started: its start (0.5 s before the program on H100) does not share the
         # interpreter with these imports
@@ -180,7 +193,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         # the trace was complete; with the whole parse beside the scan, which took its interpreter time,
         # 0.5-0.7 s after: benchmarks/gpu_ab_first_run.py); without one, the whole trace is parsed as it is
         # written (waited for 0.10-0.24 s after it, instead of ~1.3 s of parsing after it).
-        readers.start(tl.torch_trace, tl_run)
+        read_trace(tl, tl_run)
         tl_run.until_written(remaining())
         if tl_run.nothing_recorded and not (tl.interrupted or tl.timed_out):
             # recorded from the window, and no window started this time (the program changed, or ended within
@@ -192,8 +205,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             say(f"[1/2 timeline: {tl.engine}] no window started: running the program again, recorded whole")
             tl = timeline_pass(replace(opts, record_shapes=False), target, run_dir)
             readers = readers_of_the_trace(None)
-            tl_run = TimelineRun(tl, early=tl.engine == "torch", say=say)
-            readers.start(tl.torch_trace, tl_run)
+            tl_run = start_timeline(tl)
+            read_trace(tl, tl_run)
             tl_run.until_written(remaining())
     except BaseException:
         if out.plotters is not None:
@@ -227,7 +240,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         # not shared with a program under ncu), and the pass leaves from its gate when nothing is left.
         if program.running is not None and not stop_everything and rp_run is None:
             program.open_gate()
-        early_found = readers.finish(tl.torch_trace, tl_run, stop_everything, info, out.parsed)
+        early_found = readers.finish(rank_file(run_dir, tl.torch_trace.name, target) if tl.torch_trace else None,
+                                     tl_run, stop_everything, info, out.parsed)
         out.marks["trace_read"] = round(time.monotonic() - started, 3)
         if rp_run is not None:  # the replay makes its CUDA context while we plan; it waits for the operator list
             write_gate(rp_gate, "stop" if stop_everything else "go")

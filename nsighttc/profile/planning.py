@@ -40,7 +40,7 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path,
                                      record_shapes=opts.record_shapes and torch_trace is not None,
                                      operators=opts.operators,
                                      kernel_ops=run_dir / KERNEL_OPS_FILE, window=window,
-                                     ops_trace=ops_trace)
+                                     ops_trace=ops_trace, shapes_rank=SHAPES_RANK if target.distributed else None)
 
     if engine == "ncu":
         ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked
@@ -57,6 +57,16 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path,
     trace = run_dir / "torch_trace.json"
     p = Pass("torch", inner(trace), run_dir / "torch.log", torch_trace=trace)
     return [distribute(p, target, run_dir, len(p.argv))], notes
+
+
+# The rank whose operators the replay reads in a distributed job (its paths: ``rank_file``).
+SHAPES_RANK = 0
+
+
+def rank_file(run_dir: Path, name: str, target: Target) -> Path:
+    """Where a file the default run reads from the timeline launcher is written: the run directory, or for a
+    distributed job the directory of the rank that records operators (``SHAPES_RANK``)."""
+    return run_dir / f"rank{SHAPES_RANK}" / name if target.distributed else run_dir / name
 
 
 def has_torch(python: str) -> bool:
@@ -87,7 +97,9 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
     # hooks (--no-step-marks), torch.compile's compilation spans, which are cpu_op events (parse.marks); the
     # analysis reads ranges and GPU work, and every operator recorded lengthens the profiler's stop and the trace
     # (runtime.recording).
-    operators = opts.record_shapes or not opts.step_marks
+    # A distributed job's replay reads rank 0's operators (every rank launches the same kernels): the other ranks
+    # record as if no replay were planned (the launcher's --shapes-rank), so it is their recording that decides.
+    operators = (opts.record_shapes and not target.distributed) or not opts.step_marks
     prefer_nsys = target.distributed and choice == "auto" and nsys is not None and operators
     use_torch = target.python_program and choice in ("auto", "torch") and not prefer_nsys and \
         (choice == "torch" or nsys is None or has_torch(opts.python))
@@ -101,7 +113,7 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
     # With the replay's arguments and a window: operators until the window, the window with the ranges only
     # (runtime.recording.OperatorsUntilWindow); the replay reads the first trace, the analysis the second.
     ops_trace = run_dir / OPS_TRACE_FILE if engine == "torch" and opts.record_shapes and window is not None \
-        and window.get("record_from") != "window" and not target.distributed else None
+        and window.get("record_from") != "window" else None
     p = plan(replace(opts, engine=engine, operators=operators), target, None, run_dir, window, ops_trace)[0][0]
     p.mode = "timeline"
     p.window = window

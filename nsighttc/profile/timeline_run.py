@@ -8,13 +8,15 @@ meanwhile; the pass is finished (its exit code, its time) before the run ends.
 
 Only a single torch.profiler launcher says when its trace is complete (``nsighttc.runtime.launch.TRACE_WRITTEN``);
 nsys writes its report as the process ends, and a distributed job has one trace per rank: those passes are
-waited for as before.
+waited for as before (their launchers' lines are still read: that nothing was recorded, and, from the rank whose
+directory is ``rank_dir``, when its recording began).
 """
 from __future__ import annotations
 
 import re
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
 from ..runtime.launch import EXIT_SAID, NOTHING_RECORDED, TRACE_WRITTEN
@@ -23,6 +25,7 @@ from .passes import Pass
 from .running import finish_pass, start_pass
 
 
+LAUNCHER = "nsighttc.launch: "  # how every line of the launcher's starts (runtime.lines)
 _RECORDED_FROM = re.compile(r"recorded from ([0-9.]+) s")  # the launcher's trace line, --record-from window
 _PROGRAM_S = re.compile(r"\(program ([0-9.]+) s")  # the launcher's lines: seconds into the program
 
@@ -31,7 +34,9 @@ class TimelineRun:
     """A started timeline pass. ``until_written`` returns once its output can be read; ``finish`` waits for
     the process (its exit code, time, timeout and Ctrl-C handling are the usual ``finish_pass``'s)."""
 
-    def __init__(self, p: Pass, *, early: bool, say: Callable[[str], None]):
+    def __init__(self, p: Pass, *, early: bool, say: Callable[[str], None], rank_dir: Path | None = None):
+        """``early``: return from ``until_written`` once the trace is said written. ``rank_dir`` (a distributed job):
+        the directory of the rank whose launcher's lines about its trace and operators' trace are read."""
         self.p = p
         self._written = threading.Event()
         self._started = time.monotonic()
@@ -44,11 +49,15 @@ class TimelineRun:
         # said its exit code, or wrote its trace, or ended): a replay may use the GPU from then on.
         self.ops_written = threading.Event()
         self.program_done = threading.Event()
-        if self.early:
-            marker = f"{TRACE_WRITTEN}{p.torch_trace}"
-            ops_marker = f"{OPS_WRITTEN}{p.ops_trace}" if p.ops_trace is not None else None
+        if p.torch_trace is not None:
+            def said(path: Path) -> Path:
+                return path if rank_dir is None else rank_dir / path.name
+            marker = f"{TRACE_WRITTEN}{said(p.torch_trace)}"
+            ops_marker = f"{OPS_WRITTEN}{said(p.ops_trace)}" if p.ops_trace is not None else None
 
             def on_line(line: str) -> None:
+                i = line.find(LAUNCHER)  # after text the program left without a newline (a progress bar's \r ...)
+                line = line[i:] if i > 0 else line
                 if line.startswith(marker):
                     m = _RECORDED_FROM.search(line)
                     if m:
@@ -98,7 +107,9 @@ class TimelineRun:
         deadline = None if timeout is None else self._started + timeout
         try:
             while self.run.proc.poll() is None:
-                if self._written.wait(0.02):
+                if not self.early:
+                    time.sleep(0.02)  # (a rank's trace said written is not the job's end)
+                elif self._written.wait(0.02):
                     if self.run.proc.poll() is None:
                         self.pending = True
                         self.p.seconds = time.monotonic() - self._started

@@ -129,13 +129,14 @@ class ReadersOfTheTrace:
         """The trace that holds the operators: the first run's operators' trace when it was written, else ``trace``."""
         return self.ops_trace if self.ops_trace is not None and self.ops_trace.exists() else trace
 
-    def start(self, trace: Path, tl_run) -> None:
+    def start(self, trace: Path, tl_run, ops_trace: Path | None = None) -> None:
         """The timeline pass ``tl_run`` now writes ``trace`` (and, on a first run with a window, the operators until
         the window to ``tl_run.p.ops_trace`` first: the replay is planned from those while the window runs, and its
-        gate held until the program's GPU work is over, ``tl_run.program_done``)."""
+        gate held until the program's GPU work is over, ``tl_run.program_done``). ``ops_trace``: where the operators
+        are instead (a distributed job: its rank 0's, read once the job has ended)."""
+        self.ops_trace = ops_trace if ops_trace is not None else getattr(tl_run.p, "ops_trace", None)
         if not tl_run.early:
             return
-        self.ops_trace = getattr(tl_run.p, "ops_trace", None)
         if self.rp_gate is not None:
             from ..parse.kineto_ops import OperatorIndex
             from .replay_plan import StreamPlan

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 # the trace's writing and its lines (TRACE_WRITTEN, NOTHING_RECORDED: re-exported, the default run reads them here)
+from .lines import say
 from .trace_writing import NOTHING_RECORDED, TRACE_WRITTEN, trace_only_config, write_trace  # noqa: F401
 
 # Printed just before the trace is written at the program's end: the exit code the launcher will return. With it the
@@ -49,7 +50,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--no-operators", dest="operators", action="store_false",
                     help="with --torch-trace: record the ranges, CUDA calls and GPU activities only, not every "
                          "operator (what the timeline's analysis reads; a shorter stop and a smaller trace; "
-                         "nsighttc.runtime.recording). Not with --record-shapes, which records operators.")
+                         "nsighttc.runtime.recording). --record-shapes records operators all the same, but for the "
+                         "ranks --shapes-rank leaves out.")
     ap.add_argument("--ops-trace", type=Path,
                     help="with --record-shapes and --window: record operators with their arguments only until the "
                          "window that ends the recording starts, write them to FILE, and record that window with the "
@@ -58,6 +60,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--kernel-ops", type=Path,
                     help="with --record-shapes: when the program ends, write each distinct kernel with the "
                          "operator call of its first launch here (JSON, nsighttc.runtime.kernel_ops) before the trace")
+    ap.add_argument("--shapes-rank", type=int, default=None, metavar="R",
+                    help="with --record-shapes in a distributed job: only rank R records operators with their "
+                         "arguments (and writes --ops-trace/--kernel-ops); the other ranks record as without "
+                         "--record-shapes (the replay reads one rank: every rank launches the same kernels)")
     ap.add_argument("--wait-for", type=Path, help="wait until FILE says 'go' (run) or 'stop' (exit 0 at once)")
     ap.add_argument("--gate-at", choices=["start", "cuda", "context"], default="start",
                     help="where to wait: before the program, at its first CUDA use in PyTorch, or just after "
@@ -93,6 +99,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("-m", dest="module", help="run a module (like python -m)")
     ap.add_argument("target", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
+    if ns.shapes_rank is not None:
+        from .rankexec import current_rank
+        if current_rank() != ns.shapes_rank:  # this rank records like the others: no arguments, no operators' trace
+            ns.record_shapes, ns.ops_trace, ns.kernel_ops = False, None, None
     if ns.target and ns.target[0] == "--":
         ns.target = ns.target[1:]
     if not ns.module and not ns.target:
@@ -108,15 +118,40 @@ def _count_or_auto(text: str):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+# What the program left behind: its globals (what runpy returns) and, when it ended by an exception (the window's stop
+# included), that exception, whose frames hold them too. Freed as soon as the program returned, a DDP model's gloo
+# process group was destroyed with the GIL held while one of its worker threads, still releasing the job's last
+# collective, waited for the GIL (py-spy: ProcessGroupGloo::~ProcessGroupGloo joining runLoop, which waited in
+# gil_scoped_acquire): the rank hung after its program had ended, 4-5 of 6 torchrun jobs of two CPU ranks ending one
+# step after destroy_process_group, 0 of 6 plain (torch 2.13, this repository's CPU machine). Kept until the
+# interpreter's exit instead, 3 of 16 aborted there ("terminate called without an active exception"). So a rank frees
+# them once its trace is written and at least ``SETTLE_S`` after the program's end: 0 of 14 (``_let_go``).
+SETTLE_S = 0.2
+_PROGRAM_LEFT: list = []
+
+
+def _let_go(ended_at: float) -> None:
+    """A rank of a distributed job, whose process groups own worker threads: free what the program left behind
+    (``_PROGRAM_LEFT``), ``SETTLE_S`` after its end at the soonest. A single process keeps it until the interpreter
+    exits, as a plain run of the program does (and is not kept waiting)."""
+    from .rankexec import world_size
+    if "torch.distributed" not in sys.modules or world_size() <= 1:
+        return
+    import gc
+    time.sleep(max(0.0, SETTLE_S - (time.perf_counter() - ended_at)))
+    _PROGRAM_LEFT.clear()
+    gc.collect()
+
+
 def _run_target(ns: argparse.Namespace) -> None:
     if ns.module:
         sys.argv = [ns.module] + ns.target
-        runpy.run_module(ns.module, run_name="__main__", alter_sys=True)
+        _PROGRAM_LEFT.append(runpy.run_module(ns.module, run_name="__main__", alter_sys=True))
     else:
         script = ns.target[0]
         sys.argv = list(ns.target)
         sys.path.insert(0, str(Path(script).resolve().parent))
-        runpy.run_path(script, run_name="__main__")
+        _PROGRAM_LEFT.append(runpy.run_path(script, run_name="__main__"))
 
 
 GATE_POLL_S = 0.01
@@ -229,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         from . import steps
         marks = steps.install_when_torch_imports()
     compiles = (lambda: marks.counts["compiles"]) if marks is not None else (lambda: 0)
-    window = None
+    window = ranks = None
     if ns.window or ns.cuda_profiler:
         global _WINDOW
         from . import window as windows
@@ -278,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             applied = variants.Applied()
             variant_ctx = variants.apply(ns.variant, applied)
             if any(v.startswith("fp16-autocast") for v in ns.variant):
-                print(f"nsighttc.launch: warning: {variants.FP16_WARNING}", file=sys.stderr)
+                say(f"nsighttc.launch: warning: {variants.FP16_WARNING}")
         if ns.annotate == "modules":
             remove_hooks = annotate.annotate_all_modules()
         if ns.torch_trace:
@@ -304,7 +339,10 @@ def main(argv: list[str] | None = None) -> int:
                 said["operators"] = recording.start(prof, operators)
             if ns.ops_trace is not None and ns.record_shapes and window is not None and window.enabled \
                     and not from_window:
-                sessions = recording.OperatorsUntilWindow(prof, lambda: make_profiler(False), ns.ops_trace, t_start)
+                # In a distributed job the change comes at any window's start, a named phase's too: recording
+                # arguments through a window would slow this rank alone and make it the job's straggler.
+                sessions = recording.OperatorsUntilWindow(prof, lambda: make_profiler(False), ns.ops_trace, t_start,
+                                                          any_window=ranks is not None)
             if not from_window:
                 start_recording()
             if window is not None and window.enabled:
@@ -317,16 +355,20 @@ def main(argv: list[str] | None = None) -> int:
                 window.base_depth = len(annotate.open_ranges())
             _run_target(ns)
     except SystemExit as exc:  # the script called sys.exit(): keep its code
+        _PROGRAM_LEFT.append(exc)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        _PROGRAM_LEFT.append(exc)
         code = 0 if window is not None and window.stopped else 130
     except BaseException as exc:
+        _PROGRAM_LEFT.append(exc)
         from .window import WindowDone
         if not isinstance(exc, WindowDone):
             import traceback
             traceback.print_exc()
         code = 0 if isinstance(exc, WindowDone) else 1
     finally:
+        ended_at = time.perf_counter()
         if remove_hooks:
             remove_hooks()
         if marks is not None:
@@ -335,10 +377,10 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 timer.write(ns.step_times)
             except Exception as exc:  # noqa: BLE001 - the program's result stands; say why its times are missing
-                print(f"nsighttc.launch: step times not written ({type(exc).__name__}: {exc})", file=sys.stderr)
+                say(f"nsighttc.launch: step times not written ({type(exc).__name__}: {exc})")
         if marks is not None and any(marks.counts.values()):
             import json
-            print(f"nsighttc.launch: step marks: {json.dumps(marks.record())}", file=sys.stderr)
+            say(f"nsighttc.launch: step marks: {json.dumps(marks.record())}")
         if applied is not None and ns.applied:
             import json
             ns.applied.write_text(json.dumps({**applied.record(),
@@ -349,9 +391,10 @@ def main(argv: list[str] | None = None) -> int:
         if prof is not None and not (window is not None and getattr(window.recorder, "finished", False)):
             from .window import _synchronize
             _synchronize()  # the program's GPU work is done when it says its exit code (a replay may start then)
-            print(f"{EXIT_SAID}{code}", file=sys.stderr, flush=True)
+            say(f"{EXIT_SAID}{code}")
             write_trace(current(), ns, t_start, trace_only, getattr(window, "recorder", None), said["operators"],
                          sessions)
+        _let_go(ended_at)
     return code
 
 

@@ -20,6 +20,8 @@ import os
 import sys
 from pathlib import Path
 
+from .lines import say
+
 PLACEHOLDER = "{nsighttc_rank}"
 RANK_VARIABLES = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         os.execvp(cmd[0], cmd)
     except OSError as exc:
-        print(f"nsighttc.rankexec: rank {rank}: cannot run {cmd[0]}: {exc.strerror or exc}", file=sys.stderr)
+        say(f"nsighttc.rankexec: rank {rank}: cannot run {cmd[0]}: {exc.strerror or exc}")
         return 127
     return 0  # not reached
 

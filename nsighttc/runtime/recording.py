@@ -22,7 +22,7 @@ ResNet-50 AMP 0.71-0.82 s instead of 0.92-1.34 s, Lightning 0.16-0.19 s instead 
 """
 from __future__ import annotations
 
-import sys
+from .lines import say
 
 
 def start(prof, operators: bool = True) -> bool:
@@ -36,8 +36,8 @@ def start(prof, operators: bool = True) -> bool:
         from torch._C._profiler import RecordScope
         enable = autograd_profiler._enable_profiler
     except (ImportError, AttributeError) as exc:
-        print(f"nsighttc.launch: operators recorded: this torch offers no RecordFunction scopes "
-              f"({type(exc).__name__}: {exc})", file=sys.stderr)
+        say(f"nsighttc.launch: operators recorded: this torch offers no RecordFunction scopes "
+              f"({type(exc).__name__}: {exc})")
         prof.__enter__()
         return True
 
@@ -53,8 +53,7 @@ def start(prof, operators: bool = True) -> bool:
     finally:
         autograd_profiler._enable_profiler = enable
     if not scoped:  # this torch's profiler enables itself some other way: everything was recorded
-        print("nsighttc.launch: operators recorded: this torch's profiler did not take the ranges-only scope",
-              file=sys.stderr)
+        say("nsighttc.launch: operators recorded: this torch's profiler did not take the ranges-only scope")
     return not scoped
 
 
@@ -74,13 +73,18 @@ class OperatorsUntilWindow:
 
     Used only for a window after which the program stops or runs on unrecorded (the hooks' steps, or the program's
     steps outside any named range): a named phase may be followed by others whose new kernels need their operators,
-    so such programs keep one session with arguments throughout. The change of session waits until no
+    so such programs keep one session with arguments throughout; except in a distributed job (``any_window``), where
+    only one rank records arguments and must not be slower than the others in any window. The change of session waits until no
     ``record_function`` but ours is open (``rf_labels``); if the window ends first, nothing changes."""
 
-    def __init__(self, first, make_second, ops_trace, t_start: float, clock=None):
+    def __init__(self, first, make_second, ops_trace, t_start: float, clock=None, any_window: bool = False):
         import time
         from . import rf_labels
         self.prof, self.make_second, self.ops_trace, self.t_start = first, make_second, ops_trace, t_start
+        # change at the start of any window, not only one that ends the recording: a rank of a distributed job, whose
+        # recording of arguments through a named phase's window would make it look like the job's straggler (the
+        # kernels of later phases are then measured on the program, not replayed)
+        self.any_window = any_window
         self.clock = clock or time.perf_counter
         self.elsewhere = rf_labels.OpenElsewhere()
         self.state = "operators" if self.elsewhere.install() else "off"  # -> pending -> ranges | failed
@@ -122,8 +126,8 @@ class OperatorsUntilWindow:
                 t_written = self.clock()
             except Exception as exc:  # noqa: BLE001 - the program goes on; nothing is recorded from here
                 self.state, self.prof = "failed", None
-                print(f"nsighttc.launch: the operators' recording could not be stopped and written "
-                      f"({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+                say(f"nsighttc.launch: the operators' recording could not be stopped and written "
+                      f"({type(exc).__name__}: {exc})")
                 return
             try:
                 second = self.make_second()
@@ -132,10 +136,8 @@ class OperatorsUntilWindow:
                 self.switched_at = self.clock()
             except Exception as exc:  # noqa: BLE001 - the operators' trace stands in for the timeline
                 self.state, self.prof = "failed", None
-                print(f"nsighttc.launch: the window's recording could not start ({type(exc).__name__}: {exc})",
-                      file=sys.stderr, flush=True)
+                say(f"nsighttc.launch: the window's recording could not start ({type(exc).__name__}: {exc})")
         finally:
             rf_labels.resume(moved)
-        print(f"{OPS_WRITTEN}{self.ops_trace} (program {t0 - self.t_start:.2f} s, profiler stop {t_stop - t0:.2f} s, "
-              f"trace written in {t_written - t_stop:.2f} s; the window records the ranges only)",
-              file=sys.stderr, flush=True)
+        say(f"{OPS_WRITTEN}{self.ops_trace} (program {t0 - self.t_start:.2f} s, profiler stop {t_stop - t0:.2f} s, "
+              f"trace written in {t_written - t_stop:.2f} s; the window records the ranges only)")

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from .lines import say
+
 RANGE = "nsighttc-replay"
 # The warm-up's own profiled range: ncu's first profile in a process pays its one-time set-up, 0.6-1.2 s on
 # H100 (ResNet-50 AMP's replay: first call 0.69-1.24 s, later ones 17-150 ms; with one GEMM profiled in the
@@ -295,7 +297,7 @@ def warm_up(torch) -> None:
                 torch.cuda.nvtx.range_pop()
         torch.cuda.synchronize()
     except Exception as exc:  # only a head start; the calls themselves report real problems
-        print(f"nsighttc.replay: warm-up: {str(exc).splitlines()[0][:200]}", file=sys.stderr)
+        say(f"nsighttc.replay: warm-up: {str(exc).splitlines()[0][:200]}")
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -317,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.wait_for is not None and not _wait_at_gate(ns.wait_for):
         return 0
     if not torch.cuda.is_available():
-        print("nsighttc.replay: no CUDA device", file=sys.stderr)
+        say("nsighttc.replay: no CUDA device")
         return 3
     t_gate = time.monotonic()
     torch.zeros(1, device="cuda")  # the context (and ncu's set-up of it) before the list arrives
@@ -325,12 +327,12 @@ def main(argv: list[str] | None = None) -> int:
         calls = read_calls(ns.ops)
         first = next(calls, None)
     except TimeoutError as exc:
-        print(f"nsighttc.replay: {exc}", file=sys.stderr)
+        say(f"nsighttc.replay: {exc}")
         return 4
     t_list = time.monotonic()
     counts = replay(_chain(first, calls))
-    print(f"nsighttc.replay: {counts['called']} call(s) made, {counts['failed']} could not be made; the list came "
-          f"{t_list - t_gate:.2f} s after the gate, the calls took {time.monotonic() - t_list:.2f} s", file=sys.stderr)
+    say(f"nsighttc.replay: {counts['called']} call(s) made, {counts['failed']} could not be made; the list came "
+          f"{t_list - t_gate:.2f} s after the gate, the calls took {time.monotonic() - t_list:.2f} s")
     return 0
 
 
@@ -373,8 +375,7 @@ def read_calls(path: Path, wait_s: float = OPS_WAIT_S, poll_s: float = 0.005):
                 continue
             polls += 1
             if time.monotonic() > deadline or (polls % 200 == 0 and not _owner_alive()):
-                print(f"nsighttc.replay: {path}: the list did not end; stopping after the calls made",
-                      file=sys.stderr)
+                say(f"nsighttc.replay: {path}: the list did not end; stopping after the calls made")
                 return
             time.sleep(poll_s)
 

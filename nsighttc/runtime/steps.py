@@ -39,6 +39,7 @@ import functools
 import sys
 import threading
 
+from .lines import say
 from .rf_labels import Label
 
 STEP = "nsighttc.step"
@@ -344,8 +345,7 @@ def install(marks: StepMarks | None = None) -> StepMarks | None:
         try:
             hook(marks)
         except Exception as exc:  # noqa: BLE001 - a torch without this API: that source of marks is missing
-            print(f"nsighttc.launch: step marks: {hook.__name__[6:]} not hooked ({type(exc).__name__}: {exc})",
-                  file=sys.stderr)
+            say(f"nsighttc.launch: step marks: {hook.__name__[6:]} not hooked ({type(exc).__name__}: {exc})")
     return marks
 
 
@@ -372,7 +372,7 @@ class _AfterImport:
             try:
                 callback()
             except Exception as exc:  # noqa: BLE001 - the program must run whatever happens to the marks
-                print(f"nsighttc.launch: step marks not installed ({type(exc).__name__}: {exc})", file=sys.stderr)
+                say(f"nsighttc.launch: step marks not installed ({type(exc).__name__}: {exc})")
         loader.exec_module = exec_module
         return spec
 

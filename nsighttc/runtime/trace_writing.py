@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
+
+from .lines import say
 
 # The line the launcher prints once the torch.profiler trace is complete on disk. The default run reads the
 # trace from that moment: the process still has to exit, and a CUDA program's exit (interpreter shutdown,
@@ -67,16 +68,16 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
     if sessions is not None and sessions.state == "failed":  # the operators' trace is all there is
         if sessions.written:
             os.replace(ns.ops_trace, ns.torch_trace)
-            print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {time.perf_counter() - t_start:.2f} s, the operators "
-                  "until the window only)", file=sys.stderr, flush=True)
+            say(f"{TRACE_WRITTEN}{ns.torch_trace} (program {time.perf_counter() - t_start:.2f} s, the operators "
+                  "until the window only)")
         else:
-            print(f"{NOTHING_RECORDED}the recording failed at the window's start", file=sys.stderr, flush=True)
+            say(f"{NOTHING_RECORDED}the recording failed at the window's start")
         return
     started_at = sessions.switched_at if switched else getattr(recorder, "started_at", 0.0)
     operators = operators and not switched
     if started_at is None:  # never started: nothing was recorded, nothing is written
-        print(f"{NOTHING_RECORDED}the program ended before any window of steady steps started "
-              f"(--record-from window; program {time.perf_counter() - t_start:.2f} s)", file=sys.stderr, flush=True)
+        say(f"{NOTHING_RECORDED}the program ended before any window of steady steps started "
+              f"(--record-from window; program {time.perf_counter() - t_start:.2f} s)")
         return
     add_rank_metadata(prof)
     t_end = time.perf_counter()
@@ -86,10 +87,10 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
         pass  # the kernels and their operators are in the operators' trace (--ops-trace), read from there
     elif ns.kernel_ops is not None and ns.record_shapes and trace_only is None:
         from . import kernel_ops
-        print(f"nsighttc.launch: {kernel_ops.write(prof, ns.kernel_ops)}", file=sys.stderr)
+        say(f"nsighttc.launch: {kernel_ops.write(prof, ns.kernel_ops)}")
     elif ns.kernel_ops is not None and ns.record_shapes:
-        print("nsighttc.launch: no kernel list (trace_only: the profiler kept no events in memory; the "
-              "replay starts from the trace)", file=sys.stderr)
+        say("nsighttc.launch: no kernel list (trace_only: the profiler kept no events in memory; the "
+              "replay starts from the trace)")
     t_list = time.perf_counter()
     ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(ns.torch_trace))
@@ -97,6 +98,6 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
     if started_at and getattr(recorder, "start_seconds", None) is not None:
         since += f" (profiler start {recorder.start_seconds:.2f} s)"
     since += "" if operators else ", ranges only"
-    print(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
+    say(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
           f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
-          f"{time.perf_counter() - t_list:.2f} s)", file=sys.stderr, flush=True)
+          f"{time.perf_counter() - t_list:.2f} s)")

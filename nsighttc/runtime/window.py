@@ -49,6 +49,8 @@ import sys
 import threading
 import time
 
+from .lines import say
+
 EVENT_PREFIX = "nsighttc.launch: window "
 HOOK_PHASE = ("nsighttc.step",)  # the phase of the hooks' steps (runtime.steps)
 
@@ -150,7 +152,7 @@ class TorchRecorder(Recorder):
             self.start_seconds = self._clock() - self.started_at
             from . import annotate
             annotate.label_open_ranges()  # the phase's range (and the launcher's) around the window's steps
-        if last and self.sessions is not None and not self.finished:
+        if self.sessions is not None and (last or self.sessions.any_window) and not self.finished:
             self.sessions.request()  # a first run: the operators until here, the window with the ranges only
 
     def window_end(self) -> None:
@@ -181,7 +183,7 @@ class CudaProfilerRecorder(Recorder):
             cp.start()
             self.on = True
         except Exception as exc:  # noqa: BLE001 - no CUDA: there is nothing for ncu to profile anyway
-            print(f"nsighttc.launch: window: cudaProfilerStart failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+            say(f"nsighttc.launch: window: cudaProfilerStart failed ({type(exc).__name__}: {exc})")
 
     def window_end(self) -> None:
         if not self.on:
@@ -225,7 +227,7 @@ class Window:
         self.warmup, self.steps, self.stop = warmup, steps, stop
         self.recorder = recorder or Recorder()
         self.compiles, self.clock = compiles, clock
-        self.emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.emit = emit or say
         self.phases: dict[tuple, _Phase] = {}
         self.explicit = False      # the program marks its own steps: the hooks' steps are not counted
         self.base_depth = 0        # annotate ranges open around the program itself (the launcher's top range)

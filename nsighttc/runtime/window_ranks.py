@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import sys
 
+from .lines import say
+
 KEY_PREFIX = "nsighttc.window/"
 FOLLOW_TIMEOUT_S = 1800.0  # as long as gloo's own default collective timeout: rank 0 may be busy alone (a checkpoint)
 
@@ -33,7 +35,7 @@ class RankAgreement:
     def __init__(self, group=None, timeout_s: float = FOLLOW_TIMEOUT_S, emit=None):
         self._group = group or default_group
         self.timeout_s = timeout_s
-        self.emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.emit = emit or say
         self.store = None
         self.rank: int | None = None
         self.seq = 0              # boundaries since the group exists

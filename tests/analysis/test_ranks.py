@@ -133,7 +133,7 @@ def test_small_ranks_are_analysed_here_big_ones_in_processes(straggler_nsys, mon
     from nsighttc import api
     files = sorted((DDP / "straggler_nsys").glob("rank*/*"))
     assert api.input_bytes(files) == sum(f.stat().st_size for f in files) * api.GZIP_RATIO  # .sqlite.gz
-    assert api.input_bytes([*files, object()]) == float("inf")  # a parsed table: counted as large
+    assert api.input_bytes([*files, object()]) == float("inf")  # not a file: counted as large
     here = []
     real = api._rank_job
     monkeypatch.setattr(api, "_rank_job", lambda *a: here.append(a[0]) or real(*a))
@@ -151,6 +151,20 @@ def test_small_ranks_are_analysed_here_big_ones_in_processes(straggler_nsys, mon
     v = analyze([DDP / "straggler_nsys"])
     assert pools == [1] and len(here) == calls_before
     assert [r["own_step_ns"] for r in v.ranks] == [r["own_step_ns"] for r in straggler_nsys.ranks]
+
+
+def test_ranks_parsed_already_are_analysed_as_they_are_here(straggler_torch, monkeypatch):
+    """profile's default run parses the ranks' traces to plan its Nsight Compute work and hands the parses to the
+    analysis: they are not read again (a worker process would have had to), and give the verdict the files give."""
+    from nsighttc import api
+    from nsighttc.parse import load
+    parsed = [load(f) for f in sorted((DDP / "straggler_torch").glob("rank*/*"))]
+    assert api.input_bytes(parsed) == 0
+    monkeypatch.setattr(api, "load", lambda *a, **k: pytest.fail("an input was parsed again"))
+    monkeypatch.setattr(api, "RANKS_IN_PROCESSES_MIN_BYTES", 0)  # (files would now go to processes; parses do not)
+    v = analyze(parsed)
+    assert [r["own_step_ns"] for r in v.ranks] == [r["own_step_ns"] for r in straggler_torch.ranks]
+    assert v.distributed["straggler"]["rank"] == straggler_torch.distributed["straggler"]["rank"]
 
 
 @pytest.mark.parametrize("name,rank", [("rank3", 3), ("run_rank12.sqlite", 12), ("RANK-0", 0), ("rank_7.json", 7),
@@ -178,6 +192,22 @@ def test_inputs_of_ranks_and_no_rank_are_refused(tmp_path):
     plain.write_text(doc)
     with pytest.raises(UsageError, match="no rank for .*other.json"):
         analyze([r0, r1, plain], jobs=1)
+
+
+def test_the_default_runs_side_files_in_a_run_directory_are_not_inputs(tmp_path, straggler_torch):
+    """A distributed first run leaves beside the ranks' traces the replay's list (run directory), rank 0's operators
+    until its window and its kernel list (rank0/): `nsighttc analyze RUN_DIR` reads the ranks' traces only (the
+    operators' trace is a recording, but of the warm-up: read as a timeline it was a third, rank-less input)."""
+    from nsighttc.profile import replay_pass
+    from nsighttc.profile.passes import KERNEL_OPS_FILE, OPS_TRACE_FILE
+    shutil.copytree(DDP / "straggler_torch", tmp_path / "run")
+    (tmp_path / "run" / replay_pass.OPS_FILE).write_text("[]")
+    (tmp_path / "run" / "rank0" / KERNEL_OPS_FILE).write_text('{"kernels": []}')
+    trace = gzip.open(DDP / "straggler_torch" / "rank0" / "torch_trace.json.gz", "rt").read()
+    (tmp_path / "run" / "rank0" / OPS_TRACE_FILE).write_text(trace.replace('"distributedInfo"', '"notDistributed"'))
+    v = analyze([tmp_path / "run"], jobs=1)
+    assert [len(r["inputs"]) for r in v.ranks] == [1, 1]
+    assert [r["own_step_ns"] for r in v.ranks] == [r["own_step_ns"] for r in straggler_torch.ranks]
 
 
 def test_empty_directory_is_a_usage_error(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -133,8 +134,8 @@ def test_cpu_smoke_run_writes_one_trace_per_rank(tmp_path):
 
 def test_profile_of_a_torchrun_job_records_every_rank(tmp_path, monkeypatch):
     """End to end with fake nsys/ncu (the recordings they 'write' are real): the timeline on every rank (torch.profiler
-    by default, nsys where the torch timeline would record every operator), Nsight Compute on rank 0 only, then one
-    verdict with a rank table."""
+    by default, with rank 0's operators for the replay, nsys where the torch timeline would record every operator),
+    Nsight Compute on rank 0 only, then one verdict with a rank table."""
     pytest.importorskip("torch")
     monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
     b = make_bin(tmp_path)
@@ -151,8 +152,14 @@ def test_profile_of_a_torchrun_job_records_every_rank(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.notes
     assert res.engines == ["torch"]
     assert sorted(p.parent.name for p in res.run_dir.glob("rank*/torch_trace.json")) == ["rank0", "rank1"]
-    assert "--no-operators" in json.loads((res.run_dir / "run.json").read_text())["commands"][0]
+    timeline = shlex.split(json.loads((res.run_dir / "run.json").read_text())["commands"][0])
+    # the replay reads rank 0's operators until the window; the other ranks record the ranges only
+    assert "--no-operators" in timeline and timeline[timeline.index("--shapes-rank") + 1] == "0"
+    assert timeline[timeline.index("--ops-trace") + 1] == str(res.run_dir / "rank{nsighttc_rank}" / "torch_ops_trace.json")
+    # ... and its process (under ncu, one process on rank 0's GPU) waited beside the job; no kernel: stood down
+    assert [c for c in calls(tmp_path) if Path(c[0]).name == "ncu" and "nsighttc.runtime.replay" in c]
     assert [r["rank"] for r in analyze([res.run_dir], jobs=1).ranks] == [0, 1]
+    before = len(calls(tmp_path))
     # where the torch timeline would record every operator (no step hooks), nsys records every rank instead, and
     # its (real) recordings' kernels send rank 0 alone under Nsight Compute
     res = profile(t, Options(out=tmp_path / "runs", step_marks=False))
@@ -160,10 +167,67 @@ def test_profile_of_a_torchrun_job_records_every_rank(tmp_path, monkeypatch):
     assert res.engines == ["nsys", "ncu"]
     assert sorted(p.name for p in res.run_dir.glob("rank*/nsys.sqlite")) == ["nsys.sqlite", "nsys.sqlite"]
     assert not list(res.run_dir.glob("rank1/ncu*"))
-    ncu_runs = [c for c in calls(tmp_path) if Path(c[0]).name == "ncu" and "-o" in c]
+    ncu_runs = [c for c in calls(tmp_path)[before:] if Path(c[0]).name == "ncu" and "-o" in c]
     assert len(ncu_runs) == 1 and ncu_runs[0][ncu_runs[0].index("-o") + 1].endswith("rank0/ncu")
     doc = json.loads((res.run_dir / "verdict.json").read_text())
     assert [r["rank"] for r in doc["ranks"]] == [0, 1] and doc["distributed"]["ranks"] == 2
     assert "## Ranks" in (res.run_dir / "report.md").read_text()
     again = analyze([res.run_dir], jobs=1)  # the run directory is analysable again as a whole
     assert [r["rank"] for r in again.ranks] == [0, 1]
+
+
+DISTRIBUTED_WINDOWED = """
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+for _ in range(200):  # set-up work before any step
+    with torch.profiler.record_function("setup"):
+        torch.randn(4, 4).sum()
+m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 16))
+opt = torch.optim.SGD(m.parameters(), lr=0.01); x = torch.randn(8, 16)
+for i in range(int(os.environ.get("STEPS", "3000"))):
+    time.sleep(0.004)
+    opt.zero_grad(); m(x).sum().backward(); opt.step()
+dist.destroy_process_group()
+"""
+
+
+def _setup_ranges(run_dir: Path) -> list[int]:
+    return [sum(1 for e in json.loads(t.read_text())["traceEvents"] if e.get("name") == "setup")
+            for t in sorted(run_dir.glob("rank*/torch_trace.json"))]
+
+
+@pytest.mark.torch
+def test_a_torchrun_jobs_second_run_records_from_the_window_and_is_recorded_whole_again_without_one(tmp_path,
+                                                                                                 monkeypatch):
+    """As a single process's: the evidence cache knows the job and that it had a window, so every rank's profiler
+    starts at the (agreed) window; rank 0's launcher says when. A job that no longer reaches a window writes no
+    trace on any rank, and is run again, recorded whole."""
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    b = make_bin(tmp_path)
+    monkeypatch.setenv("PATH", f"{b}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    from nsighttc.collect import tools
+    monkeypatch.setattr(tools, "_SEARCH", {"ncu": [], "nsys": []})
+    script = tmp_path / "job.py"
+    script.write_text(DISTRIBUTED_WINDOWED)
+    t = resolve_target(None, [], [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                                  "--master_port", _free_port(), str(script)])
+    first = profile(t, Options(out=tmp_path / "runs", fast=True, steps=15))
+    assert first.exit_code == 0, first.notes
+    assert json.loads((first.run_dir / "run.json").read_text())["passes"][0]["window"]["recorded_from"] == "start"
+    assert _setup_ranges(first.run_dir) == [200, 200]
+    second = profile(t, Options(out=tmp_path / "runs", fast=True, steps=15))
+    assert second.exit_code == 0, second.notes
+    meta = json.loads((second.run_dir / "run.json").read_text())
+    assert "--record-from" in meta["commands"][0]
+    window = meta["passes"][0]["window"]
+    assert window["recorded_from"] == "window" and window["recorded_from_s"] > 0  # rank 0's launcher said when
+    assert _setup_ranges(second.run_dir) == [0, 0]  # the set-up ran unrecorded on both ranks
+    assert [r["rank"] for r in second.verdict.ranks] == [0, 1]
+    monkeypatch.setenv("STEPS", "1")  # now too short for a window
+    third = profile(t, Options(out=tmp_path / "runs", fast=True, steps=15))
+    assert third.exit_code == 0, third.notes
+    assert any(n.startswith("no window of steady steps started this time") for n in third.notes)
+    assert "no trace: the program ended before any window" in \
+        (third.run_dir / "torch.window-try.stderr.log").read_text()
+    assert _setup_ranges(third.run_dir) == [200, 200]

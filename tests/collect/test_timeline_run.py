@@ -62,3 +62,36 @@ def test_stop_kills_a_launcher_still_exiting(tmp_path):
     t0 = time.monotonic()
     run.stop()
     assert run.run.proc.poll() is not None and time.monotonic() - t0 < 10
+
+
+def test_a_distributed_jobs_rank_0_lines_are_read_after_other_text_and_the_job_is_waited_for(tmp_path):
+    """A torchrun job: its ranks share one stderr, and the pass ends with the job, not with rank 0's trace. Rank 0's
+    line says when its recording began, even after text a program left without a newline (a progress bar's)."""
+    rank0 = tmp_path / "rank0"
+    line = f"{TRACE_WRITTEN}{rank0 / 'torch_trace.json'} (program 2.00 s, recorded from 1.25 s, ranges only)"
+    other = f"{TRACE_WRITTEN}{tmp_path / 'rank1' / 'torch_trace.json'} (program 2.00 s, recorded from 9.00 s)"
+    p = _pass(tmp_path, f"import sys, time; sys.stderr.write('epoch 1:  50%|#####     \\r'); "
+                        f"sys.stderr.write({other!r} + chr(10)); sys.stderr.write('x' + {line!r} + chr(10)); "
+                        "sys.stderr.flush(); time.sleep(0.5)")
+    run = TimelineRun(p, early=False, say=lambda s: None, rank_dir=rank0)
+    run.until_written(timeout=60)
+    assert not run.pending and p.returncode == 0 and p.seconds >= 0.5
+    assert p.recorded_from_s == 1.25 and run.said_written
+
+
+def test_launcher_lines_are_written_whole_in_one_write(monkeypatch):
+    """print() writes a line's text and its newline apart (two write(2) calls under strace): two ranks' lines were
+    glued. ``runtime.lines.say`` hands stderr the whole line at once."""
+    from nsighttc.runtime import lines
+
+    class Stderr:
+        writes: list = []
+
+        def write(self, text):
+            self.writes.append(text)
+
+        def flush(self):
+            self.writes.append("<flush>")
+    monkeypatch.setattr(sys, "stderr", Stderr())
+    lines.say("nsighttc.launch: wrote X")
+    assert Stderr.writes == ["nsighttc.launch: wrote X\n", "<flush>"]
