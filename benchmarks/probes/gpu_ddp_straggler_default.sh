@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 29: a torchrun job's default first run (rank 0's operators recorded until the window for the replay, every
+# window with the ranges only) must still name the right straggler, whichever rank it is, rank 0 included. On a
+# one-GPU machine two DDP ranks share GPU 0 (gloo, wrappers/ddp_train.py --share-gpu); rank R sleeps 30 ms on its host
+# before each step. Per R: `nsighttc profile` (default run, empty evidence cache) of the job, its wall time, the
+# verdict's Ranks line and what the replay measured. Usage (GPU machine, after setup.sh):
+#     bash benchmarks/probes/gpu_ddp_straggler_default.sh OUT
+set -u
+out=${1:?usage: gpu_ddp_straggler_default.sh OUT}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+now() { python3 -c 'import time; print(time.time())'; }
+for r in 1 0; do
+  job=(python3 -m torch.distributed.run --nproc-per-node 2 wrappers/ddp_train.py --share-gpu --no-annotate
+       --straggler-rank "$r" --delay-ms 30 --steps 60)
+  t0=$(now)
+  NSIGHTTC_CACHE_DIR="$out/cache_$r" python3 -m nsighttc profile --out "$out/runs_straggler$r" -- "${job[@]}" \
+    >"$out/straggler$r.log" 2>&1
+  rc=$?; t1=$(now)
+  echo "straggler rank $r: $(python3 -c "print(round($t1-$t0,2))") s (rc $rc)" | tee -a "$out/straggler.txt"
+  grep -E "^nsighttc: (Ranks|GPU busy|Tensor Cores|Evidence)" "$out/straggler$r.log" | sed 's/^/    /' | tee -a "$out/straggler.txt"
+  python3 - "$out/runs_straggler$r" <<'PY' | tee -a "$out/straggler.txt"
+import json, sys, pathlib
+run = sorted(pathlib.Path(sys.argv[1]).glob("*/run.json"))[-1]
+d = json.loads(run.read_text())
+ev = d.get("evidence") or {}
+print("    evidence:", json.dumps({k: ev.get(k) for k in ("hardware_pass", "to_measure", "replay")})[:400])
+print("    window:", json.dumps(d["passes"][0].get("window"))[:400])
+PY
+done
+find "$out" \( -name "*trace.json" -o -name "*.png" -o -name "*.ncu-rep" -o -name "*.nsys-rep" -o -name "*.sqlite" \
+  -o -name "*.qdstrm" -o -name verdict.json -o -name kernels.md -o -name replay_ops.json \) -delete
