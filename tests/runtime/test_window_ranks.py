@@ -14,12 +14,12 @@ from nsighttc.runtime.window_ranks import KEY_PREFIX, RankAgreement
 
 from .test_window import ROOT, Clock
 
-def _rank(store, rank: int, step_s: float, steps: int, stop: bool = False, **agreement):
+def _rank(store, rank: int, step_s: float, steps: int, stop: bool = False, recorder=None, **agreement):
     """One rank's window fed ``steps`` hook steps of ``step_s`` seconds each (ended by ``finish`` unless ``stop``:
     then by WindowDone, raised here in the test's main thread)."""
     clock, lines = Clock(), []
     ranks = RankAgreement(group=lambda: (store, rank), emit=lines.append, **agreement)
-    w = win.Window(clock=clock, stop=stop, emit=lines.append, ranks=ranks)
+    w = win.Window(clock=clock, stop=stop, emit=lines.append, ranks=ranks, recorder=recorder)
     for _ in range(steps):
         if not w.enabled:
             break
@@ -46,6 +46,42 @@ def test_every_rank_takes_rank_0s_window_whatever_its_own_step_times():
     ends = [[e for e in w.events if e["event"] in ("end", "finish")][0] for w in (leader, follower)]
     assert ends[0]["step"] == ends[1]["step"] and not leader.enabled and not follower.enabled
     assert ranks.seq == leader.ranks.seq and store.check([f"{KEY_PREFIX}{ranks.seq - 1}"])
+
+
+class _Preparing(win.Recorder):
+    """Rank 0's recorder in a distributed first run: it changes sessions one step before its window."""
+    name = "torch"
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def wants_prepare(self, last: bool) -> bool:
+        return "prepare" not in self.calls
+
+    def prepare(self, last: bool = False) -> None:
+        self.calls.append("prepare")
+
+    def window_start(self, last: bool = False) -> None:
+        self.calls.append("start")
+
+
+@pytest.mark.torch
+def test_rank_0s_change_of_sessions_takes_a_step_before_every_ranks_window():
+    import torch.distributed as dist
+    alone = win.Window(clock=Clock(), stop=False, emit=lambda _: None)
+    for _ in range(100):
+        alone.clock.t += 0.1
+        alone.hook_boundary()
+    start_alone = next(e for e in alone.events if e["event"] == "start")["step"]
+    store = dist.HashStore()
+    recorder = _Preparing()
+    leader, _, _ = _rank(store, 0, 0.1, 300, recorder=recorder)
+    follower, _, _ = _rank(store, 1, 0.1, 300)  # a plain recorder: it follows rank 0's "prepare" as a step of warm-up
+    assert recorder.calls == ["prepare", "start"]
+    starts = [next(e for e in w.events if e["event"] == "start") for w in (leader, follower)]
+    # the step that holds rank 0's change (and the other ranks' wait for it) is in nobody's window
+    assert starts[0]["step"] == starts[1]["step"] == start_alone + 1
+    assert starts[0]["steps"] == starts[1]["steps"] and starts[0]["warmup"] == start_alone + 1
 
 
 @pytest.mark.torch
@@ -86,9 +122,10 @@ dist.destroy_process_group()
 """
 
 
-def _stopped_job(tmp_path, source: str, launcher_args: tuple = ()) -> list[dict]:
+def _stopped_job(tmp_path, source: str, launcher_args: tuple = (), lines: list | None = None) -> list[dict]:
     """Run ``source`` as a torchrun job of two CPU ranks under the launcher (a window, then stop); it must exit 0
-    (a rank stopped alone would have died in its next barrier) without reaching its end. Returns the window events."""
+    (a rank stopped alone would have died in its next barrier) without reaching its end. Returns the window events;
+    ``lines``: gets the ranks' stderr lines, in the order written."""
     prog = tmp_path / "prog.py"
     prog.write_text(source)
     # with arguments of the launcher's, through the shim the default run puts before it (rank{nsighttc_rank} paths)
@@ -99,6 +136,8 @@ def _stopped_job(tmp_path, source: str, launcher_args: tuple = ()) -> list[dict]
                        timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert "RAN TO THE END" not in r.stdout
+    if lines is not None:
+        lines.extend(r.stderr.splitlines())
     return win.read_events((r.stdout + r.stderr).splitlines())
 
 
@@ -154,10 +193,18 @@ SHAPES_PROGRAM = PHASE_PROGRAM.replace("time.sleep(", "torch.ones(16, 16) @ torc
 def test_only_rank_0_records_operators_with_their_arguments_and_only_until_the_window(tmp_path):
     import gzip
     import json
+    lines: list[str] = []
     events = _stopped_job(tmp_path, SHAPES_PROGRAM, (
         "--torch-trace", str(tmp_path / "rank{nsighttc_rank}" / "trace.json"), "--record-shapes", "--shapes-rank", "0",
-        "--no-operators", "--ops-trace", str(tmp_path / "rank{nsighttc_rank}" / "ops.json")))
+        "--no-operators", "--ops-trace", str(tmp_path / "rank{nsighttc_rank}" / "ops.json")), lines=lines)
     assert len([e for e in events if e["event"] == "start"]) == 2
+    # rank 0 changed sessions (stopped the recording of operators, wrote them) a step before the window, and the
+    # window started on every rank only after that: the other ranks' waits for it are in no window
+    from nsighttc.runtime.recording import OPS_WRITTEN
+    from nsighttc.runtime.window import EVENT_PREFIX
+    written = [i for i, ln in enumerate(lines) if OPS_WRITTEN in ln]
+    started = [i for i, ln in enumerate(lines) if EVENT_PREFIX in ln and '"event": "start"' in ln]
+    assert len(written) == 1 and len(started) == 2 and written[0] < min(started), lines
 
     def events_of(path):
         opener = gzip.open if path.suffix == ".gz" else open
