@@ -275,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         window = _WINDOW = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
                                           stop=ns.window_end == "stop", recorder=recorder, compiles=compiles,
                                           ranks=ranks)
+        window.mark_windows = not ns.cuda_profiler  # (ncu's pass reads no marks: nothing to add to its kernels)
         if not ns.window:
             window.disable()
         _apply_gate_settings(window)

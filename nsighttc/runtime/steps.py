@@ -24,6 +24,10 @@ user's push/pop range off its stack):
   un-annotated program's GPU waits for its host is often here).
 - ``nsighttc.compile``: torch.compile's compilations (``torch._dynamo.callback_handler``'s start/end callbacks:
   frame compiles, lazy backward compiles, CUDA-graph recording), registered once the program imports dynamo.
+- ``nsighttc.window``: each window of steady steps the launcher chose (``runtime.window``), from its first step's
+  start to its last step's end. The analysis leaves every step before it out of the steady state: a recording that
+  began before the window (a distributed first run's ranks, a named phase's) holds warm-up steps no rule on step
+  times alone can tell apart, such as one rank's wait while another changed its profiler sessions (call45).
 
 Installed when the program imports torch (``install_when_torch_imports``: a program without PyTorch pays
 nothing). Cost: a few microseconds per fetch, model call and optimizer step (a range costs ~1 µs without a
@@ -48,7 +52,8 @@ DATA = "nsighttc.data"
 FORWARD = "nsighttc.forward"
 COMPILE = "nsighttc.compile"
 BACKWARD = "nsighttc.backward"
-NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE)
+WINDOW = "nsighttc.window"
+NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE, WINDOW)
 PREFIX = "nsighttc."  # every mark's name starts with it (the replay's ranges use "nsighttc-")
 
 
@@ -77,6 +82,21 @@ class Mark:
         if self._id is not None:
             end_range(self._id)
             self._id = None
+
+
+class OpenMark:
+    """A mark opened outside the step hooks (the window's, ``runtime.window``): ``close`` ends it once."""
+
+    __slots__ = ("_mark", "_end")
+
+    def __init__(self, name: str):
+        start, self._end = _nvtx()
+        self._mark: Mark | None = Mark(name, start, _profiling())
+
+    def close(self) -> None:
+        if self._mark is not None:
+            self._mark.end(self._end)
+            self._mark = None
 
 
 def _compiling() -> bool:

@@ -257,6 +257,8 @@ class Window:
         self.stop_at: float | None = None  # after a named phase's window: stop at the first boundary past this
         self.events: list[dict] = []
         self.ranks = ranks  # a distributed job's ranks agreeing on every decision (runtime.window_ranks)
+        self.mark_windows = False  # the launcher's: each window is a ``nsighttc.window`` mark in the recording
+        self._mark = None
 
     def disable(self) -> None:
         """No window (the program has no steps to choose from, as the timeline run found): every step is
@@ -282,6 +284,7 @@ class Window:
             self.explicit = True
             hook = self.phases.pop(HOOK_PHASE, None)
             if hook is not None and hook.state == "window":
+                self._close_mark()
                 self.recorder.window_end()
             if hook is not None and hook.state != "warmup":
                 self._event("dropped", HOOK_PHASE, hook)
@@ -371,9 +374,11 @@ class Window:
             ph.steps = ph.left = int(action[1])
             ph.warmup, ph.state = ph.n, "window"
             self.recorder.window_start(last=not named)
+            self._open_mark()
             self._event("start", ph.key, ph)
         elif what == "end" and ph.state == "window":
             ph.state = "done"
+            self._close_mark()
             self.recorder.window_end()
             if named:  # another phase may follow: record on for the grace, then stop (or finish) unless one began
                 self.stop_at = now + PHASE_GRACE_S
@@ -383,6 +388,19 @@ class Window:
             self._stop(ph)
         elif what == "stop":
             self._stop(ph, grace=True)
+
+    def _open_mark(self) -> None:
+        """The window's ``nsighttc.window`` mark (``runtime.steps.WINDOW``), opened after the recorder's start so that
+        a recording that starts with the window holds it; a recording stopped while it is open closes it."""
+        if self.mark_windows:
+            from .steps import WINDOW, OpenMark
+            self._close_mark()
+            self._mark = OpenMark(WINDOW)
+
+    def _close_mark(self) -> None:
+        if self._mark is not None:
+            self._mark.close()
+            self._mark = None
 
     def _stop(self, ph: _Phase, grace: bool = False) -> None:
         """The last window is recorded: stop the program (``WindowDone``), or with ``--window-end continue`` end the

@@ -160,6 +160,19 @@ def test_the_warm_up_rule():
     comp = intervals.union(np.array([s[0] + 0.1, s[1] + 0.1]), np.array([s[0] + 0.2, s[1] + 0.2]))
     assert steady.warmup(s, s + flat, flat, 3.0, 1.2, comp, np.array([]))[0] == 2
 
+    # where nsighttc chose a window of steady steps (its mark starts between steps 3 and 4), every step before it is
+    # warm-up, a long one amid fast ones too (a rank that waited while another changed its profiler's sessions);
+    # without the mark, the prefix of long steps ends at the first fast one
+    wall = np.array([1.0, 1.0, 9.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    s = np.concatenate([[0.0], np.cumsum(wall)[:-1]])
+    assert steady.warmup(s, s + wall, wall, 3.0, 1.2, none, np.array([])) == (0, [])
+    n, why = steady.warmup(s, s + wall, wall, 3.0, 1.2, none, np.array([]), windows=np.array([s[4] - 0.01]))
+    assert n == 4 and why[2] == ["9.0x the median step", steady.BEFORE_WINDOW] and why[0] == [steady.BEFORE_WINDOW]
+    # a recording that begins with its window (the mark before its first step) has no step before it; a mark of an
+    # earlier phase's window, or one after the family's last step, says nothing of this family
+    for marks in ([s[0] - 0.5], [s[-1] + 0.5], []):
+        assert steady.warmup(s, s + wall, wall, 3.0, 1.2, none, np.array([]), windows=np.array(marks)) == (0, [])
+
 
 def _strip_nvtx(src_dir, dest):
     """A DDP job's per-rank nsys recordings with every NVTX range deleted: a job that marks nothing."""

@@ -167,6 +167,14 @@ def test_the_launcher_stops_a_hooked_loop_after_its_window(tmp_path):
     # every step the program ran is in the trace (warm-up and window), and no more: it was stopped there
     assert steps["count"] == end["step"], steps
     assert steps["source"] == "hook"
+    # the window is a mark in the recording (from its first step to its end), and the analysis leaves every step
+    # before it out of the steady state: the warm-up the window counted, no more and no fewer
+    ev = json.loads(trace.read_text())["traceEvents"]
+    marked = [e for e in ev if e.get("name") == "nsighttc.window" and e.get("cat") == "user_annotation"]
+    first_steps = sorted(e["ts"] for e in ev if e.get("name") == "nsighttc.step")
+    assert len(marked) == 1 and first_steps[start["warmup"] - 1] < marked[0]["ts"] <= first_steps[start["warmup"]]
+    assert steps["warmup_steps"] == start["warmup"], steps
+    assert not any(r["name"] == "nsighttc.window" for r in doc["timeline"].get("ranges", []))
 
 
 @pytest.mark.torch

@@ -69,7 +69,8 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     launch_start = lt["start_ns"].to_numpy(dtype="float64")
     step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range)
     compiles = steps_mod.compile_union(tl.marks)
-    fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api))
+    fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api),
+                              steps_mod.window_starts(tl.marks))
     del lt, work_end, launch_start, step_sets  # 16 B per launch, not needed past the step families
     steady = _union_of(fams, "_steady")
     rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)

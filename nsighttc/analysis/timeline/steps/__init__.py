@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .... import labels
-from ....runtime.steps import COMPILE
+from ....runtime.steps import COMPILE, WINDOW
 from ... import intervals
 from ..base import Thresholds, classify
 from . import find as find_mod, period, steady
@@ -20,7 +20,7 @@ from .find import EXPLICIT, HOOK, KERNEL_PERIOD, PROFILER_OP, StepSet, step_path
 from .steady import RULE, malloc_times
 
 __all__ = ["EXPLICIT", "HOOK", "KERNEL_PERIOD", "PROFILER_OP", "RULE", "StepSet", "compile_union", "families", "find",
-           "malloc_times", "public", "startup", "step_paths"]
+           "malloc_times", "public", "startup", "step_paths", "window_starts"]
 
 
 def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, launch_start: np.ndarray,
@@ -68,6 +68,13 @@ def _from_kernels(launches: pd.DataFrame, launch_start: np.ndarray) -> list[Step
                     f"`{short}`): the recording has no step marks")]
 
 
+def window_starts(marks: pd.DataFrame) -> np.ndarray:
+    """The starts of the windows of steady steps the launcher chose (``runtime.steps.WINDOW`` marks), sorted."""
+    if marks is None or marks.empty:
+        return np.array([])
+    return np.sort(marks.loc[(marks["name"] == WINDOW).to_numpy(), "start_ns"].to_numpy(dtype="float64"))
+
+
 def compile_union(marks: pd.DataFrame) -> intervals.Union:
     """torch.compile's compilations in the recording (``parse.marks``), merged."""
     if marks is None or marks.empty:
@@ -77,7 +84,8 @@ def compile_union(marks: pd.DataFrame) -> intervals.Union:
 
 
 def families(sets: list[StepSet], u: intervals.Union, launch_start: np.ndarray, work_end: np.ndarray,
-             th: Thresholds, compiles: intervals.Union | None = None, mallocs: np.ndarray | None = None) -> list[dict]:
+             th: Thresholds, compiles: intervals.Union | None = None, mallocs: np.ndarray | None = None,
+             windows: np.ndarray | None = None) -> list[dict]:
     """One dict per step family, the one whose steady state holds the most wall time first.
 
     ``launch_start``/``work_end``: when each kernel (or whole-graph execution) was launched and when it
@@ -97,7 +105,8 @@ def families(sets: list[StepSet], u: intervals.Union, launch_start: np.ndarray, 
     k_end_max = work_end[k_order]  # a copy: the running maximum is taken in place
     del k_order
     np.maximum.accumulate(k_end_max, out=k_end_max)
-    out = [_family(st, u, k_start, k_end_max, th, compiles, mallocs) for st in sets if len(st.starts) >= 2]
+    windows = windows if windows is not None else np.array([])
+    out = [_family(st, u, k_start, k_end_max, th, compiles, mallocs, windows) for st in sets if len(st.starts) >= 2]
     total = sum(f["steady_wall_ns"] for f in out) or 1.0
     for f in out:
         f["wall_share_of_steps"] = f["steady_wall_ns"] / total
@@ -105,14 +114,15 @@ def families(sets: list[StepSet], u: intervals.Union, launch_start: np.ndarray, 
 
 
 def _family(st: StepSet, u: intervals.Union, k_start: np.ndarray, k_end_max: np.ndarray, th: Thresholds,
-            compiles: intervals.Union, mallocs: np.ndarray) -> dict:
+            compiles: intervals.Union, mallocs: np.ndarray, windows: np.ndarray) -> dict:
     s, e = st.starts, st.ends
     it_end = np.concatenate([s[1:], e[-1:]])
     it_end = np.maximum(it_end, e)  # overlapping/odd ranges: an iteration at least covers its step
     it_wall = it_end - s
     it_busy = intervals.busy_within(u, s, it_end)
     share = np.where(it_wall > 0, it_busy / it_wall, 0.0)
-    warm, reasons = steady.warmup(s, it_end, it_wall, th.warmup_factor, th.warmup_explained, compiles, mallocs)
+    warm, reasons = steady.warmup(s, it_end, it_wall, th.warmup_factor, th.warmup_explained, compiles, mallocs,
+                                  windows)
     steady_part = slice(warm, None)
     k_in = (np.searchsorted(k_start, it_end) - np.searchsorted(k_start, s)) if len(k_start) else np.zeros(len(s))
     med_share = float(np.median(share[steady_part]))

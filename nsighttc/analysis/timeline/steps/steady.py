@@ -8,8 +8,12 @@ Leading steps are warm-up while each of them (the prefix ends at the first that 
   its phase (three steps or more), or it grew the allocator (the CUDA caching allocator asked the driver for
   memory: ``cudaMalloc``, or ``cuMemCreate``/``cuMemMap`` with expandable segments).
 A cause alone is not enough: a recording that starts in the middle of a run (the DDP fixtures record steps 3-7)
-has a "first step" as fast as the others, and an allocation that costs nothing slows nothing. At least one step
-stays steady.
+has a "first step" as fast as the others, and an allocation that costs nothing slows nothing.
+Where the launcher chose a window of steady steps (its ``nsighttc.window`` mark, ``runtime.steps.WINDOW``), every
+step of the family before the window's start is warm-up too, whatever it took: the window was chosen from the
+step times inside the program, and a recording that began earlier holds steps that no rule on times can judge
+(a rank of a DDP job waited 1.36 s in one step, between fast ones, while rank 0 changed its profiler's sessions:
+two H100s, reports/window/call46). At least one step stays steady.
 """
 from __future__ import annotations
 
@@ -21,8 +25,10 @@ from ... import intervals
 # map memory with the driver's virtual memory API instead). Names as the parsers spell them (no _v2 suffix).
 ALLOCATOR_GROWTH = {"cudaMalloc", "cudaMallocAsync", "cuMemAlloc", "cuMemAllocAsync", "cuMemCreate", "cuMemMap"}
 RULE = ("warm-up steps: the leading steps that compile (torch.compile), last longer than 3x the median step, or "
-        "last longer than 1.2x it and are the first of their phase or grow the CUDA allocator; they are left out "
-        "of every steady-state number")
+        "last longer than 1.2x it and are the first of their phase or grow the CUDA allocator, and every step before "
+        "the window of steady steps nsighttc chose, where it chose one; they are left out of every steady-state "
+        "number")
+BEFORE_WINDOW = "before the window"  # a warm-up step's reason (``warmup``)
 
 
 def malloc_times(api) -> np.ndarray:
@@ -33,12 +39,25 @@ def malloc_times(api) -> np.ndarray:
     return np.sort(api["start_ns"].to_numpy(dtype="float64")[hit])
 
 
+def window_start(windows: np.ndarray, starts: np.ndarray) -> float:
+    """When the window of a family whose steps start at ``starts`` began: the first of the sorted window marks'
+    starts ``windows`` that lies after its first step's start and not after its last's (a recording that begins
+    with its window has the mark before its first step: no step is before it). -inf where none does."""
+    if len(windows) == 0 or len(starts) == 0:
+        return -np.inf
+    i = int(np.searchsorted(windows, starts[0], side="right"))
+    return float(windows[i]) if i < len(windows) and windows[i] <= starts[-1] else -np.inf
+
+
 def warmup(starts: np.ndarray, it_end: np.ndarray, it_wall: np.ndarray, factor: float, explained: float,
-           compiles: intervals.Union, mallocs: np.ndarray) -> tuple[int, list[list[str]]]:
-    """(number of leading warm-up steps, the reasons of each)."""
+           compiles: intervals.Union, mallocs: np.ndarray, windows: np.ndarray | None = None
+           ) -> tuple[int, list[list[str]]]:
+    """(number of leading warm-up steps, the reasons of each). ``windows``: the sorted starts of the recording's
+    window marks."""
     n = len(starts)
     if n == 0:
         return 0, []
+    before = starts < window_start(windows if windows is not None else np.array([]), starts)
     med = float(np.median(it_wall))
     first = np.zeros(n, dtype=bool)
     first[0] = n >= 3
@@ -54,7 +73,9 @@ def warmup(starts: np.ndarray, it_end: np.ndarray, it_wall: np.ndarray, factor: 
         one_time = [r for r, hit in (("first step", first[i]), ("allocator growth", growing[i])) if hit]
         why = (["torch.compile"] if compiling[i] else []) + ([f"{it_wall[i] / med:.1f}x the median step"]
                                                              if long[i] or (slower[i] and one_time) else [])
+        if before[i]:
+            why.append(BEFORE_WINDOW)
         if not why:
             break
-        reasons.append(why + (one_time if why[-1].endswith("median step") else []))
+        reasons.append(why + (one_time if any(w.endswith("median step") for w in why) else []))
     return len(reasons), reasons
