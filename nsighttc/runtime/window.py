@@ -328,8 +328,13 @@ class Window:
                 ph.durations.append(duration)
                 ph.compiled.append(compiles > ph.compiles_at)
             ph.compiles_at = compiles
+        # Inside a window the ranks do not agree: its end is counted alike on every rank (they started it at the same
+        # boundary with the same length), and waiting there for rank 0 would put rank 0's lateness into every other
+        # rank's host time: two H100s, call47, rank 0 sleeping 30 ms a step made rank 1 "host busy" 67 ms a step,
+        # and no straggler was named
+        in_window = ph.state == "window"
         action = None if first and took is None else self._decide(ph, now, named)
-        if self.ranks is not None:
+        if self.ranks is not None and not in_window:
             action = self.ranks.agree(action)
             if not self.ranks.following:  # on its own from here: end the recording, never stop this rank alone
                 self.stop = False

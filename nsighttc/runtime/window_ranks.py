@@ -11,7 +11,9 @@ same on every rank: the ranks run the same steps). Rank 0 writes what its window
 group's own key-value store (``nsighttc.window/N``: nothing, start a window of so many steps, end it, stop); the
 other ranks wait for that key at their boundary N and do the same. The ranks of a job that all-reduces every step
 are within a step of each other, so the wait is one store round trip (~0.1 ms on one host) while the window is
-undecided, and nothing once it is (the state machine is then ``enabled = False``). Before the group exists, no
+undecided (in the warm-up: a late rank 0 holds the others there), none inside the window (its steps are counted
+alike on every rank: a wait there would show rank 0's lateness as the other ranks' host time), and nothing once the
+windows are done (the state machine is then ``enabled = False``; a named phase's grace is agreed on again). Before the group exists, no
 collective couples the ranks and each decides alone (a window started then is counted by each rank alone).
 A rank that waits ``FOLLOW_TIMEOUT_S`` for rank 0 (a rank that runs steps the others do not) stops following: it
 says so, decides alone from then on, and where its window ends it ends its recording and lets the program run on

@@ -85,6 +85,25 @@ def test_rank_0s_change_of_sessions_takes_a_step_before_every_ranks_window():
 
 
 @pytest.mark.torch
+def test_inside_the_window_no_rank_waits_for_rank_0():
+    """Rank 0 is late (slow steps) and has not reached the window's steps yet: the others count the window alone,
+    never waiting for it in the window's steps, and end it at the step rank 0 will."""
+    import torch.distributed as dist
+    store = dist.HashStore()
+    leader, _, _ = _rank(store, 0, 0.1, 300)
+    start = next(e for e in leader.events if e["event"] == "start")
+    end = next(e for e in leader.events if e["event"] in ("end", "finish"))
+    store2 = dist.HashStore()  # rank 0's decisions up to the window's start only: it is still in its window's steps
+    for seq in range(start["step"]):  # (boundary k of the hook steps ends step k + 1)
+        store2.set(f"{KEY_PREFIX}{seq}", store.get(f"{KEY_PREFIX}{seq}"))
+    follower, ranks, lines = _rank(store2, 1, 0.01, 300, timeout_s=0.2)
+    assert ranks.following and not any("stopped following" in ln for ln in lines), lines  # a wait there times out
+    f_start = next(e for e in follower.events if e["event"] == "start")
+    f_end = next(e for e in follower.events if e["event"] in ("end", "finish"))
+    assert (f_start["step"], f_start["steps"], f_end["step"]) == (start["step"], start["steps"], end["step"])
+
+
+@pytest.mark.torch
 def test_a_rank_that_outlasts_rank_0_stops_following_and_is_never_stopped():
     import torch.distributed as dist
     store = dist.HashStore()
