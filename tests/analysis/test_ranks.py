@@ -4,6 +4,7 @@ jobs left without an invented one. Fixtures: tests/fixtures/ddp/README.md."""
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 from pathlib import Path
 
@@ -61,6 +62,32 @@ def test_straggler_is_named_with_its_host_side_cause(straggler_nsys, straggler_t
         assert comm["kind"] == "compute kernel time" and comm["communication_share"] > 0.2
         assert abs(shares[0] - shares[1]) < 0.02
         assert not any(f.id == "ranks-differ-in-tensor-cores" for f in v.findings)
+
+
+def test_a_default_first_run_names_a_late_rank_0_from_the_windows(tmp_path):
+    """The default first run of a torchrun job on two H100s (reports/window/call48): rank 0 records operators until
+    a step before the window, then every rank's window with the ranges only; rank 1's recording holds its whole
+    run, warm-up included, and in it the step in which it waited 1.1 s for rank 0 to change its profiler's
+    sessions. Rank 0 sleeps 30 ms a step: it is the straggler, whatever the profiler did before the window."""
+    src = DDP / "default_first_run_straggler0"
+    v = analyze([src], jobs=1)
+    s = v.distributed["straggler"]
+    assert s["rank"] == 0 and "host busy in `ddp_train.py`" in s["cause"]
+    assert 25e6 < s["excess_ns"] and s["others_wait_per_step_ns"] > 30e6
+    late, waiting = v.ranks
+    assert waiting["exposed_comm_per_step_ns"] > 50e6 and late["exposed_comm_per_step_ns"] < 5e6
+    # rank 1's steps before the window's mark are warm-up, the long wait amid fast steps among them
+    steps = analyze([src / "rank1" / "torch_trace.json.gz"]).to_json()["timeline"]["steps"]
+    before = [r for r in steps["warmup_reasons"] if "before the window" in r]
+    assert len(before) == steps["warmup_steps"] >= 3 and max(steps["warmup_ns"][1:]) > 1e9
+    # without the marks, that wait counts as communication in rank 1's steady steps: no straggler is found
+    for r in ("rank0", "rank1"):
+        doc = json.load(gzip.open(src / r / "torch_trace.json.gz"))
+        doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != "nsighttc.window"]
+        (tmp_path / r).mkdir()
+        with gzip.open(tmp_path / r / "torch_trace.json.gz", "wt") as fh:
+            json.dump(doc, fh)
+    assert analyze([tmp_path], jobs=1).distributed["straggler"] is None
 
 
 def test_balanced_jobs_get_no_straggler():
