@@ -74,8 +74,10 @@ class OperatorsUntilWindow:
     Used only for a window after which the program stops or runs on unrecorded (the hooks' steps, or the program's
     steps outside any named range): a named phase may be followed by others whose new kernels need their operators,
     so such programs keep one session with arguments throughout; except in a distributed job (``any_window``), where
-    only one rank records arguments and must not be slower than the others in any window. The change of session waits until no
-    ``record_function`` but ours is open (``rf_labels``); if the window ends first, nothing changes."""
+    only one rank records arguments and must not be slower than the others in any window; there the change is asked
+    for a step before the window (``window.TorchRecorder.prepare``), so that the other ranks' wait for it falls in
+    no window. The change of session waits until no ``record_function`` but ours is open (``rf_labels``); if the
+    window ends first, nothing changes."""
 
     def __init__(self, first, make_second, ops_trace, t_start: float, clock=None, any_window: bool = False):
         import time

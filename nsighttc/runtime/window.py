@@ -39,6 +39,11 @@ What is switched is a ``Recorder``:
 - ``Recorder`` itself (nsys): nothing to switch; nsys records the program until the window stops it (with
   ``--window-end continue``, to its end).
 
+A recorder with work to do before a window (``Recorder.wants_prepare``: a distributed first run's rank 0, which
+changes profiler sessions) gets a ``prepare`` decision one step before the window's ``start``. Each window is also
+a ``nsighttc.window`` mark in the recording (``runtime.steps.WINDOW``, set by the launcher: ``mark_windows``), from
+which the analysis leaves every earlier step out of the steady state.
+
 Each event is printed as one line (``EVENT_PREFIX`` + JSON) for the profile run to read (``profile.window``).
 """
 from __future__ import annotations
