@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
             if not from_window:
                 start_recording()
             if window is not None and window.enabled:
-                from .window import TorchRecorder
+                from .window_recorders import TorchRecorder
                 window.recorder = recorder = TorchRecorder(
                     lambda: write_trace(current(), ns, t_start, trace_only, recorder, said["operators"], sessions),
                     start=start_recording if from_window else None, sessions=sessions)
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         if sessions is not None:
             sessions.remove()
         if prof is not None and not (window is not None and getattr(window.recorder, "finished", False)):
-            from .window import _synchronize
+            from .window_recorders import _synchronize
             _synchronize()  # the program's GPU work is done when it says its exit code (a replay may start then)
             say(f"{EXIT_SAID}{code}")
             write_trace(current(), ns, t_start, trace_only, getattr(window, "recorder", None), said["operators"],

@@ -75,7 +75,7 @@ class OperatorsUntilWindow:
     steps outside any named range): a named phase may be followed by others whose new kernels need their operators,
     so such programs keep one session with arguments throughout; except in a distributed job (``any_window``), where
     only one rank records arguments and must not be slower than the others in any window; there the change is asked
-    for a step before the window (``window.TorchRecorder.prepare``), so that the other ranks' wait for it falls in
+    for a step before the window (``window_recorders.TorchRecorder.prepare``), so that the other ranks' wait for it falls in
     no window. The change of session waits until no ``record_function`` but ours is open (``rf_labels``); if the
     window ends first, nothing changes."""
 
@@ -114,7 +114,7 @@ class OperatorsUntilWindow:
         if self.state != "pending":
             return
         from . import rf_labels
-        from .window import _synchronize
+        from .window_recorders import _synchronize
         t0 = self.clock()
         _synchronize()  # every kernel of the warm-up is in the first session's trace
         moved = rf_labels.suspend()

@@ -62,7 +62,7 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
     ``--window-end continue``: the program then runs on unrecorded). With ``--record-from window`` and no window
     started, nothing was recorded: no trace is written, and the line ``NOTHING_RECORDED`` says why. ``sessions``:
     a first run whose window was recorded with the ranges only after the operators (``--ops-trace``)."""
-    from .window import _synchronize
+    from .window_recorders import _synchronize
     _synchronize()  # every kernel launched is in the recording
     switched = sessions is not None and sessions.state == "ranges"
     if sessions is not None and sessions.state == "failed":  # the operators' trace is all there is

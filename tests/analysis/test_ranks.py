@@ -77,9 +77,12 @@ def test_a_default_first_run_names_a_late_rank_0_from_the_windows(tmp_path):
     late, waiting = v.ranks
     assert waiting["exposed_comm_per_step_ns"] > 50e6 and late["exposed_comm_per_step_ns"] < 5e6
     # rank 1's steps before the window's mark are warm-up, the long wait amid fast steps among them
-    steps = analyze([src / "rank1" / "torch_trace.json.gz"]).to_json()["timeline"]["steps"]
+    alone = analyze([src / "rank1" / "torch_trace.json.gz"])
+    steps = alone.to_json()["timeline"]["steps"]
     before = [r for r in steps["warmup_reasons"] if "before the window" in r]
     assert len(before) == steps["warmup_steps"] >= 3 and max(steps["warmup_ns"][1:]) > 1e9
+    warm = next(f for f in alone.findings if f.id == "warm-up-excluded")
+    assert "before the window of steady steps nsighttc chose" in warm.evidence and "initialisation" not in warm.evidence
     # without the marks, that wait counts as communication in rank 1's steady steps: no straggler is found
     for r in ("rank0", "rank1"):
         doc = json.load(gzip.open(src / r / "torch_trace.json.gz"))

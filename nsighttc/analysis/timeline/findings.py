@@ -9,6 +9,7 @@ import re
 
 from ...model import Finding
 from .base import TimelineResult
+from .steps.steady import BEFORE_WINDOW
 
 DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)
 
@@ -110,12 +111,15 @@ def findings(res: TimelineResult) -> list[Finding]:
             "does), or use the torch engine.", 0.0, []))
     warm = [f for f in res.families if f.get("warmup_steps")]
     if warm:
+        def why(f: dict) -> str:  # the launcher's window says where the steady steps began; else the rule's causes
+            if any(BEFORE_WINDOW in r for r in f.get("warmup_reasons") or []):
+                return "before the window of steady steps nsighttc chose"
+            return "one-time CUDA/cuBLAS/autograd initialisation"
         lst = "; ".join(f"`{f['name']}`: {f['warmup_steps']} step(s) of "
                         + ", ".join(f"{x / 1e6:.3g} ms" for x in f["warmup_ns"][:3])
-                        + f" before a median of {f['median_iteration_ns'] / 1e6:.3g} ms" for f in warm)
+                        + f" before a median of {f['median_iteration_ns'] / 1e6:.3g} ms ({why(f)})" for f in warm)
         out.append(Finding(
-            "warm-up-excluded", "info", "Warm-up steps were left out",
-            f"{lst} (one-time CUDA/cuBLAS/autograd initialisation)",
+            "warm-up-excluded", "info", "Warm-up steps were left out", lst,
             "Nothing to fix; profile more steps after warm-up (e.g. `torch.profiler.schedule(wait=1, warmup=2, "
             "active=5)`) for steadier numbers.", 0.0, []))
     return out

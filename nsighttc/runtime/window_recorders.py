@@ -1,0 +1,124 @@
+"""What a window of steady steps switches in the recording (``runtime.window``): nothing (nsys), torch.profiler's
+sessions and its start (``TorchRecorder``), or Nsight Compute's profiling range (``CudaProfilerRecorder``). Kept apart
+from the window's state machine: these are the only parts that touch the profilers, and ``runtime.window``'s
+docstring says what each does and why."""
+from __future__ import annotations
+
+import sys
+import time
+
+from .lines import say
+
+
+class Recorder:
+    """What a window switches: nothing (nsys records the whole run up to the stop)."""
+    name = "none"
+
+    def wants_prepare(self, last: bool) -> bool:
+        """Whether this recorder has work to do one step before a window starts (``prepare``)."""
+        return False
+
+    def prepare(self, last: bool = False) -> None:
+        """The step before a window's (``wants_prepare``): the window starts at the next step boundary."""
+
+    def window_start(self, last: bool = False) -> None:
+        """A window starts; ``last``: the recording ends with it (the program stops or runs on unrecorded after)."""
+
+    def window_end(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        """Nothing more will be recorded: the recording may end now (the program runs on)."""
+
+
+def _synchronize() -> None:
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except Exception:
+        pass
+
+
+class TorchRecorder(Recorder):
+    """torch.profiler, recording from the program's start; ``finish`` (``--window-end continue``, once no phase is
+    left to record) stops it and writes the trace while the program runs on unrecorded.
+
+    ``start`` (``--record-from window``): the profiler starts at the first window's start, so the start-up and
+    warm-up cost neither recording nor the stop's processing. Used where the evidence cache knows the program had
+    a window on its last run (the default run's second run); ``started_at`` (the recorder's clock) says when, for
+    the report's start-up.
+
+    ``sessions`` (a first run, ``runtime.recording.OperatorsUntilWindow``): at the start of a window that ends the
+    recording, the profiler recording operators with their arguments gives way to one recording the ranges only."""
+    name = "torch"
+
+    def __init__(self, finish, start=None, clock=time.perf_counter, sessions=None):
+        self._finish, self._start, self._clock, self.sessions = finish, start, clock, sessions
+        self.finished = False
+        self.started_at: float | None = None if start is not None else 0.0
+        self.start_seconds: float | None = None  # how long the profiler's start held the program (CUPTI's set-up)
+
+    def window_start(self, last: bool = False) -> None:
+        if self.started_at is None and not self.finished:
+            self.started_at = self._clock()
+            self._start()
+            self.start_seconds = self._clock() - self.started_at
+            from . import annotate
+            annotate.label_open_ranges()  # the phase's range (and the launcher's) around the window's steps
+        if self.sessions is not None and (last or self.sessions.any_window) and not self.finished:
+            self.sessions.request()  # a first run: the operators until here, the window with the ranges only
+
+    def wants_prepare(self, last: bool) -> bool:
+        """A rank of a distributed job that records operators (``sessions.any_window``) changes sessions one step
+        before its window, not at its start: the change (profiler stop and writing the operators' trace: 1.4 s for
+        DDP ResNet-50 on H100) holds this rank, and the other ranks wait for it in their next collective. At the
+        window's start that wait fell inside every other rank's window: two H100s, call45, rank 1 waited 45-79 ms
+        "in communication" per window step of a 72-88 ms step, and a 30 ms straggler went unnamed."""
+        return self.sessions is not None and self.sessions.any_window and self.sessions.state == "operators" \
+            and not self.finished
+
+    def prepare(self, last: bool = False) -> None:
+        if self.wants_prepare(last):
+            self.sessions.request()
+
+    def window_end(self) -> None:
+        if self.sessions is not None:
+            self.sessions.cancel()  # not changed yet (a record_function stayed open): one session to the end
+
+    def finish(self) -> None:
+        if not self.finished:
+            self.finished = True
+            if self.sessions is not None:
+                self.sessions.cancel()
+            self._finish()
+
+
+class CudaProfilerRecorder(Recorder):
+    """cudaProfilerStart/Stop around each window (Nsight Compute with ``--profile-from-start off``). With no window
+    (``always``), profiling starts at once: the program has no steps to choose from."""
+    name = "cuda"
+
+    def __init__(self, always: bool = False):
+        self.on = False
+        if always:
+            self.window_start()
+
+    def window_start(self, last: bool = False) -> None:
+        try:
+            import torch.cuda.profiler as cp
+            cp.start()
+            self.on = True
+        except Exception as exc:  # noqa: BLE001 - no CUDA: there is nothing for ncu to profile anyway
+            say(f"nsighttc.launch: window: cudaProfilerStart failed ({type(exc).__name__}: {exc})")
+
+    def window_end(self) -> None:
+        if not self.on:
+            return
+        _synchronize()
+        try:
+            import torch.cuda.profiler as cp
+            cp.stop()
+        except Exception:
+            pass
+        self.on = False
