@@ -110,7 +110,7 @@ def is_steady(durations: list[float], compiled: list[bool], n_steps: int) -> boo
 
 class _Phase:
     __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
-                 "compiles_at", "warmup", "steps", "median_s", "prepared")
+                 "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed")
 
     def __init__(self, key: tuple, now: float, compiles: int):
         self.key = key
@@ -127,6 +127,7 @@ class _Phase:
         self.steps = 0
         self.median_s: float | None = None
         self.prepared = False          # the recorder's step before the window was taken (``Recorder.prepare``)
+        self.agreed = False            # the window was started by the ranks' agreement (``runtime.window_ranks``)
 
 
 class Window:
@@ -219,18 +220,23 @@ class Window:
                 ph.durations.append(duration)
                 ph.compiled.append(compiles > ph.compiles_at)
             ph.compiles_at = compiles
-        # Inside a window the ranks do not agree: its end is counted alike on every rank (they started it at the same
-        # boundary with the same length), and waiting there for rank 0 would put rank 0's lateness into every other
-        # rank's host time: two H100s, call47, rank 0 sleeping 30 ms a step made rank 1 "host busy" 67 ms a step,
-        # and no straggler was named
-        in_window = ph.state == "window"
+        # Inside a window the ranks agreed to start, they do not agree: its end is counted alike on every rank (they
+        # started it at the same boundary with the same length), and waiting there for rank 0 would put rank 0's
+        # lateness into every other rank's host time: two H100s, call47, rank 0 sleeping 30 ms a step made rank 1
+        # "host busy" 67 ms a step, and no straggler was named. (A window a rank started alone, before the process
+        # group existed, is not skipped: the ranks' boundaries would no longer be numbered alike.)
+        in_agreed_window = ph.state == "window" and ph.agreed
         action = None if first and took is None else self._decide(ph, now, named)
-        if self.ranks is not None and not in_window:
+        agreed = False
+        if self.ranks is not None and not in_agreed_window:
             action = self.ranks.agree(action)
+            agreed = self.ranks.store is not None and self.ranks.following
             if not self.ranks.following:  # on its own from here: end the recording, never stop this rank alone
                 self.stop = False
         if action is not None:
             self._apply(action, ph, named, now)
+            if action[0] == "start" and ph.state == "window":
+                ph.agreed = agreed
 
     def _decide(self, ph: _Phase, now: float, named: bool = False) -> list | None:
         """What the window does at this step boundary, from this process' own step times: ``["prepare"]`` (the

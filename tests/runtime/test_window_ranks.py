@@ -104,6 +104,30 @@ def test_inside_the_window_no_rank_waits_for_rank_0():
 
 
 @pytest.mark.torch
+def test_a_window_started_before_the_process_group_existed_is_still_agreed_on():
+    """A window each rank started alone (no process group yet) is counted alone: once the group exists, its
+    boundaries are numbered and agreed on like the others, or the ranks' numbers would part."""
+    import torch.distributed as dist
+    store, seen = dist.HashStore(), {"n": 0}
+
+    def group():  # the group appears at the 8th boundary: inside the window started at the 5th
+        seen["n"] += 1
+        return (store, 0) if seen["n"] >= 8 else None
+    clock, lines = Clock(), []
+    ranks = RankAgreement(group=group, emit=lines.append)
+    w = win.Window(clock=clock, stop=False, emit=lines.append, ranks=ranks)
+    for _ in range(60):
+        if not w.enabled:
+            break
+        clock.t += 0.1
+        w.hook_boundary()
+    start = next(e for e in w.events if e["event"] == "start")
+    end = next(e for e in w.events if e["event"] in ("end", "finish"))
+    assert start["step"] < 8 < end["step"]
+    assert ranks.seq == end["step"] - 7  # every boundary from the group's on was agreed on, the window's too
+
+
+@pytest.mark.torch
 def test_a_rank_that_outlasts_rank_0_stops_following_and_is_never_stopped():
     import torch.distributed as dist
     store = dist.HashStore()
