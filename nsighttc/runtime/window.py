@@ -226,7 +226,7 @@ class Window:
         # "host busy" 67 ms a step, and no straggler was named. (A window a rank started alone, before the process
         # group existed, is not skipped: the ranks' boundaries would no longer be numbered alike.)
         in_agreed_window = ph.state == "window" and ph.agreed
-        action = None if first and took is None else self._decide(ph, now, named)
+        action = None if first and took is None else self._decide(ph, now)
         agreed = False
         if self.ranks is not None and not in_agreed_window:
             action = self.ranks.agree(action)
@@ -238,7 +238,7 @@ class Window:
             if action[0] == "start" and ph.state == "window":
                 ph.agreed = agreed
 
-    def _decide(self, ph: _Phase, now: float, named: bool = False) -> list | None:
+    def _decide(self, ph: _Phase, now: float) -> list | None:
         """What the window does at this step boundary, from this process' own step times: ``["prepare"]`` (the
         recorder's step before the window, where it has one: ``Recorder.wants_prepare``), ``["start", steps]``,
         ``["end"]``, ``["stop"]`` (after a named phase's grace) or None. Changes nothing but the window's count."""
@@ -255,7 +255,7 @@ class Window:
                 or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP))
             if not ready:
                 return None
-            if self.recorder.wants_prepare(not named):
+            if self.recorder.wants_prepare():
                 return ["prepare"]
             return ["start", window_steps(self._recent_median(ph), self.steps)]
         ph.left -= 1
@@ -270,7 +270,7 @@ class Window:
         what = action[0]
         if what == "prepare" and ph.state == "warmup":
             ph.prepared = True  # (every rank follows: the next boundary starts the window on all of them)
-            self.recorder.prepare(last=not named)
+            self.recorder.prepare()
         elif what == "start" and ph.state == "warmup":
             ph.median_s = self._recent_median(ph)
             ph.steps = ph.left = int(action[1])

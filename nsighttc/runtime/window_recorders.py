@@ -14,11 +14,11 @@ class Recorder:
     """What a window switches: nothing (nsys records the whole run up to the stop)."""
     name = "none"
 
-    def wants_prepare(self, last: bool) -> bool:
+    def wants_prepare(self) -> bool:
         """Whether this recorder has work to do one step before a window starts (``prepare``)."""
         return False
 
-    def prepare(self, last: bool = False) -> None:
+    def prepare(self) -> None:
         """The step before a window's (``wants_prepare``): the window starts at the next step boundary."""
 
     def window_start(self, last: bool = False) -> None:
@@ -69,7 +69,7 @@ class TorchRecorder(Recorder):
         if self.sessions is not None and (last or self.sessions.any_window) and not self.finished:
             self.sessions.request()  # a first run: the operators until here, the window with the ranges only
 
-    def wants_prepare(self, last: bool) -> bool:
+    def wants_prepare(self) -> bool:
         """A rank of a distributed job that records operators (``sessions.any_window``) changes sessions one step
         before its window, not at its start: the change (profiler stop and writing the operators' trace: 1.4 s for
         DDP ResNet-50 on H100) holds this rank, and the other ranks wait for it in their next collective. At the
@@ -78,8 +78,8 @@ class TorchRecorder(Recorder):
         return self.sessions is not None and self.sessions.any_window and self.sessions.state == "operators" \
             and not self.finished
 
-    def prepare(self, last: bool = False) -> None:
-        if self.wants_prepare(last):
+    def prepare(self) -> None:
+        if self.wants_prepare():
             self.sessions.request()
 
     def window_end(self) -> None:

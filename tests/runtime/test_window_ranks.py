@@ -55,10 +55,10 @@ class _Preparing(win.Recorder):
     def __init__(self):
         self.calls: list[str] = []
 
-    def wants_prepare(self, last: bool) -> bool:
+    def wants_prepare(self) -> bool:
         return "prepare" not in self.calls
 
-    def prepare(self, last: bool = False) -> None:
+    def prepare(self) -> None:
         self.calls.append("prepare")
 
     def window_start(self, last: bool = False) -> None:
