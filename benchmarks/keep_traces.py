@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Keep, as test fixtures, the newest timeline trace of a program recorded with its operators (a first default run,
 ``--record-shapes`` for the replay) and the newest recorded with the ranges only (a second run, ``--no-operators``),
-from a ``benchmarks/gpu_profile_overhead.py`` runs folder; each made smaller by ``strip_fixture.py``.
+from a ``benchmarks/gpu/gpu_profile_overhead.py`` runs folder; each made smaller by ``strip_fixture.py``.
 
     python3 benchmarks/keep_traces.py OUT/runs_dataloader FIXDIR dataloader
 

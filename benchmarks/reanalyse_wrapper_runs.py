@@ -1,4 +1,4 @@
-"""Turn the GPU wrapper runs (benchmarks/gpu_wrappers.sh tarballs, extracted) into reports/<wrapper>/<variant>/.
+"""Turn the GPU wrapper runs (benchmarks/gpu/gpu_wrappers.sh tarballs, extracted) into reports/<wrapper>/<variant>/.
 
 Each variant directory holds plain.txt (the wrapper run without a profiler), command.txt, and the run
 directory of `nsighttc profile --timeline` with nsys.sqlite.gz and ncu_raw.csv.gz. The verdict is

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Issue 30's calibration table, recomputed with this checkout's code from what the H100 runs left in
-``reports/try/calibration/`` (``benchmarks/gpu_try_calibration.sh``): per program and variant, the speed-up measured
+``reports/try/calibration/`` (``benchmarks/gpu/gpu_try_calibration.sh``): per program and variant, the speed-up measured
 from the plain runs' step times (``experiment.measure``) and the range predicted from the baseline's verdict with
 the baseline's plain step times (``analysis.gain.for_variant``), and the order of the findings by gain.
 

@@ -273,6 +273,7 @@ def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | No
     kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], gpu_peak)
     summary["peak"] = peak.summary(kernel_rows, gpu_peak, gpu_name)
     summary["off_tc_dtypes"] = tensor_cores.off_tc_dtypes(kernel_rows)
+    summary["unknown_kernels"] = tensor_cores.unknown_kernels(kernel_rows)
     found = sorted(ranks_mod.findings(rows, dist) + list(sv.findings), key=lambda f: -f.time_ns)
     warnings = list(dict.fromkeys(w for v, _ in results.values() for w in v.warnings))
     warnings.append(f"{len(rows)} ranks analysed one by one; the timeline, ranges and findings shown are rank "
@@ -362,6 +363,7 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], gpu_peak)
         summary["peak"] = peak.summary(kernel_rows, gpu_peak, gpu_name)
         summary["off_tc_dtypes"] = tensor_cores.off_tc_dtypes(kernel_rows)
+        summary["unknown_kernels"] = tensor_cores.unknown_kernels(kernel_rows)
         if timelines:
             # this thread's malloc arena keeps what it freed, where the timeline analysis (main thread) cannot
             # reuse it (4M-kernel export side by side: peak RSS 2.27 -> 2.20 GB)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from .durations import duration
 from . import __version__
 from .errors import InputError, NsighttcError, UsageError
 
@@ -481,7 +482,7 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
         base = doc["variants"][0]
         for v in doc["variants"]:
             sp = f"{v['speedup']:.2f}x" if v.get("speedup") else "—"
-            step = f"{v['step_ns'] / 1e6:.3g} ms" if v.get("step_ns") else "no steps"
+            step = duration(v['step_ns']) if v.get("step_ns") else "no steps"
             extra = f", metric {v['metric']:g}" if v.get("metric") is not None else ""
             if v["name"] != "baseline" and v.get("change"):
                 extra += f" ({v['change']})"

@@ -76,12 +76,15 @@ class Verdict:
             "schema": SCHEMA_ID,
             "inputs": self.inputs,
             "device": self.device,
-            "tensor_cores": {k: _num(v) if not isinstance(v, dict) else v for k, v in self.tensor_cores.items()},
+            "tensor_cores": {k: _num(v) if not isinstance(v, (dict, list)) else v for k, v in self.tensor_cores.items()},
             "kernels": self.kernel_records(),
             "ranges": self.range_records(),
             "findings": [f.to_dict() for f in self.findings],
             "warnings": list(self.warnings),
         }
+        # the headline every output shows (Markdown, terminal, the GitHub Action), beside the verdict it words
+        from .render.markdown import tc_headline
+        doc["tensor_cores"]["headline"] = tc_headline(doc["tensor_cores"])
         if self.timeline is not None:
             doc["timeline"] = self.timeline
         if self.ranks is not None:

@@ -16,7 +16,7 @@ VGG_BASIC = FIXTURES / "ncu_details_vgg16_fp16_basic_set.csv.gz"
 NCU_REP = FIXTURES / "mm_fp16_fp32.ncu-rep"
 NSYS_SQLITE_GZ = FIXTURES / "nsys_mm_relu_loops.sqlite.gz"
 KINETO = FIXTURES / "kineto_trace_cases_loops.json.gz"
-# wrappers/multi_phase.py recorded on an H100 (benchmarks/gpu_multi_phase.sh, reports/multi_phase/)
+# wrappers/multi_phase.py recorded on an H100 (benchmarks/gpu/gpu_multi_phase.sh, reports/multi_phase/)
 MULTI_GRAPH = FIXTURES / "multi_phase_nsys_graph.sqlite.gz"   # nsys --cuda-graph-trace=graph
 MULTI_NODE = FIXTURES / "multi_phase_nsys_node.sqlite.gz"     # nsys --cuda-graph-trace=node
 MULTI_TORCH = FIXTURES / "multi_phase_torch.json.gz"          # torch.profiler
@@ -29,7 +29,7 @@ MULTI_REPLAY_NCU = FIXTURES / "h100_multi_phase_replay_ncu_raw.csv.gz"
 RESNET_REPLAY_OPS = FIXTURES / "replay_ops_resnet_amp.json"     # ResNet-50 AMP: convolutions, BN, GEMMs
 RESNET_REPLAY_NCU = FIXTURES / "h100_resnet_amp_replay_ncu_raw.csv.gz"
 # The same replay with the warm-up's profile (range nsighttc-warm, ncu's set-up paid before the gate) first:
-# a default run of this code on H100 (benchmarks/gpu_ab_first_run.py), `ncu --import --csv --page raw`
+# a default run of this code on H100 (benchmarks/gpu/gpu_ab_first_run.py), `ncu --import --csv --page raw`
 RESNET_REPLAY_WARM_NCU = FIXTURES / "h100_resnet_amp_replay_warm_ncu_raw.csv.gz"
 
 

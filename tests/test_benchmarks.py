@@ -40,7 +40,7 @@ def test_a_run_without_peers_keeps_the_earlier_peer_times_with_ratios_against_th
 
 
 def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
-    """reports/profile_overhead/summary.json (written by benchmarks/gpu_profile_overhead.py on the GPU machine):
+    """reports/profile_overhead/summary.json (written by benchmarks/gpu/gpu_profile_overhead.py on the GPU machine):
     one entry per program with the exact commands, the GPU, the plain and default wall times of alternating rounds,
     the ratio of their medians, the time to the verdict (plain, first, cached run), and the evidence it had."""
     import json

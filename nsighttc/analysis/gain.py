@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..durations import duration
 from . import intervals, peak as peak_mod
 
 # What a matrix kernel moved from the CUDA cores to the Tensor Cores gains at least: a small or memory-bound GEMM
@@ -310,10 +311,10 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
     total = sum(x.weight for x in ss) or 1.0
     phases = []
     for n in sorted(per, key=lambda n: -by[n].weight):
-        cost = (f"up to {save[n][1] / 1e6:.3g} ms of GPU work saved" if n in save else "") + \
-               (" and " if n in save and n in idle else "") + (f"{idle[n][0] / 1e6:.3g} ms idle" if n in idle else "")
+        cost = (f"up to {duration(save[n][1])} of GPU work saved" if n in save else "") + \
+               (" and " if n in save and n in idle else "") + (f"{duration(idle[n][0])} idle" if n in idle else "")
         share = f", {100 * by[n].weight / total:.0f}% of the steps' time" if len(by) > 1 else ""
-        phases.append(f"`{n}` {by[n].T / 1e6:.3g} ms/step ({by[n].B / 1e6:.3g} ms GPU{share}): {cost}")
+        phases.append(f"`{n}` {duration(by[n].T)}/step ({duration(by[n].B)} GPU{share}): {cost}")
     basis.append("; ".join(phases))
     if any(by[n].calibrated for n in per):
         basis.append("step times from a plain run")
@@ -348,7 +349,7 @@ def _job(f: dict, doc: dict) -> dict:
     if wait <= 0:
         return {"low": None, "high": None, "basis": f"{what}: none"}
     return {"low": round(T / (T - HOST_LOW_FRACTION * wait), 3), "high": round(T / max(T - wait, 1.0), 3),
-            "basis": f"half to all of {what} ({wait / 1e6:.3g} ms of the slowest rank's {T / 1e6:.3g} ms step) removed"}
+            "basis": f"half to all of {what} ({duration(wait)} of the slowest rank's {duration(T)} step) removed"}
 
 
 def attach(doc: dict, plain: dict[str, dict] | None = None) -> dict:

@@ -83,6 +83,11 @@ def _cuda_core_dtype(name: str) -> str | None:
     return None
 
 
+# Words of matrix-work kernel names, which the library-namespace rules below never call "no".
+_MATRIX_WORDS = (r"gemm|gemv|conv(?!ert)|fprop|dgrad|wgrad|matmul|bmm|[_hgiwd]mma|mma_|tensorop|attention|fmha|flash|"
+                 r"sdpa|cutlass")
+
+
 def _r(id_, pattern, tc, dtype, seen):
     return NameRule(id_, re.compile(pattern), tc, dtype, seen)
 
@@ -149,7 +154,39 @@ RULES: tuple[NameRule, ...] = (
        "lpnorm_cleanup<float|Half|BFloat16>: hmma == hfma2 (HFMA2.MMA moves only), imma and dmma 0"),
     _r("triton-pointwise", r"^triton_(poi|red|per)_", False, None,
        PEER + ": Inductor pointwise/reduction kernels contain no tl.dot"),
+    # Inductor's matmul templates (max-autotune): tl.dot, so matrix work; fp16/bf16 operands run on Tensor Cores,
+    # fp32 ones only where TF32 is allowed. The name does not say which (triton_tem_fused_mm_0).
+    _r("triton-template", r"^triton_tem_", None, None,
+       "Inductor matmul template: matrix work whose Tensor Core use depends on its operands' dtype and the TF32 "
+       "setting, which the name does not say"),
+    # --- library kernels that do no matrix work (issue 47: 30% of a DDP ResNet's compute time was "unknown") ---
+    _r("pytorch-native", r"^(?!.*(" + _MATRIX_WORDS + r")).*\b(at::native::|at::cuda::|at_cuda_detail::|c10::cuda::)",
+       False, None,
+       "measured on H100 and H200 (known-kernel table, 28 at::native kernel names: elementwise, reductions, "
+       "dropout, embedding backward, layer-norm backward): no tensor math in any"),
+    _r("cub-thrust", r"\bcub::|\bthrust::|DeviceScanKernel|DeviceSelectSweep|DeviceReduceKernel|DeviceSegmented|"
+       r"DeviceUniqueByKey|DeviceHistogram", False, None,
+       "measured on H100 (known-kernel table: 5 cub kernels of PyTorch's sort, unique and scan): no tensor math"),
+    _r("cudnn-nonmatrix", r"^(?!.*(" + _MATRIX_WORDS + r"|winograd|fft)).*(\bcudnn::|nhwcAddPaddingKernel|"
+       r"batchnorm_|compute_dot_do_o|convert_dq_to)", False, None,
+       "measured on H100 (known-kernel table: 25 cuDNN batch-norm, padding, SDPA-backward helper and layout "
+       "kernels, e.g. cudnn::batchnorm_fwtr_nhwc_semiPersist, nhwcAddPaddingKernel): no tensor math"),
+    _r("blas-level1", r"\b(scal|axpy|dot|asum|nrm2|rot|swap|iamax|iamin)_kernel\b", False, None,
+       "measured on H100 (known-kernel table: cuBLAS scal_kernel): vector operations, no matrix work"),
+    _r("softmax-transpose-pad", r"softmax|[Tt]ranspose|_pad_|pad_kernel|Padding", False, None,
+       H200 + " (softmax_warp, nchwToNhwc/nhwcToNchw transposes) and H100 (nhwcAddPaddingKernel): no tensor math; "
+       "after every Tensor Core family above, so fused attention kernels that say softmax are not caught"),
 )
+
+
+NO_RULE_WHY = "no measurement or name rule knows this kernel name, and no hardware counters were collected"
+
+
+def unknown_why(rule_id: str | None) -> str:
+    """Why a kernel is "unknown": the reason its rule gives (a Triton template, a CUDA graph traced whole), or that
+    nothing knows its name (a user's Triton or CUDA kernel: its name is the author's choice and says nothing)."""
+    rule = next((r for r in RULES if r.id == rule_id), None)
+    return rule.seen if rule is not None and rule.tensor_core is None else NO_RULE_WHY
 
 
 def match(name: str) -> tuple[bool | None, str | None, str | None]:
@@ -183,7 +220,7 @@ ncu_kernel_filter = families.ncu_kernel_filter
 # these when they did not use Tensor Cores.
 MATRIX_WORK = re.compile(
     r"gemm|gemv|conv|fprop|dgrad|wgrad|matmul|_mm_|bmm|xmma|nvjet|cutlass|sdpa|attention|flash|fmha|"
-    r"cublas|cudnn_generated|s1688|h884|16816|tensorop|\bmm\b|linear", re.IGNORECASE)
+    r"cublas|cudnn_generated|s1688|h884|16816|tensorop|\bmm\b|linear|^triton_tem_", re.IGNORECASE)
 _NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel|reduce_wgrad|epilogue|nccl|"
                          r"all_reduce|cross_device", re.IGNORECASE)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..durations import duration
 from ..model import Finding
 
 STRAGGLER_MIN_SHARE = 0.10   # of the slowest rank's median step
@@ -142,14 +143,14 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None]:
                                 for k, d in excess[:5]]}
     if causes and sum(d for _, d in causes) >= EXPLAINED_SHARE * gap:
         top = causes[0]
-        cause = f"{_describe(top[0])}: {top[1] / 1e6:.1f} ms per step more than the other ranks"
+        cause = f"{_describe(top[0])}: {duration(top[1])} per step more than the other ranks"
         return {**base, "cause": cause,
-                "why": (f"rank {slow['rank']} spends {gap / 1e6:.1f} ms more per step on its own work than the median "
-                        f"rank, which waits {wait / 1e6:.1f} ms per step in communication; the difference: "
-                        + "; ".join(f"{_describe(k)} +{d / 1e6:.1f} ms" for k, d in causes[:3]))}, None
+                "why": (f"rank {slow['rank']} spends {duration(gap)} more per step on its own work than the median "
+                        f"rank, which waits {duration(wait)} per step in communication; the difference: "
+                        + "; ".join(f"{_describe(k)} +{duration(d)}" for k, d in causes[:3]))}, None
     return None, {**base, "launch_overhead_excess_ns": launch,
-                  "note": (f"rank {slow['rank']}'s own step is {gap / 1e6:.1f} ms longer than the other ranks', mostly "
-                           f"launch overhead (+{launch / 1e6:.1f} ms per step): its host launched kernels slower. A "
+                  "note": (f"rank {slow['rank']}'s own step is {duration(gap)} longer than the other ranks', mostly "
+                           f"launch overhead (+{duration(launch)} per step): its host launched kernels slower. A "
                            "tracing profiler slows every launch call and the ranks unevenly, so this is not named a "
                            "straggler; compare the ranks' step times in a plain run")}
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..model import TC_DTYPES
 from .. import labels
-from . import name_rules
+from . import known_kernels, name_rules
 
 # The dtypes whose ops counters must all be present for "all zero" to mean "no Tensor Core math".
 OPS_REQUIRED_FOR_NO = ("fp16", "bf16", "tf32", "fp8", "int8", "fp64")
@@ -46,6 +46,7 @@ DETAIL_INST_NAMED_DTYPE = "tensor instruction counts; dtype from the kernel name
 EVIDENCE_HARDWARE = "hardware"
 EVIDENCE_NAME = "kernel-name"
 EVIDENCE_NONE = "none"
+NO_SIGNAL = "no signal"
 
 
 COUNTER_COLUMNS = [f"tc_ops_{d}" for d in TC_DTYPES] + [f"inst_{i}" for i in ("hmma", "hfma2", "imma", "dmma", "gmma", "tc")]
@@ -75,6 +76,9 @@ def _classify_per_name(k: pd.DataFrame) -> pd.DataFrame:
     codes = names.cat.codes.to_numpy()
     uniq = k.iloc[0:0].reindex(range(len(names.cat.categories)))  # one row per distinct name, no counters
     uniq["name"] = pd.Series(list(names.cat.categories), dtype=object)
+    if "cc" in k:  # the recording's architecture, for the known-kernel table (one GPU model per recording)
+        ccs = k["cc"].dropna()
+        uniq["cc"] = pd.Series(ccs.mode().iloc[0] if len(ccs) else None, index=uniq.index, dtype=object)
     small = _classify_rows(uniq)
     out = k.copy(deep=False)
     for col in _PER_NAME:
@@ -122,6 +126,18 @@ def _classify_rows(k: pd.DataFrame) -> pd.DataFrame:
     names = name_rules.classify_names(k["name"])
     name_tc = names["name_tc"].to_numpy(dtype=object)
     name_dtype = names["name_dtype"].to_numpy(dtype=object)
+    name_rule = names["name_rule"]
+    # a name measured with ncu on this architecture answers before the rules guess (known_kernels)
+    known = known_kernels.lookup(k["name"], k["cc"] if "cc" in k else None)
+    measured = pd.notna(known["known_tc"]).to_numpy()
+    known_details: list[str] = []
+    if measured.any():
+        name_tc = np.where(measured, known["known_tc"].to_numpy(dtype=object), name_tc)
+        name_dtype = np.where(measured, known["known_dtype"].to_numpy(dtype=object), name_dtype)
+        rules = np.where(measured, known["known_rule"].to_numpy(dtype=object),
+                         np.asarray(name_rule.astype(object), dtype=object))
+        name_rule = pd.Series(pd.Categorical(rules), index=k.index)
+        known_details = sorted(set(known["known_detail"][measured]))
 
     # instruction counts say "Tensor Core math" but only imma/dmma name a dtype: the rest is the name's word
     inst_named = inst_pos & ~ops_pos & pd.isna(pd.Series(inst_dtype, dtype=object)).to_numpy()
@@ -134,9 +150,13 @@ def _classify_rows(k: pd.DataFrame) -> pd.DataFrame:
     ev_code = np.where(decided_hw, 0, np.where(name_known, 1, 2))
     evidence = pd.Categorical.from_codes(ev_code, categories=[EVIDENCE_HARDWARE, EVIDENCE_NAME, EVIDENCE_NONE])
     detail_code = np.select(conds, [0, 1, 2, 6, 3], default=np.where(name_known, 4, 5))
+    if known_details:  # answers of the known-kernel table: "measured on H100 ... for this kernel name"
+        by_text = {t: 7 + i for i, t in enumerate(known_details)}
+        kd = known["known_detail"].map(by_text).fillna(-1).to_numpy(dtype=np.int64)
+        detail_code = np.where(~decided_hw & measured, kd, detail_code)
     detail = pd.Categorical.from_codes(detail_code, categories=[
         "tensor ops counters", "tensor ops counters all zero", "tensor instruction counts",
-        "no tensor math instructions", "kernel name rule", "no signal", DETAIL_INST_NAMED_DTYPE])
+        "no tensor math instructions", "kernel name rule", NO_SIGNAL, DETAIL_INST_NAMED_DTYPE] + known_details)
     # dtype: exact from ops; from instructions where they tell (imma/dmma); else what the name says.
     hw_inst_dtype = np.where(pd.isna(pd.Series(inst_dtype, dtype=object)).to_numpy(), name_dtype, inst_dtype)
     dtype = np.where(ops_pos, ops_dtype,
@@ -154,7 +174,7 @@ def _classify_rows(k: pd.DataFrame) -> pd.DataFrame:
     k["dtype_named"] = (tc == True) & (inst_named | ~decided_hw)  # noqa: E712
     k["tc_flop"] = np.where(ops_pos, ops_total, np.nan)
     k["name_tc"] = pd.Series(name_tc, index=k.index, dtype=object)
-    k["name_rule"] = names["name_rule"]
+    k["name_rule"] = name_rule
     k["matrix_work"] = name_rules.is_matrix_work(k["name"]).to_numpy() | (k["tensor_core"] == True).to_numpy()  # noqa: E712
     dur = k["duration_ns"].astype("float64")
     k["time_ns"] = dur if dur.notna().any() else pd.Series(1.0, index=k.index)
@@ -418,6 +438,21 @@ def off_tc_dtypes(kernel_rows: pd.DataFrame) -> list[str]:
     return [d for d, _ in sorted(by.items(), key=lambda x: -x[1])]
 
 
+UNKNOWN_LISTED = 20  # unknown kernels listed by name in the verdict (the rest are counted)
+
+
+def unknown_kernels(kernel_rows: pd.DataFrame) -> list[dict]:
+    """Every kernel whose Tensor Core use is unknown, largest first, with why (``name_rules.unknown_why``): a
+    reviewer sees what the verdict could not tell and what would tell it. At most ``UNKNOWN_LISTED``."""
+    if kernel_rows.empty:
+        return []
+    unk = kernel_rows[kernel_rows["tensor_core"].isna().to_numpy()]
+    unk = unk[~name_rules.is_communication(unk["name"]).to_numpy()] if not unk.empty else unk
+    return [{"name": str(r.name), "time_share": float(r.time_share), "calls": int(r.calls),
+             "matrix_work": bool(r.matrix_work), "why": name_rules.unknown_why(None if pd.isna(r.name_rule) else str(r.name_rule))}
+            for r in unk.head(UNKNOWN_LISTED).itertuples(index=False)]
+
+
 def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
     """Overall Tensor Core summary of a set of launches (the whole run, or one NVTX range). Every share is of the
     *compute* kernel time: communication kernels are counted apart (``denominator``)."""
@@ -449,15 +484,8 @@ def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
     flop = float(np.nansum(c["tc_flop"].to_numpy(dtype="float64")[has_flop])) if has_flop.any() else None
     flop_time = float(np.nansum(c["flop_time_ns"].to_numpy(dtype="float64")[has_flop]))
     n = int(c["n"].sum()) + comm_n
-    if n == comm_n:
-        verdict = "unknown"
-    elif tc_time > 0:
-        off_tc = matrix_cuda_core + matrix_unknown
-        verdict = "yes" if matrix_time and off_tc <= (1 - yes_threshold) * matrix_time else "partial"
-    elif unknown_time > 0:
-        verdict = "unknown"
-    else:
-        verdict = "no"
+    verdict = verdict_of(n - comm_n, tc_time, matrix_time, matrix_cuda_core, matrix_unknown, unknown_time,
+                         yes_threshold)
     deciding = c[is_yes | matrix]
     evs = set((deciding if not deciding.empty else c)["evidence"]) - {EVIDENCE_NONE}
     evidence = EVIDENCE_NONE if not evs else evs.pop() if len(evs) == 1 else "mixed"
@@ -481,6 +509,28 @@ def rollup(launches: pd.DataFrame, yes_threshold: float = 0.9) -> dict:
         "tflops": flop / flop_time / 1e3 if flop and flop_time else None,
         "launches": n,
     }
+
+
+def verdict_of(launches: int, tc_time: float, matrix_time: float, matrix_cuda_core: float, matrix_unknown: float,
+               unknown_time: float, yes_threshold: float = 0.9) -> str:
+    """The one Tensor Core answer every output gives (the JSON's ``verdict``, the headline's first word, ``diff``,
+    the GitHub Action, the terminal):
+
+    - ``yes``: Tensor Cores ran and at most ``1 - yes_threshold`` of the matrix work missed them (or is unknown);
+    - ``partial``: they ran, and more of the matrix work did not or cannot be told;
+    - ``no``: no kernel is known to have used them, and the matrix work that is known (most of it) ran on CUDA
+      cores, or there is no matrix work and nothing unknown;
+    - ``unknown``: no compute kernels, or the Tensor Cores' use cannot be told for most of the matrix work (or for
+      any of the kernels, where there is no matrix work).
+    An fp32 Trainer's headline said "NO for 89% of the matrix work" while its JSON said "unknown" (issue 47)."""
+    if launches <= 0:
+        return "unknown"
+    if tc_time > 0:
+        off_tc = matrix_cuda_core + matrix_unknown
+        return "yes" if matrix_time and off_tc <= (1 - yes_threshold) * matrix_time else "partial"
+    if matrix_cuda_core > 0 and matrix_cuda_core >= matrix_unknown:
+        return "no"
+    return "unknown" if unknown_time > 0 else "no"
 
 
 def range_table(launches: pd.DataFrame) -> pd.DataFrame:

@@ -93,7 +93,7 @@ class EvidenceCache:
         if self._rekeyed:
             return
         self._rekeyed = True
-        from ..analysis.merge import kernel_key
+        from ..analysis.kernel_keys import kernel_key
         kernels: dict[str, dict] = {}
         for k, e in self._doc["kernels"].items():
             rest = k.partition("|")[2]

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..durations import duration
 from ..runtime import variants as variants_mod
 from ..errors import NsighttcError, UsageError
 from . import measure
@@ -197,7 +198,7 @@ def run_try(target, opts: TryOptions, say: Callable[[str], None] = lambda s: Non
         meds = [b["step_ns"] for b in base_plain if b.get("step_ns")]
         if len(meds) >= 2:
             notes.append(f"the baseline's step over {len(meds)} rounds: {min(meds) / 1e6:.4g} to "
-                         f"{max(meds) / 1e6:.4g} ms ({100 * (max(meds) / min(meds) - 1):.1f}% apart)")
+                         f"{duration(max(meds))} ({100 * (max(meds) / min(meds) - 1):.1f}% apart)")
     doc = {"schema": SCHEMA_ID, "program": target.label,
            "command": shlex.join(target.argv if not target.module else ["python", "-m", *target.argv]),
            "gpu": [g.__dict__ for g in gpus], "metric_pattern": opts.metric, "repeat": opts.repeat,
@@ -353,7 +354,7 @@ class _Context:
             w = measure.weights_of(base or row["_steps"])
             step = measure.program_step(row["_steps"], w)
             row["step_ns"] = step[0] if step else None
-            self.say(f"[try {name}] step {step[0] / 1e6:.4g} ms" if step else f"[try {name}] done")
+            self.say(f"[try {name}] step {duration(step[0])}" if step else f"[try {name}] done")
         return row
 
     def profiled(self, name: str) -> dict:

@@ -191,7 +191,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         # While the launcher writes the trace: with a replay to plan, only its kernel scan reads it, and the
         # replay's calls are listed as its kernels appear (ResNet-50 AMP on H100: first call 0.02-0.19 s before
         # the trace was complete; with the whole parse beside the scan, which took its interpreter time,
-        # 0.5-0.7 s after: benchmarks/gpu_ab_first_run.py); without one, the whole trace is parsed as it is
+        # 0.5-0.7 s after: benchmarks/gpu/gpu_ab_first_run.py); without one, the whole trace is parsed as it is
         # written (waited for 0.10-0.24 s after it, instead of ~1.3 s of parsing after it).
         read_trace(tl, tl_run)
         tl_run.until_written(remaining())

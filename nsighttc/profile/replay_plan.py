@@ -157,7 +157,7 @@ class StreamPlan:
     Why: Kineto writes the GPU half of the trace last, ~0.5-0.6 s of ResNet-50 AMP's 1.2 s of writing on
     H100, and a program's distinct kernels nearly all appear in its first steps: the replay's calls start
     while that half is written instead of after the whole trace. Same machine, same rounds
-    (``benchmarks/gpu_ab_first_run.py``): the first call listed 0.02-0.19 s before the trace was complete
+    (``benchmarks/gpu/gpu_ab_first_run.py``): the first call listed 0.02-0.19 s before the trace was complete
     where the whole list came 0.17-0.22 s after it, the replay done 2.3 s after the trace instead of 2.9 s.
     A kernel whose operator is not in the file yet is looked up again once the trace is complete; what the
     replay did not measure is still found by the plan from the parsed trace and left to the program's pass."""

@@ -90,7 +90,7 @@ def summary(p: Pass) -> dict | None:
 
 # What a first run's recording of every operator with its arguments (the replay's, ``--record-shapes``) did to the
 # steps it timed, against a second run's ranges-only recording of the same program (runtime.recording). H100, torch
-# 2.11, benchmarks/gpu_profile_overhead.py, reports/window/call14: Lightning 12.9 ms/step against 7.0 ms (plain run:
+# 2.11, benchmarks/gpu/gpu_profile_overhead.py, reports/window/call14: Lightning 12.9 ms/step against 7.0 ms (plain run:
 # 5.5 ms; the first run said cpu-bound, the second mixed), the DataLoader program 44.1 against 39.0 ms, ResNet-50
 # AMP 49.9 against 46.3 ms (plain 32.2 ms).
 SHAPES_SLOWDOWN_SEEN = "H100: Lightning 12.9 ms/step against 7.0 ms recording the ranges only, 5.5 ms plain"

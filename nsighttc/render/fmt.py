@@ -1,19 +1,16 @@
 """Number formatting shared by the renderers."""
 from __future__ import annotations
 
+from ..durations import duration
+
 
 def pct(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None else f"{100 * x:.{digits}f}%"
 
 
 def ns(x: float | None) -> str:
-    """Duration in ns -> '1.23 ms' style."""
-    if x is None:
-        return "n/a"
-    for unit, f in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(x) >= f:
-            return f"{x / f:.3g} {unit}" if x / f < 100 else f"{x / f:,.0f} {unit}"
-    return f"{x:.0f} ns"
+    """Duration in ns -> '1.23 ms' style (``durations.duration``: one formatter for every output)."""
+    return duration(x)
 
 
 def flop(x: float | None) -> str:

@@ -38,7 +38,14 @@ def _dtype_mix(by_dtype: dict) -> str:
     return ", ".join(parts) if parts else "none"
 
 
+def tc_line(tc: dict) -> str:
+    """The Tensor Core headline every output shows: the one the verdict JSON carries (``tensor_cores.headline``,
+    written beside ``verdict`` when the verdict is saved), or worded now for a verdict saved before it existed."""
+    return tc.get("headline") or tc_headline(tc)
+
+
 def tc_headline(tc: dict) -> str:
+    """Words ``tensor_cores.verdict`` (never another answer: 'Tensor Cores: NO ...' is verdict ``no``)."""
     v = tc["verdict"]
     ev = EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"])
     dtypes = [d for d, s in tc.get("by_dtype", {}).items() if s > 0]
@@ -69,18 +76,31 @@ def _tc_sentence(tc: dict, v: str, ev: str, dtype_txt: str, share: str, of: str)
         off = 1 - tc.get("matrix_on_tc_share", 0)
         return (f"Tensor Cores: PARTIAL — {share} of {of} ({dtype_txt}); {pct(off, 0)} of matrix "
                 f"work did not use them, {ev}")
+    off = tc.get("matrix_off_tc_share") or 0.0
+    unknown = tc.get("unknown_time_share") or 0.0
+    dt = ", ".join(tc.get("off_tc_dtypes") or [])
     if v == "no":
+        if off >= 0.005 and unknown >= 0.005:  # the known part decides; what names cannot tell is said beside it
+            return (f"Tensor Cores: NO for {pct(off, 0)} of the matrix work — {dt or 'it ran'} on CUDA cores, {ev}; "
+                    f"{pct(unknown, 0)} of {of} unknown ({_unknown_why(tc)})")
+        if off >= 0.005:
+            return (f"Tensor Cores: NO — no kernel did Tensor Core math; the matrix work ({pct(tc.get('matrix_time_share'), 0)} "
+                    f"of {of}) ran on CUDA cores{' (' + dt + ')' if dt else ''}, {ev}")
         return f"Tensor Cores: NO — no kernel did Tensor Core math, {ev}"
     if tc.get("launches", 0) == 0:
         return "Tensor Cores: UNKNOWN — the input holds no GPU kernels"
-    unknown = pct(tc.get("unknown_time_share"), 0)
-    off = tc.get("matrix_off_tc_share") or 0.0
-    if off >= 0.005:  # the known part first: matrix work that names (or counters) put on the CUDA cores
-        dt = ", ".join(tc.get("off_tc_dtypes") or []) or "it ran"
-        return (f"Tensor Cores: NO for {pct(off, 0)} of the matrix work — {dt} on CUDA cores, {ev}; "
-                f"{unknown} of {of} unknown (names carry no signal, no hardware counters)")
-    return (f"Tensor Cores: UNKNOWN — {unknown} of {of} is in kernels "
-            "whose names carry no signal and no hardware counters were collected")
+    if off >= 0.005:  # the known part is said, but it is not most of the matrix work
+        return (f"Tensor Cores: UNKNOWN for {pct(tc.get('matrix_unknown_share'), 0)} of the matrix work "
+                f"({_unknown_why(tc)}); {pct(off, 0)} of it ran on CUDA cores{' (' + dt + ')' if dt else ''}, {ev}")
+    return (f"Tensor Cores: UNKNOWN — {pct(unknown, 0)} of {of} is in kernels "
+            f"whose Tensor Core use cannot be told ({_unknown_why(tc)})")
+
+
+def _unknown_why(tc: dict) -> str:
+    """Why kernels are unknown, from the verdict's list of unknown kernels (``unknown_kernels``): the reason of the
+    largest, or the generic one for verdicts saved before the list existed."""
+    top = (tc.get("unknown_kernels") or [{}])[0]
+    return top.get("why") or "names carry no signal, no hardware counters"
 
 
 VERDICT_WORDS = {"cpu-bound": "CPU-bound", "gpu-bound": "GPU-bound", "mixed": "mixed",
@@ -230,7 +250,7 @@ def first_fix(doc: dict) -> str | None:
 def headline_lines(doc: dict) -> list[str]:
     """The lines a terminal shows at the end of a run: one per question, and where the evidence came from."""
     tc = doc["tensor_cores"]
-    lines = [tc_headline(tc)]
+    lines = [tc_line(tc)]
     if doc.get("timeline"):
         lines.append(timeline_headline(doc["timeline"]))
         if startup_line(doc["timeline"]):
@@ -247,6 +267,7 @@ def headline_lines(doc: dict) -> list[str]:
 LIMIT = 60_000          # characters: a GitHub comment holds 65,536
 TOP_RANGES = 25          # ranges in the summary's table (all of them in ranges.md)
 FINDING_KERNELS = 10     # kernels listed under a finding in the summary
+UNKNOWN_SHOWN = 10       # unknown kernels listed, with why, in the summary
 NOTE_CHARS = 800         # one note in the summary
 COMMAND_CHARS = 400      # one command in the summary's provenance (run.json has them whole)
 BESIDE = {"kernels": "kernels.md", "ranges": "ranges.md"}
@@ -329,7 +350,7 @@ def write_report(doc: dict, path, plots: dict | None = None, detail: str = "summ
 
 def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | None) -> str:
     tc = doc["tensor_cores"]
-    out = ["# nsighttc verdict", "", f"**{tc_headline(tc)}**", ""]
+    out = ["# nsighttc verdict", "", f"**{tc_line(tc)}**", ""]
     tl = doc.get("timeline")
     if tl:
         out += [f"**{timeline_headline(tl)}**", ""]
@@ -356,7 +377,10 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
         rows.append(("Tensor Core math", f"{flop(tc['flop'])} at {tc['tflops']:.1f} TFLOP/s while those kernels ran"
                      + peak_text(tc.get("peak"))))
     if tc.get("unknown_time_share"):
-        rows.append(("Unknown", f"{pct(tc['unknown_time_share'])} of kernel time: names carry no signal"))
+        unk = tc.get("unknown_kernels") or []
+        rows.append(("Unknown", f"{pct(tc['unknown_time_share'])} of kernel time"
+                     + (f" in {len(unk)}{'+' if len(unk) >= 20 else ''} kernel{'s' if len(unk) != 1 else ''} "
+                        "(listed below with why)" if unk else ": names carry no signal")))
     if tl:
         win = tl.get("window") or {}
         rows.append(("GPU busy (profiled window)", f"{pct(win.get('gpu_busy_share'))} of {ns(win.get('wall_ns'))}"))
@@ -396,6 +420,16 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
         out += [f"CUDA graphs: {graphs['launches']:,} graph launches held {pct(graphs.get('share_of_gpu_busy'))} of GPU "
                 f"busy time{'; ' + how if how else ''}.", ""]
     out += ["## Top kernels by GPU time", "", _kernel_table(kernels[:top], hover=full), ""]
+    unknown = tc.get("unknown_kernels") or []
+    if unknown:
+        shown = unknown if full else unknown[:UNKNOWN_SHOWN]
+        out += ["<details><summary>Kernels whose Tensor Core use is unknown, and why</summary>", "",
+                "| Kernel | Share | Matrix work | Why unknown |", "|---|---:|---|---|"]
+        out += [f"| {_kernel_cell(u['name'], hover=full)} | {pct(u.get('time_share'))} | "
+                f"{'yes' if u.get('matrix_work') else 'no'} | {_cell(u.get('why') or '')} |" for u in shown]
+        if len(shown) < len(unknown):
+            out.append(f"\n{_more('unknown kernels', len(unknown) - len(shown), beside, 'kernels')}")
+        out += ["", "</details>", ""]
     if len(kernels) > top and full:
         out += [f"<details><summary>All {len(kernels)} kernels</summary>", "", _kernel_table(kernels), "",
                 "</details>", ""]

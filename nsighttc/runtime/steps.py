@@ -20,6 +20,18 @@ user's push/pop range off its stack):
 - ``nsighttc.forward``: each call of the main model, the first module *with parameters* the program calls from
   outside any other module (found by wrapping ``nn.Module.__call__`` until then, then a hook on that module
   alone): without a DataLoader either, the iterations are these calls.
+- Inference: until the program's first optimizer step (an LLM ``generate()`` loop, an evaluation, a batch
+  inference job have none), a step is one iteration of the loop: from one DataLoader fetch to the next where the
+  program fetches, else one top-level call of the main model. Nested submodule calls and a model calling itself
+  never count as more steps (only calls from outside the model do). So the window of steady steps starts on
+  inference programs as on training ones (issue 44: a ``generate()`` loop recorded every operator of its whole
+  run and gave no verdict). A program that has called ``backward`` or stepped an optimizer is a training loop:
+  its steps end with optimizer steps as above (gradient accumulation's micro-batches are never steps).
+- ``nsighttc.prefill`` / ``nsighttc.decode``: each main-model call whose input is token ids (``input_ids``, or a
+  2-D integer tensor) is marked by its query length: a prefill takes the prompt (more than one token), a decode
+  one token while its KV cache grows. ``nsighttc.request``: each ``transformers`` ``generate()`` call. Models
+  compiled by ``transformers`` itself (a static KV cache compiles the decoding call) are seen through the
+  compiled callable, whose inside dynamo traces without our hooks.
 - ``nsighttc.backward``: each ``backward`` call from the program (the host launching the backward pass: where an
   un-annotated program's GPU waits for its host is often here).
 - ``nsighttc.compile``: torch.compile's compilations (``torch._dynamo.callback_handler``'s start/end callbacks:
@@ -53,7 +65,10 @@ FORWARD = "nsighttc.forward"
 COMPILE = "nsighttc.compile"
 BACKWARD = "nsighttc.backward"
 WINDOW = "nsighttc.window"
-NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE, WINDOW)
+PREFILL = "nsighttc.prefill"
+DECODE = "nsighttc.decode"
+REQUEST = "nsighttc.request"
+NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE, WINDOW, PREFILL, DECODE, REQUEST)
 PREFIX = "nsighttc."  # every mark's name starts with it (the replay's ranges use "nsighttc-")
 
 
@@ -127,27 +142,35 @@ class StepMarks:
         self.step: Mark | None = None
         self.pending = False           # an optimizer step ended: the open step closes at the next activity
         self._tops = 0                 # fetches and model calls in the open step
-        self.counts = {"steps": 0, "optimizer_steps": 0, "fetches": 0, "model_calls": 0, "compiles": 0}
+        self.counts = {"steps": 0, "optimizer_steps": 0, "fetches": 0, "model_calls": 0, "compiles": 0,
+                       "prefills": 0, "decodes": 0, "requests": 0, "backwards": 0}
         self.model: str | None = None  # the main model's class name, once found
         self._compiles: list[Mark] = []
         self._optimizer: Mark | None = None  # the optimizer step under way
         self._compile_hooked = False          # the dynamo callbacks are registered
         self._undo: list = []
         self.window = None                    # the launcher's window of steady steps (runtime.window), if any
+        self.main = None                      # the main model (a module), once found
+        self._depth = 0                       # main-model calls under way (a model calling itself: 2)
+        self._call_marks: list[list[Mark]] = []
 
     def mark(self, name: str) -> Mark:
         return Mark(name, self._start, _profiling())
 
     # -- the step boundary ----------------------------------------------------------------------------
-    def activity(self, top: bool = True) -> None:
+    def activity(self, top: bool = True, kind: str | None = None) -> None:
         """Something the loop does each iteration: a step opens here if none is open, and the open one closes
         first when an optimizer step ended since it opened. ``top``: a DataLoader fetch or a call of the main
         model, where iterations begin; otherwise a ``backward`` or the next optimizer step, which cut the steps
-        only in a program that shows neither (a GAN's second backward must not cut its iteration in two)."""
+        only in a program that shows neither (a GAN's second backward must not cut its iteration in two).
+        ``kind`` ("fetch", "model"): where no optimizer has stepped yet, such an activity ends the open step when it
+        is the loop's boundary (``_inference_boundary``)."""
         with self._lock:
             if self.step is not None and not self.pending:
-                self._tops += top
-                return
+                if not (top and kind and self._inference_boundary(kind)):
+                    self._tops += top
+                    return
+                self.pending = True  # an inference iteration ends here: closed below like an optimizer step's
             if self.step is not None and not top and self._tops:
                 return  # this loop's iterations begin at a fetch or a model call: the step ends there
             if self.step is not None:
@@ -159,6 +182,42 @@ class StepMarks:
             self.pending = False
             self._tops = int(top)
             self.step = self.mark(STEP)
+
+    def _inference_boundary(self, kind: str) -> bool:
+        """Whether ``kind`` starts an iteration of a loop without optimizer steps: a fetch where the program
+        fetches, else a model call; only once the open step holds one such activity already."""
+        if self.counts["optimizer_steps"] or self.counts["backwards"] or not self._tops:
+            return False  # a training loop (gradient accumulation before its first optimizer step included)
+        return kind == ("fetch" if self.counts["fetches"] else "model")
+
+    # -- the main model's calls -------------------------------------------------------------------------
+    def model_enter(self, module, args, kwargs) -> None:
+        """A call of the main model begins (its forward pre-hook, or its compiled callable): only a call from
+        outside the model is an activity of the loop, marked ``nsighttc.forward`` (and prefill/decode)."""
+        self._depth += 1
+        if self._depth > 1:  # the model calling itself: part of the call under way
+            return
+        q = query_length(args, kwargs)
+        phase = None if q is None else DECODE if q == 1 else PREFILL
+        if self.window is not None:  # a generation loop's window holds whole requests (runtime.window)
+            self.window.generation = bool(self.counts["prefills"] and self.counts["decodes"])
+            self.window.next_step = None if phase is None else phase.rsplit(".", 1)[1]
+        self.activity(kind="model")
+        self.counts["model_calls"] += 1
+        _compiled(self)
+        opened = [self.mark(FORWARD)]
+        if phase is not None:
+            self.counts["decodes" if q == 1 else "prefills"] += 1
+            opened.append(self.mark(phase))
+        self._call_marks.append(opened)
+
+    def model_exit(self) -> None:
+        if self._depth <= 0:
+            return
+        self._depth -= 1
+        if self._depth == 0 and self._call_marks:
+            for m in reversed(self._call_marks.pop()):
+                m.end(self._end)
 
     def optimizer_pre(self, *_):
         if _compiling():  # an optimizer step compiled by torch.compile: its hooks are traced, add nothing
@@ -198,6 +257,7 @@ class StepMarks:
     def record(self) -> dict:
         return {**self.counts, "model": self.model, "open_step_at_exit": self.step is not None}
 
+
     def remove(self) -> None:
         """Take every hook and patch off again (the launcher calls it when the program has ended)."""
         for undo in reversed(self._undo):
@@ -224,8 +284,8 @@ def _hook_dataloaders(marks: StepMarks) -> None:
     def __next__(self):
         if _compiling():
             return original(self)
-        marks.activity()
         marks.counts["fetches"] += 1
+        marks.activity(kind="fetch")
         m = marks.mark(DATA)
         try:
             return original(self)
@@ -246,6 +306,7 @@ def _hook_backward(marks: StepMarks) -> None:
     def backward(*args, **kwargs):
         if _compiling():
             return original(*args, **kwargs)
+        marks.counts["backwards"] += 1
         marks.activity(top=False)
         m = marks.mark(BACKWARD)
         try:
@@ -273,20 +334,16 @@ def _hook_main_model(marks: StepMarks) -> None:
 
     def on_model(module) -> None:
         marks.model = type(module).__name__
-        open_marks: list[Mark] = []
+        marks.main = module
 
-        def pre(mod, *_):
-            if _compiling():
-                return
-            marks.activity()
-            marks.counts["model_calls"] += 1
-            _compiled(marks)
-            open_marks.append(marks.mark(FORWARD))
+        def pre(mod, args, kwargs):
+            if not _compiling():
+                marks.model_enter(mod, args, kwargs)
 
         def post(mod, *_):
-            if open_marks and not _compiling():
-                open_marks.pop().end(marks._end)
-        h1 = module.register_forward_pre_hook(pre)
+            if not _compiling():
+                marks.model_exit()
+        h1 = module.register_forward_pre_hook(pre, with_kwargs=True)
         h2 = module.register_forward_hook(post, always_call=True) if _always_call_ok() else module.register_forward_hook(post)
         marks._undo += [h1.remove, h2.remove]
 
@@ -337,6 +394,91 @@ def _compiled(marks: StepMarks) -> None:
         pass
 
 
+def _is_module_call(target, owner) -> bool:
+    """``target`` is a module's bound ``__call__`` (``Module._wrapped_call_impl`` on torch 2.x)."""
+    if owner is None:
+        return False
+    from torch import nn
+    return isinstance(owner, nn.Module) and getattr(target, "__name__", "") in ("__call__", "_wrapped_call_impl",
+                                                                               "_call_impl")
+
+
+class _ModelCall:
+    """A compiled ``module.__call__`` (``transformers`` compiles its decoding call so: ``torch.compile(self.__call__)``
+    when the KV cache is static). Dynamo traces ``Module.__call__`` with its hooks, where ``_compiling()`` drops
+    their bodies, so the call is marked here, outside the compiled region, when ``owner`` is the main model (or the
+    first module with parameters called so)."""
+
+    def __init__(self, fn, owner, marks: StepMarks):
+        self._fn, self._owner, self._marks = fn, owner, marks
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        marks = self._marks
+        if _compiling() or (marks.main is not None and marks.main is not self._owner):
+            return self._fn(*args, **kwargs)
+        if marks.main is None and _has_parameters(self._owner):
+            marks.main, marks.model = self._owner, type(self._owner).__name__
+        marks.model_enter(self._owner, args, kwargs)
+        try:
+            return self._fn(*args, **kwargs)
+        finally:
+            marks.model_exit()
+
+    def __getattr__(self, name):  # the compiled callable's own attributes (dynamo's _torchdynamo_orig_callable, ...)
+        return getattr(self._fn, name)
+
+
+def query_length(args, kwargs) -> int | None:
+    """How many tokens a model call takes per sequence: ``input_ids`` (or ``inputs_embeds``) as a keyword, else a
+    first positional 2-D integer tensor; None when the call takes no token ids (an image model)."""
+    x = kwargs.get("input_ids") if kwargs else None
+    if x is None and kwargs:
+        x = kwargs.get("inputs_embeds")
+        if x is not None and getattr(x, "ndim", 0) == 3:
+            return int(x.shape[1])
+        x = None
+    if x is None and args:
+        first = args[0]
+        is_int = getattr(getattr(first, "dtype", None), "is_floating_point", True) is False
+        x = first if is_int and not getattr(first.dtype, "is_complex", False) else None
+    if x is None or getattr(x, "ndim", 0) != 2:
+        return None
+    return int(x.shape[1])
+
+
+def _hook_generate(marks: StepMarks) -> None:
+    """``transformers``' ``generate()``: one request each (``nsighttc.request``). Patched on the class when the
+    program imports ``transformers.generation.utils`` (transformers loads it lazily), never importing it."""
+    def patch() -> None:
+        mod = sys.modules.get("transformers.generation.utils")
+        cls = getattr(mod, "GenerationMixin", None)
+        if cls is None or getattr(cls.generate, "_nsighttc", False):
+            return
+        original = cls.generate
+
+        @functools.wraps(original)
+        def generate(self, *args, **kwargs):
+            if _compiling():
+                return original(self, *args, **kwargs)
+            marks.counts["requests"] += 1
+            m = marks.mark(REQUEST)
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                m.end(marks._end)
+        generate._nsighttc = True
+        cls.generate = generate
+        marks._undo.append(lambda: setattr(cls, "generate", original))
+
+    if "transformers.generation.utils" in sys.modules:
+        patch()
+    else:
+        finder = _AfterImport("transformers.generation.utils", patch)
+        sys.meta_path.insert(0, finder)
+        marks._undo.append(finder.remove)
+
+
 def _hook_compile(marks: StepMarks) -> None:
     """``torch.compile`` itself registers the callbacks on first use (decorators compile lazily, at the first
     call, which the main model's hook may not see)."""
@@ -347,6 +489,10 @@ def _hook_compile(marks: StepMarks) -> None:
     def compile(*args, **kwargs):
         result = original(*args, **kwargs)
         _compiled(marks)
+        target = args[0] if args else kwargs.get("model")
+        owner = getattr(target, "__self__", None)
+        if _is_module_call(target, owner) and callable(result):
+            return _ModelCall(result, owner, marks)  # torch.compile(model.__call__): its hooks are traced away
         return result
 
     torch.compile = compile
@@ -361,7 +507,7 @@ def install(marks: StepMarks | None = None) -> StepMarks | None:
     except Exception:
         return None
     marks = marks if marks is not None else StepMarks()
-    for hook in (_hook_optimizers, _hook_dataloaders, _hook_main_model, _hook_backward, _hook_compile):
+    for hook in (_hook_optimizers, _hook_dataloaders, _hook_main_model, _hook_backward, _hook_compile, _hook_generate):
         try:
             hook(marks)
         except Exception as exc:  # noqa: BLE001 - a torch without this API: that source of marks is missing

@@ -13,7 +13,9 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
    step end): in a steady loop the host waits for the GPU (a full launch queue, ``.item()``, a sync) and its
    step time is the GPU's.
 2. **The window**: ``--window-steps N`` steps, or enough for ``TARGET_WINDOW_S`` seconds at the median step
-   of the warm-up's last steps, between ``MIN_STEPS`` and ``MAX_STEPS``.
+   of the warm-up's last steps, between ``MIN_STEPS`` and ``MAX_STEPS``. A generation loop's window (the hooks
+   saw prefill and decode calls) holds whole requests instead: it starts at a prefill and ends at one, after
+   ``GEN_REQUESTS`` requests or ``GEN_MAX_S`` seconds.
 3. **Then**: with ``--window-end stop`` (the default run's default) the program is stopped at the step boundary
    that ends the window, by raising ``WindowDone`` there (a ``BaseException``: the program's ``except Exception``
    does not catch it, its ``finally`` blocks run, and the launcher exits 0 after writing what was recorded).
@@ -29,7 +31,7 @@ What is switched is a ``Recorder``:
 - ``TorchRecorder`` (the torch engine): torch.profiler runs from the program's start, so start-up, warm-up and
   a program too short for a window are recorded as before. It is never paused: torch 2.11's
   ``toggle_collection_dynamic`` dropped every GPU event of the trace, those recorded before the pause included
-  (H100, ``benchmarks/gpu_window.sh``, ResNet-50 AMP: "the trace holds no GPU events"); ``--window-end continue``
+  (H100, ``benchmarks/gpu/gpu_window.sh``, ResNet-50 AMP: "the trace holds no GPU events"); ``--window-end continue``
   stops it and writes the trace at the window's end instead. With ``--record-from window`` (a second run the
   evidence cache knows) it starts at the first window's start instead, and the annotate ranges open then are
   labelled from there (``annotate.label_open_ranges``).
@@ -68,6 +70,11 @@ TARGET_WINDOW_S = 2.0       # the window's length at the steady step time
 MIN_STEPS = 10              # enough steps for the analysis' median and its warm-up rule
 MAX_STEPS = 100
 PHASE_GRACE_S = 3.0         # after a named phase's window: how long another phase may take to begin
+# Generation loops (the hooks saw prefill and decode calls, ``runtime.steps``): the window starts where a request
+# starts (its prefill) and ends where one starts, after ``GEN_REQUESTS`` whole requests, or after ``GEN_MAX_S`` with
+# at least one: time to first token needs the prefills, time per output token whole requests (issue 44).
+GEN_REQUESTS = 3
+GEN_MAX_S = 20.0
 
 
 class WindowDone(BaseException):
@@ -110,7 +117,7 @@ def is_steady(durations: list[float], compiled: list[bool], n_steps: int) -> boo
 
 class _Phase:
     __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
-                 "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed")
+                 "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests")
 
     def __init__(self, key: tuple, now: float, compiles: int):
         self.key = key
@@ -128,6 +135,7 @@ class _Phase:
         self.median_s: float | None = None
         self.prepared = False          # the recorder's step before the window was taken (``Recorder.prepare``)
         self.agreed = False            # the window was started by the ranks' agreement (``runtime.window_ranks``)
+        self.requests = 0              # a generation loop's requests completed inside the window
 
 
 class Window:
@@ -151,6 +159,8 @@ class Window:
         self.ranks = ranks  # a distributed job's ranks agreeing on every decision (runtime.window_ranks)
         self.mark_windows = False  # the launcher's: each window is a ``nsighttc.window`` mark in the recording
         self._mark = None
+        self.generation = False    # the hooks saw prefill and decode calls (``runtime.steps``): a generation loop
+        self.next_step: str | None = None  # what the step starting at this boundary is: "prefill", "decode" or None
 
     def disable(self) -> None:
         """No window (the program has no steps to choose from, as the timeline run found): every step is
@@ -247,18 +257,25 @@ class Window:
                     not any(p.state != "done" for p in self.phases.values()):
                 return ["stop"]
             return None
+        at_request = self.generation and ph.key == HOOK_PHASE and self.steps is None
         if ph.state == "warmup":
             if ph.prepared:  # the step after the recorder's preparation: the window starts whatever it took
                 return ["start", window_steps(self._recent_median(ph), self.steps)]
             ready = (ph.n >= self.warmup) if self.warmup is not None else (
                 is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
                 or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP))
-            if not ready:
-                return None
+            if not ready or (at_request and self.next_step != "prefill"):
+                return None  # (a generation loop's window starts with a request)
             if self.recorder.wants_prepare():
                 return ["prepare"]
             return ["start", window_steps(self._recent_median(ph), self.steps)]
         ph.left -= 1
+        if at_request and ph.begun_at is not None:  # whole requests: the window ends where one starts
+            if self.next_step == "prefill":
+                ph.requests += 1
+                if ph.requests >= GEN_REQUESTS or now - ph.begun_at >= GEN_MAX_S:
+                    return ["end"]
+            return None
         return None if ph.left > 0 else ["end"]
 
     @staticmethod
@@ -275,11 +292,15 @@ class Window:
             ph.median_s = self._recent_median(ph)
             ph.steps = ph.left = int(action[1])
             ph.warmup, ph.state = ph.n, "window"
+            if self.generation and ph.key == HOOK_PHASE:
+                ph.begun_at, ph.requests = now, 0  # (``_decide``: the window counts whole requests)
             self.recorder.window_start(last=not named)
             self._open_mark()
             self._event("start", ph.key, ph)
         elif what == "end" and ph.state == "window":
             ph.state = "done"
+            if ph.requests:  # a generation loop's window: as many steps as its whole requests held
+                ph.steps = ph.n - ph.warmup
             self._close_mark()
             self.recorder.window_end()
             if named:  # another phase may follow: record on for the grace, then stop (or finish) unless one began

@@ -1,4 +1,4 @@
-"""Several ranks of one DDP job, recorded on 2 H200s (benchmarks/gpu_ddp.sh, reports/ddp/): each rank judged
+"""Several ranks of one DDP job, recorded on 2 H200s (benchmarks/gpu/gpu_ddp.sh, reports/ddp/): each rank judged
 on its own, communication kept apart from compute, the straggler named with its own cause, and balanced
 jobs left without an invented one. Fixtures: tests/fixtures/ddp/README.md."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Programs that mark nothing, recorded on an H100 by `nsighttc profile --engine torch|nsys` (the step hooks in the
-launcher; benchmarks/gpu_unmarked.sh parts b and d, tests/fixtures/unmarked/README.md): a transformers Trainer
+launcher; benchmarks/gpu/gpu_unmarked.sh parts b and d, tests/fixtures/unmarked/README.md): a transformers Trainer
 fine-tune, a torch.compile loop, a Lightning module, a DataLoader-bound loop. What is expected is read from the raw
 recordings, not from the analysis: the optimizer steps the program made (torch.profiler's own `Optimizer.step#`
 ranges; in nsys, the optimizer hook's NVTX ranges counted by SQL), the steady GPU-busy share from the raw GPU
@@ -106,7 +106,7 @@ def test_the_same_program_by_both_engines_gets_the_same_steps(tmp_path):
 
 def test_an_unmarked_ddp_job_with_an_uneven_rank(tmp_path):
     """`torchrun --nproc_per_node 2 wrappers/ddp_train.py --no-annotate --uneven-rank 1 --uneven-batch 256` on two
-    H200s (benchmarks/gpu_unmarked.sh part c): no range, no sleep; rank 1 trains on a batch 4x larger. Each rank
+    H200s (benchmarks/gpu/gpu_unmarked.sh part c): no range, no sleep; rank 1 trains on a batch 4x larger. Each rank
     gets its optimizer steps from the hooks (20: GradScaler skipped 3 of the 23 iterations' optimizer steps while
     it calibrated, and those iterations belong to the next step), and rank 1 is named the straggler for its longer
     GPU compute."""

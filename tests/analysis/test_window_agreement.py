@@ -1,6 +1,6 @@
 """A window of steady steps gives the verdict a whole-program recording gives (issue 29): the same program recorded
 on the H100 by the default run's timeline alone (`nsighttc profile --fast`, a window then stopped, or each phase's
-window) and with `--whole-program` (every step), `benchmarks/gpu_window.sh` part a. Same headline verdict, the
+window) and with `--whole-program` (every step), `benchmarks/gpu/gpu_window.sh` part a. Same headline verdict, the
 headline phase's steady step within 5%, the Tensor Core share within 2 points, the same phases."""
 from __future__ import annotations
 

@@ -171,7 +171,7 @@ def test_every_kernel_a_trainer_replay_measured_matches_its_trace_name():
     """A transformers Trainer on H100: torch.profiler writes `<float, float, 32u, 32u, 256u, ...>`, `SumOp<long> >`,
     `long const*`, the ncu CSV `<float, float, 32, 32, 256, ...>`, `SumOp<long>>`, `const long *`. Five kernels the
     replay had measured were left unmatched and the program ran under ncu for them: every one of the 28 matches now."""
-    from nsighttc.analysis.merge import kernel_key, merge_key
+    from nsighttc.analysis.kernel_keys import kernel_key, merge_key
     doc = json.loads(TRAINER_NAMES.read_text())
     ncu = set(merge_key(pd.Series(doc["ncu"], dtype=object)))
     assert len(doc["trace"]) == 28 and all(kernel_key(n) in ncu for n in doc["trace"])

@@ -70,14 +70,24 @@ def test_every_committed_report_fits():
     assert not too_long
 
 
-def test_names_only_headline_states_the_known_part_first(docs):
+def test_names_only_headline_states_the_known_part_first(docs, monkeypatch):
     """A Trainer fp32 fine-tune by kernel names alone: the headline used to read "UNKNOWN — 11% ... no signal" while
-    most of the matrix work was fp32 GEMMs whose names say they ran on CUDA cores."""
+    most of the matrix work was fp32 GEMMs whose names say they ran on CUDA cores. With the known-kernel table its
+    memory-efficient attention kernels are measured ones (Tensor Cores, 3xTF32) and the answer is PARTIAL; without the
+    table (names only) the known part comes first, and the JSON's verdict is the headline's word (issue 47)."""
     tc = docs["unmarked/trainer_torch.json.gz"]["tensor_cores"]
-    line = markdown.tc_headline(tc)
+    assert tc["verdict"] == "partial" and tc["headline"].startswith("Tensor Cores: PARTIAL")
+    assert tc["headline"] == markdown.tc_headline(tc)
+    from nsighttc.analysis import known_kernels
+    monkeypatch.setattr(known_kernels, "table", lambda: {"archs": {}})
+    tc = analyze([FIX / "unmarked" / "trainer_torch.json.gz"], jobs=1).to_json()["tensor_cores"]
+    line = tc["headline"]
+    assert tc["verdict"] == "no"
     assert line.startswith(f"Tensor Cores: NO for {markdown.pct(tc['matrix_off_tc_share'], 0)} of the matrix work")
     assert "fp32 on CUDA cores" in line and "unknown" in line
     assert tc["matrix_off_tc_share"] > 0.8 and tc["off_tc_dtypes"][0] == "fp32"
+    assert {u["name"][:12] for u in tc["unknown_kernels"]} >= {"fmha_cutlass"}  # listed, with why
+    assert all(u["why"] for u in tc["unknown_kernels"])
 
 
 def test_ddp_headline_is_over_compute_time_with_nccl_apart(docs):

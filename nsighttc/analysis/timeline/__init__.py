@@ -22,7 +22,7 @@ from ...parse.timeline import Timeline, launch_times
 from ... import labels
 from .. import intervals
 from ..grouping import aggregate
-from . import busy, comm as comm_mod, idle, ranges as ranges_mod, steps as steps_mod
+from . import busy, comm as comm_mod, idle, inference as inference_mod, ranges as ranges_mod, steps as steps_mod
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
 
@@ -71,7 +71,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     compiles = steps_mod.compile_union(tl.marks)
     fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api),
                               steps_mod.window_starts(tl.marks))
-    del lt, work_end, launch_start, step_sets  # 16 B per launch, not needed past the step families
+    del lt, work_end, step_sets  # 16 B per launch, not needed past the step families
     steady = _union_of(fams, "_steady")
     rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
 
@@ -106,6 +106,9 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     else:
         rstats["causes"] = pd.Series(dtype=object)
     window_causes = idle.causes(idle.time_scope(pieces, np.array([lo]), np.array([hi])), busy_ns, paths, rinfo)
+    steady_from = float(fams[0]["_steady"][0][0]) if fams and len(fams[0]["_steady"][0]) else -np.inf
+    inference = inference_mod.summarize(tl.marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from)
+    del launch_start
     work = comm_mod.Work(ops, launches)
     communication = _communication(work, fams, window_causes, lo, hi, n_kernels, th) if work.any else {}
 
@@ -128,6 +131,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
                          _launch(pieces, launches), busy.graphs(ops, api, u), n_kernels, notes=list(tl.notes))
     res.headline_cause = idle.headline(causes, verdict)
     res.communication = communication
+    res.inference = inference
     if dom:
         res.startup = steps_mod.startup(dom, _first_time(ops, api, ranges, lo), compiles)
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
@@ -274,4 +278,5 @@ def to_json(res: TimelineResult) -> dict:
         "notes": res.notes, "activity": res.activity,
         **({"startup": res.startup} if res.startup else {}),
         **({"communication": res.communication} if res.communication else {}),
+        **({"inference": res.inference} if res.inference else {}),
     }

@@ -66,6 +66,7 @@ class TimelineResult:
     communication: dict = field(default_factory=dict)  # comm.py: compute busy and exposed communication
     activity_window: tuple[float, float] = (0.0, 0.0)  # what the activity picture covers
     startup: dict = field(default_factory=dict)        # steps.startup: before the steady steps
+    inference: dict | None = None                      # inference.summarize: a generation loop's prefill/decode
 
     @property
     def window_busy_share(self) -> float:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...durations import duration
 from .. import intervals
 from ..name_rules import is_communication
 
@@ -94,7 +95,7 @@ class Work:
 def cause(exposed_ns: float, comm_launches: int) -> dict:
     """The waiting as one cause of the rank's compute-idle time, beside the host-side causes."""
     return {"kind": "communication", "name": "communication not overlapped by compute", "idle_ns": float(exposed_ns),
-            "detail": f"the GPU spent {exposed_ns / 1e6:.1f} ms in communication kernels or peer copies "
+            "detail": f"the GPU spent {duration(exposed_ns)} in communication kernels or peer copies "
                       f"({comm_launches:,} communication kernel launches in the run) with no compute running "
                       "beside them: waiting for the other ranks to arrive, or transfers that overlap with compute "
                       "would hide"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ...durations import duration
 from ...model import Finding
 from .base import TimelineResult
 from .steps.steady import BEFORE_WINDOW
@@ -15,6 +16,50 @@ DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re
 
 
 WINDOW_SCOPE = "(window)"  # the scope name of a program without steps (analysis.gain)
+# The hooks' marks around the main model's calls (runtime.steps): host time inside them with the GPU idle is the
+# model's own Python launching its kernels one by one, which CUDA graphs remove with the launch gaps themselves.
+MODEL_CALL_MARKS = ("nsighttc.forward", "nsighttc.prefill", "nsighttc.decode")
+# What removes launch overhead, per workload (issue 44: one sentence for every program sent a decode loop to
+# "larger batches" and a training loop to CUDA graphs it could not capture).
+LAUNCH_ADVICE = {
+    "generation": "Replay the decoding step as a CUDA graph: a static KV cache, `model.generate(..., "
+                  "cache_implementation=\"static\")` (transformers then compiles the decoding step with CUDA graphs), "
+                  "or `torch.compile(model.forward, mode=\"reduce-overhead\", fullgraph=True)` with a static cache; "
+                  "and give each launch more work: more sequences per `generate()` call (a larger batch). "
+                  "`nsighttc try --variant compile-reduce-overhead` measures it.",
+    "inference": "Replay the model's call as a CUDA graph: `torch.compile(model, mode=\"reduce-overhead\")` (fixed "
+                 "input shapes), fuse small ops (`torch.compile(model)`), and give each launch more work (larger "
+                 "batches). `nsighttc try --variant compile-reduce-overhead` measures it.",
+    "training": "Cut per-kernel host cost: `torch.compile(model)` fuses the small ops, a fused or foreach optimizer "
+                "(`torch.optim.AdamW(..., fused=True)`) replaces a per-parameter loop of kernels, and fewer host "
+                "syncs (`.item()`, `.cpu()`) keep the launch queue full; CUDA graphs "
+                "(`torch.compile(model, mode=\"reduce-overhead\")`) where the step's shapes are fixed. "
+                "`nsighttc try --variant compile` measures it.",
+}
+
+
+def workload(res: TimelineResult) -> str:
+    """"generation" (the hooks saw decode calls), "inference" (steps without optimizer steps: model calls or
+    DataLoader iterations of a program that never stepped an optimizer), else "training"."""
+    if res.inference:
+        return "generation"
+    src = (res.steps or {}).get("name") or ""
+    return "inference" if src in ("model calls", "DataLoader iterations") else "training"
+
+
+def _launch_with_model_host_time(causes: list[dict]) -> tuple[list[dict], bool]:
+    """The launch-overhead cause with the idle time the host spent inside the main model's calls (``MODEL_CALL_MARKS``)
+    added, and whether it was: both are the model's Python issuing kernels one at a time, and a CUDA graph removes
+    both."""
+    model = [c for c in causes if c["kind"] == "host-range" and c["name"] in MODEL_CALL_MARKS]
+    launch = next((c for c in causes if c["kind"] == "launch-overhead"), None)
+    if not model or launch is None:
+        return causes, False
+    extra = sum(c["idle_ns"] for c in model)
+    merged = dict(launch, idle_ns=launch["idle_ns"] + extra,
+                  detail=launch["detail"] + f"; and {duration(extra)} more while the host ran the model's own "
+                                            f"calls ({', '.join(c['name'] for c in model)}) with the GPU idle")
+    return sorted([merged] + [c for c in causes if c is not launch], key=lambda c: -c["idle_ns"]), True
 
 
 def _scopes(res: TimelineResult) -> list[tuple[str, str, str, list[dict], int]]:
@@ -38,19 +83,23 @@ def findings(res: TimelineResult) -> list[Finding]:
         f.per_step_ns = {**(f.per_step_ns or {}), **cost}
 
     sync_top = []
+    work = workload(res)
     for label, scope, verdict, causes, n_steady in _scopes(res):
         if verdict not in ("cpu-bound", "mixed") or not causes:
             continue
         idle_total = sum(c["idle_ns"] for c in causes) or 1.0
+        causes, folded = _launch_with_model_host_time(causes)
         for c in causes:
             share = c["idle_ns"] / idle_total
             if share < 0.2 or c["idle_ns"] <= 0:
                 continue
             cost = {scope: c["idle_ns"] / n_steady}
+            if folded and c["kind"] == "host-range" and c["name"] in MODEL_CALL_MARKS:
+                continue  # the model's own launching: the launch-bound finding holds it (and its fix)
             if c["kind"] == "host-range" and DATA_WORDS.search(c["name"].rsplit("/", 1)[-1]):
                 add("data", c["name"], Finding(
                     "gpu-starved-by-data-loading", "high", f"The GPU waits for the host in `{c['name']}`",
-                    f"in {label} ({verdict}): {c['idle_ns'] / 1e6:.3g} ms of GPU idle time in steady state "
+                    f"in {label} ({verdict}): {duration(c['idle_ns'])} of GPU idle time in steady state "
                     f"({100 * share:.0f}% of it): {c['detail']}",
                     "Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin_memory=True, "
                     "persistent_workers=True, prefetch_factor=4)`; move host preprocessing off the critical path "
@@ -66,10 +115,8 @@ def findings(res: TimelineResult) -> list[Finding]:
             elif c["kind"] == "launch-overhead":
                 add("launch", label, Finding(
                     "launch-bound", "high", f"Launch-bound in {label}: the host cannot issue kernels as fast as the "
-                    "GPU runs them", f"{c['detail']}: {c['idle_ns'] / 1e6:.3g} ms of idle time ({100 * share:.0f}%)",
-                    "Cut per-kernel host cost: capture the step in a CUDA graph (`torch.cuda.graphs` / "
-                    "`torch.compile(model, mode=\"reduce-overhead\")`), fuse small ops (`torch.compile`), or give "
-                    "each kernel more work (larger batches).", c["idle_ns"], []), cost)
+                    "GPU runs them", f"{c['detail']}: {duration(c['idle_ns'])} of idle time ({100 * share:.0f}%)",
+                    LAUNCH_ADVICE[work], c["idle_ns"], []), cost)
             elif c["kind"] == "sync":
                 sync_top.append((label, c, share, cost))
             elif c["kind"] == "pageable-copy":
@@ -81,12 +128,12 @@ def findings(res: TimelineResult) -> list[Finding]:
     if sync.get("calls"):
         top = ", ".join(f"{n} ×{v['calls']}" for n, v in sorted(sync["by_name"].items(), key=lambda x: -x[1]["calls"]))
         where = ", ".join(f"`{r}` ×{v['calls']}" for r, v in sorted(sync["by_range"].items(), key=lambda x: -x[1]["calls"])[:3])
-        cost = "; ".join(f"in {label} they cost {c['idle_ns'] / 1e6:.3g} ms of GPU idle time ({100 * s:.0f}%)"
+        cost = "; ".join(f"in {label} they cost {duration(c['idle_ns'])} of GPU idle time ({100 * s:.0f}%)"
                          for label, c, s, _ in sync_top)
         out.append(Finding(
             "synchronising-calls", "high" if sync_top else "low",
             "Synchronising calls stall the launch queue" if sync_top else "Synchronising calls",
-            f"{sync['calls']} calls over the run ({top}) in {where}; host blocked {sync['host_blocked_ns'] / 1e6:.3g} ms; "
+            f"{sync['calls']} calls over the run ({top}) in {where}; host blocked {duration(sync['host_blocked_ns'])}; "
             f"{sync['dtoh_copies']} device-to-host copies" + (f"; {cost}" if cost else ""),
             "Remove per-step syncs: avoid `.item()`, `.cpu()`, `print(tensor)` and `torch.cuda.synchronize()` "
             "inside the loop (accumulate on the GPU, read once per epoch); use `non_blocking=True` copies; "
@@ -97,7 +144,7 @@ def findings(res: TimelineResult) -> list[Finding]:
     if pg.get("copies") and not any(f.id == "pageable-host-copies" for f in out):
         out.append(Finding(
             "pageable-host-copies", "low", "Host-to-device copies from pageable memory",
-            f"{pg['copies']} copies, {pg['bytes'] / 1e6:.3g} MB, {pg['ns'] / 1e6:.3g} ms on the GPU; pageable copies "
+            f"{pg['copies']} copies, {pg['bytes'] / 1e6:.3g} MB, {duration(pg['ns'])} on the GPU; pageable copies "
             "are staged by the driver and block the host",
             "Pin the source: `DataLoader(..., pin_memory=True)` or `tensor.pin_memory()`, then "
             "`x.to('cuda', non_blocking=True)`.", pg["ns"], []))
@@ -116,8 +163,8 @@ def findings(res: TimelineResult) -> list[Finding]:
                 return "before the window of steady steps nsighttc chose"
             return "one-time CUDA/cuBLAS/autograd initialisation"
         lst = "; ".join(f"`{f['name']}`: {f['warmup_steps']} step(s) of "
-                        + ", ".join(f"{x / 1e6:.3g} ms" for x in f["warmup_ns"][:3])
-                        + f" before a median of {f['median_iteration_ns'] / 1e6:.3g} ms ({why(f)})" for f in warm)
+                        + ", ".join(f"{duration(x)}" for x in f["warmup_ns"][:3])
+                        + f" before a median of {duration(f['median_iteration_ns'])} ({why(f)})" for f in warm)
         out.append(Finding(
             "warm-up-excluded", "info", "Warm-up steps were left out", lst,
             "Nothing to fix; profile more steps after warm-up (e.g. `torch.profiler.schedule(wait=1, warmup=2, "

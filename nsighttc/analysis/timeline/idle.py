@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ...durations import duration
 from ...parse.range_paths import _path_categorical, _segment_codes, paths_at
 from ...parse.timeline import launch_times
 from ... import labels
@@ -310,7 +311,7 @@ def range_scopes(idle: Idle, names: list[str], warm: tuple[np.ndarray, np.ndarra
 
 # --- causes ---------------------------------------------------------------------------------------
 def _ms(x: float) -> str:
-    return f"{x / 1e6:.3g} ms"
+    return duration(x)
 
 
 def _per_pc(pcs: np.ndarray, kinds: np.ndarray, ns: np.ndarray, kind: int) -> dict[int, float]:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 28 on the GPU machine: programs that mark nothing (reports/unmarked/, the fixtures tests/fixtures/unmarked/).
-#   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu_unmarked.sh OUT PART
+#   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_unmarked.sh OUT PART
 #   PART a: per program, a plain run (its own metric) then the default `nsighttc profile` (first run, empty evidence
 #           cache): the Trainer fine-tune, the torch.compile loop, the Lightning module, the DataLoader loop.
 #   PART b: small recordings for the fixtures (`--engine torch`, stripped, gzipped), then `nsighttc try` on the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 6 on the GPU machine: every wrapper variant, plain (its own metric, unperturbed) and under
 # `nsighttc profile --timeline` (ncu pass for hardware Tensor Core truth + nsys timeline pass).
-# Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu_wrappers.sh OUTDIR GROUP
+# Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_wrappers.sh OUTDIR GROUP
 #   GROUP: a (vgg16, gemm_tflops, reduced_precision) | b (mnist_mlp, dataloader_bound) | c (resnet_amp)
 # Writes OUTDIR/<group>.tgz: per variant plain.txt + the run directory without raw .ncu-rep/.nsys-rep/.sqlite.
 set -u

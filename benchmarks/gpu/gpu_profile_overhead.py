@@ -14,8 +14,8 @@ and appends to OUT/summary.json one entry per program:
 plus the verdict of the last cold run. ``--full-run`` also times `nsighttc profile --full-run` (issue 29: it must
 cost no more than 1.05x the plain run). Run on the GPU machine after `source .device-carry/setup.sh`:
 
-    python3 benchmarks/gpu_profile_overhead.py --out OUT --rounds 3 vgg16 resnet_amp multi_phase
-    python3 benchmarks/gpu_profile_overhead.py --out OUT --rounds 1 --full-run long_resnet
+    python3 benchmarks/gpu/gpu_profile_overhead.py --out OUT --rounds 3 vgg16 resnet_amp multi_phase
+    python3 benchmarks/gpu/gpu_profile_overhead.py --out OUT --rounds 1 --full-run long_resnet
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {
     "vgg16": ["wrappers/vgg16.py"],                # VGG16 fp16 inference, batch 1, 10 warm-up + 100 images
     "resnet_amp": ["wrappers/resnet_amp.py"],      # ResNet-50 AMP training, batch 64, 10 warm-up + 30 steps

@@ -2,7 +2,7 @@
 # Issue 30's calibration on the GPU machine: `nsighttc try --variant auto --repeat 2` on the wrappers with a fix to
 # make (plain runs, predicted against measured), and the same changes made by hand (the wrappers' own flags, plain
 # `python3` runs, their own printed metric), alternating baseline and change.
-# Usage: benchmarks/gpu_try_calibration.sh OUT GROUP...  (GROUP: try1 try2 hand1 hand2, or the session's calls:
+# Usage: benchmarks/gpu/gpu_try_calibration.sh OUT GROUP...  (GROUP: try1 try2 hand1 hand2, or the session's calls:
 # call2 call3; the first call was try1 hand1, cut at 570 s in hand1)   Writes OUT/summary.txt and OUT/<group>.tgz.
 set -u
 OUT=${1:-${OUT:-/tmp/try-cal}}
@@ -20,7 +20,7 @@ RESNET="wrappers/resnet_amp.py --precision fp32 --steps 40"
 TRAINER="wrappers/trainer_finetune.py"
 MULTI="wrappers/multi_phase.py"
 
-# shellcheck source=benchmarks/gpu_try_lib.sh
+# shellcheck source=benchmarks/gpu/gpu_try_lib.sh
 source "$(dirname "$0")/gpu_try_lib.sh"
 
 hand() {  # NAME ROUNDS PATTERN, then "label|args" pairs: each wrapper run plain, alternating, its metric lines kept

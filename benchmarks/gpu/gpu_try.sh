@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `nsighttc try` on the GPU machine: the material's experiments as variants of the wrappers (issue 12).
-# Usage: benchmarks/gpu_try.sh OUT [main|resnet]... (default: main).  Writes OUT/try.tar.gz (one run directory per experiment, torch traces
+# Usage: benchmarks/gpu/gpu_try.sh OUT [main|resnet]... (default: main).  Writes OUT/try.tar.gz (one run directory per experiment, torch traces
 # left out) and OUT/summary.txt (every comparison's table).
 set -u
 OUT=${1:-${OUT:-/tmp/try-out}}
@@ -10,7 +10,7 @@ mkdir -p "$OUT"
   python3 -c "import torch; print('torch', torch.__version__)"
 } > "$OUT/summary.txt" 2>&1
 S=$OUT/summary.txt
-# shellcheck source=benchmarks/gpu_try_lib.sh
+# shellcheck source=benchmarks/gpu/gpu_try_lib.sh
 source "$(dirname "$0")/gpu_try_lib.sh"
 SETS=${*:2}
 main_group() {

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Issue 29 on the GPU machine: the default run records a window of steady steps (reports/window/, the fixtures
 # tests/fixtures/window/).
-#   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu_window.sh OUT PART
+#   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_window.sh OUT PART
 #   PART a: the default `nsighttc profile` (first run, empty evidence cache) on the Trainer fine-tune, the
 #           torch.compile loop and the multi-phase program, with the Trainer's plain run beside it; then, for the
 #           fixtures, four programs recorded by the timeline alone (--fast) as a window and whole (--whole-program).
 #   PART b: the torch.compile loop (60 steps: its window ends before the program) recorded the same two ways, for
 #           the fixtures; ResNet-50 AMP (steps in a named `train` range: the window, then the grace) as a window.
-#   The timings of issue 29's targets come from benchmarks/gpu_profile_overhead.py (reports/profile_overhead/).
+#   The timings of issue 29's targets come from benchmarks/gpu/gpu_profile_overhead.py (reports/profile_overhead/).
 # Writes OUT/summary.txt, OUT/a.tgz (reports, verdicts, run.json, logs) and OUT/fixtures_a.tgz.
 set -u
 OUT=${1:?out dir}; PART=${2:?part}

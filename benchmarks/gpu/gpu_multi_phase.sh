@@ -5,7 +5,7 @@
 #   - nsys SQLite with CUDA graphs traced node by node (--cuda-graph-trace=node, what the nsys engine uses)
 #   - a torch.profiler trace (the torch engine's launcher)
 # and time plain / graph / node runs alternately (whole process) for the cost of node tracing.
-# Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu_multi_phase.sh OUTDIR [ROUNDS]
+# Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_multi_phase.sh OUTDIR [ROUNDS]
 set -u
 OUT=${1:?outdir}; ROUNDS=${2:-2}
 W=/tmp/multi_phase; rm -rf "$W"; mkdir -p "$W" "$OUT"

@@ -2,7 +2,7 @@
 # DDP on the lent 2-GPU machine (nvidia-h200-x2): plain runs and nsighttc runs of wrappers/ddp_train.py,
 # balanced and with a straggler, per-rank recordings kept as fixtures. Writes under $OUT (or $1):
 #   plain_<case>.log, <case>_<engine>_<i>.tar.gz (nsighttc run directories, raw recordings gzipped), summary.txt.
-#   Usage: [STEPS=10 WARMUP=3 NO_PLAIN=1] benchmarks/gpu_ddp.sh OUT [CASE:ENGINE ...]
+#   Usage: [STEPS=10 WARMUP=3 NO_PLAIN=1] benchmarks/gpu/gpu_ddp.sh OUT [CASE:ENGINE ...]
 #   CASE: balanced | straggler; ENGINE: nsys | torch | fast | auto (default: balanced:nsys straggler:nsys)
 # NVLink multicast stays off, as the machine's notes ask.
 set -u

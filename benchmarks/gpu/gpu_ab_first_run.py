@@ -7,7 +7,7 @@ run.json when the trace was complete, when the replay's first call was listed, w
 how long the trace's parse was waited for.
 
     git worktree add /tmp/old REV   # or git archive REV | tar -x -C DIR
-    python3 benchmarks/gpu_ab_first_run.py --old DIR --out OUT [--rounds 3] [resnet_amp]
+    python3 benchmarks/gpu/gpu_ab_first_run.py --old DIR --out OUT [--rounds 3] [resnet_amp]
 
 ``--cached``: the same for second runs (issue 29's cached run): each checkout's evidence cache is filled by one
 first run before the rounds (its time is kept as ``fill_s``), and every round's profile run reads it. Before the
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {"resnet_amp": ["wrappers/resnet_amp.py"], "vgg16": ["wrappers/vgg16.py"],
             "multi_phase": ["wrappers/multi_phase.py"], "trainer": ["wrappers/trainer_finetune.py"],
             "lightning": ["wrappers/lightning_module.py"],

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One nsys report for a whole torchrun job (what users get from `nsys profile torchrun ...`): both ranks'
 # processes in one SQLite. Recorded for the analysis of single-file multi-process recordings (issue 11).
-# Usage (nvidia-h200-x2): benchmarks/gpu_ddp_one_report.sh OUT
+# Usage (nvidia-h200-x2): benchmarks/gpu/gpu_ddp_one_report.sh OUT
 set -u
 OUT=${1:-/tmp/ddp-one}; mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
