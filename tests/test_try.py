@@ -85,10 +85,75 @@ def test_variant_names(name, key, arg):
     assert (v.key, v.arg) == (key, arg)
 
 
-@pytest.mark.parametrize("bad", ["channels-last", "workers=0", "workers=x", "fp8"])
+@pytest.mark.parametrize("bad", ["channels_last", "workers=0", "workers=x", "fp8", "compile-max"])
 def test_unknown_variants_name_the_ones_that_exist(bad):
     with pytest.raises(ValueError, match="variants: tf32|N >= 1"):
         variants.parse(bad)
+
+
+MODEL_PROBE = """
+import json, sys, torch
+conv = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3))
+with torch.no_grad():
+    for _ in range(3):
+        y = conv(torch.randn(2, 3, 16, 16))  # NCHW input, as the program built it
+print(json.dumps({"weight_channels_last": conv[0].weight.is_contiguous(memory_format=torch.channels_last),
+                  "output_channels_last": y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous(),
+                  "forward": type(conv.forward).__name__, "compiled": hasattr(conv.forward, "_torchdynamo_orig_callable")
+                  or "compile" in repr(conv.forward).lower()}))
+"""
+
+
+def _model_probe(tmp_path, *names):
+    pytest.importorskip("torch")
+    script = tmp_path / "model_probe.py"
+    script.write_text(MODEL_PROBE)
+    applied = tmp_path / "applied.json"
+    argv = [sys.executable, "-m", "nsighttc.runtime.launch", "--applied", str(applied)]
+    for n in names:
+        argv += ["--variant", n]
+    r = subprocess.run([*argv, "--", str(script)], capture_output=True, text=True, env=ENV, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1]), json.loads(applied.read_text()), r.stderr
+
+
+def test_channels_last_converts_the_main_model_and_its_convolutions_follow(tmp_path):
+    seen, record, _ = _model_probe(tmp_path)
+    assert not seen["weight_channels_last"] and not seen["output_channels_last"]
+    seen, record, _ = _model_probe(tmp_path, "channels-last")
+    assert seen["weight_channels_last"] and seen["output_channels_last"]  # NCHW inputs, channels-last outputs
+    assert record["variants"] == [{"variant": "channels-last", "set": {"model": "Sequential",
+                                                                       "memory_format": "channels_last"}}]
+
+
+def test_compile_variants_compile_the_main_models_forward(tmp_path):
+    seen, record, _ = _model_probe(tmp_path, "compile")
+    assert seen["compiled"] and record["variants"][0]["set"] == {"model": "Sequential",
+                                                                 "forward": "torch.compile(mode='default')"}
+    assert variants.parse("compile-reduce-overhead").key == "compile-reduce-overhead"
+
+
+def test_static_cache_gives_generate_a_static_cache_unless_the_program_chose_one():
+    pytest.importorskip("transformers")
+    import torch
+    from tests.runtime.test_inference_steps import _tiny_llama
+    model = _tiny_llama()
+    ids = torch.randint(3, 64, (1, 6), generator=torch.Generator().manual_seed(0))
+    kw = dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=4, do_sample=False,
+              return_dict_in_generate=True)
+    plain = model.generate(**kw)
+    applied = variants.Applied()
+    variants.apply(["static-cache"], applied)
+    from transformers.generation.utils import GenerationMixin
+    try:
+        static = model.generate(**kw)
+        chosen = model.generate(**kw, cache_implementation="dynamic")
+    finally:
+        GenerationMixin.generate = GenerationMixin.generate.__wrapped__
+    assert type(static.past_key_values).__name__ == "StaticCache"
+    assert type(chosen.past_key_values).__name__ != "StaticCache"  # the program's own choice is kept
+    assert torch.equal(static.sequences, plain.sequences)  # the same tokens (greedy)
+    assert applied.items[0]["set"]["generate calls"] == 1
 
 
 def test_metric_is_the_last_match():
@@ -226,8 +291,8 @@ def test_combined_variant_applies_both(tmp_path, run_cli):
 def test_try_refuses_unknown_variants_before_running(tmp_path, run_cli):
     script = tmp_path / "s.py"
     script.write_text("print(1)\n")
-    code, _, err = run_cli("try", "--out", tmp_path / "runs", "--variant", "channels-last", str(script))
-    assert code == 2 and "unknown variant 'channels-last'" in err
+    code, _, err = run_cli("try", "--out", tmp_path / "runs", "--variant", "channels_last", str(script))
+    assert code == 2 and "unknown variant 'channels_last'" in err
     assert not (tmp_path / "runs").exists()
 
 

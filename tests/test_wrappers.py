@@ -24,8 +24,11 @@ CASES = {
     "compile_loop.py": ([], r"steady [\d.]+ ms/step, \d+ tokens/s"),
     "lightning_module.py": ([], r"steps=6: \d+ images/s steady"),
     "dataloader_bound.py --no-annotate": (["--no-annotate"], r"it/s"),
+    "llm_generate.py": ([], r'"wrapper": "llm_generate".*"ttft_ms": [\d.]+, "tpot_ms": [\d.]+'),
+    "llm_generate.py --cache static": (["--cache", "static"], r'"cache": "static"'),
+    "eval_loop.py": ([], r'"wrapper": "eval_loop".*"images_per_s"'),
 }
-NEEDS = {"trainer_finetune.py": "transformers", "lightning_module.py": "lightning"}
+NEEDS = {"trainer_finetune.py": "transformers", "lightning_module.py": "lightning", "llm_generate.py": "transformers"}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -76,3 +79,24 @@ def test_unmarked_programs_get_their_optimizer_steps(script, tmp_path):
     tl = nsighttc.analyze([trace]).to_json()["timeline"]
     assert tl["steps"]["source"] == "hook" and tl["steps"]["count"] == steps
     assert tl["startup"]["first_step_ns"] > 0 and tl["startup"]["seconds"] * 1e9 >= tl["startup"]["first_step_ns"]
+
+
+def test_the_generation_wrapper_through_the_launcher_gets_its_requests_prefills_and_decodes(tmp_path):
+    """Issue 44: steps equal the model calls, requests the generate() calls, and the inference section is there."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import json as json_
+    import nsighttc
+    trace = tmp_path / "trace.json"
+    proc = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--torch-trace", str(trace), "--",
+                           str(WRAPPERS / "llm_generate.py"), "--device", "cpu"], capture_output=True, text=True,
+                          timeout=600, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = json_.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("{")))
+    requests = said["requests"] + said["warmup_requests"]
+    calls = requests * said["model_calls_per_request"]
+    tl = nsighttc.analyze([trace]).to_json()["timeline"]
+    assert tl["steps"]["source"] == "hook" and tl["steps"]["count"] == calls
+    inf = tl["inference"]
+    assert inf["requests_recorded"] == requests and inf["model_calls"] == calls
+    assert inf["ttft_ns"] > 0 and inf["tpot_ns"] > 0 and inf["prefill"]["calls"] + inf["decode"]["calls"] <= calls

@@ -7,9 +7,13 @@ program times itself as a serving benchmark would, with a streamer (``transforme
 the token is on the host): time to first token (TTFT), time per output token after it (TPOT), tokens/s. It prints
 one JSON line ``{"wrapper": "llm_generate", ...}`` that benchmarks read.
 
-    python wrappers/llm_generate.py                               # dynamic KV cache, eager
-    python wrappers/llm_generate.py --cache static --compile      # static KV cache + torch.compile reduce-overhead
-    python wrappers/llm_generate.py --device cpu                  # smoke mode: a tiny model, 2 requests
+    python wrappers/llm_generate.py                   # dynamic KV cache, eager
+    python wrappers/llm_generate.py --cache static    # static KV cache: transformers compiles the decoding step
+                                                      # with CUDA graphs itself (torch.compile reduce-overhead)
+    python wrappers/llm_generate.py --device cpu      # smoke mode: a tiny model, 2 requests
+
+(``torch.compile(model.forward, mode="reduce-overhead")`` over the default dynamic cache fails: the cache holds
+outputs of graph replays that the next replay overwrites; transformers 5.17 on the H100, reports/inference.)
 """
 from __future__ import annotations
 
@@ -57,7 +61,10 @@ def build(vocab: int, dim: int, layers: int, heads: int, kv_heads: int, device, 
     cfg = LlamaConfig(vocab_size=vocab, hidden_size=dim, intermediate_size=dim * 8 // 3 // 64 * 64 or 64,
                       num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
                       max_position_embeddings=4096, pad_token_id=0, bos_token_id=1, eos_token_id=2)
-    return LlamaForCausalLM(cfg).to(device=device, dtype=dtype).eval()
+    import torch
+    with torch.device(device):  # initialised where it runs: a billion random weights on the host take half a minute
+        model = LlamaForCausalLM(cfg)
+    return model.to(dtype=dtype).eval()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--cache", choices=["dynamic", "static"], default="dynamic",
                     help="KV cache: transformers' default DynamicCache, or cache_implementation='static'")
-    ap.add_argument("--compile", action="store_true",
-                    help="torch.compile(model.forward, mode='reduce-overhead'): CUDA graphs (use with --cache static)")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="with --cache static: generate(disable_compile=True), the static cache without transformers' "
+                         "own torch.compile of the decoding step")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: smoke mode (tiny model, fp32)")
     ap.add_argument("--trace", metavar="FILE", help="record the timed requests with torch.profiler into FILE (a trace "
                                                    "made the way users make theirs: no nsighttc involved)")
@@ -86,16 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cpu":  # smoke: seconds on a CPU
         a.dim, a.layers, a.heads, a.kv_heads, a.vocab = 64, 2, 4, 2, 256
         a.prompt, a.new_tokens, a.requests, a.warmup = min(a.prompt, 16), min(a.new_tokens, 4), min(a.requests, 2), 1
-        a.compile = False
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     torch.manual_seed(0)
     model = build(a.vocab, a.dim, a.layers, a.heads, a.kv_heads, device, dtype)
-    if a.compile:
-        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
     gen = torch.Generator(device="cpu").manual_seed(1)
     kwargs = dict(max_new_tokens=a.new_tokens, min_new_tokens=a.new_tokens, do_sample=False)
     if a.cache == "static":
         kwargs["cache_implementation"] = "static"
+        if a.no_compile:
+            kwargs["disable_compile"] = True
     ttft, tpot, totals = [], [], []
     t_all = None
     prof = None
@@ -122,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         prof.__exit__(None, None, None)
         prof.export_chrome_trace(a.trace)
     tokens = a.requests * a.batch * a.new_tokens
-    res = {"wrapper": "llm_generate", "device": str(device), "cache": a.cache, "compile": a.compile,
+    res = {"wrapper": "llm_generate", "device": str(device), "cache": a.cache,
+           "compile": a.cache == "static" and not a.no_compile and device.type == "cuda",
            "requests": a.requests, "warmup_requests": a.warmup, "batch": a.batch, "prompt": a.prompt,
            "new_tokens": a.new_tokens, "model_calls_per_request": a.new_tokens,
            "ttft_ms": round(1e3 * statistics.median(ttft), 3) if ttft else None,

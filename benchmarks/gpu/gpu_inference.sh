@@ -6,7 +6,9 @@
 #                them (torch.profiler via the wrappers' --trace, plain `nsys profile`), kept small as fixtures;
 #                compile_loop.py with max-autotune under ncu, Triton kernels only (tensor instruction counts), with
 #                Inductor's output code (TORCH_LOGS=output_code).
-#   PART profile: nsighttc's default runs of both wrappers (first and cached), their verdicts, and `try` variants.
+#   PART profile: nsighttc's default runs of both wrappers against plain runs (first and cached,
+#                 benchmarks/gpu/gpu_profile_overhead.py), small default runs kept as fixtures, and `try --variant
+#                 static-cache` on the generation loop.
 set -u
 OUT=$1 PART=$2
 source "$(dirname "$0")/gpu_lib.sh"
@@ -41,6 +43,25 @@ record)
     grep -c "" "$W/triton_${prec}_raw.csv" >> "$S"
     gzip -c "$W/triton_$prec.log" > "$W/fix/inductor_output_code_${prec}.log.gz"
   done
+  ;;
+profile)
+  # the default run's cost against plain runs (first run, cached run), one round each, and its verdicts
+  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds 1 llm_generate eval_loop > "$W/ov.log" 2>&1
+  echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$W/summary_overhead.json" 2>/dev/null
+  python3 -c "import json,sys; [print(e['program'], e['plain_s'], e['default_s'], e.get('warm_s'), e['ratio'], e.get('ratio_warm')) for e in json.load(open(sys.argv[1]))]" "$W/ov/summary.json" >> "$S" 2>&1
+  # fixtures: small default runs with the hooks, the timeline only (--fast: no Nsight Compute pass)
+  profile llm_fix 200 --fast -- wrappers/llm_generate.py --requests 6 --warmup 1 --new-tokens 32 --prompt 128 --layers 4
+  profile eval_fix 200 --fast -- wrappers/eval_loop.py --batches 40
+  for name in llm_fix eval_fix; do
+    d=$(ls -d "$W/runs_$name"/*/ | tail -1); t=$(ls "$d"/*trace*.json* 2>/dev/null | head -1)
+    [ -n "$t" ] && python3 benchmarks/strip_fixture.py "$t" "$W/fix/${name}_default_torch.json.gz" >> "$S" 2>&1
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); tl=d['timeline']; print(sys.argv[2], d['tensor_cores']['headline']); print('  ', tl['verdict'], round(tl['gpu_busy_share'],3), tl['steps'].get('count'), tl['steps'].get('name'), json.dumps({k: tl.get('inference', {}).get(k) for k in ('requests','ttft_ns','tpot_ns','tokens_per_s')}))" "$d/verdict.json" "$name" >> "$S" 2>&1
+    grep -h "launch-bound\|Estimated gain\|### 1\." "$d/report.md" | head -4 >> "$S"
+  done
+  # try: the static-cache variant on the generation loop, beside its launch-bound finding's range
+  timeout 240 python3 -m nsighttc try --out "$W/try_llm" --variant static-cache -- wrappers/llm_generate.py \
+    --requests 8 --new-tokens 96 > "$W/try_llm.log" 2>&1
+  echo "try static-cache: rc=$?" >> "$S"; tail -25 "$W/try_llm.log" >> "$S"
   ;;
 esac
 pack

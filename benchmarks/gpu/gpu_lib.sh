@@ -3,7 +3,7 @@
 #   plain NAME CMD...                    time a plain run; its metric lines go to the summary
 #   profile NAME TIMEOUT OPTIONS -- CMD  time `nsighttc profile` (runs in W/runs_NAME); its headlines to the summary
 #   pack                                 OUT/PART.tgz (reports, verdicts, run.json, logs) and OUT/fixtures_PART.tgz
-W=$OUT/work; mkdir -p "$W/fix"
+W=${W:-/tmp/gpu-work}; mkdir -p "$W/fix"  # outside OUT: only what `pack` writes comes back (8 files at most)
 export NSIGHTTC_CACHE_DIR=$W/cache TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 S=$OUT/summary.txt

@@ -41,6 +41,9 @@ PROGRAMS = {
     "compile": ["wrappers/compile_loop.py"],       # torch.compile'd MLP stack, 60 steps after a long compile
     "lightning": ["wrappers/lightning_module.py"],  # Lightning, 100 steps, DataLoader-bound
     "dataloader": ["wrappers/dataloader_bound.py", "--no-annotate"],
+    # inference (issue 44): an LLM generate() loop (no optimizer, no DataLoader) and an image-model evaluation loop
+    "llm_generate": ["wrappers/llm_generate.py", "--requests", "8", "--new-tokens", "96"],
+    "eval_loop": ["wrappers/eval_loop.py"],
     # a long-running training job (ResNet-50 AMP for two minutes): the verdict must come long before its end
     "long_resnet": ["wrappers/resnet_amp.py", "--minutes", "2"],
     # a torchrun job (a command, profiled as `nsighttc profile -- python3 -m torch.distributed.run ...`): two ranks of

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..runtime.step_timer import median, quartiles, settled, steady
+from ..runtime.step_timer import median, quartiles, settled, settled_at_end, steady
 
 
 def read(path: Path) -> dict | None:
@@ -33,6 +33,10 @@ def read(path: Path) -> dict | None:
         times, warm = steady(ph)
         if not times:
             continue
+        if not settled_at_end(ph.get("gpu_ns") or ph.get("host_ns") or [], warm):
+            out[name] = {"step_ns": None, "steps": len(times), "warmup": warm, "settled": False,
+                         "clock": "gpu" if ph.get("gpu_ns") else "host"}
+            continue
         times, first_half = settled(times)
         q = quartiles(times) or (times[0], times[0])
         out[name] = {"step_ns": sum(times) / len(times), "q1_ns": q[0], "q3_ns": q[1], "steps": len(times),
@@ -46,7 +50,7 @@ def program_step(phases: dict, weights: dict[str, int]) -> tuple[float, float, f
     """(step, lower quartile, upper quartile) of the program's step: the phases' weighted by ``weights`` (the
     baseline's steady step counts); None when a weighted phase is missing."""
     total = sum(weights.values())
-    if not total or any(p not in phases for p in weights):
+    if not total or any(p not in phases or phases[p].get("step_ns") is None for p in weights):
         return None
     step = sum(w * phases[p]["step_ns"] for p, w in weights.items()) / total
     q1 = sum(w * phases[p]["q1_ns"] for p, w in weights.items()) / total
@@ -64,6 +68,12 @@ def compare(base_runs: list[dict | None], runs: list[dict | None]) -> dict:
     pairs = [(b, v) for b, v in zip(base_runs, runs) if b and v]
     if not pairs:
         return {"speedup": None, "spread": None, "change": None, "rounds": [], "step_ns": None}
+    unsettled = sorted({p for b, v in pairs for side in (b, v) for p, ph in side.items() if ph.get("settled") is False})
+    if unsettled:  # a rate still falling when the run stopped is no rate: say so instead of giving a number
+        return {"speedup": None, "spread": None, "change": "never settled", "rounds": [], "step_ns": None,
+                "note": "the steps of " + ", ".join(f"`{p}`" for p in unsettled) + " were still getting faster when "
+                        "the run ended (no steady rate after the last fall): no speed-up is given; run longer "
+                        "(--full-run, or a program with more steps)"}
     w = weights_of(pairs[0][0])
     rounds = []
     for b, v in pairs:

@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         if ns.variant or ns.applied:
             from . import variants
             applied = variants.Applied()
-            variant_ctx = variants.apply(ns.variant, applied)
+            variant_ctx = variants.apply(ns.variant, applied, marks)
             if any(v.startswith("fp16-autocast") for v in ns.variant):
                 say(f"nsighttc.launch: warning: {variants.FP16_WARNING}")
         if ns.annotate == "modules":

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from .window import HOOK_PHASE, STEADY_RUN, is_steady
+from .window import HOOK_PHASE, STEADY_RUN, STEADY_TOLERANCE, is_steady
 
 SCHEMA_ID = "nsighttc.step-times/1"
 MAX_STEPS = 20_000   # per phase: a run of hours keeps its first steps' times (the events are ~100 B each)
@@ -156,15 +156,47 @@ class Fanout:
 
 def steady(phase: dict) -> tuple[list[float], int]:
     """A phase's steady step times (the GPU's where recorded, else the host's) and how many warm-up steps were
-    left out: the window's auto rule (``runtime.window.is_steady``) on the step times as they came."""
+    left out: the window's auto rule (``runtime.window.is_steady``) on the step times as they came, then past every
+    later fall (``stopped_falling``)."""
     times = phase.get("gpu_ns") or phase.get("host_ns") or []
     compiled = phase.get("compiled") or [False] * len(times)
     for n in range(len(times) + 1):
         if n and is_steady(times[:n], compiled[:n], n):
-            warm = max(n - STEADY_RUN, 1)
+            warm = stopped_falling(times, max(n - STEADY_RUN, 1))
             return times[warm:], warm
     # never settled: leave out the first step (initialisation) when there are others
     return (times[1:], 1) if len(times) > 2 else (times, 0)
+
+
+def stopped_falling(times: list[float], warm: int) -> int:
+    """Where the steps stop falling: from ``warm`` on, the split after which the steps' mean is lowest against the
+    mean before it, while more than ``STEADY_TOLERANCE`` lower (and their median too), starts the steady state
+    again, until no split does. Three steps agreeing is not steady when a plateau of slow early steps is followed by
+    the real rate: a Trainer's autocast variant ran ~190 ms steps for a while, then ~40 ms, and ``try`` said 0.94x
+    (issue 44). A loader's bursts (short steps, a long one every Nth) keep their mean: no split there is a fall."""
+    while True:
+        seg = times[warm:]
+        n = len(seg)
+        if n < 2 * STEADY_RUN:
+            return warm
+        csum = [0.0]
+        for t in seg:
+            csum.append(csum[-1] + t)
+        best, at = 1.0, None
+        for j in range(STEADY_RUN, n - STEADY_RUN + 1):
+            before, after = csum[j] / j, (csum[n] - csum[j]) / (n - j)
+            if before > 0 and after / before < best:
+                best, at = after / before, j
+        if at is None or best >= 1 - STEADY_TOLERANCE or \
+                median(seg[at:]) >= (1 - STEADY_TOLERANCE) * median(seg[:at]):
+            return warm
+        warm += at
+
+
+def settled_at_end(times: list[float], warm: int) -> bool:
+    """Whether a phase's steps had settled by the run's end: enough steady steps after the last fall to judge
+    (``2 * STEADY_RUN``). A run whose steps were still falling when it stopped gets no speed, only that remark."""
+    return len(times) - warm >= 2 * STEADY_RUN
 
 
 SETTLE_TOLERANCE = 0.25  # the steady steps' two halves differ by more than this: the first half is left out

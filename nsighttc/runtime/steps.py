@@ -151,6 +151,7 @@ class StepMarks:
         self._undo: list = []
         self.window = None                    # the launcher's window of steady steps (runtime.window), if any
         self.main = None                      # the main model (a module), once found
+        self.on_main: list = []               # called with the main model when it is found (try's model variants)
         self._depth = 0                       # main-model calls under way (a model calling itself: 2)
         self._call_marks: list[list[Mark]] = []
 
@@ -191,6 +192,15 @@ class StepMarks:
         return kind == ("fetch" if self.counts["fetches"] else "model")
 
     # -- the main model's calls -------------------------------------------------------------------------
+    def found_main(self, module) -> None:
+        """The main model is found: remember it and tell whoever asked (``on_main``: try's model variants)."""
+        self.main, self.model = module, type(module).__name__
+        for fn in self.on_main:
+            try:
+                fn(module)
+            except Exception as exc:  # noqa: BLE001 - the program runs unchanged, and says why
+                say(f"nsighttc.launch: could not change the model ({type(exc).__name__}: {exc})")
+
     def model_enter(self, module, args, kwargs) -> None:
         """A call of the main model begins (its forward pre-hook, or its compiled callable): only a call from
         outside the model is an activity of the loop, marked ``nsighttc.forward`` (and prefill/decode)."""
@@ -333,8 +343,7 @@ def _hook_main_model(marks: StepMarks) -> None:
     state = {"depth": 0}
 
     def on_model(module) -> None:
-        marks.model = type(module).__name__
-        marks.main = module
+        marks.found_main(module)
 
         def pre(mod, args, kwargs):
             if not _compiling():
@@ -418,7 +427,7 @@ class _ModelCall:
         if _compiling() or (marks.main is not None and marks.main is not self._owner):
             return self._fn(*args, **kwargs)
         if marks.main is None and _has_parameters(self._owner):
-            marks.main, marks.model = self._owner, type(self._owner).__name__
+            marks.found_main(self._owner)
         marks.model_enter(self._owner, args, kwargs)
         try:
             return self._fn(*args, **kwargs)

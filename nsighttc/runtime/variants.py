@@ -5,11 +5,16 @@ DataLoader workers and pinned memory). ``apply`` runs inside the program's proce
 --variant NAME``) before its first line, and returns a record of exactly what it set; the record lands in
 the variant's ``run.json``.
 
-Not offered: ``channels-last``. Applying it from outside means converting every model *and* every input
-batch to ``torch.channels_last``; the launcher can patch ``nn.Module.to`` but cannot find the input tensors a
-program builds, and a model in channels_last fed NCHW inputs converts back and forth at every layer, which
-measures the conversion, not the layout. Programs opt in themselves (``wrappers/resnet_amp.py
---channels-last``).
+Model variants (``compile``, ``compile-reduce-overhead``, ``channels-last``) change the main model, which the step
+hooks find (``runtime.steps``: the first module with parameters the program calls from outside any module): its
+``forward`` is replaced by ``torch.compile(forward)`` (the module object stays the program's, and the hooks around
+its calls stay outside the compiled region), or the module is converted to ``torch.channels_last`` (PyTorch's
+convolutions follow the weight's memory format: cuDNN suggests channels-last when the weight is, so the inputs need
+no change). ``static-cache``: ``transformers``' ``generate()`` calls that choose no cache get
+``cache_implementation="static"``, with which transformers compiles the decoding step with CUDA graphs itself
+(``torch.compile(mode="reduce-overhead")`` of a model with a growing dynamic cache replays graphs whose outputs the
+cache still holds: "accessing tensor output of CUDAGraphs that has been overwritten", seen on the H100 with
+transformers 5.17).
 """
 from __future__ import annotations
 
@@ -31,7 +36,14 @@ VARIANTS = {
     "cudnn-benchmark": "torch.backends.cudnn.benchmark = True (cuDNN times its algorithms per input shape)",
     "workers=N": "DataLoaders built with num_workers=0 (the default) get N worker processes",
     "pin-memory": "DataLoaders built with pin_memory=False (the default) pin their batches",
+    "compile": "the main model's forward through torch.compile (Inductor's fused kernels; the first calls compile)",
+    "compile-reduce-overhead": "the main model's forward through torch.compile(mode='reduce-overhead'): CUDA graphs "
+                               "replay each call's kernels without the host launching them one by one",
+    "channels-last": "the main model converted to torch.channels_last (convolutions follow the weight's layout)",
+    "static-cache": "transformers generate() calls with cache_implementation='static' (transformers then compiles "
+                    "the decoding step with CUDA graphs)",
 }
+MODEL_VARIANTS = ("compile", "compile-reduce-overhead", "channels-last")
 FP16_WARNING = ("fp16-autocast: training needs a torch.amp.GradScaler, which the program may not have; without "
                 "one small gradients underflow to zero (check the loss/metric column)")
 _WORKERS = re.compile(r"^workers=(\d+)$")
@@ -80,9 +92,10 @@ class Applied:
         return out
 
 
-def apply(names: list[str], applied: Applied) -> contextlib.AbstractContextManager:
+def apply(names: list[str], applied: Applied, marks=None) -> contextlib.AbstractContextManager:
     """Apply the variants in this process; returns the context the program must run in (autocast). With no
-    variants (the baseline) it only watches what the program does with DataLoaders."""
+    variants (the baseline) it only watches what the program does with DataLoaders. ``marks``: the step hooks
+    (``runtime.steps.StepMarks``), which tell the model variants the main model once the program first calls it."""
     try:
         import torch
     except ImportError:
@@ -116,8 +129,62 @@ def apply(names: list[str], applied: Applied) -> contextlib.AbstractContextManag
         elif v.key == "pin-memory":
             loader_changes["pin_memory"] = True
             applied.items.append({"variant": v.name, "set": {"DataLoader pin_memory (where False)": True}})
+        elif v.key in MODEL_VARIANTS:
+            if marks is None:
+                raise ValueError(f"variant {v.name} changes the main model, which the step hooks find: "
+                                 "run it with --step-marks on")
+            item = {"variant": v.name, "set": {}}
+            applied.items.append(item)
+            marks.on_main.append(lambda module, key=v.key, item=item: _change_model(module, key, item))
+        elif v.key == "static-cache":
+            item = {"variant": v.name, "set": {"generate(cache_implementation)": "static", "generate calls": 0}}
+            applied.items.append(item)
+            _static_cache(item)
     watch_dataloaders(applied, loader_changes)
     return stack
+
+
+def _change_model(module, key: str, item: dict) -> None:
+    """A model variant, applied to the main model when the hooks find it (before its first call runs)."""
+    import torch
+    name = type(module).__name__
+    if key == "channels-last":
+        module.to(memory_format=torch.channels_last)
+        item["set"] = {"model": name, "memory_format": "channels_last"}
+        return
+    mode = "reduce-overhead" if key == "compile-reduce-overhead" else None
+    module.forward = torch.compile(module.forward, mode=mode)
+    item["set"] = {"model": name, "forward": f"torch.compile(mode={mode or 'default'!r})"}
+
+
+def _static_cache(item: dict) -> None:
+    """``static-cache``: patch ``GenerationMixin.generate`` once ``transformers.generation.utils`` is imported."""
+    import sys
+
+    def patch() -> None:
+        mod = sys.modules.get("transformers.generation.utils")
+        cls = getattr(mod, "GenerationMixin", None)
+        if cls is None or getattr(cls.generate, "_nsighttc_static", False):
+            return
+        original = cls.generate
+
+        def generate(self, *args, **kwargs):
+            config = kwargs.get("generation_config")
+            if "cache_implementation" not in kwargs and "past_key_values" not in kwargs and \
+                    getattr(config if config is not None else getattr(self, "generation_config", None),
+                            "cache_implementation", None) is None:
+                kwargs["cache_implementation"] = "static"
+                item["set"]["generate calls"] += 1
+            return original(self, *args, **kwargs)
+        generate._nsighttc_static = True
+        generate.__wrapped__ = original
+        cls.generate = generate
+
+    if "transformers.generation.utils" in sys.modules:
+        patch()
+        return
+    from .steps import _AfterImport
+    sys.meta_path.insert(0, _AfterImport("transformers.generation.utils", patch))
 
 
 def watch_dataloaders(applied: Applied, changes: dict | None = None) -> None:

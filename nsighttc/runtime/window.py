@@ -15,7 +15,8 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
 2. **The window**: ``--window-steps N`` steps, or enough for ``TARGET_WINDOW_S`` seconds at the median step
    of the warm-up's last steps, between ``MIN_STEPS`` and ``MAX_STEPS``. A generation loop's window (the hooks
    saw prefill and decode calls) holds whole requests instead: it starts at a prefill and ends at one, after
-   ``GEN_REQUESTS`` requests or ``GEN_MAX_S`` seconds.
+   ``GEN_REQUESTS`` requests or ``GEN_MAX_S`` seconds. Where the steps fall inside the window (the warm-up's agreeing
+   steps were a plateau of slow early ones), the window runs on for a window's worth of steps at the new rate.
 3. **Then**: with ``--window-end stop`` (the default run's default) the program is stopped at the step boundary
    that ends the window, by raising ``WindowDone`` there (a ``BaseException``: the program's ``except Exception``
    does not catch it, its ``finally`` blocks run, and the launcher exits 0 after writing what was recorded).
@@ -270,6 +271,13 @@ class Window:
                 return ["prepare"]
             return ["start", window_steps(self._recent_median(ph), self.steps)]
         ph.left -= 1
+        if self.steps is None and ph.median_s and len(ph.durations) >= STEADY_RUN and \
+                all(d < (1 - STEADY_TOLERANCE) * ph.median_s for d in ph.durations[-STEADY_RUN:]):
+            # the steps fell inside the window: the warm-up's agreeing steps were a plateau, not the rate (issue 44);
+            # the window runs on for a window's worth of steps at the new rate
+            ph.median_s = self._recent_median(ph)
+            ph.left = max(ph.left, window_steps(ph.median_s))
+            self._event("extend", ph.key, ph)
         if at_request and ph.begun_at is not None:  # whole requests: the window ends where one starts
             if self.next_step == "prefill":
                 ph.requests += 1

@@ -98,3 +98,32 @@ def test_a_drained_prefetch_buffer_is_left_out_of_the_steady_rate():
     assert settled(times) == (times, None)
     short = [1.0] * (SETTLE_MIN_STEPS - 2) + [9.0]  # too few steps to compare halves
     assert settled(short) == (short, None)
+
+
+def test_steady_steps_begin_after_the_last_fall_not_on_a_plateau_of_slow_early_steps():
+    """Issue 44: a Trainer's autocast variant ran ~190 ms steps for a while, then ~40 ms; three agreeing slow steps
+    made try's speed-up 0.94x. The steady state starts where the steps stop falling."""
+    from nsighttc.runtime.step_timer import settled_at_end, steady, stopped_falling
+    plateau = [400e6, 195e6, 190e6, 188e6, 191e6, 189e6, 190e6]
+    fast = [41e6, 40e6, 39e6, 40e6, 41e6, 40e6, 40e6, 39e6]
+    times, warm = steady({"host_ns": plateau + fast})
+    assert warm == len(plateau) and max(times) < 42e6
+    assert stopped_falling([100.0] * 10, 1) == 1  # a flat run stays where it settled
+    # still falling at the end: not settled, and no rate is claimed
+    t = plateau + fast[:3]
+    times, warm = steady({"host_ns": t})
+    assert warm == len(plateau) and not settled_at_end(t, warm)
+    assert settled_at_end(plateau + fast, len(plateau))
+
+
+def test_a_variant_whose_steps_never_settled_gets_no_speed_up(tmp_path):
+    import json
+    from nsighttc.experiment import measure
+    base = tmp_path / "base.json"
+    var = tmp_path / "var.json"
+    base.write_text(json.dumps({"phases": {"nsighttc.step": {"host_ns": [400e6] + [100e6] * 12}}}))
+    var.write_text(json.dumps({"phases": {"nsighttc.step": {"host_ns": [400e6, 190e6, 190e6, 190e6, 40e6, 40e6]}}}))
+    b, v = measure.read(base), measure.read(var)
+    assert b["nsighttc.step"]["step_ns"] == 100e6 and v["nsighttc.step"]["settled"] is False
+    out = measure.compare([b], [v])
+    assert out["speedup"] is None and out["change"] == "never settled" and "still getting faster" in out["note"]

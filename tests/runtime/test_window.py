@@ -229,3 +229,60 @@ def test_read_events_ignores_other_lines():
     lines = ["hello", win.EVENT_PREFIX + '{"event": "start", "phase": "x"}', win.EVENT_PREFIX + "{not json",
              "x " + win.EVENT_PREFIX + '{"event": "end", "stop": true}']
     assert [e["event"] for e in win.read_events(lines)] == ["start", "end"]
+
+
+def test_a_generation_loops_window_holds_whole_requests():
+    """Issue 44: a generate() loop's window starts with a request's prefill and ends where one starts, after
+    GEN_REQUESTS whole requests, so time to first token and per output token are measured on whole requests."""
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None)
+    w.generation = True
+    calls = 40  # model calls per request: a prefill, then decodes
+    stopped_at = None
+    for i in range(12 * calls):
+        clock.t += 0.025 if i % calls == 0 else 0.02
+        w.next_step = "prefill" if (i + 1) % calls == 0 else "decode"  # what the step starting here is
+        try:
+            w.hook_boundary()
+        except win.WindowDone:
+            stopped_at = i
+            break
+    start = next(e for e in w.events if e["event"] == "start")
+    end = next(e for e in w.events if e["event"] == "end")
+    # steady after a few steps, but the window waits for the next request's prefill
+    assert start["warmup"] % calls == 0 and start["warmup"] >= win.MIN_WARMUP
+    assert end["steps"] == win.GEN_REQUESTS * calls  # whole requests, not 2 s of steps
+    assert (stopped_at + 1) % calls == 0 and w.stopped
+
+
+def test_a_generation_loop_with_long_requests_ends_its_window_after_one_request_past_the_time_limit():
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None)
+    w.generation = True
+    calls = 2000  # 2000 tokens of 20 ms: 40 s per request
+    for i in range(5 * calls):
+        clock.t += 0.02
+        w.next_step = "prefill" if (i + 1) % calls == 0 else "decode"
+        try:
+            w.hook_boundary()
+        except win.WindowDone:
+            break
+    end = next(e for e in w.events if e["event"] == "end")
+    assert end["steps"] == calls  # one whole request: past GEN_MAX_S at its end
+
+
+def test_an_explicit_step_count_is_obeyed_in_a_generation_loop():
+    clock = Clock()
+    w = win.Window(clock=clock, warmup=2, steps=5, emit=lambda s: None)
+    w.generation, w.next_step = True, "decode"
+    assert hook_steps(w, clock, [0.02] * 50) == 2 + 5 - 1
+
+
+def test_steps_that_fall_inside_the_window_extend_it_at_the_new_rate():
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None)
+    plateau, fast = [0.4] + [0.19] * 9, [0.04] * 200
+    stopped_at = hook_steps(w, clock, plateau + fast)
+    ext = [e for e in w.events if e["event"] == "extend"]
+    assert ext and ext[0]["median_ms"] == 40.0
+    assert stopped_at >= len(plateau) + win.window_steps(0.04) - win.STEADY_RUN  # a window's worth at 40 ms
