@@ -63,5 +63,19 @@ profile)
     --requests 8 --new-tokens 96 > "$W/try_llm.log" 2>&1
   echo "try static-cache: rc=$?" >> "$S"; tail -25 "$W/try_llm.log" >> "$S"
   ;;
+check)
+  # the program's own TTFT/TPOT: plain, and under the launcher with the hooks and the step timer (try's plain runs)
+  SMALL=(--requests 6 --warmup 1 --new-tokens 32 --prompt 128 --layers 4)
+  plain llm_small python3 wrappers/llm_generate.py "${SMALL[@]}"
+  plain llm_small2 python3 wrappers/llm_generate.py "${SMALL[@]}"
+  plain llm_small_launcher python3 -m nsighttc.runtime.launch --step-times "$W/st_small.json" -- wrappers/llm_generate.py "${SMALL[@]}"
+  plain llm_launcher python3 -m nsighttc.runtime.launch --step-times "$W/st_big.json" -- wrappers/llm_generate.py --requests 3 --new-tokens 96
+  plain llm_big python3 wrappers/llm_generate.py --requests 3 --new-tokens 96
+  timeout 200 python3 -m nsighttc try --out "$W/try_small" --variant static-cache -- wrappers/llm_generate.py "${SMALL[@]}" \
+    > "$W/try_small.log" 2>&1
+  echo "try static-cache (small): rc=$?" >> "$S"; tail -6 "$W/try_small.log" >> "$S"
+  d=$(ls -d "$W/try_small"/*/ | tail -1); cp -r "$d" "$W/runs_try_small"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(k, [round(x/1e6,2) for x in (v.get('gpu_ns') or v.get('host_ns'))[:60]]) for k,v in d['phases'].items()]" "$W/st_big.json" >> "$S" 2>&1
+  ;;
 esac
 pack

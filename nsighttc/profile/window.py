@@ -78,7 +78,10 @@ def summary(p: Pass) -> dict | None:
     starts = _starts(ev)
     ends = [e for e in ev if e.get("event") == "end"]
     return {"requested": {k: p.window.get(k) for k in ("warmup", "steps", "end")},
-            "phases": [{"phase": e.get("phase"), "warmup_steps": e.get("warmup"), "steps": e.get("steps"),
+            # the steps a window held: its end's count (a generation loop's window holds whole requests, not the
+            # count planned at its start), else the planned count
+            "phases": [{"phase": e.get("phase"), "warmup_steps": e.get("warmup"),
+                        "steps": next((x.get("steps") for x in ends if x.get("phase") == e.get("phase")), e.get("steps")),
                         "median_ms": e.get("median_ms"),
                         "complete": any(x.get("phase") == e.get("phase") for x in ends)} for e in starts],
             "stopped_after_window": p.stopped_after_window,

@@ -210,8 +210,10 @@ class StepMarks:
         q = query_length(args, kwargs)
         phase = None if q is None else DECODE if q == 1 else PREFILL
         if self.window is not None:  # a generation loop's window holds whole requests (runtime.window)
-            self.window.generation = bool(self.counts["prefills"] and self.counts["decodes"])
-            self.window.next_step = None if phase is None else phase.rsplit(".", 1)[1]
+            generation = bool(self.counts["prefills"] and self.counts["decodes"])
+            nxt = None if phase is None else phase.rsplit(".", 1)[1]
+            for listener in getattr(self.window, "listeners", None) or [self.window]:  # (step_timer.Fanout)
+                listener.generation, listener.next_step = generation, nxt
         self.activity(kind="model")
         self.counts["model_calls"] += 1
         _compiled(self)
