@@ -176,3 +176,10 @@ def test_the_old_alias_modules_are_gone():
     for old in ("nsighttc.launch", "nsighttc.replay", "nsighttc.rankexec"):
         r = subprocess.run([sys.executable, "-c", f"import {old}"], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and "ModuleNotFoundError" in r.stderr, old
+
+
+def test_benchmarks_keeps_at_most_20_files_at_its_top():
+    """Issue 47: the harness and the GPU scripts apart (benchmarks/gpu/, benchmarks/probes/)."""
+    top = [p for p in (PACKAGE.parent / "benchmarks").iterdir() if p.is_file()]
+    assert len(top) <= 20, sorted(p.name for p in top)
+    assert not [p.name for p in top if p.name.startswith("gpu_")]

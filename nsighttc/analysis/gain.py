@@ -66,7 +66,9 @@ VARIANT_FINDING = {"tf32": [("fp32-matmul-on-cuda-cores", "tf32")],
                    "bf16-autocast": [("fp32-matmul-on-cuda-cores", "bf16"), ("tf32-tensor-core-work", "bf16")],
                    "fp16-autocast": [("fp32-matmul-on-cuda-cores", "fp16"), ("tf32-tensor-core-work", "fp16")],
                    "workers=N": [("gpu-starved-by-data-loading", None)],
-                   "pin-memory": [("pageable-host-copies", None)]}
+                   "pin-memory": [("pageable-host-copies", None)],
+                   # CUDA graphs replay a call's kernels without the host launching them: the launch gaps go
+                   "compile-reduce-overhead": [("launch-bound", None)], "static-cache": [("launch-bound", None)]}
 AUTOCAST = ("bf16-autocast", "fp16-autocast")
 DATA_LOADING = "gpu-starved-by-data-loading"
 ADVISED_WORKERS = 8  # what the data-loading finding's advice says (num_workers=8)

@@ -47,11 +47,16 @@ def workload(res: TimelineResult) -> str:
     return "inference" if src in ("model calls", "DataLoader iterations") else "training"
 
 
+def _is_model_call(path: str) -> bool:
+    """A range path whose innermost range is a main-model call mark (``prog.py/nsighttc.forward``)."""
+    return path.rsplit("/", 1)[-1] in MODEL_CALL_MARKS
+
+
 def _launch_with_model_host_time(causes: list[dict]) -> tuple[list[dict], bool]:
     """The launch-overhead cause with the idle time the host spent inside the main model's calls (``MODEL_CALL_MARKS``)
     added, and whether it was: both are the model's Python issuing kernels one at a time, and a CUDA graph removes
     both."""
-    model = [c for c in causes if c["kind"] == "host-range" and c["name"] in MODEL_CALL_MARKS]
+    model = [c for c in causes if c["kind"] == "host-range" and _is_model_call(c["name"])]
     launch = next((c for c in causes if c["kind"] == "launch-overhead"), None)
     if not model or launch is None:
         return causes, False
@@ -94,7 +99,7 @@ def findings(res: TimelineResult) -> list[Finding]:
             if share < 0.2 or c["idle_ns"] <= 0:
                 continue
             cost = {scope: c["idle_ns"] / n_steady}
-            if folded and c["kind"] == "host-range" and c["name"] in MODEL_CALL_MARKS:
+            if folded and c["kind"] == "host-range" and _is_model_call(c["name"]):
                 continue  # the model's own launching: the launch-bound finding holds it (and its fix)
             if c["kind"] == "host-range" and DATA_WORDS.search(c["name"].rsplit("/", 1)[-1]):
                 add("data", c["name"], Finding(

@@ -10,8 +10,9 @@ that leaves the GPU idle 92% of the time in launch gaps says so apart from its p
 
 - time to first token (TTFT): from a request's start (or its prefill's, without request marks) to its first decode
   call, which begins once the first token is on the host (``generate`` checks it there);
-- time per output token (TPOT): from the first decode call's start to the request's end (without request marks: to
-  its last call's end), over its decode calls: what a streamer measures between the first and the last token;
+- time per output token (TPOT): the median of a request's decode iterations (each decode call's start to the next's,
+  the last to the request's end; without request marks, to its last call's end), the median over requests: the rate
+  a streamer measures between the first and the last token, without a profiler's occasional long step;
 - tokens/s: generated tokens per second of the requests' wall time, per sequence (a batch of B generates B times as
   many).
 A generation loop is one with decode calls; a program whose token-id calls are all prefills (a classifier) gets no
@@ -81,6 +82,9 @@ def summarize(marks: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, l
         s, e = iterations(ps[keep])
         phases[name] = _phase(s, e, ps[keep], pe[keep], u, launches, launch_start, tc, pieces, paths, rinfo, th)
         phases[name]["warmup_only"] = warm_only
+    if len(r_start):  # a request the window's stop cut at its very start holds no model call: no request
+        held = np.searchsorted(f_start, r_end, side="right") > np.searchsorted(f_start, r_start, side="left")
+        r_start, r_end = r_start[held], r_end[held]
     reqs = _requests(r_start, r_end, p_start, d_start, d_end, f_start, f_end, steady_from)
     out = {"kind": "generation", "requests": reqs["count"], "requests_recorded": int(max(len(r_start), len(p_start))),
            "request_source": "generate() calls" if len(r_start) else "prefill calls (no generate() calls seen)",
@@ -138,19 +142,26 @@ def _requests(r_start, r_end, p_start, d_start, d_end, f_start, f_end, steady_fr
         if len(p_start):  # the last call before the next prefill ends the request
             last = np.searchsorted(f_start, ends, side="left") - 1
             ends = np.where(last >= 0, f_end[np.clip(last, 0, None)], ends)
-    keep = starts >= steady_from
+    # a request is steady when its first model call is (generate() starts a little before it, and the window with it)
+    first_call = f_start[np.clip(np.searchsorted(f_start, starts, side="left"), 0, max(len(f_start) - 1, 0))] \
+        if len(f_start) else starts
+    keep = first_call >= steady_from
     if not keep.any():
         keep = np.ones(len(starts), dtype=bool)
-    ttft, tpot, tokens, walls = [], [], 0, 0.0
+    ttft, tpot, tokens, walls, n = [], [], 0, 0.0, 0
     for a, b in zip(starts[keep], ends[keep]):  # requests: a handful to a few thousand
         lo, hi = np.searchsorted(d_start, a, side="left"), np.searchsorted(d_start, b, side="right")
         n_dec = int(hi - lo)
         if n_dec == 0:
-            continue
+            continue  # one token only (max_new_tokens=1), or cut by the window's stop: no decode rate
+        n += 1
         first = d_start[lo]
         ttft.append(first - a)
-        tpot.append((b - first) / n_dec)
+        # the decode calls' iterations (call start to the next call's start): their median, so a profiler's
+        # occasional buffer flush does not stand for the rate (a streamer's mean over a plain run is the same rate)
+        steps = np.diff(np.r_[d_start[lo:hi], b])
+        tpot.append(float(np.median(steps)))
         tokens += n_dec + 1  # the prefill's token, then one per decode call
         walls += b - a
-    return {"count": int(keep.sum()), "ttft_ns": _median(ttft), "tpot_ns": _median(tpot),
-            "tokens_per_s": tokens / (walls / 1e9) if walls > 0 else None}
+    return {"count": n, "ttft_ns": _median(ttft), "tpot_ns": _median(tpot),
+            "tokens_per_s": float(tokens / (walls / 1e9)) if walls > 0 else None}
