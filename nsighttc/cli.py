@@ -445,7 +445,9 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     \b
     Each variant is applied from the launcher, without editing the program: TF32 flags, the whole program
     inside torch.autocast, cuDNN autotuning, DataLoader defaults (only loaders left at num_workers=0 /
-    pin_memory=False). channels-last is not offered: it needs the program's input tensors converted too.
+    pin_memory=False), the main model's forward through torch.compile (compile, compile-reduce-overhead:
+    CUDA graphs), the main model in channels_last, transformers' generate() with a static KV cache
+    (static-cache). Steps still getting faster at a run's end give no number: "never settled".
 
     
     Speed is measured without a profiler: each run is plain, its steps timed at their boundaries (CUDA

@@ -306,3 +306,13 @@ def test_recorded_comparisons_render_and_flag_a_metric_that_changed():
     assert try_report.metric_changes(doc) == [("bf16-autocast", 1.0, 0.067)]
     md = try_report.markdown(doc)
     assert "`bf16-autocast` 1 → 0.067" in md and "**Fastest: `bf16-autocast`" in md
+
+
+def test_auto_picks_cuda_graphs_for_a_launch_bound_generation_loop():
+    """The generation loop's verdict from the H100 (tests/fixtures/inference): launch-bound, so `static-cache`."""
+    from nsighttc.api import analyze
+    v = analyze([ROOT / "tests" / "fixtures" / "inference" / "llm_generate_default_torch.json.gz"], jobs=1).to_json()
+    picked = dict(choose(v, {}))
+    assert "static-cache" in picked and "launch-bound" in picked["static-cache"]
+    v["timeline"].pop("inference")  # the same loop without its generation marks: CUDA graphs through torch.compile
+    assert "compile-reduce-overhead" in dict(choose(v, {}))

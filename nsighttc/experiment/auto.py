@@ -46,6 +46,9 @@ def choose(verdict: dict, record: dict | None, workers: int | None = None) -> li
         add("pin-memory", f"{loaders['pin_memory_default']} DataLoader(s) with pin_memory=False"
                           + (f" and {pageable:,} pageable host-to-device copies" if pageable else
                              f", timeline {tl.get('verdict')}"))
+    if "launch-bound" in found and host:  # CUDA graphs remove the launch gaps: for generate(), a static KV cache
+        why = f"finding `launch-bound`: {found['launch-bound']['evidence'][:160]}"
+        add("static-cache" if tl.get("inference") else "compile-reduce-overhead", why)
     convs = [k for k in verdict.get("kernels") or [] if any(w in k["name"].lower() for w in
                                                                  ("conv", "fprop", "dgrad", "wgrad"))]
     if convs and not flags.get("torch.backends.cudnn.benchmark", False):

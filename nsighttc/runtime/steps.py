@@ -214,7 +214,11 @@ class StepMarks:
             nxt = None if phase is None else phase.rsplit(".", 1)[1]
             for listener in getattr(self.window, "listeners", None) or [self.window]:  # (step_timer.Fanout)
                 listener.generation, listener.next_step = generation, nxt
-        self.activity(kind="model")
+        try:
+            self.activity(kind="model")  # may stop the program here (the window's WindowDone)
+        except BaseException:
+            self._depth -= 1  # the call never ran: a later one is no nested call
+            raise
         self.counts["model_calls"] += 1
         _compiled(self)
         opened = [self.mark(FORWARD)]
@@ -268,7 +272,6 @@ class StepMarks:
 
     def record(self) -> dict:
         return {**self.counts, "model": self.model, "open_step_at_exit": self.step is not None}
-
 
     def remove(self) -> None:
         """Take every hook and patch off again (the launcher calls it when the program has ended)."""
