@@ -142,3 +142,15 @@ def test_the_evaluation_loops_steady_busy_share_agrees_with_an_nsys_recording_co
     nsys = _nsys_busy_share(EVAL_NSYS)
     assert 0 < nsys < 0.5
     assert abs(fam["steady_gpu_busy_share"] - nsys) <= 0.05, (fam["steady_gpu_busy_share"], nsys)
+
+
+def test_a_generation_loop_recorded_elsewhere_gets_one_step_per_model_call():
+    """A torch.profiler trace the program made itself (no hooks): the steps come from the kernel period. Names launched
+    every other decode call made the loop two calls long (446 kernels); the exact period (one call, 223 kernels) now
+    holds over the loop's whole stretch. Model calls counted here: the rotary embedding's cos kernel, once per call."""
+    path = FIX / "llm_generate_user_torch.json.gz"
+    kernels = [e["name"] for e in json.load(gzip.open(path))["traceEvents"] if e.get("cat") == "kernel"]
+    calls = sum(1 for n in kernels if "cos_kernel" in n)
+    tl = analyze([path], jobs=1).to_json()["timeline"]
+    assert tl["steps"]["source"] == "kernel-period" and tl["steps"]["count"] == calls
+    assert "223 kernels" in tl["steps"]["name"] and calls * 223 <= len(kernels)
