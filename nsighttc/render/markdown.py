@@ -48,7 +48,7 @@ def tc_headline(tc: dict) -> str:
     """Words ``tensor_cores.verdict`` (never another answer: 'Tensor Cores: NO ...' is verdict ``no``)."""
     v = tc["verdict"]
     ev = EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"])
-    dtypes = [d for d, s in tc.get("by_dtype", {}).items() if s > 0]
+    dtypes = [d if d != "unknown" else "dtype unknown" for d, s in tc.get("by_dtype", {}).items() if s > 0]
     dtype_txt = ", ".join(dtypes) if dtypes else ""
     named = tc.get("dtype_from_names_share") or 0.0
     if dtype_txt and named > 0.005 and tc.get("evidence") != "kernel-name":  # (all names: said once, below)
