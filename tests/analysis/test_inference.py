@@ -144,6 +144,29 @@ def test_the_evaluation_loops_steady_busy_share_agrees_with_an_nsys_recording_co
     assert abs(fam["steady_gpu_busy_share"] - nsys) <= 0.05, (fam["steady_gpu_busy_share"], nsys)
 
 
+def _sqlite_kernel_names(path: Path) -> list[str]:
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".sqlite") as tmp:
+        tmp.write(gzip.decompress(path.read_bytes()))
+        tmp.flush()
+        con = sqlite3.connect(tmp.name)
+        names = [r[0] for r in con.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
+                                           "ON s.id = k.demangledName")]
+        con.close()
+    return names
+
+
+def test_a_plain_nsys_recording_of_a_generation_loop_holds_all_its_requests_in_one_loop():
+    """Each request's prefill breaks the exact period; its slow first request held the most time alone, so it was the
+    loop (24 steps of 82 ms). Joined across the prefills, the loop is every call, the slow request its warm-up."""
+    path = FIX / "llm_generate_user_nsys.sqlite.gz"
+    calls = sum(1 for n in _sqlite_kernel_names(path) if "cos_kernel" in n)
+    tl = analyze([path], jobs=1).to_json()["timeline"]
+    st = tl["steps"]
+    assert st["source"] == "kernel-period" and st["count"] == calls
+    assert st["warmup_steps"] >= calls // 4 - 1 and st["median_iteration_ns"] < 20e6  # the fast requests' rate
+
+
 def test_a_generation_loop_recorded_elsewhere_gets_one_step_per_model_call():
     """A torch.profiler trace the program made itself (no hooks): the steps come from the kernel period. Names launched
     every other decode call made the loop two calls long (446 kernels); the exact period (one call, 223 kernels) now
