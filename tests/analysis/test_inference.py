@@ -177,3 +177,15 @@ def test_a_generation_loop_recorded_elsewhere_gets_one_step_per_model_call():
     tl = analyze([path], jobs=1).to_json()["timeline"]
     assert tl["steps"]["source"] == "kernel-period" and tl["steps"]["count"] == calls
     assert "223 kernels" in tl["steps"]["name"] and calls * 223 <= len(kernels)
+
+
+def test_the_launch_bound_fix_follows_the_workload():
+    """A generation loop with the hooks' marks gets the static cache; the same loop recorded elsewhere (no marks, no
+    optimizer or backward kernels) CUDA graphs for inference; a training program torch.compile and fused optimizers."""
+    def advice(path):
+        v = analyze([path], jobs=1).to_json()
+        return next(f["advice"] for f in v["findings"] if f["id"] == "launch-bound")
+    assert "cache_implementation" in advice(LLM)
+    elsewhere = advice(FIX / "llm_generate_user_torch.json.gz")
+    assert "reduce-overhead" in elsewhere and "optimizer" not in elsewhere
+    assert "fused=True" in advice(FIX.parent / "multi_phase_torch.json.gz")

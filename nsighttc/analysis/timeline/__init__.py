@@ -132,6 +132,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     res.headline_cause = idle.headline(causes, verdict)
     res.communication = communication
     res.inference = inference
+    res.training = _training(tl.marks, ranges, launches)
     if dom:
         res.startup = steps_mod.startup(dom, _first_time(ops, api, ranges, lo), compiles)
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
@@ -142,6 +143,24 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     if dom:
         res.activity["phase"] = dom["phase"] or dom["name"]
     return res
+
+
+# Kernels only a training step launches: optimizer updates (steps.period.OPTIMIZER_KERNEL's families) and the
+# backward pass (autograd's *Backward* kernels, cuDNN's dgrad/wgrad convolutions).
+TRAINING_KERNEL = r"multi_tensor_apply|fused_?adam|adamw|_adam|sgd_|[Bb]ackward|dgrad|wgrad"
+
+
+def _training(marks: pd.DataFrame, ranges: pd.DataFrame, launches: pd.DataFrame) -> bool:
+    """Whether the recording is of training: the hooks saw an optimizer step or a backward call, torch.profiler an
+    ``Optimizer.step#`` range, or the GPU ran optimizer or backward kernels. The launch-bound fix depends on it
+    (a fused optimizer means nothing to an inference loop marked with its own step ranges)."""
+    from ...runtime.steps import BACKWARD, OPTIMIZER
+    if marks is not None and not marks.empty and marks["name"].isin([OPTIMIZER, BACKWARD]).any():
+        return True
+    if not ranges.empty and labels.per_category(ranges["path"], lambda p: "Optimizer.step#" in p, dtype=bool).any():
+        return True
+    from ..name_rules import name_mask
+    return bool("name" in launches and not launches.empty and name_mask(launches["name"], TRAINING_KERNEL).any())
 
 
 def _union_of(fams: list[dict], key: str) -> intervals.Union:

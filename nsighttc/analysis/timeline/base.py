@@ -67,6 +67,7 @@ class TimelineResult:
     activity_window: tuple[float, float] = (0.0, 0.0)  # what the activity picture covers
     startup: dict = field(default_factory=dict)        # steps.startup: before the steady steps
     inference: dict | None = None                      # inference.summarize: a generation loop's prefill/decode
+    training: bool | None = None                       # optimizer steps or a backward pass in the recording
 
     @property
     def window_busy_share(self) -> float:

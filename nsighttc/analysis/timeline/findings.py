@@ -39,10 +39,12 @@ LAUNCH_ADVICE = {
 
 
 def workload(res: TimelineResult) -> str:
-    """"generation" (the hooks saw decode calls), "inference" (steps without optimizer steps: model calls or
-    DataLoader iterations of a program that never stepped an optimizer), else "training"."""
+    """"generation" (the hooks saw decode calls), "training" (optimizer steps, a backward pass or their kernels in
+    the recording: ``TimelineResult.training``), else "inference"."""
     if res.inference:
         return "generation"
+    if res.training is not None:
+        return "training" if res.training else "inference"
     src = (res.steps or {}).get("name") or ""
     return "inference" if src in ("model calls", "DataLoader iterations") else "training"
 
