@@ -33,15 +33,16 @@ print(json.dumps({
 """
 
 
-def _probe(tmp_path, *names):
+def _probe(tmp_path, *names, program: str = PROBE):
+    """Run ``program`` under the launcher with the variants ``names``: (what it printed, the applied record, stderr)."""
     pytest.importorskip("torch")
     script = tmp_path / "probe.py"
-    script.write_text(PROBE)
+    script.write_text(program)
     applied = tmp_path / "applied.json"
     argv = [sys.executable, "-m", "nsighttc.runtime.launch", "--applied", str(applied)]
     for n in names:
         argv += ["--variant", n]
-    r = subprocess.run([*argv, "--", str(script)], capture_output=True, text=True, env=ENV, timeout=300)
+    r = subprocess.run([*argv, "--", str(script)], capture_output=True, text=True, env=ENV, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1]), json.loads(applied.read_text()), r.stderr
 
@@ -105,16 +106,7 @@ print(json.dumps({"weight_channels_last": conv[0].weight.is_contiguous(memory_fo
 
 
 def _model_probe(tmp_path, *names):
-    pytest.importorskip("torch")
-    script = tmp_path / "model_probe.py"
-    script.write_text(MODEL_PROBE)
-    applied = tmp_path / "applied.json"
-    argv = [sys.executable, "-m", "nsighttc.runtime.launch", "--applied", str(applied)]
-    for n in names:
-        argv += ["--variant", n]
-    r = subprocess.run([*argv, "--", str(script)], capture_output=True, text=True, env=ENV, timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return json.loads(r.stdout.strip().splitlines()[-1]), json.loads(applied.read_text()), r.stderr
+    return _probe(tmp_path, *names, program=MODEL_PROBE)
 
 
 def test_channels_last_converts_the_main_model_and_its_convolutions_follow(tmp_path):

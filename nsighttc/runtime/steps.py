@@ -461,17 +461,38 @@ def query_length(args, kwargs) -> int | None:
     return int(x.shape[1])
 
 
-def _hook_generate(marks: StepMarks) -> None:
-    """``transformers``' ``generate()``: one request each (``nsighttc.request``). Patched on the class when the
-    program imports ``transformers.generation.utils`` (transformers loads it lazily), never importing it."""
+def when_imported(name: str, fn, undo: list | None = None) -> None:
+    """Run ``fn`` now if module ``name`` is imported, else right after the program imports it (``_AfterImport``)."""
+    if name in sys.modules:
+        fn()
+        return
+    finder = _AfterImport(name, fn)
+    sys.meta_path.insert(0, finder)
+    if undo is not None:
+        undo.append(finder.remove)
+
+
+def patch_generate(make, flag: str, undo: list | None = None) -> None:
+    """Replace ``transformers``' ``GenerationMixin.generate`` by ``make(original)``, once per ``flag``, when the program
+    imports ``transformers.generation.utils`` (transformers loads it lazily; nothing here imports it). The step hooks'
+    request marks and ``try``'s ``static-cache`` variant both wrap it."""
     def patch() -> None:
         mod = sys.modules.get("transformers.generation.utils")
         cls = getattr(mod, "GenerationMixin", None)
-        if cls is None or getattr(cls.generate, "_nsighttc", False):
+        if cls is None or getattr(cls.generate, flag, False):
             return
         original = cls.generate
+        replacement = functools.wraps(original)(make(original))
+        setattr(replacement, flag, True)
+        cls.generate = replacement
+        if undo is not None:
+            undo.append(lambda: setattr(cls, "generate", original))
+    when_imported("transformers.generation.utils", patch, undo)
 
-        @functools.wraps(original)
+
+def _hook_generate(marks: StepMarks) -> None:
+    """``transformers``' ``generate()``: one request each (``nsighttc.request``)."""
+    def make(original):
         def generate(self, *args, **kwargs):
             if _compiling():
                 return original(self, *args, **kwargs)
@@ -481,16 +502,8 @@ def _hook_generate(marks: StepMarks) -> None:
                 return original(self, *args, **kwargs)
             finally:
                 m.end(marks._end)
-        generate._nsighttc = True
-        cls.generate = generate
-        marks._undo.append(lambda: setattr(cls, "generate", original))
-
-    if "transformers.generation.utils" in sys.modules:
-        patch()
-    else:
-        finder = _AfterImport("transformers.generation.utils", patch)
-        sys.meta_path.insert(0, finder)
-        marks._undo.append(finder.remove)
+        return generate
+    patch_generate(make, "_nsighttc_request", marks._undo)
 
 
 def _hook_compile(marks: StepMarks) -> None:

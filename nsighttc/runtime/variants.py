@@ -158,16 +158,10 @@ def _change_model(module, key: str, item: dict) -> None:
 
 
 def _static_cache(item: dict) -> None:
-    """``static-cache``: patch ``GenerationMixin.generate`` once ``transformers.generation.utils`` is imported."""
-    import sys
+    """``static-cache``: ``generate()`` calls that choose no cache get ``cache_implementation="static"``."""
+    from .steps import patch_generate
 
-    def patch() -> None:
-        mod = sys.modules.get("transformers.generation.utils")
-        cls = getattr(mod, "GenerationMixin", None)
-        if cls is None or getattr(cls.generate, "_nsighttc_static", False):
-            return
-        original = cls.generate
-
+    def make(original):
         def generate(self, *args, **kwargs):
             config = kwargs.get("generation_config")
             if "cache_implementation" not in kwargs and "past_key_values" not in kwargs and \
@@ -176,15 +170,8 @@ def _static_cache(item: dict) -> None:
                 kwargs["cache_implementation"] = "static"
                 item["set"]["generate calls"] += 1
             return original(self, *args, **kwargs)
-        generate._nsighttc_static = True
-        generate.__wrapped__ = original
-        cls.generate = generate
-
-    if "transformers.generation.utils" in sys.modules:
-        patch()
-        return
-    from .steps import _AfterImport
-    sys.meta_path.insert(0, _AfterImport("transformers.generation.utils", patch))
+        return generate
+    patch_generate(make, "_nsighttc_static")
 
 
 def watch_dataloaders(applied: Applied, changes: dict | None = None) -> None:
