@@ -55,7 +55,10 @@ import functools
 import sys
 import threading
 
+from .after_import import AfterImport
 from .lines import say
+from .model_calls import (REQUEST, ModelCall, compiling as _compiling, hook_generate, hook_main_model,
+                          is_module_call, query_length)
 from .rf_labels import Label
 
 STEP = "nsighttc.step"
@@ -67,7 +70,6 @@ BACKWARD = "nsighttc.backward"
 WINDOW = "nsighttc.window"
 PREFILL = "nsighttc.prefill"
 DECODE = "nsighttc.decode"
-REQUEST = "nsighttc.request"
 NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE, WINDOW, PREFILL, DECODE, REQUEST)
 PREFIX = "nsighttc."  # every mark's name starts with it (the replay's ranges use "nsighttc-")
 
@@ -112,16 +114,6 @@ class OpenMark:
         if self._mark is not None:
             self._mark.end(self._end)
             self._mark = None
-
-
-def _compiling() -> bool:
-    """True while torch.compile traces (dynamo evaluates the call to a constant, so the hook's body is dropped
-    from the graph instead of breaking it)."""
-    try:
-        import torch
-        return torch.compiler.is_compiling()
-    except Exception:
-        return False
 
 
 def _profiling() -> bool:
@@ -333,65 +325,6 @@ def _hook_backward(marks: StepMarks) -> None:
     marks._undo.append(lambda: setattr(torch.autograd, "backward", original))
 
 
-def _has_parameters(module) -> bool:
-    try:
-        return next(iter(module.parameters()), None) is not None
-    except Exception:
-        return False
-
-
-def _hook_main_model(marks: StepMarks) -> None:
-    """Find the main model (the first module with parameters called from outside any module), then mark its
-    calls with a hook on it alone. Until then ``nn.Module.__call__`` is wrapped to see the calls' depth."""
-    from torch import nn
-    original = nn.Module.__call__
-    state = {"depth": 0}
-
-    def on_model(module) -> None:
-        marks.found_main(module)
-
-        def pre(mod, args, kwargs):
-            if not _compiling():
-                marks.model_enter(mod, args, kwargs)
-
-        def post(mod, *_):
-            if not _compiling():
-                marks.model_exit()
-        h1 = module.register_forward_pre_hook(pre, with_kwargs=True)
-        h2 = module.register_forward_hook(post, always_call=True) if _always_call_ok() else module.register_forward_hook(post)
-        marks._undo += [h1.remove, h2.remove]
-
-    def restore() -> None:
-        if nn.Module.__call__ is wrapped:
-            nn.Module.__call__ = original
-
-    @functools.wraps(original)
-    def wrapped(self, *args, **kwargs):
-        if _compiling():  # a compiled function calling modules: leave it alone
-            return original(self, *args, **kwargs)
-        if state["depth"] == 0 and _has_parameters(self):
-            restore()  # found: the wrapper is gone before the model (and any compiled region) runs
-            on_model(self)
-            return original(self, *args, **kwargs)  # through the hook just registered
-        state["depth"] += 1
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            state["depth"] -= 1
-
-    nn.Module.__call__ = wrapped
-    marks._undo.append(restore)
-
-
-def _always_call_ok() -> bool:
-    import inspect
-    from torch import nn
-    try:
-        return "always_call" in inspect.signature(nn.Module.register_forward_hook).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def _compiled(marks: StepMarks) -> None:
     """Register the compile callbacks once the program has imported torch.compile's machinery (importing it
     ourselves would cost every program ~1 s)."""
@@ -408,104 +341,6 @@ def _compiled(marks: StepMarks) -> None:
         pass
 
 
-def _is_module_call(target, owner) -> bool:
-    """``target`` is a module's bound ``__call__`` (``Module._wrapped_call_impl`` on torch 2.x)."""
-    if owner is None:
-        return False
-    from torch import nn
-    return isinstance(owner, nn.Module) and getattr(target, "__name__", "") in ("__call__", "_wrapped_call_impl",
-                                                                               "_call_impl")
-
-
-class _ModelCall:
-    """A compiled ``module.__call__`` (``transformers`` compiles its decoding call so: ``torch.compile(self.__call__)``
-    when the KV cache is static). Dynamo traces ``Module.__call__`` with its hooks, where ``_compiling()`` drops
-    their bodies, so the call is marked here, outside the compiled region, when ``owner`` is the main model (or the
-    first module with parameters called so)."""
-
-    def __init__(self, fn, owner, marks: StepMarks):
-        self._fn, self._owner, self._marks = fn, owner, marks
-        functools.update_wrapper(self, fn, updated=())
-
-    def __call__(self, *args, **kwargs):
-        marks = self._marks
-        if _compiling() or (marks.main is not None and marks.main is not self._owner):
-            return self._fn(*args, **kwargs)
-        if marks.main is None and _has_parameters(self._owner):
-            marks.found_main(self._owner)
-        marks.model_enter(self._owner, args, kwargs)
-        try:
-            return self._fn(*args, **kwargs)
-        finally:
-            marks.model_exit()
-
-    def __getattr__(self, name):  # the compiled callable's own attributes (dynamo's _torchdynamo_orig_callable, ...)
-        return getattr(self._fn, name)
-
-
-def query_length(args, kwargs) -> int | None:
-    """How many tokens a model call takes per sequence: ``input_ids`` (or ``inputs_embeds``) as a keyword, else a
-    first positional 2-D integer tensor; None when the call takes no token ids (an image model)."""
-    x = kwargs.get("input_ids") if kwargs else None
-    if x is None and kwargs:
-        x = kwargs.get("inputs_embeds")
-        if x is not None and getattr(x, "ndim", 0) == 3:
-            return int(x.shape[1])
-        x = None
-    if x is None and args:
-        first = args[0]
-        is_int = getattr(getattr(first, "dtype", None), "is_floating_point", True) is False
-        x = first if is_int and not getattr(first.dtype, "is_complex", False) else None
-    if x is None or getattr(x, "ndim", 0) != 2:
-        return None
-    return int(x.shape[1])
-
-
-def when_imported(name: str, fn, undo: list | None = None) -> None:
-    """Run ``fn`` now if module ``name`` is imported, else right after the program imports it (``_AfterImport``)."""
-    if name in sys.modules:
-        fn()
-        return
-    finder = _AfterImport(name, fn)
-    sys.meta_path.insert(0, finder)
-    if undo is not None:
-        undo.append(finder.remove)
-
-
-def patch_generate(make, flag: str, undo: list | None = None) -> None:
-    """Replace ``transformers``' ``GenerationMixin.generate`` by ``make(original)``, once per ``flag``, when the program
-    imports ``transformers.generation.utils`` (transformers loads it lazily; nothing here imports it). The step hooks'
-    request marks and ``try``'s ``static-cache`` variant both wrap it."""
-    def patch() -> None:
-        mod = sys.modules.get("transformers.generation.utils")
-        cls = getattr(mod, "GenerationMixin", None)
-        if cls is None or getattr(cls.generate, flag, False):
-            return
-        original = cls.generate
-        replacement = functools.wraps(original)(make(original))
-        setattr(replacement, flag, True)
-        cls.generate = replacement
-        if undo is not None:
-            undo.append(lambda: setattr(cls, "generate", original))
-    when_imported("transformers.generation.utils", patch, undo)
-
-
-def _hook_generate(marks: StepMarks) -> None:
-    """``transformers``' ``generate()``: one request each (``nsighttc.request``)."""
-    def make(original):
-        def generate(self, *args, **kwargs):
-            if _compiling():
-                return original(self, *args, **kwargs)
-            marks.counts["requests"] += 1
-            m = marks.mark(REQUEST)
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                m.end(marks._end)
-        return generate
-    patch_generate(make, "_nsighttc_request", marks._undo)
-
-
 def _hook_compile(marks: StepMarks) -> None:
     """``torch.compile`` itself registers the callbacks on first use (decorators compile lazily, at the first
     call, which the main model's hook may not see)."""
@@ -518,8 +353,8 @@ def _hook_compile(marks: StepMarks) -> None:
         _compiled(marks)
         target = args[0] if args else kwargs.get("model")
         owner = getattr(target, "__self__", None)
-        if _is_module_call(target, owner) and callable(result):
-            return _ModelCall(result, owner, marks)  # torch.compile(model.__call__): its hooks are traced away
+        if is_module_call(target, owner) and callable(result):
+            return ModelCall(result, owner, marks)  # torch.compile(model.__call__): its hooks are traced away
         return result
 
     torch.compile = compile
@@ -534,46 +369,12 @@ def install(marks: StepMarks | None = None) -> StepMarks | None:
     except Exception:
         return None
     marks = marks if marks is not None else StepMarks()
-    for hook in (_hook_optimizers, _hook_dataloaders, _hook_main_model, _hook_backward, _hook_compile, _hook_generate):
+    for hook in (_hook_optimizers, _hook_dataloaders, hook_main_model, _hook_backward, _hook_compile, hook_generate):
         try:
             hook(marks)
         except Exception as exc:  # noqa: BLE001 - a torch without this API: that source of marks is missing
             say(f"nsighttc.launch: step marks: {hook.__name__[6:]} not hooked ({type(exc).__name__}: {exc})")
     return marks
-
-
-class _AfterImport:
-    """A ``sys.meta_path`` finder that runs ``callback`` right after module ``name`` has been executed (the
-    program's own ``import torch``), then leaves ``sys.meta_path``."""
-
-    def __init__(self, name: str, callback):
-        self.name, self.callback = name, callback
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.name:
-            return None
-        self.remove()
-        import importlib.util
-        spec = importlib.util.find_spec(fullname)
-        loader = getattr(spec, "loader", None)
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        original, callback = loader.exec_module, self.callback
-
-        def exec_module(module):
-            original(module)
-            try:
-                callback()
-            except Exception as exc:  # noqa: BLE001 - the program must run whatever happens to the marks
-                say(f"nsighttc.launch: step marks not installed ({type(exc).__name__}: {exc})")
-        loader.exec_module = exec_module
-        return spec
-
-    def remove(self) -> None:
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
 
 
 def install_when_torch_imports() -> StepMarks:
@@ -583,7 +384,7 @@ def install_when_torch_imports() -> StepMarks:
     if "torch" in sys.modules:
         install(marks)
     else:
-        finder = _AfterImport("torch", lambda: install(marks))
+        finder = AfterImport("torch", lambda: install(marks))
         sys.meta_path.insert(0, finder)
         marks._undo.append(finder.remove)
     return marks

@@ -159,7 +159,7 @@ def _change_model(module, key: str, item: dict) -> None:
 
 def _static_cache(item: dict) -> None:
     """``static-cache``: ``generate()`` calls that choose no cache get ``cache_implementation="static"``."""
-    from .steps import patch_generate
+    from .model_calls import patch_generate
 
     def make(original):
         def generate(self, *args, **kwargs):

@@ -118,11 +118,11 @@ def test_gradient_accumulation_before_the_first_optimizer_step_is_never_cut_into
 def test_a_compiled_call_of_the_model_is_seen_from_outside_the_compiled_region(tmp_path):
     """transformers compiles ``self.__call__`` for a static KV cache; dynamo traces the hooks inside it away."""
     model = torch.nn.Linear(4, 4)
-    import nsighttc.runtime.steps as s
+    from nsighttc.runtime import model_calls
 
     def program():
         compiled = torch.compile(model.__call__, backend="eager")
-        assert isinstance(compiled, s._ModelCall)
+        assert isinstance(compiled, model_calls.ModelCall)
         with torch.no_grad():
             for _ in range(5):
                 compiled(torch.randn(2, 4))
