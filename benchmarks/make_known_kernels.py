@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     n = {cc: len(v["kernels"]) for cc, v in doc["archs"].items()}
     if a.check:
         same = a.out.exists() and json.loads(a.out.read_text()) == json.loads(text)
-        print(f"{a.out}: {'up to date' if same else 'differs from what the sources give'} ({n})")
+        print(f"{a.out}: {'up to date' if same else 'differs from what the sources give (new measurements in reports/ or the fixtures): run python3 benchmarks/make_known_kernels.py'} ({n})")
         return 0 if same else 1
     a.out.write_text(text)
     print(f"wrote {a.out}: {n} kernel names from {len(doc['sources'])} sources, {len(conflicts)} left out")
