@@ -71,6 +71,11 @@ def summarize(marks: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, l
         return s, np.maximum(it_end[idx], s)
 
     tc = _tc_per_launch(launches)
+    # when each kernel was launched (its launch call's time, else its start): which call launched it
+    t = launch_start if len(launch_start) == len(launches) else np.full(len(launches), np.nan)
+    if "start_ns" in launches:
+        t = np.where(np.isnan(t), launches["start_ns"].to_numpy(dtype="float64"), t)
+    dur = launches["duration_ns"].to_numpy(dtype="float64") if "duration_ns" in launches else np.zeros(len(launches))
     phases = {}
     for name, (ps, pe) in (("prefill", (p_start, p_end)), ("decode", (d_start, d_end))):
         keep = ps >= steady_from
@@ -80,12 +85,12 @@ def summarize(marks: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, l
         else:
             warm_only = False
         s, e = iterations(ps[keep])
-        phases[name] = _phase(s, e, ps[keep], pe[keep], u, launches, launch_start, tc, pieces, paths, rinfo, th)
+        phases[name] = _phase(s, e, ps[keep], pe[keep], u, t, dur, tc, pieces, paths, rinfo, th)
         phases[name]["warmup_only"] = warm_only
     if len(r_start):  # a request the window's stop cut at its very start holds no model call: no request
         held = np.searchsorted(f_start, r_end, side="right") > np.searchsorted(f_start, r_start, side="left")
         r_start, r_end = r_start[held], r_end[held]
-    reqs = _requests(r_start, r_end, p_start, d_start, d_end, f_start, f_end, steady_from)
+    reqs = _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from)
     out = {"kind": "generation", "requests": reqs["count"], "requests_recorded": int(max(len(r_start), len(p_start))),
            "request_source": "generate() calls" if len(r_start) else "prefill calls (no generate() calls seen)",
            "model_calls": int(len(f_start)), "prefill": phases["prefill"], "decode": phases["decode"],
@@ -101,8 +106,9 @@ def _tc_per_launch(launches: pd.DataFrame) -> np.ndarray:
     return (launches["tensor_core"] == True).to_numpy(dtype=float)  # noqa: E712
 
 
-def _phase(s, e, ms, me, u, launches, launch_start, tc, pieces, paths, rinfo, th) -> dict:
-    """One phase's calls: their iterations [s, e) and the calls themselves [ms, me) (kernels launched inside)."""
+def _phase(s, e, ms, me, u, t, dur, tc, pieces, paths, rinfo, th) -> dict:
+    """One phase's calls: their iterations [s, e) and the calls themselves [ms, me); ``t``, ``dur``, ``tc``: each
+    kernel's launch time, duration and Tensor Core use (the kernels launched inside the calls are the phase's)."""
     n = len(s)
     if n == 0:
         return {"calls": 0}
@@ -113,14 +119,9 @@ def _phase(s, e, ms, me, u, launches, launch_start, tc, pieces, paths, rinfo, th
     busy = intervals.busy_within(u, s, e)
     total, busy_ns = float(wall.sum()), float(busy.sum())
     share = busy_ns / total if total > 0 else 0.0
-    # kernels launched inside the calls (their launch call's time, else their start)
-    t = launch_start if len(launch_start) == len(launches) else np.full(len(launches), np.nan)
-    if "start_ns" in launches:
-        t = np.where(np.isnan(t), launches["start_ns"].to_numpy(dtype="float64"), t)
     mo = np.argsort(ms, kind="stable")
     ms_s, me_s = ms[mo], np.minimum(me[mo], np.r_[ms[mo][1:], np.inf])
     inside = intervals.inside(t, ms_s, me_s) if len(t) else np.zeros(0, dtype=bool)
-    dur = launches["duration_ns"].to_numpy(dtype="float64") if "duration_ns" in launches else np.zeros(len(launches))
     k_time = float(np.nansum(dur[inside])) if len(dur) else 0.0
     tc_time = float(np.nansum((dur * tc)[inside])) if len(dur) else 0.0
     kernels = int(inside.sum())
@@ -132,7 +133,7 @@ def _phase(s, e, ms, me, u, launches, launch_start, tc, pieces, paths, rinfo, th
             "headline_cause": idle_mod.headline(causes, verdict), "causes": causes[:3]}
 
 
-def _requests(r_start, r_end, p_start, d_start, d_end, f_start, f_end, steady_from) -> dict:
+def _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from) -> dict:
     """Requests (``generate()`` calls, else prefills) with their TTFT and TPOT, over the steady ones."""
     if len(r_start):
         starts, ends = r_start, r_end
