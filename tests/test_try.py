@@ -195,7 +195,7 @@ if torch.is_autocast_enabled("cpu"):
     raise RuntimeError("expected scalar type Float but found BFloat16")
 slow = torch.backends.cudnn.benchmark
 x = torch.ones(64, 64)
-for i in range(8):
+for i in range(16):
     with annotate.step():
         x = torch.tanh(x @ x)
         time.sleep(0.03 if slow else 0.005)

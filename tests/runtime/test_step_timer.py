@@ -127,3 +127,20 @@ def test_a_variant_whose_steps_never_settled_gets_no_speed_up(tmp_path):
     assert b["nsighttc.step"]["step_ns"] == 100e6 and v["nsighttc.step"]["settled"] is False
     out = measure.compare([b], [v])
     assert out["speedup"] is None and out["change"] == "never settled" and "still getting faster" in out["note"]
+
+
+def test_every_change_compare_gives_is_one_the_try_schema_allows():
+    """A try.json whose variant never settled must still be valid (CI once failed on "never settled")."""
+    import json
+    from importlib.resources import files
+    from nsighttc.experiment import measure
+    schema = json.loads(files("nsighttc").joinpath("schema/try-1.json").read_text())
+    allowed = schema["properties"]["variants"]["items"]["properties"]["change"]["enum"]
+    base = {"nsighttc.step": {"step_ns": 100e6, "q1_ns": 95e6, "q3_ns": 105e6, "steps": 10}}
+    cases = [([base], [{"nsighttc.step": dict(base["nsighttc.step"], step_ns=s, q1_ns=s * .95, q3_ns=s * 1.05)}])
+             for s in (50e6, 100e6, 200e6)]
+    cases.append(([base], [{"nsighttc.step": dict(base["nsighttc.step"], settled=False)}]))
+    cases.append(([None], [None]))
+    changes = {measure.compare(b, v)["change"] for b, v in cases}
+    assert changes == {"faster", "no measurable change", "slower", "never settled", None}
+    assert changes <= set(allowed)
