@@ -51,15 +51,33 @@ def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
     parsed = []
     for p in paths:
         if isinstance(p, Parsed):  # already parsed by the caller (profile's default run plans on it)
-            parsed.append(p)
+            parsed.append(_with_host_samples(p))
             continue
         try:
-            parsed.append(load(p))
+            parsed.append(_with_host_samples(load(p)))
         except NsighttcError:
             raise
         except Exception as exc:  # last resort: a parser bug must still name the file, not dump a trace
             raise ParseError(f"could not be parsed ({type(exc).__name__}: {exc})", p) from exc
     return parsed
+
+
+def _with_host_samples(p: Parsed) -> Parsed:
+    """A timeline with the launcher's host stack samples beside it (``host_samples.json`` in its directory) gets them,
+    placed on its clock (``parse.host_samples``); a damaged file is a warning, never the end of the analysis."""
+    if p.timeline is None or getattr(p.timeline, "host_samples", None) is not None:
+        return p
+    from .parse import host_samples
+    path = host_samples.beside(p.path)
+    if path is None:
+        return p
+    try:
+        hs = host_samples.read(path)
+    except NsighttcError as exc:
+        p.warnings.append(str(exc))
+        return p
+    p.timeline.host_samples = host_samples.place(hs, p.timeline.marks)
+    return p
 
 
 def _device(kernels: pd.DataFrame) -> dict | None:
@@ -394,7 +412,9 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         found = sorted(found + timeline_mod.findings(timeline), key=lambda f: -f.time_ns)
     inputs = [{"path": str(p.path), "kind": p.kind.value, "launches": int(len(p.kernels))} for p in parsed]
     tl_doc = timeline_mod.to_json(timeline) if timeline is not None else None
-    return _with_gains(Verdict(inputs, device, summary, kernel_rows, ranges, found, launches, warnings, tl_doc))
+    v = Verdict(inputs, device, summary, kernel_rows, ranges, found, launches, warnings, tl_doc)
+    v.host_collapsed = timeline.host_collapsed if timeline is not None else ""
+    return _with_gains(v)
 
 
 def _with_gains(v: Verdict) -> Verdict:

@@ -307,6 +307,13 @@ def demo(fmt: str, which: str) -> None:
               help="Python programs: find the steps of a program that marks none, from hooks the launcher installs "
                    "when it imports torch (optimizer steps, DataLoader fetches, the main model's calls, backward, "
                    "torch.compile's compilations). The program's own step ranges win when it has some.")
+@click.option("--host-samples/--no-host-samples", default=True, show_default=True,
+              help="Python programs under torch.profiler or nsys: sample the program's Python stacks from a thread "
+                   "inside it (every 5 ms, under 1% of its time), so the report names the function and line the "
+                   "GPU waited for (\"Where the host time went\"; the idle stacks in host_idle_stacks.collapsed "
+                   "for speedscope).")
+@click.option("--sample-ms", type=click.FloatRange(min=0.5, max=1000), default=None, metavar="MS",
+              help="Milliseconds between host stack samples (default 5).")
 @click.option("--warmup", type=STEPS_OR_AUTO, default="auto", show_default=True, metavar="N|auto",
               help="Default run: steps before the recorded window (auto: until the step time settles and nothing "
                    "compiles).")
@@ -335,7 +342,8 @@ def demo(fmt: str, which: str) -> None:
 @click.option("--timeline", is_flag=True, hidden=True, help="Accepted for old command lines: the default run has the timeline.")
 @click.option("--format", "fmt", type=FORMAT, default=None, help="What to print at the end. " + FORMAT_HELP)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, step_marks, warmup,
+def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, step_marks, host_samples,
+            sample_ms, warmup,
             window_steps, full_run, detail, whole_program, out, range_, annotate,
             ncu_path, nsys_path, timeout, keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
     """Profile a program and write its verdict: did the Tensor Cores fire, and is it GPU- or host-bound?
@@ -372,7 +380,7 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
                    timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
                    timeline=timeline, fast=fast, hardware=hardware, cache=not no_cache, timeline_engine=timeline_engine,
                    overlap=overlap, counters=counters, replay=replay, step_marks=step_marks,
-                   window=not whole_program, warmup=warmup, steps=window_steps, full_run=full_run, detail=detail)
+                   host_samples=host_samples, sample_ms=sample_ms, window=not whole_program, warmup=warmup, steps=window_steps, full_run=full_run, detail=detail)
     if whole_program and (full_run or warmup is not None or window_steps is not None):
         raise UsageError("--whole-program records every step: --full-run, --warmup and --steps choose a window")
     from .render.progress import Progress

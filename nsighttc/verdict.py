@@ -49,6 +49,7 @@ class Verdict:
     provenance: dict | None = None
     ranks: list[dict] | None = None        # several ranks: one row per rank (analysis.ranks)
     distributed: dict | None = None        # several ranks: straggler, step skew, communication
+    host_collapsed: str = ""               # the host's stacks while the GPU idled, collapsed (not in the JSON)
 
     # -- views ----------------------------------------------------------------------------------
     def kernel_records(self) -> list[dict]:

@@ -52,7 +52,8 @@ HOST_LOW_FRACTION = 0.5     # the low end of a host fix: half of the idle time i
 KIND = {"fp32-matmul-on-cuda-cores": "gpu", "fp16-conv-on-cuda-cores": "gpu", "nchw-layout-transposes": "gpu-all",
         "tf32-tensor-core-work": "gpu",
         "gpu-starved-by-data-loading": "host", "gpu-idle-during-host-range": "host", "launch-bound": "host",
-        "synchronising-calls": "host", "pageable-host-copies": "host",
+        "synchronising-calls": "host", "pageable-host-copies": "host", "host-bound-optimizer-step": "host",
+        "per-step-logging": "host", "host-bound-model-code": "host",
         "straggler-rank": "job", "exposed-communication": "job"}
 # the dtype a GPU-side fix moves matrix work to, per finding (the best one the finding's advice names)
 FIX_DTYPE = {"fp32-matmul-on-cuda-cores": "bf16", "fp16-conv-on-cuda-cores": "fp16", "tf32-tensor-core-work": "bf16"}
@@ -68,7 +69,8 @@ VARIANT_FINDING = {"tf32": [("fp32-matmul-on-cuda-cores", "tf32")],
                    "workers=N": [("gpu-starved-by-data-loading", None)],
                    "pin-memory": [("pageable-host-copies", None)],
                    # CUDA graphs replay a call's kernels without the host launching them: the launch gaps go
-                   "compile-reduce-overhead": [("launch-bound", None)], "static-cache": [("launch-bound", None)]}
+                   "compile-reduce-overhead": [("launch-bound", None), ("host-bound-model-code", None)],
+                   "static-cache": [("launch-bound", None)], "compile": [("host-bound-model-code", None)]}
 AUTOCAST = ("bf16-autocast", "fp16-autocast")
 DATA_LOADING = "gpu-starved-by-data-loading"
 ADVISED_WORKERS = 8  # what the data-loading finding's advice says (num_workers=8)

@@ -30,7 +30,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   variants: list[str] | None = None, applied: Path | None = None,
                   record_shapes: bool = False, kernel_ops: Path | None = None, step_marks: bool = True,
                   window: dict | None = None, operators: bool = True, ops_trace: Path | None = None,
-                  shapes_rank: int | None = None) -> list[str]:
+                  shapes_rank: int | None = None, host_samples: Path | None = None,
+                  sample_ms: float | None = None) -> list[str]:
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
     (``nsighttc.runtime.kernel_ops``). ``ops_trace`` (with ``record_shapes`` and a ``window``): the operators with
     their arguments are recorded until the window and written there, the window with the ranges only
@@ -41,7 +42,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
     ``end`` (stop|continue), ``cuda_profiler`` (switch cudaProfilerStart/Stop: ncu --profile-from-start off),
     ``record_from`` ("window": torch.profiler records from the first window's start, ``--record-from``).
     ``shapes_rank`` (a distributed job, with ``record_shapes``): only that rank records arguments; the others record
-    as ``operators`` says."""
+    as ``operators`` says. ``host_samples``: where the launcher writes the host's Python stack samples
+    (``nsighttc.runtime.host_samples``; every ``sample_ms``)."""
     argv = [python or sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", annotate]
     if not step_marks:
         argv += ["--step-marks", "off"]
@@ -52,6 +54,10 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
             argv += ["--cuda-profiler"]
         if window.get("record_from") == "window":
             argv += ["--record-from", "window"]
+    if host_samples is not None:
+        argv += ["--host-samples", str(host_samples)]
+        if sample_ms is not None:
+            argv += ["--sample-interval-ms", f"{float(sample_ms):g}"]
     for v in variants or []:
         argv += ["--variant", v]
     if applied is not None:

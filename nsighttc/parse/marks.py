@@ -20,6 +20,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..runtime.host_samples import CLOCK_MARK
 from ..runtime.steps import BACKWARD, COMPILE, DATA, FORWARD, NAMES as HOOK_NAMES, OPTIMIZER, STEP
 
 MARK_COLUMNS = ["pid", "tid", "start_ns", "end_ns", "name"]
@@ -89,8 +90,8 @@ def split(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _kind(name: str) -> int:
-    if name in HOOK_NAMES or name in COMPILE_OPS:
-        return 1
+    if name in HOOK_NAMES or name in COMPILE_OPS or name.startswith(CLOCK_MARK):
+        return 1  # (the host sampler's clock marks: parse.host_samples places the samples with them)
     return 2 if is_dynamo_marker(name) else 0
 
 

@@ -24,7 +24,7 @@ _INPUT_SUFFIXES = (".sqlite", ".sqlite.gz", ".json", ".json.gz", ".ncu-rep", ".n
 # default run's launcher and replay write beside the timeline (profile.passes.KERNEL_OPS_FILE and OPS_TRACE_FILE: a
 # first run's operators until its window, which the timeline's own trace follows; profile.replay_pass.OPS_FILE)
 _OWN_OUTPUTS = {"verdict.json", "run.json", "summary.json", "results.json", "try.json",
-                "kernel_ops.json", "torch_ops_trace.json", "replay_ops.json"}
+                "kernel_ops.json", "torch_ops_trace.json", "replay_ops.json", "host_samples.json"}
 
 
 @dataclass

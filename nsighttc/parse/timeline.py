@@ -42,6 +42,7 @@ class Timeline:
     devices: dict[int, dict] = field(default_factory=dict)   # device id -> {"name", "compute_capability"}
     notes: list[str] = field(default_factory=list)
     marks: pd.DataFrame = field(default_factory=lambda: _empty_marks())  # parse.marks: steps, compilations
+    host_samples: object | None = None  # parse.host_samples.HostSamples: the host's stacks, on this clock
 
 
 def _empty_marks() -> pd.DataFrame:

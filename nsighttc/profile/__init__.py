@@ -34,7 +34,7 @@ from ..collect import gpu, tools
 from ..errors import CollectError, NsighttcError, UsageError
 from .distributed import distribute, launched_per_rank, rank_dirs, rank_run_dir
 from .evidence import evidence_sources
-from .passes import ENGINES, PERM_FIX, CounterPermission, NoGPU, Options, Pass, Result
+from .passes import ENGINES, HOST_STACKS_FILE, PERM_FIX, CounterPermission, NoGPU, Options, Pass, Result
 from .planning import plan
 from .rundir import kept, new_run_dir, provenance, safe_name, write_meta
 from .running import finish_pass, pass_env, run_pass, run_queue, signal_name, start_pass
@@ -215,6 +215,8 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             verdict.warnings = list(verdict.warnings) + notes
             doc = verdict.to_json()
             (run_dir / "verdict.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+            if verdict.host_collapsed:  # for speedscope / flame graphs: the stacks behind "where the host time went"
+                (run_dir / HOST_STACKS_FILE).write_text(verdict.host_collapsed)
             phases["analysis"] = round(time.monotonic() - t, 3)
             t = time.monotonic()
             from ..render.plots import write_plots

@@ -51,6 +51,8 @@ class Options:
     operators: bool = True          # torch engine: record every operator (the default run's timeline: only for
     #                                 the replay; its analysis reads ranges and GPU work: runtime.recording)
     step_marks: bool = True         # the launcher marks steps from global hooks (nsighttc.runtime.steps)
+    host_samples: bool = True       # the timeline's launcher samples the host's Python stacks (runtime.host_samples)
+    sample_ms: float | None = None  # ... every this many milliseconds (None: runtime.host_samples.INTERVAL_S)
     window: bool = True             # default run: record a window of steady steps (nsighttc.runtime.window)
     warmup: int | None = None       # steps before the window (None: auto)
     steps: int | None = None        # steps in the window (None: auto, ~2 s)
@@ -108,4 +110,8 @@ class Result:
 
 
 OPS_TRACE_FILE = "torch_ops_trace.json"  # a first run's operators until its window (runtime.recording)
+# The launcher's host stack samples (runtime.host_samples), beside the timeline's recording, and the stacks of the
+# samples taken while the GPU idled, collapsed (speedscope, flame graphs)
+HOST_SAMPLES_FILE = "host_samples.json"
+HOST_STACKS_FILE = "host_idle_stacks.collapsed"
 KERNEL_OPS_FILE = "kernel_ops.json"  # the timeline launcher's early kernel list (nsighttc.runtime.kernel_ops)

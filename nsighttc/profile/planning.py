@@ -16,7 +16,7 @@ from .. import ncu_metrics
 from ..collect import engines, process, tools
 from ..errors import UsageError
 from .distributed import distribute
-from .passes import KERNEL_OPS_FILE, OPS_TRACE_FILE, Options, Pass
+from .passes import HOST_SAMPLES_FILE, KERNEL_OPS_FILE, OPS_TRACE_FILE, Options, Pass
 from .target import Target
 
 
@@ -34,8 +34,10 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path,
     def inner(torch_trace: Path | None = None) -> list[str]:
         if not target.python_program:
             return list(target.argv)
+        # the host's stacks for the timelines (not under ncu: its replays would be what they sample)
+        samples = run_dir / HOST_SAMPLES_FILE if opts.host_samples and engine in ("nsys", "torch") else None
         return engines.launcher_argv(target.argv, module=target.module, annotate=opts.annotate,
-                                     step_marks=opts.step_marks,
+                                     step_marks=opts.step_marks, host_samples=samples, sample_ms=opts.sample_ms,
                                      torch_trace=torch_trace, python=opts.python,
                                      record_shapes=opts.record_shapes and torch_trace is not None,
                                      operators=opts.operators,

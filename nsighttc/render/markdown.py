@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 
+from . import host_frames_md
 from .fmt import flop, ns, pct, tc_word
 from .names import short_name
 
@@ -409,6 +410,7 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
     inf = (tl or {}).get("inference")
     if inf:
         out += inference_section(inf)
+    out += host_frames_md.section((tl or {}).get("host_frames"), full)
     fams = (tl or {}).get("step_families") or []
     if fams:
         rule = ((tl or {}).get("steps") or {}).get("rule")

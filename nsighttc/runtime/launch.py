@@ -92,6 +92,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--cuda-profiler", action="store_true",
                     help="switch cudaProfilerStart/Stop at the window (Nsight Compute with --profile-from-start off); "
                          "without --window, profiling starts with the program")
+    ap.add_argument("--host-samples", type=Path, metavar="FILE",
+                    help="sample the program's Python stacks from a thread inside it and write them to FILE (JSON) "
+                         "when the trace is written and at the end (nsighttc.runtime.host_samples)")
+    ap.add_argument("--sample-interval-ms", type=float, default=None, metavar="MS",
+                    help="with --host-samples: milliseconds between samples (default 5)")
     ap.add_argument("--step-times", type=Path,
                     help="time every step (host clock and CUDA events at the step boundaries, no profiler) and write "
                          "them here when the program ends (JSON, nsighttc.runtime.step_timer): what `nsighttc try` "
@@ -351,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
                 window.recorder = recorder = TorchRecorder(
                     lambda: write_trace(current(), ns, t_start, trace_only, recorder, said["operators"], sessions),
                     start=start_recording if from_window else None, sessions=sessions)
+        if ns.host_samples is not None:
+            from . import host_samples
+            host_samples.start(ns.host_samples, (ns.sample_interval_ms or host_samples.INTERVAL_S * 1e3) / 1e3)
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
@@ -370,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         code = 0 if isinstance(exc, WindowDone) else 1
     finally:
         ended_at = time.perf_counter()
+        if ns.host_samples is not None:
+            from . import host_samples
+            host_samples.finish()
         if remove_hooks:
             remove_hooks()
         if marks is not None:

@@ -55,6 +55,7 @@ import functools
 import sys
 import threading
 
+from . import host_samples
 from .after_import import AfterImport
 from .lines import say
 from .model_calls import (REQUEST, ModelCall, compiling as _compiling, hook_generate, hook_main_model,
@@ -148,6 +149,8 @@ class StepMarks:
         self._call_marks: list[list[Mark]] = []
 
     def mark(self, name: str) -> Mark:
+        if host_samples._ACTIVE:
+            host_samples.maybe_anchor(OpenMark)  # the samples' clock, tied to the recording's where marks are drawn
         return Mark(name, self._start, _profiling())
 
     # -- the step boundary ----------------------------------------------------------------------------

@@ -94,6 +94,8 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
     t_list = time.perf_counter()
     ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
     prof.export_chrome_trace(str(ns.torch_trace))
+    from . import host_samples
+    host_samples.flush()  # before the line that lets the analysis start
     since = f", recorded from {started_at - t_start:.2f} s" if started_at else ""
     if started_at and getattr(recorder, "start_seconds", None) is not None:
         since += f" (profiler start {recorder.start_seconds:.2f} s)"

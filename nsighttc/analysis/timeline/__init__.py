@@ -22,7 +22,8 @@ from ...parse.timeline import Timeline, launch_times
 from ... import labels
 from .. import intervals
 from ..grouping import aggregate
-from . import busy, comm as comm_mod, idle, inference as inference_mod, ranges as ranges_mod, steps as steps_mod
+from . import busy, comm as comm_mod, host_frames, idle, inference as inference_mod, ranges as ranges_mod, \
+    steps as steps_mod
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
 
@@ -54,6 +55,8 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
                       step_range: str | None = None) -> TimelineResult:
     th = th or Thresholds()
     tl = _merge(timelines)
+    hs = next((t.host_samples for t in timelines if getattr(t, "host_samples", None) is not None), None)
+    tl.marks = _without_clock_marks(tl.marks)
     ops, ranges, api = tl.gpu_ops, tl.ranges, tl.api
     u = intervals.union(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy())
     lo, hi = busy.window(ops, ranges)
@@ -106,6 +109,15 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     else:
         rstats["causes"] = pd.Series(dtype=object)
     window_causes = idle.causes(idle.time_scope(pieces, np.array([lo]), np.array([hi])), busy_ns, paths, rinfo)
+    # the host's stacks while the GPU idled: per step family (its steady steps) and for the window
+    window_scope = (np.array([lo]), np.array([hi]))
+    att = host_frames.attribute(hs, pieces, _launching_threads(api), (steady.starts, steady.ends) if fams
+                                else window_scope) if hs is not None else None
+    for f in fams:
+        host_frames.cause_frames(att, f["_steady"], f["causes"], paths)
+        f["host_frames"] = host_frames.table(att, f["_steady"], sum(c["idle_ns"] for c in f["causes"]))
+        f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
+    host_frames.cause_frames(att, window_scope, window_causes, paths)
     steady_from = float(fams[0]["_steady"][0][0]) if fams and len(fams[0]["_steady"][0]) else -np.inf
     inference = inference_mod.summarize(tl.marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from)
     del launch_start
@@ -133,6 +145,12 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     res.communication = communication
     res.inference = inference
     res.training = _training(tl.marks, ranges, launches)
+    if hs is not None:
+        rows = dom.get("host_frames") if dom else \
+            host_frames.table(att, window_scope, sum(c["idle_ns"] for c in window_causes))
+        basis = f"steady-state steps of `{dom['name']}`" if dom else "profiled window"
+        res.host_frames = host_frames.summary(att, hs, basis, rows or [])
+        res.host_collapsed = host_frames.collapsed(att, hs, dom["_steady"] if dom else window_scope)
     if dom:
         res.startup = steps_mod.startup(dom, _first_time(ops, api, ranges, lo), compiles)
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
@@ -161,6 +179,20 @@ def _training(marks: pd.DataFrame, ranges: pd.DataFrame, launches: pd.DataFrame)
         return True
     from ..name_rules import name_mask
     return bool("name" in launches and not launches.empty and name_mask(launches["name"], TRAINING_KERNEL).any())
+
+
+def _without_clock_marks(marks: pd.DataFrame) -> pd.DataFrame:
+    """The marks less the host sampler's clock marks (``parse.host_samples`` has placed the samples with them)."""
+    from ...parse.host_samples import clock_marks
+    return clock_marks(marks)
+
+
+def _launching_threads(api: pd.DataFrame) -> set[int]:
+    """The host threads that made the recording's CUDA calls (at least a tenth of them each): whose stacks count."""
+    if api.empty or "tid" not in api:
+        return set()
+    counts = pd.to_numeric(api["tid"], errors="coerce").dropna().astype("int64").value_counts()
+    return {int(t) for t, n in counts.items() if n >= 0.1 * counts.sum()}
 
 
 def _union_of(fams: list[dict], key: str) -> intervals.Union:
@@ -298,4 +330,5 @@ def to_json(res: TimelineResult) -> dict:
         **({"startup": res.startup} if res.startup else {}),
         **({"communication": res.communication} if res.communication else {}),
         **({"inference": res.inference} if res.inference else {}),
+        **({"host_frames": res.host_frames} if res.host_frames else {}),
     }

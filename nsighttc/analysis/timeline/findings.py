@@ -10,6 +10,7 @@ import re
 from ...durations import duration
 from ...model import Finding
 from .base import TimelineResult
+from .idle import frame_words
 from .steps.steady import BEFORE_WINDOW
 
 DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)
@@ -36,6 +37,44 @@ LAUNCH_ADVICE = {
                 "(`torch.compile(model, mode=\"reduce-overhead\")`) where the step's shapes are fixed. "
                 "`nsighttc try --variant compile` measures it.",
 }
+
+
+DATA_FIX = ("Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin_memory=True, "
+            "persistent_workers=True, prefetch_factor=4)`; move host preprocessing off the critical path "
+            "(GPU transforms, or pre-processed data), and do not compute in numpy float16 on the CPU "
+            "(it is emulated and slow): preprocess in float32 and cast on the GPU.")
+# What the host's stacks say it was doing (host_frames.TOPICS) -> (finding id, severity, what to do). "forward" and
+# "backward" are the model's Python launching kernels one by one: the launch-bound fix of the workload.
+TOPIC_FIX = {
+    "data": ("gpu-starved-by-data-loading", "high", DATA_FIX),
+    "optimizer": ("host-bound-optimizer-step", "high",
+                  "Step the optimizer in a few large kernels, not a Python loop over parameters: "
+                  "`torch.optim.AdamW(params, fused=True)` (or `foreach=True`); with AMP, GradScaler's unscale and "
+                  "inf checks then run fused too. `nsighttc try --variant compile` measures a compiled step."),
+    "logging": ("per-step-logging", "medium",
+                "Log less often (every N steps: `logging_steps`, `log_every_n_steps`), and keep values on the GPU "
+                "until then: each tensor logged is read back with a synchronising copy."),
+}
+
+
+def _topic(c: dict) -> str | None:
+    """The kind of work most of a cause's host samples were doing (half of them at least), else its top frame's."""
+    topics = c.get("topics") or {}
+    if topics:
+        t, share = max(topics.items(), key=lambda kv: kv[1])
+        if share >= 0.5:
+            return t
+    return (c.get("frames") or [{}])[0].get("topic")
+
+
+def _frames_words(c: dict) -> str:
+    """A cause's top host frames with their shares, and the program's line they ran under."""
+    parts = []
+    for f in c.get("frames") or []:
+        src = f" `{f['source']}`" if f.get("source") else ""
+        parts.append(f"{frame_words(f)}{src} {100 * f['share']:.0f}%")
+    prog = (c.get("frames") or [{}])[0].get("program_line")
+    return "; ".join(parts) + (f" (the program's line: {prog})" if prog else "")
 
 
 def workload(res: TimelineResult) -> str:
@@ -78,6 +117,35 @@ def _scopes(res: TimelineResult) -> list[tuple[str, str, str, list[dict], int]]:
     return [("the profiled window", WINDOW_SCOPE, res.verdict, res.causes, 1)]
 
 
+def _host_frames_finding(add, c: dict, label: str, verdict: str, share: float, cost: dict, work: str) -> None:
+    """A host-range cause whose samples say where the host was: the finding names the frame, and its fix follows what
+    the frame was doing (``TOPIC_FIX``; the model's own forward or backward: the workload's launch fix). Its time is
+    the part of the cause's idle time spent on that kind of work."""
+    top = c["frames"][0]
+    topic = _topic(c)
+    part = (c.get("topics") or {}).get(topic, 1.0) if topic else 1.0
+    idle = c["idle_ns"] * part
+    evidence = (f"in {label} ({verdict}): {duration(c['idle_ns'])} of GPU idle time in steady state "
+                f"({100 * share:.0f}% of it) with the host in `{c['name']}`; its stacks ({c.get('samples', 0)} samples "
+                f"taken while the GPU idled) were in {_frames_words(c)}")
+    if topic in TOPIC_FIX:
+        fid, sev, fix = TOPIC_FIX[topic]
+        what = {"data": "loads data", "optimizer": "steps the optimizer", "logging": "logs"}[topic]
+        add(topic, c["name"], Finding(fid, sev, f"The GPU waits while the host {what} in {frame_words(top)}",
+                                      evidence, fix, idle, []), {k: v * part for k, v in cost.items()})
+    elif topic in ("forward", "backward"):
+        add("host", c["name"], Finding(
+            "host-bound-model-code", "high", f"The GPU waits while the host runs the model's {topic} in "
+            f"{frame_words(top)}", evidence + ": the model's Python issues its kernels one at a time, slower than "
+            "the GPU runs them", LAUNCH_ADVICE[work], idle, []), {k: v * part for k, v in cost.items()})
+    else:
+        add("host", c["name"], Finding(
+            "gpu-idle-during-host-range", "medium", f"The GPU idles while the host runs {frame_words(top)}", evidence,
+            "Overlap this host work with GPU work (DataLoader workers, a background thread), move it to the GPU, or "
+            "cut it; the frames above say which code it is (host_idle_stacks.collapsed in the run directory opens in "
+            "speedscope).", c["idle_ns"], []), cost)
+
+
 def findings(res: TimelineResult) -> list[Finding]:
     out: list[Finding] = []
     seen: dict[tuple[str, str], Finding] = {}
@@ -103,15 +171,13 @@ def findings(res: TimelineResult) -> list[Finding]:
             cost = {scope: c["idle_ns"] / n_steady}
             if folded and c["kind"] == "host-range" and _is_model_call(c["name"]):
                 continue  # the model's own launching: the launch-bound finding holds it (and its fix)
-            if c["kind"] == "host-range" and DATA_WORDS.search(c["name"].rsplit("/", 1)[-1]):
+            if c["kind"] == "host-range" and c.get("frames"):
+                _host_frames_finding(add, c, label, verdict, share, cost, work)
+            elif c["kind"] == "host-range" and DATA_WORDS.search(c["name"].rsplit("/", 1)[-1]):
                 add("data", c["name"], Finding(
                     "gpu-starved-by-data-loading", "high", f"The GPU waits for the host in `{c['name']}`",
                     f"in {label} ({verdict}): {duration(c['idle_ns'])} of GPU idle time in steady state "
-                    f"({100 * share:.0f}% of it): {c['detail']}",
-                    "Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin_memory=True, "
-                    "persistent_workers=True, prefetch_factor=4)`; move host preprocessing off the critical path "
-                    "(GPU transforms, or pre-processed data), and do not compute in numpy float16 on the CPU "
-                    "(it is emulated and slow): preprocess in float32 and cast on the GPU.", c["idle_ns"], []), cost)
+                    f"({100 * share:.0f}% of it): {c['detail']}", DATA_FIX, c["idle_ns"], []), cost)
             elif c["kind"] == "host-range":
                 add("host", c["name"], Finding(
                     "gpu-idle-during-host-range", "medium", f"The GPU idles while the host works in `{c['name']}`",
@@ -136,6 +202,7 @@ def findings(res: TimelineResult) -> list[Finding]:
         top = ", ".join(f"{n} ×{v['calls']}" for n, v in sorted(sync["by_name"].items(), key=lambda x: -x[1]["calls"]))
         where = ", ".join(f"`{r}` ×{v['calls']}" for r, v in sorted(sync["by_range"].items(), key=lambda x: -x[1]["calls"])[:3])
         cost = "; ".join(f"in {label} they cost {duration(c['idle_ns'])} of GPU idle time ({100 * s:.0f}%)"
+                         + (f", waiting at {_frames_words(c)}" if c.get("frames") else "")
                          for label, c, s, _ in sync_top)
         out.append(Finding(
             "synchronising-calls", "high" if sync_top else "low",

@@ -386,6 +386,12 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
     return sorted(out, key=lambda c: -c["idle_ns"])
 
 
+def frame_words(frame: dict) -> str:
+    """A host frame (``host_frames``) in words: `function` (file:line) → what it calls."""
+    text = f"`{frame['frame']}` ({frame['file']}:{frame['line']})"
+    return text + (f" → `{frame['calls']}`" if frame.get("calls") else "")
+
+
 NO_RANGE = "(no range)"  # host work the recording puts in no range (a program, or a recording, without any)
 
 
@@ -397,6 +403,8 @@ def headline(causes_: list[dict], verdict: str) -> str | None:
     share = c["idle_ns"] / (sum(x["idle_ns"] for x in causes_) or 1.0)
     waiting = any(x["kind"] == "communication" for x in causes_)  # a rank: idle of compute, not of the GPU
     of = f"{100 * share:.0f}% of the GPU's {'time without compute' if waiting else 'idle time'}"
+    if c["kind"] == "host-range" and c.get("frames"):  # the host's stacks say where, not the range around it
+        return f"host busy in {frame_words(c['frames'][0])} ({of}, {_ms(c['idle_ns'])})"
     if c["kind"] == "host-range":
         where = "outside any range" if c["name"] == NO_RANGE else f"in `{c['name']}`"
         return f"host busy {where} ({of}, {_ms(c['idle_ns'])})"
@@ -405,5 +413,6 @@ def headline(causes_: list[dict], verdict: str) -> str | None:
     if c["kind"] == "communication":
         return f"waiting in communication not overlapped by compute ({of}, {_ms(c['idle_ns'])}): another rank is late, or the transfers are not overlapped"
     if c["kind"] == "sync":
-        return f"synchronising calls ({c['name']}) emptied the GPU's queue ({of}, {_ms(c['idle_ns'])})"
+        at = f" at {frame_words(c['frames'][0])}" if c.get("frames") else ""
+        return f"synchronising calls ({c['name']}){at} emptied the GPU's queue ({of}, {_ms(c['idle_ns'])})"
     return f"{c['detail']} ({of})"

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Issue 45 on the GPU machine: where the host time went (the launcher's host stack samples, reports/host_frames/).
+#   Usage (after `source .device-mid/setup.sh`): bash benchmarks/gpu/gpu_host_frames.sh OUT PART
+#   PART frames: the Trainer fine-tune's default run, first (empty evidence cache) and cached, and with nsys as the
+#                timeline (--fast); the Lightning module and the DataLoader loop's default runs; py-spy recording each
+#                program separately (raw collapsed stacks, 200 Hz) for benchmarks/host_frames_check.py pyspy; the runs'
+#                traces stripped, with their host_samples.json, as fixtures.
+#   PART cost:   the sampler's cost: `nsighttc profile --fast` with and without host samples (--no-host-samples),
+#                alternating, 3 rounds each, on the Trainer and the DataLoader loop; the steady step medians and the
+#                sampler's own CPU time go to the summary (benchmarks/host_frames_check.py cost reads the verdicts).
+set -u
+OUT=${1:?out dir}; PART=${2:?part}
+source "$(dirname "$0")/gpu_lib.sh"
+export PATH=/tmp/site/bin:$PATH
+TRAINER=(wrappers/trainer_finetune.py --steps 40)
+LIGHTNING=(wrappers/lightning_module.py --steps 100)
+LOADER=(wrappers/dataloader_bound.py --no-annotate --steps 40)
+
+keep() {  # name: the latest run's trace (stripped) and host samples as a fixture folder
+  local name=$1 d t
+  d=$(ls -d "$W/runs_$name"/*/ 2>/dev/null | tail -1)
+  [ -z "$d" ] && return
+  mkdir -p "$W/fix/$name"
+  t=$(ls "$d"/torch_trace.json "$d"/nsys.sqlite 2>/dev/null | head -1)
+  [ -n "$t" ] && python3 benchmarks/strip_fixture.py "$t" "$W/fix/$name/$(basename "$t").gz" >> "$S" 2>&1
+  [ -f "$d/host_samples.json" ] && gzip -c "$d/host_samples.json" > "$W/fix/$name/host_samples.json.gz"
+  python3 - "$d/verdict.json" "$name" >> "$S" 2>&1 <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1])); tl = d["timeline"]; hf = tl.get("host_frames") or {}
+print(sys.argv[2], "|", tl["verdict"], round(tl["gpu_busy_share"], 3), "|", tl.get("headline_cause"))
+print("   samples", hf.get("samples"), "idle", hf.get("idle_samples"), "cost", hf.get("sampler_cost_share"), hf.get("notes"))
+for r in (hf.get("rows") or [])[:5]:
+    print("   ", round(r["share"], 3), r["frame"], f"{r['file']}:{r['line']}", "->", r.get("calls"), "|", r.get("topic"), "|", r.get("program_line"))
+print("   findings:", [f["id"] for f in d["findings"]][:6])
+EOF
+}
+
+case "$PART" in
+frames)
+  profile trainer_first 300 -- python3 "${TRAINER[@]}"; keep trainer_first
+  profile trainer_cached 300 -- python3 "${TRAINER[@]}"; keep trainer_cached
+  profile trainer_nsys 300 --fast --timeline-engine nsys -- python3 "${TRAINER[@]}"; keep trainer_nsys
+  profile lightning 300 -- python3 "${LIGHTNING[@]}"; keep lightning
+  profile loader 300 -- python3 "${LOADER[@]}"; keep loader
+  for p in "trainer ${TRAINER[*]}" "lightning ${LIGHTNING[*]}" "loader ${LOADER[*]}"; do
+    set -- $p; name=$1; shift
+    timeout 200 py-spy record -r 200 -f raw -o "$W/fix/pyspy_$name.txt" -- python3 "$@" > "$W/pyspy_$name.log" 2>&1
+    echo "py-spy $name: rc=$? $(wc -l < "$W/fix/pyspy_$name.txt" 2>/dev/null) stacks" >> "$S"
+    tail -3 "$W/pyspy_$name.log" >> "$S"
+  done
+  for p in "trainer trainer_first" "trainer trainer_cached" "lightning lightning" "loader loader"; do
+    set -- $p
+    d=$(ls -d "$W/runs_$2"/*/ 2>/dev/null | tail -1)
+    [ -n "$d" ] && python3 benchmarks/host_frames_check.py pyspy "$d" "$W/fix/pyspy_$1.txt" >> "$S" 2>&1
+  done
+  ;;
+cost)
+  for round in 1 2 3; do
+    for prog in trainer loader; do
+      if [ $prog = trainer ]; then cmd=("${TRAINER[@]}"); else cmd=("${LOADER[@]}"); fi
+      profile "cost_${prog}_on_$round" 300 --fast -- python3 "${cmd[@]}"
+      profile "cost_${prog}_off_$round" 300 --fast --no-host-samples -- python3 "${cmd[@]}"
+    done
+  done
+  python3 benchmarks/host_frames_check.py cost "$W" >> "$S" 2>&1
+  ;;
+esac
+pack

@@ -1,0 +1,110 @@
+"""Checks of issue 45's host stack samples against what they must match (reports/host_frames/).
+
+  python3 benchmarks/host_frames_check.py cost WORK
+      The sampler's cost: runs WORK/runs_cost_<prog>_{on,off}_<round>/ (benchmarks/gpu/gpu_host_frames.sh cost) made
+      alternately with and without host samples; per program, each round's median steady step (timeline.steps) and the
+      ratio of the medians over the rounds, on/off, with the sampler's own CPU time share.
+  python3 benchmarks/host_frames_check.py pyspy RUN_DIR PYSPY_RAW
+      The top host frame of a run (verdict.json's timeline.host_frames, from its host_samples.json) against py-spy run
+      separately on the same program (``py-spy record -f raw``): the share of the program's loop time (samples whose
+      stack holds the loop's function, so start-up is left out on both sides) spent at the top row's site line, in
+      the function it calls. Both are shares of *all* host time in the loop, not of the idle time, since py-spy
+      cannot tell when the GPU idled.
+"""
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+PYSPY_FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*):(?P<line>\d+)\)$")
+
+
+def cost(work: Path) -> None:
+    rows: dict[str, dict[str, list]] = {}
+    for d in sorted(work.glob("runs_cost_*")):
+        m = re.match(r"runs_cost_(\w+?)_(on|off)_(\d+)$", d.name)
+        run = next(iter(sorted(d.glob("*/verdict.json"))), None)
+        if not m or run is None:
+            continue
+        doc = json.loads(run.read_text())
+        st = doc["timeline"].get("steps") or {}
+        hf = doc["timeline"].get("host_frames") or {}
+        rows.setdefault(m[1], {"on": [], "off": [], "cost": []})[m[2]].append(st.get("median_iteration_ns"))
+        if m[2] == "on":
+            rows[m[1]]["cost"].append(hf.get("sampler_cost_share"))
+    for prog, r in rows.items():
+        on = [x for x in r["on"] if x]
+        off = [x for x in r["off"] if x]
+        ratio = statistics.median(on) / statistics.median(off) if on and off else None
+        print(json.dumps({"program": prog, "on_ms": [round(x / 1e6, 2) for x in on],
+                          "off_ms": [round(x / 1e6, 2) for x in off],
+                          "ratio_on_off": round(ratio, 4) if ratio else None,
+                          "sampler_cpu_share": [round(c, 4) if c is not None else None for c in r["cost"]]}))
+
+
+def _ours(run: Path) -> tuple[dict, float, float, str]:
+    """(the top row, its share of the loop's samples, of the idle ones, the loop's function)."""
+    from nsighttc.parse import host_samples
+    doc = json.loads((run / "verdict.json").read_text())
+    top = doc["timeline"]["host_frames"]["rows"][0]
+    hs = host_samples.read(run / "host_samples.json")
+    fr = hs.frames
+    site = fr.index[(fr["file"].str.endswith(top["file"])) & (fr["line"] == top["line"])
+                    & (fr["function"] == top["frame"])].tolist()
+    loop_fn = top["frame"]  # the trunk's last function is the site's function
+    in_loop = hit = 0
+    for s, n in hs.samples["stack"].value_counts().items():
+        ids = list(hs.stacks[int(s)])
+        funcs = [fr["function"].iat[i] for i in ids]
+        if loop_fn not in funcs:
+            continue
+        in_loop += n
+        if any(i in site for i in ids):
+            pos = next(k for k, i in enumerate(ids) if i in site)
+            callee = next((fr["function"].iat[i] for i in reversed(ids[:pos])), None) if pos else None
+            inner = [fr["function"].iat[i] for i in ids[:pos]]
+            if top.get("calls") is None or top["calls"] in inner or callee == top["calls"]:
+                hit += n
+    return top, hit / in_loop if in_loop else 0.0, top["share"], loop_fn
+
+
+def pyspy(run: Path, raw: Path) -> None:
+    top, ours, idle_share, loop_fn = _ours(run)
+    short = loop_fn.rsplit(".", 1)[-1]
+    calls = (top.get("calls") or "").rsplit(".", 1)[-1] or None
+    in_loop = hit = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames = [PYSPY_FRAME.match(f) for f in stack.split(";")]
+        frames = [f for f in frames if f]
+        if not any(f["func"] == short for f in frames):
+            continue
+        n = int(count)
+        in_loop += n
+        for k, f in enumerate(frames):
+            if f["func"] == short and top["file"].endswith(Path(f["file"]).name) and int(f["line"]) == top["line"]:
+                below = [g["func"] for g in frames[k + 1:]]
+                if calls is None or calls in below:
+                    hit += n
+                break
+    theirs = hit / in_loop if in_loop else 0.0
+    print(json.dumps({"run": str(run), "top_row": f"{top['frame']} {top['file']}:{top['line']} -> {top.get('calls')}",
+                      "share_of_idle": round(idle_share, 3), "share_of_loop_ours": round(ours, 3),
+                      "share_of_loop_pyspy": round(theirs, 3), "pyspy_loop_samples": in_loop,
+                      "difference_points": round(100 * abs(ours - theirs), 1)}))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "cost":
+        cost(Path(sys.argv[2]))
+    elif len(sys.argv) >= 4 and sys.argv[1] == "pyspy":
+        pyspy(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:
+        sys.exit(__doc__)

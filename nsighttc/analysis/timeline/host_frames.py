@@ -1,0 +1,297 @@
+"""Where the host time went: the Python frames the host was in while the GPU idled (issue 45).
+
+Every host stack sample (``parse.host_samples``) taken inside an idle piece of the GPU (``idle.pieces``) stands for
+an equal part of that scope's idle time. Samples are put down to a *site* and what it *calls*:
+
+- the *trunk* is the chain of functions on the stack of nearly every idle sample (``TRUNK_SHARE``): the program's
+  ``main``, a Trainer's ``_inner_training_loop``, Lightning's loops. It is the program, not a cause: a range that
+  spans the whole program is what the analysis named before, and nobody could act on it;
+- a sample's *site* is its frame in the trunk's last function, at its line (``for batch in epoch_iterator``,
+  ``loss.item()``, ``self.optimizer.step()``); a sample that left the trunk earlier is sited at the last trunk
+  function it was in;
+- it *calls* the first function below the site (``DataLoader.__next__``, ``AdamW.step``), and its *program line* is
+  the innermost frame in the program's own files.
+Wrappers every call goes through (``PLUMBING``) and nsighttc's own frames are never sites.
+
+Each sample's stack also says what kind of work it was (``TOPICS``): data loading, an optimizer step, logging, a
+synchronising call on the program's line, the model's forward or backward. Findings take their fix from it.
+All of it works on the distinct stacks (a few thousand), weighted by their samples: no loop over samples.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ...parse.host_samples import LIBRARY, OWN, STDLIB, TOOL, HostSamples
+from .. import intervals
+from . import idle
+
+TRUNK_SHARE = 0.9   # a function on the stacks of this share of the idle samples is the program's loop, not a cause
+TOP_ROWS = 8        # rows the report shows (the JSON keeps TOP_ROWS * 2)
+
+# Wrappers every call passes through: never a site, never what a site "calls" (seen in stacks of torch 2.11 programs
+# sampled on the H100, reports/host_frames).
+PLUMBING = (
+    (re.compile(r"/torch/nn/modules/module\.py$"), re.compile(r"_wrapped_call_impl|_call_impl|inner$")),
+    (re.compile(r"/torch/utils/_contextlib\.py$"), re.compile(r".")),
+    (re.compile(r"/torch/_dynamo/eval_frame\.py$"), re.compile(r"_fn$|__call__$")),
+    (re.compile(r"/torch/optim/optimizer\.py$"), re.compile(r"wrapper$|_use_grad$|maybe_fallback$")),
+    (re.compile(r"/torch/autograd/profiler\.py$"), re.compile(r".")),
+    (re.compile(r"/(?:runpy|threading|contextlib|functools)\.py$"), re.compile(r".")),
+)
+
+# What a stack was doing, from its frames, innermost first: the first frame that matches decides. (file pattern,
+# function pattern, topic). Sources: stacks of wrappers/dataloader_bound.py, trainer_finetune.py and
+# lightning_module.py sampled on the H100 (reports/host_frames); logging and optimizer modules by their paths.
+TOPICS = (
+    (r"/torch/utils/data/|/torchvision/transforms/|/PIL/|/datasets/|/accelerate/data_loader\.py$|"
+     r"/lightning/pytorch/loops/fetchers\.py$|/lightning/pytorch/utilities/combined_loader\.py$", r"", "data"),
+    (r"/torch/optim/|/torch/amp/grad_scaler\.py$|/apex/optimizers/|/accelerate/optimizer\.py$", r"", "optimizer"),
+    (r"/logging/__init__\.py$|/torch/utils/tensorboard/|/tensorboardX/|/wandb/|/lightning/pytorch/loggers/|"
+     r"/lightning/pytorch/trainer/connectors/logger_connector/|/lightning/pytorch/callbacks/progress/|/tqdm/",
+     r"", "logging"),
+    (r"/torch/autograd/|/torch/_tensor\.py$", r"backward", "backward"),
+    # (before the rules on function names: a ModuleList's __getitem__ is the model's, not a dataset's)
+    (r"/torch/nn/|/transformers/models/|/timm/models/|/torchvision/models/", r"", "forward"),
+    (r"", r"collate|__getitem__|(?:^|\.)transform", "data"),
+    (r"", r"(?:^|\.)(?:_maybe_log_save_evaluate|log|_log\w*|log_\w+)$", "logging"),
+)
+# A program line that synchronises with the GPU when it runs (the C call below it shows no Python frame)
+SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist|numpy)\(\s*\)|\bsynchronize\(|\bprint\(|float\(\s*\w[\w.]*\s*\)")
+
+
+@dataclass
+class Attributed:
+    """The idle samples of a recording: per sample its time, piece kind and range code and row (``rows``)."""
+    t: np.ndarray
+    kind: np.ndarray
+    pc: np.ndarray
+    row: np.ndarray
+    topic: np.ndarray          # object: each sample's topic (or "")
+    rows: pd.DataFrame         # one row per (site, callee): frame, file, line, own, source, calls, program_line
+    source: str
+    interval_ns: float
+    cost_share: float | None
+    samples_total: int
+
+
+def _plumbing(files: pd.Series, funcs: pd.Series) -> np.ndarray:
+    out = np.zeros(len(files), dtype=bool)
+    for fp, fn in PLUMBING:
+        out |= files.str.contains(fp).to_numpy() & funcs.str.contains(fn).to_numpy()
+    return out
+
+
+def _topics(frames: pd.DataFrame) -> np.ndarray:
+    """Per frame, the topic its file or function says (or "")."""
+    out = np.full(len(frames), "", dtype=object)
+    files, funcs = frames["file"].astype(str), frames["function"].astype(str)
+    for fp, fn, topic in reversed(TOPICS):  # the first rule that matches wins
+        m = np.ones(len(frames), dtype=bool)
+        if fp:
+            m &= files.str.contains(fp).to_numpy()
+        if fn:
+            m &= funcs.str.contains(fn).to_numpy()
+        out[m] = topic
+    return out
+
+
+def attribute(hs: HostSamples, pieces: idle.Idle, tids: set[int] | None, scope: tuple[np.ndarray, np.ndarray]) \
+        -> Attributed | None:
+    """The samples of the program's launching threads (``tids``; the main thread where unknown) taken inside an idle
+    piece within ``scope`` (intervals), each with its row. None when no sample fell in one."""
+    s = hs.samples
+    if not hs.placed or s.empty or not len(pieces.start):
+        return None
+    want = set(tids or ()) | ({int(hs.main_tid)} if hs.main_tid is not None else set())
+    t = s["t_ns"].to_numpy(dtype="float64")
+    keep = np.isin(s["tid"].to_numpy(), list(want)) if want else np.ones(len(s), dtype=bool)
+    keep &= intervals.inside(t, *scope)
+    order = np.argsort(pieces.start, kind="stable")
+    ps, pe = pieces.start[order], pieces.end[order]
+    i = np.searchsorted(ps, t, side="right") - 1
+    inside = keep & (i >= 0) & (t < pe[np.clip(i, 0, None)])
+    if not inside.any():
+        return None
+    p = order[i[inside]]
+    stack = s["stack"].to_numpy()[inside]
+    row_of_stack, rows, topic_of_stack = _rows(hs, stack)
+    return Attributed(t[inside], pieces.kind[p], pieces.pc[p], row_of_stack[stack], topic_of_stack[stack], rows,
+                      hs.source, hs.interval_ns, (hs.cost_ns / hs.span_ns) if hs.span_ns and hs.cost_ns else None,
+                      int(len(s)))
+
+
+def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
+    """(row per stack id, the rows, topic per stack id) for the stacks of the idle samples (``stack``)."""
+    fr = hs.frames
+    files, funcs = fr["file"].astype(str), fr["function"].astype(str)
+    eligible = (fr["kind"] != TOOL).to_numpy() & ~_plumbing(files, funcs)
+    fn_id = pd.factorize(files + "\x00" + funcs)[0]
+    frame_topic = _topics(fr)
+    own = (fr["kind"] == OWN).to_numpy()
+    sources = fr["source"].fillna("").astype(str).to_numpy()
+    weight = np.bincount(stack, minlength=len(hs.stacks)).astype("float64")
+    used = np.nonzero(weight)[0]
+    paths = {int(k): [int(x) for x in hs.stacks[k][::-1] if eligible[x]] for k in used}  # outermost first
+    total = weight.sum()
+    trunk: list[int] = []
+    live = list(paths)
+    while live:  # grow the trunk while one function is next on nearly every idle sample's stack
+        d = len(trunk)
+        nxt = pd.Series({k: fn_id[paths[k][d]] for k in live if len(paths[k]) > d}, dtype="float64")
+        if nxt.empty:
+            break
+        w = pd.Series(weight[nxt.index.to_numpy()], index=nxt.to_numpy()).groupby(level=0).sum()
+        best = int(w.idxmax())
+        if w.max() < TRUNK_SHARE * total:
+            break
+        trunk.append(best)
+        live = [k for k in live if len(paths[k]) > d and fn_id[paths[k][d]] == best]
+    keys: dict[tuple, int] = {}
+    row_of = np.full(len(hs.stacks), -1, dtype=np.int64)
+    topic_of = np.full(len(hs.stacks), "", dtype=object)
+    program_of: dict[int, dict[int, float]] = {}  # row -> {innermost own frame: weight}
+    callee_of: dict[int, int] = {}                # row -> the frame of the function its site calls
+    for k, path in paths.items():
+        depth = 0
+        while depth < len(trunk) and depth < len(path) and fn_id[path[depth]] == trunk[depth]:
+            depth += 1
+        site = path[depth - 1] if depth else (path[0] if path else -1)
+        callee = path[depth] if depth and depth < len(path) else -1
+        r = row_of[k] = keys.setdefault((site, int(fn_id[callee]) if callee >= 0 else -1), len(keys))
+        if callee >= 0:
+            callee_of.setdefault(r, callee)
+        full = hs.stacks[k]
+        inner_own = next((int(x) for x in full if own[x]), -1)
+        prog = program_of.setdefault(r, {})
+        prog[inner_own] = prog.get(inner_own, 0.0) + weight[k]
+        first_eligible = next((int(x) for x in full if eligible[x]), -1)
+        if first_eligible >= 0 and own[first_eligible] and SYNC_SOURCE.search(sources[first_eligible]):
+            topic_of[k] = "sync"  # the program's line itself made the call that waited (no Python frame below)
+        else:
+            topic_of[k] = next((frame_topic[x] for x in full if frame_topic[x]), "")
+    rows = []
+    for (site, _), r in keys.items():
+        prog = max(program_of[r].items(), key=lambda kv: kv[1])[0]
+        c = callee_of.get(r, -1)
+        rows.append({"frame": funcs.iat[site] if site >= 0 else "(no Python frame)",
+                     "file": files.iat[site] if site >= 0 else "", "line": int(fr["line"].iat[site]) if site >= 0 else 0,
+                     "own": bool(own[site]) if site >= 0 else False, "source": sources[site] if site >= 0 else "",
+                     "calls": funcs.iat[c] if c >= 0 else None, "calls_file": files.iat[c] if c >= 0 else None,
+                     "program_line": f"{_short(files.iat[prog])}:{int(fr['line'].iat[prog])}" if prog >= 0 else None,
+                     "program_source": sources[prog] if prog >= 0 else ""})
+    return row_of, pd.DataFrame(rows), topic_of
+
+
+def _text(x) -> str | None:
+    """A table cell as text, or None (pandas turns a missing string into NaN)."""
+    return x if isinstance(x, str) and x else None
+
+
+def _short(path: str) -> str:
+    """A file as the reader knows it: from the package folder for installed code, else the last two parts."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:]) if len(parts) > 2 else path
+
+
+def table(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], idle_ns: float, mask=None) -> list[dict]:
+    """The rows of the samples inside ``scope`` (and ``mask``), largest first, each with its share of the scope's
+    idle samples and the idle time that share stands for (``idle_ns``: the scope's idle time)."""
+    if att is None:
+        return []
+    m = intervals.inside(att.t, *scope)
+    if mask is not None:
+        m &= mask
+    n = int(m.sum())
+    if not n:
+        return []
+    rows = pd.Series(att.row[m]).value_counts()
+    kinds = pd.crosstab(att.row[m], att.kind[m])
+    topics = pd.crosstab(att.row[m], att.topic[m])
+    out = []
+    for r, c in rows.head(TOP_ROWS * 2).items():
+        row = att.rows.iloc[int(r)]
+        ks = kinds.loc[r]
+        tp = topics.loc[r]
+        out.append({"frame": row["frame"], "file": _short(row["file"]), "line": int(row["line"]),
+                    "own": bool(row["own"]), "source": _text(row["source"]),
+                    "calls": _text(row["calls"]), "calls_file": _short(row["calls_file"]) if _text(row["calls_file"]) else None,
+                    "program_line": _text(row["program_line"]), "program_source": _text(row["program_source"]),
+                    "samples": int(c), "share": float(c / n), "idle_ns": float(idle_ns * c / n),
+                    "idle_kinds": {idle.KINDS[int(k)]: float(v / c) for k, v in ks.items() if v},
+                    "topic": str(tp.idxmax()) if tp.max() > 0 and str(tp.idxmax()) else None})
+    return out
+
+
+def cause_frames(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], causes: list[dict],
+                 paths: np.ndarray) -> None:
+    """Each cause gains ``frames`` (its top rows, shares of its own samples) and ``topics`` (share of its samples per
+    topic) where samples fell in its pieces: host-range causes by their range (host and drained pieces), sync,
+    launch-overhead and pageable-copy causes by their kind."""
+    if att is None:
+        return
+    in_scope = intervals.inside(att.t, *scope)
+    code = {str(p): i for i, p in enumerate(paths)}
+    for c in causes:
+        if c["kind"] == "host-range":
+            pc = code.get(c["name"], -1)
+            m = in_scope & np.isin(att.kind, [idle.HOST, idle.DRAINED]) & (att.pc == pc)
+        elif c["kind"] in ("sync", "launch-overhead", "pageable-copy"):
+            k = {"sync": [idle.SYNC, idle.DRAINED], "launch-overhead": [idle.LAUNCH],
+                 "pageable-copy": [idle.PAGEABLE]}[c["kind"]]
+            m = in_scope & np.isin(att.kind, k)
+        else:
+            continue
+        if not m.any():
+            continue
+        rows = table(att, scope, c["idle_ns"], m)
+        c["frames"] = [{k: r[k] for k in ("frame", "file", "line", "source", "calls", "program_line", "program_source",
+                                          "share", "idle_ns", "topic")} for r in rows[:3]]
+        tp = pd.Series(att.topic[m]).value_counts(normalize=True)
+        c["topics"] = {str(k): float(v) for k, v in tp.items() if k}
+        c["samples"] = int(m.sum())
+
+
+def summary(att: Attributed | None, hs: HostSamples | None, basis: str, rows: list[dict]) -> dict:
+    """``timeline.host_frames``: the rows of the dominant scope, and what they rest on."""
+    if hs is None:
+        return {}
+    out = {"source": hs.source, "basis": basis, "interval_ns": hs.interval_ns,
+           "samples": int(len(hs.samples)), "placed": hs.placed,
+           "idle_samples": int(sum(r["samples"] for r in rows)) if rows else 0,
+           "sampler_cost_share": (hs.cost_ns / hs.span_ns) if hs.span_ns and hs.cost_ns else None,
+           "rows": rows, "notes": list(hs.notes)}
+    if att is None and hs.placed:
+        out["notes"].append("no host sample fell in the GPU's idle time of the steady steps")
+    return out
+
+
+def collapsed(att: Attributed | None, hs: HostSamples | None, scope: tuple[np.ndarray, np.ndarray]) -> str:
+    """The idle samples' stacks in the collapsed format (``a;b;c N``, outermost first) that speedscope, Perfetto's
+    and Brendan Gregg's flame graph tools read."""
+    if att is None or hs is None:
+        return ""
+    m = intervals.inside(att.t, *scope)
+    s = hs.samples
+    t = s["t_ns"].to_numpy(dtype="float64")
+    sel = np.isin(t, att.t[m])
+    counts = pd.Series(s["stack"].to_numpy()[sel]).value_counts()
+    fr = hs.frames
+    names = (fr["function"].astype(str) + " (" + fr["file"].astype(str).map(_short) + ":" + fr["line"].astype(str)
+             + ")").str.replace(";", ",").to_numpy()
+    keep = (fr["kind"] != TOOL).to_numpy()
+    lines = []
+    for k, n in counts.items():
+        ids = [x for x in hs.stacks[int(k)][::-1] if keep[x]]
+        lines.append(";".join(names[ids]) + f" {int(n)}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+__all__ = ["Attributed", "LIBRARY", "OWN", "STDLIB", "TOP_ROWS", "TRUNK_SHARE", "attribute", "cause_frames",
+           "collapsed", "summary", "table"]

@@ -1,0 +1,41 @@
+"""``## Where the host time went``: the host's Python frames while the GPU idled (``timeline.host_frames``), as a
+table a reviewer reads in a pull request: site, what it calls, the program's line, the idle time and its share."""
+from __future__ import annotations
+
+from .fmt import ns, pct
+
+ROWS_SHOWN = 6     # a PR-sized report; verdict.json keeps more
+SOURCE_CHARS = 60
+
+
+def _code(text: str | None) -> str:
+    if not text:
+        return ""
+    text = text if len(text) <= SOURCE_CHARS else text[:SOURCE_CHARS - 1] + "…"
+    return f"`{text.replace('|', '∣').replace('`', 'ʼ')}`"
+
+
+def section(hf: dict | None, full: bool = False) -> list[str]:
+    if not hf:
+        return []
+    rows = hf.get("rows") or []
+    out = ["## Where the host time went", ""]
+    cost = hf.get("sampler_cost_share")
+    said = (f"{hf.get('idle_samples', 0):,} of {hf.get('samples', 0):,} host stack samples ({hf.get('source')}, every "
+            f"{ns(hf.get('interval_ns'))}" + (f", {pct(cost)} of the program's time" if cost is not None else "")
+            + f") fell in the GPU's idle time of the {hf.get('basis')}.")
+    if not rows:
+        return out + [said + " " + " ".join(hf.get("notes") or ["No sample fell in the GPU's idle time."]), ""]
+    out += [said + " Each row is where the program's loop was (file:line) and the function it had called; the share "
+            "is of the idle time the samples stand for. The stacks: host_idle_stacks.collapsed (speedscope).", "",
+            "| Where (file:line) | Calls | Program line | Idle | Share | Kind of work |", "|---|---|---|---:|---:|---|"]
+    shown = rows if full else rows[:ROWS_SHOWN]
+    for r in shown:
+        where = f"`{r['frame']}` {r['file']}:{r['line']}" + (f" {_code(r.get('source'))}" if r.get("source") else "")
+        calls = f"`{r['calls']}`" if r.get("calls") else ""
+        prog = (r.get("program_line") or "") + (f" {_code(r.get('program_source'))}" if r.get("program_source") else "")
+        out.append(f"| {where} | {calls} | {prog} | {ns(r.get('idle_ns'))} | {pct(r.get('share'))} | "
+                   f"{r.get('topic') or ''} |")
+    if len(shown) < len(rows):
+        out.append(f"\n{len(rows) - len(shown)} more rows in verdict.json (`timeline.host_frames`).")
+    return out + [""] + [f"- {n}" for n in hf.get("notes") or []] + ([""] if hf.get("notes") else [])

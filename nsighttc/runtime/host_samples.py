@@ -1,0 +1,234 @@
+"""Samples of the program's Python stacks, taken by a thread inside the program, for "where the host time went"
+(``analysis.timeline.host_frames`` puts each sample taken while the GPU idled down to its frame).
+
+Why a thread in the process, not py-spy or austin outside it:
+- it needs no ptrace: containers (Docker's default seccomp profile, Kubernetes pods without ``SYS_PTRACE``) refuse
+  an external sampler, and a tool that answers only where ptrace is allowed answers too rarely;
+- it runs in every rank, under every engine, with no second process to start, find and stop per rank;
+- its clock is the launcher's: at most every ``ANCHOR_EVERY_S`` a mark ``nsighttc.clock#<n>`` is drawn and its time
+  noted, so each sample lands on the recording's clock (``parse.host_samples``) whichever profiler made it. The
+  sampling thread draws NVTX marks (nsys); the main thread, at the step hooks' marks (``maybe_anchor``), draws
+  them as the step marks are drawn, NVTX and ``record_function`` (torch.profiler). Only the main thread makes
+  ``record_function`` labels: a label begun in one torch.profiler session and ended in the next corrupts memory
+  (``rf_labels``), and only the main thread knows when the sessions change.
+What it cannot see: a sample needs the interpreter's lock, so while the program's thread holds it inside a C call
+(no PyTorch operator does: their bindings release it) the sample waits until that call ends; the time is then
+given to the line that made the call, which is where it belongs. ``sys._current_frames`` and a walk of each
+stack cost ~10-40 us per sample; at ``INTERVAL_S`` that is under 1% of the program's time, and the file says how
+much it cost (``cost_ns``). py-spy stays the independent check (``reports/host_frames``).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import sysconfig
+import threading
+import time
+from array import array
+from pathlib import Path
+
+SCHEMA = "nsighttc.host-samples/1"
+CLOCK_MARK = "nsighttc.clock#"   # + the anchor's number: the mark that ties the samples to the recording's clock
+INTERVAL_S = 0.005               # 200 samples a second: ~1 sample per 5 ms of idle GPU, cost < 1% (the file's cost_ns)
+ANCHOR_EVERY_S = 0.25
+MAX_DEPTH = 128                  # frames kept per stack, from the innermost
+# Frame kinds, decided where the paths are known (this process): the program's own files, installed libraries,
+# the standard library, and this tool's own frames (never shown).
+OWN, LIBRARY, STDLIB, TOOL = "own", "library", "stdlib", "tool"
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
+
+
+def frame_kind(filename: str) -> str:
+    """What a frame's file is, from its path alone."""
+    if filename.startswith("<") or filename.startswith(_PACKAGE_DIR):
+        return TOOL    # <frozen importlib._bootstrap>, <string>, nsighttc itself
+    if f"{os.sep}site-packages{os.sep}" in filename or f"{os.sep}dist-packages{os.sep}" in filename:
+        return LIBRARY
+    for key in ("stdlib", "platstdlib"):
+        root = sysconfig.get_paths().get(key)
+        if root and filename.startswith(root.rstrip(os.sep) + os.sep):
+            return STDLIB
+    return OWN
+
+
+class Sampler:
+    """Samples every Python thread's stack each ``interval_s`` until ``stop``; ``write`` saves what it has."""
+
+    def __init__(self, path: Path, interval_s: float = INTERVAL_S, mark=None):
+        self.path = Path(path)
+        self.interval_s = interval_s
+        self._mark = mark                       # draws one clock mark from the sampling thread (None: NVTX)
+        self._stop = threading.Event()
+        self._lock = threading.Lock()           # write() reads while the thread appends
+        self._frame_ids: dict[tuple, int] = {}  # (id of the code object, line) -> frame index
+        self._frames: list[tuple] = []          # (code object, line)
+        self._stack_ids: dict[tuple, int] = {}
+        self._stacks: list[tuple] = []
+        self.t, self.tid, self.stack = array("q"), array("q"), array("l")
+        self.anchors: list[tuple[int, int]] = []
+        self._seq = itertools.count()
+        self.cost_ns = 0
+        self.started_ns = 0
+        self._native: dict[int, int] = {}      # thread ident -> native id (the recording's thread id)
+        self._names: dict[int, str] = {}
+        self.main_ident = threading.main_thread().ident
+        self._thread = threading.Thread(target=self._run, name="nsighttc-host-samples", daemon=True)
+
+    # --- in the program ---------------------------------------------------------------------------
+    def start(self) -> "Sampler":
+        self.started_ns = time.perf_counter_ns()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=1.0)
+
+    def anchor(self, draw=None) -> None:
+        """Draw one clock mark and note the time it was drawn: with ``draw`` (the main thread's: NVTX and
+        ``record_function``), else NVTX only (the sampling thread)."""
+        n = next(self._seq)
+        t = time.perf_counter_ns()
+        try:
+            (draw or self._mark or _nvtx_only)(f"{CLOCK_MARK}{n}")
+        except Exception:  # noqa: BLE001 - a mark that cannot be drawn costs only this anchor
+            return
+        with self._lock:
+            self.anchors.append((n, t))  # the time the mark opened (its start in the recording)
+
+    def _thread_ids(self, ident: int) -> int:
+        if ident not in self._native:
+            for th in threading.enumerate():
+                if th.ident is not None and th.ident not in self._native:
+                    self._native[th.ident] = th.native_id or th.ident
+                    self._names[th.ident] = th.name
+            self._native.setdefault(ident, ident)
+        return self._native[ident]
+
+    def _run(self) -> None:
+        me = threading.get_ident()
+        next_anchor = 0
+        wait = self._stop.wait
+        cpu = time.thread_time_ns  # this thread's CPU time: what it took from the program (wall time would count
+        #                            the program's own turns whenever it takes the interpreter back mid-sample)
+        while not wait(self.interval_s):
+            c0 = cpu()
+            t = time.perf_counter_ns()
+            try:
+                self._sample(me, t)
+            except Exception:  # noqa: BLE001 - a thread that vanished mid-walk: skip this sample
+                pass
+            if t >= next_anchor:
+                self.anchor()
+                next_anchor = t + int(ANCHOR_EVERY_S * 1e9)
+            self.cost_ns += cpu() - c0
+
+    def _sample(self, me: int, t: int) -> None:
+        frames = sys._current_frames()
+        fid, stack_ids = self._frame_ids, self._stack_ids
+        with self._lock:
+            for ident, f in frames.items():
+                if ident == me:
+                    continue
+                ids = []
+                while f is not None and len(ids) < MAX_DEPTH:
+                    code = f.f_code
+                    # keyed by the code object's id: a code object hashes its whole body each time (a 1.2 ms
+                    # sample of a PyTorch loop, against 35 us); self._frames holds each code, so no id is reused
+                    key = (id(code), f.f_lineno)
+                    i = fid.get(key)
+                    if i is None:
+                        i = fid[key] = len(self._frames)
+                        self._frames.append((code, key[1]))
+                    ids.append(i)
+                    f = f.f_back
+                st = tuple(ids)
+                s = stack_ids.get(st)
+                if s is None:
+                    s = stack_ids[st] = len(self._stacks)
+                    self._stacks.append(st)
+                self.t.append(t)
+                self.tid.append(self._thread_ids(ident))
+                self.stack.append(s)
+
+    # --- out --------------------------------------------------------------------------------------
+    def document(self) -> dict:
+        import linecache
+        with self._lock:
+            frames, stacks = list(self._frames), list(self._stacks)
+            t, tid, stack, anchors = list(self.t), list(self.tid), list(self.stack), list(self.anchors)
+            native = dict(self._native)
+        kinds: dict[str, str] = {}
+        rows = []
+        for code, line in frames:
+            fn = code.co_filename
+            kind = kinds.setdefault(fn, frame_kind(fn))
+            src = linecache.getline(fn, line).strip()[:160] if kind == OWN and line else ""
+            rows.append([fn, getattr(code, "co_qualname", code.co_name), int(line or 0), kind, src])
+        main = native.get(self.main_ident, threading.main_thread().native_id)
+        return {"schema": SCHEMA, "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)", "pid": os.getpid(),
+                "interval_ns": int(self.interval_s * 1e9), "started_ns": self.started_ns,
+                "cost_ns": int(self.cost_ns), "main_tid": main,
+                "threads": {str(native[i]): self._names.get(i, "") for i in native},
+                "anchors": anchors, "frames": rows, "stacks": [list(s) for s in stacks],
+                "t": t, "tid": tid, "stack": stack}
+
+    def write(self) -> None:
+        """Save the samples so far (atomically: a reader never sees half a file)."""
+        doc = self.document()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(doc, separators=(",", ":")))
+        os.replace(tmp, self.path)
+
+
+def _nvtx_only(name: str) -> None:
+    try:
+        import nvtx
+    except Exception:  # noqa: BLE001 - no NVTX: the main thread's marks still anchor the clock
+        return
+    nvtx.end_range(nvtx.start_range(message=name))
+
+
+_ACTIVE: list[Sampler] = []
+_next_main_anchor = 0
+
+
+def maybe_anchor(open_mark) -> None:
+    """A clock mark from the main thread, at most every ``ANCHOR_EVERY_S``: the step hooks call it at each of their
+    marks with their ``OpenMark`` (NVTX and ``record_function`` as the step marks are drawn)."""
+    global _next_main_anchor
+    if not _ACTIVE or threading.get_ident() != _ACTIVE[0].main_ident:
+        return
+    t = time.perf_counter_ns()
+    if t >= _next_main_anchor:
+        _next_main_anchor = t + int(ANCHOR_EVERY_S * 1e9)
+        _ACTIVE[0].anchor(lambda name: open_mark(name).close())
+
+
+def start(path: Path, interval_s: float = INTERVAL_S) -> Sampler:
+    s = Sampler(path, interval_s).start()
+    _ACTIVE.append(s)
+    return s
+
+
+def flush() -> None:
+    """Write the active sampler's samples (before a trace is said to be written: the analysis may start then)."""
+    for s in _ACTIVE:
+        try:
+            s.write()
+        except Exception as exc:  # noqa: BLE001 - the program's result stands; say why the samples are missing
+            from .lines import say
+            say(f"nsighttc.launch: host samples not written ({type(exc).__name__}: {exc})")
+
+
+def finish() -> None:
+    while _ACTIVE:
+        s = _ACTIVE.pop()
+        s.stop()
+        _ACTIVE.append(s)
+        flush()
+        _ACTIVE.pop()
