@@ -34,6 +34,9 @@ LAUNCH = "launch-overhead"
 COMPUTE = "gpu-compute"      # the rank's own GPU compute time per step, compared like a cause
 STRAGGLER_MIN_NS = 1e6       # and at least 1 ms: timer noise and launch jitter stay below this
 TC_SHARE_DIFF = 0.20         # ranks whose Tensor Core shares differ by more than this run different code
+SAME_WORK_GPU = 0.05         # ranks run the same work: the same compute kernels, GPU compute per step within 5%
+# What kind of lag a straggler's first distinguishing cause is (issue 46): its host, its GPU, or its communication
+STRAGGLER_KIND = {COMPUTE: "gpu", "communication": "communication"}  # every other cause is the host's
 EXPOSED_COMM_FINDING = 0.15  # exposed communication (mean over ranks) worth a finding
 
 
@@ -77,7 +80,35 @@ def rank_row(rank: int, v) -> dict:
         "step_family": steps.get("name"), "_iterations": list(dom.get("iteration_ns", []))[warm:] if dom else [],
         "_warmup": warm, "_all_iterations": list(dom.get("iteration_ns", [])) if dom else [],
         "_per_step": per_step,
+        # the compute kernels it ran (names), and where its host was while its GPU idled (host_frames), per step
+        "_compute_kernels": _compute_kernel_names(v),
+        "_frames_per_step": {_frame_key(f): f["idle_ns"] / n_steady for f in dom.get("host_frames") or []}
+        if dom else {},
     }
+
+
+def _compute_kernel_names(v) -> frozenset:
+    k = getattr(v, "kernels", None)
+    if k is None or len(k) == 0 or "name" not in k:
+        return frozenset()
+    from .name_rules import COMMUNICATION, name_mask
+    names = k["name"].astype(str)
+    return frozenset(names[~name_mask(names, COMMUNICATION).to_numpy()].tolist())
+
+
+def _frame_key(f: dict) -> str:
+    return f"`{f['frame']}` ({f['file']}:{f['line']})" + (f" → `{f['calls']}`" if f.get("calls") else "")
+
+
+def same_work(rows: list[dict]) -> bool | None:
+    """Whether every rank ran the same compute kernels with its GPU compute per step within ``SAME_WORK_GPU`` of the
+    ranks' median. None where the ranks' verdicts do not say."""
+    kernels = [r["_compute_kernels"] for r in rows]
+    gpu = [r["_per_step"].get((COMPUTE, "GPU compute")) for r in rows]
+    if len(rows) < 2 or not all(kernels) or any(g is None for g in gpu):
+        return None
+    med = float(np.median(gpu))
+    return len(set(kernels)) == 1 and med > 0 and all(abs(g - med) <= SAME_WORK_GPU * med for g in gpu)
 
 
 def _tc_compute_share(tc: dict, comm_ns: float) -> float | None:
@@ -113,6 +144,18 @@ def _excess(slow: dict, others: list[dict]) -> list[tuple[tuple[str, str], float
     return sorted(out, key=lambda x: -x[1])
 
 
+def _frames_excess(slow: dict, others: list[dict]) -> list[dict]:
+    """Where the straggler's host was longer than the other ranks' per step, by host frame (its samples taken while
+    its GPU idled, ``host_frames``), largest first; empty without samples."""
+    keys = set(slow["_frames_per_step"]).union(*[o["_frames_per_step"] for o in others])
+    out = []
+    for k in keys:
+        d = slow["_frames_per_step"].get(k, 0.0) - float(np.median([o["_frames_per_step"].get(k, 0.0) for o in others]))
+        if d > 0:
+            out.append({"frame": k, "per_step_ns": d})
+    return sorted(out, key=lambda x: -x["per_step_ns"])[:5]
+
+
 def _describe(key: tuple[str, str]) -> str:
     kind, name = key
     return {"host-range": "host busy outside any range" if name == "(no range)" else f"host busy in `{name}`", LAUNCH: "launch overhead (the host launched kernels slower)",
@@ -143,12 +186,17 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None]:
                                 for k, d in excess[:5]]}
     if causes and sum(d for _, d in causes) >= EXPLAINED_SHARE * gap:
         top = causes[0]
+        kind = STRAGGLER_KIND.get(top[0][0], "host")
         cause = f"{_describe(top[0])}: {duration(top[1])} per step more than the other ranks"
-        return {**base, "cause": cause,
-                "why": (f"rank {slow['rank']} spends {duration(gap)} more per step on its own work than the median "
-                        f"rank, which waits {duration(wait)} per step in communication; the difference: "
-                        + "; ".join(f"{_describe(k)} +{duration(d)}" for k, d in causes[:3]))}, None
-    return None, {**base, "launch_overhead_excess_ns": launch,
+        frames = _frames_excess(slow, rest) if kind == "host" else []
+        why = (f"rank {slow['rank']} spends {duration(gap)} more per step on its own work than the median "
+               f"rank, which waits {duration(wait)} per step in communication; the difference: "
+               + "; ".join(f"{_describe(k)} +{duration(d)}" for k, d in causes[:3]))
+        if frames:
+            why += "; its host, against the other ranks', was longer in " + "; ".join(
+                f"{f['frame']} +{duration(f['per_step_ns'])}" for f in frames[:3])
+        return {**base, "cause": cause, "kind": kind, "host_frames_excess": frames, "why": why}, None
+    return None, {**base, "kind": "host", "launch_overhead_excess_ns": launch,
                   "note": (f"rank {slow['rank']}'s own step is {duration(gap)} longer than the other ranks', mostly "
                            f"launch overhead (+{duration(launch)} per step): its host launched kernels slower. A "
                            "tracing profiler slows every launch call and the ranks unevenly, so this is not named a "
@@ -163,7 +211,7 @@ def distributed(rows: list[dict], world_size: int | None) -> dict:
     slowest = max((r for r in rows if r["median_step_ns"]), key=lambda r: r["median_step_ns"], default=None)
     strag, launch = imbalance(rows)
     return {"ranks": len(rows), "world_size": world_size, "straggler": strag, "launch_imbalance": launch,
-            "step_skew": step_skew(rows),
+            "same_work": same_work(rows), "step_skew": step_skew(rows),
             "nccl_time_share": comm_ns / kern_ns if kern_ns else 0.0,
             "exposed_comm_share": float(np.mean(exposed)) if exposed else None,
             "exposed_comm_share_max": float(np.max(exposed)) if exposed else None,

@@ -274,3 +274,15 @@ def test_nsys_files_without_rank_names_take_their_gpu(tmp_path):
     v = analyze([a, b], jobs=1)
     assert [(r["rank"], Path(r["inputs"][0]).name) for r in v.ranks] == [(0, "second.sqlite.gz"), (1, "first.sqlite.gz")]
     assert v.distributed["straggler"]["rank"] == 1
+
+
+def test_the_kind_of_lag_and_whether_the_ranks_did_the_same_work(straggler_nsys, straggler_torch):
+    """Issue 46: rank 1's 30 ms host sleep is a host lag on ranks that ran the same kernels; the unmarked job whose
+    rank 1 trains on a batch 4x larger lags on its GPU, and its ranks did not do the same work."""
+    from nsighttc.verdict import schema_problem
+    for v in (straggler_nsys, straggler_torch):
+        assert v.distributed["same_work"] is True and v.distributed["straggler"]["kind"] == "host"
+        assert schema_problem(v.to_json()) is None
+    uneven = analyze([FIXTURES / "unmarked" / "ddp_uneven"], jobs=1)
+    assert uneven.distributed["same_work"] is False and uneven.distributed["straggler"]["kind"] == "gpu"
+    assert analyze([DDP / "balanced_torch"], jobs=1).distributed["same_work"] is True
