@@ -280,7 +280,8 @@ def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | No
     rows = [ranks_mod.rank_row(r, results[r][0]) for r in sorted(results)]
     sizes = {i.world_size for i in infos.values() if i.world_size}
     dist = ranks_mod.distributed(rows, sizes.pop() if len(sizes) == 1 else None)
-    shown = dist["straggler"]["rank"] if dist["straggler"] else min(results)
+    complete = [r["rank"] for r in rows if r["complete"] and r["rank"] is not None] or sorted(results)
+    shown = dist["straggler"]["rank"] if dist["straggler"] else min(complete)
     sv = results[shown][0]
     low = results[min(results)][0]
     compacted = pd.concat([c for _, c in results.values()], ignore_index=True)
@@ -294,6 +295,7 @@ def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | No
     summary["unknown_kernels"] = tensor_cores.unknown_kernels(kernel_rows)
     found = sorted(ranks_mod.findings(rows, dist) + list(sv.findings), key=lambda f: -f.time_ns)
     warnings = list(dict.fromkeys(w for v, _ in results.values() for w in v.warnings))
+    warnings += [f"rank {r['rank']}: {r['reason']}; left out of the job's verdict" for r in dist["incomplete_ranks"]]
     warnings.append(f"{len(rows)} ranks analysed one by one; the timeline, ranges and findings shown are rank "
                     f"{shown}'s ({'the straggler' if dist['straggler'] else 'the lowest rank'}); the Tensor Core "
                     f"numbers cover every rank; `launches` holds rank {min(results)}'s")

@@ -78,7 +78,8 @@ WHY_NONE = {"matrix-work-unknown": "whether this work reached the Tensor Cores i
             "low-tensor-pipe-utilisation": "the fix (larger or fused GEMMs) changes the work itself: not estimated",
             "misaligned-tensor-core-path": "how much faster an aligned kernel runs depends on the shapes: not estimated",
             "same-name-different-verdicts": "not a cost", "warm-up-excluded": "not a cost",
-            "cuda-graphs-traced-whole": "not a cost", "ranks-differ-in-tensor-cores": "not estimated"}
+            "cuda-graphs-traced-whole": "not a cost", "ranks-differ-in-tensor-cores": "not estimated",
+            "rank-without-gpu-work": "not a cost: a recording to make again"}
 
 
 @dataclass

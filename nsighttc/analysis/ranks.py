@@ -34,6 +34,7 @@ LAUNCH = "launch-overhead"
 COMPUTE = "gpu-compute"      # the rank's own GPU compute time per step, compared like a cause
 STRAGGLER_MIN_NS = 1e6       # and at least 1 ms: timer noise and launch jitter stay below this
 TC_SHARE_DIFF = 0.20         # ranks whose Tensor Core shares differ by more than this run different code
+MOST_STEPS = 0.6             # a straggler lags in at least this share of the steady steps (issue 46)
 SAME_WORK_GPU = 0.05         # ranks run the same work: the same compute kernels, GPU compute per step within 5%
 # What kind of lag a straggler's first distinguishing cause is (issue 46): its host, its GPU, or its communication
 STRAGGLER_KIND = {COMPUTE: "gpu", "communication": "communication"}  # every other cause is the host's
@@ -52,6 +53,7 @@ def rank_row(rank: int, v) -> dict:
     compute = comm.get("compute_busy_share", gpu_busy) if tl else None
     med = steps.get("median_iteration_ns") or None
     per_step_wait = comm.get("exposed_comm_per_step_ns", 0.0) if med else None
+    no_work = (tl.get("verdict") == "no-gpu-work") if tl else not v.tensor_cores.get("kernel_time_ns")
     warm = int(dom.get("warmup_steps", 0)) if dom else 0
     n_steady = max(int(dom.get("count", 0)) - warm, 1) if dom else 1
     per_step = {}
@@ -80,11 +82,46 @@ def rank_row(rank: int, v) -> dict:
         "step_family": steps.get("name"), "_iterations": list(dom.get("iteration_ns", []))[warm:] if dom else [],
         "_warmup": warm, "_all_iterations": list(dom.get("iteration_ns", [])) if dom else [],
         "_per_step": per_step,
+        "complete": not no_work,
+        "incomplete_reason": ("its recording holds no GPU work (" + ", ".join(str(i["path"]) for i in v.inputs)
+                              + "): the recording stopped before the rank's GPU work was recorded, or the rank ran "
+                              "none") if no_work else None,
+        "_own_iterations": _own_iterations(dom, warm),
         # the compute kernels it ran (names), and where its host was while its GPU idled (host_frames), per step
         "_compute_kernels": _compute_kernel_names(v),
         "_frames_per_step": {_frame_key(f): f["idle_ns"] / n_steady for f in dom.get("host_frames") or []}
         if dom else {},
     }
+
+
+def _own_iterations(dom: dict, warm: int) -> list[float]:
+    """Each steady step's own work: its wall time less the communication it waited in (empty where the rank's
+    verdict does not carry each step's wait)."""
+    waits = dom.get("exposed_comm_ns_per_iteration") if dom else None
+    its = list(dom.get("iteration_ns", []))[warm:] if dom else []
+    if not waits or len(waits) != len(its):
+        return []
+    return [float(i - w) for i, w in zip(its, waits)]
+
+
+def lag_by_step(slow: dict, others: list[dict]) -> dict | None:
+    """Step by step, how much longer the slow rank's own work was than the other ranks' median, against the
+    step-to-step spread of the ranks' own work (the median over ranks of its interquartile range): the share of steps
+    whose lag exceeds that spread (and ``STRAGGLER_MIN_NS``). None where a rank lacks its steps' own work."""
+    series = [slow["_own_iterations"]] + [o["_own_iterations"] for o in others]
+    if any(not x for x in series):
+        return None
+    n = min(len(x) for x in series)
+    if n < 3:
+        return None
+    m = np.array([x[:n] for x in series], dtype="float64")
+    lag = m[0] - np.median(m[1:], axis=0)
+    spread = float(np.median([np.subtract(*np.percentile(x, [75, 25])) for x in m]))
+    over = lag > max(spread, STRAGGLER_MIN_NS)
+    q1, med, q3 = np.percentile(lag, [25, 50, 75])
+    return {"steps": int(n), "lagging_steps_share": float(over.mean()), "spread_ns": spread,
+            "lag_ns": {"median": float(med), "q1": float(q1), "q3": float(q3), "min": float(lag.min()),
+                       "max": float(lag.max())}}
 
 
 def _compute_kernel_names(v) -> frozenset:
@@ -164,22 +201,34 @@ def _describe(key: tuple[str, str]) -> str:
             "or more work on this rank)"}.get(kind, f"{kind} ({name})")
 
 
-def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None]:
-    """(straggler, launch_imbalance): see the module docstring. Both None when the ranks' own step times
-    agree within the margin (a balanced job gets no invented straggler)."""
+def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
+    """(straggler, launch_imbalance, no consistent straggler): see the module docstring. All None when the ranks'
+    own step times agree within the margin (a balanced job gets no invented straggler). A rank whose median own
+    work is longer but that lags in fewer than ``MOST_STEPS`` of the steps by more than their spread is no
+    straggler: the third says so, with the lag's spread (issue 46: an FSDP2 job's lag moved from rank 1 in one run to
+    rank 0 in the next, and was presented as a property of the rank)."""
     cand = [r for r in rows if r["own_step_ns"] is not None and r["rank"] is not None]
     if len(cand) < 2:
-        return None, None
+        return None, None, None
     slow = max(cand, key=lambda r: r["own_step_ns"])
     rest = [r for r in cand if r is not slow]
     gap = slow["own_step_ns"] - float(np.median([r["own_step_ns"] for r in rest]))
     if gap < max(STRAGGLER_MIN_SHARE * slow["median_step_ns"], STRAGGLER_MIN_NS):
-        return None, None
+        return None, None, None
+    lag = lag_by_step(slow, rest)
+    if lag is not None and lag["lagging_steps_share"] < MOST_STEPS:
+        return None, None, {"rank": slow["rank"], "excess_ns": gap, **lag,
+                            "note": (f"rank {slow['rank']}'s median own work per step is {duration(gap)} longer than "
+                                     f"the other ranks', but it lagged by more than the steps' spread "
+                                     f"({duration(max(lag['spread_ns'], STRAGGLER_MIN_NS))}) in only "
+                                     f"{100 * lag['lagging_steps_share']:.0f}% of {lag['steps']} steps (lag per step "
+                                     f"{duration(lag['lag_ns']['q1'])} to {duration(lag['lag_ns']['q3'])}, quartiles): "
+                                     "no consistent straggler")}
     wait = float(np.median([r["exposed_comm_per_step_ns"] or 0.0 for r in rest]))
     excess = _excess(slow, rest)
     causes = [(k, d) for k, d in excess if k[0] != LAUNCH]
     launch = sum(d for k, d in excess if k[0] == LAUNCH)
-    base = {"rank": slow["rank"], "own_step_ns": slow["own_step_ns"],
+    base = {"rank": slow["rank"], "own_step_ns": slow["own_step_ns"], "lag_by_step": lag,
             "others_own_step_ns": slow["own_step_ns"] - gap, "excess_ns": gap, "others_wait_per_step_ns": wait,
             "verdict": slow["verdict"],
             "excess_by_cause": [{"cause": _describe(k), "kind": k[0], "name": k[1], "per_step_ns": d}
@@ -195,12 +244,12 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None]:
         if frames:
             why += "; its host, against the other ranks', was longer in " + "; ".join(
                 f"{f['frame']} +{duration(f['per_step_ns'])}" for f in frames[:3])
-        return {**base, "cause": cause, "kind": kind, "host_frames_excess": frames, "why": why}, None
+        return {**base, "cause": cause, "kind": kind, "host_frames_excess": frames, "why": why}, None, None
     return None, {**base, "kind": "host", "launch_overhead_excess_ns": launch,
                   "note": (f"rank {slow['rank']}'s own step is {duration(gap)} longer than the other ranks', mostly "
                            f"launch overhead (+{duration(launch)} per step): its host launched kernels slower. A "
                            "tracing profiler slows every launch call and the ranks unevenly, so this is not named a "
-                           "straggler; compare the ranks' step times in a plain run")}
+                           "straggler; compare the ranks' step times in a plain run")}, None
 
 
 def distributed(rows: list[dict], world_size: int | None) -> dict:
@@ -209,9 +258,13 @@ def distributed(rows: list[dict], world_size: int | None) -> dict:
     exposed = [r["exposed_comm_share"] for r in rows if r["exposed_comm_share"] is not None]
     steps = [r["median_step_ns"] for r in rows if r["median_step_ns"]]
     slowest = max((r for r in rows if r["median_step_ns"]), key=lambda r: r["median_step_ns"], default=None)
-    strag, launch = imbalance(rows)
+    # a rank without GPU work in its recording is never merged into the job's verdict: it is named, with why
+    complete = [r for r in rows if r["complete"]]
+    incomplete = [{"rank": r["rank"], "reason": r["incomplete_reason"]} for r in rows if not r["complete"]]
+    strag, launch, unsure = imbalance(complete)
     return {"ranks": len(rows), "world_size": world_size, "straggler": strag, "launch_imbalance": launch,
-            "same_work": same_work(rows), "step_skew": step_skew(rows),
+            "no_consistent_straggler": unsure, "incomplete_ranks": incomplete,
+            "same_work": same_work(complete), "step_skew": step_skew(complete),
             "nccl_time_share": comm_ns / kern_ns if kern_ns else 0.0,
             "exposed_comm_share": float(np.mean(exposed)) if exposed else None,
             "exposed_comm_share_max": float(np.max(exposed)) if exposed else None,
@@ -222,6 +275,12 @@ def distributed(rows: list[dict], world_size: int | None) -> dict:
 
 def findings(rows: list[dict], dist: dict) -> list[Finding]:
     out: list[Finding] = []
+    for r in dist.get("incomplete_ranks") or []:
+        out.append(Finding(
+            "rank-without-gpu-work", "high", f"Rank {r['rank']}'s recording holds no GPU work",
+            f"rank {r['rank']}: {r['reason']}; it is left out of the job's verdict (straggler, step skew, same work)",
+            "Record again: a default run records every rank's window; with a program that ends inside its window, "
+            "`--full-run`; `nsighttc analyze` the rank's own directory to see what it holds.", time_ns=0.0))
     s = dist.get("straggler")
     total_step = sum(r["median_step_ns"] or 0.0 for r in rows)
     if s:

@@ -161,17 +161,26 @@ def distributed_headline(doc: dict) -> str | None:
     ex = d.get("exposed_comm_share")
     comm = (f"communication not overlapped by compute: {pct(ex, 0)} of step time (mean over ranks)"
             if ex is not None else "no communication measured")
+    missing = d.get("incomplete_ranks") or []
+    gone = (f"; rank{'s' if len(missing) > 1 else ''} {', '.join(str(r['rank']) for r in missing)} recorded no GPU "
+            "work and {} left out".format("are" if len(missing) > 1 else "is")) if missing else ""
     s = d.get("straggler")
     if s:
         return (f"Ranks: rank {s['rank']} is the straggler — {s['cause']}; the other ranks wait "
-                f"{ns(s['others_wait_per_step_ns'])} per step for it; {comm}")
+                f"{ns(s['others_wait_per_step_ns'])} per step for it; {comm}{gone}")
+    unsure = d.get("no_consistent_straggler")
+    if unsure:
+        lag = unsure["lag_ns"]
+        return (f"Ranks: {d['ranks']} ranks, no consistent straggler — rank {unsure['rank']} lagged by more than the "
+                f"steps' spread in {pct(unsure['lagging_steps_share'], 0)} of {unsure['steps']} steps (lag per step "
+                f"{ns(lag['q1'])} to {ns(lag['q3'])}); {comm}{gone}")
     li = d.get("launch_imbalance")
     if li:
         return (f"Ranks: {d['ranks']} ranks, no straggler named — rank {li['rank']}'s host launched kernels slower "
-                f"(+{ns(li['launch_overhead_excess_ns'])} per step, profiler-sensitive: compare a plain run); {comm}")
+                f"(+{ns(li['launch_overhead_excess_ns'])} per step, profiler-sensitive: compare a plain run); {comm}{gone}")
     skew = d.get("step_skew") or {}
     sk = f", step skew {skew['median']:.2f}x median" if skew.get("median") else ""
-    return f"Ranks: {d['ranks']} ranks, no straggler{sk}; {comm}"
+    return f"Ranks: {d['ranks']} ranks, no straggler{sk}; {comm}{gone}"
 
 
 def _rank_table(ranks: list[dict]) -> str:

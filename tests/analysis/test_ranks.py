@@ -286,3 +286,56 @@ def test_the_kind_of_lag_and_whether_the_ranks_did_the_same_work(straggler_nsys,
     uneven = analyze([FIXTURES / "unmarked" / "ddp_uneven"], jobs=1)
     assert uneven.distributed["same_work"] is False and uneven.distributed["straggler"]["kind"] == "gpu"
     assert analyze([DDP / "balanced_torch"], jobs=1).distributed["same_work"] is True
+
+
+def test_each_steps_wait_and_own_work_are_kept_and_the_lag_holds_step_by_step(straggler_torch):
+    """Issue 46: the waiting rank's per-step exposed communication adds up to its per-step mean, and rank 1's 30 ms
+    sleep makes it lag in every steady step by more than the steps' spread."""
+    from nsighttc.analysis import ranks as ranks_mod
+    v = straggler_torch
+    s = v.distributed["straggler"]
+    lag = s["lag_by_step"]
+    assert lag["lagging_steps_share"] == 1.0 and lag["lag_ns"]["min"] > 20e6 and lag["spread_ns"] < lag["lag_ns"]["min"]
+    rank0 = analyze([DDP / "straggler_torch" / "rank0"])
+    fam = rank0.timeline["step_families"][0]
+    waits = fam["exposed_comm_ns_per_iteration"]
+    assert len(waits) == fam["count"] - fam["warmup_steps"] and min(waits) > 25e6
+    assert sum(waits) / len(waits) == pytest.approx(fam["exposed_comm_per_step_ns"], rel=0.05)
+    row = ranks_mod.rank_row(0, rank0)
+    assert len(row["_own_iterations"]) == len(waits)
+
+
+def test_a_lag_that_does_not_hold_step_by_step_names_no_straggler(straggler_torch):
+    """The same two ranks, with rank 1's own work taken from rank 0 in three of its five steps (the lag moves): its
+    median is still longer, but no consistent straggler is named, and the report gives the lag's spread."""
+    from nsighttc.analysis import ranks as ranks_mod
+    rows = [ranks_mod.rank_row(r, analyze([DDP / "straggler_torch" / f"rank{r}"])) for r in (0, 1)]
+    fast, slow = rows[0]["_own_iterations"], rows[1]["_own_iterations"]
+    n = min(len(fast), len(slow))
+    rows[1]["_own_iterations"] = [fast[i] if i in (0, 2, 4) else slow[i] for i in range(n)]
+    d = ranks_mod.distributed(rows, 2)
+    assert d["straggler"] is None and d["no_consistent_straggler"]["rank"] == 1
+    u = d["no_consistent_straggler"]
+    assert u["lagging_steps_share"] == pytest.approx(2 / 5) and u["lag_ns"]["q1"] < u["lag_ns"]["q3"]
+    from nsighttc.render.markdown import distributed_headline
+    line = distributed_headline({"distributed": d})
+    assert "no consistent straggler" in line and "rank 1" in line and "40%" in line
+
+
+def test_a_rank_whose_recording_holds_no_gpu_work_is_named_not_merged(tmp_path):
+    """Issue 46: rank 0's trace of the straggler job without its GPU activity (as a recording that stopped before the
+    rank's window was written): the job's verdict names rank 0 and why, and judges no straggler from rank 1 alone."""
+    src = DDP / "straggler_torch"
+    shutil.copytree(src / "rank1", tmp_path / "rank1")
+    (tmp_path / "rank0").mkdir()
+    doc = json.load(gzip.open(next((src / "rank0").glob("*.json.gz"))))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")]
+    with gzip.open(tmp_path / "rank0" / "torch_trace.json.gz", "wt") as fh:
+        json.dump(doc, fh)
+    v = analyze([tmp_path], jobs=1)
+    d = v.distributed
+    assert [r["rank"] for r in d["incomplete_ranks"]] == [0] and "no GPU work" in d["incomplete_ranks"][0]["reason"]
+    assert d["straggler"] is None and d["timeline_rank"] == 1
+    assert any(f.id == "rank-without-gpu-work" and "Rank 0" in f.title for f in v.findings)
+    assert any("recorded no GPU work" in x for x in headline_lines(v.to_json()))
+    assert [r["complete"] for r in v.ranks] == [False, True]

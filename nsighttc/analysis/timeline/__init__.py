@@ -234,6 +234,8 @@ def _communication(work: comm_mod.Work, fams: list[dict], window_causes: list[di
         f["compute_busy_share"] = sc["compute_busy_share"]
         f["exposed_comm_share"] = sc["exposed_comm_share"]
         f["exposed_comm_per_step_ns"] = sc["exposed_comm_per_step_ns"]
+        # each steady step's wait: whether a rank's lag holds step by step (analysis.ranks)
+        f["exposed_comm_ns_per_iteration"] = [float(x) for x in work.exposed_each(*f["_iterations"])]
         f["gpu_busy_verdict"] = f["verdict"]  # what the raw busy share (communication counted) said
         if f["verdict"] != "insufficient-data":
             f["verdict"] = classify(sc["compute_busy_share"], sc["wall_ns"], th.min_kernels, th)

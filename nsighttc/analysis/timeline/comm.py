@@ -77,6 +77,13 @@ class Work:
             tot += float((intervals.busy_within(both, a, b) - intervals.busy_within(comp, a, b)).sum())
         return tot
 
+    def exposed_each(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Communication time not overlapped by compute, per interval [a_i, b_i] (each step's wait)."""
+        tot = np.zeros(len(a))
+        for comp, both in self._per_device:
+            tot += intervals.busy_within(both, a, b) - intervals.busy_within(comp, a, b)
+        return tot
+
     def compute_within(self, a: np.ndarray, b: np.ndarray) -> float:
         return float(intervals.busy_within(self.compute, a, b).sum())
 

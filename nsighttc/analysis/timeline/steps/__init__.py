@@ -155,7 +155,8 @@ def _family(st: StepSet, u: intervals.Union, k_start: np.ndarray, k_end_max: np.
            "first_step_start_ns": float(s[0]),
            "steady_window_ns": [float(s[warm]), span_end],
            "_steady": _disjoint(np.append(s[steady_part], it_end[-1]), np.append(it_end[steady_part], span_end)),
-           "_warm": (s[:warm].astype("float64"), it_end[:warm].astype("float64"))}
+           "_warm": (s[:warm].astype("float64"), it_end[:warm].astype("float64")),
+           "_iterations": (s[steady_part].astype("float64"), it_end[steady_part].astype("float64"))}
     fam["verdict"] = classify(med_share, span, int(np.sum(k_in[steady_part])), th)
     return fam
 
