@@ -87,6 +87,7 @@ def rank_row(rank: int, v) -> dict:
                               + "): the recording stopped before the rank's GPU work was recorded, or the rank ran "
                               "none") if no_work else None,
         "_own_iterations": _own_iterations(dom, warm),
+        "host": (tl.get("host_frames") or {}).get("host") or None if tl else None,
         # the compute kernels it ran (names), and where its host was while its GPU idled (host_frames), per step
         "_compute_kernels": _compute_kernel_names(v),
         "_frames_per_step": {_frame_key(f): f["idle_ns"] / n_steady for f in dom.get("host_frames") or []}
@@ -181,6 +182,29 @@ def _excess(slow: dict, others: list[dict]) -> list[tuple[tuple[str, str], float
     return sorted(out, key=lambda x: -x[1])
 
 
+def _host_differences(slow: dict, others: list[dict]) -> str:
+    """What differs on the slow rank's host against the others' (``runtime.host_samples.host_facts``): fewer CPUs to
+    run on, more threads, and whether its profiler records more (a first run's rank 0 records operators with their
+    arguments): the profiler's own work, not the program's, may be the lag."""
+    h = slow.get("host") or {}
+    hs = [o.get("host") or {} for o in others]
+    if not h or not all(hs):
+        return ""
+    said = []
+    mine, theirs = h.get("profiler_records"), {o.get("profiler_records") for o in hs}
+    if mine and theirs and mine not in theirs:
+        said.append(f"its profiler records more ({mine}; the others: {', '.join(sorted(t for t in theirs if t))}): "
+                    "part of the lag may be the profiler's")
+    cpus = [o.get("cpus_allowed") for o in hs if o.get("cpus_allowed")]
+    if h.get("cpus_allowed") and cpus and h["cpus_allowed"] < min(cpus):
+        said.append(f"it may run on {h['cpus_allowed']} CPUs, the others on {min(cpus)} or more (CPU affinity)")
+    threads = [o.get("os_threads") for o in hs if o.get("os_threads")]
+    if h.get("os_threads") and threads and h["os_threads"] > 1.5 * max(threads):
+        said.append(f"it runs {h['os_threads']} threads against at most {max(threads)} on the others")
+    return ("; on its host: " + "; ".join(said)) if said else "; its host facts (CPUs allowed, threads, what its " \
+        "profiler records) match the other ranks'"
+
+
 def _frames_excess(slow: dict, others: list[dict]) -> list[dict]:
     """Where the straggler's host was longer than the other ranks' per step, by host frame (its samples taken while
     its GPU idled, ``host_frames``), largest first; empty without samples."""
@@ -244,7 +268,14 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
         if frames:
             why += "; its host, against the other ranks', was longer in " + "; ".join(
                 f"{f['frame']} +{duration(f['per_step_ns'])}" for f in frames[:3])
-        return {**base, "cause": cause, "kind": kind, "host_frames_excess": frames, "why": why}, None, None
+        facts = {r["rank"]: r["host"] for r in [slow] + rest if r.get("host")}
+        if kind == "host":
+            why += _host_differences(slow, rest)
+        why += (f". One run's lag: it held in {100 * lag['lagging_steps_share']:.0f}% of {lag['steps']} steps (lag per "
+                f"step {duration(lag['lag_ns']['q1'])} to {duration(lag['lag_ns']['q3'])}); run again before taking it "
+                "for a property of the rank") if lag else ""
+        return {**base, "cause": cause, "kind": kind, "host_frames_excess": frames, "host_facts": facts,
+                "why": why}, None, None
     return None, {**base, "kind": "host", "launch_overhead_excess_ns": launch,
                   "note": (f"rank {slow['rank']}'s own step is {duration(gap)} longer than the other ranks', mostly "
                            f"launch overhead (+{duration(launch)} per step): its host launched kernels slower. A "

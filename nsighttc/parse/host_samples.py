@@ -32,6 +32,7 @@ class HostSamples:
     cost_ns: float = 0.0
     span_ns: float = 0.0         # from the first sample to the last (the cost's denominator)
     placed: bool = False         # t_ns is on the recording's clock
+    host: dict = field(default_factory=dict)  # the process's host facts (runtime.host_samples.host_facts)
     notes: list[str] = field(default_factory=list)
 
 
@@ -58,6 +59,7 @@ def read(path: Path) -> HostSamples:
                       float(doc.get("interval_ns") or 0), float(doc.get("cost_ns") or 0),
                       float(t.max() - t.min()) if len(t) > 1 else 0.0)
     out.anchors = anchors  # (number, launcher ns) of each clock mark drawn
+    out.host = doc.get("host") if isinstance(doc.get("host"), dict) else {}
     return out
 
 

@@ -56,8 +56,9 @@ def frame_kind(filename: str) -> str:
 class Sampler:
     """Samples every Python thread's stack each ``interval_s`` until ``stop``; ``write`` saves what it has."""
 
-    def __init__(self, path: Path, interval_s: float = INTERVAL_S, mark=None):
+    def __init__(self, path: Path, interval_s: float = INTERVAL_S, mark=None, facts: dict | None = None):
         self.path = Path(path)
+        self.facts = dict(facts or {})          # what the launcher knows of this process (what its profiler records)
         self.interval_s = interval_s
         self._mark = mark                       # draws one clock mark from the sampling thread (None: NVTX)
         self._stop = threading.Event()
@@ -169,9 +170,10 @@ class Sampler:
             src = linecache.getline(fn, line).strip()[:160] if kind == OWN and line else ""
             rows.append([fn, getattr(code, "co_qualname", code.co_name), int(line or 0), kind, src])
         main = native.get(self.main_ident, threading.main_thread().native_id)
+        host = {**self.facts, **host_facts()}
         return {"schema": SCHEMA, "clock": "time.perf_counter_ns (CLOCK_MONOTONIC)", "pid": os.getpid(),
                 "interval_ns": int(self.interval_s * 1e9), "started_ns": self.started_ns,
-                "cost_ns": int(self.cost_ns), "main_tid": main,
+                "cost_ns": int(self.cost_ns), "main_tid": main, "host": host,
                 "threads": {str(native[i]): self._names.get(i, "") for i in native},
                 "anchors": anchors, "frames": rows, "stacks": [list(s) for s in stacks],
                 "t": t, "tid": tid, "stack": stack}
@@ -183,6 +185,27 @@ class Sampler:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(json.dumps(doc, separators=(",", ":")))
         os.replace(tmp, self.path)
+
+
+def host_facts() -> dict:
+    """This process's share of its host: the CPUs it may run on, the machine's, its threads and the load, and its
+    rank. A straggler rank whose lag is on its host is compared on these (issue 46): one rank pinned to fewer cores,
+    or sharing them with more threads, is slower for that reason, not because of its code."""
+    out = {"cpu_count": os.cpu_count(), "python_threads": threading.active_count(),
+           "rank": os.environ.get("RANK"), "local_rank": os.environ.get("LOCAL_RANK")}
+    try:
+        out["cpus_allowed"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        out["cpus_allowed"] = None
+    try:
+        out["load_1min"] = round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        out["load_1min"] = None
+    try:
+        out["os_threads"] = len(os.listdir("/proc/self/task"))
+    except OSError:
+        out["os_threads"] = None
+    return out
 
 
 def _nvtx_only(name: str) -> None:
@@ -209,8 +232,8 @@ def maybe_anchor(open_mark) -> None:
         _ACTIVE[0].anchor(lambda name: open_mark(name).close())
 
 
-def start(path: Path, interval_s: float = INTERVAL_S) -> Sampler:
-    s = Sampler(path, interval_s).start()
+def start(path: Path, interval_s: float = INTERVAL_S, facts: dict | None = None) -> Sampler:
+    s = Sampler(path, interval_s, facts=facts).start()
     _ACTIVE.append(s)
     return s
 

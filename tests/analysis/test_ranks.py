@@ -339,3 +339,21 @@ def test_a_rank_whose_recording_holds_no_gpu_work_is_named_not_merged(tmp_path):
     assert any(f.id == "rank-without-gpu-work" and "Rank 0" in f.title for f in v.findings)
     assert any("recorded no GPU work" in x for x in headline_lines(v.to_json()))
     assert [r["complete"] for r in v.ranks] == [False, True]
+
+
+def test_a_host_straggler_is_compared_on_its_hosts_facts(straggler_torch):
+    """Issue 46: the straggler's why says whether its host differs (what its profiler records, CPUs, threads), with
+    this machine's own facts (runtime.host_samples.host_facts) standing for each rank's."""
+    from nsighttc.analysis import ranks as ranks_mod
+    from nsighttc.runtime.host_samples import host_facts
+    rows = [ranks_mod.rank_row(r, analyze([DDP / "straggler_torch" / f"rank{r}"])) for r in (0, 1)]
+    facts = host_facts()
+    assert facts["cpu_count"] and facts["python_threads"] >= 1
+    for r in rows:
+        r["host"] = dict(facts, profiler_records="torch.profiler: ranges, CUDA calls and GPU work only")
+    same = ranks_mod.distributed(rows, 2)["straggler"]
+    assert same["rank"] == 1 and "match the other ranks'" in same["why"] and set(same["host_facts"]) == {0, 1}
+    assert "held in 100% of 5 steps" in same["why"]
+    rows[1]["host"] = dict(facts, profiler_records="torch.profiler: operators with their arguments")
+    more = ranks_mod.distributed(rows, 2)["straggler"]
+    assert "its profiler records more (torch.profiler: operators with their arguments" in more["why"]

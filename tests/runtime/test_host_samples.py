@@ -105,6 +105,9 @@ def test_the_samples_land_on_the_recording_clock_inside_the_ranges_of_their_code
 def test_the_sampler_says_what_it_cost_and_where_the_time_went(run):
     doc = json.loads(run[1].read_text())
     assert doc["schema"] == hs_mod.SCHEMA and doc["interval_ns"] == 5_000_000
+    # the process's host facts, for comparing ranks (issue 46)
+    assert doc["host"]["profiler_records"] == "torch.profiler: operators" and doc["host"]["cpu_count"] >= 1
+    assert doc["host"]["os_threads"] >= 2 and hs_mod.read(run[1]).host == doc["host"]
     hs = hs_mod.read(run[1])
     share = hs_mod.sampler_cost_share(hs)
     assert share is not None and share < 0.05  # CPU time of the sampling thread over the time it sampled

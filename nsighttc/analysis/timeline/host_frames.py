@@ -266,7 +266,7 @@ def summary(att: Attributed | None, hs: HostSamples | None, basis: str, rows: li
            "samples": int(len(hs.samples)), "placed": hs.placed,
            "idle_samples": int(sum(r["samples"] for r in rows)) if rows else 0,
            "sampler_cost_share": (hs.cost_ns / hs.span_ns) if hs.span_ns and hs.cost_ns else None,
-           "rows": rows, "notes": list(hs.notes)}
+           "rows": rows, "notes": list(hs.notes), "host": dict(hs.host)}
     if att is None and hs.placed:
         out["notes"].append("no host sample fell in the GPU's idle time of the steady steps")
     return out
