@@ -27,6 +27,7 @@ CASES = {
     "llm_generate.py": ([], r'"wrapper": "llm_generate".*"ttft_ms": [\d.]+, "tpot_ms": [\d.]+'),
     "llm_generate.py --cache static": (["--cache", "static"], r'"cache": "static"'),
     "eval_loop.py": ([], r'"wrapper": "eval_loop".*"images_per_s"'),
+    "fsdp2_train.py": ([], r"fsdp2_train rank 0/1 cpu-gloo fp32 .* ms/step, [\d,]+ tokens/s total"),
 }
 NEEDS = {"trainer_finetune.py": "transformers", "lightning_module.py": "lightning", "llm_generate.py": "transformers"}
 
@@ -61,7 +62,7 @@ def test_multi_phase_rejects_unknown_phases():
 # exactly its optimizer steps, whatever drives the loop (a Trainer, Lightning's closure, a compiled model).
 UNMARKED = {"trainer_finetune.py": ([], 6, "transformers"), "lightning_module.py": ([], 6, "lightning"),
             "compile_loop.py": ([], 6, None), "dataloader_bound.py": (["--no-annotate"], 3, None),
-            "ddp_train.py": (["--no-annotate"], 5, None)}
+            "ddp_train.py": (["--no-annotate"], 5, None), "fsdp2_train.py": ([], 8, None)}
 
 
 @pytest.mark.parametrize("script", list(UNMARKED))

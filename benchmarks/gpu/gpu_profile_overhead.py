@@ -50,6 +50,8 @@ PROGRAMS = {
     # DDP ResNet-50 AMP. `ddp` needs two GPUs (nvidia-h200-x2); `ddp_shared_gpu` puts both ranks on GPU 0 with gloo,
     # for a machine with one GPU: the distributed default run's cost, not a multi-GPU job's speed.
     "ddp": ["-m", "torch.distributed.run", "--nproc-per-node", "2", "wrappers/ddp_train.py", "--no-annotate"],
+    # FSDP2 (issue 46): a GPT-shaped decoder sharded with fully_shard, bf16 mixed precision, 40 steps, two GPUs
+    "fsdp2": ["-m", "torch.distributed.run", "--nproc-per-node", "2", "wrappers/fsdp2_train.py"],
     "ddp_shared_gpu": ["-m", "torch.distributed.run", "--nproc-per-node", "2", "wrappers/ddp_train.py",
                        "--no-annotate", "--share-gpu"],
     # the same for 300 steps (~30 s of training): the window stops both ranks long before the job's end
