@@ -87,6 +87,7 @@ def rank_row(rank: int, v) -> dict:
                               + "): the recording stopped before the rank's GPU work was recorded, or the rank ran "
                               "none") if no_work else None,
         "_own_iterations": _own_iterations(dom, warm),
+        "_collectives": list(comm.get("collectives") or []) if tl else [],
         "host": (tl.get("host_frames") or {}).get("host") or None if tl else None,
         # the compute kernels it ran (names), and where its host was while its GPU idled (host_frames), per step
         "_compute_kernels": _compute_kernel_names(v),
@@ -296,12 +297,44 @@ def distributed(rows: list[dict], world_size: int | None) -> dict:
     return {"ranks": len(rows), "world_size": world_size, "straggler": strag, "launch_imbalance": launch,
             "no_consistent_straggler": unsure, "incomplete_ranks": incomplete,
             "same_work": same_work(complete), "step_skew": step_skew(complete),
+            "sharded_collectives": sharded_exposure(complete),
             "nccl_time_share": comm_ns / kern_ns if kern_ns else 0.0,
             "exposed_comm_share": float(np.mean(exposed)) if exposed else None,
             "exposed_comm_share_max": float(np.max(exposed)) if exposed else None,
             "slowest_rank": slowest["rank"] if slowest else None,
             "slowest_rank_step_ns": slowest["median_step_ns"] if slowest else None,
             "median_step_ns_spread": (max(steps) / min(steps)) if steps and min(steps) > 0 else None}
+
+
+# Sharded data parallelism (FSDP1/FSDP2, ZeRO) gathers parameters and scatters gradients: each exposed collective has
+# its own knob. (collective, phase where it was launched) -> what to change. PyTorch 2.11 FSDP2: fully_shard's
+# reshard_after_forward, FSDPModule.set_modules_to_forward_prefetch / set_modules_to_backward_prefetch,
+# MixedPrecisionPolicy(reduce_dtype); FSDP1: forward_prefetch, backward_prefetch.
+FSDP_KNOBS = {
+    ("all-gather", "forward"): "prefetch the next block's parameters while this one computes: FSDP2 "
+                               "`block.set_modules_to_forward_prefetch([next_block])` (FSDP1: `forward_prefetch=True`); "
+                               "`reshard_after_forward=False` on the last blocks keeps them gathered for the backward",
+    ("all-gather", "backward"): "prefetch earlier in the backward: FSDP2 `block.set_modules_to_backward_prefetch([...])` "
+                                "(FSDP1: `backward_prefetch=BackwardPrefetch.BACKWARD_PRE`), or `reshard_after_forward="
+                                "False` (no all-gather in the backward, at the cost of memory)",
+    ("reduce-scatter", "backward"): "reduce in bf16 (`MixedPrecisionPolicy(reduce_dtype=torch.bfloat16)`) and shard "
+                                    "larger units (fewer, bigger `fully_shard` groups: fewer, larger reduce-scatters "
+                                    "that overlap the backward better)",
+}
+SHARDED = ("all-gather", "reduce-scatter")
+
+
+def sharded_exposure(rows: list[dict]) -> list[dict]:
+    """Per (collective, phase) of the all-gathers and reduce-scatters, the exposed time per step (mean over ranks),
+    largest first: what a sharded job's communication costs where no compute hides it."""
+    acc: dict[tuple, list[float]] = {}
+    for r in rows:
+        for c in r.get("_collectives") or []:
+            if c["collective"] in SHARDED:
+                acc.setdefault((c["collective"], c["phase"]), []).append(c["exposed_per_step_ns"])
+    n = max(len(rows), 1)
+    out = [{"collective": k[0], "phase": k[1], "exposed_per_step_ns": sum(v) / n} for k, v in acc.items()]
+    return sorted(out, key=lambda x: -x["exposed_per_step_ns"])
 
 
 def findings(rows: list[dict], dist: dict) -> list[Finding]:
@@ -324,7 +357,20 @@ def findings(rows: list[dict], dist: dict) -> list[Finding]:
             "`nvidia-smi -q -d CLOCK,PERFORMANCE` for throttling.",
             time_ns=s["excess_ns"] * len(rows), kernels=[]))
     ex = dist.get("exposed_comm_share")
-    if ex is not None and ex >= EXPOSED_COMM_FINDING and not s:
+    sharded = sharded_exposure(rows)
+    step = float(np.median([r["median_step_ns"] for r in rows if r["median_step_ns"]] or [0.0]))
+    if sharded and step and sum(x["exposed_per_step_ns"] for x in sharded) >= EXPOSED_COMM_FINDING * step and not s:
+        top = sharded[:3]
+        fixes = [FSDP_KNOBS[(x["collective"], x["phase"])] for x in top if (x["collective"], x["phase"]) in FSDP_KNOBS]
+        out.append(Finding(
+            "exposed-sharded-communication", "medium", "Parameter gathers and gradient scatters are not overlapped",
+            "per step, exposed (no compute beside them, mean over ranks): "
+            + "; ".join(f"{x['collective']} in the {x['phase']} {duration(x['exposed_per_step_ns'])}" for x in top)
+            + f" of a {duration(step)} step",
+            ("; ".join(fixes) if fixes else "overlap the collectives with compute (prefetching, larger shard groups)")
+            + ". Where the forward and backward are not marked (a program nsighttc's hooks did not see), the phase "
+              "is `unmarked`.", time_ns=sum(x["exposed_per_step_ns"] for x in top) * len(rows), kernels=[]))
+    elif ex is not None and ex >= EXPOSED_COMM_FINDING and not s:
         out.append(Finding(
             "exposed-communication", "medium", "Communication is not overlapped with compute",
             f"the ranks spend {100 * ex:.0f}% of their step time (mean over ranks, max "

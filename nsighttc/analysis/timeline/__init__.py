@@ -120,9 +120,14 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     host_frames.cause_frames(att, window_scope, window_causes, paths)
     steady_from = float(fams[0]["_steady"][0][0]) if fams and len(fams[0]["_steady"][0]) else -np.inf
     inference = inference_mod.summarize(tl.marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from)
-    del launch_start
     work = comm_mod.Work(ops, launches)
     communication = _communication(work, fams, window_causes, lo, hi, n_kernels, th) if work.any else {}
+    if communication:
+        dom_ = fams[0] if fams else None
+        communication["collectives"] = work.collectives(
+            launch_start, dom_["_steady"] if dom_ else (np.array([lo]), np.array([hi])), _model_phases(tl.marks),
+            dom_["count"] - dom_["warmup_steps"] if dom_ else 1)
+    del launch_start
 
     if n_kernels == 0 and ops.empty:
         verdict = "no-gpu-work"
@@ -179,6 +184,21 @@ def _training(marks: pd.DataFrame, ranges: pd.DataFrame, launches: pd.DataFrame)
         return True
     from ..name_rules import name_mask
     return bool("name" in launches and not launches.empty and name_mask(launches["name"], TRAINING_KERNEL).any())
+
+
+def _model_phases(marks: pd.DataFrame) -> dict:
+    """{"forward": intervals, "backward": intervals} of the hooks' marks around the main model's calls and the
+    program's ``backward`` calls: where a collective was launched (FSDP gathers in forward, reduces in backward)."""
+    from ...runtime.steps import BACKWARD, FORWARD
+    out = {}
+    if marks is None or marks.empty:
+        return out
+    for phase, name in (("forward", FORWARD), ("backward", BACKWARD)):
+        m = marks[(marks["name"] == name).to_numpy()]
+        if len(m):
+            un = intervals.union(m["start_ns"].to_numpy(dtype="float64"), m["end_ns"].to_numpy(dtype="float64"))
+            out[phase] = (un.starts, un.ends)
+    return out
 
 
 def _without_clock_marks(marks: pd.DataFrame) -> pd.DataFrame:

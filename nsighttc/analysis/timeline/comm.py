@@ -13,6 +13,8 @@ peer-to-peer copies) is kept apart from compute (every other kernel, copy, set a
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -63,12 +65,19 @@ class Work:
         self.compute = intervals.union(cs, ce)
         # (compute union, compute ∪ comm union) of each device that communicates
         key_c, key_m = np.nan_to_num(cd, nan=-1), np.nan_to_num(md, nan=-1)
+        self._compute_on: dict[float, intervals.Union] = {}
         for d in np.unique(key_m):
             c_on = key_c == d
             m_on = key_m == d
-            self._per_device.append((intervals.union(cs[c_on], ce[c_on]),
+            self._compute_on[float(d)] = intervals.union(cs[c_on], ce[c_on])
+            self._per_device.append((self._compute_on[float(d)],
                                      intervals.union(np.concatenate([cs[c_on], ms[m_on]]),
                                                      np.concatenate([ce[c_on], me[m_on]]))))
+        # each communication kernel: its interval, device, collective (from its name)
+        names = launches["name"].reset_index(drop=True)
+        self._comm = pd.DataFrame({"start": s[comm], "end": e[comm], "device": np.nan_to_num(dev[comm], nan=-1),
+                                   "collective": collective_of(names[comm]).to_numpy() if len(names) == len(comm)
+                                   else np.array([], dtype=object), "row": np.nonzero(comm)[0]})
 
     def exposed_within(self, a: np.ndarray, b: np.ndarray) -> float:
         """Communication time not overlapped by compute on its own device, summed over [a_i, b_i]."""
@@ -84,6 +93,41 @@ class Work:
             tot += intervals.busy_within(both, a, b) - intervals.busy_within(comp, a, b)
         return tot
 
+    def collectives(self, launch_start: np.ndarray, scope: tuple[np.ndarray, np.ndarray], phases: dict,
+                    steps: int) -> list[dict]:
+        """Per collective (all-gather, reduce-scatter, all-reduce...) and phase (forward, backward, other: where the
+        host launched it, from the hooks' marks ``phases``: {name: (starts, ends)}), the communication kernels'
+        time in ``scope`` split into *exposed* (no compute on their GPU beside them) and *overlapped*, per step.
+        FSDP's all-gathers of the forward and reduce-scatters of the backward each have their own fixes."""
+        c = self._comm
+        if c.empty:
+            return []
+        ls = launch_start[c["row"].to_numpy()] if len(launch_start) else np.full(len(c), np.nan)
+        keep = intervals.inside(c["start"].to_numpy(), *scope)
+        c, ls = c[keep], ls[keep]
+        if c.empty:
+            return []
+        overlapped = np.zeros(len(c))
+        for d, comp in self._compute_on.items():
+            on = (c["device"] == d).to_numpy()
+            if on.any():
+                overlapped[on] = intervals.busy_within(comp, c["start"].to_numpy()[on], c["end"].to_numpy()[on])
+        dur = (c["end"] - c["start"]).to_numpy()
+        phase = np.full(len(c), "other" if phases else "unmarked", dtype=object)
+        for name, (a, b) in phases.items():
+            phase[intervals.inside(np.nan_to_num(ls, nan=-np.inf), a, b)] = name
+        frame = pd.DataFrame({"collective": c["collective"].to_numpy(), "phase": phase, "time_ns": dur,
+                              "overlapped_ns": np.minimum(overlapped, dur)})
+        frame["exposed_ns"] = frame["time_ns"] - frame["overlapped_ns"]
+        g = frame.groupby(["collective", "phase"], sort=False).agg(kernels=("time_ns", "size"), time_ns=("time_ns", "sum"),
+                                                                  exposed_ns=("exposed_ns", "sum"),
+                                                                  overlapped_ns=("overlapped_ns", "sum")).reset_index()
+        n = max(int(steps), 1)
+        return [{"collective": r.collective, "phase": r.phase, "kernels": int(r.kernels), "time_ns": float(r.time_ns),
+                 "exposed_ns": float(r.exposed_ns), "overlapped_ns": float(r.overlapped_ns),
+                 "exposed_per_step_ns": float(r.exposed_ns) / n}
+                for r in g.sort_values("exposed_ns", ascending=False).itertuples(index=False)]
+
     def compute_within(self, a: np.ndarray, b: np.ndarray) -> float:
         return float(intervals.busy_within(self.compute, a, b).sum())
 
@@ -97,6 +141,23 @@ class Work:
         if steps:
             out["exposed_comm_per_step_ns"] = exposed / steps
         return out
+
+
+# NCCL's kernel names say the collective (``ncclDevKernel_AllGather_RING_LL``, ``ncclDevKernel_ReduceScatter_Sum_bf16_
+# RING_LL``, ``ncclKernel_AllReduce_RING_LL_Sum_float``: NCCL 2.1x-2.28, the DDP fixtures of tests/fixtures/ddp);
+# torch's symmetric-memory kernels too (``multimem_all_gather``, ``two_shot_all_reduce``).
+COLLECTIVES = (("all-gather", r"all_?gather"), ("reduce-scatter", r"reduce_?scatter"), ("all-reduce", r"all_?reduce"),
+               ("broadcast", r"broadcast"), ("all-to-all", r"all_?to_?all"), ("send-recv", r"send|recv"))
+
+
+def collective_of(names: pd.Series) -> pd.Series:
+    """Each communication kernel's collective, from its name (once per distinct name); "other" where it says none."""
+    codes, uniq = pd.factorize(names.astype(str))
+    out = []
+    for u in uniq:
+        low = u.lower()
+        out.append(next((c for c, rx in COLLECTIVES if re.search(rx, low)), "other"))
+    return pd.Series(np.asarray(out + ["other"], dtype=object)[np.where(codes < 0, len(uniq), codes)], index=names.index)
 
 
 def cause(exposed_ns: float, comm_launches: int) -> dict:
