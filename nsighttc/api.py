@@ -62,6 +62,23 @@ def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
     return parsed
 
 
+def _with_recorded_calls(p: Parsed) -> Parsed:
+    """A torch.profiler trace recorded ``with_stack=True`` carries its Python calls: they stand for host samples
+    (``parse.python_calls``)."""
+    from .parse import python_calls
+    from .parse.sniff import Kind
+    if p.kind is not Kind.KINETO_JSON or not python_calls.present(p.path):
+        return p
+    try:
+        hs = python_calls.read(p.path)
+    except Exception as exc:  # noqa: BLE001 - the calls are extra: the analysis goes on without them
+        p.warnings.append(f"{p.path}: its Python calls (with_stack) could not be read ({type(exc).__name__}: {exc})")
+        return p
+    if hs is not None:
+        p.timeline.host_samples = hs
+    return p
+
+
 def _with_host_samples(p: Parsed) -> Parsed:
     """A timeline with the launcher's host stack samples beside it (``host_samples.json`` in its directory) gets them,
     placed on its clock (``parse.host_samples``); a damaged file is a warning, never the end of the analysis."""
@@ -70,7 +87,7 @@ def _with_host_samples(p: Parsed) -> Parsed:
     from .parse import host_samples
     path = host_samples.beside(p.path)
     if path is None:
-        return p
+        return _with_recorded_calls(p)
     try:
         hs = host_samples.read(path)
     except NsighttcError as exc:

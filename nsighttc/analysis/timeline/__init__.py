@@ -111,8 +111,11 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     window_causes = idle.causes(idle.time_scope(pieces, np.array([lo]), np.array([hi])), busy_ns, paths, rinfo)
     # the host's stacks while the GPU idled: per step family (its steady steps) and for the window
     window_scope = (np.array([lo]), np.array([hi]))
-    att = host_frames.attribute(hs, pieces, _launching_threads(api), (steady.starts, steady.ends) if fams
-                                else window_scope) if hs is not None else None
+    scope = (steady.starts, steady.ends) if fams else window_scope
+    threads = _launching_threads(api)
+    if hs is not None and getattr(hs, "calls", None) is not None:  # recorded calls: read them in the idle time
+        hs = host_frames.sample_calls(hs, pieces, scope, threads)
+    att = host_frames.attribute(hs, pieces, threads, scope) if hs is not None else None
     for f in fams:
         host_frames.cause_frames(att, f["_steady"], f["causes"], paths)
         f["host_frames"] = host_frames.table(att, f["_steady"], sum(c["idle_ns"] for c in f["causes"]))

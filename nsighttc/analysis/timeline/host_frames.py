@@ -78,7 +78,23 @@ class Attributed:
     samples_total: int
 
 
+def sample_calls(hs: HostSamples, pieces: idle.Idle, scope: tuple[np.ndarray, np.ndarray], tids: set[int]) \
+        -> HostSamples:
+    """A recording's Python calls (``parse.python_calls``) read at evenly spaced moments of the idle time in
+    ``scope``, on the thread that launched most (else the one with most calls): samples as the sampler's."""
+    from ...parse import python_calls
+    mid = (pieces.start + pieces.end) / 2
+    keep = intervals.inside(mid, *scope)
+    o = np.argsort(pieces.start[keep], kind="stable")
+    t = python_calls.moments(pieces.start[keep][o], pieces.end[keep][o])
+    counts = hs.calls["tid"].value_counts()
+    tid = next((int(x) for x in counts.index if int(x) in tids), int(counts.index[0]) if len(counts) else -1)
+    hs.main_tid = tid
+    return python_calls.stacks_at(hs, t, tid)
+
+
 def _plumbing(files: pd.Series, funcs: pd.Series) -> np.ndarray:
+    files = "/" + files  # paths torch.profiler cut at their sys.path entry (torch/nn/...) match as absolute ones do
     out = np.zeros(len(files), dtype=bool)
     for fp, fn in PLUMBING:
         out |= files.str.contains(fp).to_numpy() & funcs.str.contains(fn).to_numpy()
@@ -88,7 +104,7 @@ def _plumbing(files: pd.Series, funcs: pd.Series) -> np.ndarray:
 def _topics(frames: pd.DataFrame) -> np.ndarray:
     """Per frame, the topic its file or function says (or "")."""
     out = np.full(len(frames), "", dtype=object)
-    files, funcs = frames["file"].astype(str), frames["function"].astype(str)
+    files, funcs = "/" + frames["file"].astype(str), frames["function"].astype(str)
     for fp, fn, topic in reversed(TOPICS):  # the first rule that matches wins
         m = np.ones(len(frames), dtype=bool)
         if fp:
