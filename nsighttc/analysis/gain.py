@@ -348,6 +348,9 @@ def _job(f: dict, doc: dict) -> dict:
     if f["id"] == "straggler-rank":
         wait = min((dist.get("straggler") or {}).get("excess_ns") or 0.0, T)
         what = "the straggler's excess step time"
+    elif f["id"] == "exposed-sharded-communication":  # the gathers and scatters the finding names (its top three)
+        wait = min(sum(x["exposed_per_step_ns"] for x in (dist.get("sharded_collectives") or [])[:3]), T)
+        what = "the exposed all-gathers and reduce-scatters"
     else:
         wait = T * (dist.get("exposed_comm_share") or 0.0)
         what = "the communication no compute overlaps"
