@@ -4,6 +4,10 @@
       The sampler's cost: runs WORK/runs_cost_<prog>_{on,off}_<round>/ (benchmarks/gpu/gpu_host_frames.sh cost) made
       alternately with and without host samples; per program, each round's median steady step (timeline.steps) and the
       ratio of the medians over the rounds, on/off, with the sampler's own CPU time share.
+  python3 benchmarks/host_frames_check.py cpu [ROUNDS]
+      The sampler's cost without a GPU: a PyTorch CPU training loop (a small MLP, 400 steps: ~1-2 ms of host work per
+      step, as launch-heavy steps are) run by the launcher with and without --host-samples, alternating, ROUNDS (3)
+      each; the loop's own time per round and the ratio of the medians, with the sampler's CPU time per sample.
   python3 benchmarks/host_frames_check.py pyspy RUN_DIR PYSPY_RAW
       The top host frame of a run (verdict.json's timeline.host_frames, from its host_samples.json) against py-spy run
       separately on the same program (``py-spy record -f raw``): the share of the program's loop time (samples whose
@@ -101,8 +105,48 @@ def pyspy(run: Path, raw: Path) -> None:
                       "difference_points": round(100 * abs(ours - theirs), 1)}))
 
 
+CPU_LOOP = """
+import time, torch
+torch.set_num_threads(1)
+m = torch.nn.Sequential(*[torch.nn.Linear(128, 128) for _ in range(8)])
+opt = torch.optim.AdamW(m.parameters(), lr=1e-3, foreach=False)
+x = torch.randn(32, 128)
+for i in range(50):
+    m(x).sum().backward(); opt.step(); opt.zero_grad()
+t0 = time.perf_counter()
+for i in range(400):
+    m(x).sum().backward(); opt.step(); opt.zero_grad()
+print("loop_s", time.perf_counter() - t0)
+"""
+
+
+def cpu(rounds: int = 3) -> None:
+    import subprocess
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix="nsighttc-sampler-cost-"))
+    prog = d / "loop.py"
+    prog.write_text(CPU_LOOP)
+    times: dict[str, list[float]] = {"on": [], "off": []}
+    per_sample = []
+    for _ in range(rounds):
+        for mode in ("off", "on"):
+            argv = [sys.executable, "-m", "nsighttc.runtime.launch"]
+            if mode == "on":
+                argv += ["--host-samples", str(d / "host_samples.json")]
+            out = subprocess.run(argv + ["--", str(prog)], capture_output=True, text=True, check=True).stdout
+            times[mode].append(float(out.split("loop_s", 1)[1].split()[0]))
+            if mode == "on":
+                doc = json.loads((d / "host_samples.json").read_text())
+                per_sample.append(doc["cost_ns"] / max(len(doc["t"]), 1))
+    ratio = statistics.median(times["on"]) / statistics.median(times["off"])
+    print(json.dumps({"on_s": [round(x, 4) for x in times["on"]], "off_s": [round(x, 4) for x in times["off"]],
+                      "ratio_on_off": round(ratio, 4), "sampler_cpu_us_per_sample": round(statistics.median(per_sample) / 1e3, 1)}))
+
+
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "cost":
+    if len(sys.argv) >= 2 and sys.argv[1] == "cpu":
+        cpu(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+    elif len(sys.argv) >= 3 and sys.argv[1] == "cost":
         cost(Path(sys.argv[2]))
     elif len(sys.argv) >= 4 and sys.argv[1] == "pyspy":
         pyspy(Path(sys.argv[2]), Path(sys.argv[3]))

@@ -220,6 +220,16 @@ _ACTIVE: list[Sampler] = []
 _next_main_anchor = 0
 
 
+def _forget_in_child() -> None:
+    """A forked child (a DataLoader worker) has no sampling thread, and its copy of the sampler's lock may be held:
+    it samples nothing and draws no clock mark."""
+    _ACTIVE.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def maybe_anchor(open_mark) -> None:
     """A clock mark from the main thread, at most every ``ANCHOR_EVERY_S``: the step hooks call it at each of their
     marks with their ``OpenMark`` (NVTX and ``record_function`` as the step marks are drawn)."""
