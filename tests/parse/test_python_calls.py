@@ -20,6 +20,7 @@ def slow():
     return torch.randn(8, 8)
 def log_metrics(x):
     time.sleep(0.003)
+    return x.item()
 m = torch.nn.Linear(8, 8)
 with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_stack=True) as p:
     for i in range(8):
@@ -52,6 +53,10 @@ def test_the_calls_and_their_kinds(trace):
     assert (fr.loc[fr["file"].str.startswith("torch/"), "kind"] == hs_mod.LIBRARY).all()
     assert (fr.loc[fr["file"] == "<built-in>", "kind"] == hs_mod.STDLIB).all()
     assert hs.placed and len(hs.calls) > 100 and (hs.calls["parent"] >= -1).all()
+    # the calls into C are there too: `.item()` is a synchronising call by its name
+    from nsighttc.analysis.timeline.host_frames import _topics
+    item = fr["function"].str.contains("method item of").to_numpy()
+    assert item.any() and (_topics(fr)[item] == "sync").all()
 
 
 def test_stacks_at_moments_are_the_calls_open_then(trace):

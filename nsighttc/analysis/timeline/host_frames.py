@@ -47,6 +47,8 @@ PLUMBING = (
 # function pattern, topic). Sources: stacks of wrappers/dataloader_bound.py, trainer_finetune.py and
 # lightning_module.py sampled on the H100 (reports/host_frames); logging and optimizer modules by their paths.
 TOPICS = (
+    # a recording's calls into C (torch.profiler with_stack names them `<built-in method item of Tensor object ...>`)
+    (r"<built-in>$", r"method (?:item|cpu|tolist|numpy) of|synchronize", "sync"),
     (r"/torch/utils/data/|/torchvision/transforms/|/PIL/|/datasets/|/accelerate/data_loader\.py$|"
      r"/lightning/pytorch/loops/fetchers\.py$|/lightning/pytorch/utilities/combined_loader\.py$", r"", "data"),
     (r"/torch/optim/|/torch/amp/grad_scaler\.py$|/apex/optimizers/|/accelerate/optimizer\.py$", r"", "optimizer"),
