@@ -19,6 +19,7 @@ much it cost (``cost_ns``). py-spy stays the independent check (``reports/host_f
 """
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -62,7 +63,7 @@ class Sampler:
         self.interval_s = interval_s
         self._mark = mark                       # draws one clock mark from the sampling thread (None: NVTX)
         self._stop = threading.Event()
-        self._lock = threading.Lock()           # write() reads while the thread appends
+        self._lock = threading.Lock()           # the clock marks' list (the main thread and the sampler append)
         self._frame_ids: dict[tuple, int] = {}  # (id of the code object, line) -> frame index
         self._frames: list[tuple] = []          # (code object, line)
         self._stack_ids: dict[tuple, int] = {}
@@ -100,14 +101,12 @@ class Sampler:
         with self._lock:
             self.anchors.append((n, t))  # the time the mark opened (its start in the recording)
 
-    def _thread_ids(self, ident: int) -> int:
-        if ident not in self._native:
-            for th in threading.enumerate():
-                if th.ident is not None and th.ident not in self._native:
-                    self._native[th.ident] = th.native_id or th.ident
-                    self._names[th.ident] = th.name
-            self._native.setdefault(ident, ident)
-        return self._native[ident]
+    def _thread_ids(self) -> None:
+        """Native ids (the recording's thread ids) and names of the threads alive now."""
+        for th in threading.enumerate():
+            if th.ident is not None and th.ident not in self._native:
+                self._native[th.ident] = th.native_id or th.ident
+                self._names[th.ident] = th.name
 
     def _run(self) -> None:
         me = threading.get_ident()
@@ -128,40 +127,63 @@ class Sampler:
             self.cost_ns += cpu() - c0
 
     def _sample(self, me: int, t: int) -> None:
-        frames = sys._current_frames()
-        fid, stack_ids = self._frame_ids, self._stack_ids
-        with self._lock:
-            for ident, f in frames.items():
-                if ident == me:
-                    continue
-                ids = []
-                while f is not None and len(ids) < MAX_DEPTH:
-                    code = f.f_code
-                    # keyed by the code object's id: a code object hashes its whole body each time (a 1.2 ms
-                    # sample of a PyTorch loop, against 35 us); self._frames holds each code, so no id is reused
-                    key = (id(code), f.f_lineno)
-                    i = fid.get(key)
-                    if i is None:
-                        i = fid[key] = len(self._frames)
-                        self._frames.append((code, key[1]))
-                    ids.append(i)
-                    f = f.f_back
-                st = tuple(ids)
-                s = stack_ids.get(st)
-                if s is None:
-                    s = stack_ids[st] = len(self._stacks)
-                    self._stacks.append(st)
-                self.t.append(t)
-                self.tid.append(self._thread_ids(ident))
-                self.stack.append(s)
+        """One sample of every other thread. Nothing here may let the interpreter switch threads while a frame of
+        another thread is held: no lock is taken and no thread table read between ``sys._current_frames`` and the end
+        of the walk (a walk interrupted while the sampled thread ran on crashed CPython 3.11 with a segmentation
+        fault, 1 run in 3 of a CPU loop). The thread ids are read before."""
+        idents = threading._active  # noqa: SLF001 - a dict read under the interpreter lock, no lock taken
+        if any(i not in self._native for i in list(idents)):
+            self._thread_ids()
+        native = self._native
+        fid, stack_ids, frames_ = self._frame_ids, self._stack_ids, self._frames
+        t_, tid_, stack_ = self.t, self.tid, self.stack
+        collecting = gc.isenabled()
+        if collecting:  # a collection set off by the walk's allocations would run finalizers: Python code, a switch
+            gc.disable()
+        try:
+            self._walk(me, t, native, fid, stack_ids, frames_, t_, tid_, stack_)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _walk(self, me, t, native, fid, stack_ids, frames_, t_, tid_, stack_) -> None:
+        for ident, f in sys._current_frames().items():
+            if ident == me:
+                continue
+            ids = []
+            while f is not None and len(ids) < MAX_DEPTH:
+                code = f.f_code
+                # keyed by the code object's id: a code object hashes its whole body each time (a 1.2 ms sample
+                # of a PyTorch loop, against 35 us); self._frames holds each code, so no id is reused
+                key = (id(code), f.f_lineno)
+                i = fid.get(key)
+                if i is None:
+                    i = fid[key] = len(frames_)
+                    frames_.append((code, key[1]))
+                ids.append(i)
+                f = f.f_back
+            st = tuple(ids)
+            sid = stack_ids.get(st)
+            if sid is None:
+                sid = stack_ids[st] = len(self._stacks)
+                self._stacks.append(st)
+            stack_.append(sid)  # (document() reads the three arrays to their shortest length)
+            tid_.append(native.get(ident, ident))
+            t_.append(t)
 
     # --- out --------------------------------------------------------------------------------------
     def document(self) -> dict:
         import linecache
         with self._lock:
-            frames, stacks = list(self._frames), list(self._stacks)
-            t, tid, stack, anchors = list(self.t), list(self.tid), list(self.stack), list(self.anchors)
-            native = dict(self._native)
+            anchors = list(self.anchors)
+        # the sampling thread appends without a lock (``_sample``): copy in the order it appends, the tables that only
+        # grow after what refers to them, then cut to the samples complete in all three
+        stack, tid, t = list(self.stack), list(self.tid), list(self.t)
+        stacks = list(self._stacks)
+        frames = list(self._frames)
+        n = min(len(t), len(tid), len(stack))
+        t, tid, stack = t[:n], tid[:n], stack[:n]
+        native = dict(self._native)
         kinds: dict[str, str] = {}
         rows = []
         for code, line in frames:
