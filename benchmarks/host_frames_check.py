@@ -127,7 +127,7 @@ def cpu(rounds: int = 3) -> None:
     prog = d / "loop.py"
     prog.write_text(CPU_LOOP)
     times: dict[str, list[float]] = {"on": [], "off": []}
-    per_sample = []
+    per_sample, shares = [], []
     for _ in range(rounds):
         for mode in ("off", "on"):
             argv = [sys.executable, "-m", "nsighttc.runtime.launch"]
@@ -138,9 +138,11 @@ def cpu(rounds: int = 3) -> None:
             if mode == "on":
                 doc = json.loads((d / "host_samples.json").read_text())
                 per_sample.append(doc["cost_ns"] / max(len(doc["t"]), 1))
+                shares.append(doc["cost_ns"] / max(doc["t"][-1] - doc["t"][0], 1))
     ratio = statistics.median(times["on"]) / statistics.median(times["off"])
     print(json.dumps({"on_s": [round(x, 4) for x in times["on"]], "off_s": [round(x, 4) for x in times["off"]],
-                      "ratio_on_off": round(ratio, 4), "sampler_cpu_us_per_sample": round(statistics.median(per_sample) / 1e3, 1)}))
+                      "ratio_on_off": round(ratio, 4), "sampler_cpu_us_per_sample": round(statistics.median(per_sample) / 1e3, 1),
+                      "sampler_cpu_share": round(statistics.median(shares), 4)}))
 
 
 if __name__ == "__main__":

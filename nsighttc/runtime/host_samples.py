@@ -14,8 +14,11 @@ Why a thread in the process, not py-spy or austin outside it:
 What it cannot see: a sample needs the interpreter's lock, so while the program's thread holds it inside a C call
 (no PyTorch operator does: their bindings release it) the sample waits until that call ends; the time is then
 given to the line that made the call, which is where it belongs. ``sys._current_frames`` and a walk of each
-stack cost ~10-40 us per sample; at ``INTERVAL_S`` that is under 1% of the program's time, and the file says how
-much it cost (``cost_ns``). py-spy stays the independent check (``reports/host_frames``).
+stack cost 40-200 us of CPU per sample on this repository's 2-core machine (a PyTorch loop of a few frames, and a
+launcher's deeper stacks; the wake-up of a sleeping thread is most of it): the pause between samples is at least
+``INTERVAL_S`` and grows so that the sampler's CPU time stays under ``COST_BUDGET`` of the time, and the file says
+what it cost (``cost_ns``). Each sample still stands for an equal share of the idle time it falls in. py-spy stays
+the independent check (``benchmarks/host_frames_check.py pyspy``).
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ from pathlib import Path
 
 SCHEMA = "nsighttc.host-samples/1"
 CLOCK_MARK = "nsighttc.clock#"   # + the anchor's number: the mark that ties the samples to the recording's clock
-INTERVAL_S = 0.005               # 200 samples a second: ~1 sample per 5 ms of idle GPU, cost < 1% (the file's cost_ns)
+INTERVAL_S = 0.005               # at most 200 samples a second (fewer when a sample costs more: COST_BUDGET)
+COST_BUDGET = 0.01             # the sampler's CPU time stays under this share of the time: the pause grows with the cost
 ANCHOR_EVERY_S = 0.25
 MAX_DEPTH = 128                  # frames kept per stack, from the innermost
 # Frame kinds, decided where the paths are known (this process): the program's own files, installed libraries,
@@ -114,7 +118,9 @@ class Sampler:
         wait = self._stop.wait
         cpu = time.thread_time_ns  # this thread's CPU time: what it took from the program (wall time would count
         #                            the program's own turns whenever it takes the interpreter back mid-sample)
-        while not wait(self.interval_s):
+        pause = self.interval_s
+        typical = 0.0  # a sample's CPU time, smoothed
+        while not wait(pause):
             c0 = cpu()
             t = time.perf_counter_ns()
             try:
@@ -124,7 +130,11 @@ class Sampler:
             if t >= next_anchor:
                 self.anchor()
                 next_anchor = t + int(ANCHOR_EVERY_S * 1e9)
-            self.cost_ns += cpu() - c0
+            spent = cpu() - c0
+            self.cost_ns += spent
+            # the cost budget: samples further apart when they cost more (a deep stack, a busy host)
+            typical = spent if not typical else 0.9 * typical + 0.1 * spent
+            pause = max(self.interval_s, typical / 1e9 / COST_BUDGET)
 
     def _sample(self, me: int, t: int) -> None:
         """One sample of every other thread. Nothing here may let the interpreter switch threads while a frame of
