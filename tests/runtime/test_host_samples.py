@@ -211,7 +211,11 @@ def test_each_cause_gains_its_frames_and_the_finding_its_fix(attributed):
     for c in causes:
         findings_mod._host_frames_finding(lambda key, name, f, cost: got.append(f), c, "`steps`", "cpu-bound",
                                           c["idle_ns"] / idle_ns, {"steps": c["idle_ns"]}, "training")
-    assert [f.id for f in got] == ["gpu-starved-by-data-loading", "per-step-logging"]
+    # a cause whose samples sat on a line that waits for the GPU (the topic the stacks give `.item()`): its own fix
+    findings_mod._host_frames_finding(lambda key, name, f, cost: got.append(f), dict(causes[1], topics={"sync": 0.9}),
+                                      "`steps`", "cpu-bound", 0.3, {"steps": 1.0}, "training")
+    assert [f.id for f in got] == ["gpu-starved-by-data-loading", "per-step-logging", "synchronising-line"]
+    assert "waits for the GPU" in got[2].title and "non_blocking=True" in got[2].advice
     assert f"prog.py:{DATA_LINE}" in got[0].title and "num_workers" in got[0].advice
     assert "Log less often" in got[1].advice
 

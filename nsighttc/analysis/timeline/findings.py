@@ -54,6 +54,10 @@ TOPIC_FIX = {
     "logging": ("per-step-logging", "medium",
                 "Log less often (every N steps: `logging_steps`, `log_every_n_steps`), and keep values on the GPU "
                 "until then: each tensor logged is read back with a synchronising copy."),
+    "sync": ("synchronising-line", "high",
+             "This line waits for the GPU (`.item()`, `.cpu()`, `.tolist()`, `print(tensor)`, `synchronize()`): keep "
+             "the value on the GPU and read it once every N steps, or copy with `non_blocking=True` into pinned "
+             "memory; `torch.cuda.set_sync_debug_mode(\"warn\")` points at each such call."),
 }
 
 
@@ -130,7 +134,8 @@ def _host_frames_finding(add, c: dict, label: str, verdict: str, share: float, c
                 f"taken while the GPU idled) were in {_frames_words(c)}")
     if topic in TOPIC_FIX:
         fid, sev, fix = TOPIC_FIX[topic]
-        what = {"data": "loads data", "optimizer": "steps the optimizer", "logging": "logs"}[topic]
+        what = {"data": "loads data", "optimizer": "steps the optimizer", "logging": "logs",
+                "sync": "waits for the GPU"}[topic]
         add(topic, c["name"], Finding(fid, sev, f"The GPU waits while the host {what} in {frame_words(top)}",
                                       evidence, fix, idle, []), {k: v * part for k, v in cost.items()})
     elif topic in ("forward", "backward"):
