@@ -48,53 +48,20 @@ SIDE_BY_SIDE_MIN_LAUNCHES = 200_000
 
 
 def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
+    """Each input parsed (a timeline with the host stacks beside it or in it: ``parse.host_stacks.attach``)."""
+    from .parse import host_stacks
     parsed = []
     for p in paths:
         if isinstance(p, Parsed):  # already parsed by the caller (profile's default run plans on it)
-            parsed.append(_with_host_samples(p))
+            parsed.append(host_stacks.attach(p))
             continue
         try:
-            parsed.append(_with_host_samples(load(p)))
+            parsed.append(host_stacks.attach(load(p)))
         except NsighttcError:
             raise
         except Exception as exc:  # last resort: a parser bug must still name the file, not dump a trace
             raise ParseError(f"could not be parsed ({type(exc).__name__}: {exc})", p) from exc
     return parsed
-
-
-def _with_recorded_calls(p: Parsed) -> Parsed:
-    """A torch.profiler trace recorded ``with_stack=True`` carries its Python calls: they stand for host samples
-    (``parse.python_calls``)."""
-    from .parse import python_calls
-    from .parse.sniff import Kind
-    if p.kind is not Kind.KINETO_JSON or not python_calls.present(p.path):
-        return p
-    try:
-        hs = python_calls.read(p.path)
-    except Exception as exc:  # noqa: BLE001 - the calls are extra: the analysis goes on without them
-        p.warnings.append(f"{p.path}: its Python calls (with_stack) could not be read ({type(exc).__name__}: {exc})")
-        return p
-    if hs is not None:
-        p.timeline.host_samples = hs
-    return p
-
-
-def _with_host_samples(p: Parsed) -> Parsed:
-    """A timeline with the launcher's host stack samples beside it (``host_samples.json`` in its directory) gets them,
-    placed on its clock (``parse.host_samples``); a damaged file is a warning, never the end of the analysis."""
-    if p.timeline is None or getattr(p.timeline, "host_samples", None) is not None:
-        return p
-    from .parse import host_samples
-    path = host_samples.beside(p.path)
-    if path is None:
-        return _with_recorded_calls(p)
-    try:
-        hs = host_samples.read(path)
-    except NsighttcError as exc:
-        p.warnings.append(str(exc))
-        return p
-    p.timeline.host_samples = host_samples.place(hs, p.timeline.marks)
-    return p
 
 
 def _device(kernels: pd.DataFrame) -> dict | None:

@@ -219,6 +219,18 @@ class Sampler:
         os.replace(tmp, self.path)
 
 
+def what_is_recorded(ns) -> str:
+    """What this process's profiler records, in words: a rank that records more works more on its host (a first
+    run's rank 0 records operators with their arguments for the replay; the other ranks the ranges only)."""
+    if ns.torch_trace is None:
+        return "no profiler in this process (nsys records it from outside)"
+    if ns.record_shapes:
+        from .rankexec import current_rank
+        if ns.shapes_rank is None or current_rank() == ns.shapes_rank:
+            return "torch.profiler: operators with their arguments"
+    return "torch.profiler: operators" if ns.operators else "torch.profiler: ranges, CUDA calls and GPU work only"
+
+
 def host_facts() -> dict:
     """This process's share of its host: the CPUs it may run on, the machine's, its threads and the load, and its
     rank. A straggler rank whose lag is on its host is compared on these (issue 46): one rank pinned to fewer cores,

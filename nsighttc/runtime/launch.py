@@ -39,18 +39,6 @@ from .trace_writing import NOTHING_RECORDED, TRACE_WRITTEN, trace_only_config, w
 EXIT_SAID = "nsighttc.launch: program exit code "
 
 
-def _what_is_recorded(ns: argparse.Namespace) -> str:
-    """What this process's profiler records, in words: a rank that records more works more on its host (a first
-    run's rank 0 records operators with their arguments for the replay; the other ranks the ranges only)."""
-    if ns.torch_trace is None:
-        return "no profiler in this process (nsys records it from outside)"
-    if ns.record_shapes:
-        from .rankexec import current_rank
-        if ns.shapes_rank is None or current_rank() == ns.shapes_rank:
-            return "torch.profiler: operators with their arguments"
-    return "torch.profiler: operators" if ns.operators else "torch.profiler: ranges, CUDA calls and GPU work only"
-
-
 def _parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m nsighttc.runtime.launch", description=__doc__.split("\n")[0])
     ap.add_argument("--annotate", choices=["none", "script", "modules"], default="script")
@@ -371,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         if ns.host_samples is not None:
             from . import host_samples
             host_samples.start(ns.host_samples, (ns.sample_interval_ms or host_samples.INTERVAL_S * 1e3) / 1e3,
-                               facts={"profiler_records": _what_is_recorded(ns)})
+                               facts={"profiler_records": host_samples.what_is_recorded(ns)})
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
