@@ -309,11 +309,11 @@ def demo(fmt: str, which: str) -> None:
                    "torch.compile's compilations). The program's own step ranges win when it has some.")
 @click.option("--host-samples/--no-host-samples", default=True, show_default=True,
               help="Python programs under torch.profiler or nsys: sample the program's Python stacks from a thread "
-                   "inside it (every 5 ms, under 1% of its time), so the report names the function and line the "
+                   "inside it (every 5 ms or more: its CPU time kept under 1%), so the report names the function and line the "
                    "GPU waited for (\"Where the host time went\"; the idle stacks in host_idle_stacks.collapsed "
                    "for speedscope).")
 @click.option("--sample-ms", type=click.FloatRange(min=0.5, max=1000), default=None, metavar="MS",
-              help="Milliseconds between host stack samples (default 5).")
+              help="Least milliseconds between host stack samples (default 5; more where a sample costs more).")
 @click.option("--warmup", type=STEPS_OR_AUTO, default="auto", show_default=True, metavar="N|auto",
               help="Default run: steps before the recorded window (auto: until the step time settles and nothing "
                    "compiles).")
