@@ -101,7 +101,10 @@ class TimelineAhead:
     def __init__(self, parsed: list[Parsed], *, thresholds: "Thresholds | None" = None,
                  step_range: str | None = None):
         from concurrent.futures import ThreadPoolExecutor
-        self.timelines = [p for p in parsed if p.timeline is not None]
+        from .parse import host_stacks
+        # (a trace parsed while it was written has not met its host samples yet: the launcher writes them before it
+        # says the trace is written, so they are there now)
+        self.timelines = [host_stacks.attach(p) for p in parsed if p.timeline is not None]
         self.key = (thresholds, step_range)
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsighttc-timeline-ahead")
         self._future = pool.submit(self._run, thresholds, step_range) if self.timelines else None
