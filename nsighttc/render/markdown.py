@@ -416,6 +416,10 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
         if s_ and s_.get("excess_by_cause"):
             out += [f"Rank {s_['rank']} against the median of the others, per step: "
                     + "; ".join(f"{c['cause']} +{ns(c['per_step_ns'])}" for c in s_["excess_by_cause"]), ""]
+        if d.get("no_consistent_straggler"):
+            out += [f"No consistent straggler: {d['no_consistent_straggler']['note']}.", ""]
+        out += [f"Rank {r['rank']} is left out of the job's verdict: {r['reason']}." for r in
+                d.get("incomplete_ranks") or []] + ([""] if d.get("incomplete_ranks") else [])
     inf = (tl or {}).get("inference")
     if inf:
         out += inference_section(inf)

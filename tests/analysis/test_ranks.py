@@ -339,6 +339,7 @@ def test_a_rank_whose_recording_holds_no_gpu_work_is_named_not_merged(tmp_path):
     assert any(f.id == "rank-without-gpu-work" and "Rank 0" in f.title for f in v.findings)
     assert any("recorded no GPU work" in x for x in headline_lines(v.to_json()))
     assert [r["complete"] for r in v.ranks] == [False, True]
+    assert "Rank 0 is left out of the job's verdict: its recording holds no GPU work" in render(v.to_json())
 
 
 def test_a_host_straggler_is_compared_on_its_hosts_facts(straggler_torch):
