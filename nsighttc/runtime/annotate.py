@@ -21,6 +21,7 @@ import sys
 import weakref
 from typing import Any, Callable, Iterator
 
+from . import host_samples
 from .rf_labels import Label  # our record_function labels, movable between profiler sessions
 
 try:  # the nvtx package (a runtime dependency); a stub keeps user code working if it is missing
@@ -58,6 +59,9 @@ class range(contextlib.ContextDecorator):  # noqa: A001 - the natural name for u
         self._rf = None
 
     def __enter__(self) -> "range":
+        if host_samples._ACTIVE:  # the host samples' clock, tied to the recording's (a program without step hooks)
+            from .steps import OpenMark
+            host_samples.maybe_anchor(OpenMark)
         _push(self.name)
         _open.append(self)
         if _torch_profiling():

@@ -278,3 +278,28 @@ def test_sampling_a_busy_loop_never_crashes_the_program(tmp_path):
                             str(prog)], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, (i, r.returncode, r.stderr[-1500:])
         assert len(hs_mod.read(out).samples) > 20
+
+
+def test_without_step_hooks_the_programs_own_ranges_anchor_the_clock(tmp_path):
+    """--step-marks off: no hook draws a mark, but the program's nsighttc.annotate ranges do, so the samples are
+    still placed on the torch.profiler trace's clock."""
+    pytest.importorskip("torch")
+    from nsighttc.parse import load
+    prog = tmp_path / "ranged.py"
+    prog.write_text("import time\nfrom nsighttc import annotate\nfor i in range(12):\n"
+                    "    with annotate.range('work'):\n        time.sleep(0.03)\n")
+    trace, samples = tmp_path / "torch_trace.json", tmp_path / "host_samples.json"
+    r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--step-marks", "off", "--torch-trace",
+                        str(trace), "--host-samples", str(samples), "--", str(prog)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    parsed = load(trace)
+    hs = hs_mod.place(hs_mod.read(samples), parsed.timeline.marks)
+    assert hs.placed and not hs.notes
+    work = parsed.timeline.ranges[parsed.timeline.ranges["name"].astype(str) == "work"]
+    t = hs.samples.loc[hs.samples["tid"] == hs.main_tid, "t_ns"].to_numpy()
+    st, en = np.sort(work["start_ns"].to_numpy()), np.sort(work["end_ns"].to_numpy())
+    i = np.searchsorted(st, t, side="right") - 1
+    inside = (i >= 0) & (t <= en[np.clip(i, 0, None)] + 2e6)
+    loop = (t >= st[0]) & (t <= en[-1])
+    assert loop.sum() >= 10 and inside[loop].mean() > 0.9  # the loop sleeps inside `work` nearly all the time
