@@ -138,9 +138,9 @@ class Sampler:
 
     def _sample(self, me: int, t: int) -> None:
         """One sample of every other thread. Nothing here may let the interpreter switch threads while a frame of
-        another thread is held: no lock is taken, no thread table read and no garbage collected between ``sys._current_frames`` and the end
-        of the walk (a walk interrupted while the sampled thread ran on crashed CPython 3.11 with a segmentation
-        fault, 3 runs in 5 of a CPU loop). The thread ids are read before."""
+        another thread is held: no lock is taken, no thread table read and no garbage collected between
+        ``sys._current_frames`` and the end of the walk (a walk interrupted while the sampled thread ran on crashed
+        CPython 3.11 with a segmentation fault, 3 runs in 5 of a CPU loop). The thread ids are read before."""
         idents = threading._active  # noqa: SLF001 - a dict read under the interpreter lock, no lock taken
         if any(i not in self._native for i in list(idents)):
             self._thread_ids()
