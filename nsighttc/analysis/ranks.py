@@ -27,6 +27,7 @@ import numpy as np
 
 from ..durations import duration
 from ..model import Finding
+from .timeline.idle import frame_words
 
 STRAGGLER_MIN_SHARE = 0.10   # of the slowest rank's median step
 EXPLAINED_SHARE = 0.5        # distinguishing causes (launch overhead aside) must explain this much of the excess
@@ -91,7 +92,7 @@ def rank_row(rank: int, v) -> dict:
         "host": (tl.get("host_frames") or {}).get("host") or None if tl else None,
         # the compute kernels it ran (names), and where its host was while its GPU idled (host_frames), per step
         "_compute_kernels": _compute_kernel_names(v),
-        "_frames_per_step": {_frame_key(f): f["idle_ns"] / n_steady for f in dom.get("host_frames") or []}
+        "_frames_per_step": {frame_words(f): f["idle_ns"] / n_steady for f in dom.get("host_frames") or []}
         if dom else {},
     }
 
@@ -130,13 +131,9 @@ def _compute_kernel_names(v) -> frozenset:
     k = getattr(v, "kernels", None)
     if k is None or len(k) == 0 or "name" not in k:
         return frozenset()
-    from .name_rules import COMMUNICATION, name_mask
+    from .name_rules import is_communication
     names = k["name"].astype(str)
-    return frozenset(names[~name_mask(names, COMMUNICATION).to_numpy()].tolist())
-
-
-def _frame_key(f: dict) -> str:
-    return f"`{f['frame']}` ({f['file']}:{f['line']})" + (f" → `{f['calls']}`" if f.get("calls") else "")
+    return frozenset(names[~is_communication(names).to_numpy()].tolist())
 
 
 def same_work(rows: list[dict]) -> bool | None:
@@ -171,13 +168,13 @@ def step_skew(rows: list[dict]) -> dict | None:
     return {"steps": int(n - first), "median": float(np.nanmedian(ratio)), "max": float(np.nanmax(ratio))}
 
 
-def _excess(slow: dict, others: list[dict]) -> list[tuple[tuple[str, str], float]]:
-    """Per cause, how much more time per step the slow rank spends in it than the other ranks' median,
-    largest first (positive only)."""
-    keys = set(slow["_per_step"]).union(*[o["_per_step"] for o in others])
+def _excess(slow: dict, others: list[dict], per: str = "_per_step") -> list[tuple]:
+    """Per cause (``per``: ``_per_step``), or per host frame (``_frames_per_step``), how much more time per step the
+    slow rank spends in it than the other ranks' median, largest first (positive only)."""
+    keys = set(slow[per]).union(*[o[per] for o in others])
     out = []
     for k in keys:
-        d = slow["_per_step"].get(k, 0.0) - float(np.median([o["_per_step"].get(k, 0.0) for o in others]))
+        d = slow[per].get(k, 0.0) - float(np.median([o[per].get(k, 0.0) for o in others]))
         if d > 0:
             out.append((k, d))
     return sorted(out, key=lambda x: -x[1])
@@ -209,13 +206,7 @@ def _host_differences(slow: dict, others: list[dict]) -> str:
 def _frames_excess(slow: dict, others: list[dict]) -> list[dict]:
     """Where the straggler's host was longer than the other ranks' per step, by host frame (its samples taken while
     its GPU idled, ``host_frames``), largest first; empty without samples."""
-    keys = set(slow["_frames_per_step"]).union(*[o["_frames_per_step"] for o in others])
-    out = []
-    for k in keys:
-        d = slow["_frames_per_step"].get(k, 0.0) - float(np.median([o["_frames_per_step"].get(k, 0.0) for o in others]))
-        if d > 0:
-            out.append({"frame": k, "per_step_ns": d})
-    return sorted(out, key=lambda x: -x["per_step_ns"])[:5]
+    return [{"frame": k, "per_step_ns": d} for k, d in _excess(slow, others, "_frames_per_step")[:5]]
 
 
 def _describe(key: tuple[str, str]) -> str:

@@ -33,6 +33,8 @@ class HostSamples:
     span_ns: float = 0.0         # from the first sample to the last (the cost's denominator)
     placed: bool = False         # t_ns is on the recording's clock
     host: dict = field(default_factory=dict)  # the process's host facts (runtime.host_samples.host_facts)
+    anchors: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # (number, launcher ns) of each clock mark
+    calls: pd.DataFrame | None = None  # recorded Python calls (parse.python_calls), read at moments by stacks_at
     notes: list[str] = field(default_factory=list)
 
 
@@ -55,12 +57,10 @@ def read(path: Path) -> HostSamples:
         raise InputError(f"a damaged host samples file ({type(exc).__name__}: {exc})", path) from None
     if len(samples) and (samples["stack"].max() >= len(stacks) or samples["stack"].min() < 0):
         raise InputError("a damaged host samples file (a sample names a stack it does not hold)", path)
-    out = HostSamples("nsighttc sampler", frames, stacks, samples, doc.get("main_tid"),
-                      float(doc.get("interval_ns") or 0), float(doc.get("cost_ns") or 0),
-                      float(t.max() - t.min()) if len(t) > 1 else 0.0)
-    out.anchors = anchors  # (number, launcher ns) of each clock mark drawn
-    out.host = doc.get("host") if isinstance(doc.get("host"), dict) else {}
-    return out
+    return HostSamples("nsighttc sampler", frames, stacks, samples, doc.get("main_tid"),
+                       float(doc.get("interval_ns") or 0), float(doc.get("cost_ns") or 0),
+                       float(t.max() - t.min()) if len(t) > 1 else 0.0,
+                       host=doc.get("host") if isinstance(doc.get("host"), dict) else {}, anchors=anchors)
 
 
 def beside(trace: Path) -> Path | None:
@@ -72,14 +72,10 @@ def beside(trace: Path) -> Path | None:
 def place(hs: HostSamples, marks: pd.DataFrame) -> HostSamples:
     """Put the samples on the recording's clock with its ``nsighttc.clock#<n>`` marks (``marks``: the Timeline's
     marks table). Without a matching mark the samples stay unplaced, with a note that says why."""
-    anchors = getattr(hs, "anchors", np.zeros((0, 2)))
-    if marks is None or marks.empty or not len(anchors):
-        hs.notes.append("host samples not used: the recording holds no clock mark of the sampler "
-                        "(nsighttc.clock#...), so they cannot be placed on its clock")
-        return hs
-    names = marks["name"].astype(str)
+    anchors = hs.anchors
+    names = marks["name"].astype(str) if marks is not None and not marks.empty else pd.Series(dtype=object)
     m = names.str.startswith(CLOCK_MARK).to_numpy()
-    if not m.any():
+    if not m.any() or not len(anchors):
         hs.notes.append("host samples not used: the recording holds no clock mark of the sampler "
                         "(nsighttc.clock#...), so they cannot be placed on its clock")
         return hs
@@ -96,7 +92,7 @@ def place(hs: HostSamples, marks: pd.DataFrame) -> HostSamples:
     return hs
 
 
-def clock_marks(marks: pd.DataFrame) -> pd.DataFrame:
+def without_clock_marks(marks: pd.DataFrame) -> pd.DataFrame:
     """The marks that are not the sampler's clock marks (the step finder never sees those)."""
     if marks is None or marks.empty:
         return marks
@@ -109,5 +105,5 @@ def sampler_cost_share(hs: HostSamples) -> float | None:
     return hs.cost_ns / hs.span_ns if hs.span_ns > 0 and hs.cost_ns else None
 
 
-__all__ = ["FILE_NAME", "HostSamples", "beside", "clock_marks", "place", "read", "sampler_cost_share", "OWN", "LIBRARY",
-           "STDLIB", "TOOL"]
+__all__ = ["FILE_NAME", "HostSamples", "beside", "place", "read", "sampler_cost_share", "without_clock_marks", "OWN",
+           "LIBRARY", "STDLIB", "TOOL"]

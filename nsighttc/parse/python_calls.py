@@ -63,11 +63,10 @@ def read(path: Path) -> HostSamples | None:
     parent_idx = index_of.reindex(par).fillna(-1).to_numpy(dtype=np.int64)
     start = np.asarray(ts, dtype="float64") * 1e3  # µs -> ns, as parse.kineto reads the trace's other events
     tids = pd.to_numeric(pd.Series(tid), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-    hs = HostSamples("torch.profiler with_stack", frames, [], pd.DataFrame({"t_ns": [], "tid": [], "stack": []}),
-                     int(pd.Series(tids).value_counts().index[0]), placed=True)
-    hs.calls = pd.DataFrame({"tid": tids, "start_ns": start, "end_ns": start + np.asarray(dur, dtype="float64") * 1e3,
-                             "frame": codes, "parent": parent_idx})
-    return hs
+    calls = pd.DataFrame({"tid": tids, "start_ns": start, "end_ns": start + np.asarray(dur, dtype="float64") * 1e3,
+                          "frame": codes, "parent": parent_idx})
+    return HostSamples("torch.profiler with_stack", frames, [], pd.DataFrame({"t_ns": [], "tid": [], "stack": []}),
+                       int(pd.Series(tids).value_counts().index[0]), placed=True, calls=calls)
 
 
 def recorded_kind(file: str) -> str:

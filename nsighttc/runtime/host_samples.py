@@ -61,11 +61,10 @@ def frame_kind(filename: str) -> str:
 class Sampler:
     """Samples every Python thread's stack each ``interval_s`` until ``stop``; ``write`` saves what it has."""
 
-    def __init__(self, path: Path, interval_s: float = INTERVAL_S, mark=None, facts: dict | None = None):
+    def __init__(self, path: Path, interval_s: float = INTERVAL_S, facts: dict | None = None):
         self.path = Path(path)
         self.facts = dict(facts or {})          # what the launcher knows of this process (what its profiler records)
         self.interval_s = interval_s
-        self._mark = mark                       # draws one clock mark from the sampling thread (None: NVTX)
         self._stop = threading.Event()
         self._lock = threading.Lock()           # the clock marks' list (the main thread and the sampler append)
         self._frame_ids: dict[tuple, int] = {}  # (id of the code object, line) -> frame index
@@ -99,7 +98,7 @@ class Sampler:
         n = next(self._seq)
         t = time.perf_counter_ns()
         try:
-            (draw or self._mark or _nvtx_only)(f"{CLOCK_MARK}{n}")
+            (draw or _nvtx_only)(f"{CLOCK_MARK}{n}")
         except Exception:  # noqa: BLE001 - a mark that cannot be drawn costs only this anchor
             return
         with self._lock:

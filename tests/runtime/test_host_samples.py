@@ -254,24 +254,19 @@ def test_the_timelines_launchers_sample_and_the_counters_pass_does_not(tmp_path)
 
 
 
-LOOP = """
-import torch
-torch.set_num_threads(1)
-m = torch.nn.Sequential(*[torch.nn.Linear(128, 128) for _ in range(8)])
-opt = torch.optim.AdamW(m.parameters(), lr=1e-3, foreach=False)
-x = torch.randn(32, 128)
-for i in range(300):
-    m(x).sum().backward(); opt.step(); opt.zero_grad()
-"""
-
-
 def test_sampling_a_busy_loop_never_crashes_the_program(tmp_path):
     """A sampler that let the interpreter switch threads while it held another thread's frames (a lock taken, the
     thread table read, mid-walk) crashed this loop with a segmentation fault in 3 of 5 runs (CPython 3.11, torch 2.13
     CPU); four runs in a row must all end well."""
     pytest.importorskip("torch")
+    import importlib.util
+    from pathlib import Path
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "host_frames_check.py"
+    spec = importlib.util.spec_from_file_location("host_frames_check", bench)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
     prog = tmp_path / "loop.py"
-    prog.write_text(LOOP)
+    prog.write_text(check.CPU_LOOP)  # the loop the sampler's cost is measured on (benchmarks/host_frames_check.py cpu)
     for i in range(4):
         out = tmp_path / f"s{i}.json"
         r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--host-samples", str(out), "--",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...parse.host_samples import without_clock_marks
 from ...parse.timeline import Timeline, launch_times
 from ... import labels
 from .. import intervals
@@ -56,7 +57,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     th = th or Thresholds()
     tl = _merge(timelines)
     hs = next((t.host_samples for t in timelines if getattr(t, "host_samples", None) is not None), None)
-    tl.marks = _without_clock_marks(tl.marks)
+    tl.marks = without_clock_marks(tl.marks)  # less the host sampler's clock marks (they placed the samples)
     ops, ranges, api = tl.gpu_ops, tl.ranges, tl.api
     u = intervals.union(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy())
     lo, hi = busy.window(ops, ranges)
@@ -112,15 +113,17 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     # the host's stacks while the GPU idled: per step family (its steady steps) and for the window
     window_scope = (np.array([lo]), np.array([hi]))
     scope = (steady.starts, steady.ends) if fams else window_scope
-    threads = _launching_threads(api)
-    if hs is not None and getattr(hs, "calls", None) is not None:  # recorded calls: read them in the idle time
-        hs = host_frames.sample_calls(hs, pieces, scope, threads)
-    att = host_frames.attribute(hs, pieces, threads, scope) if hs is not None else None
-    for f in fams:
-        host_frames.cause_frames(att, f["_steady"], f["causes"], paths)
-        f["host_frames"] = host_frames.table(att, f["_steady"], sum(c["idle_ns"] for c in f["causes"]))
-        f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
-    host_frames.cause_frames(att, window_scope, window_causes, paths)
+    att = None
+    if hs is not None:  # (a recording without host stacks pays nothing here: a million API calls' thread ids)
+        threads = _launching_threads(api)
+        if hs.calls is not None:  # recorded calls: read them in the idle time
+            hs = host_frames.sample_calls(hs, pieces, scope, threads)
+        att = host_frames.attribute(hs, pieces, threads, scope)
+        for f in fams:
+            host_frames.cause_frames(att, f["_steady"], f["causes"], paths)
+            f["host_frames"] = host_frames.table(att, f["_steady"], sum(c["idle_ns"] for c in f["causes"]))
+            f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
+        host_frames.cause_frames(att, window_scope, window_causes, paths)
     steady_from = float(fams[0]["_steady"][0][0]) if fams and len(fams[0]["_steady"][0]) else -np.inf
     inference = inference_mod.summarize(tl.marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from)
     work = comm_mod.Work(ops, launches)
@@ -202,12 +205,6 @@ def _model_phases(marks: pd.DataFrame) -> dict:
             un = intervals.union(m["start_ns"].to_numpy(dtype="float64"), m["end_ns"].to_numpy(dtype="float64"))
             out[phase] = (un.starts, un.ends)
     return out
-
-
-def _without_clock_marks(marks: pd.DataFrame) -> pd.DataFrame:
-    """The marks less the host sampler's clock marks (``parse.host_samples`` has placed the samples with them)."""
-    from ...parse.host_samples import clock_marks
-    return clock_marks(marks)
 
 
 def _launching_threads(api: pd.DataFrame) -> set[int]:

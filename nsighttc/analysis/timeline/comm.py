@@ -79,19 +79,17 @@ class Work:
                                    "collective": collective_of(names[comm]).to_numpy() if len(names) == len(comm)
                                    else np.array([], dtype=object), "row": np.nonzero(comm)[0]})
 
-    def exposed_within(self, a: np.ndarray, b: np.ndarray) -> float:
-        """Communication time not overlapped by compute on its own device, summed over [a_i, b_i]."""
-        tot = 0.0
-        for comp, both in self._per_device:
-            tot += float((intervals.busy_within(both, a, b) - intervals.busy_within(comp, a, b)).sum())
-        return tot
-
     def exposed_each(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Communication time not overlapped by compute, per interval [a_i, b_i] (each step's wait)."""
+        """Communication time not overlapped by compute on its own device, per interval [a_i, b_i] (each step's
+        wait)."""
         tot = np.zeros(len(a))
         for comp, both in self._per_device:
             tot += intervals.busy_within(both, a, b) - intervals.busy_within(comp, a, b)
         return tot
+
+    def exposed_within(self, a: np.ndarray, b: np.ndarray) -> float:
+        """The same, summed over the intervals."""
+        return float(self.exposed_each(a, b).sum())
 
     def collectives(self, launch_start: np.ndarray, scope: tuple[np.ndarray, np.ndarray], phases: dict,
                     steps: int) -> list[dict]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...parse.host_samples import LIBRARY, OWN, STDLIB, TOOL, HostSamples
+from ...parse.host_samples import LIBRARY, OWN, STDLIB, TOOL, HostSamples, sampler_cost_share
 from .. import intervals
 from . import idle
 
@@ -73,11 +73,8 @@ class Attributed:
     pc: np.ndarray
     row: np.ndarray
     topic: np.ndarray          # object: each sample's topic (or "")
+    stack: np.ndarray          # each sample's stack id (HostSamples.stacks)
     rows: pd.DataFrame         # one row per (site, callee): frame, file, line, own, source, calls, program_line
-    source: str
-    interval_ns: float
-    cost_share: float | None
-    samples_total: int
 
 
 def sample_calls(hs: HostSamples, pieces: idle.Idle, scope: tuple[np.ndarray, np.ndarray], tids: set[int]) \
@@ -137,9 +134,7 @@ def attribute(hs: HostSamples, pieces: idle.Idle, tids: set[int] | None, scope: 
     p = order[i[inside]]
     stack = s["stack"].to_numpy()[inside]
     row_of_stack, rows, topic_of_stack = _rows(hs, stack)
-    return Attributed(t[inside], pieces.kind[p], pieces.pc[p], row_of_stack[stack], topic_of_stack[stack], rows,
-                      hs.source, hs.interval_ns, (hs.cost_ns / hs.span_ns) if hs.span_ns and hs.cost_ns else None,
-                      int(len(s)))
+    return Attributed(t[inside], pieces.kind[p], pieces.pc[p], row_of_stack[stack], topic_of_stack[stack], stack, rows)
 
 
 def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
@@ -283,7 +278,7 @@ def summary(att: Attributed | None, hs: HostSamples | None, basis: str, rows: li
     out = {"source": hs.source, "basis": basis, "interval_ns": hs.interval_ns,
            "samples": int(len(hs.samples)), "placed": hs.placed,
            "idle_samples": int(sum(r["samples"] for r in rows)) if rows else 0,
-           "sampler_cost_share": (hs.cost_ns / hs.span_ns) if hs.span_ns and hs.cost_ns else None,
+           "sampler_cost_share": sampler_cost_share(hs),
            "rows": rows, "notes": list(hs.notes), "host": dict(hs.host)}
     if att is None and hs.placed:
         out["notes"].append("no host sample fell in the GPU's idle time of the steady steps")
@@ -295,11 +290,7 @@ def collapsed(att: Attributed | None, hs: HostSamples | None, scope: tuple[np.nd
     and Brendan Gregg's flame graph tools read."""
     if att is None or hs is None:
         return ""
-    m = intervals.inside(att.t, *scope)
-    s = hs.samples
-    t = s["t_ns"].to_numpy(dtype="float64")
-    sel = np.isin(t, att.t[m])
-    counts = pd.Series(s["stack"].to_numpy()[sel]).value_counts()
+    counts = pd.Series(att.stack[intervals.inside(att.t, *scope)]).value_counts()
     fr = hs.frames
     names = (fr["function"].astype(str) + " (" + fr["file"].astype(str).map(_short) + ":" + fr["line"].astype(str)
              + ")").str.replace(";", ",").to_numpy()
