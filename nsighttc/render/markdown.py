@@ -527,6 +527,9 @@ def inference_section(inf: dict) -> list[str]:
                    f"{pct(p.get('gpu_busy_share'))} | {ns(p.get('gpu_ns_per_call'))} | {p.get('kernels_per_call') or 0:,.0f} | "
                    f"{pct(p.get('tc_time_share'))} | {VERDICT_WORDS.get(p.get('verdict'), p.get('verdict') or '')} | "
                    f"{_cell(p.get('headline_cause') or '')} |")
+    if inf.get("found_by"):  # a recording without the hooks' marks: say how the calls were told apart
+        out += ["", f"<sub>No marks in the recording: {inf['found_by']}. Time to first token runs from the prefill "
+                    "call's first launch, not from the request's arrival.</sub>"]
     return out + [""]
 
 

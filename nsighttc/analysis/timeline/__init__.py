@@ -20,6 +20,7 @@ import pandas as pd
 
 from ...parse.host_samples import without_clock_marks
 from ...parse.timeline import Timeline, launch_times
+from ...runtime.steps import DECODE
 from ... import labels
 from .. import intervals
 from ..grouping import aggregate
@@ -72,6 +73,7 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
         if "start_ns" in launches else np.full(len(launches), np.nan)
     launch_start = lt["start_ns"].to_numpy(dtype="float64")
     step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range)
+    generated = next((st.calls for st in step_sets if st.calls is not None), None)  # calls found from kernels
     compiles = steps_mod.compile_union(tl.marks)
     fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api),
                               steps_mod.window_starts(tl.marks))
@@ -125,7 +127,13 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
             f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
         host_frames.cause_frames(att, window_scope, window_causes, paths)
     steady_from = float(fams[0]["_steady"][0][0]) if fams and len(fams[0]["_steady"][0]) else -np.inf
-    inference = inference_mod.summarize(tl.marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from)
+    hooked = tl.marks is not None and not tl.marks.empty and (tl.marks["name"] == DECODE).any()
+    inference = inference_mod.summarize(tl.marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from) \
+        if hooked or generated is None else \
+        inference_mod.summarize(generated.marks, u, launches, launch_start, pieces, paths, rinfo, th,
+                                # a loop without warm-up steps: the first request's prefill, before the first step
+                                # (its GEMMs break the period), is no warm-up either
+                                steady_from if fams and fams[0]["warmup_steps"] else -np.inf, generated.found_by)
     work = comm_mod.Work(ops, launches)
     communication = _communication(work, fams, window_causes, lo, hi, n_kernels, th) if work.any else {}
     if communication:

@@ -43,9 +43,10 @@ def _median(x) -> float | None:
 
 def summarize(marks: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, launch_start: np.ndarray,
               pieces: idle_mod.Idle, paths: np.ndarray, rinfo: dict, th: Thresholds,
-              steady_from: float = -np.inf) -> dict | None:
+              steady_from: float = -np.inf, found_by: str | None = None) -> dict | None:
     """``timeline.inference`` of a recording with the hooks' marks, or None (no decode calls). ``steady_from``: where
-    the steady steps begin (the window's start or the first steady step): calls before it are warm-up."""
+    the steady steps begin (the window's start or the first steady step): calls before it are warm-up.
+    ``found_by``: how the marks were found where the hooks did not draw them (``steps.generation``)."""
     if marks is None or marks.empty:
         return None
     d_start, d_end = _named(marks, DECODE)
@@ -92,10 +93,13 @@ def summarize(marks: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, l
         r_start, r_end = r_start[held], r_end[held]
     reqs = _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from)
     out = {"kind": "generation", "requests": reqs["count"], "requests_recorded": int(max(len(r_start), len(p_start))),
-           "request_source": "generate() calls" if len(r_start) else "prefill calls (no generate() calls seen)",
+           "request_source": "prefill calls found from the kernels" if found_by else
+           "generate() calls" if len(r_start) else "prefill calls (no generate() calls seen)",
            "model_calls": int(len(f_start)), "prefill": phases["prefill"], "decode": phases["decode"],
            "ttft_ns": reqs["ttft_ns"], "tpot_ns": reqs["tpot_ns"], "tokens_per_s": reqs["tokens_per_s"],
            "tokens_per_s_basis": "generated tokens per second of the requests' wall time, per sequence"}
+    if found_by:
+        out["found_by"] = found_by
     return out
 
 

@@ -13,9 +13,9 @@ import pandas as pd
 
 from .... import labels
 from ....runtime.steps import COMPILE, WINDOW
-from ... import intervals
+from ... import intervals, name_rules
 from ..base import Thresholds, classify
-from . import find as find_mod, period, steady
+from . import find as find_mod, generation, period, steady
 from .find import EXPLICIT, HOOK, KERNEL_PERIOD, PROFILER_OP, StepSet, step_paths
 from .steady import RULE, malloc_times
 
@@ -63,9 +63,15 @@ def _from_kernels(launches: pd.DataFrame, launch_start: np.ndarray) -> list[Step
     ends = np.append(starts[1:], times[end_at])
     anchor = str(names[found["anchor"]])
     short = anchor if len(anchor) <= 60 else anchor[:57] + "..."
+    dur = launches["duration_ns"].to_numpy(dtype="float64")[ok][order] if "duration_ns" in launches \
+        else np.zeros(len(codes))
+    gpu_start = launches["start_ns"].to_numpy(dtype="float64")[ok][order] if "start_ns" in launches else times
+    is_matrix = name_rules.is_matrix_work(pd.Series(names)).to_numpy()
+    calls = generation.split(codes, is_matrix, times, np.nan_to_num(dur), np.nan_to_num(gpu_start + dur, nan=0.0),
+                             at, int(found["end"]))
     return [StepSet(f"kernel period ({found['period']} kernels)", None, starts, ends, KERNEL_PERIOD,
                     f"the repeating kernel sequence ({found['period']} kernels per iteration, each starting with "
-                    f"`{short}`): the recording has no step marks")]
+                    f"`{short}`): the recording has no step marks", calls)]
 
 
 def window_starts(marks: pd.DataFrame) -> np.ndarray:

@@ -39,6 +39,7 @@ class StepSet:
     ends: np.ndarray
     source: str
     detail: str
+    calls: object = None  # generation.Calls: a generation loop's prefill/decode calls found from its kernels
 
 
 def step_paths(ranges: pd.DataFrame, step_range: str | None) -> list[str]:

@@ -1,0 +1,130 @@
+"""A generation loop recorded without nsighttc (a torch.profiler trace the program made itself, a plain nsys run of
+it: tests/fixtures/inference/README.md) gets its prefill/decode split from the kernels alone
+(``analysis/timeline/steps/generation.py``). What the tests compare with is read from the raw files on their own:
+greedy decoding launches one argmax per model call (`ArgMaxOps`), and `generate()` one cumsum (cub's
+`DeviceScanInitKernel`) per request."""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sqlite3
+
+import numpy as np
+import pytest
+
+import nsighttc
+from nsighttc.analysis.timeline.steps import generation
+from nsighttc.render.markdown import inference_section
+
+FIX = "tests/fixtures/inference/"
+TORCH, NSYS = FIX + "llm_generate_user_torch.json.gz", FIX + "llm_generate_user_nsys.sqlite.gz"
+
+
+def _kernels_torch(path: str) -> list[tuple[float, float, str]]:
+    doc = json.load(gzip.open(path))
+    return sorted((e["ts"] * 1e3, (e["ts"] + e["dur"]) * 1e3, e["name"]) for e in doc["traceEvents"]
+                  if e.get("cat") == "kernel")
+
+
+def _kernels_nsys(path: str, tmp_path) -> list[tuple[float, float, str]]:
+    db = tmp_path / "k.sqlite"
+    with gzip.open(path) as f, open(db, "wb") as g:
+        shutil.copyfileobj(f, g)
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                         "JOIN StringIds s ON s.id = k.demangledName").fetchall()
+    return sorted((float(a), float(b), n) for a, b, n in rows)
+
+
+def _truth(kernels) -> dict:
+    """Model calls, requests and each request's median argmax spacing, from the raw kernels."""
+    argmax = np.array([s for s, _, n in kernels if "ArgMaxOps" in n])
+    scans = np.array([s for s, _, n in kernels if "DeviceScanInitKernel" in n])
+    req = np.searchsorted(scans, argmax, side="right") - 1
+    spacing = [float(np.median(np.diff(argmax[req == r]))) for r in range(len(scans))]
+    return {"calls": len(argmax), "requests": len(scans), "spacing": spacing}
+
+
+@pytest.fixture(scope="module")
+def torch_inf():
+    return nsighttc.analyze([TORCH]).to_json()["timeline"]
+
+
+@pytest.fixture(scope="module")
+def nsys_inf():
+    return nsighttc.analyze([NSYS]).to_json()["timeline"]
+
+
+def test_a_torch_trace_made_elsewhere_splits_prefill_from_decode(torch_inf):
+    truth = _truth(_kernels_torch(TORCH))
+    inf = torch_inf["inference"]
+    assert inf["request_source"] == "prefill calls found from the kernels" and inf["found_by"] == generation.FOUND_BY
+    assert inf["model_calls"] == truth["calls"] == torch_inf["steps"]["count"]
+    assert inf["requests_recorded"] == inf["requests"] == truth["requests"]  # no warm-up steps here: all steady
+    assert inf["prefill"]["calls"] == truth["requests"]
+    assert inf["decode"]["calls"] == truth["calls"] - truth["requests"]
+    assert abs(inf["tpot_ns"] / np.median(truth["spacing"]) - 1) < 0.05
+    # the prompt's GEMMs are heavier and other tiles: more GPU time per call, and more kernels (the request's set-up)
+    assert inf["prefill"]["gpu_ns_per_call"] > inf["decode"]["gpu_ns_per_call"]
+    assert inf["ttft_ns"] > inf["tpot_ns"]
+
+
+def test_a_plain_nsys_run_splits_too_and_its_slow_first_request_is_warm_up(nsys_inf, tmp_path):
+    truth = _truth(_kernels_nsys(NSYS, tmp_path))
+    inf = nsys_inf["inference"]
+    assert inf["model_calls"] == truth["calls"] and inf["requests_recorded"] == truth["requests"]
+    # the first request ran every call ~7x slower (every new KV length a new shape): warm-up steps, left out
+    assert truth["spacing"][0] > 5 * np.median(truth["spacing"][1:])
+    assert nsys_inf["steps"]["warmup_steps"] > 0 and inf["requests"] == truth["requests"] - 1
+    assert abs(inf["tpot_ns"] / np.median(truth["spacing"][1:]) - 1) < 0.05
+    assert inf["decode"]["calls"] == (truth["calls"] - truth["requests"]) * (truth["requests"] - 1) // truth["requests"]
+
+
+def test_ttft_over_tpot_is_the_ratio_the_hooks_measured_on_the_same_program(torch_inf, nsys_inf):
+    """The hooks' default run of the same program (its marks) against the two recordings made without them: the
+    profilers slow every call alike, so time to first token over time per output token should agree."""
+    hooked = nsighttc.analyze([FIX + "llm_generate_default_torch.json.gz"]).to_json()["timeline"]["inference"]
+    assert "found_by" not in hooked and hooked["request_source"] == "generate() calls"
+    ratio = hooked["ttft_ns"] / hooked["tpot_ns"]
+    for tl in (torch_inf, nsys_inf):
+        r = tl["inference"]["ttft_ns"] / tl["inference"]["tpot_ns"]
+        assert abs(r / ratio - 1) < 0.2, (r, ratio)
+
+
+def test_one_request_recorded_alone_is_found_from_the_loop_s_tail(tmp_path):
+    """The torch trace cut inside the host's gap before its second request (a recording of one generate() call):
+    no prefill inside the loop to learn from, so the prefill before the loop is found by the same rule as a step,
+    and the loop's short last step (the last call's sampling) says where calls start. Without the layer rule of
+    ``period.MATCH_SLACK`` the decoder's layer loop (41 kernels) was taken as the step."""
+    doc = json.load(gzip.open(TORCH))
+    ks = _kernels_torch(TORCH)
+    starts = np.array([s for s, _, _ in ks]) / 1e3
+    second = sorted(s for s, _, n in ks if "DeviceScanInitKernel" in n)[1] / 1e3
+    near = starts[(starts < second) & (starts > second - 30_000)]
+    j = int(np.argmax(np.diff(near)))
+    cut = (near[j] + near[j + 1]) / 2
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("ts", 0) < cut]
+    path = tmp_path / "one_request.json"
+    path.write_text(json.dumps(doc))
+    truth = _truth([k for k in ks if k[0] / 1e3 < cut])
+    tl = nsighttc.analyze([path]).to_json()["timeline"]
+    inf = tl["inference"]
+    assert truth["requests"] == 1 and tl["steps"]["count"] == truth["calls"]  # one step per call, not per layer
+    assert inf["model_calls"] == truth["calls"] and inf["requests"] == 1
+    assert inf["prefill"]["calls"] == 1 and inf["decode"]["calls"] == truth["calls"] - 1
+    assert abs(inf["tpot_ns"] / truth["spacing"][0] - 1) < 0.05
+
+
+def test_loops_that_are_not_generation_get_no_inference_section():
+    """An evaluation loop recorded with nsys (no marks): its steps come from the kernel period, no call runs other,
+    heavier matrix tiles, so no prefill and no `inference`; a training loop's recording neither."""
+    ev = nsighttc.analyze([FIX + "eval_loop_user_nsys.sqlite.gz"]).to_json()["timeline"]
+    assert ev["steps"]["source"] == "kernel-period" and "inference" not in ev
+    tr = nsighttc.analyze(["tests/fixtures/unmarked/trainer_nsys.sqlite.gz"]).to_json()["timeline"]
+    assert "inference" not in tr
+
+
+def test_the_report_says_how_the_calls_were_found(torch_inf):
+    text = "\n".join(inference_section(torch_inf["inference"]))
+    assert "No marks in the recording" in text and "prefill calls found from the kernels" in text
