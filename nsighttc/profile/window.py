@@ -105,8 +105,14 @@ def note(p: Pass) -> str | None:
     if s is None:
         return None
     if not s["phases"]:
-        return ("recorded the whole program: no steady window started (the program showed no steps, or ended "
+        said = ("recorded the whole program: no steady window started (the program showed no steps, or ended "
                 "within its warm-up)")
+        if "--record-shapes" in p.argv:  # a first run: every operator with its arguments, start to end
+            said += ("; every operator was recorded with its arguments for the replay, which can make such a run "
+                     "much slower than a plain one (" + SHAPES_SLOWDOWN_SEEN + "). To bound it: mark the steps "
+                     "(`with nsighttc.annotate.step():`), record the ranges only (`--no-replay`), or stop it "
+                     "(`--timeout SECONDS`); a next run, once this one measured every kernel, records the ranges only")
+        return said
     parts = [f"{ph['steps']} steps of `{ph['phase']}` after {ph['warmup_steps']} warm-up steps"
              + ("" if ph["complete"] else " (the program ended first)") for ph in s["phases"]]
     how = ("then nsighttc stopped the program (`--full-run` lets it finish)" if s["stopped_after_window"]

@@ -96,3 +96,19 @@ def test_only_a_timeline_that_recorded_arguments_says_its_steps_were_slowed(tmp_
     assert said["first"].startswith("recorded a window of steady steps: 20 steps of `nsighttc.step`")
     assert "recorded with its arguments for the replay" in said["first"] and SHAPES_SLOWDOWN_SEEN in said["first"]
     assert "arguments" not in said["second"]
+
+
+def test_a_first_run_with_no_window_says_why_it_cost_and_how_to_bound_it(tmp_path):
+    """No steady window (no steps seen): a first run recorded every operator with its arguments from start to end
+    (issue 44: an LLM loop's first run passed 2.3x the plain run), so its note says so and how to bound it; a
+    ranges-only run says only that the whole program was recorded."""
+    from nsighttc.profile.passes import Pass
+    from nsighttc.profile.window import note
+    said = {}
+    for how, extra in (("first", ["--record-shapes"]), ("second", ["--no-operators"])):
+        p = Pass("torch", ["python", "-m", "nsighttc.runtime.launch", "--torch-trace", "t.json", *extra, "--", "x.py"],
+                 tmp_path / "torch.log", window={"warmup": None, "steps": None, "end": "stop"}, window_events=[])
+        said[how] = note(p)
+    assert said["first"].startswith("recorded the whole program: no steady window started")
+    assert "`--no-replay`" in said["first"] and "`--timeout SECONDS`" in said["first"] and "annotate.step" in said["first"]
+    assert said["second"].startswith("recorded the whole program") and "--no-replay" not in said["second"]
