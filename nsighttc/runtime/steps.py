@@ -136,7 +136,7 @@ class StepMarks:
         self.pending = False           # an optimizer step ended: the open step closes at the next activity
         self._tops = 0                 # fetches and model calls in the open step
         self.counts = {"steps": 0, "optimizer_steps": 0, "fetches": 0, "model_calls": 0, "compiles": 0,
-                       "prefills": 0, "decodes": 0, "requests": 0, "backwards": 0}
+                       "prefills": 0, "decodes": 0, "requests": 0, "backwards": 0, "optimizers": 0}
         self.model: str | None = None  # the main model's class name, once found
         self._compiles: list[Mark] = []
         self._optimizer: Mark | None = None  # the optimizer step under way
@@ -162,19 +162,24 @@ class StepMarks:
         ``kind`` ("fetch", "model"): where no optimizer has stepped yet, such an activity ends the open step when it
         is the loop's boundary (``_inference_boundary``)."""
         with self._lock:
+            inference_end = False
             if self.step is not None and not self.pending:
                 if not (top and kind and self._inference_boundary(kind)):
                     self._tops += top
                     return
-                self.pending = True  # an inference iteration ends here: closed below like an optimizer step's
+                self.pending = inference_end = True  # an inference iteration ends here: closed below like an
+                                                     # optimizer step's
             if self.step is not None and not top and self._tops:
                 return  # this loop's iterations begin at a fetch or a model call: the step ends there
             if self.step is not None:
                 self.step.end(self._end)
                 self.counts["steps"] += 1
                 self.step, self.pending = None, False
-                if self.window is not None:  # may stop the program here (runtime.window.WindowDone)
-                    self.window.hook_boundary()
+                # An evaluation before training (an optimizer made, none stepped yet: Trainer's eval_on_start,
+                # Lightning's sanity check, a loop that scores the model first) is a step of the recording but no
+                # window's: a window there would stop the program before its training loop was seen.
+                if self.window is not None and not (inference_end and self.counts["optimizers"]):
+                    self.window.hook_boundary()  # may stop the program here (runtime.window.WindowDone)
             self.pending = False
             self._tops = int(top)
             self.step = self.mark(STEP)
@@ -285,6 +290,22 @@ def _hook_optimizers(marks: StepMarks) -> None:
     marks._undo += [pre.remove, post.remove]
 
 
+def _hook_optimizer_construction(marks: StepMarks) -> None:
+    """Count the optimizers the program makes (``torch.optim.Optimizer.__init__``, which every optimizer's runs): a
+    program that made one means to train, so its inference steps before the first optimizer step are an evaluation
+    ahead of training, not the loop to window (``StepMarks.activity``)."""
+    from torch.optim.optimizer import Optimizer
+    original = Optimizer.__init__
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        marks.counts["optimizers"] += 1
+        return original(self, *args, **kwargs)
+
+    Optimizer.__init__ = __init__
+    marks._undo.append(lambda: setattr(Optimizer, "__init__", original))
+
+
 def _hook_dataloaders(marks: StepMarks) -> None:
     from torch.utils.data import dataloader
     cls = dataloader._BaseDataLoaderIter
@@ -372,7 +393,8 @@ def install(marks: StepMarks | None = None) -> StepMarks | None:
     except Exception:
         return None
     marks = marks if marks is not None else StepMarks()
-    for hook in (_hook_optimizers, _hook_dataloaders, hook_main_model, _hook_backward, _hook_compile, hook_generate):
+    for hook in (_hook_optimizers, _hook_optimizer_construction, _hook_dataloaders, hook_main_model, _hook_backward,
+                 _hook_compile, hook_generate):
         try:
             hook(marks)
         except Exception as exc:  # noqa: BLE001 - a torch without this API: that source of marks is missing

@@ -286,3 +286,42 @@ def test_steps_that_fall_inside_the_window_extend_it_at_the_new_rate():
     ext = [e for e in w.events if e["event"] == "extend"]
     assert ext and ext[0]["median_ms"] == 40.0
     assert stopped_at >= len(plateau) + win.window_steps(0.04) - win.STEADY_RUN  # a window's worth at 40 ms
+
+
+EVAL_THEN_TRAIN = """
+import time, torch
+m = torch.nn.Linear(16, 16); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+ds = torch.utils.data.TensorDataset(torch.randn(8 * 60, 16))
+dl = torch.utils.data.DataLoader(ds, batch_size=8)
+with torch.no_grad():  # score the model first: 60 steady inference steps, enough for a window
+    for (x,) in dl:
+        time.sleep(0.004); m(x)
+print("EVALUATED")
+for (x,) in dl:
+    time.sleep(0.004)
+    opt.zero_grad(); m(x).sum().backward(); opt.step()
+print("RAN TO THE END")
+"""
+
+
+@pytest.mark.torch
+def test_an_evaluation_before_training_is_no_window_the_training_loop_is(tmp_path):
+    """A program that made an optimizer and evaluates before it trains (Trainer's eval_on_start, Lightning's sanity
+    check): the evaluation's steps are recorded but start no window, so the window is the training loop's and the
+    program is stopped inside it, not after the evaluation. Without an optimizer the same evaluation loop is the
+    program, and its window stops it there."""
+    from nsighttc.api import analyze
+    r, trace, events = _launch(tmp_path, EVAL_THEN_TRAIN, "--window-steps", "10")
+    assert r.returncode == 0, r.stderr
+    assert "EVALUATED" in r.stdout and "RAN TO THE END" not in r.stdout  # stopped in the training loop
+    start = next(e for e in events if e["event"] == "start")
+    assert start["phase"] == "nsighttc.step" and events[-1]["stop"]
+    steps = analyze([trace]).to_json()["timeline"]["steps"]
+    assert steps["source"] == "hook" and steps["name"] == "optimizer steps"
+    # the window's warm-up counted training steps only: the evaluation's 60 steps came before its first boundary
+    assert start["warmup"] < 30
+    r2, _, events2 = _launch(tmp_path, EVAL_THEN_TRAIN.replace("opt = torch.optim.SGD(m.parameters(), lr=0.01)",
+                                                               "opt = None").replace(
+        "opt.zero_grad(); m(x).sum().backward(); opt.step()", "m(x)"), "--window-steps", "10")
+    assert r2.returncode == 0 and "EVALUATED" not in r2.stdout  # the evaluation loop was the program: stopped there
+    assert any(e["event"] == "start" for e in events2)
