@@ -5,6 +5,8 @@
 #                timeline (--fast); the Lightning module and the DataLoader loop's default runs; py-spy recording each
 #                program separately (raw collapsed stacks, 200 Hz) for benchmarks/host_frames_check.py pyspy; the runs'
 #                traces stripped, with their host_samples.json, as fixtures.
+#   PART mini:   what a few minutes allow (BUDGET seconds, default 280): the Trainer's first and cached default runs
+#                (the same verdict and first cause), the DataLoader loop's default run and py-spy on it, the checks.
 #   PART cost:   the sampler's cost: `nsighttc profile --fast` with and without host samples (--no-host-samples),
 #                alternating, 3 rounds each, on the Trainer and the DataLoader loop; the steady step medians and the
 #                sampler's own CPU time go to the summary (benchmarks/host_frames_check.py cost reads the verdicts).
@@ -52,6 +54,23 @@ frames)
     set -- $p
     d=$(ls -d "$W/runs_$2"/*/ 2>/dev/null | tail -1)
     [ -n "$d" ] && python3 benchmarks/host_frames_check.py pyspy "$d" "$W/fix/pyspy_$1.txt" >> "$S" 2>&1
+  done
+  ;;
+mini)
+  START=$(date +%s)
+  left() { echo $(( ${BUDGET:-280} - ($(date +%s) - START) )); }
+  profile trainer_first "$(left)" -- python3 "${TRAINER[@]}"; keep trainer_first
+  [ "$(left)" -gt 40 ] && { profile trainer_cached "$(left)" -- python3 "${TRAINER[@]}"; keep trainer_cached; }
+  [ "$(left)" -gt 40 ] && { profile loader "$(left)" -- python3 "${LOADER[@]}"; keep loader; }
+  if [ "$(left)" -gt 30 ]; then
+    timeout "$(left)" py-spy record -r 200 -f raw -o "$W/fix/pyspy_loader.txt" -- python3 "${LOADER[@]}" \
+      > "$W/pyspy_loader.log" 2>&1
+    echo "py-spy loader: rc=$? $(wc -l < "$W/fix/pyspy_loader.txt" 2>/dev/null) stacks" >> "$S"
+  fi
+  for p in "trainer trainer_first" "trainer trainer_cached" "loader loader"; do
+    set -- $p
+    d=$(ls -d "$W/runs_$2"/*/ 2>/dev/null | tail -1)
+    [ -n "$d" ] && [ -f "$W/fix/pyspy_$1.txt" ] && python3 benchmarks/host_frames_check.py pyspy "$d" "$W/fix/pyspy_$1.txt" >> "$S" 2>&1
   done
   ;;
 cost)
