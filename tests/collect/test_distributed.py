@@ -224,6 +224,18 @@ def test_a_torchrun_jobs_second_run_records_from_the_window_and_is_recorded_whol
     assert window["recorded_from"] == "window" and window["recorded_from_s"] > 0  # rank 0's launcher said when
     assert _setup_ranges(second.run_dir) == [0, 0]  # the set-up ran unrecorded on both ranks
     assert [r["rank"] for r in second.verdict.ranks] == [0, 1]
+    # A cached run of a job that ends inside its window (issue 46: rank 0's trace once held nothing then): every
+    # rank's recording, started at the window, holds the window's steps up to the program's end
+    warm = json.loads((first.run_dir / "run.json").read_text())["passes"][0]["window"]["phases"][0]["warmup_steps"]
+    monkeypatch.setenv("STEPS", str(warm + 8))
+    inside = profile(t, Options(out=tmp_path / "runs", fast=True, steps=15))
+    assert inside.exit_code == 0, inside.notes
+    w = json.loads((inside.run_dir / "run.json").read_text())["passes"][0]["window"]
+    assert w["recorded_from"] == "window" and w["phases"] and not w["phases"][0]["complete"]
+    steps = [sum(1 for e in json.loads(t_.read_text())["traceEvents"] if e.get("name") == "nsighttc.step")
+             for t_ in sorted(inside.run_dir.glob("rank*/torch_trace.json"))]
+    assert len(steps) == 2 and min(steps) >= 4, steps  # both ranks, from the window's start to the end
+    assert [r["rank"] for r in inside.verdict.ranks] == [0, 1]
     monkeypatch.setenv("STEPS", "1")  # now too short for a window
     third = profile(t, Options(out=tmp_path / "runs", fast=True, steps=15))
     assert third.exit_code == 0, third.notes
