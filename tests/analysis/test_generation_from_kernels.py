@@ -128,3 +128,15 @@ def test_loops_that_are_not_generation_get_no_inference_section():
 def test_the_report_says_how_the_calls_were_found(torch_inf):
     text = "\n".join(inference_section(torch_inf["inference"]))
     assert "No marks in the recording" in text and "prefill calls found from the kernels" in text
+
+
+def test_no_kernel_of_a_generate_loop_is_taken_for_an_optimizer_s():
+    """Nearly every PyTorch elementwise kernel's name holds `{lambda()#N}`: "lamb" (the LAMB optimizer) matched them
+    all, so the period's anchor looked for the step's start after an "optimizer kernel", and a generation loop was
+    taken for training."""
+    from nsighttc.analysis.timeline.steps import period
+    names = {n for _, _, n in _kernels_torch(TORCH)}
+    lambdas = [n for n in names if "lambda" in n]
+    assert len(lambdas) > 10 and not any(period.OPTIMIZER_KERNEL.search(n) for n in names)
+    multi = nsighttc.analyze(["tests/fixtures/multi_phase_torch.json.gz"]).launches["name"].astype(str).unique()
+    assert any(period.OPTIMIZER_KERNEL.search(n) for n in multi)  # torch's foreach optimizer kernels still are

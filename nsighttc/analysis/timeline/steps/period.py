@@ -43,8 +43,11 @@ MAX_CANDIDATES = 64    # periods tried, smallest first
 MATCH_SLACK = 0.05
 # Kernels of optimizer steps (torch 2.11 foreach AdamW/SGD: multi_tensor_apply_kernel<...Functor...>, seen in
 # tests/fixtures/multi_phase_torch.json.gz; fused Adam/AdamW: fused_adam*/FusedAdam*, apex multi_tensor_*): they
-# close an iteration, so the one after them starts it.
-OPTIMIZER_KERNEL = re.compile(r"multi_tensor_apply|fused_?adam|adamw?_|_adam|sgd|lamb|lion|foreach", re.IGNORECASE)
+# close an iteration, so the one after them starts it. Not "lamb" inside "lambda": nearly every PyTorch elementwise
+# kernel's name holds a `{lambda()#1}` (an HF generate() loop's, tests/fixtures/inference/), and "lion" only as a
+# word of its own.
+OPTIMIZER_KERNEL = re.compile(r"multi_tensor_apply|fused_?adam|adamw?_|_adam|sgd|lamb(?!da)|\blion|_lion|foreach",
+                              re.IGNORECASE)
 
 
 def _runs(ok: np.ndarray) -> tuple[int, int]:
