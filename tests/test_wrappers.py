@@ -27,7 +27,8 @@ CASES = {
     "llm_generate.py": ([], r'"wrapper": "llm_generate".*"ttft_ms": [\d.]+, "tpot_ms": [\d.]+'),
     "llm_generate.py --cache static": (["--cache", "static"], r'"cache": "static"'),
     "eval_loop.py": ([], r'"wrapper": "eval_loop".*"images_per_s"'),
-    "fsdp2_train.py": ([], r"fsdp2_train rank 0/1 cpu-gloo fp32 .* ms/step, [\d,]+ tokens/s total"),
+    "fsdp2_train.py": ([], r"fsdp2_train rank 0/1 fsdp2 cpu-gloo fp32 .* ms/step, [\d,]+ tokens/s total"),
+    "fsdp2_train.py --fsdp 1": (["--fsdp", "1"], r"fsdp2_train rank 0/1 fsdp1 cpu-gloo fp32 .* ms/step"),
 }
 NEEDS = {"trainer_finetune.py": "transformers", "lightning_module.py": "lightning", "llm_generate.py": "transformers"}
 
@@ -62,7 +63,8 @@ def test_multi_phase_rejects_unknown_phases():
 # exactly its optimizer steps, whatever drives the loop (a Trainer, Lightning's closure, a compiled model).
 UNMARKED = {"trainer_finetune.py": ([], 6, "transformers"), "lightning_module.py": ([], 6, "lightning"),
             "compile_loop.py": ([], 6, None), "dataloader_bound.py": (["--no-annotate"], 3, None),
-            "ddp_train.py": (["--no-annotate"], 5, None), "fsdp2_train.py": ([], 8, None)}
+            "ddp_train.py": (["--no-annotate"], 5, None), "fsdp2_train.py": ([], 8, None),
+            "fsdp2_train.py --fsdp 1": (["--fsdp", "1"], 8, None)}
 
 
 @pytest.mark.parametrize("script", list(UNMARKED))
@@ -74,8 +76,8 @@ def test_unmarked_programs_get_their_optimizer_steps(script, tmp_path):
     import nsighttc
     trace = tmp_path / "trace.json"
     proc = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--torch-trace", str(trace), "--",
-                           str(WRAPPERS / script), "--device", "cpu", *extra], capture_output=True, text=True,
-                          timeout=600, env=ENV)
+                           str(WRAPPERS / script.split()[0]), "--device", "cpu", *extra], capture_output=True,
+                          text=True, timeout=600, env=ENV)
     assert proc.returncode == 0, proc.stderr[-2000:]
     tl = nsighttc.analyze([trace]).to_json()["timeline"]
     assert tl["steps"]["source"] == "hook" and tl["steps"]["count"] == steps

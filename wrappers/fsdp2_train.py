@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""FSDP2 (``fully_shard``) training of a GPT-shaped decoder in bf16 mixed precision on synthetic tokens, with an
-option that gives one rank more host work.
+"""FSDP2 (``fully_shard``) or FSDP1 training of a GPT-shaped decoder in bf16 mixed precision on synthetic tokens,
+with an option that gives one rank more host work.
 
 Run under torchrun (one process per GPU):
 
@@ -11,7 +11,9 @@ Each decoder block and then the whole model are sharded with ``torch.distributed
 forward all-gathers each block's parameters before it runs, the backward all-gathers them again and reduce-scatters
 the gradients. ``MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)``: the matmuls run in bf16, the
 gradients are reduced in fp32. ``--reshard-after-forward off`` keeps the gathered parameters until the backward (more
-memory, no second all-gather). ``--extra-host-rank R --extra-host-ms D`` makes rank R busy on its host for D ms before
+memory, no second all-gather). ``--fsdp 1``: the same model wrapped by FSDP1 (``FullyShardedDataParallel``, one unit
+per block, ``FULL_SHARD`` or with ``--reshard-after-forward off`` ``SHARD_GRAD_OP``, backward prefetch, the same
+mixed precision). ``--extra-host-rank R --extra-host-ms D`` makes rank R busy on its host for D ms before
 each step (a slow data pipeline on one node): the other ranks then wait in their collectives. The program marks
 nothing (nsighttc's hooks find the steps from the optimizer), unless ``--annotate``.
 ``--device cpu`` is the smoke mode: gloo, fp32, a tiny model, a few steps (CI). Without torchrun (no RANK in the
@@ -64,6 +66,19 @@ def build(vocab: int, dim: int, layers: int, heads: int, seq: int):
     return GPT()
 
 
+def _fsdp1(model, device, cpu: bool, reshard: bool):
+    """The model under FSDP1: one FSDP unit per decoder block and one around the rest, as ``fully_shard`` does."""
+    import torch
+    from torch.distributed.fsdp import BackwardPrefetch, FullyShardedDataParallel, MixedPrecision, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    dtype = torch.float32 if cpu else torch.bfloat16
+    return FullyShardedDataParallel(
+        model, auto_wrap_policy=ModuleWrapPolicy({type(model.blocks[0])}),
+        mixed_precision=MixedPrecision(param_dtype=dtype, reduce_dtype=torch.float32, buffer_dtype=dtype),
+        sharding_strategy=ShardingStrategy.FULL_SHARD if reshard else ShardingStrategy.SHARD_GRAD_OP,
+        backward_prefetch=BackwardPrefetch.BACKWARD_PRE, device_id=device, use_orig_params=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -75,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--fsdp", choices=["2", "1"], default="2", help="2: fully_shard (FSDP2); 1: FullyShardedDataParallel")
     ap.add_argument("--reshard-after-forward", choices=["on", "off"], default="on")
     ap.add_argument("--extra-host-rank", type=int, default=None, help="this rank does host work before each step")
     ap.add_argument("--extra-host-ms", type=float, default=30.0, help="that host work per step, in milliseconds")
@@ -109,9 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     model = build(a.vocab, a.dim, a.layers, a.heads, a.seq).to(device)
     policy = MixedPrecisionPolicy(param_dtype=torch.float32 if cpu else torch.bfloat16, reduce_dtype=torch.float32)
     reshard = a.reshard_after_forward == "on"
-    for blk in model.blocks:
-        fully_shard(blk, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard)
-    fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard)
+    if a.fsdp == "1":
+        model = _fsdp1(model, device, cpu, reshard)
+    else:
+        for blk in model.blocks:
+            fully_shard(blk, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard)
+        fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=reshard)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=not cpu)
     gen = torch.Generator(device="cpu").manual_seed(rank)
     tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), generator=gen).to(device)
@@ -141,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     sync(device)
     dt = time.perf_counter() - t0
     tok_s = a.batch * a.seq * world * a.steps / dt
-    print(f"fsdp2_train rank {rank}/{world} {'cpu-gloo fp32' if cpu else 'bf16 mixed'} layers={a.layers} dim={a.dim} "
+    print(f"fsdp2_train rank {rank}/{world} fsdp{a.fsdp} {'cpu-gloo fp32' if cpu else 'bf16 mixed'} layers={a.layers} dim={a.dim} "
           f"seq={a.seq} batch={a.batch} reshard_after_forward={a.reshard_after_forward}"
           f"{f' extra_host={a.extra_host_rank}:{a.extra_host_ms:g}ms' if a.extra_host_rank is not None else ''}: "
           f"{dt / a.steps * 1e3:.1f} ms/step, {tok_s:,.0f} tokens/s total, loss {float(loss.detach()):.3f}", flush=True)

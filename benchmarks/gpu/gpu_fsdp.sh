@@ -5,6 +5,8 @@
 #               straggler should be named, or a named lag must hold in most steps with its spread shown.
 #   PART extra: rank 1 does 30 ms of host work per step: plain, first and cached default runs; rank 1 named, kind
 #               host, with its host frames against rank 0's.
+#   PART fsdp1: the same job under FSDP1 (--fsdp 1): plain and one default run, even work (the sharded collectives
+#               split per forward and backward as FSDP2's).
 #   PART cost:  alternating plain / first / cached rounds of both wrappers (DDP and FSDP2) with
 #               benchmarks/gpu/gpu_profile_overhead.py (summary.json rows `ddp`, `fsdp2`).
 # The per-rank recordings of one run of each part come back as fixtures (stripped, gzipped, with host samples).
@@ -37,6 +39,10 @@ extra)
   for i in 1 2; do
     profile "fsdp_extra_$i" 400 -- "${TR[@]}" "${FSDP[@]}" --extra-host-rank 1 --extra-host-ms 30; keep_ranks "fsdp_extra_$i"
   done
+  ;;
+fsdp1)
+  plain fsdp1_even "${TR[@]}" "${FSDP[@]}" --fsdp 1
+  profile fsdp1_even 400 -- "${TR[@]}" "${FSDP[@]}" --fsdp 1; keep_ranks fsdp1_even
   ;;
 cost)
   python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds 3 ddp fsdp2 > "$W/ov.log" 2>&1
