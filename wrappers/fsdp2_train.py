@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--vocab", type=int, default=32000)
-    ap.add_argument("--fsdp", choices=["2", "1"], default="2", help="2: fully_shard (FSDP2); 1: FullyShardedDataParallel")
+    ap.add_argument("--fsdp", choices=["2", "1"], default="2",
+                    help="2: fully_shard (FSDP2); 1: FullyShardedDataParallel")
     ap.add_argument("--reshard-after-forward", choices=["on", "off"], default="on")
     ap.add_argument("--extra-host-rank", type=int, default=None, help="this rank does host work before each step")
     ap.add_argument("--extra-host-ms", type=float, default=30.0, help="that host work per step, in milliseconds")
@@ -160,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     sync(device)
     dt = time.perf_counter() - t0
     tok_s = a.batch * a.seq * world * a.steps / dt
-    print(f"fsdp2_train rank {rank}/{world} fsdp{a.fsdp} {'cpu-gloo fp32' if cpu else 'bf16 mixed'} layers={a.layers} dim={a.dim} "
-          f"seq={a.seq} batch={a.batch} reshard_after_forward={a.reshard_after_forward}"
+    print(f"fsdp2_train rank {rank}/{world} fsdp{a.fsdp} {'cpu-gloo fp32' if cpu else 'bf16 mixed'} layers={a.layers} "
+          f"dim={a.dim} seq={a.seq} batch={a.batch} reshard_after_forward={a.reshard_after_forward}"
           f"{f' extra_host={a.extra_host_rank}:{a.extra_host_ms:g}ms' if a.extra_host_rank is not None else ''}: "
           f"{dt / a.steps * 1e3:.1f} ms/step, {tok_s:,.0f} tokens/s total, loss {float(loss.detach()):.3f}", flush=True)
     model = opt = None  # noqa: F841

@@ -54,8 +54,8 @@ def split(codes: np.ndarray, is_matrix: np.ndarray, times: np.ndarray, dur: np.n
     """The calls of a loop found by ``period.find`` when they are a generation loop's, else None.
 
     ``codes``: kernel name codes in launch order; ``is_matrix[c]``: whether name c is matrix work; ``times``,
-    ``dur``, ``gpu_end``: each launch's time, its kernel's duration and end on the GPU; ``at``: the launch indices that start the
-    steps; ``end``: the index after the loop."""
+    ``dur``, ``gpu_end``: each launch's time, its kernel's duration and end on the GPU; ``at``: the launch indices
+    that start the steps; ``end``: the index after the loop."""
     n = len(at)
     if n < 3:
         return None
@@ -112,8 +112,8 @@ def _lead(codes: np.ndarray, bounds: np.ndarray, pre: np.ndarray, offset: int, i
           typical: np.ndarray, dur: np.ndarray, typical_gpu: float) -> int | None:
     """Where the prefill before the loop's first step starts (a launch index), or None. With a prefill found in
     the loop: where the kernels just before the first call's start repeat it. Without (one request recorded):
-    a period's worth of kernels before the first step (or the recording's
-    start), when they are a prefill by the same rule as a step."""
+    a period's worth of kernels before the first step (or the recording's start), when they are a prefill by the
+    same rule as a step."""
     first = int(bounds[0]) + offset
     if len(pre):
         i = int(pre[0])
@@ -143,7 +143,7 @@ def _marks(times: np.ndarray, gpu_end: np.ndarray, starts_at: np.ndarray, is_pre
     last_of_request = np.r_[req[1:] != req[:-1], True]
     call_end = np.where(last_of_request, last_launch + 1.0, np.r_[t[1:], np.inf])
     keep = req >= 0  # decode calls before the first prefill found belong to a request not seen whole
-    call_end, t, is_prefill, req = call_end[keep], t[keep], is_prefill[keep], req[keep]
+    call_end, t, is_prefill = call_end[keep], t[keep], is_prefill[keep]
     nxt = np.r_[starts_at[1:], end][keep]
     run_end = np.maximum.accumulate(gpu_end[: end])  # the GPU's end of everything launched up to each index
     r_first = np.flatnonzero(is_prefill)
