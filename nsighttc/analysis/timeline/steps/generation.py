@@ -18,7 +18,7 @@ that request's decode calls. The period's anchor need not start a call (there, t
 both phases, started each step): the kernels a prefill step shares with a decode step from its start are the
 previous call's tail (sampling, the stopping check), so every call is taken to start that many kernels after its
 anchor. The first request's prefill comes before the loop's first step (its GEMMs break the period), and counts
-where its kernels match a prefill found in the loop.
+where its kernels match a prefill found in the loop, or are a prefill by the step's rule.
 
 The result is marks as the hooks would have drawn them (``nsighttc.forward``/``prefill``/``decode``/``request``),
 for ``inference.summarize``. Array passes over the launches; one small loop over the prefills.
@@ -110,18 +110,19 @@ def _common_prefix(codes: np.ndarray, a0: int, a1: int, b0: int, b1: int) -> int
 
 def _lead(codes: np.ndarray, bounds: np.ndarray, pre: np.ndarray, offset: int, is_matrix: np.ndarray,
           typical: np.ndarray, dur: np.ndarray, typical_gpu: float) -> int | None:
-    """Where the prefill before the loop's first step starts (a launch index), or None. With a prefill found in
-    the loop: where the kernels just before the first call's start repeat it. Without (one request recorded):
-    a period's worth of kernels before the first step (or the recording's start), when they are a prefill by the
-    same rule as a step."""
+    """Where the prefill before the loop's first step starts (a launch index), or None: where the kernels just
+    before the first call's start repeat a prefill found in the loop; else (one request recorded, or a first prompt
+    of another length: other tiles) a prefill's worth of kernels before it (a found prefill's length, else a
+    step's; the recording's start at the earliest), when they are a prefill by the same rule as a step."""
     first = int(bounds[0]) + offset
+    size = int(bounds[1] - bounds[0])  # (a prefill launches about a decode call's kernels)
     if len(pre):
         i = int(pre[0])
         ref = codes[bounds[i] + offset:bounds[i + 1] + offset]
-        if not len(ref) or first - len(ref) < 0 or (codes[first - len(ref):first] == ref).mean() < LEAD_MATCH:
-            return None
-        return int(first - len(ref))
-    a = max(first - int(bounds[1] - bounds[0]), 0)  # (a prefill launches about a decode call's kernels)
+        size = len(ref) or size
+        if len(ref) and first - len(ref) >= 0 and (codes[first - len(ref):first] == ref).mean() >= LEAD_MATCH:
+            return int(first - len(ref))
+    a = max(first - size, 0)
     if a == first:
         return None
     c = codes[a:first]
