@@ -1,0 +1,215 @@
+"""The report's headlines: one sentence per question (Tensor Cores, the timeline's verdict, start-up, the ranks,
+the first fix, where the evidence came from), worded from the verdict JSON; the terminal shows the same lines
+(``headline_lines``)."""
+from __future__ import annotations
+
+from ..fmt import ns, pct
+
+
+EVIDENCE_WORDS = {"hardware": "confirmed by hardware counters", "kernel-name": "inferred from kernel names",
+                  "mixed": "hardware counters for some kernels, kernel names for others",
+                  "none": "no evidence"}
+
+
+def tc_line(tc: dict) -> str:
+    """The Tensor Core headline every output shows: the one the verdict JSON carries (``tensor_cores.headline``,
+    written beside ``verdict`` when the verdict is saved), or worded now for a verdict saved before it existed."""
+    return tc.get("headline") or tc_headline(tc)
+
+
+def tc_headline(tc: dict) -> str:
+    """Words ``tensor_cores.verdict`` (never another answer: 'Tensor Cores: NO ...' is verdict ``no``)."""
+    v = tc["verdict"]
+    ev = EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"])
+    dtypes = [d if d != "unknown" else "dtype unknown" for d, s in tc.get("by_dtype", {}).items() if s > 0]
+    dtype_txt = ", ".join(dtypes) if dtypes else ""
+    named = tc.get("dtype_from_names_share") or 0.0
+    if dtype_txt and named > 0.005 and tc.get("evidence") != "kernel-name":  # (all names: said once, below)
+        # instruction counts decide yes/no; the dtype is then the names' word
+        dtype_txt += (" (dtype from kernel names)" if named > 0.995 else
+                      f" (dtype of {pct(named, 0)} of it from kernel names)")
+    share = pct(tc["tc_time_share"], 0)
+    comm = (tc.get("denominator") or {}).get("communication_share") or 0.0
+    if comm >= 0.005:  # shares are of compute kernel time; communication is said apart
+        return _tc_sentence(tc, v, ev, dtype_txt, share, "compute kernel time") + \
+            f"; communication (NCCL) {pct(comm, 0)} of kernel time, not counted"
+    return _tc_sentence(tc, v, ev, dtype_txt, share, "GPU kernel time")
+
+
+def _tc_sentence(tc: dict, v: str, ev: str, dtype_txt: str, share: str, of: str) -> str:
+    if tc.get("basis") == "sampled" and v in ("yes", "partial", "no"):
+        # ncu sampled each kernel configuration once: shares are not GPU time shares
+        word = {"yes": "YES", "partial": "PARTIAL", "no": "NO"}[v]
+        kinds = f", {dtype_txt}" if dtype_txt else ""
+        return (f"Tensor Cores: {word}{kinds} — {ev}, each kernel configuration profiled once "
+                "(time shares: the default run, not --engine ncu)")
+    if v == "yes":
+        return f"Tensor Cores: YES — {share} of {of}, {dtype_txt}, {ev}"
+    if v == "partial":
+        off = 1 - tc.get("matrix_on_tc_share", 0)
+        return (f"Tensor Cores: PARTIAL — {share} of {of} ({dtype_txt}); {pct(off, 0)} of matrix "
+                f"work did not use them, {ev}")
+    off = tc.get("matrix_off_tc_share") or 0.0
+    unknown = tc.get("unknown_time_share") or 0.0
+    dt = ", ".join(tc.get("off_tc_dtypes") or [])
+    if v == "no":
+        if off >= 0.005 and unknown >= 0.005:  # the known part decides; what names cannot tell is said beside it
+            return (f"Tensor Cores: NO for {pct(off, 0)} of the matrix work — {dt or 'it ran'} on CUDA cores, {ev}; "
+                    f"{pct(unknown, 0)} of {of} unknown ({_unknown_why(tc)})")
+        if off >= 0.005:
+            return (f"Tensor Cores: NO — no kernel did Tensor Core math; the matrix work ({pct(tc.get('matrix_time_share'), 0)} "
+                    f"of {of}) ran on CUDA cores{' (' + dt + ')' if dt else ''}, {ev}")
+        return f"Tensor Cores: NO — no kernel did Tensor Core math, {ev}"
+    if tc.get("launches", 0) == 0:
+        return "Tensor Cores: UNKNOWN — the input holds no GPU kernels"
+    if off >= 0.005:  # the known part is said, but it is not most of the matrix work
+        return (f"Tensor Cores: UNKNOWN for {pct(tc.get('matrix_unknown_share'), 0)} of the matrix work "
+                f"({_unknown_why(tc)}); {pct(off, 0)} of it ran on CUDA cores{' (' + dt + ')' if dt else ''}, {ev}")
+    return (f"Tensor Cores: UNKNOWN — {pct(unknown, 0)} of {of} is in kernels "
+            f"whose Tensor Core use cannot be told ({_unknown_why(tc)})")
+
+
+def _unknown_why(tc: dict) -> str:
+    """Why kernels are unknown, from the verdict's list of unknown kernels (``unknown_kernels``): the reason of the
+    largest, or the generic one for verdicts saved before the list existed."""
+    top = (tc.get("unknown_kernels") or [{}])[0]
+    return top.get("why") or "names carry no signal, no hardware counters"
+
+
+VERDICT_WORDS = {"cpu-bound": "CPU-bound", "gpu-bound": "GPU-bound", "mixed": "mixed",
+                 "insufficient-data": "not enough data to judge", "no-gpu-work": "no GPU work"}
+
+
+def timeline_headline(tl: dict) -> str:
+    v = tl.get("verdict", "insufficient-data")
+    busy = pct(tl.get("gpu_busy_share"), 0)
+    steps = tl.get("steps") or {}
+    fams = tl.get("step_families") or []
+    if steps.get("count"):
+        scope = "of the step"
+        if len(fams) > 1:  # several phases: name the one that holds most of the wall time
+            phase = steps.get("phase") or steps["name"]
+            scope = (f"of the step in phase `{phase}` ({pct(steps.get('wall_share_of_steps'), 0)} of the steady-state "
+                     f"wall time of {len(fams)} phases)")
+    else:
+        scope = "of the profiled time"
+    cause = tl.get("headline_cause")
+    word = VERDICT_WORDS.get(v, v)
+    if v == "no-gpu-work":
+        return "GPU busy: none — the workload launched no GPU work"
+    comm = tl.get("communication") or {}
+    if comm:  # a rank that communicates is judged on its compute (analysis/timeline/comm.py)
+        busy += f" (compute {pct(comm.get('compute_busy_share'), 0)}, the rest communication)"
+    return f"GPU busy {busy} {scope} — {word}" + (f": {cause}" if cause else "")
+
+
+SOURCE_OF_STEPS = {"explicit": "the program's step ranges", "hook": "nsighttc's hooks in the program",
+                   "profiler-op": "torch.profiler's optimizer/DataLoader ranges",
+                   "kernel-period": "the repeating kernel sequence"}
+
+
+def startup_line(tl: dict) -> str | None:
+    """'Start-up 18.2 s (torch.compile 9.1 s), then 40 steps of 15.1 ms (steps from nsighttc's hooks; 2 warm-up
+    steps left out)': what the steady-state verdict leaves out, and where the steps came from."""
+    steps, st = tl.get("steps") or {}, tl.get("startup") or {}
+    if not steps.get("count") or not st:
+        return None
+    comp = f" (torch.compile {st['compile_seconds']:.1f} s)" if st.get("compile_seconds", 0) >= 0.05 else ""
+    if st.get("unrecorded_s") is not None:  # recorded from the window's start (profile.window.unrecorded_startup)
+        comp += f" ({st['unrecorded_s']:.1f} s of it before the recording began at the window)"
+    steady = steps["count"] - steps.get("warmup_steps", 0)
+    warm = (f"; {steps['warmup_steps']} warm-up step{'s' if steps['warmup_steps'] > 1 else ''} left out"
+            if steps.get("warmup_steps") else "")
+    src = SOURCE_OF_STEPS.get(steps.get("source"), steps.get("source") or "")
+    return (f"Start-up {st['seconds']:.1f} s{comp}, then {steady} steady step{'s' if steady != 1 else ''} of "
+            f"{ns(steps.get('median_iteration_ns'))} (steps from {src}{warm})")
+
+
+def distributed_headline(doc: dict) -> str | None:
+    """One line for the distributed question: who holds the job back, and how much waiting is exposed."""
+    d = doc.get("distributed")
+    if not d:
+        return None
+    ex = d.get("exposed_comm_share")
+    comm = (f"communication not overlapped by compute: {pct(ex, 0)} of step time (mean over ranks)"
+            if ex is not None else "no communication measured")
+    missing = d.get("incomplete_ranks") or []
+    gone = (f"; rank{'s' if len(missing) > 1 else ''} {', '.join(str(r['rank']) for r in missing)} recorded no GPU "
+            "work and {} left out".format("are" if len(missing) > 1 else "is")) if missing else ""
+    s = d.get("straggler")
+    if s:
+        return (f"Ranks: rank {s['rank']} is the straggler — {s['cause']}; the other ranks wait "
+                f"{ns(s['others_wait_per_step_ns'])} per step for it; {comm}{gone}")
+    unsure = d.get("no_consistent_straggler")
+    if unsure:
+        lag = unsure["lag_ns"]
+        return (f"Ranks: {d['ranks']} ranks, no consistent straggler — rank {unsure['rank']} lagged by more than the "
+                f"steps' spread in {pct(unsure['lagging_steps_share'], 0)} of {unsure['steps']} steps (lag per step "
+                f"{ns(lag['q1'])} to {ns(lag['q3'])}); {comm}{gone}")
+    li = d.get("launch_imbalance")
+    if li:
+        return (f"Ranks: {d['ranks']} ranks, no straggler named — rank {li['rank']}'s host launched kernels slower "
+                f"(+{ns(li['launch_overhead_excess_ns'])} per step, profiler-sensitive: compare a plain run); {comm}{gone}")
+    skew = d.get("step_skew") or {}
+    sk = f", step skew {skew['median']:.2f}x median" if skew.get("median") else ""
+    return f"Ranks: {d['ranks']} ranks, no straggler{sk}; {comm}{gone}"
+
+
+SOURCE_WORDS = {"ncu_this_run": "ncu in this run", "ncu_cache": "ncu earlier (evidence cache)",
+                "kernel_names": "kernel names only"}
+
+
+def evidence_sources_text(src: dict) -> str:
+    """'92% ncu in this run, 8% kernel names only': which evidence each share of the deciding time has."""
+    parts = [f"{pct(v, 0)} {SOURCE_WORDS.get(k, k)}" for k, v in sorted(src.items(), key=lambda kv: -kv[1]) if v > 0]
+    return ", ".join(parts) or "none"
+
+
+def peak_text(peak: dict | None) -> str:
+    """'; 35% of the H200 SXM's dense Tensor Core peak for each kernel's dtype (time-weighted; fp16 peak
+    990 TFLOP/s; <datasheet>)', or why there is no percentage."""
+    if not peak:
+        return ""
+    if not peak.get("gpu"):
+        return f"; {peak.get('note', 'no peak known for this GPU')}"
+    if peak.get("pct_of_peak") is None:
+        return ""
+    d = peak.get("main_dtype")
+    ref = (peak.get("dense_tflops") or {}).get(d)
+    return (f"; {pct(peak['pct_of_peak'], 0)} of the {peak['gpu']}'s dense Tensor Core peak for each kernel's dtype "
+            f"(time-weighted" + (f"; {d} peak {ref:,.0f} TFLOP/s" if ref else "")
+            + f"; {peak.get('source', 'datasheet')})")
+
+
+def gain_text(g: dict | None) -> str:
+    """'up to 1.63x' (an estimated gain, ``analysis.gain``), or '' when there is none worth saying."""
+    if not g or not g.get("high") or g["high"] < 1.005:
+        return ""
+    return f"up to {g['high']:.3g}x"
+
+
+def first_fix(doc: dict) -> str | None:
+    """'First fix: <title> — up to 2.4x (est. 1.2x-2.4x of the steady step)': the finding with the largest gain."""
+    best = next((f for f in doc.get("findings") or [] if gain_text(f.get("gain"))), None)
+    if best is None:
+        return None
+    g = best["gain"]
+    return (f"First fix: {best['title']} — {gain_text(g)} (estimated {g['low']:.2f}x to {g['high']:.2f}x of the "
+            "steady step)")
+
+
+def headline_lines(doc: dict) -> list[str]:
+    """The lines a terminal shows at the end of a run: one per question, and where the evidence came from."""
+    tc = doc["tensor_cores"]
+    lines = [tc_line(tc)]
+    if doc.get("timeline"):
+        lines.append(timeline_headline(doc["timeline"]))
+        if startup_line(doc["timeline"]):
+            lines.append(startup_line(doc["timeline"]))
+    if distributed_headline(doc):
+        lines.append(distributed_headline(doc))
+    if first_fix(doc):
+        lines.append(first_fix(doc))
+    if tc.get("evidence_sources"):
+        lines.append("Evidence for the matrix-work kernels: " + evidence_sources_text(tc["evidence_sources"]))
+    return lines
