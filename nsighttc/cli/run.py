@@ -1,278 +1,17 @@
-"""The ``nsighttc`` command: click commands only. Each parses options, calls the library, writes the
-output, and maps errors to exit codes (``NsighttcError.exit_code``; 2 for bad input) in ``main``.
-"""
+"""The commands that run programs: ``profile``, ``try``, and ``doctor`` (what can run here)."""
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import sys
 import json
-import time
 from pathlib import Path
 
 import click
 
-from .durations import duration
-from . import __version__
-from .errors import InputError, NsighttcError, UsageError
-
-FORMAT = click.Choice(["markdown", "json"])
+from ..durations import duration
+from ..errors import UsageError
+from .common import DETAIL, FORMAT, FORMAT_HELP, STEPS_OR_AUTO, _LEVEL, _show, note, verbosity
 
 
-class _StepsOrAuto(click.ParamType):
-    """A number of steps (0 or more), or ``auto``: None."""
-    name = "steps"
-
-    def convert(self, value, param, ctx):
-        from .runtime.window import parse_count  # the launcher reads its --window-* counts the same way
-        try:
-            return parse_count(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-STEPS_OR_AUTO = _StepsOrAuto()
-FORMAT_HELP = ("Markdown for people (a PR comment), JSON (schema nsighttc.verdict/1) for machines. Default: a short "
-               "summary on a terminal, the whole Markdown document when piped or written to a file.")
-_LEVEL = {"value": 1}  # 0 quiet, 1 normal, 2 verbose (set by -q / -v on every command)
-
-
-def verbosity(f):
-    """-q/--quiet and -v/--verbose for a command."""
-    def set_level(ctx, param, value):
-        if value:
-            _LEVEL["value"] = 0 if param.name == "quiet" else 2
-        return value
-    f = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=set_level,
-                     help="Say more on stderr (timings, every note, the workload's output).")(f)
-    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=set_level,
-                        help="Only the result (and errors): no notes or progress on stderr.")(f)
-
-
-def note(text: str, level: int = 1) -> None:
-    """A line on stderr, shown at this verbosity level or above."""
-    if _LEVEL["value"] >= level:
-        click.echo(text, err=True)
-
-
-DETAIL = click.option("--detail", type=click.Choice(["summary", "full"]), default="summary", show_default=True,
-                      help="Markdown: summary fits a pull-request comment (<= 60,000 characters: the top kernels "
-                           "and ranges, the findings; with -o, the full tables go to NAME.kernels.md / "
-                           "NAME.ranges.md beside it); full: every table whole in one file.")
-
-
-def _markdown(doc: dict, output: str | None, inputs: list[str], detail: str, plots: dict | None = None) -> None:
-    """Markdown to stdout, or to ``output`` with its tables beside it (never over one of the inputs)."""
-    from .render import markdown
-    made = {}
-    if output not in (None, "-") and detail != "full" and not any(
-            Path(output).resolve() == Path(i).resolve() for i in inputs):
-        out = Path(output)
-        try:
-            made = markdown.write_beside(doc, out.resolve().parent, markdown.beside_prefix(out))
-        except OSError as exc:
-            raise UsageError(f"{output}: cannot write the tables beside it ({exc.strerror or exc})") from None
-    _write(markdown.render(doc, plots=plots, detail=detail, beside=made), output, inputs)
-
-
-def _show(doc: dict, fmt: str | None, output: str | None, inputs: list[str], report: str | None = None,
-          detail: str = "summary") -> bool:
-    """The result: the terminal summary when stdout is a terminal and no format was asked for (returns
-    True), else the whole document."""
-    if fmt is None and output in (None, "-") and sys.stdout.isatty():
-        from .render import terminal
-        click.echo(terminal.render(doc, report=report, width=shutil.get_terminal_size().columns), nl=False)
-        return True
-    if (fmt or "markdown") == "markdown":
-        _markdown(doc, output, inputs, detail)
-        return False
-    from .render import render
-    _write(render(doc, fmt), output, inputs)
-    return False
-
-
-@contextlib.contextmanager
-def _saved_verdict(path: str):
-    """A saved verdict that passed its schema can still lack a field the schema leaves optional and a
-    renderer needs (found by tests/fuzz): that is bad input (exit 2 naming the file), not our crash."""
-    try:
-        yield
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        what = f"missing field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
-        raise InputError(f"cannot be rendered ({what}); was it written by nsighttc?", path) from None
-
-
-def _write(text: str, output: str | None, inputs: list[str]) -> None:
-    if output in (None, "-"):
-        click.echo(text, nl=not text.endswith("\n"))
-        return
-    out = Path(output).resolve()
-    if any(out == Path(i).resolve() for i in inputs):
-        raise UsageError(f"{output}: refusing to overwrite an input file")
-    try:
-        out.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    click.echo(f"wrote {output}", err=True)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="nsighttc")
-def cli() -> None:
-    """Did the Tensor Cores fire, and if it is not faster, why?
-
-    nsighttc reads what Nsight Compute (ncu), Nsight Systems (nsys) and torch.profiler record and
-    writes a verdict: which kernels ran on Tensor Cores (hardware counters decide, kernel names only
-    guess), and whether the GPU was kept busy. Start with `nsighttc demo`.
-    """
-
-
-@cli.command()
-@verbosity
-@click.argument("inputs", nargs=-1, required=True, type=click.Path())
-@click.option("--format", "fmt", type=FORMAT, default=None, help=FORMAT_HELP)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
-@click.option("--yes-threshold", type=click.FloatRange(0, 1), default=0.9, show_default=True,
-              help="Share of matrix-work time that must be on Tensor Cores for a YES (else PARTIAL).")
-@click.option("--step-range", metavar="NAME",
-              help="Range that marks one step (default: ProfilerStep#N, or ranges named like 'step').")
-@click.option("--cpu-bound", type=click.FloatRange(0, 1), default=0.5, show_default=True,
-              help="GPU busy share below which a range or step is CPU-bound.")
-@click.option("--gpu-bound", type=click.FloatRange(0, 1), default=0.75, show_default=True,
-              help="GPU busy share from which a range or step is GPU-bound (between: mixed).")
-@click.option("--min-wall-ms", type=click.FloatRange(0), default=2.0, show_default=True,
-              help="Ranges shorter than this in total get 'insufficient-data'.")
-@click.option("--min-kernels", type=click.IntRange(0), default=10, show_default=True,
-              help="Ranges that launch fewer kernels get 'insufficient-data'.")
-@click.option("--range", "range_", metavar="NAME",
-              help="Judge only kernels launched inside NVTX range NAME (a path like 'train/step' or a name).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Ranks analysed at once, one process each (default: one per core when the ranks' files hold "
-                   "more than ~48 MB, else one after the other in this process, which is faster for small ones). "
-                   "Memory grows with N, not with the number of ranks.")
-@DETAIL
-def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold: float, step_range: str | None,
-            cpu_bound: float, gpu_bound: float, min_wall_ms: float, min_kernels: int, range_: str | None,
-            jobs: int | None, detail: str) -> None:
-    """Analyse profiler outputs and print the verdict.
-
-    INPUTS: Nsight Compute CSV exports (`ncu -i R.ncu-rep --csv --page raw --print-units base`, or
-    --page details; plain or .gz), .ncu-rep reports, Nsight Systems SQLite exports / .nsys-rep, and
-    torch.profiler traces (.json / .json.gz), or directories holding them. Files of one run can be
-    combined: a timeline plus an ncu export makes the timeline's Tensor Core shares hardware-true.
-
-    \b
-    Distributed jobs: give every rank's files (or the job's directory, e.g. runs/job/ with rank0/,
-    rank1/, ...). Ranks are told apart by torch.profiler's distributedInfo, else by rank<N> in the
-    file or directory name; one nsys export of a whole job (`nsys profile torchrun ...`) is split into
-    one rank per process. Each rank is judged on its own and the verdict adds a rank table, the
-    straggler and the communication not overlapped by compute.
-    """
-    from .analysis.timeline import Thresholds
-    from .api import analyze as run_analysis
-
-    if cpu_bound > gpu_bound:
-        raise UsageError(f"--cpu-bound ({cpu_bound}) must not exceed --gpu-bound ({gpu_bound})")
-    th = Thresholds(cpu_bound=cpu_bound, gpu_bound=gpu_bound, min_wall_ns=min_wall_ms * 1e6, min_kernels=min_kernels)
-    t0 = time.perf_counter()
-    verdict = run_analysis(list(inputs), yes_threshold=yes_threshold, thresholds=th, step_range=step_range,
-                           range_name=range_, jobs=jobs)
-    note(f"nsighttc: analysed {len(inputs)} input(s), {len(verdict.launches):,} kernel launches in "
-         f"{time.perf_counter() - t0:.2f} s", level=2)
-    for w in verdict.warnings:
-        note(f"nsighttc: note: {w}")
-    _show(verdict.to_json(), fmt, output, list(inputs), detail=detail)
-
-
-@cli.command()
-@verbosity
-@click.argument("source", type=click.Path(exists=False))
-@click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write here (the plots go beside it) instead of stdout.")
-@click.option("--plots/--no-plots", default=True, show_default=True, help="Draw the PNG plots (with -o).")
-@DETAIL
-def report(source: str, fmt: str, output: str | None, plots: bool, detail: str) -> None:
-    """Re-render a saved verdict (a run directory or verdict.json) without profiling again."""
-    from .render import markdown, render
-    from .verdict import load_json
-
-    doc = load_json(source)
-    with _saved_verdict(source):
-        if fmt == "markdown":
-            made = None
-            if output and plots:
-                from .render.plots import write_plots
-                made = write_plots(doc, Path(output).resolve().parent)
-            _markdown(doc, output, [source], detail, plots=made)
-            return
-        text = render(doc, fmt)
-    _write(text, output, [source])
-
-
-@cli.command()
-@verbosity
-@click.argument("base", type=click.Path())
-@click.argument("new", type=click.Path())
-@click.option("--max-tc-drop", type=float, default=5.0, show_default=True,
-              help="Fail when the Tensor Core share of kernel time drops by more than this many points.")
-@click.option("--max-busy-drop", type=float, default=10.0, show_default=True,
-              help="Fail when the GPU busy share drops by more than this many points.")
-@click.option("--max-slowdown", type=float, default=10.0, show_default=True,
-              help="Fail when the median step (distributed: the slowest rank's) gets slower by more than this many percent.")
-@click.option("--max-comm-rise", type=float, default=10.0, show_default=True,
-              help="Distributed runs: fail when communication not overlapped by compute rises by more than this many "
-                   "points of step time.")
-@click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the comparison here.")
-def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slowdown: float, max_comm_rise: float,
-         fmt: str, output: str | None) -> None:
-    """Compare two verdicts (run directories or verdict.json) and gate on regressions.
-
-    Exit 0 when nothing regressed beyond the gate, 1 when something did, 2 on bad input. Markdown output
-    is a side-by-side table for a PR comment.
-    """
-    import json as _json
-    from .diff import Gate, compare, render_markdown
-    from .verdict import load_json
-
-    gate = Gate(max_tc_drop, max_busy_drop, max_slowdown, max_comm_rise)
-    base_doc, new_doc = load_json(base), load_json(new)
-    with _saved_verdict(f"{base} / {new}"):
-        checks = compare(base_doc, new_doc, gate)
-        if fmt == "json":
-            text = _json.dumps({"schema": "nsighttc.diff/1", "base": base, "new": new, "gate": gate.__dict__,
-                                "checks": [c.__dict__ for c in checks],
-                                "failed": any(c.status == "fail" for c in checks)}, indent=2) + "\n"
-        else:
-            text = render_markdown(checks, base, new, gate)
-    _write(text, output, [base, new])
-    if any(c.status == "fail" for c in checks):
-        raise click.exceptions.Exit(1)
-
-
-@cli.command()
-@verbosity
-@click.option("--format", "fmt", type=FORMAT, default=None, help=FORMAT_HELP)
-@click.option("--which", type=click.Choice(["both", "counters", "timeline"]), default="both", show_default=True,
-              help="counters: the Nsight Compute recording alone (every Tensor Core trap); timeline: the "
-                   "Nsight Systems one alone; both: the timeline with the counters merged in.")
-def demo(fmt: str, which: str) -> None:
-    """Analyse real H200 recordings shipped with nsighttc (no GPU needed).
-
-    Recordings: a probe workload under Nsight Compute with Tensor Core counters (fp32/TF32/fp16/bf16/
-    fp8/int8/fp64 matmuls, convolutions, attention, VGG16; one NVTX range per case), and under Nsight
-    Systems a data-loader-starved training loop next to a GEMM-bound one.
-    """
-    from .api import analyze as run_analysis
-    from .resources import demo_inputs
-
-    verdict = run_analysis(demo_inputs(which))
-    _show(verdict.to_json(), fmt, None, [])
-
-
-@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @verbosity
 @click.option("--engine", type=click.Choice(["auto", "ncu", "nsys", "torch"]), default="auto", show_default=True,
               help="auto: the timeline (torch.profiler, else nsys) plus an Nsight Compute pass for just the kernels "
@@ -367,7 +106,7 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
     Writes nsighttc-runs/<time>-<name>/ with the raw recordings, verdict.json, report.md, the exact
     commands, tool versions, GPU, and the workload's logs. Exits with the workload's exit code.
     """
-    from .profile import Options, profile as run_profile, resolve_target
+    from ..profile import Options, profile as run_profile, resolve_target
 
     args = list(args)
     if not args:
@@ -383,7 +122,7 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
                    host_samples=host_samples, sample_ms=sample_ms, window=not whole_program, warmup=warmup, steps=window_steps, full_run=full_run, detail=detail)
     if whole_program and (full_run or warmup is not None or window_steps is not None):
         raise UsageError("--whole-program records every step: --full-run, --warmup and --steps choose a window")
-    from .render.progress import Progress
+    from ..render.progress import Progress
     say = Progress(_LEVEL["value"], echo=lambda s: click.echo(s, err=True))  # suits a terminal or a log
     if timeline and engine == "auto":
         note("nsighttc: note: --timeline is no longer needed: the default run has the timeline")
@@ -397,7 +136,7 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
     if result.verdict is not None:
         doc = result.verdict.to_json()
         if not _show(doc, fmt, None, [], report=report_path):  # the terminal summary already has them
-            from .render.markdown import headline_lines
+            from ..render.markdown import headline_lines
             for line in headline_lines(doc):
                 note(f"nsighttc: {line}")
     note(f"nsighttc: engines run: {', '.join(result.engines) or 'none'}; report: {report_path or result.run_dir}")
@@ -405,7 +144,7 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
         raise click.exceptions.Exit(result.exit_code)
 
 
-@cli.command("try", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command("try", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @verbosity
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Run the program under this variant too (repeatable): tf32, no-tf32, bf16-autocast, fp16-autocast, "
@@ -466,8 +205,8 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     combined). Writes try.json (schema nsighttc.try/1), try.md and try.png, and one directory per variant,
     in nsighttc-runs/<time>-try-<name>/. A variant that crashes is reported as failed; the others still run.
     """
-    from .experiment import TryOptions, run_try
-    from .profile import resolve_target
+    from ..experiment import TryOptions, run_try
+    from ..profile import resolve_target
 
     args = list(args)
     if not args:
@@ -477,7 +216,7 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
                       annotate=annotate, cache=not no_cache, workers=workers, repeat=repeat, explain=explain,
                       full_run=full_run, verdict=verdict_file)
 
-    from .render.progress import Progress
+    from ..render.progress import Progress
     say = Progress(_LEVEL["value"], echo=lambda s: click.echo(s, err=True))
     try:
         result = run_try(target, opts, say=say)
@@ -511,7 +250,7 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
         raise click.exceptions.Exit(1)
 
 
-@cli.command()
+@click.command()
 @verbosity
 @click.option("--probe/--no-probe", default=True, show_default=True,
               help="Run tiny ncu and nsys probes (a few seconds each, side by side) to check counters and nsys import.")
@@ -522,7 +261,7 @@ def doctor(probe: bool, refresh: bool) -> None:
 
     The slow checks run in parallel and their result is cached until the GPUs, driver, Python or the
     ncu/nsys binaries change (or --refresh); a setup with a broken check is never cached."""
-    from .collect.doctor import run_checks
+    from ..collect.doctor import run_checks
 
     checks = run_checks(probe=probe, refresh=refresh)
     width = max(len(c.name) for c in checks)
@@ -530,44 +269,3 @@ def doctor(probe: bool, refresh: bool) -> None:
         click.echo(f"{c.status:8} {c.name:<{width}}  {c.detail}" + (f"\n{'':8} {'':<{width}}  -> {c.fix}" if c.fix else ""))
     if any(c.status == "broken" for c in checks):
         raise click.exceptions.Exit(1)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: returns the exit code (tests call it directly)."""
-    _LEVEL["value"] = 1
-    try:
-        rv = cli.main(args=argv, prog_name="nsighttc", standalone_mode=False)
-        return rv if isinstance(rv, int) else 0  # click returns Exit(code) values in non-standalone mode
-    except NsighttcError as exc:
-        click.echo(f"nsighttc: error: {exc}", err=True)
-        return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("nsighttc: interrupted", err=True)
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except BrokenPipeError:
-        return 0
-    except Exception as exc:  # a bug of ours: one line, and the trace only when asked for
-        if os.environ.get("NSIGHTTC_DEBUG"):
-            raise
-        click.echo(f"nsighttc: internal error: {type(exc).__name__}: {exc} (set NSIGHTTC_DEBUG=1 for the "
-                   "traceback and please report it)", err=True)
-        return 1
-
-
-def entry() -> None:
-    """The console command: ``main``, then the process ends without the interpreter's shutdown. Every output
-    is written and closed by then, and freeing an analysis' heaps (pandas, Arrow, matplotlib) one object at
-    a time is only a wait at the end of each command: ~0.2 s here, more on a slower host, after every
-    `nsighttc profile`, whose cost is measured against the program's own."""
-    code = main()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):  # a reader that went away, a stream closed: nothing left to say
-        pass
-    os._exit(code)
