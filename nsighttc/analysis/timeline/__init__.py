@@ -28,6 +28,7 @@ from . import busy, comm as comm_mod, host_frames, idle, inference as inference_
     steps as steps_mod
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
+from .steps.period import TRAINING_KERNEL
 
 __all__ = ["GRAPH_LAUNCH_CALLS", "STEP_PATTERN", "SYNC_CALLS", "Thresholds", "TimelineResult", "analyze_timelines",
            "classify", "extend_ranges", "findings", "refresh_tensor_cores", "to_json"]
@@ -128,12 +129,12 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
         host_frames.cause_frames(att, window_scope, window_causes, paths)
     steady_from = float(fams[0]["_steady"][0][0]) if fams and len(fams[0]["_steady"][0]) else -np.inf
     hooked = tl.marks is not None and not tl.marks.empty and (tl.marks["name"] == DECODE).any()
-    inference = inference_mod.summarize(tl.marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from) \
-        if hooked or generated is None else \
-        inference_mod.summarize(generated.marks, u, launches, launch_start, pieces, paths, rinfo, th,
-                                # a loop without warm-up steps: the first request's prefill, before the first step
-                                # (its GEMMs break the period), is no warm-up either
-                                steady_from if fams and fams[0]["warmup_steps"] else -np.inf, generated.found_by)
+    gen_marks, found_by = (tl.marks, None) if hooked or generated is None else (generated.marks, generated.found_by)
+    if found_by and not (fams and fams[0]["warmup_steps"]):
+        steady_from = -np.inf  # no warm-up steps: the first request's prefill, before the first step (its GEMMs
+                               # break the period), is no warm-up either
+    inference = inference_mod.summarize(gen_marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from,
+                                        found_by)
     work = comm_mod.Work(ops, launches)
     communication = _communication(work, fams, window_causes, lo, hi, n_kernels, th) if work.any else {}
     if communication:
@@ -181,10 +182,6 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
         res.activity["phase"] = dom["phase"] or dom["name"]
     return res
 
-
-# Kernels only a training step launches: optimizer updates (steps.period.OPTIMIZER_KERNEL's families) and the
-# backward pass (autograd's *Backward* kernels, cuDNN's dgrad/wgrad convolutions).
-TRAINING_KERNEL = r"multi_tensor_apply|fused_?adam|adamw|_adam|sgd_|[Bb]ackward|dgrad|wgrad"
 
 
 def _training(marks: pd.DataFrame, ranges: pd.DataFrame, launches: pd.DataFrame) -> bool:

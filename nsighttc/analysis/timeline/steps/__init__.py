@@ -8,8 +8,6 @@ as data loading, belongs to it). Medians, not means.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
@@ -42,9 +40,6 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     return _from_kernels(launches, launch_start)
 
 
-_BACKWARD_KERNEL = re.compile(r"[Bb]ackward|dgrad|wgrad")  # autograd's *Backward* kernels, cuDNN's gradients
-
-
 def _from_kernels(launches: pd.DataFrame, launch_start: np.ndarray) -> list[StepSet]:
     """Steps from the repeating kernel sequence (``period``), kernels in launch order (the launch call's time where
     the host side was recorded, else the kernel's start)."""
@@ -74,8 +69,8 @@ def _from_kernels(launches: pd.DataFrame, launch_start: np.ndarray) -> list[Step
     is_matrix = name_rules.is_matrix_work(pd.Series(names)).to_numpy()
     # a loop that steps an optimizer or runs a backward pass trains: no generation loop to split
     body = np.unique(codes[at[0]:at[1]]) if len(at) > 1 else np.array([], dtype=np.int64)
-    trains = any(period.OPTIMIZER_KERNEL.search(names[int(c)] or "") or _BACKWARD_KERNEL.search(names[int(c)] or "")
-                 for c in body)
+    trains = bool(name_rules.name_mask(pd.Series([names[int(c)] for c in body], dtype=object),
+                                       period.TRAINING_KERNEL).any())
     calls = None if trains else generation.split(codes, is_matrix, times, np.nan_to_num(dur),
                                                  np.nan_to_num(gpu_start + dur, nan=0.0), at, int(found["end"]))
     return [StepSet(f"kernel period ({found['period']} kernels)", None, starts, ends, KERNEL_PERIOD,

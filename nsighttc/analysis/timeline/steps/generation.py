@@ -64,14 +64,14 @@ def split(codes: np.ndarray, is_matrix: np.ndarray, times: np.ndarray, dur: np.n
     sid = np.searchsorted(bounds, idx, side="right") - 1  # the step of each kernel in the loop
     c = codes[idx]
     # names launched in at least half of the steps are the loop's own; the rest are foreign
-    pairs = np.unique(sid * (int(codes.max()) + 1) + c)
-    per_name = np.bincount(pairs % (int(codes.max()) + 1), minlength=int(codes.max()) + 1)
+    k = int(codes.max()) + 1
+    per_name = np.bincount(np.unique(sid * k + c) % k, minlength=k)
     typical = per_name >= 0.5 * n
     matrix = is_matrix[c]
     foreign_matrix = np.bincount(sid, weights=(matrix & ~typical[c]).astype(float), minlength=n)
     matrix_n = np.bincount(sid, weights=matrix.astype(float), minlength=n)
     gpu = np.bincount(sid, weights=dur[idx], minlength=n)
-    odd = (foreign_matrix >= np.maximum(1.0, FOREIGN_MATRIX * matrix_n))
+    odd = _other_tiles(foreign_matrix, matrix_n)
     if odd.all() or not (~odd).any():
         return None
     typical_gpu = float(np.median(gpu[~odd]))
@@ -102,6 +102,12 @@ def split(codes: np.ndarray, is_matrix: np.ndarray, times: np.ndarray, dur: np.n
     return Calls(_marks(times, gpu_end, starts_at, is_prefill, end), FOUND_BY)
 
 
+def _other_tiles(foreign_matrix, matrix_n):
+    """Whether calls run other matrix tiles than the loop's typical call: at least ``FOREIGN_MATRIX`` of their matrix
+    launches (and one at least) have foreign names. Arrays or numbers."""
+    return foreign_matrix >= np.maximum(1.0, FOREIGN_MATRIX * matrix_n)
+
+
 def _common_prefix(codes: np.ndarray, a0: int, a1: int, b0: int, b1: int) -> int:
     m = min(a1 - a0, b1 - b0)
     diff = np.flatnonzero(codes[a0:a0 + m] != codes[b0:b0 + m])
@@ -127,9 +133,7 @@ def _lead(codes: np.ndarray, bounds: np.ndarray, pre: np.ndarray, offset: int, i
         return None
     c = codes[a:first]
     matrix = is_matrix[c]
-    foreign = int((matrix & ~typical[c]).sum())
-    gpu = float(dur[a:first].sum())
-    if foreign >= max(1.0, FOREIGN_MATRIX * matrix.sum()) and gpu > HEAVIER * typical_gpu:
+    if _other_tiles((matrix & ~typical[c]).sum(), matrix.sum()) and dur[a:first].sum() > HEAVIER * typical_gpu:
         return a
     return None
 

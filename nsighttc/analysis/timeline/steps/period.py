@@ -48,6 +48,10 @@ MATCH_SLACK = 0.05
 # word of its own.
 OPTIMIZER_KERNEL = re.compile(r"multi_tensor_apply|fused_?adam|adamw?_|_adam|sgd|lamb(?!da)|\blion|_lion|foreach",
                               re.IGNORECASE)
+# Kernels only a training step launches: optimizer updates (OPTIMIZER_KERNEL's families) and the backward pass
+# (autograd's *Backward* kernels, cuDNN's dgrad/wgrad convolutions): whether a recording is of training
+# (analysis.timeline), and a loop no generation split is tried on (steps.generation).
+TRAINING_KERNEL = r"multi_tensor_apply|fused_?adam|adamw|_adam|sgd_|[Bb]ackward|dgrad|wgrad"
 
 
 def _runs(ok: np.ndarray) -> tuple[int, int]:
