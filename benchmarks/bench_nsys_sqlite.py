@@ -2,8 +2,10 @@
 
 The database is made from the real H200 export (tests/fixtures/nsys_mm_relu_loops.sqlite.gz): the same
 schema, with kernel, memcpy/memset, CUDA API and NVTX rows copied with shifted timestamps and
-correlation ids until there are N kernels. Budget (issue 3): <= 10 s and <= 2 GB peak RSS on the
-2-core CI machine. Run: python benchmarks/bench_nsys_sqlite.py [--kernels N] [--keep FILE]
+correlation ids until there are N kernels. Budget (issue 54): 1M kernels in <= 3.0 s and <= 1 GB peak RSS on the
+2-core machine, the import of the analysis included. Prints the wall time of each stage (``nsighttc.stages``: the
+stages on the Tensor Core side run beside the timeline's, so the split does not add up to the total).
+Run: python benchmarks/bench_nsys_sqlite.py [--kernels N] [--keep FILE]
 """
 from __future__ import annotations
 
@@ -72,17 +74,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kernels", type=int, default=1_000_000)
     ap.add_argument("--keep", type=Path, help="write the generated database here and keep it")
-    ap.add_argument("--budget-s", type=float, default=10.0)
-    ap.add_argument("--budget-rss-mb", type=float, default=2048)
+    ap.add_argument("--budget-s", type=float, default=3.0)
+    ap.add_argument("--budget-rss-mb", type=float, default=1024)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or Path(tmp) / "bench.sqlite"
         if not (args.keep and path.exists()):
             make_input(args.kernels, path)
         import nsighttc
+        from nsighttc import stages
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         t0 = time.perf_counter()
-        doc = nsighttc.analyze([path]).to_json()
+        with stages.record() as split:
+            t_import = time.perf_counter()
+            import nsighttc.api  # noqa: F401 - timed: a user's first analysis pays it
+            split["import"] = time.perf_counter() - t_import
+            v = nsighttc.analyze([path])
+            with stages.stage("to_json"):
+                doc = v.to_json()
         dt = time.perf_counter() - t0
         size_mb = path.stat().st_size / 1e6
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -90,6 +99,7 @@ def main() -> int:
     print(f"kernels={args.kernels} ranges={len(doc['ranges'])} file={size_mb:.0f}MB analyse={dt:.2f}s "
           f"peak_rss={rss:.0f}MB (before analyse {rss0:.0f}MB) timeline={doc['timeline']['verdict']} "
           f"budget={args.budget_s}s/{args.budget_rss_mb:.0f}MB {'OK' if ok else 'OVER BUDGET'}")
+    print("stages (s): " + ", ".join(f"{k} {t:.2f}" for k, t in split.items()))
     return 0 if ok else 1
 
 

@@ -21,7 +21,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from . import allocator
+from . import allocator, stages
 from .analysis import findings as findings_mod, gain
 from .analysis import ranks as ranks_mod
 from .parse import ranks as rank_inputs
@@ -317,7 +317,8 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
     paths = list(paths)
     if not paths:
         raise UsageError("no input files given")
-    parsed = _load_all(paths)
+    with stages.stage("parse"):
+        parsed = _load_all(paths)
     timelines = [p for p in parsed if p.timeline is not None]
     counters = [p for p in parsed if p.timeline is None]
     warnings = [w for p in parsed for w in p.warnings]
@@ -335,7 +336,8 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         hw = [tensor_cores.classify_launches(_concat([p.kernels for p in counters]))] if counters else []
         if evidence is not None and not evidence.empty:
             hw.append(evidence)
-        launches = early[0] if early is not None else tensor_cores.classify_launches(kernels)
+        with stages.stage("classify"):
+            launches = early[0] if early is not None else tensor_cores.classify_launches(kernels)
         if hw:
             launches, merge_note = merge.apply_hardware_evidence(launches, pd.concat(hw, ignore_index=True))
             warnings.append(merge_note)
@@ -359,6 +361,10 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         """Everything the Tensor Core verdict needs; independent of the timeline analysis, so the two run
         side by side (numpy and pandas release the GIL in their loops: ~0.4 s of a 1M-kernel trace's
         analysis on 2 cores)."""
+        with stages.stage("tensor_core_side"):
+            return _tensor_core_side()
+
+    def _tensor_core_side():
         from .analysis import peak
         compacted = tensor_cores.compact(launches)
         summary = tensor_cores.rollup(compacted, yes_threshold=yes_threshold)

@@ -29,11 +29,25 @@ def constant(value: str, n: int) -> pd.Categorical:
 
 def mapped(keys: np.ndarray, table: dict) -> pd.Categorical:
     """``table[key]`` per row as a categorical (missing key -> NaN), looked up once per distinct key."""
-    codes, uniq = pd.factorize(np.asarray(keys))
+    codes, uniq = _small_int_factorize(np.asarray(keys))
     values = [table.get(k.item() if hasattr(k, "item") else k) for k in uniq]
     names = list(dict.fromkeys(v for v in values if v is not None))
     lookup = np.array([names.index(v) if v is not None else -1 for v in values] + [-1], dtype=np.int64)
     return pd.Categorical.from_codes(lookup[codes], categories=names)
+
+
+def _small_int_factorize(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize`` for the small integer keys of device ids, copy kinds and the like: a count and a gather
+    instead of a hash table (1M launches: ~2 ms against ~25 ms); the order of the distinct keys does not matter
+    to the callers. Other keys go through pandas."""
+    if a.dtype.kind in "iu" and len(a):
+        lo, hi = int(a.min()), int(a.max())
+        if hi - lo < 1 << 16:
+            present = np.flatnonzero(np.bincount(a - lo if lo else a, minlength=hi - lo + 1))
+            index = np.full(hi - lo + 1, -1, dtype=np.int64)
+            index[present] = np.arange(len(present))
+            return index[a - lo if lo else a], (present + lo).astype(a.dtype)
+    return pd.factorize(a)
 
 
 def as_categorical(values) -> pd.Series:

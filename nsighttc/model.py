@@ -43,6 +43,8 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "nvtx": ("string", "NVTX path 'outer/inner' the launch ran in ('' when none); timeline sources: where "
                        "the launch call was made"),
     "pid": ("Int64", "host process that launched the kernel (timeline sources)"),
+    "launch_ns": ("float64", "host time the launch call started, ns (timeline sources; NaN where the call was not "
+                             "traced): found once by the reader, read by every later step"),
     **{f"tc_ops_{d}": ("float64", f"FLOPs on the tensor path with source dtype {d}") for d in TC_DTYPES},
     **{f"inst_{k}": ("float64", f"tensor-pipe instructions of kind {k} (sum over SMs)") for k in INST_KINDS},
     "tensor_pipe_pct": ("float64", "tensor pipe cycles active, % of peak sustained (utilisation, not a yes/no)"),

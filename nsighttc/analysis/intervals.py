@@ -87,3 +87,27 @@ def inside(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         return np.zeros(len(t), dtype=bool)
     i = np.searchsorted(starts, t, side="right") - 1
     return (i >= 0) & (t < ends[np.clip(i, 0, None)])
+
+
+# --- sorted queries ------------------------------------------------------------------------------------------------
+# Many questions ask about millions of *sorted* times (idle pieces' midpoints, gaps) against thousands of intervals or
+# boundaries. A search per time costs n log m with a cache miss each; a search per interval or boundary into the
+# sorted times, then one running sum, costs m log n + n (1M-kernel benchmark: ~20 ms -> ~5 ms a question).
+
+def sorted_inside(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``inside`` for sorted ``t``: which fall in one of the sorted, disjoint intervals ``[starts, ends)``."""
+    n = len(t)
+    if n == 0 or len(starts) == 0:
+        return np.zeros(n, dtype=bool)
+    edges = np.bincount(np.searchsorted(t, starts, side="left"), minlength=n + 1)[:n + 1].astype(np.int32)
+    edges -= np.bincount(np.searchsorted(t, ends, side="left"), minlength=n + 1)[:n + 1].astype(np.int32)
+    return np.cumsum(edges[:n], dtype=np.int32) > 0
+
+
+def sorted_count_at_or_before(points: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For sorted ``t``: how many of the sorted ``points`` are <= each t (``searchsorted(points, t, "right")``)."""
+    n = len(t)
+    if n == 0 or len(points) == 0:
+        return np.zeros(n, dtype=np.int64)
+    # point k counts from the first t >= it on
+    return np.cumsum(np.bincount(np.searchsorted(t, points, side="left"), minlength=n + 1)[:n])

@@ -394,7 +394,7 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
     name_devices(kernels, devices)
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api_df, ranges)
     marks = marks_mod.sanitize(marks, last_timestamp(gpu_ops, api_df, ranges))
-    kernels["nvtx"] = attribute_ranges(kernels, api_df, ranges)
+    attribute_ranges(kernels, api_df, ranges)
     if gpu_ops.empty:
         notes.append(f"{path}: the trace holds no GPU events: the workload launched no GPU work "
                      "(or the profiler ran without ProfilerActivity.CUDA)")

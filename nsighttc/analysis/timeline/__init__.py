@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from ...parse.host_samples import without_clock_marks
-from ...parse.timeline import Timeline, launch_times
+from ...parse.timeline import Timeline, launch_starts
 from ...runtime.steps import DECODE
-from ... import labels
+from ... import labels, stages
 from .. import intervals
 from ..grouping import aggregate
 from . import busy, comm as comm_mod, host_frames, idle, inference as inference_mod, ranges as ranges_mod, \
@@ -56,6 +56,12 @@ def _containers(fams: list[dict]) -> set[str]:
 
 def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thresholds | None = None,
                       step_range: str | None = None) -> TimelineResult:
+    with stages.stage("timeline"):
+        return _analyze_timelines(timelines, launches, th, step_range)
+
+
+def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thresholds | None,
+                       step_range: str | None) -> TimelineResult:
     th = th or Thresholds()
     tl = _merge(timelines)
     hs = next((t.host_samples for t in timelines if getattr(t, "host_samples", None) is not None), None)
@@ -63,56 +69,62 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
     ops, ranges, api = tl.gpu_ops, tl.ranges, tl.api
     u = intervals.union(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy())
     lo, hi = busy.window(ops, ranges)
+    # the idle pieces need no steps but the last rule (``idle.finish``): on a big recording they are cut on another
+    # core while the steps are found (1M-kernel benchmark: ~0.2 s of wall time); numpy lets go of the interpreter
+    paths = np.array(sorted(set(labels.strings(ranges["path"]))) if not ranges.empty else [],
+                     dtype=object)
+    cutting = _beside(len(launches), idle.cut, u, lo, hi, ops, api, ranges, paths, th)
     wall = max(hi - lo, 0.0)
     busy_ns = float(intervals.busy_within(u, np.array([lo]), np.array([hi]))[0]) if wall else 0.0
     n_kernels = int(ops["kind"].isin(["kernel", "graph"]).sum())
 
-    has_launch = "start_ns" in launches and "pid" in launches and not api.empty and not launches.empty
-    lt = launch_times(launches, api) if has_launch else pd.DataFrame({"start_ns": np.nan, "end_ns": np.nan},
-                                                                      index=launches.index)
+    with stages.stage("timeline.launch_calls"):
+        launch_start = launch_starts(launches, api)
     work_end = (launches["start_ns"] + launches["duration_ns"]).to_numpy(dtype="float64") \
         if "start_ns" in launches else np.full(len(launches), np.nan)
-    launch_start = lt["start_ns"].to_numpy(dtype="float64")
-    step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range)
+    with stages.stage("timeline.steps"):
+        step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range)
     generated = next((st.calls for st in step_sets if st.calls is not None), None)  # calls found from kernels
     compiles = steps_mod.compile_union(tl.marks)
-    fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api),
-                              steps_mod.window_starts(tl.marks))
-    del lt, work_end, step_sets  # 16 B per launch, not needed past the step families
+    with stages.stage("timeline.steps"):
+        fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api),
+                                  steps_mod.window_starts(tl.marks))
+    del work_end, step_sets  # 16 B per launch, not needed past the step families
     steady = _union_of(fams, "_steady")
-    rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
+    with stages.stage("timeline.range_stats"):
+        rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
 
     # every idle moment of the window with its cause, then summed per scope
-    paths = np.array(sorted(set(labels.strings(ranges["path"]))) if not ranges.empty else [],
-                     dtype=object)
     containers = _containers(fams)
-    pieces = idle.pieces(u, lo, hi, ops, api, ranges, paths, containers, th)
+    with stages.stage("timeline.idle_pieces"):
+        pieces = idle.finish(cutting(), containers)
     rinfo = {r.name: {"count": int(r.count), "median_wall_ns": float(r.median_wall_ns),
                       "gpu_busy_share": float(r.gpu_busy_share), "leaf_work": r.name not in containers}
              for r in rstats.itertuples(index=False)}
-    sync_t = pieces.calls.sync["t"].to_numpy(dtype="float64")
-    sync_ns = pieces.calls.sync["ns"].to_numpy(dtype="float64")
-    for f in fams:
-        # the host's time blocked in synchronising calls during the steady steps: what it spent waiting for the GPU,
-        # so not a floor under the step (analysis.gain)
-        f["steady_sync_blocked_ns"] = float(sync_ns[intervals.inside(sync_t, *f["_steady"])].sum()) if len(sync_t) else 0.0
-        sc = idle.time_scope(pieces, *f["_steady"])
-        f["causes"] = idle.causes(sc, f["steady_busy_ns"], paths, rinfo)
-        f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
-    if not rstats.empty:
-        # ranges judged on the steady steps: their idle pieces outside them are left out; ranges outside the
-        # steady steps (start-up, between phases): their warm-up iterations are left out, as before
-        warm = _union_of(fams, "_warm")
-        names = rstats["name"].tolist()
-        in_steps = (rstats["scope"] == ranges_mod.STEADY).to_numpy()
-        by_warm = idle.range_scopes(pieces, names, (warm.starts, warm.ends))
-        by_steps = idle.range_scopes(pieces, names, intervals.gaps(steady, -np.inf, np.inf)) if in_steps.any() else {}
-        steady_busy = np.where(in_steps, rstats["busy_ns"], rstats["busy_ns"] - _busy_in(ranges, rstats["name"], u, warm))
-        rstats["causes"] = [idle.causes((by_steps if s else by_warm)[n], b, paths, rinfo)
-                            for n, b, s in zip(names, steady_busy, in_steps)]
-    else:
-        rstats["causes"] = pd.Series(dtype=object)
-    window_causes = idle.causes(idle.time_scope(pieces, np.array([lo]), np.array([hi])), busy_ns, paths, rinfo)
+    with stages.stage("timeline.causes"):
+        sync_t = pieces.calls.sync["t"].to_numpy(dtype="float64")
+        sync_ns = pieces.calls.sync["ns"].to_numpy(dtype="float64")
+        for f in fams:
+            # the host's time blocked in synchronising calls during the steady steps: what it spent waiting for the GPU,
+            # so not a floor under the step (analysis.gain)
+            f["steady_sync_blocked_ns"] = float(sync_ns[intervals.inside(sync_t, *f["_steady"])].sum()) if len(sync_t) else 0.0
+            sc = idle.time_scope(pieces, *f["_steady"])
+            f["causes"] = idle.causes(sc, f["steady_busy_ns"], paths, rinfo)
+            f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
+        if not rstats.empty:
+            # ranges judged on the steady steps: their idle pieces outside them are left out; ranges outside the
+            # steady steps (start-up, between phases): their warm-up iterations are left out, as before
+            warm = _union_of(fams, "_warm")
+            names = rstats["name"].tolist()
+            in_steps = (rstats["scope"] == ranges_mod.STEADY).to_numpy()
+            by_warm = idle.range_scopes(pieces, names, (warm.starts, warm.ends))
+            by_steps = idle.range_scopes(pieces, names, intervals.gaps(steady, -np.inf, np.inf)) if in_steps.any() else {}
+            steady_busy = np.where(in_steps, rstats["busy_ns"], rstats["busy_ns"] - _busy_in(ranges, rstats["name"], u, warm))
+            rstats["causes"] = [idle.causes((by_steps if s else by_warm)[n], b, paths, rinfo)
+                                for n, b, s in zip(names, steady_busy, in_steps)]
+        else:
+            rstats["causes"] = pd.Series(dtype=object)
+        window_causes = idle.causes(idle.time_scope(pieces, np.array([lo]), np.array([hi])), busy_ns, paths, rinfo)
     # the host's stacks while the GPU idled: per step family (its steady steps) and for the window
     window_scope = (np.array([lo]), np.array([hi]))
     scope = (steady.starts, steady.ends) if fams else window_scope
@@ -182,6 +194,29 @@ def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thr
         res.activity["phase"] = dom["phase"] or dom["name"]
     return res
 
+
+
+# Launches for which the idle pieces are cut on a thread of their own: below, the hand-over costs more than it saves;
+# above, memory comes first (their temporaries and the steps' would be held together; the Tensor Core side's rule,
+# ``api.SIDE_BY_SIDE_MAX_LAUNCHES``).
+BESIDE_MIN_LAUNCHES, BESIDE_MAX_LAUNCHES = 200_000, 2_000_000
+
+
+def _beside(n_launches: int, func, *args):
+    """``func(*args)`` on a worker thread for a big recording, else here and now; returns what gives its result."""
+    if not BESIDE_MIN_LAUNCHES <= n_launches <= BESIDE_MAX_LAUNCHES:
+        with stages.stage("timeline.idle_cut"):
+            done = func(*args)
+        return lambda: done
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsighttc-idle")
+
+    def timed():
+        with stages.stage("timeline.idle_cut"):
+            return func(*args)
+    future = pool.submit(timed)
+    pool.shutdown(wait=False)  # the worker ends after this one task
+    return future.result
 
 
 def _training(marks: pd.DataFrame, ranges: pd.DataFrame, launches: pd.DataFrame) -> bool:

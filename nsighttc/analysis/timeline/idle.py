@@ -33,7 +33,7 @@ import pandas as pd
 
 from ...durations import duration
 from ...parse.range_paths import _path_categorical, _segment_codes, paths_at
-from ...parse.timeline import launch_times
+from ...parse.timeline import op_launch_calls
 from ... import labels
 from ...allocator import slices
 from .. import intervals
@@ -62,18 +62,18 @@ class Idle:
     paths: np.ndarray        # object array of path strings
     calls: HostCalls
 
+    def __post_init__(self):
+        # What every scope reads, made once: a scope (a phase's steady steps, the window, the ranges twice) then
+        # sums them through a mask, where each made its own (1M-kernel benchmark: ~0.1 s of ~0.3 s of scopes).
+        # Pieces are disjoint and in time order, so their midpoints are sorted (``mids_in``).
+        self.mid = (self.start + self.end) / 2
+        self.ns = self.end - self.start
+        self.code = None  # (path, kind) of each piece, once the kinds are final (``finish``)
+
 
 def path_codes(paths: np.ndarray, values: pd.Series) -> np.ndarray:
     """Codes of path strings in ``paths`` ('' or unknown -> -1)."""
     return labels.codes_in(values, paths)
-
-
-def op_launch_calls(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
-    """Start and end of the host call that launched each GPU op (kernel, copy, set, graph); NaN if not traced."""
-    if ops.empty or api.empty:
-        return pd.DataFrame({"start_ns": np.full(len(ops), np.nan), "end_ns": np.full(len(ops), np.nan)})
-    frame = pd.DataFrame({"pid": ops["pid"].to_numpy(), "launch_id": ops["correlation"].to_numpy()})
-    return launch_times(frame, api).reset_index(drop=True)
 
 
 def host_calls(ops: pd.DataFrame, calls: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame,
@@ -103,7 +103,25 @@ def host_calls(ops: pd.DataFrame, calls: pd.DataFrame, api: pd.DataFrame, ranges
 
 def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame,
            paths: np.ndarray, containers: set[str], th: Thresholds) -> Idle:
-    """Cut the window's idle time into pieces and give each its cause (see the module docstring).
+    """Cut the window's idle time into pieces and give each its cause (see the module docstring)."""
+    return finish(cut(u, lo, hi, ops, api, ranges, paths, th), containers)
+
+
+def finish(idle: Idle, containers: set[str]) -> Idle:
+    """The one rule that needs the steps: drained time in a range the user drew around host work (neither a step
+    nor a range holding steps, ``containers``) is that range's, not the sync's (rule 5 before rule 6). ``cut`` does
+    the rest without the steps, so the analysis runs it beside finding them (``analysis.timeline``)."""
+    named_path = np.array([bool(p) and p not in containers for p in idle.paths] + [False])
+    for sl in slices(len(idle.kind)):
+        k = idle.kind[sl]
+        k[(k == DRAINED) & named_path[idle.pc[sl]]] = HOST   # pc -1 -> the trailing False
+    idle.code = (idle.pc.astype(np.int32) + 1) * len(KINDS) + idle.kind
+    return idle
+
+
+def cut(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame,
+        paths: np.ndarray, th: Thresholds) -> Idle:
+    """The idle pieces with every cause but the one ``finish`` gives.
 
     Memory: a 4M-kernel trace has ~5M gaps and ~7.5M pieces, so every whole-run temporary is 30-60 MB. The
     steps below are helpers whose temporaries die when they return, piece indices are 32-bit, and the causes
@@ -113,30 +131,36 @@ def pieces(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.
     # blocking host calls: synchronising calls, and the calls that launched pageable copies
     sync_u = intervals.union(calls.sync["t"].to_numpy(), (calls.sync["t"] + calls.sync["ns"]).to_numpy())
     page_u = intervals.union(calls.pageable["t"].to_numpy(), calls.pageable["call_end"].to_numpy())
-    ends = np.sort(np.concatenate([sync_u.ends, page_u.ends]))
-    drained = (np.searchsorted(ends, ge, side="right") - np.searchsorted(ends, gs, side="left")) > 0
+    # a gap is drained when a blocking call ended inside it [gs, ge]: each end marks the gap that holds it
+    ends = np.concatenate([sync_u.ends, page_u.ends])
+    drained = np.zeros(len(gs), dtype=bool)
+    if len(ends) and len(gs):
+        i = np.searchsorted(ge, ends, side="left")  # the first gap ending at or after each end
+        for j in (i, i + 1):  # (the next gap too: it starts where this one ends after a zero-length kernel)
+            ok = j < len(gs)
+            jj, e = j[ok], ends[ok]
+            drained[jj[(gs[jj] <= e) & (e <= ge[jj])]] = True
     launch_ok &= ~drained
 
     seg_t, seg_c = _host_segments(api, ranges, paths)
     a, b, g = _cut_gaps(gs, ge, np.concatenate([seg_t, sync_u.starts, sync_u.ends, page_u.starts, page_u.ends]))
     first = a == gs[g]
     del gs, ge
-    named_path = np.array([bool(p) and p not in containers for p in paths] + [False])
     # per piece, its innermost range and its cause, a slice of pieces at a time: whole-run temporaries of
-    # 7.5M pieces would be ~60 MB each. The first matching rule wins: rules are written from last to first.
+    # 7.5M pieces would be ~60 MB each. The first matching rule wins: rules are written from last to first
+    # (``finish`` then gives drained time in a named host range to that range).
     kind = np.full(len(a), HOST, dtype=np.int8)
     pc = np.full(len(a), -1, dtype=np.int32)
     for sl in slices(len(a)):
-        mid, gg, k = (a[sl] + b[sl]) / 2, g[sl], kind[sl]
+        mid, gg, k = (a[sl] + b[sl]) / 2, g[sl], kind[sl]   # (sorted: pieces are disjoint, in time order)
         if len(seg_t):
-            pos = np.searchsorted(seg_t, mid, side="right") - 1
+            pos = intervals.sorted_count_at_or_before(seg_t, mid) - 1
             pc[sl] = np.where(pos >= 0, seg_c[np.clip(pos, 0, None)], -1)
         k[drained[gg]] = DRAINED
-        k[named_path[pc[sl]]] = HOST   # pc -1 -> the trailing False
         k[launch_ok[gg]] = LAUNCH
         k[queued_before[gg]] = GPU_WAIT
-        k[in_intervals(mid, sync_u.starts, sync_u.ends)] = SYNC
-        k[in_intervals(mid, page_u.starts, page_u.ends)] = PAGEABLE
+        k[intervals.sorted_inside(mid, sync_u.starts, sync_u.ends)] = SYNC
+        k[intervals.sorted_inside(mid, page_u.starts, page_u.ends)] = PAGEABLE
     return Idle(a, b, kind, pc, first, paths, calls)
 
 
@@ -233,11 +257,10 @@ def in_intervals(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndar
 
 
 def mids_in(idle: Idle, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Which pieces have their midpoint in the sorted, disjoint intervals (a slice of pieces at a time)."""
-    out = np.zeros(len(idle.start), dtype=bool)
-    for sl in slices(len(out)):
-        out[sl] = in_intervals((idle.start[sl] + idle.end[sl]) / 2, starts, ends)
-    return out
+    """Which pieces have their midpoint in the sorted, disjoint intervals [starts, ends). The midpoints are sorted,
+    so each interval holds a run of pieces: two searches per interval and one running sum mark them (1.5M pieces,
+    a hundred thousand intervals: a few ms, against a search per piece)."""
+    return intervals.sorted_inside(idle.mid, starts, ends)
 
 
 @dataclass
@@ -249,18 +272,20 @@ class Scope:
     pageable: pd.DataFrame   # copies, bytes, ns (one row)
 
 
-def scope_of(idle: Idle, piece_mask: np.ndarray, sync_mask: np.ndarray, dtoh_mask: np.ndarray,
+def scope_of(idle: Idle, piece_mask: np.ndarray | None, sync_mask: np.ndarray, dtoh_mask: np.ndarray,
              page_mask: np.ndarray) -> Scope:
-    # (path, kind) sums with bincount: pieces can number millions, their (path, kind) pairs a few hundred
+    # (path, kind) sums with bincount: pieces can number millions, their (path, kind) pairs a few hundred;
+    # ``piece_mask`` None: every piece
     # a slice of pieces at a time: 7.5M pieces made ~250 MB of masked copies per scope (nsys pieces are whole
     # nanoseconds, so the sums are exact; torch's fractional ones agree with one pass up to rounding)
     nk = len(KINDS)
     size = (len(idle.paths) + 1) * nk
     ns, gaps = np.zeros(size), np.zeros(size)
+    everything = piece_mask is None
     for sl in slices(len(idle.start)):
-        m = piece_mask[sl]
-        code = (idle.pc[sl][m].astype(np.int64) + 1) * nk + idle.kind[sl][m]
-        ns += np.bincount(code, weights=idle.end[sl][m] - idle.start[sl][m], minlength=size)
+        m = slice(None) if everything else piece_mask[sl]
+        code = idle.code[sl][m]
+        ns += np.bincount(code, weights=idle.ns[sl][m], minlength=size)
         gaps += np.bincount(code, weights=idle.first[sl][m], minlength=size)
     hit = np.flatnonzero((ns > 0) | (gaps > 0))
     t = pd.DataFrame({"pc": hit // nk - 1, "kind": (hit % nk).astype(np.int8), "ns": ns[hit], "gaps": gaps[hit]})
@@ -291,7 +316,7 @@ def range_scopes(idle: Idle, names: list[str], warm: tuple[np.ndarray, np.ndarra
     m = pd.DataFrame(prefix_rows, columns=["pc", "range"])
     m = m[m["range"].isin(set(names))]
     c = idle.calls
-    keep = ~mids_in(idle, *warm) if warm is not None else np.ones(len(idle.start), dtype=bool)
+    keep = ~mids_in(idle, *warm) if warm is not None and len(warm[0]) else None
     base = scope_of(idle, keep, np.ones(len(c.sync), dtype=bool),
                     np.ones(len(c.dtoh), dtype=bool), np.ones(len(c.pageable), dtype=bool))
     idle_g = {k: g for k, g in base.idle.merge(m, on="pc").groupby("range")}

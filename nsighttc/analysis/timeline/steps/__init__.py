@@ -159,7 +159,7 @@ def _family(st: StepSet, u: intervals.Union, k_start: np.ndarray, k_end_max: np.
            "wall_ns": float(it_wall.sum()), "steady_wall_ns": span, "steady_busy_ns": span_busy,
            "steady_gpu_busy_share": span_busy / span if span > 0 else 0.0,
            "host_ahead_ns": max(gpu_end - float(it_end[-1]), 0.0),
-           "gpu_busy_shares": [float(x) for x in share], "iteration_ns": [float(x) for x in it_wall],
+           "gpu_busy_shares": share.astype("float64").tolist(), "iteration_ns": it_wall.astype("float64").tolist(),
            "median_kernels": float(np.median(k_in[steady_part])) if len(k_in) else 0.0,
            "warmup_steps": int(warm), "warmup_ns": [float(x) for x in it_wall[:warm]], "warmup_reasons": reasons,
            "first_step_start_ns": float(s[0]),
