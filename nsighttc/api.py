@@ -28,7 +28,8 @@ from .parse import ranks as rank_inputs
 from .analysis import tensor_cores
 from .errors import NsighttcError, ParseError, UsageError
 from .model import empty_kernel_table
-from .parse import Parsed, load
+from .collect.readable import load  # parse.load, with a tool's export in front where needed
+from .parse import Parsed
 from .verdict import Verdict
 
 if TYPE_CHECKING:

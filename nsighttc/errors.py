@@ -34,6 +34,16 @@ class ReaderMissing(InputError):
     """The file is fine but reading it needs a tool or package that is not installed."""
 
 
+class NeedsExport(ReaderMissing):
+    """A profiler's binary report that the readers cannot open themselves: its tool must export it first (an
+    ``.nsys-rep`` to SQLite with nsys, an ``.ncu-rep`` to a CSV with ncu when the ``ncu_report`` module is missing).
+    The readers launch nothing: ``collect.readable`` runs the export and reads what it wrote. ``tool``: which."""
+
+    def __init__(self, message: str, path: str | Path | None = None, tool: str = ""):
+        super().__init__(message, path)
+        self.tool = tool
+
+
 class ToolNotFound(NsighttcError):
     """A profiler executable (ncu, nsys) could not be found where we looked (exit code 3)."""
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "nsighttc"
-RUNTIME_MAY_IMPORT = {"torch", "nvtx"}  # plus the standard library and nsighttc.runtime itself
+RUNTIME_MAY_IMPORT = {"torch", "nvtx"}  # plus the standard library, nsighttc.runtime itself and the record format
+RECORD_FORMAT = "nsighttc.record_format"  # the names both sides share (imports the standard library alone)
 
 
 def _module(path: Path) -> str:
@@ -129,9 +130,39 @@ def test_a_lazy_import_counts_and_a_type_checking_one_does_not(tmp_path):
 def test_runtime_modules_import_only_the_standard_library_torch_and_nvtx(path):
     files = {_module(p) for p in PACKAGE.rglob("*.py")}
     ours, other = imports(path, files)
-    assert all(m.startswith("nsighttc.runtime") for m in ours), ours
+    assert all(m.startswith("nsighttc.runtime") or m == RECORD_FORMAT for m in ours), ours
     foreign = {m for m in other if m not in sys.stdlib_module_names and m not in RUNTIME_MAY_IMPORT and m != "__future__"}
     assert not foreign, f"{path.name} imports {sorted(foreign)}: runtime code may import only the standard library, torch, nvtx"
+
+
+def test_the_record_format_imports_the_standard_library_alone():
+    path = PACKAGE / "record_format.py"
+    ours, other = imports(path, {_module(p) for p in PACKAGE.rglob("*.py")})
+    assert not ours and all(m in sys.stdlib_module_names or m == "__future__" for m in other), (ours, other)
+
+
+@pytest.mark.parametrize("layer", ["parse", "analysis"])
+def test_readers_and_rules_import_neither_the_tools_nor_the_programs_side(layer):
+    """Issue 54: ``parse/`` reads files and launches nothing (a binary report's export is ``collect.readable``'s), and
+    neither it nor ``analysis/`` imports the code that runs inside the program: what both sides share is the record
+    format (``nsighttc.record_format``)."""
+    files = {_module(p) for p in PACKAGE.rglob("*.py")}
+    arrows = {(_module(p), m) for p in (PACKAGE / layer).rglob("*.py") for m in imports(p, files)[0]
+              if m.startswith(("nsighttc.collect", "nsighttc.runtime", "nsighttc.profile"))}
+    assert not arrows, sorted(arrows)
+
+
+def test_the_layer_check_sees_an_arrow(tmp_path):
+    mod = tmp_path / "nsighttc" / "parse" / "x.py"
+    mod.parent.mkdir(parents=True)
+    mod.write_text("def f():\n    from ..collect import tools\n    from ..runtime.steps import STEP\n")
+    global PACKAGE
+    saved, PACKAGE = PACKAGE, tmp_path / "nsighttc"
+    try:
+        ours, _ = imports(mod, {"nsighttc.parse.x", "nsighttc.collect.tools", "nsighttc.runtime.steps"})
+    finally:
+        PACKAGE = saved
+    assert ours == {"nsighttc.collect.tools", "nsighttc.runtime.steps"}
 
 
 PUBLIC_ALIASES = {"nsighttc.annotate"}  # ``from nsighttc import annotate``: the public range API (runtime.annotate)

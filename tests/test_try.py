@@ -188,17 +188,20 @@ def test_auto_picks_loader_variants_only_for_loaders_left_at_defaults(tmp_path):
     assert not {"workers=8", "pin-memory"} & set(dict(choose(v, record, workers=8)))
 
 
+# Steps that settle by design on a loaded machine: a sleep that dominates each step (jitter of a busy core is a
+# fraction of a millisecond against 12 ms), and enough of them for the warm-up rule to find three that agree. Its
+# earlier 5 ms steps, 16 of them, "never settled" with both cores busy (issue 53).
 STEPPED = """
 import os, sys, time, torch
 from nsighttc import annotate
 if torch.is_autocast_enabled("cpu"):
     raise RuntimeError("expected scalar type Float but found BFloat16")
 slow = torch.backends.cudnn.benchmark
-x = torch.ones(64, 64)
-for i in range(16):
+x = torch.ones(16, 16)
+for i in range(30):
     with annotate.step():
         x = torch.tanh(x @ x)
-        time.sleep(0.03 if slow else 0.005)
+        time.sleep(0.036 if slow else 0.012)
 print(f"throughput {100 if not slow else 20} items/s")
 """
 
@@ -218,7 +221,7 @@ def test_try_end_to_end_on_cpu(tmp_path, run_cli):
     rows = {v["name"]: v for v in doc["variants"]}
     assert list(rows) == ["baseline", "tf32", "bf16-autocast", "cudnn-benchmark"]
     base = rows["baseline"]
-    assert base["status"] == "ok" and base["speedup"] == 1.0 and 4e6 < base["step_ns"] < 30e6
+    assert base["status"] == "ok" and base["speedup"] == 1.0 and 10e6 < base["step_ns"] < 40e6
     assert base["metric"] == 100.0
     # the step times came from the plain run (no profiler); the baseline's profiled run gave its verdict
     assert (run / "baseline" / "plain1" / "step_times.json").exists()

@@ -51,10 +51,16 @@ def clear_group(pgid: int, grace_s: float = 2.0) -> None:
             time.sleep(0.05)
 
 
-def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+# How long a stopped child gets after SIGINT, then after SIGTERM, to finish on its own: profilers finalise their report
+# on SIGINT (ncu and nsys wrote theirs within a second or two on the GPU machine).
+KILL_GRACE_S = 5.0
+
+
+def kill_group(proc: subprocess.Popen, grace_s: float | None = None) -> None:
     """SIGINT the child's process group, then SIGTERM, then SIGKILL: profilers finalise on SIGINT. The
     leader exiting is not enough: whatever else is in the group (a grandchild ignoring the signals) is
-    stopped too."""
+    stopped too. ``grace_s``: the wait after each of the first two (default ``KILL_GRACE_S``)."""
+    grace_s = KILL_GRACE_S if grace_s is None else grace_s
     for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -81,7 +87,7 @@ class Running:
     def pid(self) -> int:
         return self.proc.pid
 
-    def kill(self, grace_s: float = 5.0) -> None:
+    def kill(self, grace_s: float | None = None) -> None:
         self.killed = True
         kill_group(self.proc, grace_s)
 

@@ -61,7 +61,7 @@ def _without_warm_up(kernels: pd.DataFrame) -> pd.DataFrame:
     """An ncu report of nsighttc's replay holds one profile made in its warm-up (``nsighttc.runtime.replay.WARM_RANGE``:
     it pays ncu's one-time set-up before the calls); it measured no kernel of the program, so no reader
     passes it on."""
-    from ..runtime.replay import WARM_RANGE
+    from ..record_format import WARM_RANGE
     if kernels.empty or "nvtx" not in kernels:
         return kernels
     warm = kernels["nvtx"].astype(str).str.split("/").str[0].eq(WARM_RANGE).to_numpy()
@@ -82,8 +82,10 @@ def _read(path: Path) -> Parsed:
         from . import nsys_sqlite
         return nsys_sqlite.read(path)
     if kind is Kind.NSYS_REP:
-        from . import nsys_rep
-        return nsys_rep.read(path)
+        from ..errors import NeedsExport
+        raise NeedsExport("reading .nsys-rep needs Nsight Systems' nsys to export it (not found on PATH or in "
+                          "/opt/nvidia/nsight-systems); or pass the SQLite export: "
+                          "`nsys export --type sqlite -o run.sqlite run.nsys-rep`", path, tool="nsys")
     from . import kineto
     return kineto.read(path)
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..runtime.host_samples import CLOCK_MARK, LIBRARY, OWN, SCHEMA, STDLIB, TOOL
+from ..record_format import CLOCK_MARK, HOST_SAMPLES_SCHEMA as SCHEMA, LIBRARY, OWN, STDLIB, TOOL
 
 FILE_NAME = "host_samples.json"  # beside the trace, in the run directory (per rank: rank<R>/)
 

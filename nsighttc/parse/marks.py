@@ -20,8 +20,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..runtime.host_samples import CLOCK_MARK
-from ..runtime.steps import BACKWARD, COMPILE, DATA, FORWARD, NAMES as HOOK_NAMES, OPTIMIZER, STEP
+from ..record_format import (BACKWARD, CLOCK_MARK, COMPILE, DATA, FORWARD, MARK_NAMES as HOOK_NAMES, OPTIMIZER,
+                             STEP)
 
 MARK_COLUMNS = ["pid", "tid", "start_ns", "end_ns", "name"]
 # cpu_op events of torch.compile that span a whole compilation (torch/_dynamo/utils.py dynamo_timed phase names)

@@ -1,21 +1,19 @@
 """``.ncu-rep`` binary reports -> the kernel table.
 
-Preferred reader: NVIDIA's ``ncu_report`` Python module (PyPI ``ncu-report``, or the copy in
-``<nsight-compute>/extras/python``), which reads the report on any CPU. Fallback: ``ncu --import ...
---csv --page raw --print-units base`` when ncu is installed, parsed like any raw CSV. With neither, the
-error says which one to install.
+Reader: NVIDIA's ``ncu_report`` Python module (PyPI ``ncu-report``, or the copy in
+``<nsight-compute>/extras/python``), which reads the report on any CPU. Without it, ``NeedsExport``: the caller
+(``collect.readable``) exports the report with ``ncu --import ... --csv --page raw --print-units base`` when ncu is
+installed and reads that CSV; with neither, the error says which one to install.
 """
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from .. import ncu_metrics
-from ..collect import tools
-from ..errors import ParseError, ReaderMissing
+from ..errors import NeedsExport, ParseError
 from ..model import INST_KINDS, TC_DTYPES, conform
 from . import ncu_csv
 
@@ -39,16 +37,8 @@ def read(path: Path) -> tuple[pd.DataFrame, list[str]]:
     module = _import_ncu_report()
     if module is not None:
         return _read_with_module(module, path), []
-    ncu = tools.find_or_none("ncu")
-    if ncu is None:
-        raise ReaderMissing("reading .ncu-rep needs the ncu-report Python package (pip install "
-                            "'nsighttc[ncu]') or Nsight Compute's ncu on PATH; neither was found", path)
-    from ..collect.ncu_export import export_raw_csv
-    with tempfile.TemporaryDirectory(prefix="nsighttc-") as tmp:
-        csv_path = export_raw_csv(ncu, path, Path(tmp) / "raw.csv")
-        table, warnings = ncu_csv.read(csv_path)
-    table["input"] = str(path)
-    return table, warnings
+    raise NeedsExport("reading .ncu-rep needs the ncu-report Python package (pip install 'nsighttc[ncu]') or "
+                      "Nsight Compute's ncu on PATH; neither was found", path, tool="ncu")
 
 
 def _value(action, name):

@@ -16,7 +16,7 @@ import re
 
 import pandas as pd
 
-from ..runtime.steps import NAMES as MARK_NAMES
+from ..record_format import MARK_NAMES
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 _DEFAULT_DOMAIN = "<default domain>"

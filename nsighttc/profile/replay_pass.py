@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Callable
 from .. import ncu_metrics
 from ..collect import engines, process
 from ..errors import NsighttcError
-from ..runtime.replay import CALLING, RANGE, WARM_RANGE
+from ..record_format import REPLAY_RANGE as RANGE, WARM_RANGE
+from ..runtime.replay import CALLING
 from .evidence import export
 from .passes import CounterPermission, Options, Pass
 from .running import finish_pass

@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..runtime.launch import EXIT_SAID, NOTHING_RECORDED, TRACE_WRITTEN
-from ..runtime.recording import OPS_WRITTEN
+from ..record_format import EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITTEN
 from .passes import Pass
 from .running import finish_pass, start_pass
 

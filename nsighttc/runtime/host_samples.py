@@ -33,15 +33,12 @@ import time
 from array import array
 from pathlib import Path
 
-SCHEMA = "nsighttc.host-samples/1"
-CLOCK_MARK = "nsighttc.clock#"   # + the anchor's number: the mark that ties the samples to the recording's clock
+from ..record_format import CLOCK_MARK, HOST_SAMPLES_SCHEMA as SCHEMA, LIBRARY, OWN, STDLIB, TOOL
+
 INTERVAL_S = 0.005               # at most 200 samples a second (fewer when a sample costs more: COST_BUDGET)
 COST_BUDGET = 0.01             # the sampler's CPU time stays under this share of the time: the pause grows with the cost
 ANCHOR_EVERY_S = 0.25
 MAX_DEPTH = 128                  # frames kept per stack, from the innermost
-# Frame kinds, decided where the paths are known (this process): the program's own files, installed libraries,
-# the standard library, and this tool's own frames (never shown).
-OWN, LIBRARY, STDLIB, TOOL = "own", "library", "stdlib", "tool"
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 
 

@@ -29,14 +29,13 @@ import sys
 import time
 from pathlib import Path
 
+# EXIT_SAID: printed just before the trace is written at the program's end, the exit code the launcher will return.
+# With it the default run analyses and writes its report while the process exits (``profile.timeline_run``), and only
+# checks afterwards that the process really ended with it (a crash in the interpreter's shutdown is still caught).
+from ..record_format import EXIT_SAID
 # the trace's writing and its lines (TRACE_WRITTEN, NOTHING_RECORDED: re-exported, the default run reads them here)
 from .lines import say
 from .trace_writing import NOTHING_RECORDED, TRACE_WRITTEN, trace_only_config, write_trace  # noqa: F401
-
-# Printed just before the trace is written at the program's end: the exit code the launcher will return. With it the
-# default run analyses and writes its report while the process exits (``profile.timeline_run``), and only checks
-# afterwards that the process really ended with it (a crash in the interpreter's shutdown is still caught).
-EXIT_SAID = "nsighttc.launch: program exit code "
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:

@@ -9,7 +9,7 @@ import sys
 
 from .after_import import when_imported
 
-REQUEST = "nsighttc.request"  # each generate() call (runtime.steps.NAMES holds it with the other marks)
+from ..record_format import REQUEST  # each generate() call
 
 
 def compiling() -> bool:

@@ -22,12 +22,45 @@ ResNet-50 AMP 0.71-0.82 s instead of 0.92-1.34 s, Lightning 0.16-0.19 s instead 
 """
 from __future__ import annotations
 
+import contextlib
+import sys
+
+from ..record_format import OPS_WRITTEN  # printed once the operators until the window are written (the tool reads it)
 from .lines import say
+
+
+@contextlib.contextmanager
+def inductor_left_unloaded():
+    """torch.profiler's start reads inductor's CUDA-graph flag when ``hasattr(torch, "_inductor")``; that attribute is
+    lazy, so asking imports ``torch._inductor`` and with it ``torch._dynamo``: 0.8 s of CPU at the start of every
+    recording of a program that never compiles (torch 2.13 on this repository's CPU machine; ``profiler.py``'s
+    ``prepare_trace``). Where inductor is not loaded, nobody can have set its flag: while the profiler starts, the
+    lazy attribute answers "none" instead of importing it. An ``import torch._inductor`` is not affected."""
+    torch = sys.modules.get("torch")
+    lazy = getattr(torch, "__dict__", {}).get("__getattr__")
+    if torch is None or lazy is None or "torch._inductor" in sys.modules:
+        yield
+        return
+
+    def no_lazy_inductor(name):
+        if name == "_inductor":
+            raise AttributeError(name)
+        return lazy(name)
+    torch.__getattr__ = no_lazy_inductor
+    try:
+        yield
+    finally:
+        torch.__getattr__ = lazy
 
 
 def start(prof, operators: bool = True) -> bool:
     """Enter torch.profiler ``prof``; without ``operators``, record the ranges and the GPU only. Returns whether
     the operators are recorded (True also where this torch offers no scopes: it then records everything)."""
+    with inductor_left_unloaded():
+        return _start(prof, operators)
+
+
+def _start(prof, operators: bool) -> bool:
     if operators:
         prof.__enter__()
         return True
@@ -55,10 +88,6 @@ def start(prof, operators: bool = True) -> bool:
     if not scoped:  # this torch's profiler enables itself some other way: everything was recorded
         say("nsighttc.launch: operators recorded: this torch's profiler did not take the ranges-only scope")
     return not scoped
-
-
-# The line the launcher prints once the operators recorded until the window are written (``OperatorsUntilWindow``).
-OPS_WRITTEN = "nsighttc.launch: wrote operators "
 
 
 class OperatorsUntilWindow:

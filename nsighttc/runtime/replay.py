@@ -29,12 +29,7 @@ from pathlib import Path
 
 from .lines import say
 
-RANGE = "nsighttc-replay"
-# The warm-up's own profiled range: ncu's first profile in a process pays its one-time set-up, 0.6-1.2 s on
-# H100 (ResNet-50 AMP's replay: first call 0.69-1.24 s, later ones 17-150 ms; with one GEMM profiled in the
-# warm-up, 0.02-0.07 s: benchmarks/probes/gpu_replay_first_call_probe.py, reports/profile_overhead/first_call_probe.json).
-# Its result measured no kernel of the program: the parsers drop it (``parse._without_warm_up``).
-WARM_RANGE = "nsighttc-warm"
+from ..record_format import REPLAY_RANGE as RANGE, WARM_RANGE  # noqa: F401 - (WARM_RANGE: the warm-up's profile)
 OPS_WAIT_S = 120.0
 CALLING = "nsighttc.replay: calling "  # printed before each call
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .window import HOOK_PHASE, STEADY_RUN, STEADY_TOLERANCE, is_steady
 
-SCHEMA_ID = "nsighttc.step-times/1"
+from ..record_format import STEP_TIMES_SCHEMA as SCHEMA_ID
 MAX_STEPS = 20_000   # per phase: a run of hours keeps its first steps' times (the events are ~100 B each)
 
 

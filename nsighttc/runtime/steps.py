@@ -62,17 +62,8 @@ from .model_calls import (REQUEST, ModelCall, compiling as _compiling, hook_gene
                           is_module_call, query_length)
 from .rf_labels import Label
 
-STEP = "nsighttc.step"
-OPTIMIZER = "nsighttc.optimizer"
-DATA = "nsighttc.data"
-FORWARD = "nsighttc.forward"
-COMPILE = "nsighttc.compile"
-BACKWARD = "nsighttc.backward"
-WINDOW = "nsighttc.window"
-PREFILL = "nsighttc.prefill"
-DECODE = "nsighttc.decode"
-NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE, WINDOW, PREFILL, DECODE, REQUEST)
-PREFIX = "nsighttc."  # every mark's name starts with it (the replay's ranges use "nsighttc-")
+from ..record_format import (BACKWARD, COMPILE, DATA, DECODE, FORWARD, MARK_NAMES as NAMES, OPTIMIZER,  # noqa: F401
+                             PREFILL, PREFIX, STEP, WINDOW)
 
 
 def _nvtx():

@@ -8,11 +8,11 @@ import time
 
 from .lines import say
 
-# The line the launcher prints once the torch.profiler trace is complete on disk. The default run reads the
-# trace from that moment: the process still has to exit, and a CUDA program's exit (interpreter shutdown,
-# CUDA and CUPTI teardown) took ResNet-50 AMP 1.6-1.9 s under the profiler on H100 (1.2 s in a plain run;
+# TRACE_WRITTEN: the line the launcher prints once the torch.profiler trace is complete on disk. The default run reads
+# the trace from that moment: the process still has to exit, and a CUDA program's exit (interpreter shutdown, CUDA
+# and CUPTI teardown) took ResNet-50 AMP 1.6-1.9 s under the profiler on H100 (1.2 s in a plain run;
 # benchmarks/probes/gpu_launcher_tail_probe.py, reports/profile_overhead/launcher_tail.txt).
-TRACE_WRITTEN = "nsighttc.launch: wrote "
+from ..record_format import NOTHING_RECORDED, TRACE_WRITTEN
 
 
 def trace_only_config():
@@ -53,7 +53,6 @@ def add_rank_metadata(prof) -> None:
         pass
 
 
-NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started
 
 
 def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, recorder=None,

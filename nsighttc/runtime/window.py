@@ -59,8 +59,7 @@ import time
 from .lines import say
 from .window_recorders import CudaProfilerRecorder, Recorder
 
-EVENT_PREFIX = "nsighttc.launch: window "
-HOOK_PHASE = ("nsighttc.step",)  # the phase of the hooks' steps (runtime.steps)
+from ..record_format import HOOK_PHASE, WINDOW_EVENT as EVENT_PREFIX  # noqa: F401 - (what the tool reads)
 
 STEADY_RUN = 3              # steps whose times must agree for the warm-up to be over
 STEADY_TOLERANCE = 0.20     # each within 20% of their median

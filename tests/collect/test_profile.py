@@ -2,6 +2,7 @@
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -14,6 +15,7 @@ from nsighttc.collect import tools
 from nsighttc.profile import Options, profile, resolve_target, new_run_dir
 from tests.collect.fakes import alive as _alive, calls, make_bin
 
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "import sys\nprint('workload ran', sys.argv[1:])\n"
 
 
@@ -177,9 +179,9 @@ def test_default_picks_torch_profiler_for_python_programs_with_torch(env, tmp_pa
 
 
 LOOP = """
-import sys, time, torch
+import os, sys, time, torch
 m = torch.nn.Linear(16, 16); opt = torch.optim.SGD(m.parameters(), lr=0.01); x = torch.randn(8, 16)
-for i in range(3000):
+for i in range(int(os.environ.get("ITERATIONS", "3000"))):
     time.sleep(0.004)
     opt.zero_grad(); m(x).sum().backward(); opt.step()
 print("RAN TO THE END")
@@ -212,7 +214,9 @@ def test_the_default_run_records_a_window_and_stops_the_program(env, tmp_path, m
     steps = res.verdict.to_json()["timeline"]["steps"]
     assert steps["source"] == "hook" and steps["count"] - steps["warmup_steps"] >= 15
     assert any(n.startswith("recorded a window of steady steps: 15 steps") for n in res.notes)
-    # --full-run: the program finishes (its own exit code), the window alone is recorded
+    # --full-run: the program finishes (its own exit code), the window alone is recorded: 400 of its 4 ms steps (not
+    # the 3000 a stopped run never reaches: 12 s of sleeping)
+    monkeypatch.setenv("ITERATIONS", "400")
     full = profile(resolve_target(str(script), [], None), Options(out=tmp_path / "runs", fast=True, steps=15,
                                                                    full_run=True))
     assert full.exit_code == 3 and "RAN TO THE END" in (full.run_dir / "torch.log").read_text()
@@ -297,23 +301,36 @@ def test_timeout_kills_the_process_group_and_still_reports(env, tmp_path):
     assert any("--timeout" in n for n in res.notes)
 
 
+# Ctrl-C as a terminal delivers it: SIGINT to the process running nsighttc. That process is a child of the test
+# started with SIGINT at its default handler, so the test holds whatever pytest's runner does with SIGINT (ignored in
+# a background job, taken by pytest-xdist's workers) and never waits out the program's sleep.
+CTRL_C_DRIVER = """import json, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from nsighttc.profile import Options, profile, resolve_target
+res = profile(resolve_target(sys.argv[1], [], None), Options(engine="ncu", out=sys.argv[2]))
+print(json.dumps({"interrupted": res.interrupted, "exit_code": res.exit_code, "notes": res.notes}))
+"""
+
+
 def test_ctrl_c_kills_the_process_group(env, tmp_path):
     script = env()
     pidfile = tmp_path / "pid"
     script.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
-
-    def interrupt():
-        for _ in range(600):  # a loaded 2-core machine took more than 10 s to start the program once
-            if pidfile.exists():
-                break
-            time.sleep(0.1)
-        os.kill(os.getpid(), signal.SIGINT)
-    threading.Thread(target=interrupt, daemon=True).start()
-    res = profile(resolve_target(str(script), [], None), Options(engine="ncu", out=tmp_path / "runs"))
-    assert res.interrupted and res.exit_code == 130
+    driver = subprocess.Popen([sys.executable, "-c", CTRL_C_DRIVER, str(script), str(tmp_path / "runs")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    t0 = time.monotonic()
+    while not pidfile.exists() and time.monotonic() - t0 < 60:  # a loaded 2-core machine: >10 s to start once
+        time.sleep(0.05)
+    assert pidfile.exists(), "the program never started"
+    driver.send_signal(signal.SIGINT)
+    out, err = driver.communicate(timeout=60)
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["interrupted"] and res["exit_code"] == 130, err[-2000:]
+    assert time.monotonic() - t0 < 40  # not the program's 60 s
     time.sleep(0.5)
     assert not _alive(int(pidfile.read_text()))
-    assert any("interrupted" in n for n in res.notes)
+    assert any("interrupted" in n for n in res["notes"])
 
 
 def test_a_later_pass_that_fails_is_a_note_not_the_exit_code(env, tmp_path, monkeypatch):

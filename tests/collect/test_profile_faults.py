@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nsighttc.collect import tools
+from nsighttc.collect import process, tools
 from nsighttc.profile import Options, profile, resolve_target
 from tests.collect.fakes import alive as _alive, make_bin
 
@@ -17,6 +17,9 @@ from tests.collect.fakes import alive as _alive, make_bin
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     monkeypatch.setattr(tools, "_SEARCH", {"ncu": [], "nsys": []})
+    # each signal's wait before the next: what is tested is the order and that nothing is left, not the 5 s a
+    # real profiler gets to write its report (two such waits were 10 s of a hanging tool's test)
+    monkeypatch.setattr(process, "KILL_GRACE_S", 1.0)
     monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
     script = tmp_path / "work.py"
     script.write_text("print('workload ran')\n")

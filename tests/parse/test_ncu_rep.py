@@ -1,11 +1,13 @@
-""".ncu-rep reading: the ncu_report module, the `ncu --import` fallback, and neither."""
+""".ncu-rep reading: the ncu_report module, the `ncu --import` export (``collect.readable``: the reader itself
+launches nothing) and neither."""
 import os
 import stat
 import sys
 
 import pytest
 
-from nsighttc.errors import ReaderMissing
+from nsighttc.collect import readable
+from nsighttc.errors import NeedsExport, ReaderMissing
 from nsighttc.parse import load, ncu_rep
 from tests.conftest import NCU_REP, RAW, gunzip_text
 
@@ -38,7 +40,10 @@ def test_falls_back_to_ncu_import_when_module_missing(monkeypatch, tmp_path):
     _fake_ncu(tmp_path, replay, log)
     monkeypatch.setattr(ncu_rep, "_import_ncu_report", lambda: None)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    p = load(NCU_REP)
+    with pytest.raises(NeedsExport):  # the reader alone launches no tool
+        load(NCU_REP)
+    assert not log.exists()
+    p = readable.load(NCU_REP)
     assert log.read_text().split("\n") == ["--import", str(NCU_REP), "--csv", "--page", "raw",
                                            "--print-units", "base"]
     assert len(p.kernels) == 404 and (p.kernels["input"] == str(NCU_REP)).all()
@@ -49,7 +54,7 @@ def test_neither_reader_is_a_clear_error(monkeypatch, run_cli, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr("nsighttc.collect.tools._SEARCH", {"ncu": [], "nsys": []})
     with pytest.raises(ReaderMissing):
-        load(NCU_REP)
+        readable.load(NCU_REP)
     code, _, err = run_cli("analyze", NCU_REP)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "ncu-report" in err and "ncu" in err and str(NCU_REP) in err

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ...parse.host_samples import without_clock_marks
 from ...parse.timeline import Timeline, launch_starts
-from ...runtime.steps import DECODE
+from ...record_format import DECODE
 from ... import labels, stages
 from .. import intervals
 from ..grouping import aggregate
@@ -223,7 +223,7 @@ def _training(marks: pd.DataFrame, ranges: pd.DataFrame, launches: pd.DataFrame)
     """Whether the recording is of training: the hooks saw an optimizer step or a backward call, torch.profiler an
     ``Optimizer.step#`` range, or the GPU ran optimizer or backward kernels. The launch-bound fix depends on it
     (a fused optimizer means nothing to an inference loop marked with its own step ranges)."""
-    from ...runtime.steps import BACKWARD, OPTIMIZER
+    from ...record_format import BACKWARD, OPTIMIZER
     if marks is not None and not marks.empty and marks["name"].isin([OPTIMIZER, BACKWARD]).any():
         return True
     if not ranges.empty and labels.per_category(ranges["path"], lambda p: "Optimizer.step#" in p, dtype=bool).any():
@@ -235,7 +235,7 @@ def _training(marks: pd.DataFrame, ranges: pd.DataFrame, launches: pd.DataFrame)
 def _model_phases(marks: pd.DataFrame) -> dict:
     """{"forward": intervals, "backward": intervals} of the hooks' marks around the main model's calls and the
     program's ``backward`` calls: where a collective was launched (FSDP gathers in forward, reduces in backward)."""
-    from ...runtime.steps import BACKWARD, FORWARD
+    from ...record_format import BACKWARD, FORWARD
     out = {}
     if marks is None or marks.empty:
         return out

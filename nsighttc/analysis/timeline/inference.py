@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...runtime.steps import DECODE, FORWARD, PREFILL, REQUEST
+from ...record_format import DECODE, FORWARD, PREFILL, REQUEST
 from .. import intervals
 from . import idle as idle_mod
 from .base import Thresholds, classify

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .... import labels
-from ....runtime.steps import COMPILE, WINDOW
+from ....record_format import COMPILE, WINDOW
 from ... import intervals, name_rules
 from ..base import Thresholds, classify
 from . import find as find_mod, generation, period, steady

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .... import labels
-from ....runtime.steps import DATA, FORWARD, OPTIMIZER, STEP
+from ....record_format import DATA, FORWARD, OPTIMIZER, STEP
 from ..base import is_step_leaf
 
 EXPLICIT, HOOK, PROFILER_OP, KERNEL_PERIOD = "explicit", "hook", "profiler-op", "kernel-period"

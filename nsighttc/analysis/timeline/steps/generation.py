@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ....runtime.steps import DECODE, FORWARD, PREFILL, REQUEST
+from ....record_format import DECODE, FORWARD, PREFILL, REQUEST
 
 FOREIGN_MATRIX = 0.25   # share of a step's matrix launches with names the loop's typical steps never launch
 HEAVIER = 1.05          # a prefill's GPU time over the typical step's (the median step's), at least

@@ -1,0 +1,51 @@
+"""The record format: what the code inside the profiled program writes and the tool reads back.
+
+Two sides of the house share these names: ``nsighttc/runtime/`` (the launcher, the step hooks, the host sampler, the
+replay: code that runs inside the user's process) writes marks, ranges, lines and files; ``parse/``, ``analysis/``
+and ``profile/`` read them. They live here, in one small module that imports nothing but the standard library, so
+that each side imports the format and neither imports the other (``tests/test_structure.py`` checks that ``parse/``
+imports nothing from ``runtime/`` or ``collect/``). A name changed here changes on both sides at once.
+"""
+from __future__ import annotations
+
+# --- the step hooks' marks (``runtime.steps``): record_function labels (torch.profiler) and NVTX ranges (nsys) -----
+PREFIX = "nsighttc."  # every mark's name starts with it (the replay's ranges use "nsighttc-")
+STEP = "nsighttc.step"
+OPTIMIZER = "nsighttc.optimizer"
+DATA = "nsighttc.data"
+FORWARD = "nsighttc.forward"
+COMPILE = "nsighttc.compile"
+BACKWARD = "nsighttc.backward"
+WINDOW = "nsighttc.window"
+PREFILL = "nsighttc.prefill"
+DECODE = "nsighttc.decode"
+REQUEST = "nsighttc.request"  # each generate() call (``runtime.model_calls``)
+MARK_NAMES = (STEP, OPTIMIZER, DATA, FORWARD, BACKWARD, COMPILE, WINDOW, PREFILL, DECODE, REQUEST)
+HOOK_PHASE = (STEP,)  # the phase of the hooks' steps (``runtime.window``)
+
+# --- the host sampler (``runtime.host_samples``) ---------------------------------------------------------------------
+HOST_SAMPLES_SCHEMA = "nsighttc.host-samples/1"
+CLOCK_MARK = "nsighttc.clock#"  # + the anchor's number: the mark that ties the samples to the recording's clock
+# Frame kinds, decided where the paths are known (the program's process): the program's own files, installed
+# libraries, the standard library, and this tool's own frames (never shown).
+OWN, LIBRARY, STDLIB, TOOL = "own", "library", "stdlib", "tool"
+
+# --- the plain runs' step times (``runtime.step_timer``) -------------------------------------------------------------
+STEP_TIMES_SCHEMA = "nsighttc.step-times/1"
+
+# --- the replay (``runtime.replay``) ---------------------------------------------------------------------------------
+REPLAY_RANGE = "nsighttc-replay"
+# The warm-up's own profiled range: ncu's first profile in a process pays its one-time set-up, 0.6-1.2 s on H100
+# (ResNet-50 AMP's replay: first call 0.69-1.24 s, later ones 17-150 ms; with one GEMM profiled in the warm-up,
+# 0.02-0.07 s: benchmarks/probes/gpu_replay_first_call_probe.py, reports/profile_overhead/first_call_probe.json).
+# Its result measured no kernel of the program: the parsers drop it (``parse._without_warm_up``).
+WARM_RANGE = "nsighttc-warm"
+
+# --- the launcher's lines on stderr (one write each: ``runtime.lines``) ---------------------------------------------
+# Printed just before the trace is written at the program's end: the exit code the launcher will return.
+EXIT_SAID = "nsighttc.launch: program exit code "
+# Printed once the torch.profiler trace is complete on disk: the default run reads the trace from that moment.
+TRACE_WRITTEN = "nsighttc.launch: wrote "
+NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started
+OPS_WRITTEN = "nsighttc.launch: wrote operators "  # a first run's operators until the window are on disk
+WINDOW_EVENT = "nsighttc.launch: window "  # + a JSON object: what the window did (start/end/stop per phase)
