@@ -13,7 +13,6 @@ Run: python benchmarks/bench_ranks.py [--ranks 64] [--kernels 100000] [--jobs N]
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import sys
 import tempfile
@@ -35,19 +34,27 @@ def build(root: Path, ranks: int, kernels: int) -> None:
         if not seed.exists():
             make_input(kernels, seed, DDP / f"rank{r}" / "nsys.sqlite.gz")
         seeds.append(seed)
+    import shutil
+    import sqlite3
     for r in range(ranks):
         d = root / "job" / f"rank{r}"
         d.mkdir(parents=True, exist_ok=True)
         dest = d / "nsys.sqlite"
         if not dest.exists():
-            os.link(seeds[r % 2], dest)
+            # a copy of its own per rank, its session start moved by the rank in nanoseconds: the same recording given
+            # twice is refused (parse.same_job), as it would count twice
+            shutil.copyfile(seeds[r % 2], dest)
+            con = sqlite3.connect(dest)
+            con.execute("UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = utcEpochNs + ?", (r,))
+            con.commit()
+            con.close()
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--kernels", type=int, default=100_000, help="kernels per rank file")
-    ap.add_argument("--jobs", type=int, default=None, help="ranks analysed at once (default: one per core for inputs this big, nsighttc.api.RANKS_IN_PROCESSES_MIN_BYTES)")
+    ap.add_argument("--jobs", type=int, default=None, help="ranks analysed at once (default: one per core for inputs this big, nsighttc.rank_map.RANKS_IN_PROCESSES_MIN_BYTES)")
     ap.add_argument("--keep", type=Path, help="build the job directory here and keep it (reused when present)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -63,7 +70,7 @@ def main() -> int:
         size_mb = (root / "seed0.sqlite").stat().st_size / 1e6
     main_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    from nsighttc.api import rank_jobs
+    from nsighttc.rank_map import rank_jobs
     jobs = rank_jobs(args.jobs, sorted(p for p in (root / "job").rglob("*") if p.is_file()))
     d = v.distributed
     print(f"ranks={len(v.ranks)} kernels/rank={args.kernels:,} file={size_mb:.0f}MB jobs={jobs} analyse={dt:.1f}s "

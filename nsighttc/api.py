@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import os
 from typing import TYPE_CHECKING
 from pathlib import Path
 from typing import Iterable
@@ -26,7 +25,7 @@ from .analysis import findings as findings_mod, gain
 from .analysis import ranks as ranks_mod
 from .parse import ranks as rank_inputs
 from .analysis import tensor_cores
-from .errors import NsighttcError, ParseError, UsageError
+from .errors import InputError, NsighttcError, ParseError, UsageError
 from .model import empty_kernel_table
 from .collect.readable import load  # parse.load, with a tool's export in front where needed
 from .parse import Parsed
@@ -57,6 +56,14 @@ def _load_all(paths: Iterable[str | Path | Parsed]) -> list[Parsed]:
             parsed.append(host_stacks.attach(p))
             continue
         try:
+            if hasattr(p, "url"):  # a URL (remote_inputs): read from a local copy, named by its URL
+                from .remote_inputs import local_copy
+                with local_copy(p) as copy:
+                    got = host_stacks.attach(load(copy))
+                got.path = p
+                got.kernels["input"] = p.url
+                parsed.append(got)
+                continue
             parsed.append(host_stacks.attach(load(p)))
         except NsighttcError:
             raise
@@ -72,8 +79,11 @@ def _device(kernels: pd.DataFrame) -> dict | None:
     ccs = kernels["cc"].dropna()
     if names.empty and ccs.empty:
         return None
-    return {"name": names.mode().iloc[0] if not names.empty else None,
-            "compute_capability": ccs.mode().iloc[0] if not ccs.empty else None}
+    cc = ccs.mode().iloc[0] if not ccs.empty else None
+    if cc is not None and not str(cc)[:1].isdigit():  # another vendor's GPU (parse.kineto.device_vendor)
+        return {"name": names.mode().iloc[0] if not names.empty else None, "compute_capability": None,
+                "vendor": str(cc)}
+    return {"name": names.mode().iloc[0] if not names.empty else None, "compute_capability": cc}
 
 
 @contextlib.contextmanager
@@ -132,7 +142,7 @@ class TimelineAhead:
 def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, thresholds: "Thresholds | None" = None,
             step_range: str | None = None, range_name: str | None = None,
             evidence: pd.DataFrame | None = None, jobs: int | None = None,
-            ahead: TimelineAhead | None = None) -> Verdict:
+            ahead: TimelineAhead | None = None, executor=None, progress=None, same_job_check: bool = True) -> Verdict:
     """Analyse profiler outputs of one run.
 
     ``yes_threshold``: share of matrix-work time on Tensor Cores for a "yes" (else "partial").
@@ -147,34 +157,123 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
 
     Directories are read as the profiler outputs inside them. Inputs of several ranks of one distributed
     job (``parse.ranks``: torch.profiler's ``distributedInfo``, or ``rank<N>`` in the path) are analysed
-    rank by rank in ``jobs`` processes (default: one per core) and the verdict gains ``ranks`` and
-    ``distributed``; Nsight Compute inputs are evidence for every rank.
+    rank by rank and the verdict gains ``ranks`` and ``distributed``; Nsight Compute inputs are evidence for every
+    rank. Where the ranks run: ``executor`` "processes" (``jobs`` at once; default: one per core when the files are
+    big, else here), "local" (here), "dask" (a LocalCluster) or "dask://HOST:PORT" (an existing Dask cluster: its
+    workers read the files where they lie, paths or fsspec URLs), or an ``executors`` object.
+    ``progress(done, total, failed)`` is called after each rank. A rank that cannot be analysed is named in
+    ``distributed.incomplete_ranks`` and left out of every cross-rank claim.
+
+    One verdict is one run or one job (``parse.same_job``): the same recording given twice is an error, and so are
+    recordings that cannot be ranks of one job (other world sizes, GPUs, backends, days apart); ``analyze_jobs`` gives
+    one verdict per job instead (``same_job_check=False`` here: the first job's).
     """
     kwargs = dict(yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range,
                   range_name=range_name, evidence=evidence)
     with _no_cyclic_gc(), allocator.reuse_freed_memory():
         paths = rank_inputs.expand(list(paths))
+        _no_recording_twice(paths)
+        if same_job_check:
+            jobs_found = job_groups(paths)
+            if jobs_found is not None:
+                raise InputError(f"{jobs_found[1]}; give one job's files, or --no-same-job-check for one verdict per "
+                                 "job")
         grouped = _rank_groups(paths)
         if grouped is not None:
-            return _analyze_ranks(*grouped, jobs=jobs, kwargs=kwargs)
+            by_rank, counters, infos, unread = grouped
+            return _analyze_ranks(by_rank, counters, infos, jobs=jobs, kwargs=kwargs, unread=unread,
+                                  executor=executor, progress=progress)
         return _analyze(paths, **kwargs, ahead=ahead)
 
 
-def _rank_groups(paths: list):
-    """(inputs by rank, shared counter inputs, rank infos) when the inputs hold two ranks or more, else None."""
-    from .parse.sniff import Kind, sniff
-    kinds, plain = {}, []
+def analyze_jobs(paths: Iterable[str | Path], **kwargs) -> list[Verdict]:
+    """One verdict per job among ``paths`` (``parse.same_job.job_groups``): recordings that cannot be ranks of one job
+    are judged apart, and no cross-rank claim is ever made between them. ``kwargs``: as ``analyze``'s."""
+    expanded = rank_inputs.expand(list(paths))
+    _no_recording_twice(expanded)
+    found = job_groups(expanded)
+    groups = found[0] if found is not None else [expanded]
+    return [analyze(g, **kwargs) for g in groups]
+
+
+def _no_recording_twice(paths: list) -> None:
+    """The same recording given twice (identical content) would count its work twice: an error naming both."""
+    from .parse import same_job
+    twice = same_job.duplicates([p for p in paths if not isinstance(p, Parsed)])
+    if twice:
+        a, b = twice[0]
+        raise InputError(f"the same recording as {a} (identical content): given twice, its kernels and steps would "
+                         "count twice; give each rank's file once", b)
+
+
+def job_groups(paths: list) -> tuple[list[list], str] | None:
+    """(the inputs split by job, why) when the timeline inputs cannot all be ranks of one job, else None. Counter
+    inputs (ncu) go with every job."""
+    from .parse import same_job
+    from .parse.sniff import Kind
+    timelines, counters, items = [], [], []
     for p in paths:
-        path = p.path if isinstance(p, Parsed) else Path(p)
+        if isinstance(p, Parsed):
+            return None  # the default run's own inputs: one run by construction
         try:
-            kinds[path] = p.kind if isinstance(p, Parsed) else sniff(path)
+            kind = _kind(p)
         except NsighttcError:
-            return None  # the single-run path reports the bad file with its usual message
+            continue  # (named later as a bad input)
+        if kind in (Kind.NCU_CSV, Kind.NCU_REP):
+            counters.append(p)
+            continue
+        if hasattr(p, "url"):
+            from .remote_inputs import head
+            h = head(p, 1 << 20)
+        else:
+            h = rank_inputs._head(Path(p)) if kind is Kind.KINETO_JSON else None
+        timelines.append(p)
+        items.append((p, same_job.facts(p, h, kind)))
+    if len(items) < 2:
+        return None
+    groups, why = same_job.job_groups(items)
+    if why is None:
+        return None
+    return [g + counters for g in groups], why
+
+
+def _kind(p):
+    """The kind of an input (a path, a parsed input, a URL's ``RemoteInput``) from its start."""
+    from .parse.sniff import HEAD_BYTES, kind_of, sniff
+    if isinstance(p, Parsed):
+        return p.kind
+    if hasattr(p, "url"):
+        from .remote_inputs import head
+        return kind_of(p.name, head(p, HEAD_BYTES), p.url)
+    return sniff(Path(p))
+
+
+def _rank_groups(paths: list):
+    """(inputs by rank, shared counter inputs, rank infos, ranks that could not be opened) when the inputs hold two
+    ranks or more, else None. A file that cannot be opened (missing, of no known kind) whose rank its path names is
+    such a rank (``rank_map.RankFailure``): the job is judged without it and says so."""
+    from .parse.sniff import Kind
+    from .rank_map import RankFailure
+    kinds, plain, bad = {}, [], {}
+    for p in paths:
+        path = p.path if isinstance(p, Parsed) else p if hasattr(p, "url") else Path(p)
+        try:
+            kinds[path] = _kind(p)
+        except NsighttcError as exc:
+            bad[path] = exc
+            continue
         plain.append(path)
-    if len(plain) < 2 and not (plain and kinds[plain[0]] is Kind.NSYS_SQLITE and not isinstance(paths[0], Parsed)):
+    if len(plain) + len(bad) < 2 and not (plain and kinds[plain[0]] is Kind.NSYS_SQLITE
+                                          and not isinstance(paths[0], Parsed)):
         return None  # one file is one process, unless it is an nsys export of a whole job
     by_rank, counters, infos = rank_inputs.group(plain, kinds)
-    if len([r for r in by_rank if r >= 0]) < 2:
+    unread: list[RankFailure] = []
+    for path, exc in bad.items():
+        r = rank_inputs.rank_of(path).rank
+        if r is None or r in by_rank:
+            return None  # the single-run path reports the bad file with its usual message
+        unread.append(RankFailure(r, [str(path)], exc.message, exc))
+    if len([r for r in by_rank if r >= 0]) + len(unread) < 2:
         return None
     # inputs the caller had parsed already (profile's default run planned on them) are analysed as they are
     given = {p.path: p for p in paths if isinstance(p, Parsed)}
@@ -185,96 +284,64 @@ def _rank_groups(paths: list):
         raise UsageError("inputs of several ranks, but no rank for "
                          + ", ".join(str(p) for p in by_rank[-1][:3])
                          + " (name it rank<N>, or keep each rank's files in a rank<N>/ directory)")
-    return by_rank, counters, infos
+    if not by_rank:
+        raise unread[0].error
+    return by_rank, counters, infos, unread
 
 
-# --- several ranks: each analysed on its own (in worker processes), then reduced by analysis.ranks -----
-def _rank_job(rank: int, paths: list, kwargs: dict, keep_launches: bool):
-    """One rank's verdict, small enough to send back: its launch table only when asked (one rank's)."""
-    from .parse.timeline import only_process
-    inputs = [only_process(load(p.path), p.pid) if isinstance(p, rank_inputs.ProcessInput) else p for p in paths]
-    v = analyze(inputs, **kwargs)
-    for i, p in zip(v.inputs, paths):
-        if isinstance(p, rank_inputs.ProcessInput):
-            i["path"] = str(p)
-    compacted = tensor_cores.compact(v.launches)
-    if not keep_launches:
-        v.launches = v.launches.iloc[0:0].copy()  # a view would keep the whole table alive in-process
-    return rank, v, compacted
+# --- several ranks: each analysed on its own (rank_map: here, in processes or on a cluster), then reduced ----------
+# The ranks' per-kernel rows are combined this many ranks at a time, then the batches' results: a job of thousands of
+# ranks never holds every rank's table at once (a job of up to this many gets the one combination it always had).
+REDUCE_BATCH = 256
+def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | None, kwargs: dict,
+                   unread: list | None = None, executor=None, progress=None) -> Verdict:
+    """Every rank on its own (``rank_map``), then the job: rank table, distributed verdict, cross-rank
+    Tensor Core roll-up. The timeline, ranges and findings shown are the straggler's (else the lowest rank's).
+    ``unread``: ranks whose files could not even be opened (``rank_map.RankFailure``), named like the failed ones."""
+    from . import rank_map
+    with rank_map.RankMap(by_rank, counters, jobs, kwargs, analyze, executor, progress) as m:
+        return _reduce_ranks(m, infos, kwargs, unread or [])
 
 
-# Ranks are analysed in worker processes (``jobs`` None: one per core) only when their inputs are big enough to pay for
-# the processes' start (spawn, then importing pandas and the analysis in each): on this repository's 2-core CPU machine
-# two ranks of 2-10 MB each (tests/fixtures/ddp/straggler_torch, straggler_nsys, unmarked/ddp_uneven) took 0.47-0.62 s
-# one after the other against 0.80-0.89 s in two processes. A compressed input counts as GZIP_RATIO times its size on
-# disk (the fixtures: torch JSON 13.6x, nsys SQLite 3.2-3.3x).
-RANKS_IN_PROCESSES_MIN_BYTES = 48 * 2**20
-GZIP_RATIO = 8
-
-
-def input_bytes(inputs: list) -> float:
-    """The ranks' inputs' size as read (compressed files at ``GZIP_RATIO``); an input already parsed counts nothing
-    (there is nothing left to read, and a worker process would be sent the whole table), any other input that is
-    not a file as large."""
-    total = 0.0
-    for x in inputs:
-        if isinstance(x, Parsed):
-            continue
-        try:
-            size = os.path.getsize(x)
-        except (TypeError, OSError):
-            return float("inf")
-        total += size * (GZIP_RATIO if str(x).endswith(".gz") else 1)
-    return total
-
-
-def rank_jobs(jobs: int | None, inputs: list) -> int:
-    """How many ranks are analysed at once: ``jobs`` if given, else one per core where the ranks' ``inputs`` are big
-    enough (``RANKS_IN_PROCESSES_MIN_BYTES``), else 1 (here, one after the other)."""
-    if jobs is None and input_bytes(inputs) < RANKS_IN_PROCESSES_MIN_BYTES:
-        return 1
-    return max(1, jobs or os.cpu_count() or 1)
-
-
-def analyze_ranks(by_rank: dict[int, list], counters: list, jobs: int | None, kwargs: dict):
-    """Analyse every rank (in ``rank_jobs`` processes; 1 = here, one rank at a time). Returns
-    {rank: (verdict, compacted launches)}; the lowest rank keeps its launch table."""
-    jobs = rank_jobs(jobs, [x for r in by_rank for x in by_rank[r]])
-    low = min(by_rank)
-    work = [(r, [*by_rank[r], *counters], kwargs, r == low) for r in sorted(by_rank)]
-    results = {}
-    if jobs == 1 or len(work) == 1:
-        for w in work:
-            r, v, c = _rank_job(*w)
-            results[r] = (v, c)
-            gc.collect()  # analysis runs with the cyclic collector paused: free each rank's cycles before the next
-        return results
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-    ctx = mp.get_context("spawn")  # no fork: the caller may hold threads (profile's progress, pools)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(work)), mp_context=ctx) as pool:
-        futures = [pool.submit(_rank_job, *w) for w in work]
-        for f in futures:
-            r, v, c = f.result()
-            results[r] = (v, c)
-    return results
-
-
-def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | None, kwargs: dict) -> Verdict:
-    """Every rank on its own (in parallel), then the job: rank table, distributed verdict, cross-rank
-    Tensor Core roll-up. The timeline, ranges and findings shown are the straggler's (else the lowest rank's)."""
+def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
+    """The job's verdict from the ranks' summaries (``rank_map.summarize``), with the full verdicts of the rank it
+    shows and of the lowest rank brought from where they were made."""
     from .analysis import peak
-    results = analyze_ranks(by_rank, counters, jobs, kwargs)
-    rows = [ranks_mod.rank_row(r, results[r][0]) for r in sorted(results)]
+    failures = sorted([*unread, *m.failures], key=lambda f: f.rank)
+    if not m.summaries:  # no rank could be analysed: the first one's error, as a single bad input's
+        first = failures[0]
+        if first.error is not None and isinstance(first.error, NsighttcError):
+            raise first.error
+        raise ParseError(f"no rank could be analysed; rank {first.rank}: {first.reason}")
+    # the summaries unpacked one at a time (rank order); what the reduce keeps of them is folded a batch at a time
+    ok_rows, kernel_batches, compacted_batches, warnings, inputs = [], [], [], [], []
+    kernels, compacted = [], []
+    for s in m.unpacked():
+        ok_rows.append(s["row"])
+        kernels.append(s["kernels"])
+        compacted.append(s["compacted"])
+        warnings += [w for w in s["warnings"] if w not in warnings]
+        inputs += [i for i in s["inputs"] if i["kind"] not in ("ncu-csv", "ncu-rep")]
+        if len(kernels) == REDUCE_BATCH:
+            kernel_batches.append(tensor_cores.combine_kernel_rows(kernels))
+            compacted_batches.append(pd.concat(compacted, ignore_index=True))
+            kernels, compacted = [], []
+    if kernels:
+        kernel_batches.append(tensor_cores.combine_kernel_rows(kernels))
+        compacted_batches.append(pd.concat(compacted, ignore_index=True))
+    del kernels, compacted
+    rows = sorted([*ok_rows, *(ranks_mod.failed_row(f.rank, f.inputs, f.reason) for f in failures)],
+                  key=lambda r: r["rank"])
+    results = m.summaries
     sizes = {i.world_size for i in infos.values() if i.world_size}
     dist = ranks_mod.distributed(rows, sizes.pop() if len(sizes) == 1 else None)
     complete = [r["rank"] for r in rows if r["complete"] and r["rank"] is not None] or sorted(results)
     shown = dist["straggler"]["rank"] if dist["straggler"] else min(complete)
-    sv = results[shown][0]
-    low = results[min(results)][0]
-    compacted = pd.concat([c for _, c in results.values()], ignore_index=True)
+    sv = m.verdict(shown)
+    low = sv if min(results) == shown else m.verdict(min(results))
+    compacted = _concat(compacted_batches)
     summary = tensor_cores.rollup(tensor_cores.compact(compacted), yes_threshold=kwargs["yes_threshold"])
-    kernel_rows = tensor_cores.combine_kernel_rows([v.kernels for v, _ in results.values()])
+    kernel_rows = kernel_batches[0] if len(kernel_batches) == 1 else tensor_cores.combine_kernel_rows(kernel_batches)
     gpu_name = (sv.device or {}).get("name")
     gpu_peak = peak.match(gpu_name)
     kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], gpu_peak)
@@ -282,13 +349,13 @@ def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | No
     summary["off_tc_dtypes"] = tensor_cores.off_tc_dtypes(kernel_rows)
     summary["unknown_kernels"] = tensor_cores.unknown_kernels(kernel_rows)
     found = sorted(ranks_mod.findings(rows, dist) + list(sv.findings), key=lambda f: -f.time_ns)
-    warnings = list(dict.fromkeys(w for v, _ in results.values() for w in v.warnings))
     warnings += [f"rank {r['rank']}: {r['reason']}; left out of the job's verdict" for r in dist["incomplete_ranks"]]
+    # (which rank's launch table ``Verdict.launches`` holds is the Python API's business, not the verdict's: the lowest
+    # rank's, or none where the ranks ran on a cluster and sent back their summaries only; docs/api.md)
     warnings.append(f"{len(rows)} ranks analysed one by one; the timeline, ranges and findings shown are rank "
                     f"{shown}'s ({'the straggler' if dist['straggler'] else 'the lowest rank'}); the Tensor Core "
-                    f"numbers cover every rank; `launches` holds rank {min(results)}'s")
+                    f"numbers cover every rank")
     dist["timeline_rank"] = shown
-    inputs = [i for v, _ in results.values() for i in v.inputs if i["kind"] not in ("ncu-csv", "ncu-rep")]
     inputs += [i for i in low.inputs if i["kind"] in ("ncu-csv", "ncu-rep")]
     v = Verdict(inputs, sv.device, summary, kernel_rows, sv.ranges, found, low.launches, warnings, sv.timeline)
     v.ranks = [ranks_mod.public(r) for r in rows]

@@ -86,6 +86,10 @@ class Verdict:
         # the headline every output shows (Markdown, terminal, the GitHub Action), beside the verdict it words
         from .render.markdown import tc_headline
         doc["tensor_cores"]["headline"] = tc_headline(doc["tensor_cores"])
+        vendor = (self.device or {}).get("vendor")
+        if vendor:  # Tensor Cores are NVIDIA's: say what the verdict means on another vendor's GPU
+            doc["tensor_cores"]["headline"] += (f" ({vendor} GPU: its matrix cores judged by kernel names alone, no "
+                                                "counters; Tensor Core measurements are NVIDIA's)")
         if self.timeline is not None:
             doc["timeline"] = self.timeline
         if self.ranks is not None:

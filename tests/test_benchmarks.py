@@ -67,3 +67,19 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
     long = next(e for e in doc if e["program"] == "long_resnet")
     assert long["time_to_verdict_s"]["first"] < long["startup_s"] + 60 < long["plain_s"][0]
     assert long["time_to_verdict_s"]["ratio_full_run"] <= 1.05
+
+def test_shipped_reports_hold_no_machine_paths():
+    """Issue 53: reports made on the GPU machine are committed without its paths (benchmarks/scrub_paths.py rewrites
+    them: relative to the run directory, else the last two parts)."""
+    import importlib.util
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("scrub_paths", root / "benchmarks" / "scrub_paths.py")
+    scrub = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scrub)
+    left = [str(f.relative_to(root)) for f in scrub.files([root / "reports"])
+            if scrub.MACHINE_PATH.search(f.read_text(encoding="utf-8", errors="surrogateescape"))]
+    assert not left, f"machine paths in {left[:5]}: run python benchmarks/scrub_paths.py"
+    assert scrub.scrub_text('"/root/out/work/runs/20261122-vgg16/torch_trace.json"', "20261122-vgg16") == \
+        '"torch_trace.json"'
+    assert scrub.scrub_text("-o /tmp/wa/work/x/ncu --nvtx", "other") == "-o …/x/ncu --nvtx"

@@ -89,6 +89,8 @@ def lookup(names: pd.Series, cc: pd.Series | None) -> pd.DataFrame:
     u_tc, u_dtype = np.full(m + 1, None, dtype=object), np.full(m + 1, None, dtype=object)
     u_detail, u_rule = np.full(m + 1, None, dtype=object), np.full(m + 1, None, dtype=object)
     for i, (name, c) in enumerate(uniques):
+        if c and not str(c)[:1].isdigit() and not pd.isna(c):
+            continue  # another vendor's GPU (an AMD device: ``parse.kineto.device_vendor``): NVIDIA's measurements say nothing
         hit = lookup_one(kernel_key(name), c if c and str(c)[:1].isdigit() else None) \
             if isinstance(name, str) else None
         if hit is not None:

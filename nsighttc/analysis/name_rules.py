@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import families
+from . import function_names as fnames
 
 # Where facts were seen: H200 = shared/fixtures/h200 (ncu 2025.3.1, measured against sm__ops_path_tensor_*).
 H200 = "measured on H200 (fixtures/h200)"
@@ -62,9 +63,16 @@ class NameRule:
     tensor_core: bool | None
     dtype: str | None | Callable[[str], str | None]
     seen: str
+    # what the pattern reads (``function_names``): "function" (the qualified function name, and the kernel a launcher
+    # template launches), or "signature" (with the template arguments too, for rules that read them on purpose)
+    on: str = "function"
 
     def dtype_for(self, name: str) -> str | None:
-        return self.dtype(name) if callable(self.dtype) else self.dtype
+        """The dtype the name states: read in the function name and its template arguments (never the parameters)."""
+        return self.dtype(fnames.signature(name)) if callable(self.dtype) else self.dtype
+
+    def matches(self, name: str) -> bool:
+        return bool(self.pattern.search(fnames.signature(name) if self.on == "signature" else fnames.function(name)))
 
 
 _CUDA_CORE_DTYPES = ((re.compile(r"dgemm|f64f64|double", re.I), "fp64"),
@@ -88,8 +96,23 @@ _MATRIX_WORDS = (r"gemm|gemv|conv(?!ert)|fprop|dgrad|wgrad|matmul|bmm|[_hgiwd]mm
                  r"sdpa|cutlass")
 
 
-def _r(id_, pattern, tc, dtype, seen):
-    return NameRule(id_, re.compile(pattern), tc, dtype, seen)
+def _tensile_dtype(name: str) -> str | None:
+    """Tensile's data type letter after the operand layouts (``Cijk_Alik_Bljk_SB_...``: S single, H half, B bfloat16,
+    D double, I8 int8). Single precision on matrix cores has no name among NVIDIA's Tensor Core dtypes (it is not TF32):
+    left unsaid."""
+    import re as _re
+    m = _re.match(r"^Cijk_[A-Za-z]+_[A-Za-z]+_(I8|[DHB])", name)
+    return {"D": "fp64", "H": "fp16", "B": "bf16", "I8": "int8"}.get(m.group(1)) if m else None
+
+
+def _r(id_, pattern, tc, dtype, seen, on="function"):
+    return NameRule(id_, re.compile(pattern), tc, dtype, seen, on)
+
+
+# Where facts come from that are not our own measurement: NVIDIA's and AMD's documentation of their libraries' names.
+CUDNN_DOCS = "cuDNN's kernel families (peer knowledge: NVIDIA documentation and DLProf's tables, not measured by us)"
+TENSILE_DOCS = ("rocBLAS/hipBLASLt Tensile kernel names (peer knowledge: Tensile's naming, `MI<M>x<N>x<K>` = the MFMA "
+                "matrix instruction the kernel is built on; AMD MI250 trace of HolisticTraceAnalysis's test data)")
 
 
 # Communication between GPUs: collectives and peer reductions. Never Tensor Core work, never "unknown"; the
@@ -118,7 +141,19 @@ RULES: tuple[NameRule, ...] = (
        r"gemv2T_kernel|gemv2N_kernel|gemvx|gemv_kernel|\bgemv", False, None,
        H200 + ": cutlass_80_simt_sgemm, gemv2T_kernel_val"),
     _r("cublas-internal-float", r"internal::kernel<int, int, float, float, float, float", False, None,
-       H200 + ": cuBLAS internal::kernel<...float...> in vgg16_fp32"),
+       H200 + ": cuBLAS internal::kernel<...float...> in vgg16_fp32", on="signature"),
+    # cuDNN's fp32 convolutions before TF32: the "s" of scudnn is single precision, FFMA on CUDA cores; the dgrad/wgrad
+    # engines of fp32 convolutions name their type first (V100 fp32 CNN, HolisticTraceAnalysis's test data: 38% of
+    # its kernel time had no answer)
+    _r("cudnn-scudnn", r"(^|_)(maxwell|pascal|volta|turing|ampere|sm\d+)_scudnn", False, None, CUDNN_DOCS),
+    _r("cudnn-fp32-engines", r"(^|::)(dgrad|dgrad2d|wgrad|wgrad_alg\d+|dgrad_alg\d+)_engine<float\b", False, None,
+       CUDNN_DOCS + "; the engines' first template argument is the data type", on="signature"),
+    _r("cudnn-fft-winograd-transforms", r"(^|::)(fft2d_[rc]2[rc]|fft1d_[rc]2[rc]|fft2d_r2c|fft2d_c2r)|"
+       r"winograd_nonfused::winograd\w*(Data|Output|Filter|Delta)\w*", False, None,
+       CUDNN_DOCS + ": the FFT and Winograd convolutions' data transforms (the products are separate GEMM kernels)"),
+    # --- AMD matrix cores: Tensile GEMMs named after the MFMA instruction they use; the rest use vector ALUs ---
+    _r("amd-tensile-mfma", r"^Cijk_.*_MI\d+x\d+x\d+|mfma", True, _tensile_dtype, TENSILE_DOCS),
+    _r("amd-tensile-valu", r"^Cijk_", False, None, TENSILE_DOCS + ": no MI<...> in the name, no MFMA"),
     # --- Tensor Cores ---
     _r("nvjet", r"^nvjet_", True, _nvjet_dtype, H200 + ": nvjet_sm90_hsh/tst/qqtst (cuBLAS on Hopper)"),
     _r("xmma-typed", r"sm\d+_xmma_.*(f16f16|bf16bf16|tf32f32|f64f64|i8i8|e4m3|e5m2|tensor\d+x\d+x\d+)", True,
@@ -129,6 +164,9 @@ RULES: tuple[NameRule, ...] = (
        H200 + ": cutlass_75_tensorop_f16_s1688gemm, cutlass_80_wmma_tensorop_i161616gemm_s8"),
     _r("legacy-mma-gemm", r"(volta|turing|ampere|sm\d+)_(fp16_|bf16_|int8_)?[hsdi](884|1688|16816|16832|8816|"
        r"88128)gemm", True, _typed_dtype, PEER + " (material: turing_fp16_s1688gemm on RTX 2080)"),
+    _r("cudnn-mma-conv", r"(volta|turing|ampere|sm\d+)_(fp16_|bf16_|int8_)?[hsi](884|1688|16816|8816)cudnn", True,
+       lambda n: "int8" if re.search(r"_i8816|int8", n) else "bf16" if "bf16" in n else "fp16", CUDNN_DOCS +
+       ": h884/s884 (Volta), h1688/s1688 (Turing), 16816 (Ampere) are the HMMA shapes of fp16 convolutions"),
     _r("flash-attention", r"flash_fwd|flash_bwd|pytorch_flash::|fmha_cutlass[FB]_(f16|bf16)|fmha_.*_(f16|bf16)",
        True, None, PEER + ": FlashAttention kernels issue mma for fp16/bf16"),
     # --- No matrix work at all: PyTorch/Inductor elementwise, reductions, copies, pooling ---
@@ -179,6 +217,19 @@ RULES: tuple[NameRule, ...] = (
 )
 
 
+# Architecture facts, applied per launch with the recording's compute capability (``tensor_cores.ladder``): a kernel whose
+# name states fp32 or fp64 data on a GPU below compute capability 8.0 ran on CUDA cores, whatever else its name says.
+PRE_AMPERE_FP32 = NameRule(
+    "no-tf32-before-sm80", re.compile(r"$^"), False, None,
+    "NVIDIA's architecture: TF32 and fp64 Tensor Core math (DMMA) start with compute capability 8.0 (A100); Volta and "
+    "Turing Tensor Cores take fp16 (and int8/int4 on Turing) only, so an fp32 or fp64 kernel there ran on CUDA cores")
+
+
+def stated_dtype(name: str) -> str | None:
+    """The data type a kernel's name states (``_cuda_core_dtype`` on its function name and template arguments)."""
+    return _cuda_core_dtype(fnames.signature(name))
+
+
 NO_RULE_WHY = "no measurement or name rule knows this kernel name, and no hardware counters were collected"
 
 
@@ -190,9 +241,10 @@ def unknown_why(rule_id: str | None) -> str:
 
 
 def match(name: str) -> tuple[bool | None, str | None, str | None]:
-    """(tensor_core, dtype, rule id) for one kernel name; (None, None, None) when no rule knows it."""
+    """(tensor_core, dtype, rule id) for one kernel name, judged by its function name (``function_names``); (None, None,
+    None) when no rule knows it."""
     for rule in RULES:
-        if rule.pattern.search(name):
+        if rule.matches(name):
             return rule.tensor_core, (rule.dtype_for(name) if rule.tensor_core else None), rule.id
     return None, None, None
 
@@ -220,18 +272,26 @@ ncu_kernel_filter = families.ncu_kernel_filter
 # these when they did not use Tensor Cores.
 MATRIX_WORK = re.compile(
     r"gemm|gemv|conv|fprop|dgrad|wgrad|matmul|_mm_|bmm|xmma|nvjet|cutlass|sdpa|attention|flash|fmha|"
-    r"cublas|cudnn_generated|s1688|h884|16816|tensorop|\bmm\b|linear|^triton_tem_", re.IGNORECASE)
+    r"cublas|cudnn_generated|s1688|h884|s884|16816|tensorop|scudnn|\bmm\b|(?<![a-z])linear(?!ize)|^triton_tem_|"
+    r"^Cijk_|mfma|^internal::kernel\b", re.IGNORECASE)  # (cuBLAS's internal::kernel<...>: its small GEMMs)
 _NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel|reduce_wgrad|epilogue|nccl|"
                          r"all_reduce|cross_device", re.IGNORECASE)
 
 
-def name_mask(names: pd.Series, pattern: re.Pattern | str, exclude: re.Pattern | str | None = None) -> pd.Series:
-    """Boolean mask of names matching ``pattern`` (and not ``exclude``), evaluated once per distinct name:
-    a trace has a million launches but only hundreds of kernel names."""
+def _whole(name: str) -> str:
+    return name
+
+
+def name_mask(names: pd.Series, pattern: re.Pattern | str, exclude: re.Pattern | str | None = None,
+              view: Callable[[str], str] = _whole) -> pd.Series:
+    """Boolean mask of names whose ``view`` (default: the whole name; ``function_names.function``/``base``/``signature``
+    for its parts) matches ``pattern`` (and not ``exclude``), evaluated once per distinct name: a trace has a million
+    launches but only hundreds of kernel names."""
     rx = re.compile(pattern) if isinstance(pattern, str) else pattern
     ex = re.compile(exclude) if isinstance(exclude, str) else exclude
     codes, uniques = pd.factorize(names)
-    hit = np.array([bool(rx.search(str(u))) and not (ex is not None and ex.search(str(u))) for u in uniques]
+    seen = [view(str(u)) for u in uniques]
+    hit = np.array([bool(rx.search(v)) and not (ex is not None and ex.search(v)) for v in seen]
                    + [False], dtype=bool)  # code -1 (missing name) -> the trailing False
     return pd.Series(hit[codes], index=names.index)
 
@@ -242,4 +302,6 @@ def is_communication(names: pd.Series) -> pd.Series:
 
 
 def is_matrix_work(names: pd.Series) -> pd.Series:
-    return name_mask(names, MATRIX_WORK, _NOT_MATRIX)
+    """Matrix-work kernels, judged by the function name's last part (``function_names.base``): never by a namespace
+    (``fbgemm_gpu::``), a template argument or a parameter type (``cublasTransposeParams``)."""
+    return name_mask(names, MATRIX_WORK, _NOT_MATRIX, view=fnames.base)

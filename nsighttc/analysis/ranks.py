@@ -4,7 +4,7 @@ from the verdicts of its ranks.
 Why per rank: ranks of a data-parallel job wait for each other in every collective, so one slow rank (a
 data loader, a host sync, a throttled GPU) makes every other rank's GPU sit in NCCL kernels that count
 as "busy". Merging all ranks into one kernel table hides that. So every rank is analysed alone
-(``api.analyze_ranks``: ``api.analyze`` on its own files plus the run's Nsight Compute evidence, which is per
+(``rank_map.analyze_ranks``: ``api.analyze`` on its own files plus the run's Nsight Compute evidence, which is per
 kernel and holds for every rank, in parallel processes whose memory is bounded by the files analysed at
 once; which input is which rank: ``parse.ranks``), and this module reduces the per-rank verdicts: a pure
 function of them, testable without any trace.
@@ -75,6 +75,9 @@ def rank_row(rank: int, v) -> dict:
         "exposed_comm_share": comm.get("exposed_comm_share", 0.0) if tl else None,
         "exposed_comm_per_step_ns": per_step_wait,
         "communication_kernel_ns": comm.get("communication_kernel_ns", 0.0),
+        # every rank's overlap, not only the rank whose timeline the report shows (issue 52): the share of its
+        # communication kernels' time that had compute beside it
+        "comm_overlapped_share": _overlapped(comm) if tl else None,
         # Tensor Core share of the compute kernels' time: a waiting rank's long NCCL kernels must not make its
         # share look smaller than an identical rank's (H200 x2 straggler run: 10% vs 30% of all kernel time)
         "tc_compute_share": _tc_compute_share(v.tensor_cores, comm.get("communication_kernel_ns", 0.0)),
@@ -95,6 +98,26 @@ def rank_row(rank: int, v) -> dict:
         "_frames_per_step": {frame_words(f): f["idle_ns"] / n_steady for f in dom.get("host_frames") or []}
         if dom else {},
     }
+
+
+def _overlapped(comm: dict) -> float | None:
+    total = comm.get("communication_kernel_ns") or 0.0
+    if total <= 0:
+        return None
+    return float(min(max(1.0 - (comm.get("exposed_comm_ns") or 0.0) / total, 0.0), 1.0))
+
+
+def failed_row(rank: int, inputs: list[str], reason: str) -> dict:
+    """The rank table's line of a rank that could not be analysed (its file missing or corrupt, its worker lost, past
+    the timeout: ``rank_map``): named, with why, and never part of a cross-rank claim."""
+    return {"rank": rank, "inputs": list(inputs), "tc_time_share": None, "tc_verdict": None, "gpu_busy_share": None,
+            "compute_busy_share": None, "median_step_ns": None, "own_step_ns": None, "exposed_comm_share": None,
+            "exposed_comm_per_step_ns": None, "communication_kernel_ns": 0.0, "comm_overlapped_share": None,
+            "tc_compute_share": None,
+            "kernel_time_ns": 0.0, "verdict": None, "headline_cause": None, "step_family": None, "_iterations": [],
+            "_warmup": 0, "_all_iterations": [], "_per_step": {}, "complete": False,
+            "incomplete_reason": f"it could not be analysed: {reason}", "_own_iterations": [], "_collectives": [],
+            "host": None, "_compute_kernels": [], "_frames_per_step": {}}
 
 
 def _own_iterations(dom: dict, warm: int) -> list[float]:

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-from .common import DETAIL, FORMAT, FORMAT_HELP, _markdown, _saved_verdict, _show, _write, note, verbosity
+from .common import DETAIL, FORMAT, FORMAT_HELP, _LEVEL, _markdown, _saved_verdict, _show, _write, note, verbosity
 
 
-@click.command()
+@click.command(short_help="A verdict from ncu, nsys or torch.profiler outputs.")
 @verbosity
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=FORMAT, default=None, help=FORMAT_HELP)
@@ -32,11 +32,27 @@ from .common import DETAIL, FORMAT, FORMAT_HELP, _markdown, _saved_verdict, _sho
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
               help="Ranks analysed at once, one process each (default: one per core when the ranks' files hold "
                    "more than ~48 MB, else one after the other in this process, which is faster for small ones). "
-                   "Memory grows with N, not with the number of ranks.")
+                   "Memory grows with N, not with the number of ranks. With --executor dask: the LocalCluster's "
+                   "workers.")
+@click.option("--executor", metavar="processes|local|dask|dask://HOST:PORT", default=None,
+              help="Where the ranks' analyses run. processes (default): this machine's processes (--jobs); local: "
+                   "here, one after the other; dask: a Dask LocalCluster sized to this machine; dask://HOST:PORT: "
+                   "an existing Dask cluster (Slurm via dask-jobqueue, Kubernetes via dask-kubernetes), one task per "
+                   "rank: its workers read the files where they lie (a shared filesystem path, or an fsspec URL "
+                   "such as s3://bucket/job/) and send back the rank's summary; the job's verdict is made here. "
+                   "Needs pip install 'nsighttc[dask]'. See docs/distributed.md.")
+@click.option("--same-job-check/--no-same-job-check", default=True, show_default=True,
+              help="Refuse recordings that cannot be ranks of one job (other world sizes, GPUs or process-group "
+                   "backends, or recorded more than a day apart). --no-same-job-check: one verdict per job, never a "
+                   "claim across them (JSON: a list of verdicts).")
+@click.option("--rank-timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="A rank not analysed after this long (processes, dask) is given up and named in the verdict as "
+                   "incomplete [default: 1800].")
 @DETAIL
 def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold: float, step_range: str | None,
             cpu_bound: float, gpu_bound: float, min_wall_ms: float, min_kernels: int, range_: str | None,
-            jobs: int | None, detail: str) -> None:
+            jobs: int | None, executor: str | None, same_job_check: bool, rank_timeout: float | None,
+            detail: str) -> None:
     """Analyse profiler outputs and print the verdict.
 
     INPUTS: Nsight Compute CSV exports (`ncu -i R.ncu-rep --csv --page raw --print-units base`, or
@@ -58,16 +74,60 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
         raise UsageError(f"--cpu-bound ({cpu_bound}) must not exceed --gpu-bound ({gpu_bound})")
     th = Thresholds(cpu_bound=cpu_bound, gpu_bound=gpu_bound, min_wall_ns=min_wall_ms * 1e6, min_kernels=min_kernels)
     t0 = time.perf_counter()
-    verdict = run_analysis(list(inputs), yes_threshold=yes_threshold, thresholds=th, step_range=step_range,
-                           range_name=range_, jobs=jobs)
-    note(f"nsighttc: analysed {len(inputs)} input(s), {len(verdict.launches):,} kernel launches in "
+    from ..render.progress import Progress
+    say = Progress(_LEVEL["value"], echo=lambda s: click.echo(s, err=True))
+    ex = None
+    try:
+        if executor is not None or rank_timeout is not None:
+            from .. import executors
+            if executor not in (None, "processes", "local") or rank_timeout is not None:
+                say(f"[ranks] executor {executor or 'processes'}" + (" (starting a local Dask cluster)"
+                                                                     if executor == "dask" else ""))
+            ex = executors.make(executor, jobs, timeout_s=rank_timeout)
+        kw = dict(yes_threshold=yes_threshold, thresholds=th, step_range=step_range, range_name=range_, jobs=jobs,
+                  executor=ex, progress=_rank_progress(say))
+        if same_job_check:
+            verdicts = [run_analysis(list(inputs), **kw)]
+        else:
+            from ..api import analyze_jobs
+            verdicts = analyze_jobs(list(inputs), **kw)
+    finally:
+        if ex is not None:
+            ex.close()
+        say.close()
+    note(f"nsighttc: analysed {len(inputs)} input(s), {sum(len(v.launches) for v in verdicts):,} kernel launches in "
          f"{time.perf_counter() - t0:.2f} s", level=2)
-    for w in verdict.warnings:
-        note(f"nsighttc: note: {w}")
-    _show(verdict.to_json(), fmt, output, list(inputs), detail=detail)
+    for v in verdicts:
+        for w in v.warnings:
+            note(f"nsighttc: note: {w}")
+    if len(verdicts) == 1:
+        _show(verdicts[0].to_json(), fmt, output, list(inputs), detail=detail)
+        return
+    _show_jobs([v.to_json() for v in verdicts], fmt, output, list(inputs), detail)
 
 
-@click.command()
+def _show_jobs(docs: list[dict], fmt: str | None, output: str | None, inputs: list[str], detail: str) -> None:
+    """Several jobs' verdicts (--no-same-job-check): a JSON list, or one Markdown document per job in a row."""
+    import json
+    if fmt == "json":
+        _write(json.dumps(docs, indent=2, allow_nan=False) + "\n", output, inputs)
+        return
+    from ..render.markdown import render
+    parts = []
+    for i, doc in enumerate(docs, 1):
+        files = ", ".join(f"`{x['path']}`" for x in doc["inputs"])
+        parts.append(f"# Job {i} of {len(docs)}: {files}\n\n" + render(doc, detail=detail))
+    _write("\n\n".join(parts), output, inputs)
+
+
+def _rank_progress(say):
+    """The per-rank progress line (a live line on a terminal, one line every few seconds in a log)."""
+    def progress(done: int, total: int, failed: int) -> None:
+        say(f"[ranks] analysed {done}/{total}" + (f", {failed} failed" if failed else ""))
+    return progress
+
+
+@click.command(short_help="Re-render a saved verdict (Markdown, JSON, plots).")
 @verbosity
 @click.argument("source", type=click.Path(exists=False))
 @click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
@@ -93,7 +153,7 @@ def report(source: str, fmt: str, output: str | None, plots: bool, detail: str) 
     _write(text, output, [source])
 
 
-@click.command()
+@click.command(short_help="Compare two verdicts; a CI gate.")
 @verbosity
 @click.argument("base", type=click.Path())
 @click.argument("new", type=click.Path())
@@ -134,7 +194,7 @@ def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slow
         raise click.exceptions.Exit(1)
 
 
-@click.command()
+@click.command(short_help="Real H200 verdicts shipped with nsighttc (no GPU needed).")
 @verbosity
 @click.option("--format", "fmt", type=FORMAT, default=None, help=FORMAT_HELP)
 @click.option("--which", type=click.Choice(["both", "counters", "timeline"]), default="both", show_default=True,

@@ -11,7 +11,9 @@ from ..errors import UsageError
 from .common import DETAIL, FORMAT, FORMAT_HELP, STEPS_OR_AUTO, _LEVEL, _show, note, verbosity
 
 
-@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(short_help="Profile a program: Tensor Cores, and GPU- or host-bound.",
+               options_metavar="[OPTIONS]",
+               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @verbosity
 @click.option("--engine", type=click.Choice(["auto", "ncu", "nsys", "torch"]), default="auto", show_default=True,
               help="auto: the timeline (torch.profiler, else nsys) plus an Nsight Compute pass for just the kernels "
@@ -80,7 +82,7 @@ from .common import DETAIL, FORMAT, FORMAT_HELP, STEPS_OR_AUTO, _LEVEL, _show, n
               help="ncu: also profile elementwise/pooling/copy kernels (their 'no' is otherwise taken from names).")
 @click.option("--timeline", is_flag=True, hidden=True, help="Accepted for old command lines: the default run has the timeline.")
 @click.option("--format", "fmt", type=FORMAT, default=None, help="What to print at the end. " + FORMAT_HELP)
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="PROGRAM [ARGS]... | -- COMMAND [ARGS]...")
 def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, step_marks, host_samples,
             sample_ms, warmup,
             window_steps, full_run, detail, whole_program, out, range_, annotate,
@@ -144,12 +146,33 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
         raise click.exceptions.Exit(result.exit_code)
 
 
-@click.command("try", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+# ``try``'s exit code when its comparison has nothing to compare: the baseline failed, or every variant asked for did
+# (docs/bad-input.md)
+TRY_FAILED = 7
+
+
+def _variants_epilog() -> str:
+    """Every variant ``try`` knows, from the launcher's own table (``runtime.variants.VARIANTS``): it cannot drift."""
+    import textwrap
+    from ..runtime.variants import VARIANTS
+    lines = ["\b", "Variants (--variant NAME; A+B applies both in one run):"]
+    for name, what in VARIANTS.items():
+        if name != "baseline":
+            lines += textwrap.wrap(what, 96, initial_indent=f"  {name:<24} ", subsequent_indent=" " * 27)
+    return "\n".join(lines)
+
+
+def _variant_names() -> str:
+    from ..runtime.variants import VARIANTS
+    return ", ".join(n for n in VARIANTS if n != "baseline")
+
+
+@click.command("try", short_help="Run the advice as variants of the program and compare.", epilog=_variants_epilog(),
+               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @verbosity
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
-              help="Run the program under this variant too (repeatable): tf32, no-tf32, bf16-autocast, fp16-autocast, "
-                   "cudnn-benchmark, workers=N, pin-memory; A+B applies both in one run; auto (the default): those "
-                   "the baseline's findings point to.")
+              help=f"Run the program under this variant too (repeatable): {_variant_names()} (each below); A+B "
+                   "applies both in one run; auto (the default): those the baseline's findings point to.")
 @click.option("--metric", metavar="REGEX",
               help="The program's own metric: the last match in its output, first group (e.g. '([\\d.]+) images/s').")
 @click.option("--step-range", metavar="NAME",
@@ -176,7 +199,7 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
                    "`nsighttc profile`, instead of profiling the baseline here.")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default=None,
               help="Print the comparison (default: a summary; the files are always written).")
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="PROGRAM [ARGS]... | -- COMMAND [ARGS]...")
 def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, annotate, no_cache, repeat, explain,
          full_run, verdict_file, fmt, args) -> None:
     """Run a program as it is and under variants, and compare what each bought.
@@ -193,8 +216,8 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     Each variant is applied from the launcher, without editing the program: TF32 flags, the whole program
     inside torch.autocast, cuDNN autotuning, DataLoader defaults (only loaders left at num_workers=0 /
     pin_memory=False), the main model's forward through torch.compile (compile, compile-reduce-overhead:
-    CUDA graphs), the main model in channels_last, transformers' generate() with a static KV cache
-    (static-cache). Steps still getting faster at a run's end give no number: "never settled".
+    CUDA graphs), the main model in the channels-last memory format (channels-last), transformers' generate()
+    with a static KV cache (static-cache). Steps still getting faster at a run's end give no number: "never settled".
 
     
     Speed is measured without a profiler: each run is plain, its steps timed at their boundaries (CUDA
@@ -244,13 +267,21 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     for n in doc.get("notes", []):
         note(f"nsighttc: note: {n}")
     note(f"nsighttc: comparison: {result.run_dir / 'try.md'}")
-    slower = [v["name"] for v in doc["variants"] if v["status"] == "ok" and v.get("speedup") and v["speedup"] < 1.0]
+    variants_run = doc["variants"][1:]
+    if base["status"] != "ok":
+        raise click.exceptions.Exit(TRY_FAILED)
+    if variants_run and all(v["status"] != "ok" for v in variants_run):
+        note("nsighttc try: every variant failed: " + "; ".join(f"{v['name']}: {v.get('error')}" for v in variants_run),
+             level=0)
+        raise click.exceptions.Exit(TRY_FAILED)
+    slower = [v["name"] for v in doc["variants"] if v["status"] == "ok" and v.get("speedup") and v["speedup"] < 1.0
+              and v.get("change") == "slower"]
     if fail_if_slower and slower:
         note(f"nsighttc try: slower than the baseline: {', '.join(slower)}", level=0)
         raise click.exceptions.Exit(1)
 
 
-@click.command()
+@click.command(short_help="What this machine can profile, and what to fix.")
 @verbosity
 @click.option("--probe/--no-probe", default=True, show_default=True,
               help="Run tiny ncu and nsys probes (a few seconds each, side by side) to check counters and nsys import.")
@@ -261,11 +292,12 @@ def doctor(probe: bool, refresh: bool) -> None:
 
     The slow checks run in parallel and their result is cached until the GPUs, driver, Python or the
     ncu/nsys binaries change (or --refresh); a setup with a broken check is never cached."""
-    from ..collect.doctor import run_checks
+    from ..collect.doctor import conclusion, run_checks
 
     checks = run_checks(probe=probe, refresh=refresh)
     width = max(len(c.name) for c in checks)
     for c in checks:
         click.echo(f"{c.status:8} {c.name:<{width}}  {c.detail}" + (f"\n{'':8} {'':<{width}}  -> {c.fix}" if c.fix else ""))
+    click.echo(f"\nnsighttc doctor: {conclusion(checks)}")
     if any(c.status == "broken" for c in checks):
         raise click.exceptions.Exit(1)

@@ -188,3 +188,25 @@ def _probe_nsys(nsys: Path) -> Check:
                          "(" + next((ln.strip() for ln in (out + err).splitlines() if "rror" in ln), "no message") + ")",
                          "the importer usually lacks libdw.so.1: install libdw1 (elfutils) or put it on LD_LIBRARY_PATH")
         return Check("nsys import", "broken", f"probe failed (exit code {rc})", (err or out).strip()[-200:])
+
+
+def conclusion(checks: list[Check]) -> str:
+    """One line: what this machine can do, and the next command to run."""
+    by = {c.name: c for c in checks}
+    broken = [c.name for c in checks if c.status == "broken"]
+    gpu = any(c.name.startswith("GPU") and c.status in ("OK", "warn") for c in checks)
+    torch_ok = by.get("torch") is not None and by["torch"].status == "OK"
+    ncu = by.get("ncu") is not None and by["ncu"].status == "OK" and \
+        (by.get("ncu counters") is None or by["ncu counters"].status == "OK")
+    nsys = by.get("nsys") is not None and by["nsys"].status == "OK"
+    if broken:
+        return (f"needs a fix: {', '.join(broken)} (see the -> lines above); then `nsighttc doctor --refresh`")
+    if not gpu:
+        return ("no NVIDIA GPU here: `nsighttc profile` cannot run, `analyze` reads recordings made elsewhere; "
+                "next: `nsighttc demo` (real H200 verdicts)")
+    how = "hardware counters decide Tensor Cores (ncu)" if ncu else \
+        "Tensor Cores judged by kernel names only (install Nsight Compute for hardware counters)"
+    engine = "torch.profiler" if torch_ok else "nsys" if nsys else None
+    if engine is None:
+        return "a GPU, but neither PyTorch nor nsys for a timeline: install one; next: `nsighttc doctor --refresh`"
+    return f"ready to profile with {engine}; {how}; next: `nsighttc profile train.py`"

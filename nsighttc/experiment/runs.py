@@ -11,18 +11,7 @@ from ..durations import duration
 from ..errors import NsighttcError
 from . import measure
 from .options import TryOptions, read_metric
-
-def last_error_line(*logs: Path) -> str | None:
-    """The last line that looks like the error a crashed program printed (its traceback's last line)."""
-    for log in logs:
-        try:
-            lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-        except OSError:
-            continue
-        lines = [ln for ln in lines if not ln.startswith(("nsighttc.launch:", "USDT:", "[W", "warnings.warn"))]
-        if lines:
-            return lines[-1][:300]
-    return None
+from ..profile.passes import how_it_ended
 
 
 class Runner:
@@ -39,7 +28,8 @@ class Runner:
 
     def _run(self, name: str, d: Path, argv: list[str], torch_trace: Path | None) -> tuple[dict, object]:
         from ..profile import Pass, run_pass
-        p = Pass("torch", argv, d / "program.log", torch_trace=torch_trace)
+        p = Pass("torch", argv, d / "program.log", torch_trace=torch_trace, records=torch_trace is not None,
+                 mode=f"try {name}: " + ("profiled" if torch_trace is not None else "plain, no profiler"))
         t0 = time.monotonic()
         run_pass(p, timeout=self.opts.timeout, say=self.say)
         row: dict = {"name": name, "status": "ok", "error": None, "applied": None, "metric": None,
@@ -54,7 +44,7 @@ class Runner:
             row["status"], row["error"] = "failed", ("timed out" if p.timed_out else "interrupted")
         elif p.returncode != 0:
             row["status"] = "failed"
-            row["error"] = last_error_line(p.log.with_suffix(".stderr.log"), p.log) or f"exit code {p.returncode}"
+            row["error"] = how_it_ended(p.returncode, p.log)
         if self.opts.metric:
             try:
                 row["metric"] = read_metric(self.opts.metric, p.log.read_text(errors="replace"))

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .. import labels
-from ..errors import ParseError
+from ..errors import InputError, ParseError
 from ..model import conform
 from . import textio
 from .parsed import Parsed
@@ -35,7 +35,12 @@ from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, att
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver"}
 RANGE_CATS = {"user_annotation"}
-GROUP = {**{c: 0 for c in GPU_CATS}, **{c: 1 for c in API_CATS}, **{c: 2 for c in RANGE_CATS}}  # table per category
+# Devices that are no GPU, by the categories their events carry in a torch.profiler trace: counted, never read (Meta's
+# MTIA accelerator: `mtia_ccp_events`, `mtia_runtime`; HolisticTraceAnalysis's test data, 25,814 device events and no
+# GPU kernel, was told "the workload launched no GPU work" before, issue 52)
+OTHER_DEVICE_CATS = {"mtia_ccp_events": "MTIA", "mtia_runtime": "MTIA"}
+GROUP = {**{c: 0 for c in GPU_CATS}, **{c: 1 for c in API_CATS}, **{c: 2 for c in RANGE_CATS},
+         **{c: 3 for c in OTHER_DEVICE_CATS}}  # table per category (3: counted only)
 # cpu_op events are read only for torch.compile's spans of a compilation (parse.marks.COMPILE_OPS), and only in the
 # blocks whose bytes hold their names: bucketing every cpu_op cost the 1 GB benchmark trace ~0.25 s of ~4.5 s
 COMPILE_BYTES = b'"entire_'
@@ -189,6 +194,7 @@ def _read_blocks(path: Path, fh=None):
     if kineto_scan.msgspec is None:
         return None
     count = [0]
+    other: dict[str, int] = {}
     g = {"cat": _Coder(), "name": _Coder(), "stream": _Coder(), "grid": _Coder(), "block": _Coder(),
          "ts": _Numbers(_floats), "dur": _Numbers(_floats), "corr": _Numbers(_floats), "device": _Numbers(_floats),
          "bytes": _Numbers(_floats)}
@@ -205,13 +211,15 @@ def _read_blocks(path: Path, fh=None):
         then one comprehension per kept field (4.1M events of the 1 GB benchmark: ~1 s, against ~3 s for
         a filter per category)."""
         count[0] += len(events)
-        buckets: tuple[list, list, list] = ([], [], [])
+        buckets: tuple[list, list, list, list] = ([], [], [], [])
         group = GROUP.get
         for ev in events:
             b = group(ev.cat)
             if b is not None:
                 buckets[b].append(ev)
-        gg, c, r = ([ev for ev in evs if ev.ph == "X"] for evs in buckets)
+        for ev in buckets[3]:
+            other[OTHER_DEVICE_CATS[ev.cat]] = other.get(OTHER_DEVICE_CATS[ev.cat], 0) + 1
+        gg, c, r = ([ev for ev in evs if ev.ph == "X"] for evs in buckets[:3])
         if compiling:
             r += [ev for ev in events if ev.cat == "cpu_op" and ev.name in COMPILE_OPS and ev.ph == "X"]
         if gg:
@@ -242,12 +250,13 @@ def _read_blocks(path: Path, fh=None):
         return None
     gpu = {k: v.column() for k, v in g.items()}
     api = {k: v.column() for k, v in a.items()}
-    return gpu, api, rng, _properties(doc.get("deviceProperties")), count[0]
+    return gpu, api, rng, _properties(doc.get("deviceProperties")), count[0], other
 
 
 def _read_events(path: Path) -> Parsed:
     gpu, api, rng = _columns()
     n_events = 0
+    other: dict[str, int] = {}
     try:
         for ev in _events(path):
             n_events += 1
@@ -270,6 +279,8 @@ def _read_events(path: Path) -> Parsed:
             elif cat in RANGE_CATS or (cat == "cpu_op" and ev.get("name") in COMPILE_OPS):
                 rng["name"].append(ev.get("name", "")); rng["ts"].append(ev.get("ts")); rng["dur"].append(ev.get("dur", 0))
                 rng["pid"].append(ev.get("pid")); rng["tid"].append(ev.get("tid"))
+            elif cat in OTHER_DEVICE_CATS:
+                other[OTHER_DEVICE_CATS[cat]] = other.get(OTHER_DEVICE_CATS[cat], 0) + 1
     except ParseError:
         raise
     except Exception as exc:  # ijson.IncompleteJSONError, JSONError, gzip EOFError, ...
@@ -278,7 +289,7 @@ def _read_events(path: Path) -> Parsed:
     if n_events == 0 and not _has_trace_events(path):
         raise ParseError("JSON without 'traceEvents': not a torch.profiler/chrome trace", path)
     props = _device_properties(path)
-    return _build(path, gpu, api, rng, props, n_events)
+    return _build(path, gpu, api, rng, props, n_events, other)
 
 
 def _device_properties(path: Path) -> dict[int, dict]:
@@ -294,10 +305,27 @@ def _device_properties(path: Path) -> dict[int, dict]:
 def _properties(items) -> dict[int, dict]:
     if not isinstance(items, list):
         return {}
-    return {int(p.get("id", i)): {"name": p.get("name"),
-                                  "compute_capability": f"{p.get('computeMajor')}.{p.get('computeMinor')}"
-                                  if p.get("computeMajor") is not None else None}
-            for i, p in enumerate(items) if isinstance(p, dict)}
+    out = {}
+    for i, p in enumerate(items):
+        if not isinstance(p, dict):
+            continue
+        vendor = device_vendor(p)
+        cc = f"{p.get('computeMajor')}.{p.get('computeMinor')}" if p.get("computeMajor") is not None else None
+        out[int(p.get("id", i))] = {"name": p.get("name"), "compute_capability": cc if vendor == "NVIDIA" else None,
+                                    **({"vendor": vendor} if vendor != "NVIDIA" else {})}
+    return out
+
+
+def device_vendor(p: dict) -> str:
+    """Who made the GPU a torch.profiler trace names. ROCm builds of PyTorch write the same ``deviceProperties`` as CUDA
+    builds, with an AMD GPU's architecture in ``computeMajor`` (an MI250, gfx90a: 9, read as "compute capability 9.0"
+    before: HolisticTraceAnalysis's test data, issue 52) and its wavefront of 64 in ``warpSize`` (NVIDIA: 32)."""
+    name = str(p.get("name") or "")
+    if name.startswith("AMD") or any(w in name for w in ("Radeon", "Instinct")) or p.get("warpSize") == 64:
+        return "AMD"
+    if name.startswith(("NVIDIA", "Tesla", "Quadro", "GeForce", "TITAN")) or p.get("warpSize") == 32:
+        return "NVIDIA"
+    return "unknown"
 
 
 def _floats(values: list) -> np.ndarray:
@@ -337,7 +365,8 @@ def _dims(values, rows: np.ndarray) -> pd.Categorical:
     return _labels(keys, lambda v: f"({v[0]}, {v[1]}, {v[2]})")
 
 
-def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events: int) -> Parsed:
+def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events: int,
+           other: dict | None = None) -> Parsed:
     """Columns collected from the events -> kernel table and Timeline. Vectorised: string work runs once per
     distinct name (a million launches share a few hundred), numbers go straight into numpy arrays."""
     kind = _labels(gpu["cat"])
@@ -395,6 +424,10 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
     kernels, gpu_ops, ranges, notes = sanitize(path, kernels, gpu_ops, api_df, ranges)
     marks = marks_mod.sanitize(marks, last_timestamp(gpu_ops, api_df, ranges))
     attribute_ranges(kernels, api_df, ranges)
+    if gpu_ops.empty and other:
+        kind, n = max(other.items(), key=lambda kv: kv[1])
+        raise InputError(f"device type {kind}: not supported: this trace holds {n:,} {kind} device events and no GPU "
+                         f"kernel; nsighttc's verdicts are for NVIDIA GPUs (and AMD GPUs by kernel names)", path)
     if gpu_ops.empty:
         notes.append(f"{path}: the trace holds no GPU events: the workload launched no GPU work "
                      "(or the profiler ran without ProfilerActivity.CUDA)")

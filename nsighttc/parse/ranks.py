@@ -6,7 +6,7 @@ directory's (``runs/job/rank3/nsys.sqlite``: what ``nsighttc profile`` writes fo
 for nsys exports, which record no rank: one export holding several processes is a whole job, one rank per
 process in GPU order; exports of one process each take their GPU's index when the GPUs differ.
 
-``api.analyze`` groups its inputs with ``group`` and analyses each rank in a worker (``api.analyze_ranks``);
+``api.analyze`` groups its inputs with ``group`` and analyses each rank in a worker (``rank_map.analyze_ranks``);
 ``analysis.ranks`` reduces the per-rank verdicts to the job's.
 """
 from __future__ import annotations
@@ -34,10 +34,16 @@ class RankInfo:
     source: str  # "distributedInfo" | "path" | "none"
 
 
-def rank_of(path: str | Path) -> RankInfo:
-    """The rank an input belongs to (see the module docstring for where it is read)."""
-    p = Path(path)
-    head = _head(p)
+def rank_of(path) -> RankInfo:
+    """The rank an input belongs to (see the module docstring for where it is read). ``path``: a local path, or an
+    input named by a URL (``remote_inputs.RemoteInput``: its start is read through fsspec)."""
+    if hasattr(path, "url"):
+        from ..remote_inputs import head as remote_head
+        p = path
+        head = remote_head(path, 1 << 20) if p.name.lower().endswith((".json", ".json.gz", ".gz")) else b""
+    else:
+        p = Path(path)
+        head = _head(p)
     m = _DIST_INFO.search(head) if head else None
     if m:
         got = {k: rx.search(m.group(1)) for k, rx in _FIELD.items()}
@@ -115,8 +121,12 @@ def expand(paths: list) -> list:
     A ``.nsys-rep`` beside its ``.sqlite`` export is left out (same recording), as are nsighttc's own
     outputs (verdict.json, run.json)."""
     from ..errors import UsageError
+    from ..remote_inputs import expand as expand_url, is_url
     out: list = []
     for p in paths:
+        if is_url(p):  # a file, a folder or a glob where the recordings lie (s3://, gs://, file://)
+            out.extend(expand_url(p, _INPUT_SUFFIXES, _OWN_OUTPUTS))
+            continue
         if not isinstance(p, (str, Path)) or not Path(p).is_dir():
             out.append(p)
             continue
@@ -147,7 +157,8 @@ def group(paths: list, kinds: dict) -> tuple[dict[int, list], list, dict[int, Ra
     found = {p: rank_of(p) for p in timelines}
     # nsys files name no rank: one file of several processes is a whole job (one rank per process, device
     # order); files of one process each take their GPU as the rank when the GPUs differ (one node)
-    unranked = [p for p in timelines if found[p].rank is None and kinds[p] is Kind.NSYS_SQLITE]
+    unranked = [p for p in timelines if found[p].rank is None and kinds[p] is Kind.NSYS_SQLITE
+                and not hasattr(p, "url")]  # (a URL's processes are not listed here: name its rank in its path)
     procs = {p: processes(p, only_if_several=len(timelines) == 1) for p in unranked}
     if len(timelines) == 1 and len(procs.get(timelines[0], [])) >= 2:
         p = timelines[0]

@@ -32,12 +32,20 @@ def sniff(path: Path) -> Kind:
         raise InputError("a .qdstrm is nsys's raw stream, left behind when its importer failed; no report "
                          "was written. Run `nsighttc doctor` (on Linux the importer usually lacks libdw.so.1)",
                          path)
-    head = textio.head_bytes(path, 1 << 16)
+    return kind_of(path.name, textio.head_bytes(path, 1 << 16), path)
+
+
+HEAD_BYTES = 1 << 16  # what ``kind_of`` needs of a file's start (decompressed)
+
+
+def kind_of(name: str, head: bytes, path) -> Kind:
+    """The kind of a file from its name and its first ``HEAD_BYTES`` (decompressed): also for inputs that are not
+    local files (``remote_inputs``). ``path``: how errors name the file."""
     if head.startswith(SQLITE_MAGIC):
         return Kind.NSYS_SQLITE
-    if head.startswith(NCU_REP_MAGIC) or path.name.endswith(".ncu-rep"):
+    if head.startswith(NCU_REP_MAGIC) or name.endswith(".ncu-rep"):
         return Kind.NCU_REP
-    if head.startswith(NSYS_REP_MAGIC) or path.name.endswith(".nsys-rep"):
+    if head.startswith(NSYS_REP_MAGIC) or name.endswith(".nsys-rep"):
         return Kind.NSYS_REP
     if textio.looks_binary(head):
         raise InputError("binary data of an unknown kind; expected an ncu CSV/.ncu-rep, an nsys "

@@ -154,7 +154,9 @@ def name_devices(kernels: pd.DataFrame, devices: dict[int, dict], device_ids: np
     dev = device_ids if device_ids is not None and len(device_ids) == len(kernels) else \
         kernels["device"].to_numpy(dtype=np.int64, na_value=-1)
     kernels["device_name"] = labels.mapped(dev, {d: v["name"] for d, v in devices.items()})
-    kernels["cc"] = labels.mapped(dev, {d: v["compute_capability"] for d, v in devices.items()})
+    # a GPU of another vendor has no compute capability: its vendor's name stands in its place, so that nothing measured
+    # on NVIDIA's chips answers for it (known_kernels) and no rule of theirs reads a number that is not theirs
+    kernels["cc"] = labels.mapped(dev, {d: v["compute_capability"] or v.get("vendor") for d, v in devices.items()})
 
 
 def attribute_ranges(kernels: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame) -> None:

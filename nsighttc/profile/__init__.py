@@ -34,7 +34,8 @@ from ..collect import gpu, tools
 from ..errors import CollectError, NsighttcError, UsageError
 from .distributed import distribute, launched_per_rank, rank_dirs, rank_run_dir
 from .evidence import evidence_sources
-from .passes import ENGINES, HOST_STACKS_FILE, PERM_FIX, CounterPermission, NoGPU, Options, Pass, Result
+from .passes import (ENGINES, HOST_STACKS_FILE, PERM_FIX, CounterPermission, NoGPU, Options, Pass, Result,
+                     last_words)
 from .planning import plan
 from .rundir import kept, new_run_dir, provenance, safe_name, write_meta
 from .running import finish_pass, pass_env, run_pass, run_queue, signal_name, start_pass
@@ -128,7 +129,9 @@ def _ending(done: list[Pass], opts: Options, failures: list[str]) -> _Ending:
     workload_rc = own.returncode if own is not None and own.returncode not in (None, 0) and not own.stopped_early else 0
     if own is not None and own.returncode is not None and own.returncode < 0 and not own.stopped_early:
         # the tool (or the program under it) died of a signal we did not send
-        notes.append(f"{own.engine} died of signal {-own.returncode} ({signal_name(-own.returncode)}); see {own.log.name}")
+        said = last_words(own.log.with_suffix(".stderr.log"), own.log)
+        notes.append(f"{own.engine} died of signal {-own.returncode} ({signal_name(-own.returncode)})"
+                     + (f"; the program's last words: {said}" if said else "") + f"; see {own.log.name}")
         workload_rc = CollectError.exit_code
     for p in later:
         if p.returncode not in (None, 0) and not p.stopped_early:
@@ -148,7 +151,10 @@ def _ending(done: list[Pass], opts: Options, failures: list[str]) -> _Ending:
     if timed_out:
         notes.append(f"--timeout {opts.timeout:g}s reached: the workload's process group was stopped; the report "
                      "covers what was recorded")
-    if workload_rc:
+    if workload_rc and own is not None and own.returncode == workload_rc:
+        said = last_words(own.log.with_suffix(".stderr.log"), own.log)
+        notes.append(f"the workload exited with code {workload_rc}" + (f": {said}" if said else ""))
+    elif workload_rc and not (own is not None and (own.returncode or 0) < 0):  # (a signal: said above)
         notes.append(f"the workload exited with code {workload_rc}")
     return _Ending(notes + failures, workload_rc, interrupted, timed_out)
 

@@ -84,6 +84,7 @@ class Pass:
     window: dict | None = None                     # the launcher's window settings (runtime.window), if windowed
     window_events: list = field(default_factory=list)  # what the launcher's window did (start/end/stop per phase)
     recorded_from_s: float | None = None           # timeline recorded from the window: seconds into the program
+    records: bool = True                           # False: a plain run (``try``), its steps timed, nothing recorded
     ops_trace: Path | None = None                  # timeline: where a first run's operators until the window go
     operators_until_s: float | None = None         # ... and when they were written (None: one recording, whole)
 
@@ -115,3 +116,41 @@ OPS_TRACE_FILE = "torch_ops_trace.json"  # a first run's operators until its win
 HOST_SAMPLES_FILE = "host_samples.json"
 HOST_STACKS_FILE = "host_idle_stacks.collapsed"
 KERNEL_OPS_FILE = "kernel_ops.json"  # the timeline launcher's early kernel list (nsighttc.runtime.kernel_ops)
+
+
+# What a program prints on its way out that is not its own words: the launcher's lines, the profiler's USDT probes,
+# PyTorch's [W...] warnings and warnings.warn's echo line.
+_NOT_THE_PROGRAM = ("nsighttc.launch:", "USDT:", "[W", "warnings.warn", "nsighttc.replay:")
+
+
+def last_words(*logs: Path) -> str | None:
+    """The program's last line of its own (its ``sys.exit("...")`` message, its exception's last line, the last
+    thing it printed), from the first of ``logs`` that holds one (the stderr log first)."""
+    for log in logs:
+        try:
+            lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            continue
+        lines = [ln for ln in lines if not ln.startswith(_NOT_THE_PROGRAM)]
+        if lines:
+            return lines[-1][:300]
+    return None
+
+
+def how_it_ended(returncode: int | None, log: Path) -> str:
+    """One line for a program that failed: its exit code or the signal that killed it, and its last words (read from
+    ``log``'s ``.stderr.log`` beside it, then ``log``)."""
+    if returncode is not None and returncode < 0:
+        how = f"killed by signal {-returncode} ({signal_name(-returncode)})"
+    else:
+        how = f"exit code {returncode}"
+    said = last_words(log.with_suffix(".stderr.log"), log)
+    return f"{how}: {said}" if said else how
+
+
+def signal_name(n: int) -> str:
+    import signal as _signal
+    try:
+        return _signal.Signals(n).name
+    except ValueError:
+        return "unknown signal"

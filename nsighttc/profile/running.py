@@ -13,21 +13,23 @@ from ..collect import process
 from ..errors import NsighttcError
 from ..runtime.window import EVENT_PREFIX, read_events
 from .evidence import export
-from .passes import PERM_ERROR, PERM_FIX, CounterPermission, Options, Pass
+from .passes import PERM_ERROR, PERM_FIX, CounterPermission, Options, Pass, signal_name  # noqa: F401
 from .rundir import write_meta
 from .target import Target
 
 WINDOW_EVENT = EVENT_PREFIX.strip()
 
 
-def describe(e: dict) -> str:
-    """A window event (``runtime.window``) as a progress line."""
+def describe(e: dict, records: bool = True) -> str:
+    """A window event (``runtime.window``) as a progress line (``records`` False: a plain run, which times its steps
+    and records nothing)."""
     kind, phase = e.get("event"), e.get("phase") or "the program"
     if kind == "start":
         return (f"`{phase}` steady after {e.get('warmup')} warm-up steps ({e.get('median_ms')} ms/step): "
-                f"recording {e.get('steps')} steps")
+                f"{'recording' if records else 'timing'} {e.get('steps')} steps")
     if kind == "end":
-        return f"`{phase}`: window recorded" + ("; stopping the program" if e.get("stop") else "; the program runs on")
+        return f"`{phase}`: window {'recorded' if records else 'timed'}" + \
+            ("; stopping the program" if e.get("stop") else "; the program runs on")
     if kind == "dropped":
         return "the program marks its own steps: the window of the hooks' steps is dropped"
     if kind == "stop":
@@ -62,7 +64,7 @@ def start_pass(p: Pass, *, say: Callable[[str], None]) -> process.Running:
         if WINDOW_EVENT in line:
             p.window_events += read_events([line])
             if p.window_events:
-                say(f"[{p.mode or p.engine}] {describe(p.window_events[-1])}")
+                say(f"[{p.mode or p.engine}] {describe(p.window_events[-1], p.records)}")
             return
         m = _PROF_LINE.search(line)
         if m:
@@ -77,7 +79,7 @@ def start_pass(p: Pass, *, say: Callable[[str], None]) -> process.Running:
         elif not line.startswith("==PROF=="):
             say(f"  | {line}")
 
-    say(f"[{p.engine}] running: {shlex.join(p.argv)}")
+    say(f"[{p.mode or p.engine}] running: {shlex.join(p.argv)}")
     return process.start(p.argv, stdout_path=p.log, stderr_path=p.log.with_suffix(".stderr.log"),
                          env=pass_env(), on_line=on_line)
 
@@ -117,11 +119,3 @@ def run_queue(passes: list[Pass], opts: Options, target: Target, run_dir: Path, 
         if p.interrupted or p.timed_out:
             break
     return done, inputs, failures
-
-
-def signal_name(n: int) -> str:
-    import signal as _signal
-    try:
-        return _signal.Signals(n).name
-    except ValueError:
-        return "unknown signal"

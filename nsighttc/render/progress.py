@@ -17,7 +17,8 @@ from typing import Callable
 
 INTERVAL = 10.0
 # "[2/2 ncu] profiled 12 kernel(s); ...", "[2/2 ncu] replay: profiled 3 kernel(s) ...", "[ncu] profiled 11 kernels ..."
-PROGRESS = re.compile(r"^(\[[^\]]+\] (?:replay: )?)profiled ")  # group 1: the pass (the replay is its own)
+# "[ranks] analysed 12/256, 1 failed" (analyze's per-rank map)
+PROGRESS = re.compile(r"^(\[[^\]]+\] (?:replay: )?)(?:profiled|analysed) ")  # group 1: the pass (the replay: its own)
 COMMAND = re.compile(r"^\[[^\]]+\] running: ")   # the profilers' command lines (run.json and the report keep them)
 WORKLOAD = "  | "                                 # the program's own output
 

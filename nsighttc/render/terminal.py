@@ -12,22 +12,35 @@ from .markdown import gain_text, headline_lines
 from .names import short_name
 
 
-def _one_line(text: str, width: int = 110) -> str:
-    t = " ".join(str(text).split())
-    return t if len(t) <= width else t[: width - 1] + "…"
+def _wrapped(text: str, width: int, first: str, rest: str, max_lines: int = 2) -> list[str]:
+    """``text`` wrapped at words to ``width`` columns, the first line after ``first``, the others after ``rest``; at most
+    ``max_lines``, the last then ending at a word with "…" (never mid-word: a path or an option stays whole; the
+    whole text is in report.md)."""
+    import textwrap
+    lines = textwrap.wrap(" ".join(str(text).split()), max(width, 40), initial_indent=first, subsequent_indent=rest,
+                          break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        last = lines[-1]
+        while len(last) + 2 > width and " " in last.strip():
+            last = last.rsplit(" ", 1)[0]
+        lines[-1] = last + " …"
+    return lines
 
 
-def summary_lines(doc: dict, report: str | None = None, top_kernels: int = 5, top_findings: int = 3) -> list[tuple[str, str]]:
-    """(style, text) lines; the renderer-independent part, so tests can read it without a terminal."""
+def summary_lines(doc: dict, report: str | None = None, top_kernels: int = 5, top_findings: int = 3,
+                  width: int = 100) -> list[tuple[str, str]]:
+    """(style, text) lines, each at most ``width`` columns where words allow (the terminal's width); the
+    renderer-independent part, so tests can read it without a terminal."""
     lines = [("dim" if text.startswith("Evidence") else "bold", text) for text in headline_lines(doc)]
     findings = [f for f in doc.get("findings", []) if f.get("severity") != "info"][:top_findings]
     if findings:
         lines.append(("bold", "Top findings"))
         for f in findings:
             up = gain_text(f.get("gain"))
-            lines.append(("yellow" if f["severity"] in ("high", "medium") else "",
-                          f"  • {_one_line(f['title'], 100 - len(up))}" + (f" — {up}" if up else "")))
-            lines.append(("dim", f"    fix: {_one_line(f['advice'], 104)}"))
+            style = "yellow" if f["severity"] in ("high", "medium") else ""
+            lines += [(style, ln) for ln in _wrapped(f["title"] + (f" — {up}" if up else ""), width, "  • ", "    ")]
+            lines += [("dim", ln) for ln in _wrapped(f["advice"], width, "    fix: ", "         ")]
     kernels = sorted(doc.get("kernels", []), key=lambda k: -(k.get("total_time_ns") or 0))[:top_kernels]
     if kernels:
         lines.append(("bold", "Top kernels by GPU time"))
@@ -44,13 +57,14 @@ def summary_lines(doc: dict, report: str | None = None, top_kernels: int = 5, to
 def render(doc: dict, report: str | None = None, width: int | None = None) -> str:
     """The summary as terminal text (ANSI styles, none under NO_COLOR or TERM=dumb)."""
     import os
+    cols = max(min(width or 100, 160), 60) - 1
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return "".join(text + "\n" for _, text in summary_lines(doc, report))
+        return "".join(text + "\n" for _, text in summary_lines(doc, report, width=cols))
     from rich.console import Console
     from rich.text import Text
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=width or 120, highlight=False)
-    for style, text in summary_lines(doc, report):
+    for style, text in summary_lines(doc, report, width=cols):
         console.print(Text(text, style=style or ""), soft_wrap=True)
     return buf.getvalue()

@@ -363,9 +363,15 @@ def main(argv: list[str] | None = None) -> int:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
             _run_target(ns)
-    except SystemExit as exc:  # the script called sys.exit(): keep its code
+    except SystemExit as exc:  # the script called sys.exit(): keep its code, and its message as Python shows it
         _PROGRAM_LEFT.append(exc)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):  # sys.exit("error: ...") prints it, exits 1
+            try:
+                sys.stderr.write(f"{exc.code}\n")
+                sys.stderr.flush()
+            except Exception:  # noqa: BLE001 - a closed stderr: the exit code still says it failed
+                pass
     except KeyboardInterrupt as exc:
         _PROGRAM_LEFT.append(exc)
         code = 0 if window is not None and window.stopped else 130

@@ -159,20 +159,20 @@ def test_parallel_ranks_agree_with_serial(straggler_nsys):
 
 
 def test_small_ranks_are_analysed_here_big_ones_in_processes(straggler_nsys, monkeypatch):
-    """jobs unset: processes only where the ranks' inputs pay for their start (api.RANKS_IN_PROCESSES_MIN_BYTES)."""
-    from nsighttc import api
+    """jobs unset: processes only where the ranks' inputs pay for their start (rank_map.RANKS_IN_PROCESSES_MIN_BYTES)."""
+    from nsighttc import rank_map as api
     files = sorted((DDP / "straggler_nsys").glob("rank*/*"))
     assert api.input_bytes(files) == sum(f.stat().st_size for f in files) * api.GZIP_RATIO  # .sqlite.gz
     assert api.input_bytes([*files, object()]) == float("inf")  # not a file: counted as large
     here = []
-    real = api._rank_job
-    monkeypatch.setattr(api, "_rank_job", lambda *a: here.append(a[0]) or real(*a))
+    real = api.rank_job
+    monkeypatch.setattr(api, "rank_job", lambda *a: here.append(a[0]) or real(*a))
     v = analyze([DDP / "straggler_nsys"])  # 2 x 0.6 MB compressed: both ranks in this process
     assert sorted(here) == [0, 1] and v.distributed["straggler"]["rank"] == 1
     # as if they were big: worker processes run them (through the module's own function: a counting stand-in cannot
     # be sent to another process, and the stand-in above is left uncalled)
     calls_before = len(here)
-    monkeypatch.setattr(api, "_rank_job", real)
+    monkeypatch.setattr(api, "rank_job", real)
     monkeypatch.setattr(api, "RANKS_IN_PROCESSES_MIN_BYTES", 0)
     import concurrent.futures
     pools = []
@@ -186,12 +186,12 @@ def test_small_ranks_are_analysed_here_big_ones_in_processes(straggler_nsys, mon
 def test_ranks_parsed_already_are_analysed_as_they_are_here(straggler_torch, monkeypatch):
     """profile's default run parses the ranks' traces to plan its Nsight Compute work and hands the parses to the
     analysis: they are not read again (a worker process would have had to), and give the verdict the files give."""
-    from nsighttc import api
+    from nsighttc import api, rank_map
     from nsighttc.parse import load
     parsed = [load(f) for f in sorted((DDP / "straggler_torch").glob("rank*/*"))]
-    assert api.input_bytes(parsed) == 0
+    assert rank_map.input_bytes(parsed) == 0
     monkeypatch.setattr(api, "load", lambda *a, **k: pytest.fail("an input was parsed again"))
-    monkeypatch.setattr(api, "RANKS_IN_PROCESSES_MIN_BYTES", 0)  # (files would now go to processes; parses do not)
+    monkeypatch.setattr(rank_map, "RANKS_IN_PROCESSES_MIN_BYTES", 0)  # (files would now go to processes; parses do not)
     v = analyze(parsed)
     assert [r["own_step_ns"] for r in v.ranks] == [r["own_step_ns"] for r in straggler_torch.ranks]
     assert v.distributed["straggler"]["rank"] == straggler_torch.distributed["straggler"]["rank"]

@@ -69,3 +69,21 @@ def test_probes_run_side_by_side(env, tmp_path, monkeypatch):
     t0 = time.monotonic()
     doctor.run_checks(refresh=True)
     assert time.monotonic() - t0 < 1.9  # two 1 s checks overlapped
+
+
+def test_doctor_ends_with_what_this_machine_can_do_and_the_next_command(env, tmp_path, run_cli, monkeypatch):
+    """Issue 53: one closing line, from what the checks found."""
+    env(ncu="perm", nsys="ok")
+    code, out, _ = run_cli("doctor")
+    last = out.strip().splitlines()[-1]
+    assert code == 1 and last.startswith("nsighttc doctor: needs a fix: ncu counters") and "--refresh" in last
+    (tmp_path / "bin" / "ncu").unlink()  # no ncu: a timeline, and Tensor Cores by kernel names
+    code, out, _ = run_cli("doctor", "--refresh")
+    last = out.strip().splitlines()[-1]
+    assert code == 0 and "ready to profile with torch.profiler" in last and "kernel names only" in last
+    assert "next: `nsighttc profile" in last
+    ok = [doctor.Check("GPU 0", "OK", "H100"), doctor.Check("torch", "OK", ""), doctor.Check("ncu", "OK", ""),
+          doctor.Check("ncu counters", "OK", "")]
+    assert "hardware counters decide" in doctor.conclusion(ok)
+    no_gpu = [doctor.Check("GPU", "missing", "no NVIDIA GPU found")]
+    assert "next: `nsighttc demo`" in doctor.conclusion(no_gpu)

@@ -133,6 +133,19 @@ def _classify_rows(k: pd.DataFrame) -> pd.DataFrame:
         name_rule = pd.Series(pd.Categorical(rules), index=k.index)
         known_details = sorted(set(known["known_detail"][measured]))
 
+    # a GPU before compute capability 8.0 has no TF32 or fp64 Tensor Core math: a kernel whose name states fp32/fp64
+    # data ran on CUDA cores there, whatever else the name says (name_rules.PRE_AMPERE_FP32)
+    pre_ampere = major < 8
+    if pre_ampere.any():
+        stated = np.asarray(labels.per_category(k["name"], name_rules.stated_dtype), dtype=object)
+        off = pre_ampere & np.isin(stated, ["fp32", "fp64"]) & ~measured & (name_tc != False)  # noqa: E712
+        if off.any():
+            name_tc = np.where(off, False, name_tc)
+            name_dtype = np.where(off, None, name_dtype)
+            name_rule = pd.Series(pd.Categorical(np.where(off, name_rules.PRE_AMPERE_FP32.id,
+                                                          np.asarray(name_rule.astype(object), dtype=object))),
+                                  index=k.index)
+
     # instruction counts say "Tensor Core math" but only imma/dmma name a dtype: the rest is the name's word
     inst_named = inst_pos & ~ops_pos & pd.isna(pd.Series(inst_dtype, dtype=object)).to_numpy()
     conds = [ops_pos, ops_all_zero, inst_pos & ~inst_named, inst_named, inst_neg]

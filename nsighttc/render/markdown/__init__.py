@@ -137,7 +137,8 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
         out += [first_fix(doc), ""]
     dev = doc.get("device") or {}
     kernels = doc["kernels"]
-    rows = [("Device", f"{dev.get('name') or 'unknown GPU'} (compute capability {dev.get('compute_capability') or '?'})"
+    rows = [("Device", (f"{dev.get('name') or 'unknown GPU'} ({dev['vendor']}: no compute capability)" if dev.get("vendor")
+                        else f"{dev.get('name') or 'unknown GPU'} (compute capability {dev.get('compute_capability') or '?'})")
              if dev else "not recorded in the input"),
             ("Inputs", ", ".join(f"`{i['path']}` ({i['kind']})" for i in doc["inputs"])),
             ("GPU kernel time", f"{ns(tc['kernel_time_ns'])} in {tc['launches']:,} launches of {len(kernels)} kernels"),

@@ -24,7 +24,9 @@ def tc_headline(tc: dict) -> str:
     dtypes = [d if d != "unknown" else "dtype unknown" for d, s in tc.get("by_dtype", {}).items() if s > 0]
     dtype_txt = ", ".join(dtypes) if dtypes else ""
     named = tc.get("dtype_from_names_share") or 0.0
-    if dtype_txt and named > 0.005 and tc.get("evidence") != "kernel-name":  # (all names: said once, below)
+    known = any(d != "unknown" and s > 0 for d, s in tc.get("by_dtype", {}).items())
+    # (all names: said once, below; no dtype known: the names said none, "dtype unknown" says so)
+    if dtype_txt and known and named > 0.005 and tc.get("evidence") != "kernel-name":
         # instruction counts decide yes/no; the dtype is then the names' word
         dtype_txt += (" (dtype from kernel names)" if named > 0.995 else
                       f" (dtype of {pct(named, 0)} of it from kernel names)")
@@ -76,6 +78,8 @@ def _unknown_why(tc: dict) -> str:
     return top.get("why") or "names carry no signal, no hardware counters"
 
 
+# the first cause of a rank waiting in collectives (``analysis.timeline.idle.headline``)
+COMMUNICATION_CAUSE = "waiting in communication not overlapped by compute"
 VERDICT_WORDS = {"cpu-bound": "CPU-bound", "gpu-bound": "GPU-bound", "mixed": "mixed",
                  "insufficient-data": "not enough data to judge", "no-gpu-work": "no GPU work"}
 
@@ -95,6 +99,9 @@ def timeline_headline(tl: dict) -> str:
         scope = "of the profiled time"
     cause = tl.get("headline_cause")
     word = VERDICT_WORDS.get(v, v)
+    if v in ("cpu-bound", "mixed") and cause and cause.startswith(COMMUNICATION_CAUSE):
+        # waiting for other ranks is neither the host's fault nor the GPU's: its own word (issue 52)
+        word = "communication-bound" if v == "cpu-bound" else "mixed, communication first"
     if v == "no-gpu-work":
         return "GPU busy: none — the workload launched no GPU work"
     comm = tl.get("communication") or {}

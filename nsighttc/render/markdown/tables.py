@@ -25,11 +25,13 @@ def _dtype_mix(by_dtype: dict) -> str:
 
 
 def _rank_table(ranks: list[dict]) -> str:
-    lines = ["| rank | median step | own work / step | waits in comm / step | GPU busy | compute busy | Tensor Cores "
-             "| verdict | first cause |", "|---:|---:|---:|---:|---:|---:|---|---|---|"]
+    lines = ["| rank | median step | own work / step | waits in comm / step | comm overlapped | GPU busy | compute busy "
+             "| Tensor Cores | verdict | first cause |", "|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for r in ranks:
+        ov = r.get("comm_overlapped_share")
         lines.append(f"| {r['rank']} | {ns(r.get('median_step_ns'))} | {ns(r.get('own_step_ns'))} | "
-                     f"{ns(r.get('exposed_comm_per_step_ns'))} | {pct(r.get('gpu_busy_share'))} | "
+                     f"{ns(r.get('exposed_comm_per_step_ns'))} | {pct(ov) if ov is not None else '—'} | "
+                     f"{pct(r.get('gpu_busy_share'))} | "
                      f"{pct(r.get('compute_busy_share'))} | {pct(r.get('tc_time_share'))} ({r.get('tc_verdict')}) | "
                      f"{VERDICT_WORDS.get(r.get('verdict'), r.get('verdict'))} | {_cell(r.get('headline_cause') or '')} |")
     return "\n".join(lines)
