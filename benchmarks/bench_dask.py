@@ -65,6 +65,14 @@ def _measure(job: Path, executor: str, workers: int) -> dict:
             "median_steps_ns": [r["median_step_ns"] for r in v.ranks]}
 
 
+def _child(argv: list[str]) -> dict:
+    """Run one measurement in a child process; its stderr is shown when it fails (a refused input names the file)."""
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"bench_dask: {' '.join(argv[2:])} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ranks", type=int, default=256)
@@ -85,9 +93,7 @@ def main() -> int:
         build(root, args.ranks, args.kernels)
         built = time.perf_counter() - t0
         rows = []
-        out = subprocess.run([sys.executable, __file__, "--measure", str(root / "job"), "processes", str(args.workers)],
-                             capture_output=True, text=True, check=True).stdout
-        rows.append(json.loads(out.strip().splitlines()[-1]))
+        rows.append(_child([sys.executable, __file__, "--measure", str(root / "job"), "processes", str(args.workers)]))
         # the cluster (scheduler and workers) in processes of its own, reached on loopback as a remote one would be:
         # the client's memory is the client's alone
         port = _free_port()
@@ -95,9 +101,8 @@ def main() -> int:
                                    stdout=subprocess.PIPE, text=True)
         try:
             assert cluster.stdout.readline().strip() == "ready"
-            out = subprocess.run([sys.executable, __file__, "--measure", str(root / "job"), f"dask://127.0.0.1:{port}",
-                                  str(args.workers)], capture_output=True, text=True, check=True).stdout
-            rows.append(json.loads(out.strip().splitlines()[-1]))
+            rows.append(_child([sys.executable, __file__, "--measure", str(root / "job"), f"dask://127.0.0.1:{port}",
+                                str(args.workers)]))
         finally:
             cluster.terminate()
             cluster.wait(timeout=60)

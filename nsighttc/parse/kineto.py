@@ -26,7 +26,7 @@ from ..model import conform
 from . import textio
 from .parsed import Parsed
 from .sniff import Kind
-from . import marks as marks_mod
+from . import kineto_devices, marks as marks_mod
 from .marks import COMPILE_OPS
 from .range_paths import nest_paths
 from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, last_timestamp,
@@ -250,7 +250,7 @@ def _read_blocks(path: Path, fh=None):
         return None
     gpu = {k: v.column() for k, v in g.items()}
     api = {k: v.column() for k, v in a.items()}
-    return gpu, api, rng, _properties(doc.get("deviceProperties")), count[0], other
+    return gpu, api, rng, kineto_devices.properties(doc.get("deviceProperties")), count[0], other
 
 
 def _read_events(path: Path) -> Parsed:
@@ -288,44 +288,8 @@ def _read_events(path: Path) -> Parsed:
         raise ParseError(f"truncated or malformed JSON ({msg})", path) from None
     if n_events == 0 and not _has_trace_events(path):
         raise ParseError("JSON without 'traceEvents': not a torch.profiler/chrome trace", path)
-    props = _device_properties(path)
+    props = kineto_devices.device_properties(path, _open)
     return _build(path, gpu, api, rng, props, n_events, other)
-
-
-def _device_properties(path: Path) -> dict[int, dict]:
-    try:
-        import ijson
-        with _open(path) as fh:
-            items = list(ijson.items(fh, "deviceProperties.item"))
-    except Exception:
-        return {}
-    return _properties(items)
-
-
-def _properties(items) -> dict[int, dict]:
-    if not isinstance(items, list):
-        return {}
-    out = {}
-    for i, p in enumerate(items):
-        if not isinstance(p, dict):
-            continue
-        vendor = device_vendor(p)
-        cc = f"{p.get('computeMajor')}.{p.get('computeMinor')}" if p.get("computeMajor") is not None else None
-        out[int(p.get("id", i))] = {"name": p.get("name"), "compute_capability": cc if vendor == "NVIDIA" else None,
-                                    **({"vendor": vendor} if vendor != "NVIDIA" else {})}
-    return out
-
-
-def device_vendor(p: dict) -> str:
-    """Who made the GPU a torch.profiler trace names. ROCm builds of PyTorch write the same ``deviceProperties`` as CUDA
-    builds, with an AMD GPU's architecture in ``computeMajor`` (an MI250, gfx90a: 9, read as "compute capability 9.0"
-    before: HolisticTraceAnalysis's test data, issue 52) and its wavefront of 64 in ``warpSize`` (NVIDIA: 32)."""
-    name = str(p.get("name") or "")
-    if name.startswith("AMD") or any(w in name for w in ("Radeon", "Instinct")) or p.get("warpSize") == 64:
-        return "AMD"
-    if name.startswith(("NVIDIA", "Tesla", "Quadro", "GeForce", "TITAN")) or p.get("warpSize") == 32:
-        return "NVIDIA"
-    return "unknown"
 
 
 def _floats(values: list) -> np.ndarray:

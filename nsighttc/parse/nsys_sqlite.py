@@ -34,6 +34,7 @@ from ..model import conform
 from .parsed import Parsed
 from .sniff import Kind
 from . import marks as marks_mod
+from . import sqlite_columns
 from .range_paths import nest_paths
 from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, last_timestamp,
                        name_devices, op_launch_calls, sanitize, strip_api_version)
@@ -55,14 +56,6 @@ def _pid(global_id) -> np.ndarray:
         out = pd.to_numeric(pd.Series(global_id), errors="coerce").fillna(0).to_numpy(dtype="int64") >> 24
     out &= 0xFFFFFF
     return out
-
-
-def _tables(con: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
-
-
-def _columns(con: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
 
 
 @contextlib.contextmanager
@@ -90,7 +83,7 @@ def read(path: Path) -> Parsed:
 def _read_plain(db: Path, shown: Path) -> Parsed:
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        tables = _tables(con)
+        tables = sqlite_columns.tables(con)
     except sqlite3.DatabaseError as exc:
         raise ParseError(f"not a readable SQLite database ({exc})", shown) from None
     try:
@@ -112,7 +105,7 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
                          "to analyse)", path)
     strings = dict(con.execute("SELECT id, value FROM StringIds").fetchall()) if "StringIds" in tables else {}
 
-    kcols = _columns(con, "CUPTI_ACTIVITY_KIND_KERNEL")
+    kcols = sqlite_columns.columns(con, "CUPTI_ACTIVITY_KIND_KERNEL")
     name_col = "demangledName" if "demangledName" in kcols else "shortName"
     want = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", name_col, "gridKey", "blockKey"]
     # The big tables are independent: read them on all cores (SQLite and Arrow work outside the GIL).
@@ -120,32 +113,33 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
         jobs["memcpy"] = ("CUPTI_ACTIVITY_KIND_MEMCPY", ["start", "end", "deviceId", "streamId", "correlationId",
                                                           "globalPid", "bytes", "copyKind", "srcKind"],
-                          _columns(con, "CUPTI_ACTIVITY_KIND_MEMCPY"))
+                          sqlite_columns.columns(con, "CUPTI_ACTIVITY_KIND_MEMCPY"))
     if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
         jobs["memset"] = ("CUPTI_ACTIVITY_KIND_MEMSET", ["start", "end", "deviceId", "streamId", "correlationId",
-                                                          "globalPid", "bytes"], _columns(con, "CUPTI_ACTIVITY_KIND_MEMSET"))
+                                                          "globalPid", "bytes"], sqlite_columns.columns(con, "CUPTI_ACTIVITY_KIND_MEMSET"))
     if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" in tables:
         jobs["graph"] = ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", ["start", "end", "deviceId", "streamId", "correlationId",
                                                              "globalPid", "graphId"],
-                         _columns(con, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"))
+                         sqlite_columns.columns(con, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"))
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         jobs["runtime"] = ("CUPTI_ACTIVITY_KIND_RUNTIME", ["start", "end", "globalTid", "correlationId", "nameId"],
-                           _columns(con, "CUPTI_ACTIVITY_KIND_RUNTIME"))
+                           sqlite_columns.columns(con, "CUPTI_ACTIVITY_KIND_RUNTIME"))
     # Big exports: the API calls are read once the GPU tables are in, as their columns (as many rows as kernels and
     # more) and the kernel query's would otherwise be held together while the tables are built (4M kernels: ~290 MB
     # more at the reader's peak); the read then runs beside building the kernel and GPU tables. Below
     # ``API_BESIDE_KERNELS_MAX`` kernels both queries run at once, one per core (1M kernels: ~0.35 s less, ~70 MB more).
     runtime_job = jobs.pop("runtime", None)
-    beside = runtime_job is not None and _row_estimate(con, "CUPTI_ACTIVITY_KIND_KERNEL") <= API_BESIDE_KERNELS_MAX
+    beside = runtime_job is not None and \
+        sqlite_columns.row_estimate(con, "CUPTI_ACTIVITY_KIND_KERNEL") <= API_BESIDE_KERNELS_MAX
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        futures = {"kernel": pool.submit(_ints, None, db, *jobs.pop("kernel"))}
-        runtime_future = pool.submit(_ints, None, db, *runtime_job) if beside else None
-        futures.update({key: pool.submit(_ints, None, db, *spec) for key, spec in jobs.items()})
+        futures = {"kernel": pool.submit(sqlite_columns.ints, None, db, *jobs.pop("kernel"))}
+        runtime_future = pool.submit(sqlite_columns.ints, None, db, *runtime_job) if beside else None
+        futures.update({key: pool.submit(sqlite_columns.ints, None, db, *spec) for key, spec in jobs.items()})
         nvtx_future = pool.submit(_nvtx, db, tables, strings)
         with stages.stage("parse.gpu_tables"):
             got = {key: f.result() for key, f in futures.items()}
         if runtime_job is not None and not beside:
-            runtime_future = pool.submit(_ints, None, db, *runtime_job)
+            runtime_future = pool.submit(sqlite_columns.ints, None, db, *runtime_job)
         try:
             return _build(con, tables, path, got, strings, name_col, nvtx_future, runtime_future)
         finally:
@@ -156,15 +150,6 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
 
 # Kernels (estimated from the table's last row id) up to which the API calls are read beside the kernel table.
 API_BESIDE_KERNELS_MAX = 2_000_000
-
-
-def _row_estimate(con: sqlite3.Connection, table: str) -> int:
-    """The table's largest row id: its row count for an export nothing was deleted from, in one B-tree descent
-    (``count(*)`` reads every page)."""
-    try:
-        return int(con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0] or 0)
-    except sqlite3.DatabaseError:
-        return 0
 
 
 def _build(con, tables: set[str], path: Path, got: dict, strings: dict, name_col: str, nvtx_future,
@@ -290,71 +275,6 @@ def _graph_rows(g: dict[str, np.ndarray], path: Path) -> pd.DataFrame:
     })
 
 
-# Launch shapes packed into one integer in SQL (x < 2^31, y and z < 2^16 in CUDA): SQLite's cost is per value
-# handed out, so two packed columns instead of six made the kernel query 1.8x faster (1M kernels: 0.58 s vs
-# 1.02 s through ADBC, 2-core machine).
-PACKED = {f"{d}Key": (f"(({d}X << 32) | ({d}Y << 16) | {d}Z)", (f"{d}X", f"{d}Y", f"{d}Z")) for d in ("grid", "block")}
-
-
-# Timestamps come out of SQLite as doubles (what every table downstream holds): the tables then take the
-# arrays as they are, instead of an integer copy and a float copy of each (4M-kernel export: ~300 MB less at
-# the reader's peak). Nanosecond timestamps stay exact below 2^53 ns (104 days).
-REAL = {"start", "end"}
-
-
-def _select(cols: list[str], have: set[str]) -> str:
-    parts = []
-    for i, c in enumerate(cols):
-        if c in PACKED:
-            expr, needs = PACKED[c]
-            parts.append(f"COALESCE({expr}, -1) AS c{i}" if set(needs) <= have else f"-1 AS c{i}")
-        elif c not in have:
-            parts.append(f"{'-1.0' if c in REAL else '-1'} AS c{i}")
-        elif c in REAL:
-            parts.append(f"COALESCE(CAST({c} AS REAL), -1.0) AS c{i}")
-        else:
-            parts.append(f"COALESCE({c}, -1) AS c{i}")
-    return ", ".join(parts)
-
-
-def _ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: int = 262144) -> dict[str, np.ndarray]:
-    """Integer columns of a table as numpy arrays (missing column or NULL -> -1; ``PACKED`` names computed;
-    ``REAL`` ones as float64).
-
-    Through Arrow's ADBC SQLite driver (a dependency; columnar, ~3x faster on millions of rows), else
-    sqlite3 in chunks: either way no per-row Python objects survive, so a million rows cost tens of
-    MB, not gigabytes."""
-    sel = _select(cols, have)
-    if db is not None:
-        try:
-            import adbc_driver_sqlite.dbapi as adbc
-            with adbc.connect(f"file:{db}?mode=ro") as acon, acon.cursor() as cur:
-                cur.execute(f'SELECT {sel} FROM "{table}"')
-                tbl = cur.fetch_arrow_table()
-            want = ["double" if c in REAL else "int64" for c in cols]
-            if tbl.num_rows == 0 or [str(t) for t in tbl.schema.types] == want:
-                arrays = tbl.columns
-                del tbl
-                out = {}
-                for i, c in enumerate(cols):  # each Arrow column freed once converted: no second copy of the table
-                    out[c], arrays[i] = arrays[i].to_numpy(), None
-                    if c in REAL:
-                        out[c] = out[c].astype(np.float64, copy=False)  # an empty table's columns are null-typed
-                return out
-        except Exception:  # driver missing or a column it cannot type: the stdlib path below is exact
-            pass
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)  # one per thread: connections are not shared
-    cur = con.execute(f'SELECT {sel} FROM "{table}"')
-    types = [np.float64 if c in REAL else np.int64 for c in cols]
-    parts: list[list[np.ndarray]] = [[] for _ in cols]
-    while rows := cur.fetchmany(chunk):  # ints and floats side by side: each chunk typed column by column at once
-        block = np.array(rows, dtype=object).reshape(-1, len(cols))
-        for i, t in enumerate(types):
-            parts[i].append(block[:, i].astype(t))
-    con.close()
-    return {c: np.concatenate(parts[i]) if parts[i] else np.empty(0, dtype=types[i]) for i, c in enumerate(cols)}
-
-
 def _categorical(ids: np.ndarray, strings: dict | None) -> pd.Series:
     """String ids -> a categorical Series (one Python string per distinct name, not per row)."""
     codes, uniq = pd.factorize(ids)
@@ -372,7 +292,7 @@ def _dims(key: np.ndarray) -> pd.Series:
 def _devices(con: sqlite3.Connection, tables: set[str]) -> dict[int, dict]:
     if "TARGET_INFO_GPU" not in tables:
         return {}
-    cols = _columns(con, "TARGET_INFO_GPU")
+    cols = sqlite_columns.columns(con, "TARGET_INFO_GPU")
     cc = "computeMajor || '.' || computeMinor" if {"computeMajor", "computeMinor"} <= cols else "NULL"
     cu = "cuDevice" if "cuDevice" in cols else "id"
     rows = con.execute(f"SELECT {cu}, name, {cc} FROM TARGET_INFO_GPU").fetchall()
@@ -385,12 +305,12 @@ def _nvtx(db: str, tables: set[str], strings: dict) -> tuple[pd.DataFrame, pd.Da
         return pd.DataFrame(columns=RANGE_COLUMNS), marks_mod.empty()
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        cols = _columns(con, "NVTX_EVENTS")
+        cols = sqlite_columns.columns(con, "NVTX_EVENTS")
         sql = ("SELECT start, COALESCE(end, -1) AS end_, eventType, COALESCE(text, '') AS text, "
                f"{'COALESCE(textId, -1)' if 'textId' in cols else '-1'} AS textId, COALESCE(globalTid, -1) AS tid, "
                f"{'COALESCE(domainId, 0)' if 'domainId' in cols else '0'} AS domainId FROM NVTX_EVENTS "
                f"WHERE eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND}, {NVTX_DOMAIN_CREATE})")
-        ev = _query_columns(con, db, sql)
+        ev = sqlite_columns.query_columns(con, db, sql)
     finally:
         con.close()
     # names are built once per distinct (text, textId, domain), then spread by codes: 10^5 ranges share a few
@@ -416,30 +336,3 @@ def _nvtx(db: str, tables: set[str], strings: dict) -> tuple[pd.DataFrame, pd.Da
     return ranges, marks
 
 
-def _query_columns(con: sqlite3.Connection, db: str, sql: str) -> dict:
-    """A query's columns as numpy arrays; text columns as (codes, list of distinct strings). Through ADBC
-    (columnar, dictionary-encoded in Arrow) when it can type the columns, else sqlite3."""
-    try:
-        import adbc_driver_sqlite.dbapi as adbc
-        import pyarrow.compute as pc
-        with adbc.connect(f"file:{db}?mode=ro") as acon, acon.cursor() as cur:
-            cur.execute(sql)
-            tbl = cur.fetch_arrow_table()
-        out = {}
-        for name, col in zip(tbl.column_names, tbl.columns):
-            if str(col.type) in ("string", "large_string"):
-                enc = pc.dictionary_encode(col).combine_chunks()
-                out[name] = (enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist())
-            else:
-                out[name] = col.to_numpy()
-        return out
-    except Exception:
-        frame = pd.read_sql_query(sql, con)
-        out = {}
-        for name in frame.columns:
-            if frame[name].dtype.kind in "iuf":
-                out[name] = frame[name].to_numpy()
-            else:
-                codes, uniq = pd.factorize(frame[name].astype(object).fillna(""))
-                out[name] = (codes.astype(np.int64), [str(u) for u in uniq])
-        return out

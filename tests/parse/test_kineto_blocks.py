@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from nsighttc.parse import kineto, kineto_scan
+from nsighttc.parse import kineto, kineto_devices, kineto_scan
 from tests.conftest import FIXTURES
 
 REAL = [FIXTURES / "kineto_trace_cases_loops.json.gz", FIXTURES / "multi_phase_torch.json.gz"]
@@ -56,11 +56,11 @@ def test_trailer_keys_and_empty_events(tmp_path):
     doc["deviceProperties"] = props  # after traceEvents now: read from the trailer
     path = tmp_path / "trailer.json"
     path.write_text(json.dumps(doc))
-    assert kineto._read_blocks(path)[3] == kineto._properties(props) != {}
+    assert kineto._read_blocks(path)[3] == kineto_devices.properties(props) != {}
     empty = tmp_path / "empty.json"
     empty.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [], "deviceProperties": props}))
     got = kineto._read_blocks(empty)
-    assert got[4] == 0 and got[3] == kineto._properties(props)
+    assert got[4] == 0 and got[3] == kineto_devices.properties(props)
 
 
 def test_traceevents_not_at_the_top_is_left_to_ijson(tmp_path):

@@ -1,0 +1,120 @@
+"""A scope's idle pieces as causes, largest first, and the headline's words for the first."""
+from __future__ import annotations
+
+
+import numpy as np
+import pandas as pd
+
+from ....durations import duration
+
+from .pieces import DRAINED, GPU_WAIT, HOST, LAUNCH, PAGEABLE, SYNC
+from .scopes import Scope
+
+
+# --- causes ---------------------------------------------------------------------------------------
+def _ms(x: float) -> str:
+    return duration(x)
+
+
+def _per_pc(pcs: np.ndarray, kinds: np.ndarray, ns: np.ndarray, kind: int) -> dict[int, float]:
+    """{path code: idle ns} of one kind (the sum, should a scope hold a range's kind twice)."""
+    out: dict[int, float] = {}
+    m = kinds == kind
+    for pc, v in zip(pcs[m].tolist(), ns[m].tolist()):
+        out[pc] = out.get(pc, 0.0) + v
+    return out
+
+
+def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] | None = None) -> list[dict]:
+    """The scope's causes of idle GPU time, ``{kind, name, idle_ns, detail}``, largest first."""
+    rinfo = rinfo or {}
+    by_kind = sc.idle.groupby("kind")["ns"].sum().to_dict() if not sc.idle.empty else {}
+    out: list[dict] = []
+    # per range of one kind: a scope holds one row per (range, kind) (``scope_of``, ``range_scopes``), so these
+    # are the rows' own values, read without a groupby per kind (this runs once per range and step family)
+    pcs, kinds, nss = (sc.idle[k].to_numpy() for k in ("pc", "kind", "ns"))
+    host = _per_pc(pcs, kinds, nss, HOST)
+    drained_ns = float(by_kind.get(DRAINED, 0.0))
+    sync_drained = min(drained_ns, max(busy_ns, 0.0))
+    rest = drained_ns - sync_drained
+    if rest > 0:  # host code that no overlap could have hidden: blame it, per range, in proportion
+        for pc, ns in sorted(_per_pc(pcs, kinds, nss, DRAINED).items()):
+            host[pc] = host.get(pc, 0.0) + rest * ns / drained_ns
+    for pc, ns in sorted(host.items(), key=lambda x: -x[1]):
+        if ns <= 0:
+            continue
+        path = str(paths[pc]) if pc >= 0 else NO_RANGE
+        info = rinfo.get(path)
+        if info and info.get("leaf_work"):
+            detail = (f"the GPU idled {_ms(ns)} while the host worked in `{path}` ({info['count']} × median "
+                      f"{_ms(info['median_wall_ns'])} with the GPU busy {100 * info['gpu_busy_share']:.1f}%)")
+        elif pc < 0:
+            detail = (f"the GPU idled {_ms(ns)} while the host ran code outside any range (name that host work "
+                      "with `nsighttc.annotate.range(...)` to see which)")
+        else:
+            detail = f"the GPU idled {_ms(ns)} while the host ran code in `{path}` outside any child range"
+        out.append({"kind": "host-range", "name": path, "idle_ns": float(ns), "detail": detail})
+    blocked = float(by_kind.get(SYNC, 0.0))
+    if not sc.sync.empty or blocked or sync_drained:
+        calls = int(sc.sync["calls"].sum()) if not sc.sync.empty else 0
+        names = sc.sync.groupby("name")["calls"].sum().sort_values(ascending=False) if not sc.sync.empty else pd.Series(dtype=int)
+        host_ns = float(sc.sync["ns"].sum()) if not sc.sync.empty else 0.0
+        where = sc.sync.groupby("pc")["calls"].sum().sort_values(ascending=False) if not sc.sync.empty else pd.Series(dtype=int)
+        top = ", ".join(f"`{paths[pc] if pc >= 0 else '(no range)'}` ×{n}" for pc, n in where.head(3).items())
+        out.append({"kind": "sync", "name": ", ".join(names.index) or "synchronising calls",
+                    "idle_ns": blocked + sync_drained,
+                    "detail": f"{calls} synchronising calls ({', '.join(f'{k} ×{v}' for k, v in names.items())})"
+                              f"{' in ' + top if top else ''}, {sc.dtoh} device-to-host copies; the host was blocked "
+                              f"{_ms(host_ns)}, and the GPU idled {_ms(blocked + sync_drained)} while the host was blocked "
+                              "or after the call had emptied its queue"})
+    n_launch = int(sc.idle["gaps"].to_numpy()[kinds == LAUNCH].sum()) if not sc.idle.empty else 0
+    if by_kind.get(LAUNCH):
+        ns = float(by_kind[LAUNCH])
+        out.append({"kind": "launch-overhead", "name": "kernel launches", "idle_ns": ns,
+                    "detail": f"{n_launch:,} idle gaps shorter than 100 µs, each ended by work the host launched "
+                              f"after the GPU had gone idle (mean gap {ns / max(n_launch, 1) / 1e3:.1f} µs)"})
+    pg = sc.pageable.iloc[0] if not sc.pageable.empty else None
+    if by_kind.get(PAGEABLE) or (pg is not None and pg["copies"]):
+        ns = float(by_kind.get(PAGEABLE, 0.0))
+        out.append({"kind": "pageable-copy", "name": "pageable host-to-device copies", "idle_ns": ns,
+                    "detail": f"{int(pg['copies']) if pg is not None else 0} copies, "
+                              f"{(pg['bytes'] if pg is not None else 0) / 1e6:.3g} MB from pageable memory; the GPU "
+                              f"idled {_ms(ns)} while the host was staging them"})
+    if by_kind.get(GPU_WAIT):
+        ns = float(by_kind[GPU_WAIT])
+        out.append({"kind": "gpu-wait", "name": "launched work waiting", "idle_ns": ns,
+                    "detail": f"the GPU idled {_ms(ns)} with the next work already launched (a dependency on "
+                              "another stream, an event, or between the nodes of a CUDA graph)"})
+    return sorted(out, key=lambda c: -c["idle_ns"])
+
+
+def frame_words(frame: dict) -> str:
+    """A host frame (``host_frames``) in words: `function` (file:line) → what it calls."""
+    text = f"`{frame['frame']}` ({frame['file']}:{frame['line']})"
+    return text + (f" → `{frame['calls']}`" if frame.get("calls") else "")
+
+
+NO_RANGE = "(no range)"  # host work the recording puts in no range (a program, or a recording, without any)
+
+
+def headline(causes_: list[dict], verdict: str) -> str | None:
+    """One line for the verdict's headline: the first cause and its share of the idle time."""
+    if verdict not in ("cpu-bound", "mixed") or not causes_ or causes_[0]["idle_ns"] <= 0:
+        return None
+    c = causes_[0]
+    share = c["idle_ns"] / (sum(x["idle_ns"] for x in causes_) or 1.0)
+    waiting = any(x["kind"] == "communication" for x in causes_)  # a rank: idle of compute, not of the GPU
+    of = f"{100 * share:.0f}% of the GPU's {'time without compute' if waiting else 'idle time'}"
+    if c["kind"] == "host-range" and c.get("frames"):  # the host's stacks say where, not the range around it
+        return f"host busy in {frame_words(c['frames'][0])} ({of}, {_ms(c['idle_ns'])})"
+    if c["kind"] == "host-range":
+        where = "outside any range" if c["name"] == NO_RANGE else f"in `{c['name']}`"
+        return f"host busy {where} ({of}, {_ms(c['idle_ns'])})"
+    if c["kind"] == "launch-overhead":
+        return f"launch overhead ({of}: {c['detail']})"
+    if c["kind"] == "communication":
+        return f"waiting in communication not overlapped by compute ({of}, {_ms(c['idle_ns'])}): another rank is late, or the transfers are not overlapped"
+    if c["kind"] == "sync":
+        at = f" at {frame_words(c['frames'][0])}" if c.get("frames") else ""
+        return f"synchronising calls ({c['name']}){at} emptied the GPU's queue ({of}, {_ms(c['idle_ns'])})"
+    return f"{c['detail']} ({of})"

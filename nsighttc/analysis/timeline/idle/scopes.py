@@ -1,0 +1,105 @@
+"""What a scope (a range and its children, a step family's steady iterations, the window) holds of the idle pieces:
+sums per (range path, cause), read through masks of pieces."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ....allocator import slices
+from ... import intervals
+from ...grouping import aggregate
+
+from .pieces import KINDS, Idle
+
+
+# --- scopes ---------------------------------------------------------------------------------------
+def in_intervals(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which times fall in one of the sorted, disjoint intervals [starts, ends): t is inside when it is before
+    the end of the last interval starting at or before it (``ends`` padded with -inf for "none")."""
+    out = np.zeros(len(t), dtype=bool)
+    if len(starts) == 0:
+        return out
+    ends_pad = np.concatenate([[-np.inf], ends])
+    for sl in slices(len(t)):
+        out[sl] = t[sl] < ends_pad[np.searchsorted(starts, t[sl], side="right")]
+    return out
+
+
+def mids_in(idle: Idle, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which pieces have their midpoint in the sorted, disjoint intervals [starts, ends). The midpoints are sorted,
+    so each interval holds a run of pieces: two searches per interval and one running sum mark them (1.5M pieces,
+    a hundred thousand intervals: a few ms, against a search per piece)."""
+    return intervals.sorted_inside(idle.mid, starts, ends)
+
+
+@dataclass
+class Scope:
+    """What one scope (a range and its children, a step family's steady iterations) holds, per path code."""
+    idle: pd.DataFrame       # pc, kind, ns, gaps
+    sync: pd.DataFrame       # pc, name, calls, ns
+    dtoh: int
+    pageable: pd.DataFrame   # copies, bytes, ns (one row)
+
+
+def scope_of(idle: Idle, piece_mask: np.ndarray | None, sync_mask: np.ndarray, dtoh_mask: np.ndarray,
+             page_mask: np.ndarray) -> Scope:
+    # (path, kind) sums with bincount: pieces can number millions, their (path, kind) pairs a few hundred;
+    # ``piece_mask`` None: every piece
+    # a slice of pieces at a time: 7.5M pieces made ~250 MB of masked copies per scope (nsys pieces are whole
+    # nanoseconds, so the sums are exact; torch's fractional ones agree with one pass up to rounding)
+    nk = len(KINDS)
+    size = (len(idle.paths) + 1) * nk
+    ns, gaps = np.zeros(size), np.zeros(size)
+    everything = piece_mask is None
+    for sl in slices(len(idle.start)):
+        m = slice(None) if everything else piece_mask[sl]
+        code = idle.code[sl][m]
+        ns += np.bincount(code, weights=idle.ns[sl][m], minlength=size)
+        gaps += np.bincount(code, weights=idle.first[sl][m], minlength=size)
+    hit = np.flatnonzero((ns > 0) | (gaps > 0))
+    t = pd.DataFrame({"pc": hit // nk - 1, "kind": (hit % nk).astype(np.int8), "ns": ns[hit], "gaps": gaps[hit]})
+    c = idle.calls
+    s = c.sync[sync_mask]
+    pg = c.pageable[page_mask]
+    return Scope(t,
+                 aggregate(s.groupby(["pc", "name"]), calls=("ns", "size"), ns=("ns", "sum")).reset_index(),
+                 int(dtoh_mask.sum()),
+                 pd.DataFrame({"copies": [len(pg)], "bytes": [float(pg["bytes"].sum())], "ns": [float(pg["ns"].sum())]}))
+
+
+def time_scope(idle: Idle, starts: np.ndarray, ends: np.ndarray) -> Scope:
+    """Everything inside the sorted, disjoint intervals (steady iterations of a family, the window)."""
+    c = idle.calls
+    return scope_of(idle, mids_in(idle, starts, ends),
+                    in_intervals(c.sync["t"].to_numpy(), starts, ends), in_intervals(c.dtoh["t"].to_numpy(), starts, ends),
+                    in_intervals(c.pageable["t"].to_numpy(), starts, ends))
+
+
+def range_scopes(idle: Idle, names: list[str], warm: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Scope]:
+    """One scope per range path: the pieces and calls whose innermost range is the path or lies under it.
+    Pieces inside warm-up iterations (``warm``: sorted disjoint intervals) are left out, as for families:
+    causes describe the steady state."""
+    paths = idle.paths
+    prefix_rows = [(i, "/".join(p.split("/")[:k + 1])) for i, p in enumerate(paths) if p
+                   for k in range(p.count("/") + 1)]
+    m = pd.DataFrame(prefix_rows, columns=["pc", "range"])
+    m = m[m["range"].isin(set(names))]
+    c = idle.calls
+    keep = ~mids_in(idle, *warm) if warm is not None and len(warm[0]) else None
+    base = scope_of(idle, keep, np.ones(len(c.sync), dtype=bool),
+                    np.ones(len(c.dtoh), dtype=bool), np.ones(len(c.pageable), dtype=bool))
+    idle_g = {k: g for k, g in base.idle.merge(m, on="pc").groupby("range")}
+    sync_g = {k: g for k, g in base.sync.merge(m, on="pc").groupby("range")}
+    dtoh_g = c.dtoh.merge(m, on="pc").groupby("range").size().to_dict()
+    pg = aggregate(c.pageable.merge(m, on="pc").groupby("range"), copies=("ns", "size"), bytes=("bytes", "sum"),
+                   ns=("ns", "sum"))
+    empty_idle = base.idle.iloc[0:0]
+    empty_sync = base.sync.iloc[0:0]
+    out = {}
+    for n in names:
+        prow = pg.loc[[n]] if n in pg.index else pd.DataFrame({"copies": [0], "bytes": [0.0], "ns": [0.0]})
+        out[n] = Scope(idle_g.get(n, empty_idle), sync_g.get(n, empty_sync), int(dtoh_g.get(n, 0)),
+                       prow.reset_index(drop=True))
+    return out
