@@ -2,7 +2,7 @@
 """Issue 30's calibration table, recomputed with this checkout's code from what the H100 runs left in
 ``reports/try/calibration/`` (``benchmarks/gpu/gpu_try_calibration.sh``): per program and variant, the speed-up measured
 from the plain runs' step times (``experiment.measure``) and the range predicted from the baseline's verdict with
-the baseline's plain step times (``analysis.gain.for_variant``), and the order of the findings by gain.
+the baseline's plain step times (``analysis.variant_gain.for_variant``), and the order of the findings by gain.
 
     python benchmarks/try_calibration_table.py            # Markdown table on stdout
 """
@@ -19,7 +19,7 @@ CASES = ["mnist", "loader", "resnet", "trainer", "multi"]
 
 
 def rows(cal: Path = CAL) -> list[dict]:
-    from nsighttc.analysis import gain
+    from nsighttc.analysis import gain, variant_gain
     from nsighttc.experiment import measure
     out = []
     for case in CASES:
@@ -35,7 +35,7 @@ def rows(cal: Path = CAL) -> list[dict]:
         for key, rs in sorted(runs.items()):
             name = names.get(key, key)
             m = measure.compare(base, [s for _, s in sorted(rs)])
-            p = gain.for_variant(doc, name, base[0])
+            p = variant_gain.for_variant(doc, name, base[0])
             within = None if not p or not m["speedup"] else p["low"] - 1e-9 <= m["speedup"] <= p["high"] + 1e-9
             out.append({"program": case, "variant": name, "speedup": m["speedup"], "spread": m["spread"],
                         "change": m["change"], "predicted": p, "within": within,

@@ -28,6 +28,7 @@ from .analysis import tensor_cores
 from .errors import InputError, NsighttcError, ParseError, UsageError
 from .model import empty_kernel_table
 from .collect.readable import load  # parse.load, with a tool's export in front where needed
+from .job_inputs import job_groups, no_recording_twice, rank_groups
 from .parse import Parsed
 from .verdict import Verdict
 
@@ -166,19 +167,20 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
 
     One verdict is one run or one job (``parse.same_job``): the same recording given twice is an error, and so are
     recordings that cannot be ranks of one job (other world sizes, GPUs, backends, days apart); ``analyze_jobs`` gives
-    one verdict per job instead (``same_job_check=False`` here: the first job's).
+    one verdict per job instead. ``same_job_check=False`` checks neither: ``profile`` passes it for the files its own
+    run just recorded, one per rank.
     """
     kwargs = dict(yes_threshold=yes_threshold, thresholds=thresholds, step_range=step_range,
                   range_name=range_name, evidence=evidence)
     with _no_cyclic_gc(), allocator.reuse_freed_memory():
         paths = rank_inputs.expand(list(paths))
-        _no_recording_twice(paths)
         if same_job_check:
+            no_recording_twice(paths)
             jobs_found = job_groups(paths)
             if jobs_found is not None:
                 raise InputError(f"{jobs_found[1]}; give one job's files, or --no-same-job-check for one verdict per "
                                  "job")
-        grouped = _rank_groups(paths)
+        grouped = rank_groups(paths)
         if grouped is not None:
             by_rank, counters, infos, unread = grouped
             return _analyze_ranks(by_rank, counters, infos, jobs=jobs, kwargs=kwargs, unread=unread,
@@ -190,103 +192,10 @@ def analyze_jobs(paths: Iterable[str | Path], **kwargs) -> list[Verdict]:
     """One verdict per job among ``paths`` (``parse.same_job.job_groups``): recordings that cannot be ranks of one job
     are judged apart, and no cross-rank claim is ever made between them. ``kwargs``: as ``analyze``'s."""
     expanded = rank_inputs.expand(list(paths))
-    _no_recording_twice(expanded)
+    no_recording_twice(expanded)
     found = job_groups(expanded)
     groups = found[0] if found is not None else [expanded]
     return [analyze(g, **kwargs) for g in groups]
-
-
-def _no_recording_twice(paths: list) -> None:
-    """The same recording given twice (identical content) would count its work twice: an error naming both."""
-    from .parse import same_job
-    twice = same_job.duplicates([p for p in paths if not isinstance(p, Parsed)])
-    if twice:
-        a, b = twice[0]
-        raise InputError(f"the same recording as {a} (identical content): given twice, its kernels and steps would "
-                         "count twice; give each rank's file once", b)
-
-
-def job_groups(paths: list) -> tuple[list[list], str] | None:
-    """(the inputs split by job, why) when the timeline inputs cannot all be ranks of one job, else None. Counter
-    inputs (ncu) go with every job."""
-    from .parse import same_job
-    from .parse.sniff import Kind
-    timelines, counters, items = [], [], []
-    for p in paths:
-        if isinstance(p, Parsed):
-            return None  # the default run's own inputs: one run by construction
-        try:
-            kind = _kind(p)
-        except NsighttcError:
-            continue  # (named later as a bad input)
-        if kind in (Kind.NCU_CSV, Kind.NCU_REP):
-            counters.append(p)
-            continue
-        if hasattr(p, "url"):
-            from .remote_inputs import head
-            h = head(p, 1 << 20)
-        else:
-            h = rank_inputs._head(Path(p)) if kind is Kind.KINETO_JSON else None
-        timelines.append(p)
-        items.append((p, same_job.facts(p, h, kind)))
-    if len(items) < 2:
-        return None
-    groups, why = same_job.job_groups(items)
-    if why is None:
-        return None
-    return [g + counters for g in groups], why
-
-
-def _kind(p):
-    """The kind of an input (a path, a parsed input, a URL's ``RemoteInput``) from its start."""
-    from .parse.sniff import HEAD_BYTES, kind_of, sniff
-    if isinstance(p, Parsed):
-        return p.kind
-    if hasattr(p, "url"):
-        from .remote_inputs import head
-        return kind_of(p.name, head(p, HEAD_BYTES), p.url)
-    return sniff(Path(p))
-
-
-def _rank_groups(paths: list):
-    """(inputs by rank, shared counter inputs, rank infos, ranks that could not be opened) when the inputs hold two
-    ranks or more, else None. A file that cannot be opened (missing, of no known kind) whose rank its path names is
-    such a rank (``rank_map.RankFailure``): the job is judged without it and says so."""
-    from .parse.sniff import Kind
-    from .rank_map import RankFailure
-    kinds, plain, bad = {}, [], {}
-    for p in paths:
-        path = p.path if isinstance(p, Parsed) else p if hasattr(p, "url") else Path(p)
-        try:
-            kinds[path] = _kind(p)
-        except NsighttcError as exc:
-            bad[path] = exc
-            continue
-        plain.append(path)
-    if len(plain) + len(bad) < 2 and not (plain and kinds[plain[0]] is Kind.NSYS_SQLITE
-                                          and not isinstance(paths[0], Parsed)):
-        return None  # one file is one process, unless it is an nsys export of a whole job
-    by_rank, counters, infos = rank_inputs.group(plain, kinds)
-    unread: list[RankFailure] = []
-    for path, exc in bad.items():
-        r = rank_inputs.rank_of(path).rank
-        if r is None or r in by_rank:
-            return None  # the single-run path reports the bad file with its usual message
-        unread.append(RankFailure(r, [str(path)], exc.message, exc))
-    if len([r for r in by_rank if r >= 0]) + len(unread) < 2:
-        return None
-    # inputs the caller had parsed already (profile's default run planned on them) are analysed as they are
-    given = {p.path: p for p in paths if isinstance(p, Parsed)}
-    if given:
-        by_rank = {r: [given.get(x, x) if isinstance(x, Path) else x for x in xs] for r, xs in by_rank.items()}
-        counters = [given.get(x, x) if isinstance(x, Path) else x for x in counters]
-    if -1 in by_rank:
-        raise UsageError("inputs of several ranks, but no rank for "
-                         + ", ".join(str(p) for p in by_rank[-1][:3])
-                         + " (name it rank<N>, or keep each rank's files in a rank<N>/ directory)")
-    if not by_rank:
-        raise unread[0].error
-    return by_rank, counters, infos, unread
 
 
 # --- several ranks: each analysed on its own (rank_map: here, in processes or on a cluster), then reduced ----------

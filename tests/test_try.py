@@ -115,7 +115,8 @@ def test_channels_last_converts_the_main_model_and_its_convolutions_follow(tmp_p
     seen, record, _ = _model_probe(tmp_path, "channels-last")
     assert seen["weight_channels_last"] and seen["output_channels_last"]  # NCHW inputs, channels-last outputs
     assert record["variants"] == [{"variant": "channels-last", "set": {"model": "Sequential",
-                                                                       "memory_format": "channels_last"}}]
+                                                                       "memory_format": "channels_last"},
+                                   "applied": True}]
 
 
 def test_compile_variants_compile_the_main_models_forward(tmp_path):
@@ -125,27 +126,104 @@ def test_compile_variants_compile_the_main_models_forward(tmp_path):
     assert variants.parse("compile-reduce-overhead").key == "compile-reduce-overhead"
 
 
-def test_static_cache_gives_generate_a_static_cache_unless_the_program_chose_one():
+def _tiny_generate():
     pytest.importorskip("transformers")
     import torch
     from tests.runtime.test_inference_steps import _tiny_llama
     model = _tiny_llama()
     ids = torch.randint(3, 64, (1, 6), generator=torch.Generator().manual_seed(0))
-    kw = dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=4, do_sample=False,
-              return_dict_in_generate=True)
-    plain = model.generate(**kw)
-    applied = variants.Applied()
-    variants.apply(["static-cache"], applied)
+    return model, dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=4, do_sample=False,
+                       return_dict_in_generate=True)
+
+
+def _generate_under(names, marks=None):
+    """Apply ``names`` in this process, run ``fn`` with the patched generate(), then undo the patch."""
     from transformers.generation.utils import GenerationMixin
+    original = GenerationMixin.generate
+    applied = variants.Applied()
+    variants.apply(names, applied, marks)
+
+    def undo():
+        GenerationMixin.generate = original
+    return applied, undo
+
+
+def test_static_cache_gives_every_generate_call_a_static_cache_and_says_what_it_overrode():
+    import torch
+    model, kw = _tiny_generate()
+    plain = model.generate(**kw)
+    applied, undo = _generate_under(["static-cache"])
     try:
         static = model.generate(**kw)
-        chosen = model.generate(**kw, cache_implementation="dynamic")
+        named = model.generate(**kw, cache_implementation="dynamic")  # the program's own choice, by name
+        from transformers import DynamicCache
+        own = model.generate(**kw, past_key_values=DynamicCache())     # its own cache object: left alone
     finally:
-        GenerationMixin.generate = GenerationMixin.generate.__wrapped__
+        undo()
     assert type(static.past_key_values).__name__ == "StaticCache"
-    assert type(chosen.past_key_values).__name__ != "StaticCache"  # the program's own choice is kept
-    assert torch.equal(static.sequences, plain.sequences)  # the same tokens (greedy)
-    assert applied.items[0]["set"]["generate calls"] == 1
+    assert type(named.past_key_values).__name__ == "StaticCache"  # issue 56: a named cache no longer hides it
+    assert type(own.past_key_values).__name__ == "DynamicCache"
+    assert torch.equal(static.sequences, plain.sequences) and torch.equal(named.sequences, plain.sequences)
+    st = applied.items[0]["set"]
+    assert st["generate calls"] == 2 and st["overrode"] == {"cache_implementation='dynamic'": 1}
+    assert st["own cache object"] == 1
+    assert applied.record()["variants"][0]["applied"] is True
+
+
+def test_compile_reduce_overhead_on_generate_takes_the_compiled_static_cache_path():
+    """A generate() loop: the model's forward is left to generate(), which gets a static cache and an explicit
+    reduce-overhead CompileConfig (transformers compiles only on a GPU: on the CPU the tokens are the same)."""
+    import torch
+    from types import SimpleNamespace
+    model, kw = _tiny_generate()
+    plain = model.generate(**kw)
+    marks = SimpleNamespace(on_main=[])  # what the step hooks give model variants (runtime.steps.StepMarks.on_main)
+    forward = model.forward
+    applied, undo = _generate_under(["compile-reduce-overhead"], marks)
+
+    def found(module, args):  # the hooks find the main model at its first call: from inside generate()
+        for fn in marks.on_main:
+            fn(module)
+        handle.remove()
+    handle = model.register_forward_pre_hook(found)
+    try:
+        out = model.generate(**kw)
+    finally:
+        undo()
+    st = applied.items[0]["set"]
+    assert type(out.past_key_values).__name__ == "StaticCache" and torch.equal(out.sequences, plain.sequences)
+    assert st["generate calls"] == 1 and st["generate(compile_config)"] == "CompileConfig(mode='reduce-overhead')"
+    assert st["model"] == "LlamaForCausalLM" and "left to generate()" in st["forward"]
+    assert model.forward == forward  # not compiled by the variant: generate() compiles the decoding step
+
+
+def test_compile_reduce_overhead_marks_each_call_a_new_cuda_graph_step(monkeypatch):
+    """Outside generate(): the forward is compiled with reduce-overhead and every call starts a CUDA-graph step,
+    the fix PyTorch's own error names ("call torch.compiler.cudagraph_mark_step_begin() before each model
+    invocation")."""
+    import torch
+    calls = []
+    monkeypatch.setattr(torch, "compile", lambda fn, mode=None: (lambda *a, **k: (calls.append(("run", mode)),
+                                                                                  fn(*a, **k))[1]))
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: calls.append(("step", None)))
+    model = torch.nn.Linear(3, 2)
+    item = {"variant": "compile-reduce-overhead", "set": {"generate calls": 0}}
+    variants._change_model(model, "compile-reduce-overhead", item)
+    x = torch.ones(1, 3)
+    model(x), model(x)
+    assert calls == [("step", None), ("run", "reduce-overhead")] * 2
+    assert item["set"]["forward"].startswith("torch.compile(mode='reduce-overhead')")
+    assert variants._applied(item, {})[0] is True
+
+
+def test_a_variant_that_changes_nothing_says_so_and_why(tmp_path):
+    """workers=N in a program without DataLoaders, static-cache without generate(): applied nowhere, with the reason
+    (issue 56: such a run was reported as a speed-up)."""
+    _, record, _ = _probe(tmp_path, "workers=2", "static-cache", "tf32", program=MODEL_PROBE)
+    by = {i["variant"]: i for i in record["variants"]}
+    assert by["workers=2"]["applied"] is False and "built no DataLoader" in by["workers=2"]["not_applied"]
+    assert by["static-cache"]["applied"] is False and "generate()" in by["static-cache"]["not_applied"]
+    assert by["tf32"]["applied"] is True and "not_applied" not in by["tf32"]
 
 
 def test_metric_is_the_last_match():
@@ -234,7 +312,8 @@ def test_try_end_to_end_on_cpu(tmp_path, run_cli):
     slow = rows["cudnn-benchmark"]
     assert slow["status"] == "ok" and slow["speedup"] < 0.6 and slow["metric"] == 20.0
     assert slow["change"] == "slower" and slow["spread"]["high"] < 1.0
-    assert slow["applied"] == [{"variant": "cudnn-benchmark", "set": {"torch.backends.cudnn.benchmark": True}}]
+    assert slow["applied"] == [{"variant": "cudnn-benchmark", "set": {"torch.backends.cudnn.benchmark": True},
+                                "applied": True}]
     assert rows["tf32"]["status"] == "ok"
     for key in ("name", "status", "applied", "step_ns", "speedup", "spread", "change", "predicted",
                 "prediction", "metric"):

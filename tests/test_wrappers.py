@@ -25,7 +25,7 @@ CASES = {
     "lightning_module.py": ([], r"steps=6: \d+ images/s steady"),
     "dataloader_bound.py --no-annotate": (["--no-annotate"], r"it/s"),
     "ddp_train.py --no-annotate": (["--no-annotate"], r"ddp_train rank 0/1 cpu-gloo .* ms/step, [\d.]+ images/s total"),
-    "llm_generate.py": ([], r'"wrapper": "llm_generate".*"ttft_ms": [\d.]+, "tpot_ms": [\d.]+'),
+    "llm_generate.py": (["--batch", "2"], r'"wrapper": "llm_generate".*"ttft_ms": [\d.]+, "tpot_ms": [\d.]+'),
     "llm_generate.py --cache static": (["--cache", "static"], r'"cache": "static"'),
     "eval_loop.py": ([], r'"wrapper": "eval_loop".*"images_per_s"'),
     "fsdp2_train.py": ([], r"fsdp2_train rank 0/1 fsdp2 cpu-gloo fp32 .* ms/step, [\d,]+ tokens/s total"),
@@ -45,7 +45,8 @@ UNMARKED_STEPS = {"trainer_finetune.py": 6, "lightning_module.py": 6, "compile_l
 
 def _launched(script: str, extra: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
     trace = tmp_path / "trace.json"
-    proc = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--torch-trace", str(trace), "--",
+    proc = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--torch-trace", str(trace),
+                           "--step-times", str(tmp_path / "step_times.json"), "--",
                            str(WRAPPERS / script), "--device", "cpu", *extra], capture_output=True, text=True,
                           timeout=600, env=ENV)
     return proc, trace
@@ -91,6 +92,17 @@ def _assert_requests_prefills_and_decodes(proc: subprocess.CompletedProcess, tra
     inf = tl["inference"]
     assert inf["requests_recorded"] == requests and inf["model_calls"] == calls
     assert inf["ttft_ns"] > 0 and inf["tpot_ns"] > 0 and inf["prefill"]["calls"] + inf["decode"]["calls"] <= calls
+    # the step timer (try's plain runs) knows each step's kind and sequences: try's tokens/s, TTFT and TPOT (issue 56)
+    from nsighttc.experiment import measure
+    ph = json_.loads((trace.parent / "step_times.json").read_text())["phases"]["nsighttc.step"]
+    kinds, times = ph["kinds"], ph["gpu_ns"] or ph["host_ns"]
+    # the first model call opens the first step, which the timer sees end at the second, and the last call's step has
+    # no boundary after it: every call between is a timed step
+    assert len(times) == calls - 2 and kinds.count("prefill") == requests - 1
+    assert kinds.count("decode") == len(times) - (requests - 1) and set(ph["batch"]) == {said["batch"]}
+    gen = measure.generation(times, kinds, ph["batch"])
+    assert gen["requests"] == requests - 1 and gen["calls"] == len(times)
+    assert gen["tokens_per_s"] == pytest.approx(said["batch"] * len(times) / sum(times) * 1e9)
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in WRAPPERS.glob("[a-z]*.py")))

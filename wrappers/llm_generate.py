@@ -11,6 +11,10 @@ one JSON line ``{"wrapper": "llm_generate", ...}`` that benchmarks read.
     python wrappers/llm_generate.py --cache static    # static KV cache: transformers compiles the decoding step
                                                       # with CUDA graphs itself (torch.compile reduce-overhead)
     python wrappers/llm_generate.py --device cpu      # smoke mode: a tiny model, 2 requests
+    python wrappers/llm_generate.py --name-cache      # the cache named in the generate() call itself
+                                                      # (cache_implementation="dynamic"), as many programs do
+    python wrappers/llm_generate.py --nvtx-forward forward   # an NVTX range around every module's forward:
+                                                      # same-name ranges nested ~50 deep per model call
 
 (``torch.compile(model.forward, mode="reduce-overhead")`` over the default dynamic cache fails: the cache holds
 outputs of graph replays that the next replay overwrites; transformers 5.17 on the H100, reports/inference.)
@@ -56,6 +60,22 @@ def user_trace(path: str | None, device):
     return prof
 
 
+def nvtx_forward(model, name: str) -> None:
+    """An NVTX range named ``name`` around every module's forward, as programs annotated per module have (and as an
+    earlier nsighttc's hooks marked calls): same-name ranges nested in each other, one level per module depth."""
+    import torch
+
+    def push(module, args):
+        torch.cuda.nvtx.range_push(name)
+
+    def pop(module, args, out):
+        torch.cuda.nvtx.range_pop()
+
+    for m in model.modules():
+        m.register_forward_pre_hook(push)
+        m.register_forward_hook(pop)
+
+
 def build(vocab: int, dim: int, layers: int, heads: int, kv_heads: int, device, dtype):
     from transformers import LlamaConfig, LlamaForCausalLM
     cfg = LlamaConfig(vocab_size=vocab, hidden_size=dim, intermediate_size=dim * 8 // 3 // 64 * 64 or 64,
@@ -82,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--cache", choices=["dynamic", "static"], default="dynamic",
                     help="KV cache: transformers' default DynamicCache, or cache_implementation='static'")
+    ap.add_argument("--name-cache", action="store_true",
+                    help="pass the cache choice to generate() even for the default (cache_implementation='dynamic')")
+    ap.add_argument("--nvtx-forward", metavar="NAME", help="an NVTX range NAME around every module's forward (nested)")
     ap.add_argument("--no-compile", action="store_true",
                     help="with --cache static: generate(disable_compile=True), the static cache without transformers' "
                          "own torch.compile of the decoding step")
@@ -99,8 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     model = build(a.vocab, a.dim, a.layers, a.heads, a.kv_heads, device, dtype)
     gen = torch.Generator(device="cpu").manual_seed(1)
     kwargs = dict(max_new_tokens=a.new_tokens, min_new_tokens=a.new_tokens, do_sample=False)
-    if a.cache == "static":
-        kwargs["cache_implementation"] = "static"
+    if a.nvtx_forward:
+        nvtx_forward(model, a.nvtx_forward)
+    if a.cache == "static" or a.name_cache:
+        kwargs["cache_implementation"] = a.cache
         if a.no_compile:
             kwargs["disable_compile"] = True
     ttft, tpot, totals = [], [], []
@@ -129,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         prof.__exit__(None, None, None)
         prof.export_chrome_trace(a.trace)
     tokens = a.requests * a.batch * a.new_tokens
-    res = {"wrapper": "llm_generate", "device": str(device), "cache": a.cache,
+    res = {"wrapper": "llm_generate", "device": str(device), "cache": a.cache, "cache_named": "cache_implementation" in kwargs,
            "compile": a.cache == "static" and not a.no_compile and device.type == "cuda",
            "requests": a.requests, "warmup_requests": a.warmup, "batch": a.batch, "prompt": a.prompt,
            "new_tokens": a.new_tokens, "model_calls_per_request": a.new_tokens,

@@ -62,17 +62,8 @@ FROM_DTYPE = {"tf32-tensor-core-work": "tf32"}
 # findings whose fix to bf16/fp16 is autocast over fp32 data: the rest of the step's GPU work then moves half the
 # bytes too (not fp16-conv-on-cuda-cores: its data is half already, its fix is padding the channels)
 AUTOCAST_FIXES = {"fp32-matmul-on-cuda-cores", "tf32-tensor-core-work"}
-# ``nsighttc try`` variants -> (the finding they address, the dtype they move its work to)
-VARIANT_FINDING = {"tf32": [("fp32-matmul-on-cuda-cores", "tf32")],
-                   "bf16-autocast": [("fp32-matmul-on-cuda-cores", "bf16"), ("tf32-tensor-core-work", "bf16")],
-                   "fp16-autocast": [("fp32-matmul-on-cuda-cores", "fp16"), ("tf32-tensor-core-work", "fp16")],
-                   "workers=N": [("gpu-starved-by-data-loading", None)],
-                   "pin-memory": [("pageable-host-copies", None)],
-                   # CUDA graphs replay a call's kernels without the host launching them: the launch gaps go
-                   "compile-reduce-overhead": [("launch-bound", None), ("host-bound-model-code", None)],
-                   "static-cache": [("launch-bound", None)], "compile": [("host-bound-model-code", None)]}
-AUTOCAST = ("bf16-autocast", "fp16-autocast")
 DATA_LOADING = "gpu-starved-by-data-loading"
+
 ADVISED_WORKERS = 8  # what the data-loading finding's advice says (num_workers=8)
 WHY_NONE = {"matrix-work-unknown": "whether this work reached the Tensor Cores is unknown: nothing to estimate",
             "low-tensor-pipe-utilisation": "the fix (larger or fused GEMMs) changes the work itself: not estimated",
@@ -254,9 +245,13 @@ def _costs(f: dict, ss: list[Scope]) -> dict[str, float]:
     return {k: v for k, v in cost.items() if k in by and v > 0}
 
 
-def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], workers: int | None = None) -> dict:
+def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], workers: int | None = None,
+              fused: float | None = None) -> dict:
     """The gain of removing the causes of ``items`` ([(finding, dtype of the fix)]) together: GPU-side savings are
-    added per phase (with autocast, the other GPU work may shrink to half: half the bytes), host-side idle times too."""
+    added per phase (with autocast, the other GPU work may shrink to half: half the bytes), host-side idle times too.
+    ``fused``: a compiling fix (torch.compile, and transformers' compiled static cache): at the high end its fusion
+    may also remove the GPU work that is not matrix work, ``fused`` being the matrix work's share of kernel time, so
+    the step is no shorter than its matrix work instead of its whole GPU work."""
     by = {s.name: s for s in ss}
     if not ss:
         return {"low": None, "high": None, "basis": "no step and no kernel time to weigh it against"}
@@ -310,7 +305,12 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
         if name in idle:
             h_lo, h_hi = _host_fix(s, idle[name][0], idle[name][2])
             g_lo, g_hi = g_lo * h_lo, g_hi * h_hi
-            g_hi = min(g_hi, s.T / max(s.B - save.get(name, [0, 0])[1], 1.0))  # never past the GPU work left
+            floor = s.B - save.get(name, [0, 0])[1]
+            if fused is not None:  # compiled: the non-matrix kernels may be fused away at the high end
+                floor = min(floor, s.B * fused)
+                left = s.T - min(idle[name][0], s.T - s.B) - (s.B - floor)  # all its idle and the fused work gone
+                g_hi = max(g_hi, s.T / max(left, floor, 1.0))
+            g_hi = min(g_hi, s.T / max(floor, 1.0))  # never past the GPU work left
         per[name] = (g_lo, g_hi)
     low, high = _combine(per, by)
     total = sum(x.weight for x in ss) or 1.0
@@ -321,6 +321,9 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
         share = f", {100 * by[n].weight / total:.0f}% of the steps' time" if len(by) > 1 else ""
         phases.append(f"`{n}` {duration(by[n].T)}/step ({duration(by[n].B)} GPU{share}): {cost}")
     basis.append("; ".join(phases))
+    if fused is not None:
+        basis.append(f"compiled: at the high end its fusion also removes the GPU work that is not matrix work (the "
+                     f"step no shorter than its matrix work, {100 * fused:.0f}% of kernel time)")
     if any(by[n].calibrated for n in per):
         basis.append("step times from a plain run")
     basis += list(dict.fromkeys(n for s in ss for n in s.notes))
@@ -374,26 +377,3 @@ def order(found: list[dict]) -> list[dict]:
     sev = {"high": 0, "medium": 1, "low": 2, "info": 3}
     return sorted(found, key=lambda f: (-((f.get("gain") or {}).get("high") or 0.0), f["severity"] == "info",
                                         -(f.get("time_ns") or 0.0), sev.get(f["severity"], 4)))
-
-
-def for_variant(doc: dict, variant: str, plain: dict[str, dict] | None = None) -> dict | None:
-    """The predicted speed-up of a ``try`` variant (``A+B``: the findings of both, removed together), or None when
-    no finding of the verdict is what it fixes. tf32 together with an autocast: the autocast's dtype counts."""
-    ss = scopes(doc, plain)
-    found = {f["id"]: f for f in doc.get("findings") or []}
-    parts = variant.split("+")
-    wanted: dict[str, str | None] = {}
-    workers = None
-    for part in parts:
-        key = "workers=N" if part.startswith("workers=") else part
-        if key == "workers=N":
-            workers = int(part.split("=", 1)[1])
-        for fid, dtype in VARIANT_FINDING.get(key, []):
-            if fid in found and (fid not in wanted or part in AUTOCAST):
-                wanted[fid] = dtype
-    if not wanted:
-        return None
-    g = _estimate([(found[fid], dtype) for fid, dtype in wanted.items()], doc, ss, workers)
-    if not g.get("high"):
-        return None
-    return {"low": g["low"], "high": g["high"], "findings": list(wanted), "basis": g["basis"]}

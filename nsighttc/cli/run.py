@@ -260,7 +260,19 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
                 extra += f" ({v['change']})"
             if v.get("predicted"):
                 extra += f", predicted {v['predicted']['low']:.2f}-{v['predicted']['high']:.2f}x"
-            what = f"{step}, {sp}{extra}" if v["status"] == "ok" else f"FAILED: {v.get('error')}"
+            inf = v.get("inference") or {}
+            if inf.get("tokens_per_s"):
+                extra += f"; {inf['tokens_per_s']:,.0f} tokens/s"
+            if inf.get("ttft_ns") and inf.get("tpot_ns"):
+                extra += f", TTFT {duration(inf['ttft_ns'])}, TPOT {duration(inf['tpot_ns'])}"
+            if (v.get("compile") or {}).get("compile_s"):
+                extra += f"; compiled {v['compile']['compile_s']:.1f} s before its timed steps"
+            if v["status"] == "ok":
+                what = f"{step}, {sp}{extra}"
+            elif v["status"] == "not applied":
+                what = f"not applied: {v.get('not_applied')}"
+            else:
+                what = f"FAILED: {v.get('error')}"
             click.echo(f"{v['name']:<16} {what}")
         if base["status"] != "ok":
             note(f"nsighttc try: the baseline failed: {base.get('error')}", level=0)
@@ -270,7 +282,7 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     variants_run = doc["variants"][1:]
     if base["status"] != "ok":
         raise click.exceptions.Exit(TRY_FAILED)
-    if variants_run and all(v["status"] != "ok" for v in variants_run):
+    if variants_run and all(v["status"] == "failed" for v in variants_run):
         note("nsighttc try: every variant failed: " + "; ".join(f"{v['name']}: {v.get('error')}" for v in variants_run),
              level=0)
         raise click.exceptions.Exit(TRY_FAILED)

@@ -30,7 +30,7 @@ from typing import Callable
 from ..durations import duration
 from ..runtime import variants as variants_mod
 from .options import AUTOCASTS, SCHEMA_ID, Outcome, TryOptions, read_metric, validate
-from .rows import best_two, row as make_row, schema_problem, write
+from .rows import apply_noise, best_two, row as make_row, schema_problem, unchanged_noise, write
 from .runs import Runner
 
 __all__ = ["AUTOCASTS", "SCHEMA_ID", "Outcome", "TryOptions", "read_metric", "run_try", "schema_problem"]
@@ -71,8 +71,8 @@ def run_try(target, opts: TryOptions, say: Callable[[str], None] = lambda s: Non
     def predict(name: str) -> dict | None:
         if base_doc is None or name == "baseline":
             return None
-        from ..analysis import gain
-        return gain.for_variant(base_doc, name, plain_steps or None)
+        from ..analysis import variant_gain
+        return variant_gain.for_variant(base_doc, name, plain_steps or None)
 
     # 2. what runs: the names given, auto's choices ordered by their predicted gain
     planned: list[tuple[str, str | None]] = []
@@ -111,6 +111,18 @@ def run_try(target, opts: TryOptions, say: Callable[[str], None] = lambda s: Non
     rows = [make_row("baseline", None, base_plain, base_plain, explained.get("baseline"), None, opts)]
     for n, why in planned:
         rows.append(make_row(n, why, base_plain, runs[n], explained.get(n), predict(n), opts))
+    noise = unchanged_noise(rows)
+    if noise and opts.repeat == 1:
+        apply_noise(rows, noise)
+    if opts.repeat == 1 and len(rows) > 1:
+        notes.append("one round: each speed-up is one run of the variant against one of the baseline; a change below "
+                     "the runs' spread cannot be told from noise (unchanged launch-bound programs on the H100 measured "
+                     "up to 1.76x apart in one round); --repeat 3 measures the spread")
+    skipped = [r for r in rows if r["status"] == "not applied"]
+    for r in skipped:
+        notes.append(f"`{r['name']}` not applied: {r['not_applied']}; its run was the program unchanged, so no "
+                     "speed-up is given" + (f" (it measured {r['unchanged_run']['speedup']:.2f}x against the "
+                                            "baseline: run-to-run noise)" if r.get("unchanged_run") else ""))
     if rows[0]["step_ns"] is None and rows[0]["status"] == "ok":
         notes.append("the baseline has no steps: no optimizer step, DataLoader iteration or model call was seen by the "
                      "launcher's hooks, and the program marks none; mark them with nsighttc.annotate.step(): "

@@ -2,12 +2,15 @@
 
 Reads only what the baseline run recorded: its verdict (Tensor Core answer, findings, timeline causes) and
 the launcher's record of the program's own settings (DataLoaders left at num_workers=0 / pin_memory=False,
-TF32 and cuDNN flags at exit, ``nsighttc.runtime.variants.Applied``). A variant is chosen only when the program
-left the setting it changes at the default, so ``auto`` never proposes what the program already does.
+TF32 and cuDNN flags at exit, ``nsighttc.runtime.variants.Applied``) and what the recording shows in use (CUDA
+graphs: ``analysis.timeline.in_use``). A variant is chosen only when the program left the setting it changes at the
+default, so ``auto`` never proposes what the program already does.
 """
 from __future__ import annotations
 
 import os
+
+from ..analysis.variant_gain import adopted
 
 HOST_BOUND = ("cpu-bound", "mixed")
 
@@ -46,9 +49,12 @@ def choose(verdict: dict, record: dict | None, workers: int | None = None) -> li
         add("pin-memory", f"{loaders['pin_memory_default']} DataLoader(s) with pin_memory=False"
                           + (f" and {pageable:,} pageable host-to-device copies" if pageable else
                              f", timeline {tl.get('verdict')}"))
-    if "launch-bound" in found and host:  # CUDA graphs remove the launch gaps: for generate(), a static KV cache
+    graph_variant = "static-cache" if tl.get("inference") else "compile-reduce-overhead"
+    if "launch-bound" in found and host and not adopted(verdict, graph_variant):
+        # CUDA graphs remove the launch gaps: for generate(), a static KV cache; never offered where the recording
+        # shows graphs replayed already (issue 56: only variants that change something)
         why = f"finding `launch-bound`: {found['launch-bound']['evidence'][:160]}"
-        add("static-cache" if tl.get("inference") else "compile-reduce-overhead", why)
+        add(graph_variant, why)
     convs = [k for k in verdict.get("kernels") or [] if any(w in k["name"].lower() for w in
                                                                  ("conv", "fprop", "dgrad", "wgrad"))]
     if convs and not flags.get("torch.backends.cudnn.benchmark", False):

@@ -37,13 +37,40 @@ def read(path: Path) -> dict | None:
             out[name] = {"step_ns": None, "steps": len(times), "warmup": warm, "settled": False,
                          "clock": "gpu" if ph.get("gpu_ns") else "host"}
             continue
+        n_steady = len(times)
         times, first_half = settled(times)
+        first = warm + n_steady - len(times)  # index of the first step kept
         q = quartiles(times) or (times[0], times[0])
+        all_times = ph.get("gpu_ns") or ph.get("host_ns") or []
         out[name] = {"step_ns": sum(times) / len(times), "q1_ns": q[0], "q3_ns": q[1], "steps": len(times),
-                     "warmup": warm, "clock": "gpu" if ph.get("gpu_ns") else "host"}
+                     "warmup": warm, "clock": "gpu" if ph.get("gpu_ns") else "host",
+                     "warmup_ns": float(sum(all_times[:first]))}
         if first_half is not None:  # the steady steps' first half ran at another rate: left out
             out[name]["first_half_ratio"] = round(first_half, 3)
+        compiled = (ph.get("compiled") or [])[first:first + len(times)]
+        if any(compiled):  # torch.compile compiled again during the timed steps: it never stopped
+            out[name]["compiled_steps"] = int(sum(1 for c in compiled if c))
+        gen = generation(times, (ph.get("kinds") or [])[first:first + len(times)],
+                         (ph.get("batch") or [])[first:first + len(times)])
+        if gen:
+            out[name]["inference"] = gen
     return out or None
+
+
+def generation(times: list[float], kinds: list, batch: list) -> dict | None:
+    """A generation loop's serving numbers from its steady model-call steps (``runtime.step_timer``'s kinds and
+    sequences per call): time to first token (the prefill call's step, median), time per output token (the decode
+    calls' mean step), tokens/s (each call makes one token per sequence, over the steps' time), and how many requests
+    (prefills) the steps held. None when the steps are not model calls of a generation loop."""
+    if len(kinds) != len(times) or not any(k == "decode" for k in kinds):
+        return None
+    dec = [t for t, k in zip(times, kinds) if k == "decode"]
+    pre = [t for t, k in zip(times, kinds) if k == "prefill"]
+    seqs = [(b or 0) for b in batch] if len(batch) == len(times) else []
+    total = sum(times)
+    out = {"tpot_ns": sum(dec) / len(dec), "ttft_ns": median(pre), "requests": len(pre), "calls": len(times),
+           "tokens_per_s": (sum(seqs) / total * 1e9) if seqs and all(seqs) and total > 0 else None}
+    return out
 
 
 def program_step(phases: dict, weights: dict[str, int]) -> tuple[float, float, float] | None:

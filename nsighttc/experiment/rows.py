@@ -3,16 +3,42 @@ explained it; ``--variant auto``'s best two combined; try.json's schema check an
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from . import measure
 from .options import AUTOCASTS, TryOptions
 
+def unchanged_noise(rows: list[dict]) -> tuple[float, str] | None:
+    """The widest ratio runs of the unchanged program measured against the baseline (variants that applied nowhere
+    ran it as it is), as (ratio, variant), or None. A speed-up inside it is no measurable change: on the H100 an
+    unchanged launch-bound generate() loop measured 1.76x against its baseline in one round (issue 56)."""
+    seen = [(r["unchanged_run"]["speedup"], r["name"]) for r in rows if (r.get("unchanged_run") or {}).get("speedup")]
+    if not seen:
+        return None
+    return max(seen, key=lambda x: abs(math.log(x[0])))
+
+
+def apply_noise(rows: list[dict], noise: tuple[float, str]) -> None:
+    """Speed-ups of one round inside the unchanged program's own ratio: no measurable change, said with why."""
+    ratio, who = noise
+    bound = abs(math.log(ratio))
+    for r in rows:
+        if r["name"] == "baseline" or r["status"] != "ok" or not r.get("speedup") or len(r.get("rounds") or []) != 1:
+            continue
+        if abs(math.log(r["speedup"])) <= bound and r.get("change") in ("faster", "slower"):
+            r["change"] = "no measurable change"
+            r["prediction"] = None
+            r["note"] = ((r.get("note") + "; ") if r.get("note") else "") + (
+                f"inside run-to-run noise: the unchanged program (`{who}` applied nowhere) measured {ratio:.2f}x "
+                "against the baseline in the same round; --repeat 3 measures the spread")
+
+
 def best_two(base: list[dict], runs: dict[str, list[dict]]) -> str | None:
     """The two variants that made the program measurably faster, best first, as one ``A+B`` (not two autocasts)."""
     scored = []
     for n, rs in runs.items():
-        if "+" in n or any(r["status"] != "ok" for r in rs):
+        if "+" in n or any(r["status"] != "ok" for r in rs) or not_applied(rs[0].get("applied") if rs else None):
             continue
         m = measure.compare([b.get("_steps") for b in base], [r.get("_steps") for r in rs])
         if m["change"] == "faster":
@@ -26,6 +52,18 @@ def best_two(base: list[dict], runs: dict[str, list[dict]]) -> str | None:
         if len(picked) == 2:
             return "+".join(picked)
     return None
+
+
+PHASE_KEYS = ("step_ns", "steps", "warmup", "clock", "first_half_ratio", "warmup_ns", "compiled_steps", "inference")
+
+
+def not_applied(applied: list[dict] | None) -> str | None:
+    """Why a variant changed nothing in its runs (every part of it applied nowhere: ``runtime.variants._applied``), or
+    None when it changed something. A combination of which one part applied is measured (the part is noted)."""
+    items = [i for i in applied or [] if i.get("variant") != "baseline"]
+    if not items or any(i.get("applied", True) for i in items):
+        return None
+    return "; ".join(f"{i['variant']}: {i.get('not_applied') or 'changed nothing'}" for i in items)
 
 
 def row(name: str, why: str | None, base: list[dict], rs: list[dict], explained: dict | None,
@@ -52,13 +90,45 @@ def row(name: str, why: str | None, base: list[dict], rs: list[dict], explained:
             row["note"] = explained["note"]
     if failed:
         return row
+    compiled = next(((r.get("_record") or {}).get("compile") for r in rs if (r.get("_record") or {}).get("compile")),
+                    None)
+    if compiled:  # compile and capture are warm-up: their time is reported apart, never in the step
+        row["compile"] = compiled
     m = measure.compare([b.get("_steps") for b in base], [r.get("_steps") for r in rs])
+    unchanged = not_applied(row["applied"]) if name != "baseline" else None
+    if unchanged:
+        # the variant changed nothing: its runs were the program as it is, so what they measured against the
+        # baseline is how far two runs of one program land apart, never a speed-up of the variant (issue 56)
+        row.update({"status": "not applied", "not_applied": unchanged, "predicted": None})
+        if m.get("speedup"):
+            row["unchanged_run"] = {"speedup": m["speedup"], "rounds": len(m["rounds"])}
+        return row
+    idle_parts = [i for i in row["applied"] or [] if i.get("applied") is False]
+    if idle_parts:  # a combination of which a part changed nothing: measured, the part named
+        row["note"] = "; ".join(f"`{i['variant']}` applied nowhere ({i.get('not_applied')})" for i in idle_parts)
     row.update({k: m.get(k) for k in ("step_ns", "speedup", "spread", "change", "rounds")})
     if m.get("note"):
         row["note"] = m["note"]
     steps = rs[0].get("_steps") or {}
-    row["phases"] = {p: {k: v[k] for k in ("step_ns", "steps", "warmup", "clock", "first_half_ratio") if k in v}
-                     for p, v in steps.items()} or None
+    row["phases"] = {p: {k: v[k] for k in PHASE_KEYS if k in v} for p, v in steps.items()} or None
+    gen = [ph["inference"] for r in rs for ph in (r.get("_steps") or {}).values() if ph.get("inference")]
+    if gen:  # a generation loop: its serving numbers, the median over the rounds
+        row["inference"] = {k: measure.median([g[k] for g in gen if g.get(k) is not None])
+                            for k in ("tokens_per_s", "ttft_ns", "tpot_ns")}
+        row["inference"]["requests"] = sum(g["requests"] for g in gen)
+    recompiled = sum(ph.get("compiled_steps", 0) for r in rs for ph in (r.get("_steps") or {}).values())
+    if recompiled:
+        graphs = (compiled or {}).get("graphs") or 0
+        if graphs > 1:
+            said = (f"torch.compile compiled again during {recompiled} of the timed steps ({graphs} graphs in all): it "
+                    "kept recompiling (changing shapes or guards; `TORCH_LOGS=recompiles` says why), so its step "
+                    "holds compile time")
+        else:  # dynamo's start callback also fires where nothing new is compiled (H100, transformers' static cache:
+            # each request's first decode call, 15-23 ms against 3.5 ms, with one graph compiled in the whole run)
+            said = (f"torch.compile's compile callback fired during {recompiled} of the timed steps, though the run "
+                    f"compiled {graphs or 'no'} graph in all: no recompilation, but their time (a re-capture or a "
+                    "cache check) is part of the step")
+        row["note"] = ((row.get("note") + "; ") if row.get("note") else "") + said
     if name == "baseline":
         row["speedup"] = 1.0 if row["step_ns"] else None
     if predicted and row["speedup"]:

@@ -199,7 +199,7 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
         try:
             ready = outcome.parsed if outcome else {}
             verdict = analyze([ready.get(p, p) for p in inputs], evidence=outcome.evidence if outcome else None,
-                              ahead=outcome.ahead if outcome else None)
+                              ahead=outcome.ahead if outcome else None, same_job_check=False)  # (recorded here)
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
         phases["analyze"] = round(time.monotonic() - t, 3)  # of "analysis": the rules alone (the rest: cache, JSON)

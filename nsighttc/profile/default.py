@@ -56,7 +56,7 @@ from ..collect import tools
 from ..collect.evidence_cache import EvidenceCache, program_key
 from ..errors import NsighttcError, UsageError
 from . import replay_pass
-from .evidence import (DISTRIBUTED_NCU_MIN_SHARE, Outcome, export, missing_evidence, missing_matrix_share,
+from .evidence import (NCU_RERUN_MIN_SHARE, Outcome, export, missing_evidence, missing_matrix_share,
                        planned_needs)
 from .passes import KERNEL_OPS_FILE, Options, Pass
 from .planning import plan, rank_file, timeline_pass
@@ -267,13 +267,14 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             to_replay = [] if stop_everything else missing  # (rp_run exists only with ncu, never with --fast)
             missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, to_replay, out, say, started, remaining,
                                                        early=early_found)
-        share = missing_matrix_share(need, missing) if missing and target.distributed and not opts.hardware else None
-        too_little = share is not None and share < DISTRIBUTED_NCU_MIN_SHARE and not opts.fast and ncu is not None
+        share = missing_matrix_share(need, missing) if missing and not opts.hardware else None
+        too_little = share is not None and share < NCU_RERUN_MIN_SHARE and not opts.fast and ncu is not None
         if too_little:
             info["hardware_pass"] = f"skipped: the missing kernels hold {100 * share:.1f}% of the matrix-kernel time"
-            out.notes.append(f"distributed job: the {len(missing)} kernel(s) still lacking hardware evidence hold "
+            what = "the job is" if target.distributed else "the program is"
+            out.notes.append(f"the {len(missing)} kernel(s) still lacking hardware evidence hold "
                              f"{100 * share:.1f}% of the matrix kernels' GPU time, under the "
-                             f"{100 * DISTRIBUTED_NCU_MIN_SHARE:.0f}% that could move the verdict, so the job is not run "
+                             f"{100 * NCU_RERUN_MIN_SHARE:.0f}% that could move the verdict, so {what} not run "
                              "again under Nsight Compute: their names answer (--hardware measures them)")
             missing = []
         if opts.fast:

@@ -119,11 +119,24 @@ class ModelCall:
 def query_length(args, kwargs) -> int | None:
     """How many tokens a model call takes per sequence: ``input_ids`` (or ``inputs_embeds``) as a keyword, else a
     first positional 2-D integer tensor; None when the call takes no token ids (an image model)."""
+    x = _token_input(args, kwargs)
+    return None if x is None else int(x.shape[1])
+
+
+def batch_size(args, kwargs) -> int | None:
+    """How many sequences a model call takes (the token input's first dimension): each decode call makes one token
+    per sequence, which ``try``'s tokens/s counts."""
+    x = _token_input(args, kwargs)
+    return None if x is None else int(x.shape[0])
+
+
+def _token_input(args, kwargs):
+    """The call's token ids (2-D) or embeddings (3-D), or None."""
     x = kwargs.get("input_ids") if kwargs else None
     if x is None and kwargs:
         x = kwargs.get("inputs_embeds")
         if x is not None and getattr(x, "ndim", 0) == 3:
-            return int(x.shape[1])
+            return x
         x = None
     if x is None and args:
         first = args[0]
@@ -131,7 +144,7 @@ def query_length(args, kwargs) -> int | None:
         x = first if is_int and not getattr(first.dtype, "is_complex", False) else None
     if x is None or getattr(x, "ndim", 0) != 2:
         return None
-    return int(x.shape[1])
+    return x
 
 
 def patch_generate(make, flag: str, undo: list | None = None) -> None:

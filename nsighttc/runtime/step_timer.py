@@ -13,6 +13,7 @@ variant without a profiler, and the launcher times its steps here instead:
   the GPU's are what the loop costs. Without CUDA (a CPU run), the host's times are used.
 
 ``write`` puts ``{"phases": {phase: {"host_ns": [...], "gpu_ns": [...] | None, "compiled": [...]}}}`` in the file
+(a generation loop's phase also ``"kinds"``: "prefill"/"decode" per step, and ``"batch"``: its sequences)
 ``--step-times`` names (schema ``nsighttc.step-times/1``); ``steady`` picks the steady steps with the window's own
 warm-up rule.
 """
@@ -30,7 +31,7 @@ MAX_STEPS = 20_000   # per phase: a run of hours keeps its first steps' times (t
 
 
 class _Phase:
-    __slots__ = ("host", "events", "compiled", "compiles_at", "full")
+    __slots__ = ("host", "events", "compiled", "compiles_at", "full", "kinds", "batch")
 
     def __init__(self, compiles: int):
         self.host: list[float] = []
@@ -38,6 +39,8 @@ class _Phase:
         self.compiled: list[bool] = []
         self.compiles_at = compiles
         self.full = False
+        self.kinds: list[str | None] = []   # a generation loop's: what the step starting at each boundary is
+        self.batch: list[int | None] = []   # and how many sequences it takes (tokens per decode call)
 
 
 class StepTimer:
@@ -49,6 +52,8 @@ class StepTimer:
         self._cuda = cuda
         self.phases: dict[tuple, _Phase] = {}
         self.explicit = False
+        # set by the step hooks before each main-model call's boundary (``runtime.steps.model_enter``)
+        self.generation, self.next_step, self.next_batch = False, None, None
 
     # -- what the launcher's hooks call ------------------------------------------------------------------
     def hook_boundary(self) -> None:
@@ -86,6 +91,9 @@ class StepTimer:
             ph.full = True
             return
         ph.host.append(self.clock())
+        ph.kinds.append(self.next_step)
+        ph.batch.append(self.next_batch)
+        self.next_step = self.next_batch = None  # (a boundary the hooks did not announce is no model call)
         if self._cuda_ok():
             try:
                 import torch
@@ -129,6 +137,8 @@ class StepTimer:
                     gpu = None
             phases["/".join(key)] = {"host_ns": host, "gpu_ns": gpu, "compiled": ph.compiled[:len(host)],
                                      "truncated": ph.full}
+            if any(k is not None for k in ph.kinds):  # a generation loop: step i's kind and sequences
+                phases["/".join(key)].update({"kinds": ph.kinds[:len(host)], "batch": ph.batch[:len(host)]})
         return {"schema": SCHEMA_ID, "phases": phases}
 
     def write(self, path: Path) -> None:

@@ -59,7 +59,7 @@ from . import host_samples
 from .after_import import AfterImport
 from .lines import say
 from .model_calls import (REQUEST, ModelCall, compiling as _compiling, hook_generate, hook_main_model,
-                          is_module_call, query_length)
+                          batch_size, is_module_call, query_length)
 from .rf_labels import Label
 
 from ..record_format import (BACKWARD, COMPILE, DATA, DECODE, FORWARD, MARK_NAMES as NAMES, OPTIMIZER,  # noqa: F401
@@ -203,8 +203,9 @@ class StepMarks:
         if self.window is not None:  # a generation loop's window holds whole requests (runtime.window)
             generation = bool(self.counts["prefills"] and self.counts["decodes"])
             nxt = None if phase is None else phase.rsplit(".", 1)[1]
+            batch = batch_size(args, kwargs) if phase is not None else None
             for listener in getattr(self.window, "listeners", None) or [self.window]:  # (step_timer.Fanout)
-                listener.generation, listener.next_step = generation, nxt
+                listener.generation, listener.next_step, listener.next_batch = generation, nxt, batch
         try:
             self.activity(kind="model")  # may stop the program here (the window's WindowDone)
         except BaseException:

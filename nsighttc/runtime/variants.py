@@ -10,17 +10,34 @@ hooks find (``runtime.steps``: the first module with parameters the program call
 ``forward`` is replaced by ``torch.compile(forward)`` (the module object stays the program's, and the hooks around
 its calls stay outside the compiled region), or the module is converted to ``torch.channels_last`` (PyTorch's
 convolutions follow the weight's memory format: cuDNN suggests channels-last when the weight is, so the inputs need
-no change). ``static-cache``: ``transformers``' ``generate()`` calls that choose no cache get
-``cache_implementation="static"``, with which transformers compiles the decoding step with CUDA graphs itself
-(``torch.compile(mode="reduce-overhead")`` of a model with a growing dynamic cache replays graphs whose outputs the
-cache still holds: "accessing tensor output of CUDAGraphs that has been overwritten", seen on the H100 with
-transformers 5.17).
+no change). ``compile-reduce-overhead`` marks each call of the main model as a new CUDA-graph step
+(``torch.compiler.cudagraph_mark_step_begin()``): the replay of one call may then overwrite the outputs of the
+previous one, which a loop that keeps no output across calls never reads (a loop that sums several calls' losses
+before one backward fails, with PyTorch's own error naming the call).
+
+Generation loops (``transformers``' ``generate()``): a dynamic KV cache grows every token, and
+``torch.compile(mode="reduce-overhead")`` of a model over it replays graphs whose outputs the cache still holds
+("accessing tensor output of CUDAGraphs that has been overwritten", seen on the H100 with transformers 5.17; "To
+prevent overwriting, clone the tensor outside of torch.compile()", issue 56). So both graph variants take
+transformers' own compiled path there, which graphs the decoding step over a static cache updated in place:
+``static-cache`` sets ``cache_implementation="static"`` on every ``generate()`` call, also where the program named
+another cache itself (``cache_implementation="dynamic"``, or in ``generation_config``: the table says what it
+overrode), and transformers then compiles the decoding step (``CompileConfig``'s default mode is "reduce-overhead");
+``compile-reduce-overhead`` does the same with ``compile_config=CompileConfig(mode="reduce-overhead")`` spelled out,
+and leaves the main model's ``forward`` alone when it is called from ``generate()``. A call that passes its own cache
+object (``past_key_values``) is left as it is.
+
+Every variant's record says whether it changed anything (``applied``) and why not: a variant that applied nowhere ran
+the program unchanged, and ``try`` does not present its run as a measurement of it (issue 56: a ``static-cache``
+that changed 0 calls was reported as "0.81x (slower)"). At exit the record also holds what torch.compile did in the
+process (graphs, compile seconds: ``compile_record``).
 """
 from __future__ import annotations
 
 import contextlib
 import inspect
 import re
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -37,11 +54,12 @@ VARIANTS = {
     "workers=N": "DataLoaders built with num_workers=0 (the default) get N worker processes",
     "pin-memory": "DataLoaders built with pin_memory=False (the default) pin their batches",
     "compile": "the main model's forward through torch.compile (Inductor's fused kernels; the first calls compile)",
-    "compile-reduce-overhead": "the main model's forward through torch.compile(mode='reduce-overhead'): CUDA graphs "
-                               "replay each call's kernels without the host launching them one by one",
+    "compile-reduce-overhead": "the main model's forward through torch.compile(mode='reduce-overhead'), each call a "
+                               "new CUDA-graph step: graphs replay each call's kernels without the host launching "
+                               "them one by one; generate() loops take transformers' compiled static-cache path",
     "channels-last": "the main model converted to torch.channels_last (convolutions follow the weight's layout)",
-    "static-cache": "transformers generate() calls with cache_implementation='static' (transformers then compiles "
-                    "the decoding step with CUDA graphs)",
+    "static-cache": "transformers generate() calls with cache_implementation='static', also where the program named "
+                    "another cache (transformers then compiles the decoding step with CUDA graphs)",
 }
 MODEL_VARIANTS = ("compile", "compile-reduce-overhead", "channels-last")
 FP16_WARNING = ("fp16-autocast: training needs a torch.amp.GradScaler, which the program may not have; without "
@@ -80,7 +98,16 @@ class Applied:
         self.loaders = {"built": 0, "changed": 0, "workers_default": 0, "pin_memory_default": 0}
 
     def record(self) -> dict:
+        for item in self.items:
+            item["applied"], why = _applied(item, self.loaders)
+            if why:
+                item["not_applied"] = why
+            else:
+                item.pop("not_applied", None)
         out = {"variants": self.items, "dataloaders": dict(self.loaders)}
+        compiled = compile_record()
+        if compiled:
+            out["compile"] = compiled
         try:
             import torch
             out["flags_at_exit"] = {"torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
@@ -135,13 +162,65 @@ def apply(names: list[str], applied: Applied, marks=None) -> contextlib.Abstract
                                  "run it with --step-marks on")
             item = {"variant": v.name, "set": {}}
             applied.items.append(item)
+            if v.key == "compile-reduce-overhead":
+                item["set"]["generate calls"] = 0
+                _graphed_generate(item, compile_config=True)
             marks.on_main.append(lambda module, key=v.key, item=item: _change_model(module, key, item))
         elif v.key == "static-cache":
             item = {"variant": v.name, "set": {"generate(cache_implementation)": "static", "generate calls": 0}}
             applied.items.append(item)
-            _static_cache(item)
+            _graphed_generate(item, compile_config=False)
     watch_dataloaders(applied, loader_changes)
     return stack
+
+
+def _applied(item: dict, loaders: dict) -> tuple[bool, str | None]:
+    """(whether the variant changed anything in this run, why not). Settings (TF32, autocast, cuDNN) always apply."""
+    name = item["variant"]
+    key = parse(name).key
+    st = item.get("set") or {}
+    if key in ("workers=N", "pin-memory"):
+        if loaders.get("changed"):
+            return True, None
+        if not loaders.get("built"):
+            return False, "the program built no DataLoader"
+        arg = "num_workers" if key == "workers=N" else "pin_memory=True"
+        return False, f"every DataLoader the program built ({loaders['built']}) set {arg} itself"
+    if key == "static-cache" or (key == "compile-reduce-overhead" and "model" not in st):
+        if st.get("generate calls"):
+            return True, None
+        if st.get("own cache object"):
+            return False, (f"each generate() call ({st['own cache object']}) passed its own cache object "
+                           "(past_key_values), which the variant leaves alone")
+        if key == "static-cache":
+            return False, "no transformers generate() call ran"
+    if key in MODEL_VARIANTS:
+        if st.get("model"):
+            return True, None
+        return False, ("the step hooks found no main model (a module with parameters the program calls from outside "
+                       "any module) before the run ended")
+    return True, None
+
+
+def compile_record() -> dict | None:
+    """What torch.compile did in this process, where it ran: compile seconds (dynamo's per-frame compile time),
+    distinct graphs compiled, frames compiled (dynamo's counters; torch 2.11, 2.13). None when nothing compiled."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    if utils is None:
+        return None
+    try:
+        stats = utils.counters.get("stats") or {}
+        frames = utils.counters.get("frames") or {}
+        secs = sum((getattr(utils, "compilation_time_metrics", {}) or {}).get("_compile.compile_inner", []) or [])
+        graphs = int(stats.get("unique_graphs", 0))
+    except Exception:
+        return None
+    if not graphs and not secs:
+        return None
+    return {"graphs": graphs, "frames_compiled": int(frames.get("ok", 0)), "compile_s": round(float(secs), 3)}
+
+
+_GENERATE_DEPTH = [0]  # generate() calls open on this process' stack (``_graphed_generate``)
 
 
 def _change_model(module, key: str, item: dict) -> None:
@@ -152,26 +231,64 @@ def _change_model(module, key: str, item: dict) -> None:
         module.to(memory_format=torch.channels_last)
         item["set"] = {"model": name, "memory_format": "channels_last"}
         return
+    if key == "compile-reduce-overhead" and _GENERATE_DEPTH[0]:
+        # called from generate(): transformers' compiled static-cache path graphs it (``_graphed_generate``)
+        item["set"]["model"] = name
+        item["set"]["forward"] = "left to generate(): transformers compiles the decoding step over a static cache"
+        return
     mode = "reduce-overhead" if key == "compile-reduce-overhead" else None
-    module.forward = torch.compile(module.forward, mode=mode)
-    item["set"] = {"model": name, "forward": f"torch.compile(mode={mode or 'default'!r})"}
+    compiled = torch.compile(module.forward, mode=mode)
+    if mode is None:
+        module.forward = compiled
+    else:
+        def forward(*args, **kwargs):
+            # each call of the main model is a new CUDA-graph step: the previous call's outputs may be overwritten
+            torch.compiler.cudagraph_mark_step_begin()
+            return compiled(*args, **kwargs)
+        module.forward = forward
+    item["set"].update({"model": name, "forward": f"torch.compile(mode={mode or 'default'!r})"
+                                                  + (", each call a new CUDA-graph step" if mode else "")})
 
 
-def _static_cache(item: dict) -> None:
-    """``static-cache``: ``generate()`` calls that choose no cache get ``cache_implementation="static"``."""
+def _graphed_generate(item: dict, compile_config: bool) -> None:
+    """``generate()`` calls get ``cache_implementation="static"`` (transformers then compiles the decoding step with
+    CUDA graphs), whatever cache the program chose by name; with ``compile_config``, also
+    ``compile_config=CompileConfig(mode="reduce-overhead")`` where the program set none. What each call had chosen is
+    counted in ``item["set"]["overrode"]``."""
     from .model_calls import patch_generate
 
     def make(original):
         def generate(self, *args, **kwargs):
-            config = kwargs.get("generation_config")
-            if "cache_implementation" not in kwargs and "past_key_values" not in kwargs and \
-                    getattr(config if config is not None else getattr(self, "generation_config", None),
-                            "cache_implementation", None) is None:
+            st = item["set"]
+            # the program's own cache object (``past_key_values``; ``cache`` from transformers 5.24 on): left alone
+            if kwargs.get("past_key_values") is not None or not isinstance(kwargs.get("cache", ""), (str, type(None))):
+                st["own cache object"] = st.get("own cache object", 0) + 1
+            else:
+                config = kwargs.get("generation_config")
+                config = config if config is not None else getattr(self, "generation_config", None)
+                before = kwargs.get("cache_implementation", getattr(config, "cache_implementation", None))
+                if before not in (None, "static"):
+                    over = st.setdefault("overrode", {})
+                    over[f"cache_implementation={before!r}"] = over.get(f"cache_implementation={before!r}", 0) + 1
                 kwargs["cache_implementation"] = "static"
-                item["set"]["generate calls"] += 1
-            return original(self, *args, **kwargs)
+                if compile_config and kwargs.get("compile_config") is None and \
+                        getattr(config, "compile_config", None) is None:
+                    # (transformers is loaded: its generate() is running; an older one without CompileConfig
+                    # compiles a static cache's decoding step by its own default)
+                    compile_cls = getattr(sys.modules.get("transformers"), "CompileConfig", None)
+                    if compile_cls is not None:
+                        kwargs["compile_config"] = compile_cls(mode="reduce-overhead")
+                        st["generate(compile_config)"] = "CompileConfig(mode='reduce-overhead')"
+                if kwargs.get("disable_compile"):
+                    st["disable_compile"] = "kept: the program's generate(disable_compile=True)"
+                st["generate calls"] += 1
+            _GENERATE_DEPTH[0] += 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                _GENERATE_DEPTH[0] -= 1
         return generate
-    patch_generate(make, "_nsighttc_static")
+    patch_generate(make, "_nsighttc_static_" + item["variant"].replace("-", "_"))
 
 
 def watch_dataloaders(applied: Applied, changes: dict | None = None) -> None:

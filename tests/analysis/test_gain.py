@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nsighttc.analysis import gain
+from nsighttc.analysis import gain, variant_gain
 from nsighttc.api import analyze
 from nsighttc.experiment import measure
 from nsighttc.verdict import schema_problem
@@ -89,11 +89,11 @@ def test_a_plain_step_takes_the_profilers_host_time_out_of_host_causes(multi):
 
 
 def test_variant_predictions_name_their_findings(trainer):
-    tf32 = gain.for_variant(trainer, "tf32")
-    bf16 = gain.for_variant(trainer, "bf16-autocast")
+    tf32 = variant_gain.for_variant(trainer, "tf32")
+    bf16 = variant_gain.for_variant(trainer, "bf16-autocast")
     assert tf32["findings"] == ["fp32-matmul-on-cuda-cores"] and bf16["high"] > tf32["high"]  # bf16 peak is 2x TF32's
-    assert gain.for_variant(trainer, "cudnn-benchmark") is None
-    assert gain.for_variant(trainer, "tf32+bf16-autocast")["high"] == bf16["high"]  # one finding: the better fix
+    assert variant_gain.for_variant(trainer, "cudnn-benchmark") is None
+    assert variant_gain.for_variant(trainer, "tf32+bf16-autocast")["high"] == bf16["high"]  # one finding: the better fix
 
 
 def test_no_timeline_takes_the_kernels_as_the_step():

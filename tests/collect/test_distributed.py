@@ -172,7 +172,9 @@ def test_profile_of_a_torchrun_job_records_every_rank(tmp_path, monkeypatch):
     doc = json.loads((res.run_dir / "verdict.json").read_text())
     assert [r["rank"] for r in doc["ranks"]] == [0, 1] and doc["distributed"]["ranks"] == 2
     assert "## Ranks" in (res.run_dir / "report.md").read_text()
-    again = analyze([res.run_dir], jobs=1)  # the run directory is analysable again as a whole
+    # the run directory is analysable again as a whole (the fake nsys wrote one fixture for both ranks: identical
+    # files, which given by a user are refused as one recording given twice, parse.same_job)
+    again = analyze([res.run_dir], jobs=1, same_job_check=False)
     assert [r["rank"] for r in again.ranks] == [0, 1]
 
 

@@ -24,7 +24,7 @@ from ...record_format import DECODE
 from ... import labels, stages
 from .. import intervals
 from ..grouping import aggregate
-from . import busy, comm as comm_mod, host_frames, idle, inference as inference_mod, ranges as ranges_mod, \
+from . import busy, comm as comm_mod, host_frames, idle, in_use, inference as inference_mod, ranges as ranges_mod, \
     steps as steps_mod
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
@@ -172,11 +172,12 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     causes = dom.get("causes", window_causes) if dom else window_causes
     res = TimelineResult(wall, busy_ns, (lo, hi), verdict, rstats, steps, fams, busy.top_gaps(u, lo, hi, ranges),
                          causes, busy.devices(ops, tl.devices, lo, hi, u), _sync(pieces), _pageable(pieces),
-                         _launch(pieces, launches), busy.graphs(ops, api, u), n_kernels, notes=list(tl.notes))
+                         _launch(pieces, launches), busy.graphs(ops, api, u, launches), n_kernels, notes=list(tl.notes))
     res.headline_cause = idle.headline(causes, verdict)
     res.communication = communication
     res.inference = inference
     res.training = _training(tl.marks, ranges, launches)
+    res.in_use = in_use.detect(launches, tl.marks, ranges, res.graphs, api, fams)
     if hs is not None:
         rows = dom.get("host_frames") if dom else \
             host_frames.table(att, window_scope, sum(c["idle_ns"] for c in window_causes))
@@ -392,5 +393,6 @@ def to_json(res: TimelineResult) -> dict:
         **({"startup": res.startup} if res.startup else {}),
         **({"communication": res.communication} if res.communication else {}),
         **({"inference": res.inference} if res.inference else {}),
+        **({"in_use": res.in_use} if res.in_use else {}),
         **({"host_frames": res.host_frames} if res.host_frames else {}),
     }

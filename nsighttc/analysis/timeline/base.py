@@ -68,6 +68,7 @@ class TimelineResult:
     startup: dict = field(default_factory=dict)        # steps.startup: before the steady steps
     inference: dict | None = None                      # inference.summarize: a generation loop's prefill/decode
     training: bool | None = None                       # optimizer steps or a backward pass in the recording
+    in_use: dict = field(default_factory=dict)         # fixes the recording shows in use (``in_use.detect``)
     host_frames: dict = field(default_factory=dict)   # host_frames.summary: where the host time went
     host_collapsed: str = ""                           # the idle samples' stacks, collapsed (a file in the run dir)
 

@@ -12,7 +12,7 @@ import pandas as pd
 from ...parse.range_paths import paths_at
 from ...parse.timeline import corr_key
 from ... import labels
-from .. import intervals
+from .. import function_names, intervals
 from .base import GRAPH_LAUNCH_CALLS
 
 
@@ -58,7 +58,7 @@ def top_gaps(u: intervals.Union, lo: float, hi: float, ranges: pd.DataFrame, top
             for n, j in enumerate(order)]
 
 
-def graphs(ops: pd.DataFrame, api: pd.DataFrame, u: intervals.Union) -> dict:
+def graphs(ops: pd.DataFrame, api: pd.DataFrame, u: intervals.Union, kernels: pd.DataFrame | None = None) -> dict:
     """CUDA-graph launches and the GPU time they held.
 
     Work belongs to a graph when its correlation id is a ``cudaGraphLaunch`` call's: whole-graph records
@@ -76,9 +76,20 @@ def graphs(ops: pd.DataFrame, api: pd.DataFrame, u: intervals.Union) -> dict:
     g = ops[in_graph]
     gu = intervals.union(g["start_ns"].to_numpy(), g["end_ns"].to_numpy())
     trace = "graph" if whole.any() else "node" if ((g["kind"] == "kernel").any()) else None
-    return {"launches": n, "executions": int(whole.sum()) if whole.any() else n,
-            "trace": trace, "kernels": int((g["kind"] == "kernel").sum()),
-            "gpu_busy_ns": gu.total, "share_of_gpu_busy": gu.total / u.total if u.total else 0.0}
+    outside = (~in_graph) & (ops["kind"] == "kernel").to_numpy()
+    out = {"launches": n, "executions": int(whole.sum()) if whole.any() else n,
+           "trace": trace, "kernels": int((g["kind"] == "kernel").sum()), "kernels_outside": int(outside.sum()),
+           "gpu_busy_ns": gu.total, "share_of_gpu_busy": gu.total / u.total if u.total else 0.0}
+    if outside.any() and kernels is not None and {"pid", "launch_id", "name"} <= set(kernels.columns):
+        # what a graphed loop still launches one by one, by name (the kernel table's launch_id is the correlation id):
+        # the advice names it (issue 56)
+        out_k = ~np.isin(corr_key(kernels["pid"], kernels["launch_id"]), corr_key(launches["pid"], launches["correlation"]))
+        per_name = kernels.loc[out_k, "name"].value_counts()  # (categorical: counted per name)
+        per_name = per_name[per_name > 0]
+        # by the function launched (the template arguments apart: one elementwise kernel, many functors)
+        top = per_name.groupby([function_names.function(str(k)) for k in per_name.index]).sum().nlargest(3)
+        out["outside_top"] = [{"name": str(k), "count": int(v)} for k, v in top.items()]
+    return out
 
 
 def activity(u: intervals.Union, launches: pd.DataFrame, ranges: pd.DataFrame, lo: float, hi: float,

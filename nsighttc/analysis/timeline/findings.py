@@ -10,13 +10,14 @@ import re
 from ...durations import duration
 from ...model import Finding
 from .base import TimelineResult
+from . import in_use as in_use_mod
 from .idle import frame_words
 from .steps.steady import BEFORE_WINDOW
 
 DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)
 
 
-WINDOW_SCOPE = "(window)"  # the scope name of a program without steps (analysis.gain)
+WINDOW_SCOPE = in_use_mod.WINDOW_SCOPE  # the scope name of a program without steps (analysis.gain)
 # The hooks' marks around the main model's calls (runtime.steps): host time inside them with the GPU idle is the
 # model's own Python launching its kernels one by one, which CUDA graphs remove with the launch gaps themselves.
 MODEL_CALL_MARKS = ("nsighttc.forward", "nsighttc.prefill", "nsighttc.decode")
@@ -31,12 +32,47 @@ LAUNCH_ADVICE = {
     "inference": "Replay the model's call as a CUDA graph: `torch.compile(model, mode=\"reduce-overhead\")` (fixed "
                  "input shapes), fuse small ops (`torch.compile(model)`), and give each launch more work (larger "
                  "batches). `nsighttc try --variant compile-reduce-overhead` measures it.",
-    "training": "Cut per-kernel host cost: `torch.compile(model)` fuses the small ops, a fused or foreach optimizer "
-                "(`torch.optim.AdamW(..., fused=True)`) replaces a per-parameter loop of kernels, and fewer host "
-                "syncs (`.item()`, `.cpu()`) keep the launch queue full; CUDA graphs "
-                "(`torch.compile(model, mode=\"reduce-overhead\")`) where the step's shapes are fixed. "
-                "`nsighttc try --variant compile` measures it.",
 }
+# The training fix in parts, each left out where the recording shows it in use (``in_use``: the key it needs absent).
+TRAINING_FIX = (("torch_compile", "`torch.compile(model)` fuses the small ops"),
+                ("foreach_optimizer", "a fused or foreach optimizer (`torch.optim.AdamW(..., fused=True)`) replaces a "
+                                      "per-parameter loop of kernels"),
+                (None, "fewer host syncs (`.item()`, `.cpu()`) keep the launch queue full"),
+                ("cuda_graphs", "CUDA graphs (`torch.compile(model, mode=\"reduce-overhead\")`) where the step's "
+                                "shapes are fixed"))
+
+
+def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None) -> str:
+    """What removes launch overhead in this workload, less what the recording shows the program already does
+    (issue 56: a decode already replayed as CUDA graphs was told to replay the decoding step as a CUDA graph).
+    ``scope``: the step family the finding is about; graphs count where its steady steps replay them (any scope
+    when None)."""
+    if "cuda_graphs" in in_use and (scope is None or in_use_mod.graphed(in_use, scope)):
+        top = graphs.get("outside_top") or []
+        names = ", ".join(f"`{_short(o['name'])}` ×{o['count']:,}" for o in top)
+        more = "more sequences per `generate()` call" if work == "generation" else "larger batches"
+        return (f"The program already replays CUDA graphs ({in_use['cuda_graphs']['seen']}): there is no graph to "
+                "adopt. What is left is the host's work between replays and the kernels launched outside the graphs"
+                + (f" ({graphs.get('kernels_outside', 0):,}; most often {names})" if names else "")
+                + ": capture them with the rest (compile the code around the model's call with it, `fullgraph=True`; "
+                "`TORCH_LOGS=graph_breaks` names what ends a capture), cut the host's work per call between replays "
+                "(Python logits processors, stopping criteria, streamers, `.item()` per token), and give each replay "
+                f"more work ({more}).")
+    if work != "training":
+        return LAUNCH_ADVICE[work]
+    in_use = {k: v for k, v in in_use.items() if k != "cuda_graphs"}  # (not in this scope)
+    kept = [text for key, text in TRAINING_FIX if key is None or key not in in_use]
+    body = ", ".join(kept[:2]) + (", and " + kept[2] if len(kept) > 2 else "")
+    if len(kept) == 4:  # nothing in use: the sentence as it always read
+        body = f"{kept[0]}, {kept[1]}, and {kept[2]}; {kept[3]}"
+    done = [in_use[k]["seen"] for k, _ in TRAINING_FIX if k and k in in_use]
+    try_ = "compile-reduce-overhead" if "torch_compile" in in_use else "compile"
+    return (f"Cut per-kernel host cost: {body}. " + (f"(Already in use: {'; '.join(done)}.) " if done else "")
+            + f"`nsighttc try --variant {try_}` measures it.")
+
+
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[:width - 3] + "..."
 
 
 DATA_FIX = ("Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin_memory=True, "
@@ -121,12 +157,14 @@ def _scopes(res: TimelineResult) -> list[tuple[str, str, str, list[dict], int]]:
     return [("the profiled window", WINDOW_SCOPE, res.verdict, res.causes, 1)]
 
 
-def _host_frames_finding(add, c: dict, label: str, verdict: str, share: float, cost: dict, work: str) -> None:
+def _host_frames_finding(add, c: dict, label: str, verdict: str, share: float, cost: dict, work: str,
+                         fix: str | None = None) -> None:
     """A host-range cause whose samples say where the host was: the finding names the frame, and its fix follows what
     the frame was doing (``TOPIC_FIX``; the model's own forward or backward: the workload's launch fix). Its time is
     the part of the cause's idle time spent on that kind of work."""
     top = c["frames"][0]
     topic = _topic(c)
+    fix = fix if fix is not None else launch_fix(work, {}, {})
     part = (c.get("topics") or {}).get(topic, 1.0) if topic else 1.0
     idle = c["idle_ns"] * part
     evidence = (f"in {label} ({verdict}): {duration(c['idle_ns'])} of GPU idle time in steady state "
@@ -142,7 +180,7 @@ def _host_frames_finding(add, c: dict, label: str, verdict: str, share: float, c
         add("host", c["name"], Finding(
             "host-bound-model-code", "high", f"The GPU waits while the host runs the model's {topic} in "
             f"{frame_words(top)}", evidence + ": the model's Python issues its kernels one at a time, slower than "
-            "the GPU runs them", LAUNCH_ADVICE[work], idle, []), {k: v * part for k, v in cost.items()})
+            "the GPU runs them", fix, idle, []), {k: v * part for k, v in cost.items()})
     else:
         add("host", c["name"], Finding(
             "gpu-idle-during-host-range", "medium", f"The GPU idles while the host runs {frame_words(top)}", evidence,
@@ -165,6 +203,7 @@ def findings(res: TimelineResult) -> list[Finding]:
     sync_top = []
     work = workload(res)
     for label, scope, verdict, causes, n_steady in _scopes(res):
+        fix = launch_fix(work, res.in_use, res.graphs, scope)
         if verdict not in ("cpu-bound", "mixed") or not causes:
             continue
         idle_total = sum(c["idle_ns"] for c in causes) or 1.0
@@ -177,7 +216,7 @@ def findings(res: TimelineResult) -> list[Finding]:
             if folded and c["kind"] == "host-range" and _is_model_call(c["name"]):
                 continue  # the model's own launching: the launch-bound finding holds it (and its fix)
             if c["kind"] == "host-range" and c.get("frames"):
-                _host_frames_finding(add, c, label, verdict, share, cost, work)
+                _host_frames_finding(add, c, label, verdict, share, cost, work, fix)
             elif c["kind"] == "host-range" and DATA_WORDS.search(c["name"].rsplit("/", 1)[-1]):
                 add("data", c["name"], Finding(
                     "gpu-starved-by-data-loading", "high", f"The GPU waits for the host in `{c['name']}`",
@@ -194,7 +233,7 @@ def findings(res: TimelineResult) -> list[Finding]:
                 add("launch", label, Finding(
                     "launch-bound", "high", f"Launch-bound in {label}: the host cannot issue kernels as fast as the "
                     "GPU runs them", f"{c['detail']}: {duration(c['idle_ns'])} of idle time ({100 * share:.0f}%)",
-                    LAUNCH_ADVICE[work], c["idle_ns"], []), cost)
+                    fix, c["idle_ns"], []), cost)
             elif c["kind"] == "sync":
                 sync_top.append((label, c, share, cost))
             elif c["kind"] == "pageable-copy":
