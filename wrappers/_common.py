@@ -28,6 +28,15 @@ def annotations(on: bool):
     return annotate if on else _NoAnnotate()
 
 
+def free_port() -> str:
+    """A free TCP port on loopback: a single-process run's rendezvous (two such runs side by side, as the tests run
+    them under pytest-xdist, collided on a fixed port: EADDRINUSE). torchrun sets MASTER_PORT itself."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
 def pick_device(name: str):
     import torch
     if name == "cuda" and not torch.cuda.is_available():

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import amp_step, annotations, sync  # noqa: E402
+from _common import amp_step, annotations, free_port, sync  # noqa: E402
 
 
 def _model(name: str):
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     world = int(os.environ.get("WORLD_SIZE", 1))
     local = int(os.environ.get("LOCAL_RANK", 0))
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29511")
+    os.environ.setdefault("MASTER_PORT", free_port() if world == 1 else "29511")
     cpu = a.device == "cpu"
     if cpu:
         device = torch.device("cpu")

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import annotations, sync  # noqa: E402
+from _common import annotations, free_port, sync  # noqa: E402
 
 
 def build(vocab: int, dim: int, layers: int, heads: int, seq: int):
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     world = int(os.environ.get("WORLD_SIZE", 1))
     local = int(os.environ.get("LOCAL_RANK", 0))
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29513")
+    os.environ.setdefault("MASTER_PORT", free_port() if world == 1 else "29513")
     os.environ.setdefault("RANK", str(rank))
     os.environ.setdefault("WORLD_SIZE", str(world))
     cpu = a.device == "cpu"

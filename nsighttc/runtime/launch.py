@@ -34,6 +34,7 @@ from pathlib import Path
 # checks afterwards that the process really ended with it (a crash in the interpreter's shutdown is still caught).
 from ..record_format import EXIT_SAID
 # the trace's writing and its lines (TRACE_WRITTEN, NOTHING_RECORDED: re-exported, the default run reads them here)
+from . import gate
 from .lines import say
 from .trace_writing import NOTHING_RECORDED, TRACE_WRITTEN, trace_only_config, write_trace  # noqa: F401
 
@@ -158,93 +159,6 @@ def _run_target(ns: argparse.Namespace) -> None:
         _PROGRAM_LEFT.append(runpy.run_path(script, run_name="__main__"))
 
 
-GATE_POLL_S = 0.01
-
-
-def _owner_alive() -> bool:
-    """The nsighttc process that opens the gate (``NSIGHTTC_GATE_OWNER``) still exists: a waiting program
-    must not outlive an nsighttc that was killed (seen when a run was SIGKILLed: gated programs waited on)."""
-    owner = os.environ.get("NSIGHTTC_GATE_OWNER")
-    if not owner:
-        return True
-    try:
-        os.kill(int(owner), 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError):
-        return True
-
-
-# What the gate said besides 'go' (``key=value`` words after it): the Nsight Compute pass learns there how many
-# warm-up steps the timeline run saw (``window-warmup=N``), or that the program has no steps (``window=off``).
-GATE_SETTINGS: dict[str, str] = {}
-_WINDOW = None  # the window of steady steps, once made (the gate's settings apply to it)
-
-
-def _wait_at_gate(gate: Path) -> bool:
-    """Block until ``gate`` holds 'go' (True) or 'stop' (False); 'stop' too when its owner is gone."""
-    checks = 0
-    while True:
-        checks += 1
-        if checks % 50 == 0 and not _owner_alive():
-            return False
-        try:
-            words = gate.read_text().split()
-        except OSError:
-            words = []
-        if words and words[0] in ("go", "stop"):
-            GATE_SETTINGS.update(w.split("=", 1) for w in words[1:] if "=" in w)
-            if words[0] == "go" and _WINDOW is not None:
-                _apply_gate_settings(_WINDOW)
-            return words[0] == "go"
-        time.sleep(GATE_POLL_S)
-
-
-def _apply_gate_settings(window) -> None:
-    if GATE_SETTINGS.get("window") == "off":
-        window.disable()
-    elif GATE_SETTINGS.get("window-warmup", "").isdigit():
-        window.warmup = int(GATE_SETTINGS["window-warmup"])
-
-
-def _gate_at_first_cuda_use(gate: Path, after_init: bool = False) -> bool:
-    """Run the program until PyTorch first initialises CUDA, and wait at the gate there (``after_init``: once
-    the CUDA context exists, still before any GPU work of the program). False when torch is missing (then
-    the gate is at the start)."""
-    try:
-        import torch
-        import torch.cuda
-    except Exception:
-        return False
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    original = torch.cuda._lazy_init
-    state = {"passed": False}
-
-    def gated_lazy_init(*args, **kwargs):
-        if not state["passed"]:
-            state["passed"] = True
-            torch.cuda._lazy_init = original
-            result = failure = None
-            if after_init:
-                try:
-                    result = original(*args, **kwargs)
-                except BaseException as exc:  # no usable GPU: the program meets the error after the gate
-                    failure = exc
-            if not _wait_at_gate(gate):
-                os._exit(0)  # nothing to measure: leave without running any GPU work
-            torch.set_num_threads(threads)
-            if failure is not None:
-                raise failure
-            if after_init:
-                return result
-        return original(*args, **kwargs)
-
-    torch.cuda._lazy_init = gated_lazy_init
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     # nsighttc stops a program by SIGINT (the ncu pass once its kernels are profiled): a launcher started from a
     # background job inherits SIGINT ignored (`nohup ... &`: seen when the test suite ran that way, a stopped
@@ -255,9 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     if ns.pid_file:
         ns.pid_file.write_text(str(os.getpid()))
     if ns.wait_for and not (ns.gate_at in ("cuda", "context") and
-                            _gate_at_first_cuda_use(ns.wait_for, after_init=ns.gate_at == "context")):
+                            gate.at_first_cuda_use(ns.wait_for, after_init=ns.gate_at == "context")):
         try:
-            if not _wait_at_gate(ns.wait_for):
+            if not gate.wait_at_gate(ns.wait_for):
                 return 0
         except KeyboardInterrupt:
             return 130
@@ -270,19 +184,18 @@ def main(argv: list[str] | None = None) -> int:
     compiles = (lambda: marks.counts["compiles"]) if marks is not None else (lambda: 0)
     window = ranks = None
     if ns.window or ns.cuda_profiler:
-        global _WINDOW
         from . import window as windows
         recorder = windows.CudaProfilerRecorder() if ns.cuda_profiler else windows.Recorder()
         from .rankexec import world_size
         from .window_ranks import RankAgreement
         ranks = RankAgreement() if world_size() > 1 else None  # one window for every rank of a distributed job
-        window = _WINDOW = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
+        window = gate.WINDOW[0] = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
                                           stop=ns.window_end == "stop", recorder=recorder, compiles=compiles,
                                           ranks=ranks)
         window.mark_windows = not ns.cuda_profiler  # (ncu's pass reads no marks: nothing to add to its kernels)
         if not ns.window:
             window.disable()
-        _apply_gate_settings(window)
+        gate.apply_settings(window)
     timer = None
     if ns.step_times:
         from .step_timer import StepTimer

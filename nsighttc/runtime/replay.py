@@ -308,7 +308,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     ns = _parse(sys.argv[1:] if argv is None else argv)
     import torch  # the import is the slow part: done before the gate
-    from .launch import _wait_at_gate
+    from .gate import wait_at_gate as _wait_at_gate
     if ns.gate_at == "warm" and torch.cuda.is_available():
         warm_up(torch)
     if ns.wait_for is not None and not _wait_at_gate(ns.wait_for):
@@ -342,7 +342,7 @@ def read_calls(path: Path, wait_s: float = OPS_WAIT_S, poll_s: float = 0.005):
     appends while it still plans (``profile.replay_plan.StreamPlan``) and ends with ``{"end": true}``; the
     calls already listed run meanwhile. ``TimeoutError`` when the file does not appear within ``wait_s``; a
     list that stops growing for ``wait_s`` (or whose nsighttc is gone) ends with the calls it had."""
-    from .launch import _owner_alive
+    from .gate import owner_alive as _owner_alive
     deadline = time.monotonic() + wait_s
     while not path.exists():
         if time.monotonic() > deadline:

@@ -1,0 +1,109 @@
+"""One rank's row of the job's rank table, from its own verdict: its step, its own time (the step less the
+communication it waited in), its causes per step, its communication and Tensor Core shares, and the private columns
+the reduce compares (``analysis.ranks``); a rank that could not be analysed gets a row that says why."""
+from __future__ import annotations
+
+from .timeline.idle import frame_words
+
+COMPUTE = "gpu-compute"      # the rank's own GPU compute time per step, compared like a cause
+
+
+def rank_row(rank: int, v) -> dict:
+    """One line of the rank table from a rank's verdict."""
+    tl = v.timeline or {}
+    comm = tl.get("communication") or {}
+    steps = tl.get("steps") or {}
+    fams = tl.get("step_families") or []
+    dom = next((f for f in fams if f.get("name") == steps.get("name")), fams[0] if fams else {})
+    gpu_busy = dom.get("steady_gpu_busy_share", tl.get("window", {}).get("gpu_busy_share")) if tl else None
+    compute = comm.get("compute_busy_share", gpu_busy) if tl else None
+    med = steps.get("median_iteration_ns") or None
+    per_step_wait = comm.get("exposed_comm_per_step_ns", 0.0) if med else None
+    no_work = (tl.get("verdict") == "no-gpu-work") if tl else not v.tensor_cores.get("kernel_time_ns")
+    warm = int(dom.get("warmup_steps", 0)) if dom else 0
+    n_steady = max(int(dom.get("count", 0)) - warm, 1) if dom else 1
+    per_step = {}
+    if dom:
+        for c in dom.get("causes") or []:
+            if c["kind"] != "communication":
+                key = (c["kind"], c["name"])
+                per_step[key] = per_step.get(key, 0.0) + c["idle_ns"] / n_steady
+        if comm or dom.get("compute_busy_share") is not None:
+            share = dom.get("compute_busy_share", dom.get("steady_gpu_busy_share", 0.0))
+            per_step[(COMPUTE, "GPU compute")] = share * dom.get("steady_wall_ns", 0.0) / n_steady
+    return {
+        "rank": rank if rank >= 0 else None,
+        "inputs": [str(i["path"]) for i in v.inputs],
+        "tc_time_share": v.tensor_cores.get("tc_time_share"), "tc_verdict": v.tensor_cores.get("verdict"),
+        "gpu_busy_share": gpu_busy, "compute_busy_share": compute,
+        "median_step_ns": med, "own_step_ns": (med - per_step_wait) if med else None,
+        "exposed_comm_share": comm.get("exposed_comm_share", 0.0) if tl else None,
+        "exposed_comm_per_step_ns": per_step_wait,
+        "communication_kernel_ns": comm.get("communication_kernel_ns", 0.0),
+        # every rank's overlap, not only the rank whose timeline the report shows (issue 52): the share of its
+        # communication kernels' time that had compute beside it
+        "comm_overlapped_share": _overlapped(comm) if tl else None,
+        # Tensor Core share of the compute kernels' time: a waiting rank's long NCCL kernels must not make its
+        # share look smaller than an identical rank's (H200 x2 straggler run: 10% vs 30% of all kernel time)
+        "tc_compute_share": _tc_compute_share(v.tensor_cores, comm.get("communication_kernel_ns", 0.0)),
+        "kernel_time_ns": v.tensor_cores.get("kernel_time_ns", 0.0),
+        "verdict": tl.get("verdict") if tl else None, "headline_cause": tl.get("headline_cause") if tl else None,
+        "step_family": steps.get("name"), "_iterations": list(dom.get("iteration_ns", []))[warm:] if dom else [],
+        "_warmup": warm, "_all_iterations": list(dom.get("iteration_ns", [])) if dom else [],
+        "_per_step": per_step,
+        "complete": not no_work,
+        "incomplete_reason": ("its recording holds no GPU work (" + ", ".join(str(i["path"]) for i in v.inputs)
+                              + "): the recording stopped before the rank's GPU work was recorded, or the rank ran "
+                              "none") if no_work else None,
+        "_own_iterations": _own_iterations(dom, warm),
+        "_collectives": list(comm.get("collectives") or []) if tl else [],
+        "host": (tl.get("host_frames") or {}).get("host") or None if tl else None,
+        # the compute kernels it ran (names), and where its host was while its GPU idled (host_frames), per step
+        "_compute_kernels": _compute_kernel_names(v),
+        "_frames_per_step": {frame_words(f): f["idle_ns"] / n_steady for f in dom.get("host_frames") or []}
+        if dom else {},
+    }
+
+
+def _overlapped(comm: dict) -> float | None:
+    total = comm.get("communication_kernel_ns") or 0.0
+    if total <= 0:
+        return None
+    return float(min(max(1.0 - (comm.get("exposed_comm_ns") or 0.0) / total, 0.0), 1.0))
+
+
+def failed_row(rank: int, inputs: list[str], reason: str) -> dict:
+    """The rank table's line of a rank that could not be analysed (its file missing or corrupt, its worker lost, past
+    the timeout: ``rank_map``): named, with why, and never part of a cross-rank claim."""
+    return {"rank": rank, "inputs": list(inputs), "tc_time_share": None, "tc_verdict": None, "gpu_busy_share": None,
+            "compute_busy_share": None, "median_step_ns": None, "own_step_ns": None, "exposed_comm_share": None,
+            "exposed_comm_per_step_ns": None, "communication_kernel_ns": 0.0, "comm_overlapped_share": None,
+            "tc_compute_share": None,
+            "kernel_time_ns": 0.0, "verdict": None, "headline_cause": None, "step_family": None, "_iterations": [],
+            "_warmup": 0, "_all_iterations": [], "_per_step": {}, "complete": False,
+            "incomplete_reason": f"it could not be analysed: {reason}", "_own_iterations": [], "_collectives": [],
+            "host": None, "_compute_kernels": [], "_frames_per_step": {}}
+
+
+def _own_iterations(dom: dict, warm: int) -> list[float]:
+    """Each steady step's own work: its wall time less the communication it waited in (empty where the rank's
+    verdict does not carry each step's wait)."""
+    waits = dom.get("exposed_comm_ns_per_iteration") if dom else None
+    its = list(dom.get("iteration_ns", []))[warm:] if dom else []
+    if not waits or len(waits) != len(its):
+        return []
+    return [float(i - w) for i, w in zip(its, waits)]
+
+
+def _compute_kernel_names(v) -> frozenset:
+    k = getattr(v, "kernels", None)
+    if k is None or len(k) == 0 or "name" not in k:
+        return frozenset()
+    from .name_rules import is_communication
+    names = k["name"].astype(str)
+    return frozenset(names[~is_communication(names).to_numpy()].tolist())
+
+
+def _tc_compute_share(tc: dict, comm_ns: float) -> float | None:
+    compute = (tc.get("kernel_time_ns") or 0.0) - (comm_ns or 0.0)
+    return (tc.get("tc_time_ns") or 0.0) / compute if compute > 0 else None
