@@ -77,6 +77,10 @@ def _ours(run: Path) -> tuple[dict, float, float, str]:
     return top, hit / in_loop if in_loop else 0.0, top["share"], loop_fn
 
 
+def _same_function(name: str, short: str) -> bool:
+    return name == short or name.rsplit(".", 1)[-1] == short
+
+
 def pyspy(run: Path, raw: Path) -> None:
     top, ours, idle_share, loop_fn = _ours(run)
     short = loop_fn.rsplit(".", 1)[-1]
@@ -88,13 +92,15 @@ def pyspy(run: Path, raw: Path) -> None:
             continue
         frames = [PYSPY_FRAME.match(f) for f in stack.split(";")]
         frames = [f for f in frames if f]
-        if not any(f["func"] == short for f in frames):
+        # (py-spy 0.4 names methods with their class, `Trainer._run_epoch`; older ones without: either matches)
+        if not any(_same_function(f["func"], short) for f in frames):
             continue
         n = int(count)
         in_loop += n
         for k, f in enumerate(frames):
-            if f["func"] == short and top["file"].endswith(Path(f["file"]).name) and int(f["line"]) == top["line"]:
-                below = [g["func"] for g in frames[k + 1:]]
+            if _same_function(f["func"], short) and top["file"].endswith(Path(f["file"]).name) \
+                    and int(f["line"]) == top["line"]:
+                below = [g["func"].rsplit(".", 1)[-1] for g in frames[k + 1:]]
                 if calls is None or calls in below:
                     hit += n
                 break

@@ -7,6 +7,12 @@
 #                traces stripped, with their host_samples.json, as fixtures.
 #   PART mini:   what a few minutes allow (BUDGET seconds, default 280): the Trainer's first and cached default runs
 #                (the same verdict and first cause), the DataLoader loop's default run and py-spy on it, the checks.
+#   PART repro51: issue 51's reproduction: the Trainer with items built in Python, plain (and with 2 workers), its
+#                first and cached default runs, Lightning's
+#                default run, py-spy on the Trainer; each run's launcher lines (window, recording) to the summary.
+#   PART verify51: issue 51's done-when: a plain Trainer run; its first and cached default runs each with py-spy
+#                attached to the same run (`py-spy record --subprocesses`), compared on the top frame; Lightning's
+#                default run; the sampler's cost (the `cost` part's measure, 2 rounds, the Trainer only).
 #   PART cost:   the sampler's cost: `nsighttc profile --fast` with and without host samples (--no-host-samples),
 #                alternating, 3 rounds each, on the Trainer and the DataLoader loop; the steady step medians and the
 #                sampler's own CPU time go to the summary (benchmarks/host_frames_check.py cost reads the verdicts).
@@ -72,6 +78,42 @@ mini)
     d=$(ls -d "$W/runs_$2"/*/ 2>/dev/null | tail -1)
     [ -n "$d" ] && [ -f "$W/fix/pyspy_$1.txt" ] && python3 benchmarks/host_frames_check.py pyspy "$d" "$W/fix/pyspy_$1.txt" >> "$S" 2>&1
   done
+  ;;
+repro51)
+  TRAINER=(wrappers/trainer_finetune.py --steps 60 --python-items)
+  plain trainer python3 "${TRAINER[@]}"
+  plain trainer_workers python3 "${TRAINER[@]}" --workers 2
+  profile trainer_first 240 -- python3 "${TRAINER[@]}"; keep trainer_first
+  profile trainer_cached 240 -- python3 "${TRAINER[@]}"; keep trainer_cached
+  profile lightning 240 -- python3 "${LIGHTNING[@]}"; keep lightning
+  timeout 150 py-spy record -r 200 -f raw -o "$W/fix/pyspy_trainer.txt" -- python3 "${TRAINER[@]}" > "$W/pyspy_trainer.log" 2>&1
+  echo "py-spy trainer: rc=$? $(wc -l < "$W/fix/pyspy_trainer.txt" 2>/dev/null) stacks" >> "$S"
+  for p in trainer_first trainer_cached lightning; do
+    d=$(ls -d "$W/runs_$p"/*/ 2>/dev/null | tail -1); [ -z "$d" ] && continue
+    echo "-- $p" >> "$S"; grep -hE "nsighttc\.(launch|window)" "$d"/*.log 2>/dev/null | cut -c1-300 | head -12 >> "$S"
+    case $p in trainer*) python3 benchmarks/host_frames_check.py pyspy "$d" "$W/fix/pyspy_trainer.txt" >> "$S" 2>&1;; esac
+  done
+  ;;
+verify51)
+  TRAINER=(wrappers/trainer_finetune.py --steps 60 --python-items)
+  plain trainer python3 "${TRAINER[@]}"
+  for run in trainer_first trainer_cached; do
+    t0=$(date +%s.%N)
+    timeout 200 py-spy record -r 200 -f raw --subprocesses -o "$W/fix/pyspy_$run.txt" -- \
+      python3 -m nsighttc profile --out "$W/runs_$run" -- python3 "${TRAINER[@]}" > "$W/$run.profile.log" 2>&1
+    echo "profile $run under py-spy: rc=$? $(secs "$t0" "$(date +%s.%N)") s" >> "$S"
+    grep -E "^nsighttc: (GPU busy|Start-up)" "$W/$run.profile.log" | sed 's/^/   /' >> "$S"
+    keep "$run"
+    d=$(ls -d "$W/runs_$run"/*/ 2>/dev/null | tail -1)
+    [ -n "$d" ] && python3 benchmarks/host_frames_check.py pyspy "$d" "$W/fix/pyspy_$run.txt" >> "$S" 2>&1
+    gzip -f "$W/fix/pyspy_$run.txt"
+  done
+  profile lightning 240 -- python3 "${LIGHTNING[@]}"; keep lightning
+  for round in 1 2; do
+    profile "cost_trainer_on_$round" 300 --fast -- python3 "${TRAINER[@]}"
+    profile "cost_trainer_off_$round" 300 --fast --no-host-samples -- python3 "${TRAINER[@]}"
+  done
+  python3 benchmarks/host_frames_check.py cost "$W" >> "$S" 2>&1
   ;;
 cost)
   for round in 1 2 3; do

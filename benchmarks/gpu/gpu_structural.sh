@@ -8,6 +8,10 @@
 #   PART try: the done-when's try on the loop (its dynamic cache named by the program), both graph variants and one
 #             that applies nowhere.
 #   PART overhead: the default run's cost against plain runs in alternating rounds (generate and evaluation wrappers).
+#   PART verify: the done-when's cost rows (the `overhead` part) and, per profiled run of the generate loop, its
+#                recorded and unrecorded time per output token against the plain runs' (issue 51).
+#   PART cost: where a generate() loop's default run spends its time: a plain run, the launcher's hooks alone (no
+#              profiler), a first and a cached `nsighttc profile`, each launcher's own timing lines kept.
 set -u
 OUT=$1 PART=$2
 source "$(dirname "$0")/gpu_lib.sh"
@@ -54,6 +58,35 @@ overhead)
   echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
   python3 -c "import json,sys; [print(e['program'], e['plain_s'], e['default_s'], e.get('warm_s'), e['ratio'], e.get('ratio_warm'), e.get('passes')) for e in json.load(open(sys.argv[1]))]" "$W/ov/summary.json" >> "$S" 2>&1
   grep -h "not run again\|Nsight Compute\|replay" "$W"/ov/*_cold.log 2>/dev/null | sort | uniq -c | head >> "$S"
+  pack
+  ;;
+verify)
+  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds 2 llm_generate eval_loop > "$W/ov.log" 2>&1
+  echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
+  python3 -c "import json,sys; [print(e['program'], e['plain_s'], e['default_s'], e.get('warm_s'), e['ratio'], e.get('ratio_warm')) for e in json.load(open(sys.argv[1]))]" "$W/ov/summary.json" >> "$S" 2>&1
+  grep -h '"wrapper"' "$W"/ov/llm_generate_plain.log | cut -c1-400 >> "$S"
+  for v in "$W"/ov/runs_llm_generate/*/verdict.json; do
+    python3 benchmarks/gpu/verdict_speed.py "$v" >> "$S" 2>&1
+  done
+  grep -h "nsighttc.launch: \(wrote\|window\)" "$W"/ov/runs_llm_generate/*/torch.stderr.log | cut -c1-300 >> "$S"
+  mkdir -p "$W/runs_ov"; cp -r "$W"/ov/runs_* "$W/runs_ov/" 2>/dev/null
+  pack
+  ;;
+cost)
+  LLM=(--requests 8 --new-tokens 96)
+  python3 -c "import compileall; compileall.compile_dir('nsighttc', quiet=1)"
+  plain llm python3 wrappers/llm_generate.py "${LLM[@]}"
+  plain llm_hooks python3 -m nsighttc.runtime.launch --annotate script --step-times "$W/hooks_steps.json" -- \
+    wrappers/llm_generate.py "${LLM[@]}"
+  export NSIGHTTC_CACHE_DIR=$W/cache_cost; rm -rf "$NSIGHTTC_CACHE_DIR"
+  profile llm_first 300 -- wrappers/llm_generate.py "${LLM[@]}"
+  profile llm_cached 300 -- wrappers/llm_generate.py "${LLM[@]}"
+  plain llm_again python3 wrappers/llm_generate.py "${LLM[@]}"
+  for d in "$W"/runs_llm_first/*/ "$W"/runs_llm_cached/*/; do
+    echo "-- $d" >> "$S"; grep -hE "nsighttc\.(launch|window)|wrote operators|trace written|recorded from" "$d"/*.log \
+      2>/dev/null | cut -c1-400 | head -20 >> "$S"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d.get('phase_seconds')), json.dumps([p.get('window') for p in d.get('passes', [])])[:900])" "$d/run.json" >> "$S" 2>&1
+  done
   pack
   ;;
 esac

@@ -9,6 +9,7 @@ one late mark moves nothing. (Stacks a recording made elsewhere carries, torch.p
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,8 +42,12 @@ class HostSamples:
 def read(path: Path) -> HostSamples:
     """The launcher's samples file; a one-line InputError naming the file when it is not one."""
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raw = Path(path).read_bytes()
+        if raw[:2] == b"\x1f\x8b":  # (a run directory kept gzipped: host_samples.json.gz)
+            import gzip
+            raw = gzip.decompress(raw)
+        doc = json.loads(raw)
+    except (OSError, UnicodeDecodeError, EOFError, ValueError, zlib.error) as exc:  # (JSONDecodeError: a ValueError)
         raise InputError(f"not a readable host samples file ({type(exc).__name__}: {exc})", path) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f"not a host samples file (expected schema {SCHEMA!r})", path)
@@ -64,9 +69,12 @@ def read(path: Path) -> HostSamples:
 
 
 def beside(trace: Path) -> Path | None:
-    """The launcher's samples file of a trace: ``host_samples.json`` in the trace's directory."""
-    p = Path(trace).parent / FILE_NAME
-    return p if p.is_file() else None
+    """The launcher's samples file of a trace: ``host_samples.json`` in the trace's directory (or gzipped)."""
+    for name in (FILE_NAME, FILE_NAME + ".gz"):
+        p = Path(trace).parent / name
+        if p.is_file():
+            return p
+    return None
 
 
 def place(hs: HostSamples, marks: pd.DataFrame) -> HostSamples:

@@ -204,8 +204,9 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             notes.append(f"analysis failed: {exc}")
         phases["analyze"] = round(time.monotonic() - t, 3)  # of "analysis": the rules alone (the rest: cache, JSON)
         if verdict is not None:
-            from .window import unrecorded_startup
+            from .window import unrecorded_speed, unrecorded_startup
             unrecorded_startup(verdict, done)
+            unrecorded_speed(verdict, done)
             sampled = any(p.engine == "ncu" for p in done) and not any(p.engine in ("nsys", "torch") for p in done)
             if sampled and not (opts.every_launch and opts.all_kernels):
                 verdict.tensor_cores["basis"] = "sampled"

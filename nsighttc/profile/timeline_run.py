@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..record_format import EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITTEN
+from ..record_format import EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITTEN, UNRECORDED_FOLLOW
 from .passes import Pass
 from .running import finish_pass, start_pass
 
@@ -62,7 +62,8 @@ class TimelineRun:
                     if m:
                         p.recorded_from_s = float(m.group(1))
                     self._written.set()
-                    self.program_done.set()
+                    if UNRECORDED_FOLLOW not in line:  # (else its unrecorded steps run on: EXIT_SAID ends them)
+                        self.program_done.set()
                 elif ops_marker is not None and line.startswith(ops_marker):
                     m = _PROGRAM_S.search(line)
                     p.operators_until_s = float(m.group(1)) if m else 0.0

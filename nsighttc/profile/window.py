@@ -88,7 +88,50 @@ def summary(p: Pass) -> dict | None:
             "recorded_from": "window" if p.window.get("record_from") == "window" or p.operators_until_s is not None
             else "start",
             **({"recorded_from_s": p.recorded_from_s} if p.recorded_from_s is not None else {}),
-            **({"operators_until_s": p.operators_until_s} if p.operators_until_s is not None else {})}
+            **({"operators_until_s": p.operators_until_s} if p.operators_until_s is not None else {}),
+            **({"unrecorded": u} if (u := unrecorded_steps(ev)) else {})}
+
+
+def unrecorded_steps(events: list[dict]) -> dict | None:
+    """The steps the program ran after its window with the recording stopped (``runtime.window``'s ``unrecorded``
+    event): how many, their median, and a generation loop's decode calls' median apart."""
+    import statistics
+    e = next((e for e in events if e.get("event") == "unrecorded" and e.get("durations_ms")), None)
+    if e is None:
+        return None
+    d = [float(x) for x in e["durations_ms"]]
+    out = {"phase": e.get("phase"), "steps": len(d), "median_ms": round(statistics.median(d), 4)}
+    kinds = e.get("kinds") or []
+    decode = [x for x, k in zip(d, kinds) if k == "decode"]
+    if decode:
+        out["decode_median_ms"] = round(statistics.median(decode), 4)
+    return out
+
+
+def unrecorded_speed(verdict, done: list[Pass]) -> None:
+    """The recording's own slowdown, measured in the run: the steady step as recorded against the steps the program
+    ran after its window unrecorded (``unrecorded_steps``). Sets ``timeline.steps.unrecorded`` (median, steps, the
+    recording's slowdown) and, for a generation loop, ``timeline.inference.unrecorded`` (time per output token and
+    tokens/s at the unrecorded speed); the recorded numbers stay as they are, labelled recorded by the report."""
+    tl = getattr(verdict, "timeline", None)
+    p = next((p for p in done if p.mode == "timeline"), None)
+    if not tl or p is None or not (tl.get("steps") or {}).get("median_iteration_ns"):
+        return
+    u = unrecorded_steps(p.window_events or [])
+    if not u:
+        return
+    st = tl["steps"]
+    recorded = float(st["median_iteration_ns"])
+    unrec = u["median_ms"] * 1e6
+    inf = tl.get("inference") or {}
+    if inf and u.get("decode_median_ms") and inf.get("tpot_ns"):
+        unrec = u["decode_median_ms"] * 1e6  # (model calls: the decode calls are the steady ones)
+        slow = float(inf["tpot_ns"]) / unrec
+        inf["unrecorded"] = {"tpot_ns": unrec, "steps": u["steps"], "recording_slowdown": round(slow, 3),
+                             **({"tokens_per_s": round(float(inf["tokens_per_s"]) * slow, 2)}
+                                if inf.get("tokens_per_s") else {})}
+    st["unrecorded"] = {"median_ns": unrec, "steps": u["steps"], "recording_slowdown": round(recorded / unrec, 3),
+                        "how": "steps the program ran after its window with the recording stopped, this run"}
 
 
 # What a first run's recording of every operator with its arguments (the replay's, ``--record-shapes``) did to the
@@ -125,9 +168,9 @@ def note(p: Pass) -> str | None:
         said += ("; recorded from the window's start (the evidence cache knows this program: its start-up and "
                  "warm-up ran unrecorded)")
     if "--record-shapes" in p.argv and p.operators_until_s is not None:
-        said += (f"; every operator was recorded with its arguments for the replay until the window began "
-                 f"({p.operators_until_s:.1f} s into the program), the window with the ranges only (recording "
-                 "arguments slows launch-heavy steps: " + SHAPES_SLOWDOWN_SEEN + ")")
+        said += (f"; every operator was recorded with its arguments for the replay during the warm-up, until its "
+                 f"steps were steady ({p.operators_until_s:.1f} s into the program), the rest with the ranges only "
+                 "(recording arguments slows launch-heavy steps: " + SHAPES_SLOWDOWN_SEEN + ")")
     elif "--record-shapes" in p.argv:
         said += ("; every operator was recorded with its arguments for the replay, which slows launch-heavy steps "
                  "(" + SHAPES_SLOWDOWN_SEEN + "): the next run of this program records the ranges only and times "

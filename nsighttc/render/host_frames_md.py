@@ -26,16 +26,19 @@ def section(hf: dict | None, full: bool = False) -> list[str]:
             + f") fell in the GPU's idle time of the {hf.get('basis')}.")
     if not rows:
         return out + [said + " " + " ".join(hf.get("notes") or ["No sample fell in the GPU's idle time."]), ""]
-    out += [said + " Each row is where the program's loop was (file:line) and the function it had called; the share "
-            "is of the idle time the samples stand for. The stacks: host_idle_stacks.collapsed (speedscope).", "",
+    out += [said + " Each row is where the program's loop was (file:line), the function it had called and the "
+            "program's own line it led to; the share is of the idle time, each sample standing for its part of the "
+            "idle time of its kind in its range, ± its 95% error from the sample counts (the headline's numbers). "
+            "The stacks: host_idle_stacks.collapsed (speedscope).", "",
             "| Where (file:line) | Calls | Program line | Idle | Share | Kind of work |", "|---|---|---|---:|---:|---|"]
     shown = rows if full else rows[:ROWS_SHOWN]
     for r in shown:
         where = f"`{r['frame']}` {r['file']}:{r['line']}" + (f" {_code(r.get('source'))}" if r.get("source") else "")
         calls = f"`{r['calls']}`" if r.get("calls") else ""
         prog = (r.get("program_line") or "") + (f" {_code(r.get('program_source'))}" if r.get("program_source") else "")
-        out.append(f"| {where} | {calls} | {prog} | {ns(r.get('idle_ns'))} | {pct(r.get('share'))} | "
-                   f"{r.get('topic') or ''} |")
+        err = r.get("share_error")
+        share = pct(r.get("share")) + (f" ± {100 * err:.0f}" if err is not None and err >= 0.005 else "")
+        out.append(f"| {where} | {calls} | {prog} | {ns(r.get('idle_ns'))} | {share} | {r.get('topic') or ''} |")
     if len(shown) < len(rows):
         out.append(f"\n{len(rows) - len(shown)} more rows in verdict.json (`timeline.host_frames`).")
     return out + [""] + [f"- {n}" for n in hf.get("notes") or []] + ([""] if hf.get("notes") else [])

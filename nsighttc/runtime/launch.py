@@ -297,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         code = 0 if isinstance(exc, WindowDone) else 1
     finally:
         ended_at = time.perf_counter()
+        if window is not None:
+            window.close()  # the unrecorded steps after the window, where the program ended among them
         if ns.host_samples is not None:
             from . import host_samples
             host_samples.finish()
@@ -319,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
                                              indent=2))
         if sessions is not None:
             sessions.remove()
-        if prof is not None and not (window is not None and getattr(window.recorder, "finished", False)):
+        if prof is not None and window is not None and getattr(window.recorder, "follow", False):
+            from .window_recorders import _synchronize
+            _synchronize()  # the unrecorded steps' GPU work is done: a replay may start once this is said
+            say(f"{EXIT_SAID}{code}")
+        elif prof is not None and not (window is not None and getattr(window.recorder, "finished", False)):
             from .window_recorders import _synchronize
             _synchronize()  # the program's GPU work is done when it says its exit code (a replay may start then)
             say(f"{EXIT_SAID}{code}")

@@ -12,7 +12,7 @@ from .lines import say
 # the trace from that moment: the process still has to exit, and a CUDA program's exit (interpreter shutdown, CUDA
 # and CUPTI teardown) took ResNet-50 AMP 1.6-1.9 s under the profiler on H100 (1.2 s in a plain run;
 # benchmarks/probes/gpu_launcher_tail_probe.py, reports/profile_overhead/launcher_tail.txt).
-from ..record_format import NOTHING_RECORDED, TRACE_WRITTEN
+from ..record_format import NOTHING_RECORDED, TRACE_WRITTEN, UNRECORDED_FOLLOW
 
 
 def trace_only_config():
@@ -99,6 +99,7 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
     if started_at and getattr(recorder, "start_seconds", None) is not None:
         since += f" (profiler start {recorder.start_seconds:.2f} s)"
     since += "" if operators else ", ranges only"
+    follow = UNRECORDED_FOLLOW if getattr(recorder, "follow", False) else ""
     say(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
           f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
-          f"{time.perf_counter() - t_list:.2f} s)")
+          f"{time.perf_counter() - t_list:.2f} s{follow})")

@@ -15,10 +15,13 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
 2. **The window**: ``--window-steps N`` steps, or enough for ``TARGET_WINDOW_S`` seconds at the median step
    of the warm-up's last steps, between ``MIN_STEPS`` and ``MAX_STEPS``. A generation loop's window (the hooks
    saw prefill and decode calls) holds whole requests instead: it starts at a prefill and ends at one, after
-   ``GEN_REQUESTS`` requests or ``GEN_MAX_S`` seconds. Where the steps fall inside the window (the warm-up's agreeing
-   steps were a plateau of slow early ones), the window runs on for a window's worth of steps at the new rate.
+   ``GEN_REQUESTS`` requests, or at the first request boundary past ``GEN_WINDOW_S`` seconds. Where the steps fall
+   inside the window (the warm-up's agreeing steps were a plateau of slow early ones), the window runs on for a
+   window's worth of steps at the new rate.
 3. **Then**: with ``--window-end stop`` (the default run's default) the program is stopped at the step boundary
-   that ends the window, by raising ``WindowDone`` there (a ``BaseException``: the program's ``except Exception``
+   that ends the window (under torch.profiler, in a single process: ``UNRECORDED_STEPS`` steps later, once the
+   recording is stopped and written, so that the same run times its steps unrecorded too: the ``unrecorded`` event,
+   issue 51), by raising ``WindowDone`` there (a ``BaseException``: the program's ``except Exception``
    does not catch it, its ``finally`` blocks run, and the launcher exits 0 after writing what was recorded).
    Steps inside a named phase range (``annotate.range("train")`` around ``annotate.step()``) may be followed by
    other phases, which cannot be known ahead: the recording goes on for ``PHASE_GRACE_S`` after the phase's window;
@@ -70,11 +73,25 @@ TARGET_WINDOW_S = 2.0       # the window's length at the steady step time
 MIN_STEPS = 10              # enough steps for the analysis' median and its warm-up rule
 MAX_STEPS = 100
 PHASE_GRACE_S = 3.0         # after a named phase's window: how long another phase may take to begin
+# After the last window, under torch.profiler in a single process: the recording is stopped and written, and the
+# program runs on for this many steps (the first, just after the profiler's stop, not counted), or for
+# ``UNRECORDED_MAX_S`` with at least ``UNRECORDED_MIN`` of them (one, past three times that), timed as the window's
+# steps are, then stopped. What the recording costs each step is then measured in the run itself, not guessed: on an
+# H100 a generate() loop's
+# recorded model calls took 21-27 ms against 12-18 ms in plain runs whose own speed varied by a third from run to run
+# (reports/structural call_cost), so a plain run beside it cannot say it either.
+UNRECORDED_STEPS = 8
+UNRECORDED_MIN = 2
+UNRECORDED_MAX_S = 1.0
 # Generation loops (the hooks saw prefill and decode calls, ``runtime.steps``): the window starts where a request
-# starts (its prefill) and ends where one starts, after ``GEN_REQUESTS`` whole requests, or after ``GEN_MAX_S`` with
-# at least one: time to first token needs the prefills, time per output token whole requests (issue 44).
+# starts (its prefill) and ends where one starts, after ``GEN_REQUESTS`` whole requests, or at the first request
+# boundary after ``GEN_WINDOW_S`` seconds (at least one whole request): time to first token needs the prefills, time
+# per output token whole requests (issue 44). Bounded by time as any window is, because a window's cost grows with what
+# it holds: a Llama-shaped decoder's 288 model calls (3 requests of 96 tokens, ~690 kernels a call) took torch.profiler
+# 4.5-5.9 s to stop and 3.6-4.9 s to write, the first and cached runs 1.24x and 1.11x plain (H100, torch 2.11,
+# reports/structural call_cost).
 GEN_REQUESTS = 3
-GEN_MAX_S = 20.0
+GEN_WINDOW_S = TARGET_WINDOW_S
 
 
 class WindowDone(BaseException):
@@ -117,7 +134,7 @@ def is_steady(durations: list[float], compiled: list[bool], n_steps: int) -> boo
 
 class _Phase:
     __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
-                 "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests")
+                 "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests", "settled")
 
     def __init__(self, key: tuple, now: float, compiles: int):
         self.key = key
@@ -136,6 +153,7 @@ class _Phase:
         self.prepared = False          # the recorder's step before the window was taken (``Recorder.prepare``)
         self.agreed = False            # the window was started by the ranks' agreement (``runtime.window_ranks``)
         self.requests = 0              # a generation loop's requests completed inside the window
+        self.settled = False           # the recorder was told the warm-up is steady before the window could start
 
 
 class Window:
@@ -160,6 +178,8 @@ class Window:
         self.mark_windows = False  # the launcher's: each window is a ``nsighttc.window`` mark in the recording
         self._mark = None
         self.generation = False    # the hooks saw prefill and decode calls (``runtime.steps``): a generation loop
+        self.unrecorded = True     # after the last window, time a few steps with the recording stopped (torch only)
+        self._after: dict | None = None  # those steps, while they run: phase key, last boundary, durations, kinds
         self.next_step: str | None = None  # what the step starting at this boundary is: "prefill", "decode" or None
 
     def disable(self) -> None:
@@ -214,6 +234,9 @@ class Window:
     def _boundary(self, key: tuple, *, named: bool, took: float | None = None) -> None:
         """A step of phase ``key`` ended: count it, decide what the window does here (``_decide``), let the ranks of
         a distributed job agree on it (``ranks``: rank 0's decision stands on every rank), then do it."""
+        if self._after is not None:
+            self._after_boundary(key, took)
+            return
         now = self.clock()
         compiles = self.compiles()
         ph = self.phases.get(key)
@@ -251,7 +274,9 @@ class Window:
     def _decide(self, ph: _Phase, now: float) -> list | None:
         """What the window does at this step boundary, from this process' own step times: ``["prepare"]`` (the
         recorder's step before the window, where it has one: ``Recorder.wants_prepare``), ``["start", steps]``,
-        ``["end"]``, ``["stop"]`` (after a named phase's grace) or None. Changes nothing but the window's count."""
+        ``["end"]``, ``["stop"]`` (after a named phase's grace) or None. Changes nothing but the window's count,
+        and tells the recorder once when a generation loop's warm-up is steady before its window can start
+        (``settled``)."""
         if ph.state == "done":
             if self.stop_at is not None and now >= self.stop_at and \
                     not any(p.state != "done" for p in self.phases.values()):
@@ -264,8 +289,13 @@ class Window:
             ready = (ph.n >= self.warmup) if self.warmup is not None else (
                 is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
                 or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP))
-            if not ready or (at_request and self.next_step != "prefill"):
-                return None  # (a generation loop's window starts with a request)
+            if not ready:
+                return None
+            if at_request and self.next_step != "prefill":  # (a generation loop's window starts with a request)
+                if not ph.settled:
+                    ph.settled = True
+                    self.recorder.settled()  # (this rank's own recording only: nothing the ranks agree on)
+                return None
             if self.recorder.wants_prepare():
                 return ["prepare"]
             return ["start", window_steps(self._recent_median(ph), self.steps)]
@@ -280,7 +310,7 @@ class Window:
         if at_request and ph.begun_at is not None:  # whole requests: the window ends where one starts
             if self.next_step == "prefill":
                 ph.requests += 1
-                if ph.requests >= GEN_REQUESTS or now - ph.begun_at >= GEN_MAX_S:
+                if ph.requests >= GEN_REQUESTS or now - ph.begun_at >= GEN_WINDOW_S:
                     return ["end"]
             return None
         return None if ph.left > 0 else ["end"]
@@ -302,6 +332,7 @@ class Window:
             if self.generation and ph.key == HOOK_PHASE:
                 ph.begun_at, ph.requests = now, 0  # (``_decide``: the window counts whole requests)
             self.recorder.window_start(last=not named)
+            _sampler_budget(True)
             self._open_mark()
             self._event("start", ph.key, ph)
         elif what == "end" and ph.state == "window":
@@ -310,6 +341,7 @@ class Window:
                 ph.steps = ph.n - ph.warmup
             self._close_mark()
             self.recorder.window_end()
+            _sampler_budget(False)
             if named:  # another phase may follow: record on for the grace, then stop (or finish) unless one began
                 self.stop_at = now + PHASE_GRACE_S
                 self._event("end", ph.key, ph, stop=False, grace_s=PHASE_GRACE_S)
@@ -342,11 +374,53 @@ class Window:
             self.enabled = False
             self.recorder.finish()
             return
+        if not grace and self.unrecorded and self.recorder.name == "torch" and self.ranks is None:
+            # (a distributed job's ranks stop together where they agreed: one rank timing more steps would wait alone)
+            self.recorder.follow = True  # the trace's line says the program's GPU work goes on
+            self.recorder.finish()       # stopped and written now
+            self._after = {"key": ph.key, "last": self.clock(), "durations": [], "kinds": [], "kind": self.next_step,
+                           "first_at": None}
+            return
+        self._raise_done(ph)
+
+    def _raise_done(self, ph) -> None:
         self.stopped = True
         if threading.current_thread() is threading.main_thread():
             raise WindowDone(f"window of {ph.steps} steady steps recorded")
         import _thread
         _thread.interrupt_main()  # a step boundary seen on another thread: stop the main one
+
+    def _after_boundary(self, key: tuple, took: float | None) -> None:
+        """A step ended after the last window, the recording stopped: time it; after enough, say what they took
+        (the ``unrecorded`` event) and stop the program."""
+        a = self._after
+        if key != a["key"]:
+            return
+        now = self.clock()
+        a["durations"].append(took if took is not None else now - a["last"])
+        a["kinds"].append(a["kind"])
+        a["last"], a["kind"] = now, self.next_step
+        if len(a["durations"]) == 2:
+            a["first_at"] = now - a["durations"][-1]
+        counted = len(a["durations"]) - 1  # (the first held the recording's stop and writing)
+        spent = now - a["first_at"] if a["first_at"] is not None else 0.0
+        if counted >= UNRECORDED_STEPS or (counted >= UNRECORDED_MIN and spent >= UNRECORDED_MAX_S) or \
+                (counted >= 1 and spent >= 3 * UNRECORDED_MAX_S):  # (steps of seconds: one is enough)
+            self.close()
+            self._raise_done(self.phases[key])
+
+    def close(self) -> None:
+        """The program ends (or is stopped): say what the unrecorded steps after the window took, if any ran."""
+        a, self._after = self._after, None
+        if a is None or len(a["durations"]) < 2:
+            return
+        doc = {"event": "unrecorded", "phase": "/".join(a["key"]), "recorder": self.recorder.name,
+               "steps": len(a["durations"]) - 1, "durations_ms": [round(d * 1e3, 4) for d in a["durations"][1:]],
+               "skipped_ms": round(a["durations"][0] * 1e3, 3)}
+        if any(a["kinds"][1:]):
+            doc["kinds"] = a["kinds"][1:]
+        self.events.append(doc)
+        self.emit(EVENT_PREFIX + json.dumps(doc))
 
     def _event(self, event: str, key: tuple, ph: _Phase | None, **extra) -> None:
         doc = {"event": event, "phase": "/".join(key), "recorder": self.recorder.name}
@@ -357,6 +431,14 @@ class Window:
         doc.update(extra)
         self.events.append(doc)
         self.emit(EVENT_PREFIX + json.dumps(doc))
+
+
+def _sampler_budget(on: bool) -> None:
+    """The host sampler, where one runs, samples more often inside a window (``runtime.host_samples.in_window``)."""
+    import sys
+    mod = sys.modules.get(__package__ + ".host_samples")
+    if mod is not None:
+        mod.in_window(on)
 
 
 def read_events(lines) -> list[dict]:

@@ -21,6 +21,10 @@ class Recorder:
     def prepare(self) -> None:
         """The step before a window's (``wants_prepare``): the window starts at the next step boundary."""
 
+    def settled(self) -> None:
+        """The warm-up is steady, but the window waits for its first step (a generation loop's next request), and
+        the recording ends with that window."""
+
     def window_start(self, last: bool = False) -> None:
         """A window starts; ``last``: the recording ends with it (the program stops or runs on unrecorded after)."""
 
@@ -50,12 +54,14 @@ class TorchRecorder(Recorder):
     the report's start-up.
 
     ``sessions`` (a first run, ``runtime.recording.OperatorsUntilWindow``): at the start of a window that ends the
-    recording, the profiler recording operators with their arguments gives way to one recording the ranges only."""
+    recording, the profiler recording operators with their arguments gives way to one recording the ranges only;
+    where the warm-up settles before the window can start (``settled``), the change comes there."""
     name = "torch"
 
     def __init__(self, finish, start=None, clock=time.perf_counter, sessions=None):
         self._finish, self._start, self._clock, self.sessions = finish, start, clock, sessions
         self.finished = False
+        self.follow = False  # the program runs on unrecorded after ``finish`` (the window's unrecorded steps)
         self.started_at: float | None = None if start is not None else 0.0
         self.start_seconds: float | None = None  # how long the profiler's start held the program (CUPTI's set-up)
 
@@ -68,6 +74,10 @@ class TorchRecorder(Recorder):
             annotate.label_open_ranges()  # the phase's range (and the launcher's) around the window's steps
         if self.sessions is not None and (last or self.sessions.any_window) and not self.finished:
             self.sessions.request()  # a first run: the operators until here, the window with the ranges only
+
+    def settled(self) -> None:
+        if self.sessions is not None and self.sessions.state == "operators" and not self.finished:
+            self.sessions.request()  # a first run: the operators of the steady warm-up are enough
 
     def wants_prepare(self) -> bool:
         """A rank of a distributed job that records operators (``sessions.any_window``) changes sessions one step

@@ -112,3 +112,57 @@ def test_a_record_function_open_across_the_window_keeps_one_session(tmp_path):
     whole = _events(trace)
     assert any(e.get("cat") == "cpu_op" and "Input Dims" in e.get("args", {}) for e in whole)
     assert sum(e.get("name") == "nsighttc.step" for e in whole) >= 8
+
+
+GENERATE = """
+import torch, transformers
+cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                               pad_token_id=0, bos_token_id=1, eos_token_id=2)
+torch.manual_seed(0)
+model = transformers.LlamaForCausalLM(cfg).eval()
+with torch.inference_mode():
+    for r in range(6):
+        ids = torch.randint(3, 64, (1, 8), generator=torch.Generator().manual_seed(r))
+        model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=TOKENS,
+                       min_new_tokens=TOKENS, do_sample=False)
+"""
+
+
+def test_a_generation_loops_first_run_records_operators_only_until_its_warm_up_is_steady(tmp_path):
+    """Issue 56: a generate() loop's window starts at a request's prefill, a whole request after its warm-up settled.
+    The operators with their arguments (what the replay reads) end where the warm-up's steps are steady: the first
+    request's prefill and a few decode calls, not its every call (115 ms a call against 12 ms plain on an H100).
+    The rest of the warm-up and the window are recorded with the ranges only."""
+    import os
+    import subprocess
+    import sys
+    pytest.importorskip("transformers")
+    from nsighttc.runtime import window as win
+    from nsighttc.runtime.recording import OPS_WRITTEN
+    tokens = 30
+    prog = tmp_path / "gen.py"
+    prog.write_text(GENERATE.replace("TOKENS", str(tokens)))
+    trace, ops = tmp_path / "trace.json", tmp_path / "ops.json"
+    proc = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--window", "--window-end", "stop",
+                           "--torch-trace", str(trace), "--record-shapes", "--ops-trace", str(ops), "--", str(prog)],
+                          capture_output=True, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"{OPS_WRITTEN}{ops}" in proc.stderr
+    events = [json.loads(ln.split(win.EVENT_PREFIX, 1)[1]) for ln in proc.stderr.splitlines() if win.EVENT_PREFIX in ln]
+    start = next(e for e in events if e["event"] == "start")
+    assert start["warmup"] % tokens == 0  # the window starts at a request's prefill
+    before, after = _events(ops), _events(trace)
+    calls_before = sum(e.get("name") == "nsighttc.forward" for e in before)
+    # the prefill and the steady decode calls, then no more arguments: far fewer calls than the request held
+    assert any(e.get("name") == "nsighttc.prefill" for e in before)
+    assert win.STEADY_RUN <= calls_before < tokens // 2
+    assert any(e.get("cat") == "cpu_op" and "Input Dims" in e.get("args", {}) for e in before)
+    # the rest of the warm-up and the window: the ranges only, the window's whole requests in it
+    assert not any(e.get("cat") == "cpu_op" for e in after)
+    end = next(e for e in events if e["event"] == "end")
+    assert end["steps"] % tokens == 0 and end["steps"] >= tokens  # whole requests
+    assert sum(e.get("name") == "nsighttc.forward" for e in after) >= end["steps"]
+    assert max(e["ts"] for e in before if e.get("ph") == "X") <= min(
+        e["ts"] for e in after if e.get("name") == "nsighttc.forward")

@@ -160,11 +160,17 @@ def test_the_launcher_stops_a_hooked_loop_after_its_window(tmp_path):
     r, trace, events = _launch(tmp_path, LOOP.format(n=2000), "--window-steps", "12")
     assert r.returncode == 0, r.stderr
     assert "RAN TO THE END" not in r.stdout and "CAUGHT" not in r.stdout
-    start, end = events[0], events[-1]
+    start, end, after = events[0], events[-2], events[-1]
     assert (start["event"], end["event"], end["stop"]) == ("start", "end", True)
+    # issue 51: the recording stopped and written at the window's end, the program ran on for UNRECORDED_STEPS
+    # steps timed unrecorded (the first, which held the writing, left out), then was stopped
+    assert after["event"] == "unrecorded" and after["steps"] == win.UNRECORDED_STEPS == len(after["durations_ms"])
+    written = next(ln for ln in r.stderr.splitlines() if ln.startswith("nsighttc.launch: wrote"))
+    assert "unrecorded steps follow" in written
+    assert r.stderr.index(written) < r.stderr.index("program exit code 0") and "step marks:" in r.stderr
     doc = analyze([trace]).to_json()
     steps = doc["timeline"]["steps"]
-    # every step the program ran is in the trace (warm-up and window), and no more: it was stopped there
+    # every step the program ran until its window's end is in the trace (warm-up and window), and no more
     assert steps["count"] == end["step"], steps
     assert steps["source"] == "hook"
     # the window is a mark in the recording (from its first step to its end), and the analysis leaves every step
@@ -259,7 +265,7 @@ def test_a_generation_loop_with_long_requests_ends_its_window_after_one_request_
     clock = Clock()
     w = win.Window(clock=clock, emit=lambda s: None)
     w.generation = True
-    calls = 2000  # 2000 tokens of 20 ms: 40 s per request
+    calls = 200  # 200 tokens of 20 ms: 4 s per request, past the window's time
     for i in range(5 * calls):
         clock.t += 0.02
         w.next_step = "prefill" if (i + 1) % calls == 0 else "decode"
@@ -268,7 +274,38 @@ def test_a_generation_loop_with_long_requests_ends_its_window_after_one_request_
         except win.WindowDone:
             break
     end = next(e for e in w.events if e["event"] == "end")
-    assert end["steps"] == calls  # one whole request: past GEN_MAX_S at its end
+    assert end["steps"] == calls  # one whole request: past GEN_WINDOW_S at its end
+
+
+def test_a_generation_loops_window_ends_at_the_first_request_boundary_past_its_time_and_tells_the_recorder_when_settled():
+    """Issue 56: a window's cost grows with what it holds (288 recorded model calls: 8-11 s of profiler stop and
+    writing on an H100), so a generation loop's window is bounded by time as others are: requests of 1.5 s end it
+    after two (past GEN_WINDOW_S), not three. The recorder hears once, before the window, that the warm-up settled
+    while the window waits for a prefill (a first run's operators end there)."""
+    clock = Clock()
+    said = []
+
+    class Rec(win.Recorder):
+        def settled(self):
+            said.append(("settled", w.phases[win.HOOK_PHASE].n))
+
+        def window_start(self, last=False):
+            said.append(("start", w.phases[win.HOOK_PHASE].n))
+
+    w = win.Window(clock=clock, emit=lambda s: None, recorder=Rec())
+    w.generation = True
+    calls = 75  # 20 ms calls: 1.5 s a request
+    for i in range(8 * calls):
+        clock.t += 0.02
+        w.next_step = "prefill" if (i + 1) % calls == 0 else "decode"
+        try:
+            w.hook_boundary()
+        except win.WindowDone:
+            break
+    end = next(e for e in w.events if e["event"] == "end")
+    assert 2 * calls * 0.02 > win.GEN_WINDOW_S > calls * 0.02 and end["steps"] == 2 * calls
+    assert [k for k, _ in said] == ["settled", "start"]
+    assert max(win.MIN_WARMUP, win.STEADY_RUN) <= said[0][1] < 10 and said[1][1] == calls
 
 
 def test_an_explicit_step_count_is_obeyed_in_a_generation_loop():
@@ -315,7 +352,7 @@ def test_an_evaluation_before_training_is_no_window_the_training_loop_is(tmp_pat
     assert r.returncode == 0, r.stderr
     assert "EVALUATED" in r.stdout and "RAN TO THE END" not in r.stdout  # stopped in the training loop
     start = next(e for e in events if e["event"] == "start")
-    assert start["phase"] == "nsighttc.step" and events[-1]["stop"]
+    assert start["phase"] == "nsighttc.step" and next(e for e in events if e["event"] == "end")["stop"]
     steps = analyze([trace]).to_json()["timeline"]["steps"]
     assert steps["source"] == "hook" and steps["name"] == "optimizer steps"
     # the window's warm-up counted training steps only: the evaluation's 60 steps came before its first boundary
@@ -325,3 +362,28 @@ def test_an_evaluation_before_training_is_no_window_the_training_loop_is(tmp_pat
         "opt.zero_grad(); m(x).sum().backward(); opt.step()", "m(x)"), "--window-steps", "10")
     assert r2.returncode == 0 and "EVALUATED" not in r2.stdout  # the evaluation loop was the program: stopped there
     assert any(e["event"] == "start" for e in events2)
+
+
+def test_the_host_sampler_spends_its_larger_budget_inside_the_window_only():
+    """Issue 51: the samples the analysis ranks are the window's; the sampler samples more often there."""
+    from nsighttc.runtime import host_samples
+    fake = type("S", (), {"budget": host_samples.COST_BUDGET})()
+    host_samples._ACTIVE.append(fake)
+    seen = []
+    try:
+        clock = Clock()
+
+        class Rec(win.Recorder):
+            def window_start(self, last=False):
+                seen.append(("start", fake.budget))
+
+            def window_end(self):
+                seen.append(("end", fake.budget))
+
+        w = win.Window(clock=clock, emit=lambda s: None, recorder=Rec(), stop=False)
+        hook_steps(w, clock, [0.01] * 200)
+    finally:
+        host_samples._ACTIVE.remove(fake)
+    # the recorder hears of the start before the budget grows, of the end while it is still the window's
+    assert seen == [("start", host_samples.COST_BUDGET), ("end", host_samples.WINDOW_COST_BUDGET)]
+    assert fake.budget == host_samples.COST_BUDGET < host_samples.WINDOW_COST_BUDGET <= 0.05

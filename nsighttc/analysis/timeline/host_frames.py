@@ -10,7 +10,14 @@ an equal part of that scope's idle time. Samples are put down to a *site* and wh
   ``loss.item()``, ``self.optimizer.step()``); a sample that left the trunk earlier is sited at the last trunk
   function it was in;
 - it *calls* the first function below the site (``DataLoader.__next__``, ``AdamW.step``), and its *program line* is
-  the innermost frame in the program's own files.
+  the outermost frame in the program's own files below the site: the program's code a library loop called (a
+  dataset's ``__getitem__`` under a Trainer's fetch), else the site itself where it is the program's.
+
+Each sample stands for its share of the idle time of its kind of piece in its range (``table``'s ``idle_by``): the
+pieces of a (kind, range) pair hold so many ns and so many samples, each sample ``ns / samples`` of them. So a row's
+idle time is an estimate stratified by those pairs, the numbers the causes (``idle.causes``) are made of, and its
+95% error comes from the samples' count in each pair (``share_error``); idle time no sample fell in stays with the
+causes the pieces give (launch gaps, ranges).
 Wrappers every call goes through (``PLUMBING``) and nsighttc's own frames are never sites.
 
 Each sample's stack also says what kind of work it was (``TOPICS``): data loading, an optimizer step, logging, a
@@ -166,7 +173,7 @@ def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame,
     keys: dict[tuple, int] = {}
     row_of = np.full(len(hs.stacks), -1, dtype=np.int64)
     topic_of = np.full(len(hs.stacks), "", dtype=object)
-    program_of: dict[int, dict[int, float]] = {}  # row -> {innermost own frame: weight}
+    program_of: dict[int, dict[int, float]] = {}  # row -> {the program's frame below the site: weight}
     callee_of: dict[int, int] = {}                # row -> the frame of the function its site calls
     for k, path in paths.items():
         depth = 0
@@ -178,9 +185,14 @@ def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame,
         if callee >= 0:
             callee_of.setdefault(r, callee)
         full = hs.stacks[k]
-        inner_own = next((int(x) for x in full if own[x]), -1)
+        # the program's own code the site led to: its outermost frame below the site (or the site, the program's)
+        below = next((int(x) for x in path[depth:] if own[x]), -1) if depth else -1
+        if below < 0 and site >= 0 and own[site]:
+            below = site
+        if below < 0 and not depth:  # no trunk: the innermost frame of the program's, as the stack shows it
+            below = next((int(x) for x in full if own[x]), -1)
         prog = program_of.setdefault(r, {})
-        prog[inner_own] = prog.get(inner_own, 0.0) + weight[k]
+        prog[below] = prog.get(below, 0.0) + weight[k]
         first_eligible = next((int(x) for x in full if eligible[x]), -1)
         if first_eligible >= 0 and own[first_eligible] and SYNC_SOURCE.search(sources[first_eligible]):
             topic_of[k] = "sync"  # the program's line itself made the call that waited (no Python frame below)
@@ -188,13 +200,15 @@ def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame,
             topic_of[k] = next((frame_topic[x] for x in full if frame_topic[x]), "")
     rows = []
     for (site, _), r in keys.items():
-        prog = max(program_of[r].items(), key=lambda kv: kv[1])[0]
+        found = {f: w for f, w in program_of[r].items() if f >= 0}  # stacks that reach the program's code decide
+        prog = max(found.items(), key=lambda kv: kv[1])[0] if found else -1
         c = callee_of.get(r, -1)
         rows.append({"frame": funcs.iat[site] if site >= 0 else "(no Python frame)",
                      "file": files.iat[site] if site >= 0 else "", "line": int(fr["line"].iat[site]) if site >= 0 else 0,
                      "own": bool(own[site]) if site >= 0 else False, "source": sources[site] if site >= 0 else "",
                      "calls": funcs.iat[c] if c >= 0 else None, "calls_file": files.iat[c] if c >= 0 else None,
                      "program_line": f"{_short(files.iat[prog])}:{int(fr['line'].iat[prog])}" if prog >= 0 else None,
+                     "program_frame": funcs.iat[prog] if prog >= 0 else None,
                      "program_source": sources[prog] if prog >= 0 else ""})
     return row_of, pd.DataFrame(rows), topic_of
 
@@ -213,40 +227,75 @@ def _short(path: str) -> str:
     return "/".join(parts[-2:]) if len(parts) > 2 else path
 
 
-def table(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], idle_ns: float, mask=None) -> list[dict]:
-    """The rows of the samples inside ``scope`` (and ``mask``), largest first, each with its share of the scope's
-    idle samples and the idle time that share stands for (``idle_ns``: the scope's idle time)."""
+def _strata(att: Attributed, m: np.ndarray, idle_by: pd.DataFrame | None, idle_ns: float) \
+        -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The samples in ``m`` by (kind, range) stratum: (each sample's stratum, each stratum's idle ns, each stratum's
+    samples). ``idle_by`` (pc, kind, ns: the scope's idle time per range and kind, ``idle.Scope.idle``) gives the
+    strata their ns; without it, one stratum of ``idle_ns``."""
+    n = int(m.sum())
+    if idle_by is None or idle_by.empty:
+        return np.zeros(n, dtype=np.int64), np.array([float(idle_ns)]), np.array([n])
+    stratum = att.kind[m].astype(np.int64) * (1 << 32) + (att.pc[m].astype(np.int64) + 1)
+    key = idle_by["kind"].to_numpy().astype(np.int64) * (1 << 32) + (idle_by["pc"].to_numpy().astype(np.int64) + 1)
+    ns_of = pd.Series(idle_by["ns"].to_numpy(dtype="float64"), index=key).groupby(level=0).sum()
+    codes, uniq = pd.factorize(stratum)
+    return codes.astype(np.int64), ns_of.reindex(uniq).fillna(0.0).to_numpy(), np.bincount(codes, minlength=len(uniq))
+
+
+def table(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], idle_ns: float, mask=None,
+          idle_by: pd.DataFrame | None = None) -> list[dict]:
+    """The rows of the samples inside ``scope`` (and ``mask``), largest first, each with the idle time its samples
+    stand for (per (kind, range) stratum of ``idle_by``, a stratum's ns shared by its samples; else ``idle_ns``
+    shared by all), its share of ``idle_ns`` (the scope's idle time, or a cause's) and that share's 95% error from
+    the sample counts. The strata are the scope's, so a cause's rows (``mask``) weigh as the scope's table does."""
     if att is None:
         return []
     m = intervals.inside(att.t, *scope)
-    if mask is not None:
-        m &= mask
-    n = int(m.sum())
-    if not n:
+    if not m.any():
         return []
-    rows = pd.Series(att.row[m]).value_counts()
-    kinds = pd.crosstab(att.row[m], att.kind[m])
-    topics = pd.crosstab(att.row[m], att.topic[m])
+    codes, stratum_ns, counts = _strata(att, m, idle_by, idle_ns)
+    keep = np.ones(len(codes), dtype=bool) if mask is None else np.asarray(mask)[m]
+    if not keep.any():
+        return []
+    codes = codes[keep]
+    row, kind, topic = att.row[m][keep], att.kind[m][keep], att.topic[m][keep]
+    ns = stratum_ns[codes] / np.maximum(counts[codes], 1)
+    rows = pd.DataFrame({"row": row, "ns": ns}).groupby("row")["ns"].agg(["sum", "size"]).sort_values(
+        ["sum", "size"], ascending=False)
+    kinds = pd.crosstab(row, kind)
+    topics = pd.crosstab(row, topic)
+    # a row's variance: per stratum, (stratum ns)^2 p (1 - p) / n, p the row's part of the stratum's n samples, taken
+    # as Agresti-Coull's (k + 2) / (n + 4): a stratum whose few samples all fell in one row is not certain of it
+    per = pd.DataFrame({"row": row, "g": codes}).value_counts().rename("k").reset_index()
+    g = per["g"].to_numpy()
+    n4 = counts[g] + 4.0
+    p = (per["k"].to_numpy() + 2.0) / n4
+    var = pd.Series(stratum_ns[g] ** 2 * p * (1 - p) / n4, index=per["row"].to_numpy()).groupby(level=0).sum()
+    denom = idle_ns if idle_ns > 0 else float(ns.sum()) or 1.0
     out = []
-    for r, c in rows.head(TOP_ROWS * 2).items():
-        row = att.rows.iloc[int(r)]
+    for r, (row_ns, c) in zip(rows.index[:TOP_ROWS * 2], rows.to_numpy()[:TOP_ROWS * 2]):
+        info = att.rows.iloc[int(r)]
         ks = kinds.loc[r]
         tp = topics.loc[r]
-        out.append({"frame": row["frame"], "file": _short(row["file"]), "line": int(row["line"]),
-                    "own": bool(row["own"]), "source": _text(row["source"]),
-                    "calls": _text(row["calls"]), "calls_file": _short(row["calls_file"]) if _text(row["calls_file"]) else None,
-                    "program_line": _text(row["program_line"]), "program_source": _text(row["program_source"]),
-                    "samples": int(c), "share": float(c / n), "idle_ns": float(idle_ns * c / n),
+        out.append({"frame": info["frame"], "file": _short(info["file"]), "line": int(info["line"]),
+                    "own": bool(info["own"]), "source": _text(info["source"]),
+                    "calls": _text(info["calls"]),
+                    "calls_file": _short(info["calls_file"]) if _text(info["calls_file"]) else None,
+                    "program_line": _text(info["program_line"]), "program_frame": _text(info.get("program_frame")),
+                    "program_source": _text(info["program_source"]),
+                    "samples": int(c), "share": float(row_ns / denom), "idle_ns": float(row_ns),
+                    "share_error": float(1.96 * np.sqrt(var.get(r, 0.0)) / denom),
                     "idle_kinds": {idle.KINDS[int(k)]: float(v / c) for k, v in ks.items() if v},
                     "topic": str(tp.idxmax()) if tp.max() > 0 and str(tp.idxmax()) else None})
     return out
 
 
 def cause_frames(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], causes: list[dict],
-                 paths: np.ndarray) -> None:
-    """Each cause gains ``frames`` (its top rows, shares of its own samples) and ``topics`` (share of its samples per
-    topic) where samples fell in its pieces: host-range causes by their range (host and drained pieces), sync,
-    launch-overhead and pageable-copy causes by their kind."""
+                 paths: np.ndarray, idle_by: pd.DataFrame | None = None) -> None:
+    """Each cause gains ``frames`` (its top rows, shares of its own idle time, the samples weighed as the scope's
+    table weighs them: ``idle_by``) and ``topics`` (share of its samples per topic) where samples fell in its
+    pieces: host-range causes by their range (host and drained pieces), sync, launch-overhead and pageable-copy
+    causes by their kind."""
     if att is None:
         return
     in_scope = intervals.inside(att.t, *scope)
@@ -263,9 +312,10 @@ def cause_frames(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], c
             continue
         if not m.any():
             continue
-        rows = table(att, scope, c["idle_ns"], m)
-        c["frames"] = [{k: r[k] for k in ("frame", "file", "line", "source", "calls", "program_line", "program_source",
-                                          "share", "idle_ns", "topic")} for r in rows[:3]]
+        rows = table(att, scope, c["idle_ns"], m, idle_by)
+        keys = ("frame", "file", "line", "own", "source", "calls", "program_line", "program_frame", "program_source",
+                "share", "share_error", "idle_ns", "samples", "topic")
+        c["frames"] = [{k: r[k] for k in keys} for r in rows[:3]]
         tp = pd.Series(att.topic[m]).value_counts(normalize=True)
         c["topics"] = {str(k): float(v) for k, v in tp.items() if k}
         c["samples"] = int(m.sum())

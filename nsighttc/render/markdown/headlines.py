@@ -102,6 +102,9 @@ def timeline_headline(tl: dict) -> str:
     if v in ("cpu-bound", "mixed") and cause and cause.startswith(COMMUNICATION_CAUSE):
         # waiting for other ranks is neither the host's fault nor the GPU's: its own word (issue 52)
         word = "communication-bound" if v == "cpu-bound" else "mixed, communication first"
+    held = steps.get("held_back_by")
+    if held and v == "mixed":  # busy enough to be GPU-bound, but one cause holds the steps back (timeline._held_back)
+        word = f"mixed (mostly GPU-bound, but one cause holds up to {held['gain_up_to']:.2f}x)"
     if v == "no-gpu-work":
         return "GPU busy: none — the workload launched no GPU work"
     comm = tl.get("communication") or {}
@@ -128,8 +131,11 @@ def startup_line(tl: dict) -> str | None:
     warm = (f"; {steps['warmup_steps']} warm-up step{'s' if steps['warmup_steps'] > 1 else ''} left out"
             if steps.get("warmup_steps") else "")
     src = SOURCE_OF_STEPS.get(steps.get("source"), steps.get("source") or "")
+    u = steps.get("unrecorded")
+    speed = (f" recorded, {ns(u['median_ns'])} unrecorded (the recording's slowdown {u['recording_slowdown']:.2f}x, "
+             f"{u['steps']} steps timed after the window)") if u else ""
     return (f"Start-up {st['seconds']:.1f} s{comp}, then {steady} steady step{'s' if steady != 1 else ''} of "
-            f"{ns(steps.get('median_iteration_ns'))} (steps from {src}{warm})")
+            f"{ns(steps.get('median_iteration_ns'))}{speed} (steps from {src}{warm})")
 
 
 def distributed_headline(doc: dict) -> str | None:

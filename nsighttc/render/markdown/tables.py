@@ -57,6 +57,17 @@ def _phase_table(fams: list[dict]) -> str:
     return "\n".join([head] + rows)
 
 
+def _unrecorded_serving(inf: dict) -> str:
+    """The serving numbers' recorded label and, where the run timed steps unrecorded after its window, the same at
+    that speed (``profile.window.unrecorded_speed``)."""
+    u = inf.get("unrecorded")
+    if not u:
+        return " (as recorded)"
+    tps = f", {u['tokens_per_s']:,.1f} tokens/s" if u.get("tokens_per_s") else ""
+    return (f" as recorded; unrecorded, time per output token **{ns(u['tpot_ns'])}**{tps} (the recording slowed each "
+            f"decode call {u['recording_slowdown']:.2f}x: {u['steps']} calls timed after the window, this run)")
+
+
 def inference_section(inf: dict) -> list[str]:
     """``## Inference``: a generation loop's serving numbers and its prefill and decode phases, each judged apart."""
     tps = inf.get("tokens_per_s")
@@ -64,7 +75,7 @@ def inference_section(inf: dict) -> list[str]:
            f"A generation loop: {inf.get('requests', 0)} request{'s' if inf.get('requests') != 1 else ''} in the steady "
            f"steps ({inf.get('request_source')}), {inf.get('model_calls', 0)} model calls recorded. Time to first token "
            f"**{ns(inf.get('ttft_ns'))}**, time per output token **{ns(inf.get('tpot_ns'))}**"
-           + (f", {tps:,.1f} tokens/s per sequence" if tps else "") + ".", "",
+           + (f", {tps:,.1f} tokens/s per sequence" if tps else "") + _unrecorded_serving(inf) + ".", "",
            "| Phase | Calls | Median iteration | GPU busy | GPU per call | Kernels per call | On Tensor Cores | Verdict | "
            "First cause of idle time |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for name in ("prefill", "decode"):

@@ -89,22 +89,55 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
 
 
 def frame_words(frame: dict) -> str:
-    """A host frame (``host_frames``) in words: `function` (file:line) → what it calls."""
+    """A host frame (``host_frames``) in words, the program's line first where the site is a library's loop that led
+    to it: `trainer_finetune.py:42` in `RandomTokens.__getitem__`, under `Trainer._run_epoch` (trainer.py:1809) →
+    `Trainer.get_batch_samples`; else `function` (file:line) → what it calls."""
     text = f"`{frame['frame']}` ({frame['file']}:{frame['line']})"
-    return text + (f" → `{frame['calls']}`" if frame.get("calls") else "")
+    text += f" → `{frame['calls']}`" if frame.get("calls") else ""
+    prog = frame.get("program_line")
+    if prog and not frame.get("own") and not prog.endswith(f"{frame['file']}:{frame['line']}"):
+        inside = f" in `{frame['program_frame']}`" if frame.get("program_frame") else ""
+        return f"`{prog}`{inside}, under {text}"
+    return text
+
+
+def _pm(row: dict) -> str:
+    """A share with its 95% error, in points: '62% ± 9'."""
+    err = row.get("share_error")
+    return f"{100 * row['share']:.0f}%" + (f" ± {100 * err:.0f}" if err is not None and err >= 0.005 else "")
+
+
+HOST_KINDS = ("host-range", "drained", "sync")  # the idle kinds a host sample explains (not launch gaps, not waits)
+
+
+def top_host_row(rows: list[dict] | None) -> dict | None:
+    """The host-frames table's first row whose samples fell mostly in host-kind idle time (``HOST_KINDS``)."""
+    for r in rows or ():
+        if sum(v for k, v in (r.get("idle_kinds") or {}).items() if k in HOST_KINDS) >= 0.5:
+            return r
+    return None
 
 
 NO_RANGE = "(no range)"  # host work the recording puts in no range (a program, or a recording, without any)
 
 
-def headline(causes_: list[dict], verdict: str) -> str | None:
-    """One line for the verdict's headline: the first cause and its share of the idle time."""
+def headline(causes_: list[dict], verdict: str, rows: list[dict] | None = None) -> str | None:
+    """One line for the verdict's headline: the first cause and its share of the idle time. Where the host's stack
+    samples explain a host cause (``rows``: the scope's host-frames table), they decide: the headline is the table's
+    top host row, with the same share, error and time as the table shows (issue 51: one attribution)."""
     if verdict not in ("cpu-bound", "mixed") or not causes_ or causes_[0]["idle_ns"] <= 0:
         return None
     c = causes_[0]
-    share = c["idle_ns"] / (sum(x["idle_ns"] for x in causes_) or 1.0)
+    total = sum(x["idle_ns"] for x in causes_) or 1.0
+    share = c["idle_ns"] / total
     waiting = any(x["kind"] == "communication" for x in causes_)  # a rank: idle of compute, not of the GPU
-    of = f"{100 * share:.0f}% of the GPU's {'time without compute' if waiting else 'idle time'}"
+    what = "time without compute" if waiting else "idle time"
+    row = top_host_row(rows) if c["kind"] in ("host-range", "sync") else None
+    if row is not None:
+        if row.get("topic") == "sync":
+            return f"a synchronising call at {frame_words(row)} emptied the GPU's queue ({_pm(row)} of the GPU's {what}, {_ms(row['idle_ns'])})"
+        return f"host busy in {frame_words(row)} ({_pm(row)} of the GPU's {what}, {_ms(row['idle_ns'])})"
+    of = f"{100 * share:.0f}% of the GPU's {what}"
     if c["kind"] == "host-range" and c.get("frames"):  # the host's stacks say where, not the range around it
         return f"host busy in {frame_words(c['frames'][0])} ({of}, {_ms(c['idle_ns'])})"
     if c["kind"] == "host-range":
