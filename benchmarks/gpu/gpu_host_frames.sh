@@ -114,6 +114,17 @@ verify51)
     profile "cost_trainer_off_$round" 300 --fast --no-host-samples -- python3 "${TRAINER[@]}"
   done
   python3 benchmarks/host_frames_check.py cost "$W" >> "$S" 2>&1
+  # the generate loop's time per output token: plain, and unrecorded in its first and cached default runs
+  LLM=(wrappers/llm_generate.py --requests 8 --new-tokens 96)
+  export NSIGHTTC_CACHE_DIR=$W/cache_llm
+  plain llm python3 "${LLM[@]}"
+  profile llm_first 240 -- python3 "${LLM[@]}"
+  profile llm_cached 240 -- python3 "${LLM[@]}"
+  plain llm_again python3 "${LLM[@]}"
+  for v in "$W"/runs_llm_first/*/verdict.json "$W"/runs_llm_cached/*/verdict.json; do
+    python3 benchmarks/gpu/verdict_speed.py "$v" >> "$S" 2>&1
+  done
+  grep -h "unrecorded" "$W"/runs_llm_*/*/torch.stderr.log | cut -c1-400 >> "$S"
   ;;
 cost)
   for round in 1 2 3; do
