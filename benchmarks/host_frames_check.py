@@ -13,7 +13,13 @@
       separately on the same program (``py-spy record -f raw``): the share of the program's loop time (samples whose
       stack holds the loop's function, so start-up is left out on both sides) spent at the top row's site line, in
       the function it calls. Both are shares of *all* host time in the loop, not of the idle time, since py-spy
-      cannot tell when the GPU idled.
+      cannot tell when the GPU idled. The run's samples count by the time each stands for (``dt_ns``), as the
+      analysis weighs them.
+  python3 benchmarks/host_frames_check.py bias [ROUNDS]
+      Whether the in-process sampler sees pure-Python code as often as its time says: a CPU loop alternating a list
+      comprehension with matrix products (which release the interpreter's lock), timed by its own clock, under the
+      launcher with --host-samples and under py-spy (`pip install py-spy`); the Python share by the program's clock,
+      by py-spy, by our samples counted one each and weighed by their span.
 """
 from __future__ import annotations
 
@@ -62,7 +68,7 @@ def _ours(run: Path) -> tuple[dict, float, float, str]:
                     & (fr["function"] == top["frame"])].tolist()
     loop_fn = top["frame"]  # the trunk's last function is the site's function
     in_loop = hit = 0
-    for s, n in hs.samples["stack"].value_counts().items():
+    for s, n in hs.samples.groupby("stack")["dt_ns"].sum().items():  # (time-weighted, as the analysis counts)
         ids = list(hs.stacks[int(s)])
         funcs = [fr["function"].iat[i] for i in ids]
         if loop_fn not in funcs:
@@ -151,7 +157,63 @@ def cpu(rounds: int = 3) -> None:
                       "sampler_cpu_share": round(statistics.median(shares), 4)}))
 
 
+BIAS_LOOP = """
+import time, torch
+torch.set_num_threads(1)
+a = torch.randn(600, 600)
+def python_work():
+    return [((i * 31 + k) * 2654435761) % 30521 for k in range(180000)]
+def c_work():
+    for _ in range(6):
+        a @ a
+tp = tc = 0
+for i in range(150):
+    s = time.perf_counter(); python_work(); tp += time.perf_counter() - s
+    s = time.perf_counter(); c_work(); tc += time.perf_counter() - s
+print("python_share", tp / (tp + tc))
+"""
+
+
+def bias(rounds: int = 2) -> None:
+    import shutil
+    import subprocess
+    import tempfile
+    from nsighttc.parse import host_samples
+    d = Path(tempfile.mkdtemp(prefix="nsighttc-sampler-bias-"))
+    prog = d / "loop.py"
+    prog.write_text(BIAS_LOOP)
+    for r in range(rounds):
+        out = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--host-samples", str(d / "hs.json"),
+                              "--", str(prog)], capture_output=True, text=True, check=True).stdout
+        own = float(out.split("python_share", 1)[1].split()[0])
+        hs = host_samples.read(d / "hs.json")
+        fr = hs.frames
+        in_py = [any(fr["function"].iat[i] == "python_work" for i in hs.stacks[int(k)]) for k in hs.samples["stack"]]
+        in_c = [any(fr["function"].iat[i] == "c_work" for i in hs.stacks[int(k)]) for k in hs.samples["stack"]]
+        dt = hs.samples["dt_ns"].to_numpy()
+        n_py, n_c = sum(in_py), sum(in_c)
+        w_py = sum(x for x, y in zip(dt, in_py) if y)
+        w_c = sum(x for x, y in zip(dt, in_c) if y)
+        row = {"round": r + 1, "program_clock": round(own, 3), "ours_counted": round(n_py / max(n_py + n_c, 1), 3),
+               "ours_weighted": round(w_py / max(w_py + w_c, 1), 3)}
+        if shutil.which("py-spy"):
+            raw = d / "pyspy.txt"
+            subprocess.run(["py-spy", "record", "-r", "200", "-f", "raw", "-o", str(raw), "--", sys.executable,
+                            str(prog)], capture_output=True, text=True, check=True)
+            py = c = 0
+            for line in raw.read_text().splitlines():
+                stack, _, n = line.rpartition(" ")
+                if n.isdigit():
+                    py += int(n) if "python_work" in stack else 0
+                    c += int(n) if "c_work" in stack else 0
+            row["pyspy"] = round(py / max(py + c, 1), 3)
+        print(json.dumps(row))
+
+
 if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "bias":
+        bias(int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+        sys.exit(0)
     if len(sys.argv) >= 2 and sys.argv[1] == "cpu":
         cpu(int(sys.argv[2]) if len(sys.argv) > 2 else 3)
     elif len(sys.argv) >= 3 and sys.argv[1] == "cost":

@@ -65,7 +65,8 @@ def read(path: Path) -> HostSamples | None:
     tids = pd.to_numeric(pd.Series(tid), errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
     calls = pd.DataFrame({"tid": tids, "start_ns": start, "end_ns": start + np.asarray(dur, dtype="float64") * 1e3,
                           "frame": codes, "parent": parent_idx})
-    return HostSamples("torch.profiler with_stack", frames, [], pd.DataFrame({"t_ns": [], "tid": [], "stack": []}),
+    return HostSamples("torch.profiler with_stack", frames, [], pd.DataFrame({"t_ns": [], "tid": [], "stack": [],
+                                                                              "dt_ns": []}),
                        int(pd.Series(tids).value_counts().index[0]), placed=True, calls=calls)
 
 
@@ -120,7 +121,7 @@ def stacks_at(hs: HostSamples, t: np.ndarray, tid: int) -> HostSamples:
     on = (c["tid"].to_numpy() == tid)
     if not on.any() or not len(t):
         hs.samples = pd.DataFrame({"t_ns": np.asarray(t, dtype="float64"), "tid": np.full(len(t), tid),
-                                   "stack": np.zeros(len(t), dtype=np.int64)})
+                                   "stack": np.zeros(len(t), dtype=np.int64), "dt_ns": np.ones(len(t))})
         hs.stacks = [np.array([], dtype=np.int64)]
         return hs
     idx = np.nonzero(on)[0]
@@ -155,7 +156,9 @@ def stacks_at(hs: HostSamples, t: np.ndarray, tid: int) -> HostSamples:
             stacks.append(np.asarray(ch, dtype=np.int64))
         sid[i] = j
     hs.stacks = stacks
-    hs.samples = pd.DataFrame({"t_ns": np.asarray(t, dtype="float64"), "tid": np.full(len(t), tid), "stack": sid})
+    # (evenly spaced moments of the idle time: each stands for as much of it as any other)
+    hs.samples = pd.DataFrame({"t_ns": np.asarray(t, dtype="float64"), "tid": np.full(len(t), tid), "stack": sid,
+                               "dt_ns": np.ones(len(t))})
     hs.interval_ns = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
     hs.span_ns = 0.0
     return hs

@@ -43,6 +43,13 @@ COST_BUDGET = 0.01             # the sampler's CPU time stays under this share o
 # only. Still within the issue's 1.05x for the run: the window is a few seconds of it.
 WINDOW_COST_BUDGET = 0.03
 ANCHOR_EVERY_S = 0.25
+# While sampling, the interpreter hands its lock over to a waiting thread after this long (Python's default: 5 ms).
+# A sample needs the lock; a pure-Python loop gives it up only when the switch interval forces it, a C call that
+# releases it at once, so at 5 ms the samples came late in Python code and early in C calls: a CPU loop spending 52%
+# of its time in a list comprehension (its own clock; py-spy 52%) had 25% of the samples there
+# (benchmarks/host_frames_check.py bias). The interval only matters when a thread waits for the lock: the program's
+# own threads switch as before unless two of them are busy in Python at once.
+SWITCH_INTERVAL_S = 0.0005
 MAX_DEPTH = 128                  # frames kept per stack, from the innermost
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 
@@ -87,6 +94,8 @@ class Sampler:
     # --- in the program ---------------------------------------------------------------------------
     def start(self) -> "Sampler":
         self.started_ns = time.perf_counter_ns()
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch, SWITCH_INTERVAL_S))
         self._thread.start()
         return self
 
@@ -94,6 +103,9 @@ class Sampler:
         self._stop.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=1.0)
+        if getattr(self, "_switch", None) is not None:
+            sys.setswitchinterval(self._switch)
+            self._switch = None
 
     def anchor(self, draw=None) -> None:
         """Draw one clock mark and note the time it was drawn: with ``draw`` (the main thread's: NVTX and

@@ -59,6 +59,26 @@ def test_a_generate_loop_has_a_step_per_model_call_and_prefill_decode_and_reques
         assert inside["start_ns"].iloc[0] <= p["start_ns"] <= p["end_ns"] <= inside["end_ns"].iloc[0]
 
 
+def test_the_main_model_is_hooked_once_though_generate_holds_the_call_it_took_before_finding_it(tmp_path):
+    """transformers' generate() takes ``self.__call__`` once per request, before the first call, while nn.Module's call
+    was still the finder's wrapper: each call of the first request found the model again and hooked it once more
+    (96 hooks on every later call of a 96-token request on the H100, 1.5 ms a decode call)."""
+    model = _tiny_llama()
+    seen = []
+
+    def program():
+        with torch.inference_mode():
+            for r in range(3):
+                ids = torch.randint(3, 64, (1, 5), generator=torch.Generator().manual_seed(r))
+                model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=6,
+                               min_new_tokens=6, do_sample=False)
+                seen.append((len(model._forward_pre_hooks), len(model._forward_hooks)))
+
+    _, counts, _ = record(program, tmp_path)
+    assert seen == [(1, 1)] * 3
+    assert counts["model_calls"] == 18 and counts["requests"] == 3
+
+
 def test_nested_and_recursive_calls_of_the_model_are_no_more_steps(tmp_path):
     class Recursive(torch.nn.Module):
         def __init__(self):

@@ -74,8 +74,10 @@ SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist|numpy)\(\s*\)|\bsynchronize\(|\bpr
 
 @dataclass
 class Attributed:
-    """The idle samples of a recording: per sample its time, piece kind and range code and row (``rows``)."""
+    """The idle samples of a recording: per sample its time, the time it stands for (``parse.host_samples.tick_spans``),
+    piece kind and range code and row (``rows``)."""
     t: np.ndarray
+    dt: np.ndarray
     kind: np.ndarray
     pc: np.ndarray
     row: np.ndarray
@@ -140,8 +142,10 @@ def attribute(hs: HostSamples, pieces: idle.Idle, tids: set[int] | None, scope: 
         return None
     p = order[i[inside]]
     stack = s["stack"].to_numpy()[inside]
+    dt = s["dt_ns"].to_numpy(dtype="float64")[inside] if "dt_ns" in s else np.ones(int(inside.sum()))
     row_of_stack, rows, topic_of_stack = _rows(hs, stack)
-    return Attributed(t[inside], pieces.kind[p], pieces.pc[p], row_of_stack[stack], topic_of_stack[stack], stack, rows)
+    return Attributed(t[inside], dt, pieces.kind[p], pieces.pc[p], row_of_stack[stack], topic_of_stack[stack], stack,
+                      rows)
 
 
 def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
@@ -228,18 +232,20 @@ def _short(path: str) -> str:
 
 
 def _strata(att: Attributed, m: np.ndarray, idle_by: pd.DataFrame | None, idle_ns: float) \
-        -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The samples in ``m`` by (kind, range) stratum: (each sample's stratum, each stratum's idle ns, each stratum's
-    samples). ``idle_by`` (pc, kind, ns: the scope's idle time per range and kind, ``idle.Scope.idle``) gives the
-    strata their ns; without it, one stratum of ``idle_ns``."""
+    samples, each stratum's sampled time: the sum of its samples' spans). ``idle_by`` (pc, kind, ns: the scope's idle
+    time per range and kind, ``idle.Scope.idle``) gives the strata their ns; without it, one stratum of ``idle_ns``."""
     n = int(m.sum())
     if idle_by is None or idle_by.empty:
-        return np.zeros(n, dtype=np.int64), np.array([float(idle_ns)]), np.array([n])
+        codes = np.zeros(n, dtype=np.int64)
+        return codes, np.array([float(idle_ns)]), np.array([n]), np.array([float(att.dt[m].sum())])
     stratum = att.kind[m].astype(np.int64) * (1 << 32) + (att.pc[m].astype(np.int64) + 1)
     key = idle_by["kind"].to_numpy().astype(np.int64) * (1 << 32) + (idle_by["pc"].to_numpy().astype(np.int64) + 1)
     ns_of = pd.Series(idle_by["ns"].to_numpy(dtype="float64"), index=key).groupby(level=0).sum()
     codes, uniq = pd.factorize(stratum)
-    return codes.astype(np.int64), ns_of.reindex(uniq).fillna(0.0).to_numpy(), np.bincount(codes, minlength=len(uniq))
+    return (codes.astype(np.int64), ns_of.reindex(uniq).fillna(0.0).to_numpy(),
+            np.bincount(codes, minlength=len(uniq)), np.bincount(codes, weights=att.dt[m], minlength=len(uniq)))
 
 
 def table(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], idle_ns: float, mask=None,
@@ -253,23 +259,25 @@ def table(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], idle_ns:
     m = intervals.inside(att.t, *scope)
     if not m.any():
         return []
-    codes, stratum_ns, counts = _strata(att, m, idle_by, idle_ns)
+    codes, stratum_ns, counts, spans = _strata(att, m, idle_by, idle_ns)
     keep = np.ones(len(codes), dtype=bool) if mask is None else np.asarray(mask)[m]
     if not keep.any():
         return []
     codes = codes[keep]
-    row, kind, topic = att.row[m][keep], att.kind[m][keep], att.topic[m][keep]
-    ns = stratum_ns[codes] / np.maximum(counts[codes], 1)
+    row, kind, topic, dt = att.row[m][keep], att.kind[m][keep], att.topic[m][keep], att.dt[m][keep]
+    # a sample's part of its stratum's idle time: its span's part of the stratum's sampled time
+    ns = stratum_ns[codes] * dt / np.where(spans[codes] > 0, spans[codes], 1.0)
     rows = pd.DataFrame({"row": row, "ns": ns}).groupby("row")["ns"].agg(["sum", "size"]).sort_values(
         ["sum", "size"], ascending=False)
     kinds = pd.crosstab(row, kind)
     topics = pd.crosstab(row, topic)
     # a row's variance: per stratum, (stratum ns)^2 p (1 - p) / n, p the row's part of the stratum's n samples, taken
     # as Agresti-Coull's (k + 2) / (n + 4): a stratum whose few samples all fell in one row is not certain of it
-    per = pd.DataFrame({"row": row, "g": codes}).value_counts().rename("k").reset_index()
+    per = pd.DataFrame({"row": row, "g": codes, "dt": dt}).groupby(["row", "g"])["dt"].agg(["size", "sum"]).reset_index()
     g = per["g"].to_numpy()
     n4 = counts[g] + 4.0
-    p = (per["k"].to_numpy() + 2.0) / n4
+    k = per["sum"].to_numpy() / np.where(spans[g] > 0, spans[g], 1.0) * counts[g]  # (the row's samples, time-weighted)
+    p = (k + 2.0) / n4
     var = pd.Series(stratum_ns[g] ** 2 * p * (1 - p) / n4, index=per["row"].to_numpy()).groupby(level=0).sum()
     denom = idle_ns if idle_ns > 0 else float(ns.sum()) or 1.0
     out = []
@@ -316,8 +324,9 @@ def cause_frames(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], c
         keys = ("frame", "file", "line", "own", "source", "calls", "program_line", "program_frame", "program_source",
                 "share", "share_error", "idle_ns", "samples", "topic")
         c["frames"] = [{k: r[k] for k in keys} for r in rows[:3]]
-        tp = pd.Series(att.topic[m]).value_counts(normalize=True)
-        c["topics"] = {str(k): float(v) for k, v in tp.items() if k}
+        tp = pd.Series(att.dt[m]).groupby(att.topic[m]).sum()
+        tp = tp / (tp.sum() or 1.0)
+        c["topics"] = {str(k): float(v) for k, v in tp.sort_values(ascending=False).items() if k}
         c["samples"] = int(m.sum())
 
 
