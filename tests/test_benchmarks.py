@@ -49,8 +49,8 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
     doc = json.loads((Path(__file__).resolve().parents[1] / "reports/profile_overhead/summary.json").read_text())
     programs = sorted(e["program"] for e in doc)
     assert programs == ["compile", "dataloader", "ddp", "ddp_shared_gpu", "ddp_shared_gpu_long", "ddp_shared_gpu_long_torch",
-                        "ddp_shared_gpu_torch", "lightning", "long_resnet", "multi_phase", "resnet_amp", "trainer",
-                        "vgg16"]
+                        "ddp_shared_gpu_torch", "eval_loop", "lightning", "llm_generate", "long_resnet", "multi_phase",
+                        "resnet_amp", "trainer", "vgg16"]
     for e in doc:
         assert e["gpu"].startswith("NVIDIA ")
         if e["program"].startswith("ddp"):  # a torchrun job: profiled as a command

@@ -13,6 +13,8 @@
 #   PART verify51: issue 51's done-when: a plain Trainer run; its first and cached default runs each with py-spy
 #                attached to the same run (`py-spy record --subprocesses`), compared on the top frame; Lightning's
 #                default run; the sampler's cost (the `cost` part's measure, 2 rounds, the Trainer only).
+#   PART final51: the generate loop's unrecorded time per output token against plain runs, alternating (plain, first
+#                run with an empty evidence cache, cached run; two rounds); the Trainer's first and cached runs.
 #   PART cost:   the sampler's cost: `nsighttc profile --fast` with and without host samples (--no-host-samples),
 #                alternating, 3 rounds each, on the Trainer and the DataLoader loop; the steady step medians and the
 #                sampler's own CPU time go to the summary (benchmarks/host_frames_check.py cost reads the verdicts).
@@ -125,6 +127,22 @@ verify51)
     python3 benchmarks/gpu/verdict_speed.py "$v" >> "$S" 2>&1
   done
   grep -h "unrecorded" "$W"/runs_llm_*/*/torch.stderr.log | cut -c1-400 >> "$S"
+  ;;
+final51)
+  LLM=(wrappers/llm_generate.py --requests 8 --new-tokens 96)
+  for round in 1 2; do
+    plain "llm_$round" python3 "${LLM[@]}"
+    export NSIGHTTC_CACHE_DIR=$W/cache_llm_$round; rm -rf "$NSIGHTTC_CACHE_DIR"
+    profile "llm_first_$round" 240 -- python3 "${LLM[@]}"
+    profile "llm_cached_$round" 240 -- python3 "${LLM[@]}"
+    for v in "$W"/runs_llm_first_$round/*/verdict.json "$W"/runs_llm_cached_$round/*/verdict.json; do
+      python3 benchmarks/gpu/verdict_speed.py "$v" >> "$S" 2>&1
+    done
+  done
+  TRAINER=(wrappers/trainer_finetune.py --steps 60 --python-items)
+  export NSIGHTTC_CACHE_DIR=$W/cache_trainer; rm -rf "$NSIGHTTC_CACHE_DIR"
+  profile trainer_first 240 -- python3 "${TRAINER[@]}"; keep trainer_first
+  profile trainer_cached 240 -- python3 "${TRAINER[@]}"; keep trainer_cached
   ;;
 cost)
   for round in 1 2 3; do

@@ -214,8 +214,9 @@ HOLDING_KINDS = ("host-range", "sync", "launch-overhead", "pageable-copy", "comm
 def _held_back(f: dict, th: Thresholds) -> None:
     """A GPU-bound family one of whose idle causes holds its steps back by ``HELD_BACK_GAIN`` or more is "mixed"
     (``held_back_by`` says by what, and how much removing it alone could give), and its headline names that cause."""
-    if f.get("verdict") != "gpu-bound" or not f.get("steady_wall_ns"):
-        return
+    if f.get("verdict") not in ("gpu-bound", "mixed") or f.get("median_verdict", f.get("verdict")) != "gpu-bound" \
+            or not f.get("steady_wall_ns"):
+        return  # (busy enough by its median step, whether or not three steps in four were: steps.most_steps_agree)
     c = next((c for c in f.get("causes") or () if c["kind"] in HOLDING_KINDS and c["idle_ns"] > 0), None)
     share = c["idle_ns"] / f["steady_wall_ns"] if c else 0.0
     if share <= 0 or 1 / max(1 - share, 1e-9) < HELD_BACK_GAIN:
