@@ -15,6 +15,8 @@
 #                default run; the sampler's cost (the `cost` part's measure, 2 rounds, the Trainer only).
 #   PART final51: the generate loop's unrecorded time per output token against plain runs, alternating (plain, first
 #                run with an empty evidence cache, cached run; two rounds); the Trainer's first and cached runs.
+#   PART fullrun51: `nsighttc profile --full-run` on the generate loop (first and cached run, twice): the program's own
+#                TPOT over its requests against nsighttc's unrecorded decode calls in the same process.
 #   PART cost:   the sampler's cost: `nsighttc profile --fast` with and without host samples (--no-host-samples),
 #                alternating, 3 rounds each, on the Trainer and the DataLoader loop; the steady step medians and the
 #                sampler's own CPU time go to the summary (benchmarks/host_frames_check.py cost reads the verdicts).
@@ -143,6 +145,19 @@ final51)
   export NSIGHTTC_CACHE_DIR=$W/cache_trainer; rm -rf "$NSIGHTTC_CACHE_DIR"
   profile trainer_first 240 -- python3 "${TRAINER[@]}"; keep trainer_first
   profile trainer_cached 240 -- python3 "${TRAINER[@]}"; keep trainer_cached
+  ;;
+fullrun51)
+  LLM=(wrappers/llm_generate.py --requests 8 --new-tokens 96)
+  for round in 1 2; do
+    export NSIGHTTC_CACHE_DIR=$W/cache_full_$round; rm -rf "$NSIGHTTC_CACHE_DIR"
+    for run in first cached; do
+      profile "full_${run}_$round" 300 --full-run -- python3 "${LLM[@]}"
+      d=$(ls -d "$W/runs_full_${run}_$round"/*/ 2>/dev/null | tail -1)
+      [ -n "$d" ] && { grep -h '"wrapper"' "$d"/torch.log | cut -c1-300 >> "$S";
+                       python3 benchmarks/gpu/verdict_speed.py "$d/verdict.json" >> "$S" 2>&1;
+                       grep -h '"unrecorded"' "$d"/torch.stderr.log | cut -c1-300 >> "$S"; }
+    done
+  done
   ;;
 cost)
   for round in 1 2 3; do

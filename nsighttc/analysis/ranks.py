@@ -36,6 +36,7 @@ STRAGGLER_MIN_NS = 1e6       # and at least 1 ms: timer noise and launch jitter 
 TC_SHARE_DIFF = 0.20         # ranks whose Tensor Core shares differ by more than this run different code
 MOST_STEPS = 0.6             # a straggler lags in at least this share of the steady steps (issue 46)
 SAME_WORK_GPU = 0.05         # ranks run the same work: the same compute kernels, GPU compute per step within 5%
+SAME_WORK_LAUNCHES = 0.05    # ... or, where launches are known: launches per step by kernel and grid within 5%
 # What kind of lag a straggler's first distinguishing cause is (issue 46): its host, its GPU, or its communication
 STRAGGLER_KIND = {COMPUTE: "gpu", "communication": "communication"}  # every other cause is the host's
 EXPOSED_COMM_FINDING = 0.15  # exposed communication (mean over ranks) worth a finding
@@ -62,12 +63,28 @@ def lag_by_step(slow: dict, others: list[dict]) -> dict | None:
                        "max": float(lag.max())}}
 
 
+def work_difference(a: dict, b: dict) -> float:
+    """How different two ranks' work per step is (``rank_rows.work_per_step``): the launches per step that differ by
+    kernel and grid, over the launches per step of the larger."""
+    keys = set(a) | set(b)
+    diff = sum(abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in keys)
+    return diff / max(sum(a.values()), sum(b.values()), 1e-9)
+
+
 def same_work(rows: list[dict]) -> bool | None:
-    """Whether every rank ran the same compute kernels with its GPU compute per step within ``SAME_WORK_GPU`` of the
-    ranks' median. None where the ranks' verdicts do not say."""
+    """Whether every rank ran the same work per steady step: the same compute kernels, with the same grids, launched
+    as often (within ``SAME_WORK_LAUNCHES`` of the launches), each rank against the first. What ran, not how long it
+    took: contention (NCCL kernels beside compute, a throttled GPU) changes time, not work (issue 50). Recordings
+    without the launches' times fall back to the kernel names and GPU compute per step within ``SAME_WORK_GPU``.
+    None where the ranks' verdicts do not say."""
+    if len(rows) < 2:
+        return None
+    work = [r.get("_work") for r in rows]
+    if all(work):
+        return all(work_difference(work[0], w) <= SAME_WORK_LAUNCHES for w in work[1:])
     kernels = [r["_compute_kernels"] for r in rows]
     gpu = [r["_per_step"].get((COMPUTE, "GPU compute")) for r in rows]
-    if len(rows) < 2 or not all(kernels) or any(g is None for g in gpu):
+    if not all(kernels) or any(g is None for g in gpu):
         return None
     med = float(np.median(gpu))
     return len(set(kernels)) == 1 and med > 0 and all(abs(g - med) <= SAME_WORK_GPU * med for g in gpu)

@@ -370,18 +370,25 @@ class Window:
         if grace:
             self._event("stop" if self.stop else "finish", ph.key, ph, grace_s=PHASE_GRACE_S)
         self.stop_at = None
+        timed = not grace and self.unrecorded and self.recorder.name == "torch" and self.ranks is None
+        # (a distributed job's ranks stop together where they agreed: one rank timing more steps would wait alone)
         if not self.stop:
-            self.enabled = False
             self.recorder.finish()
+            if timed:  # --full-run: the program runs on unrecorded; its first steps are timed all the same
+                self._after = self._after_state(ph, then="continue")
+            else:
+                self.enabled = False
             return
-        if not grace and self.unrecorded and self.recorder.name == "torch" and self.ranks is None:
-            # (a distributed job's ranks stop together where they agreed: one rank timing more steps would wait alone)
+        if timed:
             self.recorder.follow = True  # the trace's line says the program's GPU work goes on
             self.recorder.finish()       # stopped and written now
-            self._after = {"key": ph.key, "last": self.clock(), "durations": [], "kinds": [], "kind": self.next_step,
-                           "first_at": None}
+            self._after = self._after_state(ph, then="stop")
             return
         self._raise_done(ph)
+
+    def _after_state(self, ph: _Phase, then: str) -> dict:
+        return {"key": ph.key, "last": self.clock(), "durations": [], "kinds": [], "kind": self.next_step,
+                "first_at": None, "then": then}
 
     def _raise_done(self, ph) -> None:
         self.stopped = True
@@ -392,7 +399,7 @@ class Window:
 
     def _after_boundary(self, key: tuple, took: float | None) -> None:
         """A step ended after the last window, the recording stopped: time it; after enough, say what they took
-        (the ``unrecorded`` event) and stop the program."""
+        (the ``unrecorded`` event) and stop the program (``--full-run``: let it run on)."""
         a = self._after
         if key != a["key"]:
             return
@@ -406,8 +413,12 @@ class Window:
         spent = now - a["first_at"] if a["first_at"] is not None else 0.0
         if counted >= UNRECORDED_STEPS or (counted >= UNRECORDED_MIN and spent >= UNRECORDED_MAX_S) or \
                 (counted >= 1 and spent >= 3 * UNRECORDED_MAX_S):  # (steps of seconds: one is enough)
+            then = a["then"]
             self.close()
-            self._raise_done(self.phases[key])
+            if then == "stop":
+                self._raise_done(self.phases[key])
+            else:
+                self.enabled = False
 
     def close(self) -> None:
         """The program ends (or is stopped): say what the unrecorded steps after the window took, if any ran."""

@@ -288,6 +288,25 @@ def test_the_kind_of_lag_and_whether_the_ranks_did_the_same_work(straggler_nsys,
     assert analyze([DDP / "balanced_torch"], jobs=1).distributed["same_work"] is True
 
 
+def test_same_work_is_what_ran_per_step_not_how_long_it_took(straggler_torch):
+    """Issue 50: the ranks' work is their compute launches per steady step by kernel and grid. Contention changes time,
+    not work: rank 1's GPU compute per step made 24% longer (an FSDP2 job's identical ranks measured 22.2 and 27.5 ms,
+    NCCL beside compute) is still the same work; one kernel launched with another grid (a larger batch) is not."""
+    import copy
+    from nsighttc.analysis import ranks as ranks_mod
+    from nsighttc.analysis.rank_rows import COMPUTE, rank_row
+    rows = [rank_row(r, analyze([DDP / "straggler_torch" / f"rank{r}"], jobs=1)) for r in (0, 1)]
+    assert all(r["_work"] for r in rows) and ranks_mod.same_work(rows) is True
+    slow = copy.deepcopy(rows)
+    slow[1]["_per_step"][(COMPUTE, "GPU compute")] *= 1.24
+    assert ranks_mod.same_work(slow) is True
+    other = copy.deepcopy(rows)
+    (name, grid), n = max(other[1]["_work"].items(), key=lambda kv: kv[1])
+    other[1]["_work"][(name, "(999, 1, 1)")] = other[1]["_work"].pop((name, grid))
+    assert ranks_mod.work_difference(other[0]["_work"], other[1]["_work"]) > ranks_mod.SAME_WORK_LAUNCHES
+    assert ranks_mod.same_work(other) is False
+
+
 def test_each_steps_wait_and_own_work_are_kept_and_the_lag_holds_step_by_step(straggler_torch):
     """Issue 46: the waiting rank's per-step exposed communication adds up to its per-step mean, and rank 1's 30 ms
     sleep makes it lag in every steady step by more than the steps' spread."""

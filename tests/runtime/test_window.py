@@ -189,9 +189,13 @@ def test_full_run_lets_it_finish_and_records_only_the_window(tmp_path):
     assert r.returncode == 0 and "RAN TO THE END" in r.stdout
     ev = json.loads(trace.read_text())["traceEvents"]
     recorded = sum(1 for e in ev if e.get("name") == "nsighttc.step")
-    assert recorded <= events[-1]["step"] + 1 < 300  # steps after the window are not in the trace
-    # the trace was written at the window's end, while the program ran on
-    assert r.stderr.index("nsighttc.launch: wrote") < r.stderr.index("step marks:")
+    end = next(e for e in events if e["event"] == "end")
+    assert recorded <= end["step"] + 1 < 300  # steps after the window are not in the trace
+    # the trace was written at the window's end, while the program ran on, its next steps timed unrecorded
+    written = r.stderr.index("nsighttc.launch: wrote")
+    assert written < r.stderr.index("step marks:") and "unrecorded steps follow" not in r.stderr[written:][:400]
+    after = next(e for e in events if e["event"] == "unrecorded")
+    assert after["steps"] == win.UNRECORDED_STEPS and events.index(after) > events.index(end)
 
 
 @pytest.mark.torch
