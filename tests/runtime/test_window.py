@@ -164,7 +164,9 @@ def test_the_launcher_stops_a_hooked_loop_after_its_window(tmp_path):
     assert (start["event"], end["event"], end["stop"]) == ("start", "end", True)
     # issue 51: the recording stopped and written at the window's end, the program ran on for UNRECORDED_STEPS
     # steps timed unrecorded (the first, which held the writing, left out), then was stopped
-    assert after["event"] == "unrecorded" and after["steps"] == win.UNRECORDED_STEPS == len(after["durations_ms"])
+    assert after["event"] == "unrecorded" and after["steps"] == len(after["durations_ms"])
+    assert after["steps"] == win.UNRECORDED_STEPS or (  # or the time cap came first (a loaded machine)
+        after["steps"] >= win.UNRECORDED_MIN and sum(after["durations_ms"]) >= 1e3 * win.UNRECORDED_MAX_S * 0.9)
     written = next(ln for ln in r.stderr.splitlines() if ln.startswith("nsighttc.launch: wrote"))
     assert "unrecorded steps follow" in written
     assert r.stderr.index(written) < r.stderr.index("program exit code 0") and "step marks:" in r.stderr
@@ -195,7 +197,7 @@ def test_full_run_lets_it_finish_and_records_only_the_window(tmp_path):
     written = r.stderr.index("nsighttc.launch: wrote")
     assert written < r.stderr.index("step marks:") and "unrecorded steps follow" not in r.stderr[written:][:400]
     after = next(e for e in events if e["event"] == "unrecorded")
-    assert after["steps"] == win.UNRECORDED_STEPS and events.index(after) > events.index(end)
+    assert after["steps"] >= win.UNRECORDED_MIN and events.index(after) > events.index(end)
 
 
 @pytest.mark.torch
