@@ -14,7 +14,8 @@ an equal part of that scope's idle time. Samples are put down to a *site* and wh
   dataset's ``__getitem__`` under a Trainer's fetch), else the site itself where it is the program's.
 
 Each sample stands for its share of the idle time of its kind of piece in its range (``table``'s ``idle_by``): the
-pieces of a (kind, range) pair hold so many ns and so many samples, each sample ``ns / samples`` of them. So a row's
+pieces of a (kind, range) pair hold so many ns and so many samples, each sample the part of them its span (the time
+since the sampler's previous tick, ``parse.host_samples.tick_spans``) is of the samples' spans. So a row's
 idle time is an estimate stratified by those pairs, the numbers the causes (``idle.causes``) are made of, and its
 95% error comes from the samples' count in each pair (``share_error``); idle time no sample fell in stays with the
 causes the pieces give (launch gaps, ranges).
@@ -273,7 +274,8 @@ def table(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], idle_ns:
     topics = pd.crosstab(row, topic)
     # a row's variance: per stratum, (stratum ns)^2 p (1 - p) / n, p the row's part of the stratum's n samples, taken
     # as Agresti-Coull's (k + 2) / (n + 4): a stratum whose few samples all fell in one row is not certain of it
-    per = pd.DataFrame({"row": row, "g": codes, "dt": dt}).groupby(["row", "g"])["dt"].agg(["size", "sum"]).reset_index()
+    per = pd.DataFrame({"row": row, "g": codes, "dt": dt}).groupby(["row", "g"])["dt"].agg(["size", "sum"])
+    per = per.reset_index()
     g = per["g"].to_numpy()
     n4 = counts[g] + 4.0
     k = per["sum"].to_numpy() / np.where(spans[g] > 0, spans[g], 1.0) * counts[g]  # (the row's samples, time-weighted)

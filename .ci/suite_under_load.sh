@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test suite, RUNS times in a row, with one CPU burner beside it (issue 53: tests must not break on a
 # busy machine). Prints one line per run: exit code, seconds, pytest's last line. Usage:
-#   bash benchmarks/suite_under_load.sh [RUNS]      (from the repository root, in the test environment)
+#   bash .ci/suite_under_load.sh [RUNS]      (from the repository root, in the test environment)
 set -u
 RUNS=${1:-3}
 cd "$(dirname "$0")/.."
