@@ -112,17 +112,20 @@ def test_the_cycle_finder_sees_a_circle_through_a_lazy_import():
     assert cycles({"p": {"p.a"}, "p.a": {"p.b"}, "p.b": {"p"}}) == [["p", "p.a", "p.b"]]
 
 
-def test_a_lazy_import_counts_and_a_type_checking_one_does_not(tmp_path):
-    mod = tmp_path / "nsighttc" / "m.py"
-    mod.parent.mkdir()
-    mod.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import X\n"
-                   "def f():\n    from .b import Y\n    import pandas\n")
-    global PACKAGE
-    saved, PACKAGE = PACKAGE, tmp_path / "nsighttc"
-    try:
-        ours, other = imports(mod, {"nsighttc.a", "nsighttc.b", "nsighttc.m"})
-    finally:
-        PACKAGE = saved
+def _imports_in(tmp_path, monkeypatch, rel: str, source: str, files: set[str]):
+    """``imports`` of a module written at ``tmp_path/nsighttc/rel``, read as if that tree were the package."""
+    mod = tmp_path / "nsighttc" / rel
+    mod.parent.mkdir(parents=True)
+    mod.write_text(source)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "nsighttc")
+    return imports(mod, files)
+
+
+def test_a_lazy_import_counts_and_a_type_checking_one_does_not(tmp_path, monkeypatch):
+    ours, other = _imports_in(tmp_path, monkeypatch, "m.py",
+                              "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import X\n"
+                              "def f():\n    from .b import Y\n    import pandas\n",
+                              {"nsighttc.a", "nsighttc.b", "nsighttc.m"})
     assert ours == {"nsighttc.b"} and other == {"typing", "pandas"}
 
 
@@ -152,16 +155,10 @@ def test_readers_and_rules_import_neither_the_tools_nor_the_programs_side(layer)
     assert not arrows, sorted(arrows)
 
 
-def test_the_layer_check_sees_an_arrow(tmp_path):
-    mod = tmp_path / "nsighttc" / "parse" / "x.py"
-    mod.parent.mkdir(parents=True)
-    mod.write_text("def f():\n    from ..collect import tools\n    from ..runtime.steps import STEP\n")
-    global PACKAGE
-    saved, PACKAGE = PACKAGE, tmp_path / "nsighttc"
-    try:
-        ours, _ = imports(mod, {"nsighttc.parse.x", "nsighttc.collect.tools", "nsighttc.runtime.steps"})
-    finally:
-        PACKAGE = saved
+def test_the_layer_check_sees_an_arrow(tmp_path, monkeypatch):
+    ours, _ = _imports_in(tmp_path, monkeypatch, "parse/x.py",
+                          "def f():\n    from ..collect import tools\n    from ..runtime.steps import STEP\n",
+                          {"nsighttc.parse.x", "nsighttc.collect.tools", "nsighttc.runtime.steps"})
     assert ours == {"nsighttc.collect.tools", "nsighttc.runtime.steps"}
 
 

@@ -321,16 +321,14 @@ def main(argv: list[str] | None = None) -> int:
                                              indent=2))
         if sessions is not None:
             sessions.remove()
-        if prof is not None and window is not None and getattr(window.recorder, "follow", False):
-            from .window_recorders import _synchronize
-            _synchronize()  # the unrecorded steps' GPU work is done: a replay may start once this is said
-            say(f"{EXIT_SAID}{code}")
-        elif prof is not None and not (window is not None and getattr(window.recorder, "finished", False)):
+        recorder = getattr(window, "recorder", None)
+        written = getattr(recorder, "finished", False)  # at the window's end (with unrecorded steps after: follow)
+        if prof is not None and (getattr(recorder, "follow", False) or not written):
             from .window_recorders import _synchronize
             _synchronize()  # the program's GPU work is done when it says its exit code (a replay may start then)
             say(f"{EXIT_SAID}{code}")
-            write_trace(current(), ns, t_start, trace_only, getattr(window, "recorder", None), said["operators"],
-                         sessions)
+            if not written:
+                write_trace(current(), ns, t_start, trace_only, recorder, said["operators"], sessions)
         _let_go(ended_at)
     return code
 

@@ -243,6 +243,20 @@ def test_read_events_ignores_other_lines():
     assert [e["event"] for e in win.read_events(lines)] == ["start", "end"]
 
 
+def generation_calls(w: win.Window, clock: Clock, calls: int, requests: int, dt: float = 0.02,
+                     prefill_dt: float | None = None):
+    """Model-call boundaries of a generation loop, ``calls`` per request (a prefill, then decodes), each ``dt`` long
+    (a request's first ``prefill_dt``); returns the call at which WindowDone was raised, or None."""
+    for i in range(requests * calls):
+        clock.t += prefill_dt if prefill_dt is not None and i % calls == 0 else dt
+        w.next_step = "prefill" if (i + 1) % calls == 0 else "decode"  # what the step starting here is
+        try:
+            w.hook_boundary()
+        except win.WindowDone:
+            return i
+    return None
+
+
 def test_a_generation_loops_window_holds_whole_requests():
     """Issue 44: a generate() loop's window starts with a request's prefill and ends where one starts, after
     GEN_REQUESTS whole requests, so time to first token and per output token are measured on whole requests."""
@@ -250,15 +264,7 @@ def test_a_generation_loops_window_holds_whole_requests():
     w = win.Window(clock=clock, emit=lambda s: None)
     w.generation = True
     calls = 40  # model calls per request: a prefill, then decodes
-    stopped_at = None
-    for i in range(12 * calls):
-        clock.t += 0.025 if i % calls == 0 else 0.02
-        w.next_step = "prefill" if (i + 1) % calls == 0 else "decode"  # what the step starting here is
-        try:
-            w.hook_boundary()
-        except win.WindowDone:
-            stopped_at = i
-            break
+    stopped_at = generation_calls(w, clock, calls, 12, prefill_dt=0.025)
     start = next(e for e in w.events if e["event"] == "start")
     end = next(e for e in w.events if e["event"] == "end")
     # steady after a few steps, but the window waits for the next request's prefill
@@ -272,13 +278,7 @@ def test_a_generation_loop_with_long_requests_ends_its_window_after_one_request_
     w = win.Window(clock=clock, emit=lambda s: None)
     w.generation = True
     calls = 200  # 200 tokens of 20 ms: 4 s per request, past the window's time
-    for i in range(5 * calls):
-        clock.t += 0.02
-        w.next_step = "prefill" if (i + 1) % calls == 0 else "decode"
-        try:
-            w.hook_boundary()
-        except win.WindowDone:
-            break
+    generation_calls(w, clock, calls, 5)
     end = next(e for e in w.events if e["event"] == "end")
     assert end["steps"] == calls  # one whole request: past GEN_WINDOW_S at its end
 
@@ -301,13 +301,7 @@ def test_a_generation_loops_window_ends_at_the_first_request_boundary_past_its_t
     w = win.Window(clock=clock, emit=lambda s: None, recorder=Rec())
     w.generation = True
     calls = 75  # 20 ms calls: 1.5 s a request
-    for i in range(8 * calls):
-        clock.t += 0.02
-        w.next_step = "prefill" if (i + 1) % calls == 0 else "decode"
-        try:
-            w.hook_boundary()
-        except win.WindowDone:
-            break
+    generation_calls(w, clock, calls, 8)
     end = next(e for e in w.events if e["event"] == "end")
     assert 2 * calls * 0.02 > win.GEN_WINDOW_S > calls * 0.02 and end["steps"] == 2 * calls
     assert [k for k, _ in said] == ["settled", "start"]

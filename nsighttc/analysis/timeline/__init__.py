@@ -159,7 +159,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
             dom_["count"] - dom_["warmup_steps"] if dom_ else 1)
     del launch_start
     for f in fams:
-        _held_back(f, th)
+        _held_back(f)
 
     if n_kernels == 0 and ops.empty:
         verdict = "no-gpu-work"
@@ -211,7 +211,7 @@ HELD_BACK_GAIN = 1.1
 HOLDING_KINDS = ("host-range", "sync", "launch-overhead", "pageable-copy", "communication")
 
 
-def _held_back(f: dict, th: Thresholds) -> None:
+def _held_back(f: dict) -> None:
     """A GPU-bound family one of whose idle causes holds its steps back by ``HELD_BACK_GAIN`` or more is "mixed"
     (``held_back_by`` says by what, and how much removing it alone could give), and its headline names that cause."""
     if f.get("verdict") not in ("gpu-bound", "mixed") or f.get("median_verdict", f.get("verdict")) != "gpu-bound" \

@@ -113,6 +113,15 @@ def timeline_headline(tl: dict) -> str:
     return f"GPU busy {busy} {scope} — {word}" + (f": {cause}" if cause else "")
 
 
+def recording_cost_words(slowdown: float) -> str:
+    """The recording's slowdown as measured in the run; a ratio under 1 is no slowdown but the host's own speed moving
+    between the window and the steps after it (the lent H100's host moved by a third between runs), said as such."""
+    if slowdown >= 1.0:
+        return f"the recording's slowdown {slowdown:.2f}x"
+    return (f"the unrecorded steps were no faster ({slowdown:.2f}x): the host's own speed moved more than the "
+            "recording cost")
+
+
 SOURCE_OF_STEPS = {"explicit": "the program's step ranges", "hook": "nsighttc's hooks in the program",
                    "profiler-op": "torch.profiler's optimizer/DataLoader ranges",
                    "kernel-period": "the repeating kernel sequence"}
@@ -132,7 +141,7 @@ def startup_line(tl: dict) -> str | None:
             if steps.get("warmup_steps") else "")
     src = SOURCE_OF_STEPS.get(steps.get("source"), steps.get("source") or "")
     u = steps.get("unrecorded")
-    speed = (f" recorded, {ns(u['median_ns'])} unrecorded (the recording's slowdown {u['recording_slowdown']:.2f}x, "
+    speed = (f" recorded, {ns(u['median_ns'])} unrecorded ({recording_cost_words(u['recording_slowdown'])}, "
              f"{u['steps']} steps timed after the window)") if u else ""
     return (f"Start-up {st['seconds']:.1f} s{comp}, then {steady} steady step{'s' if steady != 1 else ''} of "
             f"{ns(steps.get('median_iteration_ns'))}{speed} (steps from {src}{warm})")

@@ -6,7 +6,7 @@ import html
 
 from ..fmt import ns, pct, tc_word
 from ..names import short_name
-from .headlines import VERDICT_WORDS
+from .headlines import VERDICT_WORDS, recording_cost_words
 
 
 def _cell(text: str) -> str:
@@ -64,8 +64,9 @@ def _unrecorded_serving(inf: dict) -> str:
     if not u:
         return " (as recorded)"
     tps = f", {u['tokens_per_s']:,.1f} tokens/s" if u.get("tokens_per_s") else ""
-    return (f" as recorded; unrecorded, time per output token **{ns(u['tpot_ns'])}**{tps} (the recording slowed each "
-            f"decode call {u['recording_slowdown']:.2f}x: {u['steps']} calls timed after the window, this run)")
+    return (f" as recorded; unrecorded, time per output token **{ns(u['tpot_ns'])}**{tps} "
+            f"({recording_cost_words(u['recording_slowdown'])}: {u['steps']} decode calls timed after the window, "
+            "this run)")
 
 
 def inference_section(inf: dict) -> list[str]:
