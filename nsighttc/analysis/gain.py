@@ -354,6 +354,11 @@ def _job(f: dict, doc: dict) -> dict:
     elif f["id"] == "exposed-sharded-communication":  # the gathers and scatters the finding names (its top three)
         wait = min(sum(x["exposed_per_step_ns"] for x in (dist.get("sharded_collectives") or [])[:3]), T)
         what = "the exposed all-gathers and reduce-scatters"
+    elif dist.get("straggler"):  # what stays exposed after the straggler's fix, on the step that fix leaves
+        s = dist["straggler"]
+        T = max(T - min(s.get("excess_ns") or 0.0, T), 1.0)
+        wait = min(s.get("own_wait_per_step_ns") or 0.0, T)
+        what = "the communication the straggler itself waits in, once it is fixed"
     else:
         wait = T * (dist.get("exposed_comm_share") or 0.0)
         what = "the communication no compute overlaps"

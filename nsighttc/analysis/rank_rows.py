@@ -21,6 +21,19 @@ def rank_row(rank: int, v) -> dict:
     per_step_wait = comm.get("exposed_comm_per_step_ns", 0.0) if med else None
     no_work = (tl.get("verdict") == "no-gpu-work") if tl else not v.tensor_cores.get("kernel_time_ns")
     warm = int(dom.get("warmup_steps", 0)) if dom else 0
+    # GPU work recorded, but none in the steps compared (issue 50: a rank whose recording of the window lost its GPU
+    # records, beside warm-up steps that kept theirs)
+    idle_window = not no_work and dom and dom.get("steady_wall_ns") and dom.get("steady_gpu_busy_share") == 0
+    reason = short = None
+    if no_work:
+        short = "no GPU work recorded"
+        reason = ("its recording holds no GPU work (" + ", ".join(str(i["path"]) for i in v.inputs)
+                  + "): the recording stopped before the rank's GPU work was recorded, or the rank ran none")
+    elif idle_window:
+        short = "no GPU work recorded in its window"
+        reason = (f"its recording holds no GPU work in its {max(int(dom.get('count', 0)) - warm, 0)} steady steps ("
+                  + ", ".join(str(i["path"]) for i in v.inputs) + "): the profiler lost the window's GPU records, or "
+                  "the rank's GPU work lies elsewhere")
     n_steady = max(int(dom.get("count", 0)) - warm, 1) if dom else 1
     per_step = {}
     if dom:
@@ -51,10 +64,9 @@ def rank_row(rank: int, v) -> dict:
         "step_family": steps.get("name"), "_iterations": list(dom.get("iteration_ns", []))[warm:] if dom else [],
         "_warmup": warm, "_all_iterations": list(dom.get("iteration_ns", [])) if dom else [],
         "_per_step": per_step,
-        "complete": not no_work,
-        "incomplete_reason": ("its recording holds no GPU work (" + ", ".join(str(i["path"]) for i in v.inputs)
-                              + "): the recording stopped before the rank's GPU work was recorded, or the rank ran "
-                              "none") if no_work else None,
+        "complete": reason is None,
+        "incomplete_reason": reason, "_incomplete_short": short,
+        "_steady_steps": max(int(dom.get("count", 0)) - warm, 0) if dom else 0,
         "_own_iterations": _own_iterations(dom, warm),
         "_collectives": list(comm.get("collectives") or []) if tl else [],
         "host": (tl.get("host_frames") or {}).get("host") or None if tl else None,
@@ -82,7 +94,9 @@ def failed_row(rank: int, inputs: list[str], reason: str) -> dict:
             "tc_compute_share": None,
             "kernel_time_ns": 0.0, "verdict": None, "headline_cause": None, "step_family": None, "_iterations": [],
             "_warmup": 0, "_all_iterations": [], "_per_step": {}, "complete": False,
-            "incomplete_reason": f"it could not be analysed: {reason}", "_own_iterations": [], "_collectives": [],
+            "incomplete_reason": f"it could not be analysed: {reason}", "_incomplete_short": "not analysed",
+            "_own_iterations": [], "_collectives": [],
+            "_steady_steps": 0,
             "host": None, "_compute_kernels": [], "_frames_per_step": {}}
 
 

@@ -40,6 +40,7 @@ SAME_WORK_LAUNCHES = 0.05    # ... or, where launches are known: launches per st
 # What kind of lag a straggler's first distinguishing cause is (issue 46): its host, its GPU, or its communication
 STRAGGLER_KIND = {COMPUTE: "gpu", "communication": "communication"}  # every other cause is the host's
 EXPOSED_COMM_FINDING = 0.15  # exposed communication (mean over ranks) worth a finding
+SHORT_WINDOW = 0.5           # a rank holding less than this share of the steady steps another rank holds: incomplete
 
 
 # --- the job's verdict ------------------------------------------------------------------------------
@@ -183,6 +184,9 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
     causes = [(k, d) for k, d in excess if k[0] != LAUNCH]
     launch = sum(d for k, d in excess if k[0] == LAUNCH)
     base = {"rank": slow["rank"], "own_step_ns": slow["own_step_ns"], "lag_by_step": lag,
+            # what the straggler itself waits in communication: transfers no compute hides, which no rank waits
+            # for another in; they stay once the straggler is fixed (``findings``: their own finding and gain)
+            "own_wait_per_step_ns": float(slow["exposed_comm_per_step_ns"] or 0.0),
             "others_own_step_ns": slow["own_step_ns"] - gap, "excess_ns": gap, "others_wait_per_step_ns": wait,
             "verdict": slow["verdict"],
             "excess_by_cause": [{"cause": _describe(k), "kind": k[0], "name": k[1], "per_step_ns": d}
@@ -213,15 +217,36 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
                            "straggler; compare the ranks' step times in a plain run")}, None
 
 
+def _short_windows(rows: list[dict]) -> None:
+    """Mark incomplete a rank whose recording holds less than ``SHORT_WINDOW`` of the steady steps the fullest rank
+    holds. The ranks of a job agree on their window (``runtime.window_ranks``) and run the same steps, so a rank with
+    fewer lost part of its window (its recording started late or stopped early): its step times and causes are
+    not the window's, and comparing them with the other ranks' would be comparing different stretches of the job."""
+    held = [r.get("_steady_steps") or 0 for r in rows if r["complete"]]
+    if len(held) < 2 or max(held) <= 0:
+        return
+    most = max(held)
+    for r in rows:
+        n = r.get("_steady_steps") or 0
+        if r["complete"] and n < SHORT_WINDOW * most:
+            r["complete"] = False
+            r["incomplete_reason"] = (f"its recording holds {n} of the window's steady steps, another rank's "
+                                      f"{most}: its recording started late or stopped early")
+            r["_incomplete_short"] = f"{n} of the window's {most} steps recorded"
+
+
 def distributed(rows: list[dict], world_size: int | None) -> dict:
     comm_ns = sum(r["communication_kernel_ns"] or 0.0 for r in rows)
     kern_ns = sum(r["kernel_time_ns"] or 0.0 for r in rows)
     exposed = [r["exposed_comm_share"] for r in rows if r["exposed_comm_share"] is not None]
     steps = [r["median_step_ns"] for r in rows if r["median_step_ns"]]
     slowest = max((r for r in rows if r["median_step_ns"]), key=lambda r: r["median_step_ns"], default=None)
-    # a rank without GPU work in its recording is never merged into the job's verdict: it is named, with why
+    # a rank without GPU work in its recording, or with a fraction of the window the others hold, is never merged
+    # into the job's verdict: it is named, with why
+    _short_windows(rows)
     complete = [r for r in rows if r["complete"]]
-    incomplete = [{"rank": r["rank"], "reason": r["incomplete_reason"]} for r in rows if not r["complete"]]
+    incomplete = [{"rank": r["rank"], "reason": r["incomplete_reason"],
+                   "what": r.get("_incomplete_short") or "incomplete"} for r in rows if not r["complete"]]
     strag, launch, unsure = imbalance(complete)
     return {"ranks": len(rows), "world_size": world_size, "straggler": strag, "launch_imbalance": launch,
             "no_consistent_straggler": unsure, "incomplete_ranks": incomplete,
@@ -270,7 +295,7 @@ def findings(rows: list[dict], dist: dict) -> list[Finding]:
     out: list[Finding] = []
     for r in dist.get("incomplete_ranks") or []:
         out.append(Finding(
-            "rank-without-gpu-work", "high", f"Rank {r['rank']}'s recording holds no GPU work",
+            "rank-without-gpu-work", "high", f"Rank {r['rank']}'s recording lacks its window: {r['what']}",
             f"rank {r['rank']}: {r['reason']}; it is left out of the job's verdict (straggler, step skew, same work)",
             "Record again: a default run records every rank's window; with a program that ends inside its window, "
             "`--full-run`; `nsighttc analyze` the rank's own directory to see what it holds.", time_ns=0.0))
@@ -299,6 +324,17 @@ def findings(rows: list[dict], dist: dict) -> list[Finding]:
             ("; ".join(fixes) if fixes else "overlap the collectives with compute (prefetching, larger shard groups)")
             + ". Where the forward and backward are not marked (a program nsighttc's hooks did not see), the phase "
               "is `unmarked`.", time_ns=sum(x["exposed_per_step_ns"] for x in top) * len(rows), kernels=[]))
+    elif s and step and s.get("own_wait_per_step_ns", 0.0) >= EXPOSED_COMM_FINDING * max(step - s["excess_ns"], 1.0):
+        stays = s["own_wait_per_step_ns"]
+        out.append(Finding(
+            "exposed-communication", "medium", "Communication stays exposed once the straggler is fixed",
+            f"the straggler, rank {s['rank']}, waits for no other rank, yet {duration(stays)} of its {duration(step)} "
+            f"step is communication with no compute beside it: transfers that every rank will still wait in after "
+            f"its fix (the other ranks' {duration(s['others_wait_per_step_ns'])} per step is that plus the wait for "
+            "rank " + str(s["rank"]) + ")",
+            "After the straggler's fix: let DDP overlap the all-reduce with backward (smaller `bucket_cap_mb`, "
+            "`gradient_as_bucket_view=True`, `static_graph=True`); for FSDP, prefetch (`forward_prefetch`, "
+            "`backward_prefetch`) and reduce in bf16.", time_ns=stays * len(rows), kernels=[]))
     elif ex is not None and ex >= EXPOSED_COMM_FINDING and not s:
         out.append(Finding(
             "exposed-communication", "medium", "Communication is not overlapped with compute",
@@ -310,7 +346,8 @@ def findings(rows: list[dict], dist: dict) -> list[Finding]:
             "`static_graph=True` for fixed graphs; with gradient accumulation use `no_sync()` on all but the last "
             "micro-batch; for FSDP check prefetching (`forward_prefetch`, `backward_prefetch`).",
             time_ns=ex * total_step, kernels=[]))
-    tcs = [(r["rank"], r["tc_compute_share"]) for r in rows if r["tc_compute_share"] is not None]
+    # (complete ranks only: a rank whose window is lost has the Tensor Core share of whatever else it recorded)
+    tcs = [(r["rank"], r["tc_compute_share"]) for r in rows if r["tc_compute_share"] is not None and r["complete"]]
     if len(tcs) >= 2:
         lo, hi = min(tcs, key=lambda x: x[1]), max(tcs, key=lambda x: x[1])
         if hi[1] - lo[1] > TC_SHARE_DIFF:

@@ -154,9 +154,11 @@ def remember(out: Outcome, verdict, target: Target) -> None:
     ncu_had_its_chance = any(p.engine == "ncu" and p.returncode is not None for p in out.done)
     if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
         out.cache.add_unmeasured(list(dict.fromkeys(still["name"])), source)
-    from .window import had_window
-    windowed = any(had_window(p) for p in out.done if p.mode == "timeline")
-    out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label, window=windowed)
+    from .window import had_window, warmup_seen
+    timelines = [p for p in out.done if p.mode == "timeline" and had_window(p)]
+    warmups = [warmup_seen(p.window_events) for p in timelines]
+    out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label, window=bool(timelines),
+                          window_warmup=max(warmups) if warmups else None)
     if out.cache.save():
         out.info["cached_now"] = added
     out.notes += [n for n in out.cache.notes if n not in out.notes]

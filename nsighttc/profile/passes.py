@@ -87,6 +87,7 @@ class Pass:
     records: bool = True                           # False: a plain run (``try``), its steps timed, nothing recorded
     ops_trace: Path | None = None                  # timeline: where a first run's operators until the window go
     operators_until_s: float | None = None         # ... and when they were written (None: one recording, whole)
+    ranks_recorded: dict = field(default_factory=dict)  # distributed timeline: what each rank's launcher recorded
 
     @property
     def stopped_after_window(self) -> bool:

@@ -80,9 +80,11 @@ def has_torch(python: str) -> bool:
     return rc == 0
 
 
-def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: bool = False) -> Pass | None:
+def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: bool = False,
+                  warmup_max: int | None = None) -> Pass | None:
     """torch.profiler for Python programs with torch (the cheapest timeline), else nsys, else None.
-    ``from_window``: torch.profiler records from the window's start (``profile.window.timeline_window``)."""
+    ``from_window``: torch.profiler records from the window's start; ``warmup_max``: the last run's warm-up, where
+    this one's ends at the latest (``profile.window.timeline_window``)."""
     choice = opts.timeline_engine
     nsys = tools.find_or_none("nsys", opts.nsys) if choice in ("auto", "nsys") else None
     if choice == "nsys" and nsys is None:
@@ -111,7 +113,8 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
     if engine is None:
         return None
     from .window import timeline_window
-    window = timeline_window(opts, target.python_program, from_window=from_window and engine == "torch")
+    window = timeline_window(opts, target.python_program, from_window=from_window and engine == "torch",
+                             warmup_max=warmup_max)
     # With the replay's arguments and a window: operators until the window, the window with the ranges only
     # (runtime.recording.OperatorsUntilWindow); the replay reads the first trace, the analysis the second.
     ops_trace = run_dir / OPS_TRACE_FILE if engine == "torch" and opts.record_shapes and window is not None \

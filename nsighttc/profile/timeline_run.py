@@ -27,6 +27,30 @@ from .running import finish_pass, start_pass
 LAUNCHER = "nsighttc.launch: "  # how every line of the launcher's starts (runtime.lines)
 _RECORDED_FROM = re.compile(r"recorded from ([0-9.]+) s")  # the launcher's trace line, --record-from window
 _PROGRAM_S = re.compile(r"\(program ([0-9.]+) s")  # the launcher's lines: seconds into the program
+_STOP_S = re.compile(r"profiler stop ([0-9.]+) s")
+_RANK_DIR = re.compile(r"[/\\]rank(\d+)[/\\][^/\\]+ \(")  # a distributed job's per-rank file in a launcher's line
+
+
+def rank_recording(line: str, into: dict) -> None:
+    """What one rank's launcher says it recorded (its operators' trace, its trace), into ``into[rank]``: run.json's
+    account of each rank's recording (issue 50: only rank 0 records operators with their arguments, until a step
+    before the window; a rank whose recording differs from the others' in the steps compared would be judged on the
+    profiler's load, not its own)."""
+    kind = "operators" if line.startswith(OPS_WRITTEN) else "trace" if line.startswith(TRACE_WRITTEN) else None
+    m = _RANK_DIR.search(line) if kind else None
+    if m is None:
+        return
+    r = into.setdefault(m.group(1), {})
+    prog, stop = _PROGRAM_S.search(line), _STOP_S.search(line)
+    if kind == "operators":
+        r["operators_with_arguments_until_s"] = float(prog.group(1)) if prog else None
+        r["operators_stop_s"] = float(stop.group(1)) if stop else None
+        return
+    frm = _RECORDED_FROM.search(line)
+    r["window_recorded"] = "ranges only" if "ranges only" in line else "operators"
+    r["recorded_from_s"] = float(frm.group(1)) if frm else 0.0
+    r["program_s"] = float(prog.group(1)) if prog else None
+    r["profiler_stop_s"] = float(stop.group(1)) if stop else None
 
 
 class TimelineRun:
@@ -58,6 +82,8 @@ class TimelineRun:
             def on_line(line: str) -> None:
                 i = line.find(LAUNCHER)  # after text the program left without a newline (a progress bar's \r ...)
                 line = line[i:] if i > 0 else line
+                if rank_dir is not None:
+                    rank_recording(line, p.ranks_recorded)
                 if line.startswith(marker):
                     m = _RECORDED_FROM.search(line)
                     if m:

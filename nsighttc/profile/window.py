@@ -14,13 +14,22 @@ from __future__ import annotations
 from .passes import Options, Pass
 
 
-def timeline_window(opts: Options, python_program: bool, from_window: bool = False) -> dict | None:
+def timeline_window(opts: Options, python_program: bool, from_window: bool = False,
+                    warmup_max: int | None = None) -> dict | None:
     """The timeline launcher's window settings, or None (recorded whole). ``from_window``: torch.profiler records
-    from the first window's start (``--record-from window``), not from the program's start."""
+    from the first window's start (``--record-from window``), not from the program's start. ``warmup_max``: the
+    warm-up steps the program's last run waited for (the evidence cache's): an automatic warm-up ends there at the
+    latest (``--window-warmup-max``).
+
+    Why a bound: the warm-up's end is decided from this run's own step times, and a host whose speed moves makes a
+    run settle later than the last one did. Then a program that ends inside its window keeps fewer window steps, or
+    none (a torchrun job of two CPU ranks, STEPS = last warm-up + 8: 1 step recorded per rank, 1 CI run in 7), and
+    the first and cached runs record different stretches of the program (issue 51: 69.8 against 80.9 ms steps)."""
     if not opts.window or not python_program:
         return None
+    bound = {"warmup_max": int(warmup_max)} if warmup_max is not None and opts.warmup is None else {}
     return {"warmup": opts.warmup, "steps": opts.steps, "end": "continue" if opts.full_run else "stop",
-            **({"record_from": "window"} if from_window else {})}
+            **({"record_from": "window"} if from_window else {}), **bound}
 
 
 def recorded_from_window(opts: Options, record: dict | None) -> bool:
@@ -89,6 +98,8 @@ def summary(p: Pass) -> dict | None:
             else "start",
             **({"recorded_from_s": p.recorded_from_s} if p.recorded_from_s is not None else {}),
             **({"operators_until_s": p.operators_until_s} if p.operators_until_s is not None else {}),
+            **({"ranks": {k: p.ranks_recorded[k] for k in sorted(p.ranks_recorded, key=int)}}
+               if p.ranks_recorded else {}),
             **({"unrecorded": u} if (u := unrecorded_steps(ev)) else {})}
 
 

@@ -81,6 +81,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                          "warm-up and the window, then the program stops (--window-end stop) or runs on unrecorded")
     ap.add_argument("--window-warmup", default="auto", type=_count_or_auto,
                     help="steps before the window: a number, or auto (until the step time settles)")
+    ap.add_argument("--window-warmup-max", default=None, type=int, metavar="N",
+                    help="with --window-warmup auto: the warm-up ends after N steps at the latest (the program's last "
+                         "run waited that many: the window starts no later than it did then)")
     ap.add_argument("--window-steps", default="auto", type=_count_or_auto,
                     help="steps in the window: a number, or auto (about 2 s of steps, 10 to 100)")
     ap.add_argument("--window-end", choices=["stop", "continue"], default="stop",
@@ -190,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         from .window_ranks import RankAgreement
         ranks = RankAgreement() if world_size() > 1 else None  # one window for every rank of a distributed job
         window = gate.WINDOW[0] = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
+                                          warmup_max=ns.window_warmup_max,
                                           stop=ns.window_end == "stop", recorder=recorder, compiles=compiles,
                                           ranks=ranks)
         window.mark_windows = not ns.cuda_profiler  # (ncu's pass reads no marks: nothing to add to its kernels)

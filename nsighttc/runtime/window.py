@@ -9,7 +9,9 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
 1. **Warm-up**: ``--window-warmup N`` steps, or ``auto``: until the last ``STEADY_RUN`` steps each lie within
    ``STEADY_TOLERANCE`` of their median and none of them compiled (torch.compile's callbacks, counted by the
    hooks), and never fewer than ``MIN_WARMUP`` steps; a phase that never settles starts its window after
-   ``MAX_WARMUP_STEPS`` steps or ``MAX_WARMUP_S`` seconds anyway. The step times are the host's (step end to
+   ``MAX_WARMUP_STEPS`` steps or ``MAX_WARMUP_S`` seconds anyway, and a program the evidence cache knows after as
+   many steps as its last run's warm-up at the latest (``--window-warmup-max``: the same stretch of the program
+   recorded run after run, and a program that ends inside its window keeps its window's steps). The step times are the host's (step end to
    step end): in a steady loop the host waits for the GPU (a full launch queue, ``.item()``, a sync) and its
    step time is the GPU's.
 2. **The window**: ``--window-steps N`` steps, or enough for ``TARGET_WINDOW_S`` seconds at the median step
@@ -72,6 +74,7 @@ MAX_WARMUP_S = 30.0
 TARGET_WINDOW_S = 2.0       # the window's length at the steady step time
 MIN_STEPS = 10              # enough steps for the analysis' median and its warm-up rule
 MAX_STEPS = 100
+PREPARE_WAIT_STEPS = 4      # a recorder not ready this many steps after its preparation: the window starts anyway
 PHASE_GRACE_S = 3.0         # after a named phase's window: how long another phase may take to begin
 # After the last window, under torch.profiler in a single process: the recording is stopped and written, and the
 # program runs on for this many steps (the first, just after the profiler's stop, not counted), or for
@@ -137,7 +140,8 @@ def is_steady(durations: list[float], compiled: list[bool], n_steps: int) -> boo
 
 class _Phase:
     __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
-                 "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests", "settled")
+                 "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests", "settled",
+                 "prepared_n")
 
     def __init__(self, key: tuple, now: float, compiles: int):
         self.key = key
@@ -154,6 +158,7 @@ class _Phase:
         self.steps = 0
         self.median_s: float | None = None
         self.prepared = False          # the recorder's step before the window was taken (``Recorder.prepare``)
+        self.prepared_n = 0            # ... at the end of which step
         self.agreed = False            # the window was started by the ranks' agreement (``runtime.window_ranks``)
         self.requests = 0              # a generation loop's requests completed inside the window
         self.settled = False           # the recorder was told the warm-up is steady before the window could start
@@ -165,8 +170,9 @@ class Window:
 
     def __init__(self, *, warmup: int | None = None, steps: int | None = None, stop: bool = True,
                  recorder: Recorder | None = None, compiles=lambda: 0, clock=time.perf_counter,
-                 emit=None, ranks=None):
+                 emit=None, ranks=None, warmup_max: int | None = None):
         self.warmup, self.steps, self.stop = warmup, steps, stop
+        self.warmup_max = warmup_max  # an auto warm-up ends here at the latest (the program's last run's warm-up)
         self.recorder = recorder or Recorder()
         self.compiles, self.clock = compiles, clock
         self.emit = emit or say
@@ -287,11 +293,16 @@ class Window:
             return None
         at_request = self.generation and ph.key == HOOK_PHASE and self.steps is None
         if ph.state == "warmup":
-            if ph.prepared:  # the step after the recorder's preparation: the window starts whatever it took
+            if ph.prepared:  # the step after the recorder's preparation: the window starts whatever it took, once
+                # the recording it prepared runs (a change of sessions still waiting for a record_function to close
+                # would otherwise come inside the window: one rank slowed there, the others waiting for it)
+                if not self.recorder.ready() and ph.n - ph.prepared_n < PREPARE_WAIT_STEPS:
+                    return None
                 return ["start", window_steps(self._recent_median(ph), self.steps)]
             ready = (ph.n >= self.warmup) if self.warmup is not None else (
                 is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
-                or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP))
+                or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP)
+                or self._past_last_warmup(ph))
             if not ready:
                 return None
             if at_request and self.next_step != "prefill":  # (a generation loop's window starts with a request)
@@ -299,8 +310,8 @@ class Window:
                     ph.settled = True
                     self.recorder.settled()  # (this rank's own recording only: nothing the ranks agree on)
                 return None
-            if self.recorder.wants_prepare():
-                return ["prepare"]
+            if self.recorder.wants_prepare() and not at_request:  # (a request's window starts at its prefill: the
+                return ["prepare"]                                  # recorder was told ``settled`` before it)
             return ["start", window_steps(self._recent_median(ph), self.steps)]
         ph.left -= 1
         if self.steps is None and ph.median_s and len(ph.durations) >= STEADY_RUN and \
@@ -318,6 +329,14 @@ class Window:
             return None
         return None if ph.left > 0 else ["end"]
 
+    def _past_last_warmup(self, ph: _Phase) -> bool:
+        """The warm-up is as long as the program's last run's (``warmup_max``; its step before the window included,
+        where the recorder takes one), and its last steps compiled nothing."""
+        if self.warmup_max is None:
+            return False
+        bound = self.warmup_max - (1 if self.recorder.wants_prepare() else 0)
+        return ph.n >= max(bound, MIN_WARMUP) and not any(ph.compiled[-STEADY_RUN:])
+
     @staticmethod
     def _recent_median(ph: _Phase) -> float | None:
         recent = sorted(ph.durations[-STEADY_RUN:])
@@ -326,7 +345,7 @@ class Window:
     def _apply(self, action: list, ph: _Phase, named: bool, now: float) -> None:
         what = action[0]
         if what == "prepare" and ph.state == "warmup":
-            ph.prepared = True  # (every rank follows: the next boundary starts the window on all of them)
+            ph.prepared, ph.prepared_n = True, ph.n  # (every rank follows: the window starts on all of them)
             self.recorder.prepare()
         elif what == "start" and ph.state == "warmup":
             ph.median_s = self._recent_median(ph)

@@ -21,6 +21,10 @@ class Recorder:
     def prepare(self) -> None:
         """The step before a window's (``wants_prepare``): the window starts at the next step boundary."""
 
+    def ready(self) -> bool:
+        """What ``prepare`` started is done: the window may start (``runtime.window`` waits a few steps for it)."""
+        return True
+
     def settled(self) -> None:
         """The warm-up is steady, but the window waits for its first step (a generation loop's next request), and
         the recording ends with that window."""
@@ -65,32 +69,54 @@ class TorchRecorder(Recorder):
         self.started_at: float | None = None if start is not None else 0.0
         self.start_seconds: float | None = None  # how long the profiler's start held the program (CUPTI's set-up)
 
-    def window_start(self, last: bool = False) -> None:
+    def _begin(self) -> None:
+        """``--record-from window``: the profiler starts (once)."""
         if self.started_at is None and not self.finished:
             self.started_at = self._clock()
             self._start()
             self.start_seconds = self._clock() - self.started_at
             from . import annotate
             annotate.label_open_ranges()  # the phase's range (and the launcher's) around the window's steps
+
+    def window_start(self, last: bool = False) -> None:
+        self._begin()  # (where no step before the window started it: ``prepare``, ``settled``)
         if self.sessions is not None and (last or self.sessions.any_window) and not self.finished:
             self.sessions.request()  # a first run: the operators until here, the window with the ranges only
 
     def settled(self) -> None:
+        self._begin()  # --record-from window: the recording runs before the request that starts the window
         if self.sessions is not None and self.sessions.state == "operators" and not self.finished:
             self.sessions.request()  # a first run: the operators of the steady warm-up are enough
 
     def wants_prepare(self) -> bool:
-        """A rank of a distributed job that records operators (``sessions.any_window``) changes sessions one step
-        before its window, not at its start: the change (profiler stop and writing the operators' trace: 1.4 s for
-        DDP ResNet-50 on H100) holds this rank, and the other ranks wait for it in their next collective. At the
-        window's start that wait fell inside every other rank's window: two H100s, call45, rank 1 waited 45-79 ms
-        "in communication" per window step of a 72-88 ms step, and a 30 ms straggler went unnamed."""
-        return self.sessions is not None and self.sessions.any_window and self.sessions.state == "operators" \
-            and not self.finished
+        """The recording a window needs is started one step before the window, never at its start:
+
+        - ``--record-from window``: the profiler itself. A session's first moments are not the steady state: its
+          start holds the program (CUPTI's set-up), and torch's profiler loses or misplaces GPU records at the
+          start of a session (pytorch/pytorch#192021: kernel records at a session's head with timestamps off
+          CUPTI's clock; #175790: a later session's GPU work shifted in time). On two H100s a torchrun job whose
+          recording started at the window and that ended 0.5 s later kept no GPU work on one rank (issue 50).
+        - A rank of a distributed job that records operators (``sessions.any_window``) changes sessions: the change
+          (profiler stop and writing the operators' trace: 1.4 s for DDP ResNet-50 on H100) holds this rank, and the
+          other ranks wait for it in their next collective. At the window's start that wait fell inside every
+          other rank's window: two H100s, call45, rank 1 waited 45-79 ms "in communication" per window step of a
+          72-88 ms step, and a 30 ms straggler went unnamed."""
+        if self.finished:
+            return False
+        if self.started_at is None:
+            return True
+        return self.sessions is not None and self.sessions.any_window and self.sessions.state == "operators"
 
     def prepare(self) -> None:
-        if self.wants_prepare():
+        if self.started_at is None:
+            self._begin()
+        elif self.wants_prepare():
             self.sessions.request()
+
+    def ready(self) -> bool:
+        """Not while a change of sessions waits for a ``record_function`` to close (``OperatorsUntilWindow``): its
+        profiler stop would come inside the window."""
+        return self.sessions is None or self.sessions.state != "pending"
 
     def window_end(self) -> None:
         if self.sessions is not None:

@@ -229,7 +229,9 @@ def test_recording_from_the_window_keeps_the_open_phase_ranges_and_leaves_the_wa
     doc = analyze([trace]).to_json()
     fams = {f["name"]: f for f in doc["timeline"]["step_families"]}
     assert set(fams) == {"prog.py/a/step", "prog.py/b/step"}
-    assert fams["prog.py/a/step"]["count"] <= 40 - start["warmup"]  # phase a's warm-up steps were not recorded
+    # phase a's warm-up steps were not recorded, but for the one before the window, in which the profiler started
+    # (``TorchRecorder.wants_prepare``: a session's first moments are not the steady state)
+    assert fams["prog.py/a/step"]["count"] <= 40 - start["warmup"] + 1
     assert fams["prog.py/b/step"]["count"] == 40  # all of phase b: it came after the recording began
     trace.unlink()
     r, trace, events = _launch(tmp_path, "print('no steps here')\n", "--record-from", "window")
@@ -387,3 +389,73 @@ def test_the_host_sampler_spends_its_larger_budget_inside_the_window_only():
     # the recorder hears of the start before the budget grows, of the end while it is still the window's
     assert seen == [("start", host_samples.COST_BUDGET), ("end", host_samples.WINDOW_COST_BUDGET)]
     assert fake.budget == host_samples.COST_BUDGET < host_samples.WINDOW_COST_BUDGET <= 0.05
+
+
+def test_a_known_programs_warm_up_ends_no_later_than_its_last_runs():
+    """--window-warmup-max: steps that never agree within 20% (a host whose speed moves) start the window where the
+    last run's did, not after MAX_WARMUP_STEPS; steps that settle earlier start it earlier."""
+    noisy = [0.1, 0.14] * 30
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None, stop=False)
+    hook_steps(w, clock, noisy)
+    assert next(e for e in w.events if e["event"] == "start")["warmup"] == win.MAX_WARMUP_STEPS  # never steady
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None, stop=False, warmup_max=7)
+    hook_steps(w, clock, noisy)
+    assert next(e for e in w.events if e["event"] == "start")["warmup"] == 7
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None, stop=False, warmup_max=7)
+    hook_steps(w, clock, [0.1] * 40)
+    assert next(e for e in w.events if e["event"] == "start")["warmup"] < 7  # steady before: not held back to 7
+    compiles = [0]
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None, stop=False, warmup_max=3, compiles=lambda: compiles[0])
+    for i, dt in enumerate(noisy[:12]):
+        clock.t += dt
+        compiles[0] += 1 if i < 6 else 0  # still compiling at the last run's warm-up: the bound waits
+        w.hook_boundary()
+    assert next(e for e in w.events if e["event"] == "start")["warmup"] >= 6 + win.STEADY_RUN
+
+
+class _Preparing(win.Recorder):
+    """A recorder whose preparation (a change of profiler sessions) completes only after ``late`` more steps."""
+    name = "torch"
+
+    def __init__(self, late: int):
+        self.late, self.calls = late, []
+
+    def wants_prepare(self) -> bool:
+        return not self.calls
+
+    def prepare(self) -> None:
+        self.calls.append("prepare")
+
+    def ready(self) -> bool:
+        self.late -= 1
+        return self.late < 0
+
+    def window_start(self, last: bool = False) -> None:
+        self.calls.append("start")
+
+
+@pytest.mark.parametrize("late,waited", [(0, 0), (2, 2), (50, win.PREPARE_WAIT_STEPS - 1)])
+def test_the_window_starts_once_what_the_recorder_prepared_is_running_or_after_a_few_steps(late, waited):
+    clock, rec = Clock(), _Preparing(late)
+    w = win.Window(clock=clock, emit=lambda s: None, stop=False, recorder=rec)
+    hook_steps(w, clock, [0.1] * 40)
+    start = next(e for e in w.events if e["event"] == "start")
+    assert rec.calls == ["prepare", "start"]
+    assert start["warmup"] == win.MIN_WARMUP + win.STEADY_RUN - 1 + 1 + waited  # steady, prepared, then waited
+
+
+def test_recording_from_the_window_starts_the_profiler_one_step_before_it():
+    """TorchRecorder with ``start`` (--record-from window): the profiler starts at the step before the window (its
+    first moments are not steady: pytorch/pytorch#192021), the window's mark at the next boundary."""
+    from nsighttc.runtime.window_recorders import TorchRecorder
+    started, clock = [], Clock()
+    rec = TorchRecorder(lambda: None, start=lambda: started.append(clock.t), clock=clock)
+    w = win.Window(clock=clock, emit=lambda s: None, stop=False, recorder=rec)
+    hook_steps(w, clock, [0.1] * 40)
+    start = next(e for e in w.events if e["event"] == "start")
+    # hook step n ends at 0.1 * n s: the profiler started at the boundary of the step before the window's first
+    assert len(started) == 1 and started[0] == pytest.approx(0.1 * (start["warmup"] - 1))

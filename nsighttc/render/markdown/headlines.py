@@ -156,9 +156,12 @@ def distributed_headline(doc: dict) -> str | None:
     comm = (f"communication not overlapped by compute: {pct(ex, 0)} of step time (mean over ranks)"
             if ex is not None else "no communication measured")
     missing = d.get("incomplete_ranks") or []
-    gone = (f"; rank{'s' if len(missing) > 1 else ''} {', '.join(str(r['rank']) for r in missing)} recorded no GPU "
-            "work and {} left out".format("are" if len(missing) > 1 else "is")) if missing else ""
+    gone = "".join(f"; rank {r['rank']} left out: {r.get('what') or 'incomplete'}" for r in missing)
     s = d.get("straggler")
+    if missing and d["ranks"] - len(missing) < 2:  # nothing left to compare: no cross-rank claim at all
+        return (f"Ranks: {d['ranks']} ranks, no cross-rank verdict — "
+                + "; ".join(f"rank {r['rank']}: {r.get('what') or 'incomplete'}" for r in missing)
+                + f" ({missing[0]['reason']})")
     if s:
         return (f"Ranks: rank {s['rank']} is the straggler — {s['cause']}; the other ranks wait "
                 f"{ns(s['others_wait_per_step_ns'])} per step for it; {comm}{gone}")
@@ -174,6 +177,9 @@ def distributed_headline(doc: dict) -> str | None:
                 f"(+{ns(li['launch_overhead_excess_ns'])} per step, profiler-sensitive: compare a plain run); {comm}{gone}")
     skew = d.get("step_skew") or {}
     sk = f", step skew {skew['median']:.2f}x median" if skew.get("median") else ""
+    if missing:  # never "no straggler" of the whole job while a rank's window is missing: it may be that rank
+        left = d["ranks"] - len(missing)
+        return f"Ranks: no straggler among the {left} ranks recorded whole{sk}; {comm}{gone}"
     return f"Ranks: {d['ranks']} ranks, no straggler{sk}; {comm}{gone}"
 
 

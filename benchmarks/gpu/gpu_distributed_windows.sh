@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Issue 50 on two GPUs (kind nvidia-h100-x2): every rank's window kept, work compared by launches, a straggler named
+# with its frame. One call (the session's device time was 8 minutes).
+#   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_distributed_windows.sh OUT verify50
+#   - DDP straggler (rank 1 sleeps 30 ms a step), 20 steps: the program ends inside its window. A plain run, the
+#     default first run (empty evidence cache) and the cached run: both ranks' windows whole, rank 1 named.
+#   - FSDP2, even ranks, first run: same_work true, any straggler's gain within its own excess.
+#   - FSDP2, rank 1 with 30 ms of host work a step, first run: rank 1 named, with its frame.
+# Per run: the job's distributed verdict, and each rank's window steps and GPU events in its window (summary.txt).
+set -u
+OUT=${1:?out dir}; PART=${2:-verify50}
+source "$(dirname "$0")/gpu_lib.sh"
+TR=(python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29543)
+DDP=(wrappers/ddp_train.py --steps 20 --warmup 2 --straggler-rank 1 --delay-ms 30)
+FSDP=(wrappers/fsdp2_train.py --steps 30)
+
+look() {  # name: the verdict's distributed part and each rank's window (steps, GPU events inside it)
+  local d; d=$(ls -d "$W/runs_$1"/*/ 2>/dev/null | tail -1)
+  [ -n "$d" ] || { echo "$1: no run directory" >> "$S"; return; }
+  python3 - "$d" "$1" >> "$S" 2>&1 <<'PY'
+import glob, json, sys
+d, name = sys.argv[1], sys.argv[2]
+try:
+    v = json.load(open(d + "/verdict.json"))
+except Exception as exc:
+    print(name, "no verdict:", exc); sys.exit()
+x = v.get("distributed") or {}
+s = x.get("straggler") or {}
+print(name, "| straggler", s.get("rank"), s.get("kind"), s.get("cause"), "| excess", s.get("excess_ns"),
+      "| own wait", s.get("own_wait_per_step_ns"), "| same_work", x.get("same_work"),
+      "| incomplete", json.dumps(x.get("incomplete_ranks")), "| launch_imbalance", bool(x.get("launch_imbalance")))
+print("  gains", [(f["id"], (f.get("gain") or {}).get("high")) for f in v.get("findings") or []][:6])
+print("  slowest step", x.get("slowest_rank_step_ns"), "| frames", json.dumps((s.get("host_frames_excess") or [])[:2]))
+for t in sorted(glob.glob(d + "/rank*/torch_trace.json")):
+    ev = json.load(open(t))["traceEvents"]
+    w = [e["ts"] for e in ev if e.get("name") == "nsighttc.window"]
+    start = min(w) if w else None
+    steps = sum(1 for e in ev if e.get("name") == "nsighttc.step" and (start is None or e["ts"] >= start))
+    gpu = sum(1 for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    gpu_in = sum(1 for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+                 and (start is None or e["ts"] >= start))
+    print(" ", t.split("/")[-2], "window mark", bool(w), "steps in window", steps, "gpu events", gpu, "in window", gpu_in)
+try:
+    r = json.load(open(d + "/run.json"))
+    w = r["passes"][0].get("window") or {}
+    print("  window", json.dumps({k: w.get(k) for k in ("phases", "recorded_from", "recorded_from_s", "ranks")}))
+    print("  passes", [(p.get("engine"), p.get("mode"), p.get("seconds")) for p in r["passes"]])
+except Exception as exc:
+    print("  run.json:", exc)
+PY
+}
+
+case "$PART" in
+verify50)
+  plain ddp_straggler20 "${TR[@]}" "${DDP[@]}"
+  profile ddp_straggler20_first 150 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_first
+  profile ddp_straggler20_cached 120 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_cached
+  profile fsdp_even 150 -- "${TR[@]}" "${FSDP[@]}"; look fsdp_even
+  profile fsdp_extra 150 -- "${TR[@]}" "${FSDP[@]}" --extra-host-rank 1 --extra-host-ms 30; look fsdp_extra
+  ;;
+esac
+pack
