@@ -80,9 +80,11 @@ def rank_job(rank: int, paths: list, kwargs: dict, keep_launches: bool, analyze:
         if isinstance(p, (rank_inputs.ProcessInput, RemoteInput)):
             i["path"] = str(p)
     compacted = tensor_cores.compact(v.launches)
+    from .analysis import ranks as ranks_mod
+    row = ranks_mod.rank_row(rank, v)  # before the launches go: the work per step is counted from them
     if not keep_launches:
         v.launches = v.launches.iloc[0:0].copy()  # a view would keep the whole table alive in-process
-    return rank, v, compacted
+    return rank, v, compacted, row
 
 
 def summarize(got) -> dict:
@@ -90,9 +92,7 @@ def summarize(got) -> dict:
     table row (``analysis.ranks.rank_row``), per-kernel rows, compacted launches, warnings and inputs. The rank's full
     verdict stays where it was made until the job's verdict asks for it (the rank it shows, the lowest rank)."""
     from array import array
-    from .analysis import ranks as ranks_mod
-    rank, v, compacted = got
-    row = ranks_mod.rank_row(rank, v)
+    rank, v, compacted, row = got
     for key in ("_iterations", "_all_iterations", "_own_iterations"):  # 8 bytes a step, not a float object's 32
         row[key] = array("d", row[key])
     return {"rank": rank, "row": row, "kernels": v.kernels, "compacted": compacted,

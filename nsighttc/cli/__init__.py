@@ -30,9 +30,26 @@ for _command in (analyze, report, diff, demo, profile, try_, doctor):
     cli.add_command(_command)
 
 
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a CI job cancelled, `timeout`, a batch system's kill) is handled as Ctrl-C is: the profiled program's
+    whole process group is stopped and what was recorded is kept. By default SIGTERM ended nsighttc at once and left
+    its children running: on two H200s a torchrun job killed by `timeout` kept its rendezvous port, and the next job
+    failed with EADDRINUSE (benchmarks/gpu/gpu_distributed_windows.sh, issue 50)."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: returns the exit code (tests call it directly)."""
     _LEVEL["value"] = 1
+    _terminate_as_interrupt()
     try:
         rv = cli.main(args=argv, prog_name="nsighttc", standalone_mode=False)
         return rv if isinstance(rv, int) else 0  # click returns Exit(code) values in non-standalone mode

@@ -19,7 +19,8 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
    saw prefill and decode calls) holds whole requests instead: it starts at a prefill and ends at one, after
    ``GEN_REQUESTS`` requests, or at the first request boundary past ``GEN_WINDOW_S`` seconds. Where the steps fall
    inside the window (the warm-up's agreeing steps were a plateau of slow early ones), the window runs on for a
-   window's worth of steps at the new rate.
+   window's worth of steps at the new rate (not in a window the ranks of a distributed job agreed on: its length is
+   the one they agreed on, or one rank stops while another still runs).
 3. **Then**: with ``--window-end stop`` (the default run's default) the program is stopped at the step boundary
    that ends the window (under torch.profiler, in a single process: ``UNRECORDED_STEPS`` steps later, once the
    recording is stopped and written, so that the same run times its steps unrecorded too: the ``unrecorded`` event,
@@ -314,7 +315,9 @@ class Window:
                 return ["prepare"]                                  # recorder was told ``settled`` before it)
             return ["start", window_steps(self._recent_median(ph), self.steps)]
         ph.left -= 1
-        if self.steps is None and ph.median_s and len(ph.durations) >= STEADY_RUN and \
+        # (not in a window the ranks of a job agreed on: each rank would extend it at its own step, from its own
+        # times, and one rank stopped while the other waited in its next collective: two H200s, FSDP2, issue 50)
+        if self.steps is None and not ph.agreed and ph.median_s and len(ph.durations) >= STEADY_RUN and \
                 all(d < (1 - STEADY_TOLERANCE) * ph.median_s for d in ph.durations[-STEADY_RUN:]):
             # the steps fell inside the window: the warm-up's agreeing steps were a plateau, not the rate (issue 44);
             # the window runs on for a window's worth of steps at the new rate

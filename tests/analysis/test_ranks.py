@@ -494,3 +494,15 @@ def test_communication_that_stays_after_a_stragglers_fix_is_its_own_finding_with
     fix = next(f for f in doc["findings"] if f["id"] == "straggler-rank")
     assert fix["gain"]["high"] == pytest.approx(T / (T - s["excess_ns"]), abs=1e-3)
     assert s["own_wait_per_step_ns"] < s["others_wait_per_step_ns"]
+
+
+def test_a_jobs_ranks_are_compared_on_their_launches_when_each_rank_is_analysed_apart():
+    """The job's verdict (each rank analysed apart, its launch table dropped before the reduce: ``rank_map``) still
+    compares the ranks' work by their launches per step. The H100 first run's rank 1 recorded from the program's start,
+    rank 0 from its window: their sets of compute kernel names differ (rank 1's warm-up ran kernels the steady steps
+    do not), so the fallback on names and GPU time called the same work different (two H200s showed it: issue 50)."""
+    v = analyze([DDP / "default_first_run_straggler0"], jobs=1)
+    names = [frozenset(r for r in v_.kernels["name"]) for v_ in
+             (analyze([DDP / "default_first_run_straggler0" / f"rank{r}"]) for r in (0, 1))]
+    assert names[0] != names[1]
+    assert v.distributed["same_work"] is True

@@ -333,6 +333,27 @@ def test_ctrl_c_kills_the_process_group(env, tmp_path):
     assert any("interrupted" in n for n in res["notes"])
 
 
+def test_sigterm_to_the_command_stops_the_programs_process_group_as_ctrl_c_does(env, tmp_path):
+    """`timeout`, a cancelled CI job: SIGTERM to `nsighttc profile` stops the profiled program's whole group (two
+    H200s: a torchrun job left running kept its port, and the next job failed with EADDRINUSE)."""
+    script = env()
+    pidfile = tmp_path / "pid"
+    script.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    cmd = [sys.executable, "-m", "nsighttc", "profile", "--engine", "ncu", "--out", str(tmp_path / "runs"), str(script)]
+    driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    t0 = time.monotonic()
+    while not pidfile.exists() and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+    assert pidfile.exists(), "the program never started"
+    driver.send_signal(signal.SIGTERM)
+    out, err = driver.communicate(timeout=60)
+    assert driver.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert time.monotonic() - t0 < 40  # not the program's 60 s
+    time.sleep(0.5)
+    assert not _alive(int(pidfile.read_text()))
+
+
 def test_a_later_pass_that_fails_is_a_note_not_the_exit_code(env, tmp_path, monkeypatch):
     """The program's own run (the timeline pass) exits 0; under ncu it crashes with 11 after two of the three
     kernels were profiled (the Trainer under ncu on H100 did): the run exits 0 and says what happened."""

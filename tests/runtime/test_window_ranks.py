@@ -14,16 +14,17 @@ from nsighttc.runtime.window_ranks import KEY_PREFIX, RankAgreement
 
 from .test_window import ROOT, Clock
 
-def _rank(store, rank: int, step_s: float, steps: int, stop: bool = False, recorder=None, **agreement):
-    """One rank's window fed ``steps`` hook steps of ``step_s`` seconds each (ended by ``finish`` unless ``stop``:
-    then by WindowDone, raised here in the test's main thread)."""
+def _rank(store, rank: int, step_s, steps: int, stop: bool = False, recorder=None, **agreement):
+    """One rank's window fed ``steps`` hook steps of ``step_s`` seconds each, or of the times ``step_s`` lists
+    (ended by ``finish`` unless ``stop``: then by WindowDone, raised here in the test's main thread)."""
+    times = list(step_s) if isinstance(step_s, (list, tuple)) else [step_s] * steps
     clock, lines = Clock(), []
     ranks = RankAgreement(group=lambda: (store, rank), emit=lines.append, **agreement)
     w = win.Window(clock=clock, stop=stop, emit=lines.append, ranks=ranks, recorder=recorder)
-    for _ in range(steps):
+    for dt in times[:steps]:
         if not w.enabled:
             break
-        clock.t += step_s
+        clock.t += dt
         try:
             w.hook_boundary()
         except win.WindowDone:
@@ -287,3 +288,22 @@ def test_a_ddp_job_that_ends_without_a_window_exits_on_every_rank(tmp_path):
                            env={**os.environ, "OMP_NUM_THREADS": "1"})
         assert r.returncode == 0, (attempt, r.stderr[-3000:])
         assert (tmp_path / "rank1.json").exists() and (tmp_path / "rank0.json").exists()
+
+
+@pytest.mark.torch
+def test_a_window_the_ranks_agreed_on_ends_at_the_same_step_on_every_rank_when_their_steps_speed_up_apart():
+    """Two H200s, FSDP2 (issue 50, benchmarks/gpu/gpu_distributed_windows.sh): the window started on 130 ms steps that
+    then fell to 89 ms; each rank extended its window at its own step (9 and 12), one stopped, and the other waited in
+    its next all-gather until the run's timeout. A window the ranks agreed on keeps the length they agreed on."""
+    import torch.distributed as dist
+    store = dist.HashStore()
+    leader, _, _ = _rank(store, 0, [0.13] * 9 + [0.089] * 300, 300, stop=True)
+    follower, _, _ = _rank(store, 1, [0.13] * 12 + [0.089] * 300, 300, stop=True)
+    ends = [next(e for e in w.events if e["event"] == "end") for w in (leader, follower)]
+    assert ends[0]["step"] == ends[1]["step"] and leader.stopped and follower.stopped
+    assert not any(e["event"] == "extend" for w in (leader, follower) for e in w.events)
+    alone = win.Window(clock=Clock(), stop=False, emit=lambda _: None)  # one process still extends its window
+    for dt in [0.13] * 9 + [0.089] * 300:
+        alone.clock.t += dt
+        alone.hook_boundary()
+    assert any(e["event"] == "extend" for e in alone.events)
