@@ -226,6 +226,19 @@ def test_a_variant_that_changes_nothing_says_so_and_why(tmp_path):
     assert by["tf32"]["applied"] is True and "not_applied" not in by["tf32"]
 
 
+def test_cuda_graphs_wraps_the_main_model_and_says_why_no_call_was_graphed_on_a_cpu(tmp_path):
+    """The variant replaces the main model's forward (the hooks find it) and counts every call it left as written:
+    here three evaluation calls on CPU tensors, so nothing was captured and the run is no measurement of it."""
+    seen, record, _ = _probe(tmp_path, "cuda-graphs", program=MODEL_PROBE)
+    item = record["variants"][0]
+    assert seen["forward"] == "GraphedForward" and item["set"]["model"] == "Sequential"
+    assert item["applied"] is False and item["set"]["graphed calls"] == 0
+    assert item["not_applied"] == "no call was replayed as a CUDA graph: 3 calls with a tensor argument off the GPU, " \
+                                  "or without CUDA"
+    from nsighttc.analysis.variant_gain import VARIANT_FINDING
+    assert VARIANT_FINDING["cuda-graphs"] == [("launch-bound", None)]
+
+
 def test_metric_is_the_last_match():
     out = "epoch 1: 10.5 images/s\nepoch 2: 1,234.5 images/s\ndone"
     assert read_metric(r"([\d.,]+) images/s", out) == 1234.5

@@ -13,7 +13,8 @@ VARIANT_FINDING = {"tf32": [("fp32-matmul-on-cuda-cores", "tf32")],
                    "pin-memory": [("pageable-host-copies", None)],
                    # CUDA graphs replay a call's kernels without the host launching them: the launch gaps go
                    "compile-reduce-overhead": [("launch-bound", None), ("host-bound-model-code", None)],
-                   "static-cache": [("launch-bound", None)], "compile": [("host-bound-model-code", None)]}
+                   "static-cache": [("launch-bound", None)], "compile": [("host-bound-model-code", None)],
+                   "cuda-graphs": [("launch-bound", None)]}
 AUTOCAST = ("bf16-autocast", "fp16-autocast")
 # variants that compile (transformers compiles a static cache's decoding step itself): Inductor fuses the kernels
 # that are not matrix work, so their prediction's high end lets that GPU time go too. A static cache on the H100 ran
@@ -22,7 +23,8 @@ AUTOCAST = ("bf16-autocast", "fp16-autocast")
 COMPILING = ("compile", "compile-reduce-overhead", "static-cache")
 # variants that adopt what the recording may show in use already (``timeline.in_use``): nothing is predicted for them
 # then, and ``try --variant auto`` does not offer them (issue 56)
-VARIANT_IN_USE = {"static-cache": "cuda_graphs", "compile-reduce-overhead": "cuda_graphs", "compile": "torch_compile"}
+VARIANT_IN_USE = {"static-cache": "cuda_graphs", "compile-reduce-overhead": "cuda_graphs", "compile": "torch_compile",
+                  "cuda-graphs": "cuda_graphs"}
 
 def adopted(doc: dict, variant: str) -> bool:
     """Whether the recording shows what ``variant`` adopts in use already where its findings are: CUDA graphs

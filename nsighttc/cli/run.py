@@ -216,8 +216,10 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     Each variant is applied from the launcher, without editing the program: TF32 flags, the whole program
     inside torch.autocast, cuDNN autotuning, DataLoader defaults (only loaders left at num_workers=0 /
     pin_memory=False), the main model's forward through torch.compile (compile, compile-reduce-overhead:
-    CUDA graphs), the main model in the channels-last memory format (channels-last), transformers' generate()
-    with a static KV cache (static-cache). Steps still getting faster at a run's end give no number: "never settled".
+    CUDA graphs), the main model's evaluation calls captured and replayed as CUDA graphs without the compiler
+    (cuda-graphs: autograd off, static shapes; the rest runs as written and the table says how much), the main
+    model in the channels-last memory format (channels-last), transformers' generate() with a static KV cache
+    (static-cache). Steps still getting faster at a run's end give no number: "never settled".
 
     
     Speed is measured without a profiler: each run is plain, its steps timed at their boundaries (CUDA

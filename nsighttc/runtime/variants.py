@@ -27,6 +27,9 @@ overrode), and transformers then compiles the decoding step (``CompileConfig``'s
 and leaves the main model's ``forward`` alone when it is called from ``generate()``. A call that passes its own cache
 object (``past_key_values``) is left as it is.
 
+``cuda-graphs`` replays the main model's evaluation calls as CUDA graphs captured without the compiler, where their
+signatures are static (``runtime.cuda_graphs``, which says where it cannot apply).
+
 Every variant's record says whether it changed anything (``applied``) and why not: a variant that applied nowhere ran
 the program unchanged, and ``try`` does not present its run as a measurement of it (issue 56: a ``static-cache``
 that changed 0 calls was reported as "0.81x (slower)"). At exit the record also holds what torch.compile did in the
@@ -58,10 +61,13 @@ VARIANTS = {
                                "new CUDA-graph step: graphs replay each call's kernels without the host launching "
                                "them one by one; generate() loops take transformers' compiled static-cache path",
     "channels-last": "the main model converted to torch.channels_last (convolutions follow the weight's layout)",
+    "cuda-graphs": "the main model's evaluation calls (autograd off, static shapes, on the GPU) captured once per "
+                   "input signature and replayed as CUDA graphs, without torch.compile; training calls, calls from "
+                   "generate() and calls whose capture fails run as written, and the table says how many",
     "static-cache": "transformers generate() calls with cache_implementation='static', also where the program named "
                     "another cache (transformers then compiles the decoding step with CUDA graphs)",
 }
-MODEL_VARIANTS = ("compile", "compile-reduce-overhead", "channels-last")
+MODEL_VARIANTS = ("compile", "compile-reduce-overhead", "channels-last", "cuda-graphs")
 FP16_WARNING = ("fp16-autocast: training needs a torch.amp.GradScaler, which the program may not have; without "
                 "one small gradients underflow to zero (check the loss/metric column)")
 _WORKERS = re.compile(r"^workers=(\d+)$")
@@ -165,6 +171,8 @@ def apply(names: list[str], applied: Applied, marks=None) -> contextlib.Abstract
             if v.key == "compile-reduce-overhead":
                 item["set"]["generate calls"] = 0
                 _graphed_generate(item, compile_config=True)
+            elif v.key == "cuda-graphs":
+                _count_generate()
             marks.on_main.append(lambda module, key=v.key, item=item: _change_model(module, key, item))
         elif v.key == "static-cache":
             item = {"variant": v.name, "set": {"generate(cache_implementation)": "static", "generate calls": 0}}
@@ -194,6 +202,10 @@ def _applied(item: dict, loaders: dict) -> tuple[bool, str | None]:
                            "(past_key_values), which the variant leaves alone")
         if key == "static-cache":
             return False, "no transformers generate() call ran"
+    if key == "cuda-graphs":
+        from .cuda_graphs import not_applied
+        why = not_applied(st)
+        return why is None, why
     if key in MODEL_VARIANTS:
         if st.get("model"):
             return True, None
@@ -231,6 +243,11 @@ def _change_model(module, key: str, item: dict) -> None:
         module.to(memory_format=torch.channels_last)
         item["set"] = {"model": name, "memory_format": "channels_last"}
         return
+    if key == "cuda-graphs":
+        from .cuda_graphs import GraphedForward
+        item["set"]["model"] = name
+        module.forward = GraphedForward(module.forward, item, in_generate=lambda: _GENERATE_DEPTH[0] > 0)
+        return
     if key == "compile-reduce-overhead" and _GENERATE_DEPTH[0]:
         # called from generate(): transformers' compiled static-cache path graphs it (``_graphed_generate``)
         item["set"]["model"] = name
@@ -248,6 +265,22 @@ def _change_model(module, key: str, item: dict) -> None:
         module.forward = forward
     item["set"].update({"model": name, "forward": f"torch.compile(mode={mode or 'default'!r})"
                                                   + (", each call a new CUDA-graph step" if mode else "")})
+
+
+def _count_generate() -> None:
+    """Count the ``generate()`` calls open on the stack (``_GENERATE_DEPTH``), for a variant that leaves their model
+    calls alone (``cuda-graphs``)."""
+    from .model_calls import patch_generate
+
+    def make(original):
+        def generate(self, *args, **kwargs):
+            _GENERATE_DEPTH[0] += 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                _GENERATE_DEPTH[0] -= 1
+        return generate
+    patch_generate(make, "_nsighttc_generate_depth")
 
 
 def _graphed_generate(item: dict, compile_config: bool) -> None:

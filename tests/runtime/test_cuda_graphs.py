@@ -1,0 +1,131 @@
+"""``try --variant cuda-graphs`` (nsighttc/runtime/cuda_graphs.py): which calls of the main model are captured and
+replayed, which run as written and why. On the CPU the capture is a stand-in with a CUDA graph's semantics (static
+input buffers the replay reads, static outputs each replay overwrites); on a GPU (``-m gpu``) the real one."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from nsighttc.runtime import cuda_graphs as cg  # noqa: E402
+
+
+def cpu_capture(calls: list):
+    """A capture with a graph's semantics on the CPU: the inputs are copied into static buffers once, and a replay runs
+    the function again on those buffers, writing into the same output tensors (what the next replay overwrites)."""
+    def capture(fn, args, kwargs):
+        calls.append("capture")
+        s_args = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+        s_kwargs = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
+        out = fn(*s_args, **s_kwargs)
+
+        def replay():
+            calls.append("replay")
+            out.copy_(fn(*s_args, **s_kwargs))
+        return replay, s_args, s_kwargs, out
+    return capture
+
+
+def _graphed(capture, **kw):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    item = {"variant": "cuda-graphs", "set": {"model": "Sequential"}}
+    f = cg.GraphedForward(model.forward, item, capture=capture, placed=lambda a, k: True, **kw)
+    return model, f, item
+
+
+def test_evaluation_calls_of_one_signature_are_captured_once_then_replayed_with_their_own_inputs():
+    calls = []
+    model, f, item = _graphed(cpu_capture(calls))
+    xs = [torch.randn(3, 8, generator=torch.Generator().manual_seed(i)) for i in range(6)]
+    with torch.no_grad():
+        outs = [f(x) for x in xs]
+        want = [model(x) for x in xs]
+    assert calls == ["capture"] + ["replay"] * (6 - cg.EAGER_CALLS)  # eager warm-up calls, one capture, replays
+    assert all(torch.equal(o, w) for o, w in zip(outs, want))  # each replay read its call's inputs ...
+    assert outs[-2].data_ptr() != outs[-1].data_ptr()  # ... and returned a copy the next replay cannot overwrite
+    st = item["set"]
+    assert st["graphed calls"] == 6 - cg.EAGER_CALLS and st["graphs"] == 1 and st["left eager"] == {}
+    assert cg.not_applied(st) is None
+
+
+def test_training_calls_generate_calls_and_calls_off_the_gpu_run_as_written_and_are_counted():
+    calls = []
+    model, f, item = _graphed(cpu_capture(calls))
+    x = torch.randn(3, 8)
+    for _ in range(4):
+        f(x).sum().backward()  # autograd on: a training step
+    assert calls == [] and item["set"]["left eager"] == {cg.TRAINING: 4}
+    why = cg.not_applied(item["set"])
+    assert why.startswith("no call was replayed") and "4 training calls" in why
+    inside = [True]
+    _, g, item2 = _graphed(cpu_capture(calls), in_generate=lambda: inside[0])
+    with torch.no_grad():
+        for _ in range(4):
+            g(x)
+    assert item2["set"]["left eager"] == {cg.IN_GENERATE: 4}
+    h = cg.GraphedForward(model.forward, {"variant": "cuda-graphs", "set": {"model": "Sequential"}})
+    with torch.no_grad():
+        h(x)
+    assert h.item["set"]["left eager"] == {cg.NOT_CUDA: 1}  # CPU tensors (or no CUDA): never captured
+
+
+def test_shapes_that_keep_changing_stop_being_captured_past_the_limit():
+    calls = []
+    _, f, item = _graphed(cpu_capture(calls))
+    with torch.no_grad():
+        for batch in range(1, cg.MAX_GRAPHS + 3):
+            for _ in range(cg.EAGER_CALLS + 1):
+                f(torch.randn(batch, 8))
+    st = item["set"]
+    assert st["graphs"] == cg.MAX_GRAPHS and calls.count("capture") == cg.MAX_GRAPHS
+    assert st["left eager"] == {cg.NOT_STATIC: 2}  # the two signatures past the limit, once each past warm-up
+
+
+def test_a_capture_that_fails_leaves_its_signature_eager_with_the_reason():
+    def failing(fn, args, kwargs):
+        raise RuntimeError("operation not permitted when stream is capturing\nmore")
+    model, f, item = _graphed(failing)
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        outs = [f(x) for _ in range(5)]
+        want = model(x)
+    assert all(torch.equal(o, want) for o in outs)  # the program's results are its own
+    st = item["set"]
+    assert st["left eager"] == {cg.CAPTURE_FAILED: 5 - cg.EAGER_CALLS}
+    assert st["capture failed"] == {"1": "RuntimeError: operation not permitted when stream is capturing"}
+    assert "capture failed" in cg.not_applied(st) or cg.CAPTURE_FAILED in cg.not_applied(st)
+
+
+def test_outputs_keep_their_structure_when_copied_out_of_the_graph():
+    from collections import OrderedDict, namedtuple
+    Pair = namedtuple("Pair", "a b")
+    t = torch.ones(2)
+    out = cg.copy_out({"logits": t, "extra": (t, [t, None]), "pair": Pair(t, 3), "od": OrderedDict(x=t)})
+    assert isinstance(out["pair"], Pair) and out["pair"].b == 3 and isinstance(out["od"], OrderedDict)
+    assert out["logits"].data_ptr() != t.data_ptr() and out["extra"][1][1] is None
+    assert torch.equal(out["extra"][1][0], t)
+
+
+def test_signatures_hold_shapes_dtypes_and_plain_values_and_refuse_other_objects():
+    a = cg.signature((torch.zeros(2, 3),), {"flag": True})
+    assert a == cg.signature((torch.ones(2, 3),), {"flag": True})
+    assert a != cg.signature((torch.zeros(2, 4),), {"flag": True})
+    assert a != cg.signature((torch.zeros(2, 3, dtype=torch.float16),), {"flag": True})
+    assert a != cg.signature((torch.zeros(2, 3),), {"flag": False})
+    assert cg.signature((torch.zeros(2, 3), [torch.zeros(1)]), {}) is None  # a list of tensors: not a static key
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_evaluation_calls_replay_as_cuda_graphs_and_match_eager():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 8)).cuda().eval()
+    item = {"variant": "cuda-graphs", "set": {"model": "Sequential"}}
+    f = cg.GraphedForward(model.forward, item)
+    xs = [torch.randn(16, 64, device="cuda") for _ in range(6)]
+    with torch.inference_mode():
+        outs = [f(x) for x in xs]
+        want = [model(x) for x in xs]
+    assert item["set"]["graphed calls"] == 6 - cg.EAGER_CALLS and item["set"]["graphs"] == 1
+    assert all(torch.allclose(o, w, atol=1e-5) for o, w in zip(outs, want))
