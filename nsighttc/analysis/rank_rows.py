@@ -24,16 +24,16 @@ def rank_row(rank: int, v) -> dict:
     # GPU work recorded, but none in the steps compared (issue 50: a rank whose recording of the window lost its GPU
     # records, beside warm-up steps that kept theirs)
     idle_window = not no_work and dom and dom.get("steady_wall_ns") and dom.get("steady_gpu_busy_share") == 0
-    reason = short = None
+    reason = short = why = None
     if no_work:
-        short = "no GPU work recorded"
-        reason = ("its recording holds no GPU work (" + ", ".join(str(i["path"]) for i in v.inputs)
-                  + "): the recording stopped before the rank's GPU work was recorded, or the rank ran none")
+        short, why = "no GPU work recorded", "the recording stopped before the rank's GPU work was recorded, or the " \
+                                             "rank ran none"
+        reason = ("its recording holds no GPU work (" + ", ".join(str(i["path"]) for i in v.inputs) + "): " + why)
     elif idle_window:
-        short = "no GPU work recorded in its window"
+        short, why = "no GPU work recorded in its window", "the profiler lost the window's GPU records, or the " \
+                                                           "rank's GPU work lies elsewhere"
         reason = (f"its recording holds no GPU work in its {max(int(dom.get('count', 0)) - warm, 0)} steady steps ("
-                  + ", ".join(str(i["path"]) for i in v.inputs) + "): the profiler lost the window's GPU records, or "
-                  "the rank's GPU work lies elsewhere")
+                  + ", ".join(str(i["path"]) for i in v.inputs) + "): " + why)
     n_steady = max(int(dom.get("count", 0)) - warm, 1) if dom else 1
     per_step = {}
     if dom:
@@ -65,7 +65,7 @@ def rank_row(rank: int, v) -> dict:
         "_warmup": warm, "_all_iterations": list(dom.get("iteration_ns", [])) if dom else [],
         "_per_step": per_step,
         "complete": reason is None,
-        "incomplete_reason": reason, "_incomplete_short": short,
+        "incomplete_reason": reason, "_incomplete_short": short, "_incomplete_why": why,
         "_steady_steps": max(int(dom.get("count", 0)) - warm, 0) if dom else 0,
         "_own_iterations": _own_iterations(dom, warm),
         "_collectives": list(comm.get("collectives") or []) if tl else [],
@@ -95,6 +95,7 @@ def failed_row(rank: int, inputs: list[str], reason: str) -> dict:
             "kernel_time_ns": 0.0, "verdict": None, "headline_cause": None, "step_family": None, "_iterations": [],
             "_warmup": 0, "_all_iterations": [], "_per_step": {}, "complete": False,
             "incomplete_reason": f"it could not be analysed: {reason}", "_incomplete_short": "not analysed",
+            "_incomplete_why": reason,
             "_own_iterations": [], "_collectives": [],
             "_steady_steps": 0,
             "host": None, "_compute_kernels": [], "_frames_per_step": {}}

@@ -233,6 +233,7 @@ def _short_windows(rows: list[dict]) -> None:
             r["incomplete_reason"] = (f"its recording holds {n} of the window's steady steps, another rank's "
                                       f"{most}: its recording started late or stopped early")
             r["_incomplete_short"] = f"{n} of the window's {most} steps recorded"
+            r["_incomplete_why"] = "its recording started late or stopped early"
 
 
 def distributed(rows: list[dict], world_size: int | None) -> dict:
@@ -246,7 +247,8 @@ def distributed(rows: list[dict], world_size: int | None) -> dict:
     _short_windows(rows)
     complete = [r for r in rows if r["complete"]]
     incomplete = [{"rank": r["rank"], "reason": r["incomplete_reason"],
-                   "what": r.get("_incomplete_short") or "incomplete"} for r in rows if not r["complete"]]
+                   "what": r.get("_incomplete_short") or "incomplete",
+                   "why": r.get("_incomplete_why") or r["incomplete_reason"]} for r in rows if not r["complete"]]
     strag, launch, unsure = imbalance(complete)
     return {"ranks": len(rows), "world_size": world_size, "straggler": strag, "launch_imbalance": launch,
             "no_consistent_straggler": unsure, "incomplete_ranks": incomplete,

@@ -160,8 +160,8 @@ def distributed_headline(doc: dict) -> str | None:
     s = d.get("straggler")
     if missing and d["ranks"] - len(missing) < 2:  # nothing left to compare: no cross-rank claim at all
         return (f"Ranks: {d['ranks']} ranks, no cross-rank verdict — "
-                + "; ".join(f"rank {r['rank']}: {r.get('what') or 'incomplete'}" for r in missing)
-                + f" ({missing[0]['reason']})")
+                + "; ".join(f"rank {r['rank']}: {r.get('what') or 'incomplete'} ({r.get('why') or r['reason']})"
+                            for r in missing))
     if s:
         return (f"Ranks: rank {s['rank']} is the straggler — {s['cause']}; the other ranks wait "
                 f"{ns(s['others_wait_per_step_ns'])} per step for it; {comm}{gone}")
