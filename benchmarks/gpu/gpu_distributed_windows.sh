@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 50 on two GPUs (kind nvidia-h100-x2): every rank's window kept, work compared by launches, a straggler named
 # with its frame. One call (the session's device time was 8 minutes).
-#   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_distributed_windows.sh OUT verify50
+#   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_distributed_windows.sh OUT PART
+#   PART verify50 (the call of reports/distributed_windows), fsdp50 (FSDP2 after its fixes: even first and cached,
+#   extra host work on rank 1; fixtures kept), cost50 (alternating plain / first / cached rounds of DDP and FSDP2).
 #   - DDP straggler (rank 1 sleeps 30 ms a step), 20 steps: the program ends inside its window. A plain run, the
 #     default first run (empty evidence cache) and the cached run: both ranks' windows whole, rank 1 named.
 #   - FSDP2, even ranks, first run: same_work true, any straggler's gain within its own excess.
@@ -50,7 +52,29 @@ except Exception as exc:
 PY
 }
 
+keep() {  # name: every rank's trace of the latest run, stripped and gzipped (fixtures for CPU tests)
+  local d r t; d=$(ls -d "$W/runs_$1"/*/ 2>/dev/null | tail -1)
+  for r in "$d"/rank*/; do
+    [ -d "$r" ] || continue
+    mkdir -p "$W/fix/$1/$(basename "$r")"
+    for t in "$r"/torch_trace.json; do
+      [ -f "$t" ] && python3 benchmarks/strip_fixture.py "$t" "$W/fix/$1/$(basename "$r")/torch_trace.json.gz" >> "$S" 2>&1
+    done
+  done
+}
+
 case "$PART" in
+fsdp50)   # after the agreed-window fix: FSDP2 even (first, cached), rank 1 with 30 ms of host work (first)
+  plain fsdp_even "${TR[@]}" "${FSDP[@]}"
+  profile fsdp_even_first 200 -- "${TR[@]}" "${FSDP[@]}"; look fsdp_even_first; keep fsdp_even_first
+  profile fsdp_even_cached 200 -- "${TR[@]}" "${FSDP[@]}"; look fsdp_even_cached
+  profile fsdp_extra_first 200 -- python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29544 \
+    "${FSDP[@]}" --extra-host-rank 1 --extra-host-ms 30; look fsdp_extra_first; keep fsdp_extra_first
+  ;;
+cost50)   # the torchrun costs as alternating rounds (rows ddp, fsdp2 in summary.json)
+  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds 2 ddp fsdp2 > "$W/ov.log" 2>&1
+  echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
+  ;;
 verify50)
   plain ddp_straggler20 "${TR[@]}" "${DDP[@]}"
   profile ddp_straggler20_first 150 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_first
