@@ -222,6 +222,11 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             rp_run.kill(grace_s=2.0)
         raise
     out.done.append(tl)
+    if tl.ranks_left_running_s is not None:
+        out.notes.append(f"a rank of the job still ran {tl.ranks_left_running_s:.0f} s after another rank's window had "
+                         "stopped its program and its trace was written: the ranks did not stop at the same step (one "
+                         "waited in a collective the others never joined), so the job was stopped; a rank whose "
+                         "recording was lost with it is named below")
     program.timeline_events = tl.window_events
     out.marks["timeline_written"] = round(time.monotonic() - started, 3)
     try:

@@ -88,6 +88,7 @@ class Pass:
     ops_trace: Path | None = None                  # timeline: where a first run's operators until the window go
     operators_until_s: float | None = None         # ... and when they were written (None: one recording, whole)
     ranks_recorded: dict = field(default_factory=dict)  # distributed timeline: what each rank's launcher recorded
+    ranks_left_running_s: float | None = None      # ... stopped: a rank still ran this long after another's stop
 
     @property
     def stopped_after_window(self) -> bool:

@@ -25,6 +25,12 @@ from .running import finish_pass, start_pass
 
 
 LAUNCHER = "nsighttc.launch: "  # how every line of the launcher's starts (runtime.lines)
+# A distributed job whose window stopped the program (``--window-end stop``): every rank stops at the step the ranks
+# agreed on, and writes its trace within seconds of the others (the profiler's stop and the writing: 0.3-1.4 s a rank
+# on two H200s, reports/distributed_windows). A rank still running this long after another rank's trace was written
+# will not end on its own: it waits in a collective the stopped ranks never join (two H200s, FSDP2: ranks that
+# extended their window apart, one hung until the harness' timeout). The job is then stopped, and the run says so.
+RANKS_END_GRACE_S = 120.0
 _RECORDED_FROM = re.compile(r"recorded from ([0-9.]+) s")  # the launcher's trace line, --record-from window
 _PROGRAM_S = re.compile(r"\(program ([0-9.]+) s")  # the launcher's lines: seconds into the program
 _STOP_S = re.compile(r"profiler stop ([0-9.]+) s")
@@ -68,6 +74,9 @@ class TimelineRun:
         self.said_code: int | None = None  # the exit code the launcher said it will return (EXIT_SAID)
         self._follow = False               # the trace is written, and unrecorded steps follow (UNRECORDED_FOLLOW)
         self.nothing_recorded = False      # --record-from window, and no window started: no trace was written
+        self._stopping = False             # a distributed job's window stopped its program (a "stop" event)
+        self._first_rank_written: float | None = None  # ... and when the first rank's trace was written
+        self.ranks_left_running = False    # the job was stopped: ranks ran on past RANKS_END_GRACE_S
         self._said_end: tuple | None = None  # (code, timed out, interrupted) as ``provisional`` took them
         # A first run's operators until the window (``--ops-trace``) are on disk; the program's GPU work is over (it
         # said its exit code, or wrote its trace, or ended): a replay may use the GPU from then on.
@@ -84,6 +93,11 @@ class TimelineRun:
                 line = line[i:] if i > 0 else line
                 if rank_dir is not None:
                     rank_recording(line, p.ranks_recorded)
+                    if '"stop": true' in line or '"event": "stop"' in line:
+                        self._stopping = True
+                    elif line.startswith(TRACE_WRITTEN) and not line.startswith(OPS_WRITTEN) and self._stopping \
+                            and self._first_rank_written is None:
+                        self._first_rank_written = time.monotonic()
                 if line.startswith(marker):
                     m = _RECORDED_FROM.search(line)
                     if m:
@@ -143,6 +157,9 @@ class TimelineRun:
             while self.run.proc.poll() is None:
                 if not self.early:
                     time.sleep(0.02)  # (a rank's trace said written is not the job's end)
+                    if self._first_rank_written is not None and \
+                            time.monotonic() - self._first_rank_written > RANKS_END_GRACE_S:
+                        self._stop_ranks_left_running()
                 elif self._written.wait(0.02):
                     if self.run.proc.poll() is None:
                         self.pending = True
@@ -158,6 +175,14 @@ class TimelineRun:
             return self.p
         left = None if deadline is None else max(deadline - time.monotonic(), 0.01)
         return finish_pass(self.p, self.run, left)
+
+    def _stop_ranks_left_running(self) -> None:
+        """A rank ran on long after another's window stopped its program: stop the job (its launchers, interrupted,
+        write what they recorded where they can) and say so in the pass (``ranks_left_running``)."""
+        self._first_rank_written = None
+        self.ranks_left_running = True
+        self.p.ranks_left_running_s = RANKS_END_GRACE_S
+        self.run.kill(grace_s=5.0)
 
     def provisional(self) -> bool:
         """While the process still exits after its trace: take the exit code the launcher said it returns as the

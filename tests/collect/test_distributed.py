@@ -317,3 +317,44 @@ def test_every_ranks_window_is_kept_when_rank_0_switches_slowly_and_the_program_
     w = meta["passes"][0]["window"]
     assert len(meta["passes"]) == 1 and w["recorded_from"] == "window" and w["phases"][0]["warmup_steps"] <= warm
     assert "--window-warmup-max" in meta["commands"][0]
+
+
+RANK_0_RUNS_ON = """
+import os, time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 16))
+opt = torch.optim.SGD(m.parameters(), lr=0.01); x = torch.randn(8, 16)
+try:
+    for i in range(3000):
+        time.sleep(0.004)
+        opt.zero_grad(); m(x).sum().backward(); opt.step()
+finally:
+    if os.environ["RANK"] == "0":  # rank 0 does not stop with the others (as a rank waiting in a collective)
+        time.sleep(300)
+"""
+
+
+@pytest.mark.torch
+def test_a_rank_that_runs_on_after_the_others_stopped_is_stopped_and_the_run_says_so(tmp_path, monkeypatch):
+    """Two H200s, FSDP2 (issue 50): one rank stopped after its window, the other never ended, and the run hung until the
+    harness' timeout. Once a rank's trace is written after a stop, the others get a grace; then the job is stopped,
+    the run analyses what was written, and its notes say why it stopped the job."""
+    from nsighttc.profile import timeline_run
+    monkeypatch.setattr(timeline_run, "RANKS_END_GRACE_S", 3.0)
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    b = make_bin(tmp_path)
+    monkeypatch.setenv("PATH", f"{b}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    from nsighttc.collect import tools
+    monkeypatch.setattr(tools, "_SEARCH", {"ncu": [], "nsys": []})
+    script = tmp_path / "job.py"
+    script.write_text(RANK_0_RUNS_ON)
+    t = resolve_target(None, [], [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                                  "--master_port", _free_port(), str(script)])
+    import time
+    t0 = time.monotonic()
+    res = profile(t, Options(out=tmp_path / "runs", fast=True))
+    assert time.monotonic() - t0 < 120  # not rank 0's 300 s
+    assert any("still ran 3 s after another rank's window" in n for n in res.notes), res.notes
+    assert (res.run_dir / "rank1" / "torch_trace.json").exists()
+    assert res.verdict is not None and [r["rank"] for r in res.verdict.ranks] == [0, 1]
