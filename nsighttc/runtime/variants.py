@@ -267,6 +267,15 @@ def _change_model(module, key: str, item: dict) -> None:
                                                   + (", each call a new CUDA-graph step" if mode else "")})
 
 
+def _counted(original, self, args, kwargs):
+    """``original(self, *args, **kwargs)``, a ``generate()`` call, counted in ``_GENERATE_DEPTH`` while it runs."""
+    _GENERATE_DEPTH[0] += 1
+    try:
+        return original(self, *args, **kwargs)
+    finally:
+        _GENERATE_DEPTH[0] -= 1
+
+
 def _count_generate() -> None:
     """Count the ``generate()`` calls open on the stack (``_GENERATE_DEPTH``), for a variant that leaves their model
     calls alone (``cuda-graphs``)."""
@@ -274,11 +283,7 @@ def _count_generate() -> None:
 
     def make(original):
         def generate(self, *args, **kwargs):
-            _GENERATE_DEPTH[0] += 1
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                _GENERATE_DEPTH[0] -= 1
+            return _counted(original, self, args, kwargs)
         return generate
     patch_generate(make, "_nsighttc_generate_depth")
 
@@ -315,11 +320,7 @@ def _graphed_generate(item: dict, compile_config: bool) -> None:
                 if kwargs.get("disable_compile"):
                     st["disable_compile"] = "kept: the program's generate(disable_compile=True)"
                 st["generate calls"] += 1
-            _GENERATE_DEPTH[0] += 1
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                _GENERATE_DEPTH[0] -= 1
+            return _counted(original, self, args, kwargs)
         return generate
     patch_generate(make, "_nsighttc_static_" + item["variant"].replace("-", "_"))
 

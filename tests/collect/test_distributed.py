@@ -193,6 +193,20 @@ dist.destroy_process_group()
 """
 
 
+def _torchrun_job(tmp_path: Path, monkeypatch, source: str):
+    """A torchrun job of two CPU ranks running ``source``, with fake profilers on PATH and a cache of its own."""
+    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
+    b = make_bin(tmp_path)
+    monkeypatch.setenv("PATH", f"{b}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    from nsighttc.collect import tools
+    monkeypatch.setattr(tools, "_SEARCH", {"ncu": [], "nsys": []})
+    script = tmp_path / "job.py"
+    script.write_text(source)
+    return resolve_target(None, [], [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                                     "--master_port", _free_port(), str(script)])
+
+
 def _setup_ranges(run_dir: Path) -> list[int]:
     return [sum(1 for e in json.loads(t.read_text())["traceEvents"] if e.get("name") == "setup")
             for t in sorted(run_dir.glob("rank*/torch_trace.json"))]
@@ -204,16 +218,7 @@ def test_a_torchrun_jobs_second_run_records_from_the_window_and_is_recorded_whol
     """As a single process's: the evidence cache knows the job and that it had a window, so every rank's profiler
     starts at the (agreed) window; rank 0's launcher says when. A job that no longer reaches a window writes no
     trace on any rank, and is run again, recorded whole."""
-    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
-    b = make_bin(tmp_path)
-    monkeypatch.setenv("PATH", f"{b}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    from nsighttc.collect import tools
-    monkeypatch.setattr(tools, "_SEARCH", {"ncu": [], "nsys": []})
-    script = tmp_path / "job.py"
-    script.write_text(DISTRIBUTED_WINDOWED)
-    t = resolve_target(None, [], [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                                  "--master_port", _free_port(), str(script)])
+    t = _torchrun_job(tmp_path, monkeypatch, DISTRIBUTED_WINDOWED)
     first = profile(t, Options(out=tmp_path / "runs", fast=True, steps=15))
     assert first.exit_code == 0, first.notes
     assert json.loads((first.run_dir / "run.json").read_text())["passes"][0]["window"]["recorded_from"] == "start"
@@ -281,16 +286,7 @@ def test_every_ranks_window_is_kept_when_rank_0_switches_slowly_and_the_program_
     is slow; the program ends inside the window. Cached run of the same job on a host whose speed moves (no three
     steps agree): the window starts no later than last time's, so the job that ends 12 steps after it still has its
     window on every rank; on main the window never started (the warm-up waits for 50 steps) and the job ran twice."""
-    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
-    b = make_bin(tmp_path)
-    monkeypatch.setenv("PATH", f"{b}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    from nsighttc.collect import tools
-    monkeypatch.setattr(tools, "_SEARCH", {"ncu": [], "nsys": []})
-    script = tmp_path / "job.py"
-    script.write_text(SLOW_SWITCH_NOISY_HOST)
-    t = resolve_target(None, [], [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                                  "--master_port", _free_port(), str(script)])
+    t = _torchrun_job(tmp_path, monkeypatch, SLOW_SWITCH_NOISY_HOST)
     monkeypatch.setenv("STEPS", "40")  # a window of 100 steps wanted: the program ends inside it
     first = profile(t, Options(out=tmp_path / "runs"))
     assert first.exit_code == 0, first.notes
@@ -341,16 +337,7 @@ def test_a_rank_that_runs_on_after_the_others_stopped_is_stopped_and_the_run_say
     the run analyses what was written, and its notes say why it stopped the job."""
     from nsighttc.profile import timeline_run
     monkeypatch.setattr(timeline_run, "RANKS_END_GRACE_S", 3.0)
-    monkeypatch.setenv("NSIGHTTC_CACHE_DIR", str(tmp_path / "cache"))
-    b = make_bin(tmp_path)
-    monkeypatch.setenv("PATH", f"{b}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    from nsighttc.collect import tools
-    monkeypatch.setattr(tools, "_SEARCH", {"ncu": [], "nsys": []})
-    script = tmp_path / "job.py"
-    script.write_text(RANK_0_RUNS_ON)
-    t = resolve_target(None, [], [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                                  "--master_port", _free_port(), str(script)])
+    t = _torchrun_job(tmp_path, monkeypatch, RANK_0_RUNS_ON)
     import time
     t0 = time.monotonic()
     res = profile(t, Options(out=tmp_path / "runs", fast=True))
