@@ -20,6 +20,8 @@ Where it applies, and where it cannot (each counted in the record, ``item["set"]
   holds its own memory pool) new ones run eagerly ("shapes not static").
 - **Not inside ``generate()``**: a growing KV cache changes shapes every token; ``static-cache`` is the experiment
   there.
+- **Not inside the program's own graphs**: a call while torch.compile traces, or while the program captures a CUDA
+  graph itself, runs as it is (and is not counted).
 - **A capture that fails** (a host sync inside the forward: ``.item()``, ``nonzero``, a print of a GPU tensor; CPU
   work; data-dependent control flow) leaves that signature eager for the rest of the run, with PyTorch's reason.
 - **Outputs are copied out of the graph** on every replay: the next replay overwrites the graph's own outputs, and a
@@ -137,6 +139,8 @@ class GraphedForward:
 
     def __call__(self, *args, **kwargs):
         import torch
+        if _compiling() or _capturing():  # the program's own torch.compile tracing, or its own graph capture
+            return self.forward(*args, **kwargs)
         if torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
             return self._eager(TRAINING, args, kwargs)
         if self.in_generate():
@@ -182,6 +186,22 @@ class GraphedForward:
         g.replay()
         self.item["set"]["graphed calls"] += 1
         return copy_out(g.outputs)
+
+
+def _compiling() -> bool:
+    try:
+        import torch
+        return bool(torch.compiler.is_compiling())
+    except Exception:  # noqa: BLE001 - a torch without it compiles nothing we could be inside of
+        return False
+
+
+def _capturing() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available() and bool(torch.cuda.is_current_stream_capturing())
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def not_applied(st: dict) -> str | None:

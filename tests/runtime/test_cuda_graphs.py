@@ -129,3 +129,15 @@ def test_on_a_gpu_evaluation_calls_replay_as_cuda_graphs_and_match_eager():
         want = [model(x) for x in xs]
     assert item["set"]["graphed calls"] == 6 - cg.EAGER_CALLS and item["set"]["graphs"] == 1
     assert all(torch.allclose(o, w, atol=1e-5) for o, w in zip(outs, want))
+
+
+def test_calls_the_program_compiles_itself_are_left_to_the_compiler():
+    """A main model the program runs under torch.compile: while dynamo traces it, the variant steps aside (no capture,
+    nothing counted), so the program's compiled graph is its own."""
+    calls = []
+    model, f, item = _graphed(cpu_capture(calls))
+    x = torch.randn(3, 8)
+    compiled = torch.compile(lambda t: f(t), backend="eager", fullgraph=True)  # fullgraph: a break would raise
+    with torch.no_grad():
+        out = compiled(x)
+    assert torch.equal(out, model(x)) and calls == [] and item["set"]["left eager"] == {}
