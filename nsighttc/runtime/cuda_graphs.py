@@ -24,6 +24,8 @@ Where it applies, and where it cannot (each counted in the record, ``item["set"]
   graph itself, runs as it is (and is not counted).
 - **A capture that fails** (a host sync inside the forward: ``.item()``, ``nonzero``, a print of a GPU tensor; CPU
   work; data-dependent control flow) leaves that signature eager for the rest of the run, with PyTorch's reason.
+- **Under the program's autocast** the capture runs with autocast's weight-cast cache off (the casts are then part
+  of the graph, and no replay reads a cache the autocast region freed).
 - **Outputs are copied out of the graph** on every replay: the next replay overwrites the graph's own outputs, and a
   loop that keeps a batch's logits (a list of predictions) would read the later batch's. The copy costs one kernel
   per output tensor.
@@ -82,13 +84,29 @@ def cuda_capture(fn, args: tuple, kwargs: dict):
     static_kwargs = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn(*static_args, **static_kwargs)  # warm-up on the capture's stream: its per-stream workspaces exist before
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        outputs = fn(*static_args, **static_kwargs)
+    with _uncached_autocast():
+        with torch.cuda.stream(stream):
+            fn(*static_args, **static_kwargs)  # warm-up on the capture's stream: its per-stream workspaces exist
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            outputs = fn(*static_args, **static_kwargs)
     return graph.replay, static_args, static_kwargs, outputs
+
+
+def _uncached_autocast():
+    """Inside the program's autocast: the same autocast with its weight-cast cache off. With the cache, the capture
+    would read the warm-up's cast weights (made outside the graph's memory) instead of casting them in the graph, and
+    a replay after the autocast region ended (which empties the cache) would read freed memory: PyTorch asks for
+    ``cache_enabled=False`` around captures (``torch.cuda.make_graphed_callables``)."""
+    import contextlib
+    import torch
+    try:
+        on = torch.is_autocast_enabled("cuda")
+        dtype = torch.get_autocast_dtype("cuda")
+    except TypeError:  # an older torch: the CUDA autocast has its own functions
+        on, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
+    return torch.autocast("cuda", dtype=dtype, cache_enabled=False) if on else contextlib.nullcontext()
 
 
 def copy_out(outputs):
@@ -150,6 +168,9 @@ class GraphedForward:
         key = signature(args, kwargs)
         if key is None:
             return self._eager(NOT_STATIC, args, kwargs)
+        # (inference mode apart: a graph captured there has inference tensors as its inputs, which a call under
+        # no_grad alone may not write into)
+        key = (torch.is_inference_mode_enabled(), key)
         g = self.graphs.get(key)
         if g is not None:
             return self._replay(g, args, kwargs)

@@ -70,6 +70,23 @@ def test_training_calls_generate_calls_and_calls_off_the_gpu_run_as_written_and_
     assert h.item["set"]["left eager"] == {cg.NOT_CUDA: 1}  # CPU tensors (or no CUDA): never captured
 
 
+def test_inference_mode_and_no_grad_calls_get_graphs_of_their_own():
+    """A graph captured under inference_mode holds inference tensors as its inputs, which a call under no_grad alone may
+    not write into: the two modes are two signatures."""
+    calls = []
+    model, f, item = _graphed(cpu_capture(calls))
+    x = torch.randn(3, 8)
+    outs = []
+    for _ in range(cg.EAGER_CALLS + 2):
+        with torch.inference_mode():
+            outs.append(f(x))
+        with torch.no_grad():
+            outs.append(f(x))
+    assert item["set"]["graphs"] == 2 and calls.count("capture") == 2
+    with torch.no_grad():
+        assert all(torch.equal(o, model(x)) for o in outs)
+
+
 def test_shapes_that_keep_changing_stop_being_captured_past_the_limit():
     calls = []
     _, f, item = _graphed(cpu_capture(calls))
@@ -117,18 +134,30 @@ def test_signatures_hold_shapes_dtypes_and_plain_values_and_refuse_other_objects
 
 
 @pytest.mark.gpu
-def test_on_a_gpu_evaluation_calls_replay_as_cuda_graphs_and_match_eager():
+@pytest.mark.parametrize("autocast", [False, True])
+def test_on_a_gpu_evaluation_calls_replay_as_cuda_graphs_and_match_eager(autocast):
+    """Real captures: the replays' outputs are eager's, also for batches each run in their own autocast region (the
+    cache of cast weights emptied between them)."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
+    import contextlib
     model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 8)).cuda().eval()
     item = {"variant": "cuda-graphs", "set": {"model": "Sequential"}}
     f = cg.GraphedForward(model.forward, item)
     xs = [torch.randn(16, 64, device="cuda") for _ in range(6)]
+
+    def region():
+        return torch.autocast("cuda", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+    outs, want = [], []
     with torch.inference_mode():
-        outs = [f(x) for x in xs]
-        want = [model(x) for x in xs]
+        for x in xs:
+            with region():
+                outs.append(f(x))
+            with region():
+                want.append(model(x))
     assert item["set"]["graphed calls"] == 6 - cg.EAGER_CALLS and item["set"]["graphs"] == 1
-    assert all(torch.allclose(o, w, atol=1e-5) for o, w in zip(outs, want))
+    tol = 2e-2 if autocast else 1e-5
+    assert all(torch.allclose(o.float(), w.float(), atol=tol) for o, w in zip(outs, want))
 
 
 def test_calls_the_program_compiles_itself_are_left_to_the_compiler():
