@@ -26,6 +26,7 @@ COMPILING = ("compile", "compile-reduce-overhead", "static-cache")
 VARIANT_IN_USE = {"static-cache": "cuda_graphs", "compile-reduce-overhead": "cuda_graphs", "compile": "torch_compile",
                   "cuda-graphs": "cuda_graphs"}
 
+
 def adopted(doc: dict, variant: str) -> bool:
     """Whether the recording shows what ``variant`` adopts in use already where its findings are: CUDA graphs
     replayed in every scope of the findings it addresses (``timeline.in_use``), or torch.compile anywhere."""
@@ -37,9 +38,9 @@ def adopted(doc: dict, variant: str) -> bool:
     if what != "cuda_graphs":
         return True
     found = {f["id"]: f for f in doc.get("findings") or []}
-    scopes = [s for fid, _ in VARIANT_FINDING.get(variant, []) if fid in found
-              for s in (found[fid].get("per_step_ns") or {})]
-    return graphed(in_use, scopes)
+    where = [s for fid, _ in VARIANT_FINDING.get(variant, []) if fid in found
+             for s in (found[fid].get("per_step_ns") or {})]  # (the findings' scopes: not ``gain.scopes``)
+    return graphed(in_use, where)
 
 
 def for_variant(doc: dict, variant: str, plain: dict[str, dict] | None = None) -> dict | None:

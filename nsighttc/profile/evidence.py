@@ -120,7 +120,6 @@ def planned_needs(inputs: list, parsed: dict) -> pd.DataFrame:
 # shares by more than this (the verdict's own line is at 90%: analysis.tensor_cores), so their names answer, with a
 # note; ``--hardware`` measures them anyway.
 NCU_RERUN_MIN_SHARE = 0.05
-DISTRIBUTED_NCU_MIN_SHARE = NCU_RERUN_MIN_SHARE  # (the name issue 46 gave it)
 
 
 def missing_matrix_share(need: pd.DataFrame, missing: list[str]) -> float | None:
@@ -155,9 +154,8 @@ def remember(out: Outcome, verdict, target: Target) -> None:
     if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
         out.cache.add_unmeasured(list(dict.fromkeys(still["name"])), source)
     from .window import had_window, warmup_seen
-    timelines = [p for p in out.done if p.mode == "timeline" and had_window(p)]
-    warmups = [warmup_seen(p.window_events) for p in timelines]
-    out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label, window=bool(timelines),
+    warmups = [warmup_seen(p.window_events) for p in out.done if p.mode == "timeline" and had_window(p)]
+    out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label, window=bool(warmups),
                           window_warmup=max(warmups) if warmups else None)
     if out.cache.save():
         out.info["cached_now"] = added

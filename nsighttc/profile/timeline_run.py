@@ -74,9 +74,7 @@ class TimelineRun:
         self.said_code: int | None = None  # the exit code the launcher said it will return (EXIT_SAID)
         self._follow = False               # the trace is written, and unrecorded steps follow (UNRECORDED_FOLLOW)
         self.nothing_recorded = False      # --record-from window, and no window started: no trace was written
-        self._stopping = False             # a distributed job's window stopped its program (a "stop" event)
-        self._first_rank_written: float | None = None  # ... and when the first rank's trace was written
-        self.ranks_left_running = False    # the job was stopped: ranks ran on past RANKS_END_GRACE_S
+        self._first_rank_written: float | None = None  # a distributed job's window stopped it: first rank's trace
         self._said_end: tuple | None = None  # (code, timed out, interrupted) as ``provisional`` took them
         # A first run's operators until the window (``--ops-trace``) are on disk; the program's GPU work is over (it
         # said its exit code, or wrote its trace, or ended): a replay may use the GPU from then on.
@@ -93,10 +91,9 @@ class TimelineRun:
                 line = line[i:] if i > 0 else line
                 if rank_dir is not None:
                     rank_recording(line, p.ranks_recorded)
-                    if '"stop": true' in line or '"event": "stop"' in line:
-                        self._stopping = True
-                    elif line.startswith(TRACE_WRITTEN) and not line.startswith(OPS_WRITTEN) and self._stopping \
-                            and self._first_rank_written is None:
+                    # (the window's events were read from earlier lines: ``running.start_pass``)
+                    if line.startswith(TRACE_WRITTEN) and not line.startswith(OPS_WRITTEN) and \
+                            p.stopped_after_window and self._first_rank_written is None:
                         self._first_rank_written = time.monotonic()
                 if line.startswith(marker):
                     m = _RECORDED_FROM.search(line)
@@ -178,9 +175,8 @@ class TimelineRun:
 
     def _stop_ranks_left_running(self) -> None:
         """A rank ran on long after another's window stopped its program: stop the job (its launchers, interrupted,
-        write what they recorded where they can) and say so in the pass (``ranks_left_running``)."""
+        write what they recorded where they can) and say so in the pass (``ranks_left_running_s``)."""
         self._first_rank_written = None
-        self.ranks_left_running = True
         self.p.ranks_left_running_s = RANKS_END_GRACE_S
         self.run.kill(grace_s=5.0)
 

@@ -226,12 +226,10 @@ def _capturing() -> bool:
 
 
 def not_applied(st: dict) -> str | None:
-    """Why the variant changed nothing in this run (no call was replayed as a graph), or None."""
+    """Why the variant, applied to the main model, changed nothing in this run (no call was replayed as a graph), or
+    None (``variants._applied`` says why when no main model was found)."""
     if st.get("graphed calls"):
         return None
-    if not st.get("model"):
-        return ("the step hooks found no main model (a module with parameters the program calls from outside any "
-                "module) before the run ended")
     left = st.get("left eager") or {}
     if not left and not st.get("graphs"):
         return "the main model was called too few times to capture a graph"

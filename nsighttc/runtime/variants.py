@@ -202,15 +202,15 @@ def _applied(item: dict, loaders: dict) -> tuple[bool, str | None]:
                            "(past_key_values), which the variant leaves alone")
         if key == "static-cache":
             return False, "no transformers generate() call ran"
-    if key == "cuda-graphs":
-        from .cuda_graphs import not_applied
-        why = not_applied(st)
-        return why is None, why
     if key in MODEL_VARIANTS:
-        if st.get("model"):
-            return True, None
-        return False, ("the step hooks found no main model (a module with parameters the program calls from outside "
-                       "any module) before the run ended")
+        if not st.get("model"):
+            return False, ("the step hooks found no main model (a module with parameters the program calls from "
+                           "outside any module) before the run ended")
+        if key == "cuda-graphs":  # found, but were its calls graphed?
+            from .cuda_graphs import not_applied
+            why = not_applied(st)
+            return why is None, why
+        return True, None
     return True, None
 
 

@@ -716,7 +716,7 @@ def test_an_operator_that_wants_its_seeds_on_the_gpu_is_called_again_with_them_t
 
 def test_a_distributed_jobs_counters_pass_runs_only_for_enough_matrix_time(planned):
     """Issue 46: a torchrun job is not run again under Nsight Compute for kernels that hold less than
-    DISTRIBUTED_NCU_MIN_SHARE of the recording's matrix-kernel time (the replay's leftovers)."""
+    NCU_RERUN_MIN_SHARE of the recording's matrix-kernel time (the replay's leftovers)."""
     need, parsed = planned
     launches = classify_launches(parsed.kernels)
     matrix = launches["matrix_work"].astype(bool)
@@ -726,5 +726,5 @@ def test_a_distributed_jobs_counters_pass_runs_only_for_enough_matrix_time(plann
     assert 0.5 < everything <= 1.0  # what still needs evidence is most of the matrix time before any is measured
     smallest = need.groupby("name")["time_ns"].sum().idxmin()
     little = evidence.missing_matrix_share(need, [smallest])
-    assert little < evidence.DISTRIBUTED_NCU_MIN_SHARE < everything
+    assert little < evidence.NCU_RERUN_MIN_SHARE < everything
     assert evidence.missing_matrix_share(need.iloc[0:0], names) is None
