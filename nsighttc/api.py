@@ -269,7 +269,7 @@ def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
     v = Verdict(inputs, sv.device, summary, kernel_rows, sv.ranges, found, low.launches, warnings, sv.timeline)
     v.ranks = [ranks_mod.public(r) for r in rows]
     v.distributed = dist
-    return _with_gains(v)
+    return with_gains(v)
 
 
 def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
@@ -386,11 +386,12 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
     tl_doc = timeline_mod.to_json(timeline) if timeline is not None else None
     v = Verdict(inputs, device, summary, kernel_rows, ranges, found, launches, warnings, tl_doc)
     v.host_collapsed = timeline.host_collapsed if timeline is not None else ""
-    return _with_gains(v)
+    return with_gains(v)
 
 
-def _with_gains(v: Verdict) -> Verdict:
-    """Each finding's estimated speed-up (``analysis.gain``), and the findings ordered by it."""
+def with_gains(v: Verdict) -> Verdict:
+    """Each finding's estimated speed-up (``analysis.gain``), and the findings ordered by it; again after the profile
+    run adds what the analysis could not know (the program's unrecorded step: ``profile.window.unrecorded_speed``)."""
     total = float(v.kernels["total_time_ns"].sum()) if "total_time_ns" in v.kernels else 0.0
     doc = {"timeline": v.timeline, "device": v.device, "distributed": v.distributed,
            "kernels": [{"total_time_ns": total}], "findings": [f.to_dict() for f in v.findings]}

@@ -83,21 +83,57 @@ class Local:
         pass
 
 
+def _worker_start(preload: tuple[str, ...] = ()) -> None:
+    """A worker process' start: the modules its tasks need first imported (``preload``, by name: the analysis takes
+    ~1-2 s), and Ctrl-C left to the parent (which stops the pool), not a traceback per worker."""
+    import importlib
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in preload:
+        importlib.import_module(name)
+
+
+def _ready() -> bool:
+    return True
+
+
 class Processes:
-    """Tasks in ``jobs`` spawned processes of this machine (memory grows with ``jobs``, not with the task count)."""
+    """Tasks in ``jobs`` spawned processes of this machine (memory grows with ``jobs``, not with the task count).
+
+    ``warm()`` starts them ahead of the tasks: the default run of a torchrun job does it while the job runs, so its
+    ranks' analyses find workers with the analysis imported (``profile.default``); the pool then lives until
+    ``close()``."""
     name = "processes"
 
     def __init__(self, jobs: int, timeout_s: float = DEFAULT_TASK_TIMEOUT_S):
         self.jobs, self.timeout_s = max(1, jobs), timeout_s
+        self._pool = None
+
+    @staticmethod
+    def _new_pool(workers: int, preload: tuple[str, ...] = ()):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        ctx = mp.get_context("spawn")  # no fork: the caller may hold threads (profile's progress, pools)
+        return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_start,
+                                   initargs=(tuple(preload),))
+
+    def warm(self, preload: tuple[str, ...] = ()) -> "Processes":
+        """Start every worker now, each importing the modules named in ``preload`` as it starts."""
+        if self._pool is None:
+            self._pool = self._new_pool(self.jobs, preload)
+            for _ in range(self.jobs):
+                self._pool.submit(_ready)  # (a task more than idle workers starts one more: all of them, here)
+        return self
 
     def map(self, fn: Callable, tasks: list[tuple[Hashable, tuple]],
             on_done: Callable[[Hashable, Any], None] | None = None) -> dict:
-        import multiprocessing as mp
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
-        ctx = mp.get_context("spawn")  # no fork: the caller may hold threads (profile's progress, pools)
         out: dict = {}
-        pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)) or 1, mp_context=ctx)
+        warm = self._pool is not None
+        pool = self._pool if warm else self._new_pool(min(self.jobs, len(tasks)) or 1)
+        pending: set = set()
+        broken = False
         try:
             futures = {pool.submit(_call, fn, args): key for key, args in tasks}
             pending = set(futures)
@@ -115,12 +151,16 @@ class Processes:
                         res = f.result()
                     except BrokenProcessPool as exc:
                         res = Failed("its worker process died (killed, or out of memory)", exc)
+                        broken = True
                     except Exception as exc:  # noqa: BLE001 - e.g. a result that could not be sent back
                         res = Failed(_describe(exc), exc)
                     _settle(out, key, res, on_done)
                     del f, res
         finally:
-            _stop_pool(pool)
+            if not warm or pending or broken:  # (a warm pool is kept for the next map, unless a task is stuck in
+                # it or a worker died)
+                _stop_pool(pool)
+                self._pool = None
         return out
 
     def map_keep(self, full: Callable, summary: Callable, tasks: list[tuple[Hashable, tuple]],
@@ -139,6 +179,9 @@ class Processes:
         return out, fetch
 
     def close(self) -> None:
+        if self._pool is not None:
+            _stop_pool(self._pool)
+            self._pool = None
         spill = getattr(self, "_spill", None)
         if spill is not None:
             spill.cleanup()
@@ -160,11 +203,13 @@ def _full_spilled(full, summary, spill: str, key, args):
 
 def _stop_pool(pool) -> None:
     """Shut the pool down without waiting for a task past its timeout: its processes are killed."""
-    procs = list(getattr(pool, "_processes", {}) .values())
+    procs = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
-        if p.is_alive():
-            p.kill()
+        try:
+            p.kill()  # (one still starting, its imports under way, too)
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 def _summarize(summary, got):

@@ -46,7 +46,7 @@ WARM_RANGE = "nsighttc-warm"
 EXIT_SAID = "nsighttc.launch: program exit code "
 # Printed once the torch.profiler trace is complete on disk: the default run reads the trace from that moment.
 TRACE_WRITTEN = "nsighttc.launch: wrote "
-# ... and where the program runs on for a few unrecorded steps after its window (``runtime.window.UNRECORDED_STEPS``),
+# ... and where the program runs on for a few unrecorded steps after its window (``runtime.unrecorded.UNRECORDED_STEPS``),
 # the trace's line ends with this: the program's GPU work is not over until it says its exit code (``EXIT_SAID``)
 UNRECORDED_FOLLOW = "; unrecorded steps follow"
 NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started

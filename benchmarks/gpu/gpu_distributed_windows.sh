@@ -3,7 +3,9 @@
 # with its frame. One call (the session's device time was 8 minutes).
 #   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_distributed_windows.sh OUT PART
 #   PART verify50 (the call of reports/distributed_windows), fsdp50 (FSDP2 after its fixes: even first and cached,
-#   extra host work on rank 1; fixtures kept), cost50 (alternating plain / first / cached rounds of DDP and FSDP2).
+#   extra host work on rank 1; fixtures kept), final50 (the done-when runs after the gain bound and the rest: FSDP2
+#   even / extra, the DDP straggler ending inside its window, with the plain runs their gains are checked against),
+#   cost50 (alternating plain / first / cached rounds of DDP and FSDP2; ROUNDS=3 for three).
 #   - DDP straggler (rank 1 sleeps 30 ms a step), 20 steps: the program ends inside its window. A plain run, the
 #     default first run (empty evidence cache) and the cached run: both ranks' windows whole, rank 1 named.
 #   - FSDP2, even ranks, first run: same_work true, any straggler's gain within its own excess.
@@ -28,10 +30,17 @@ except Exception as exc:
     print(name, "no verdict:", exc); sys.exit()
 x = v.get("distributed") or {}
 s = x.get("straggler") or {}
+st = (v.get("timeline") or {}).get("steps") or {}
 print(name, "| straggler", s.get("rank"), s.get("kind"), s.get("cause"), "| excess", s.get("excess_ns"),
+      "| own excess", s.get("own_excess_ns"), s.get("own_excess_basis"),
+      "| unrecorded", json.dumps(st.get("unrecorded")), "| step", st.get("median_iteration_ns"),
       "| own wait", s.get("own_wait_per_step_ns"), "| same_work", x.get("same_work"),
       "| incomplete", json.dumps(x.get("incomplete_ranks")), "| launch_imbalance", bool(x.get("launch_imbalance")))
-print("  gains", [(f["id"], (f.get("gain") or {}).get("high")) for f in v.get("findings") or []][:6])
+print("  gains", [(f["id"], (f.get("gain") or {}).get("low"), (f.get("gain") or {}).get("high"))
+                 for f in v.get("findings") or []][:6])
+fix = next((f for f in v.get("findings") or [] if f["id"] == "straggler-rank"), None)
+if fix:
+    print("  straggler fix:", (fix.get("gain") or {}).get("basis"))
 print("  slowest step", x.get("slowest_rank_step_ns"), "| frames", json.dumps((s.get("host_frames_excess") or [])[:2]))
 for t in sorted(glob.glob(d + "/rank*/torch_trace.json")):
     ev = json.load(open(t))["traceEvents"]
@@ -71,9 +80,31 @@ fsdp50)   # after the agreed-window fix: FSDP2 even (first, cached), rank 1 with
   profile fsdp_extra_first 200 -- python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29544 \
     "${FSDP[@]}" --extra-host-rank 1 --extra-host-ms 30; look fsdp_extra_first; keep fsdp_extra_first
   ;;
+final50)  # after the gain bound, the unrecorded warm-up, the window's length bound and the rank workers: FSDP2 even
+          # (first, cached), extra host work on rank 1 (first), the DDP straggler ending inside its window (first,
+          # cached); the per-rank traces and host samples of FSDP2 even cached kept
+  plain fsdp_even "${TR[@]}" "${FSDP[@]}"
+  profile fsdp_even_first 200 -- "${TR[@]}" "${FSDP[@]}"; look fsdp_even_first
+  profile fsdp_even_cached 200 -- "${TR[@]}" "${FSDP[@]}"; look fsdp_even_cached; keep fsdp_even_cached
+  for r in "$W"/runs_fsdp_even_cached/*/rank*/; do
+    [ -f "$r/host_samples.json" ] && gzip -c "$r/host_samples.json" > "$W/fix/fsdp_even_cached/$(basename "$r")/host_samples.json.gz"
+  done
+  profile fsdp_extra_first 200 -- python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29544 \
+    "${FSDP[@]}" --extra-host-rank 1 --extra-host-ms 30; look fsdp_extra_first
+  plain fsdp_extra python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29545 "${FSDP[@]}" \
+    --extra-host-rank 1 --extra-host-ms 30
+  plain ddp_straggler20 "${TR[@]}" "${DDP[@]}"
+  profile ddp_straggler20_first 150 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_first
+  profile ddp_straggler20_cached 120 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_cached
+  plain ddp_balanced20 "${TR[@]}" wrappers/ddp_train.py --steps 20 --warmup 2
+  ;;
 cost50)   # the torchrun costs as alternating rounds (rows ddp, fsdp2 in summary.json)
-  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds 2 ddp fsdp2 > "$W/ov.log" 2>&1
+  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "${ROUNDS:-2}" ddp fsdp2 > "$W/ov.log" 2>&1
   echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
+  cat "$W/ov.log" >> "$S"
+  # each run's log, run.json and verdict (no traces or samples): where a run's time went
+  tar czf "$OUT/cost50_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
+    --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
   ;;
 verify50)
   plain ddp_straggler20 "${TR[@]}" "${DDP[@]}"

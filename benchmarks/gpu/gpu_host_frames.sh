@@ -15,6 +15,8 @@
 #                default run; the sampler's cost (the `cost` part's measure, 2 rounds, the Trainer only).
 #   PART final51: the generate loop's unrecorded time per output token against plain runs, alternating (plain, first
 #                run with an empty evidence cache, cached run; two rounds); the Trainer's first and cached runs.
+#   PART gen51:  the same as final51's generate rounds, ROUNDS of them (default 3), the generate loop only, with the
+#                medians of plain TPOT and unrecorded time per output token (benchmarks/gpu/generate_speed_check.py).
 #   PART fullrun51: `nsighttc profile --full-run` on the generate loop (first and cached run, twice): the program's own
 #                TPOT over its requests against nsighttc's unrecorded decode calls in the same process.
 #   PART cost:   the sampler's cost: `nsighttc profile --fast` with and without host samples (--no-host-samples),
@@ -145,6 +147,17 @@ final51)
   export NSIGHTTC_CACHE_DIR=$W/cache_trainer; rm -rf "$NSIGHTTC_CACHE_DIR"
   profile trainer_first 240 -- python3 "${TRAINER[@]}"; keep trainer_first
   profile trainer_cached 240 -- python3 "${TRAINER[@]}"; keep trainer_cached
+  ;;
+gen51)    # the generate loop's unrecorded time per output token against plain runs: ROUNDS (3) alternating rounds of
+          # plain, first run (empty evidence cache) and cached run; medians by benchmarks/gpu/generate_speed_check.py
+  LLM=(wrappers/llm_generate.py --requests 8 --new-tokens 96)
+  for round in $(seq 1 "${ROUNDS:-3}"); do
+    plain "llm_$round" python3 "${LLM[@]}"
+    export NSIGHTTC_CACHE_DIR=$W/cache_llm_$round; rm -rf "$NSIGHTTC_CACHE_DIR"
+    profile "llm_first_$round" 240 -- python3 "${LLM[@]}"
+    profile "llm_cached_$round" 240 -- python3 "${LLM[@]}"
+  done
+  python3 benchmarks/gpu/generate_speed_check.py "$W" >> "$S" 2>&1
   ;;
 fullrun51)
   LLM=(wrappers/llm_generate.py --requests 8 --new-tokens 96)

@@ -80,10 +80,19 @@ def timed(argv: list[str], env: dict, log: Path) -> tuple[float, int]:
 
 
 def latest_phases(runs: Path) -> dict | None:
-    """run.json's phase_seconds of the newest run: gpu query, passes, analysis, report."""
+    """run.json's phase_seconds of the newest run (gpu query, passes, analysis, report), each pass's seconds and
+    each rank's recording (program, profiler stop, recorded from)."""
     dirs = sorted((d for d in runs.iterdir() if (d / "run.json").exists()), key=lambda d: d.stat().st_mtime) \
         if runs.exists() else []
-    return json.loads((dirs[-1] / "run.json").read_text()).get("phase_seconds") if dirs else None
+    if not dirs:
+        return None
+    run = json.loads((dirs[-1] / "run.json").read_text())
+    phases = dict(run.get("phase_seconds") or {})
+    for p in run.get("passes") or []:  # what each pass took, and each rank's recording (program, stop, from when)
+        phases.setdefault("pass_seconds", []).append([p.get("engine"), p.get("mode"), p.get("seconds")])
+        if (p.get("window") or {}).get("ranks"):
+            phases["ranks"] = p["window"]["ranks"]
+    return phases
 
 
 def latest_verdict(runs: Path) -> dict | None:

@@ -64,6 +64,7 @@ def rank_row(rank: int, v) -> dict:
         "step_family": steps.get("name"), "_iterations": list(dom.get("iteration_ns", []))[warm:] if dom else [],
         "_warmup": warm, "_all_iterations": list(dom.get("iteration_ns", [])) if dom else [],
         "_per_step": per_step,
+        "_host_api_per_step": dom.get("steady_host_api_per_step_ns") if dom else None,
         "complete": reason is None,
         "incomplete_reason": reason, "_incomplete_short": short, "_incomplete_why": why,
         "_steady_steps": max(int(dom.get("count", 0)) - warm, 0) if dom else 0,

@@ -39,6 +39,10 @@ SAME_WORK_GPU = 0.05         # ranks run the same work: the same compute kernels
 SAME_WORK_LAUNCHES = 0.05    # ... or, where launches are known: launches per step by kernel and grid within 5%
 # What kind of lag a straggler's first distinguishing cause is (issue 46): its host, its GPU, or its communication
 STRAGGLER_KIND = {COMPUTE: "gpu", "communication": "communication"}  # every other cause is the host's
+# The causes that are a rank's own work, not its waiting: what a straggler's fix can remove (``own_excess``). Launch
+# overhead is left out (a tracing profiler slows the ranks' launches unevenly: ``launch_imbalance``), and so are
+# syncs and launched work waiting on the GPU (waits: a rank that runs behind waits less, not more).
+OWN_WORK_KINDS = ("host-range", "pageable-copy", COMPUTE)
 EXPOSED_COMM_FINDING = 0.15  # exposed communication (mean over ranks) worth a finding
 SHORT_WINDOW = 0.5           # a rank holding less than this share of the steady steps another rank holds: incomplete
 
@@ -142,6 +146,31 @@ def _host_differences(slow: dict, others: list[dict]) -> str:
         "profiler records) match the other ranks'"
 
 
+def own_excess(slow: dict, others: list[dict], excess: list[tuple], gap: float) -> dict:
+    """What the straggler itself does per step beyond the median rank (``own_excess_ns``, at most its own-step gap),
+    and how it was measured (``own_excess_basis``).
+
+    Why not the gap: a rank's own step is its step less the communication it waited in, and in a host-bound job the
+    ranks ahead of the straggler wait in NCCL kernels through their own host time too, so the gap holds the others'
+    host time as well as the straggler's excess; the idle time by host range has the same fault (the others' idle is
+    communication). What does measure it: the ranks ahead *block* on their host while they wait (a sync, a full launch
+    queue), the straggler does not, so the median other rank's time in CUDA calls per step less the straggler's is
+    how long the others' hosts waited for it. Two H200s (issue 50): FSDP2 with identical ranks, first run
+    (``tests/fixtures/fsdp/even_first``): a 45.7 ms gap, host ranges 39 ms, CUDA calls 5.4 ms (plain runs: rank 0
+    issued its work 1.3-5.7 ms slower per step); rank 1 with 30 ms of host work (``extra_first``): 20.8 ms; DDP with
+    30 ms of sleep on a rank: 27 ms. Without the calls' times (a recording without CUDA calls), the excess in the
+    causes that are its own work (``OWN_WORK_KINDS``)."""
+    mine, theirs = slow.get("_host_api_per_step"), [o.get("_host_api_per_step") for o in others]
+    if mine is not None and theirs and all(t is not None for t in theirs):
+        waited = float(np.median(theirs)) - mine
+        return {"own_excess_ns": min(max(waited, 0.0), gap),
+                "own_excess_basis": "the other ranks' time in CUDA calls per step (where they block waiting for it) "
+                                    "less its own"}
+    return {"own_excess_ns": min(sum(d for k, d in excess if k[0] in OWN_WORK_KINDS), gap),
+            "own_excess_basis": "its GPU idle time per step by cause, its own work only (host ranges, pageable "
+                                "copies, GPU compute), beyond the median rank's"}
+
+
 def _frames_excess(slow: dict, others: list[dict]) -> list[dict]:
     """Where the straggler's host was longer than the other ranks' per step, by host frame (its samples taken while
     its GPU idled, ``host_frames``), largest first; empty without samples."""
@@ -184,6 +213,8 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
     causes = [(k, d) for k, d in excess if k[0] != LAUNCH]
     launch = sum(d for k, d in excess if k[0] == LAUNCH)
     base = {"rank": slow["rank"], "own_step_ns": slow["own_step_ns"], "lag_by_step": lag,
+            # what its fix can remove: its own work per step beyond the median rank's (issue 50)
+            **own_excess(slow, rest, excess, gap),
             # what the straggler itself waits in communication: transfers no compute hides, which no rank waits
             # for another in; they stay once the straggler is fixed (``findings``: their own finding and gain)
             "own_wait_per_step_ns": float(slow["exposed_comm_per_step_ns"] or 0.0),
@@ -196,8 +227,9 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
         kind = STRAGGLER_KIND.get(top[0][0], "host")
         cause = f"{_describe(top[0])}: {duration(top[1])} per step more than the other ranks"
         frames = _frames_excess(slow, rest) if kind == "host" else []
-        why = (f"rank {slow['rank']} spends {duration(gap)} more per step on its own work than the median "
-               f"rank, which waits {duration(wait)} per step in communication; the difference: "
+        why = (f"rank {slow['rank']}'s step less its waits in communication is {duration(gap)} longer than the median "
+               f"rank's, which waits {duration(wait)} per step in communication; its own work beyond theirs, what "
+               f"its fix can remove, is {duration(base['own_excess_ns'])} per step; the difference: "
                + "; ".join(f"{_describe(k)} +{duration(d)}" for k, d in causes[:3]))
         if frames:
             why += "; its host, against the other ranks', was longer in " + "; ".join(
@@ -237,15 +269,16 @@ def _short_windows(rows: list[dict]) -> None:
 
 
 def distributed(rows: list[dict], world_size: int | None) -> dict:
-    comm_ns = sum(r["communication_kernel_ns"] or 0.0 for r in rows)
-    kern_ns = sum(r["kernel_time_ns"] or 0.0 for r in rows)
-    exposed = [r["exposed_comm_share"] for r in rows if r["exposed_comm_share"] is not None]
-    steps = [r["median_step_ns"] for r in rows if r["median_step_ns"]]
-    slowest = max((r for r in rows if r["median_step_ns"]), key=lambda r: r["median_step_ns"], default=None)
     # a rank without GPU work in its recording, or with a fraction of the window the others hold, is never merged
-    # into the job's verdict: it is named, with why
+    # into the job's verdict, its numbers (communication, step, spread) included: it is named, with why
     _short_windows(rows)
     complete = [r for r in rows if r["complete"]]
+    judged = complete or rows  # (no complete rank: the numbers say what was recorded; the headline says it is partial)
+    comm_ns = sum(r["communication_kernel_ns"] or 0.0 for r in judged)
+    kern_ns = sum(r["kernel_time_ns"] or 0.0 for r in judged)
+    exposed = [r["exposed_comm_share"] for r in judged if r["exposed_comm_share"] is not None]
+    steps = [r["median_step_ns"] for r in judged if r["median_step_ns"]]
+    slowest = max((r for r in judged if r["median_step_ns"]), key=lambda r: r["median_step_ns"], default=None)
     incomplete = [{"rank": r["rank"], "reason": r["incomplete_reason"],
                    "what": r.get("_incomplete_short") or "incomplete",
                    "why": r.get("_incomplete_why") or r["incomplete_reason"]} for r in rows if not r["complete"]]
@@ -311,7 +344,7 @@ def findings(rows: list[dict], dist: dict) -> list[Finding]:
             "slowest. Host-side causes: give its data loader workers and pinned memory, remove its syncs "
             "(`.item()`, prints) from the step, check its CPU affinity and what else runs on its host; GPU-side: "
             "`nvidia-smi -q -d CLOCK,PERFORMANCE` for throttling.",
-            time_ns=s["excess_ns"] * len(rows), kernels=[]))
+            time_ns=s.get("own_excess_ns", s["excess_ns"]) * len(rows), kernels=[]))
     ex = dist.get("exposed_comm_share")
     sharded = sharded_exposure(rows)
     step = float(np.median([r["median_step_ns"] for r in rows if r["median_step_ns"]] or [0.0]))
@@ -326,7 +359,8 @@ def findings(rows: list[dict], dist: dict) -> list[Finding]:
             ("; ".join(fixes) if fixes else "overlap the collectives with compute (prefetching, larger shard groups)")
             + ". Where the forward and backward are not marked (a program nsighttc's hooks did not see), the phase "
               "is `unmarked`.", time_ns=sum(x["exposed_per_step_ns"] for x in top) * len(rows), kernels=[]))
-    elif s and step and s.get("own_wait_per_step_ns", 0.0) >= EXPOSED_COMM_FINDING * max(step - s["excess_ns"], 1.0):
+    elif s and step and s.get("own_wait_per_step_ns", 0.0) >= EXPOSED_COMM_FINDING * max(
+            step - s.get("own_excess_ns", s["excess_ns"]), 1.0):
         stays = s["own_wait_per_step_ns"]
         out.append(Finding(
             "exposed-communication", "medium", "Communication stays exposed once the straggler is fixed",

@@ -64,6 +64,9 @@ from .common import DETAIL, FORMAT, FORMAT_HELP, STEPS_OR_AUTO, _LEVEL, _show, n
               help="Default run: let the program finish after the window (recorded: start-up, warm-up and the "
                    "window only). Without it, the program is stopped once the window is recorded.")
 @DETAIL
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
+              help="A torchrun job's ranks analysed at once, in processes started while the job runs (default: one "
+                   "per GPU, at most half the cores; 1: here, one after the other).")
 @click.option("--whole-program", is_flag=True,
               help="Default run: record the whole program, every step, as before windows (slower; for programs "
                    "whose interesting part is not a steady loop).")
@@ -85,7 +88,7 @@ from .common import DETAIL, FORMAT, FORMAT_HELP, STEPS_OR_AUTO, _LEVEL, _show, n
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="PROGRAM [ARGS]... | -- COMMAND [ARGS]...")
 def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timeline_engine, step_marks, host_samples,
             sample_ms, warmup,
-            window_steps, full_run, detail, whole_program, out, range_, annotate,
+            window_steps, full_run, detail, jobs, whole_program, out, range_, annotate,
             ncu_path, nsys_path, timeout, keep_going, every_launch, all_kernels, timeline, fmt, args) -> None:
     """Profile a program and write its verdict: did the Tensor Cores fire, and is it GPU- or host-bound?
 
@@ -121,7 +124,8 @@ def profile(engine, fast, hardware, counters, replay, no_cache, overlap, timelin
                    timeout=timeout, keep_going=keep_going, every_launch=every_launch, all_kernels=all_kernels,
                    timeline=timeline, fast=fast, hardware=hardware, cache=not no_cache, timeline_engine=timeline_engine,
                    overlap=overlap, counters=counters, replay=replay, step_marks=step_marks,
-                   host_samples=host_samples, sample_ms=sample_ms, window=not whole_program, warmup=warmup, steps=window_steps, full_run=full_run, detail=detail)
+                   host_samples=host_samples, sample_ms=sample_ms, window=not whole_program, warmup=warmup, steps=window_steps, full_run=full_run, detail=detail,
+                   jobs=jobs)
     if whole_program and (full_run or warmup is not None or window_steps is not None):
         raise UsageError("--whole-program records every step: --full-run, --warmup and --steps choose a window")
     from ..render.progress import Progress

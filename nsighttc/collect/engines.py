@@ -41,7 +41,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
     ``window``: record a window of steady steps (``nsighttc.runtime.window``): ``warmup``/``steps`` (None: auto),
     ``end`` (stop|continue), ``cuda_profiler`` (switch cudaProfilerStart/Stop: ncu --profile-from-start off),
     ``record_from`` ("window": torch.profiler records from the first window's start, ``--record-from``),
-    ``warmup_max`` (an automatic warm-up ends after at most so many steps: ``--window-warmup-max``).
+    ``warmup_max`` (an automatic warm-up ends after at most so many steps: ``--window-warmup-max``), ``steps_max``
+    (an automatic window holds at most so many: ``--window-steps-max``).
     ``shapes_rank`` (a distributed job, with ``record_shapes``): only that rank records arguments; the others record
     as ``operators`` says. ``host_samples``: where the launcher writes the host's Python stack samples
     (``nsighttc.runtime.host_samples``; every ``sample_ms``)."""
@@ -57,6 +58,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
             argv += ["--record-from", "window"]
         if window.get("warmup_max") is not None:
             argv += ["--window-warmup-max", str(int(window["warmup_max"]))]
+        if window.get("steps_max") is not None:
+            argv += ["--window-steps-max", str(int(window["steps_max"]))]
     if host_samples is not None:
         argv += ["--host-samples", str(host_samples)]
         if sample_ms is not None:

@@ -166,7 +166,11 @@ def _finish(run_dir: Path, target: Target, opts: Options, done: list, gpus: list
     phases["passes"] = round(time.monotonic() - started, 3)
     if outcome is not None and outcome.marks:
         phases["marks"] = dict(outcome.marks)
-    verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome, phases)
+    try:
+        verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome, phases)
+    finally:
+        if outcome is not None and outcome.rank_workers is not None:
+            outcome.rank_workers.close()
     workload_rc = ended.workload_rc
     if verdict is None and not (ended.interrupted or ended.timed_out):
         notes.append(f"no verdict could be made; what was recorded is kept in {run_dir}: {kept(run_dir)}")
@@ -198,15 +202,24 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
         from ..render import markdown
         try:
             ready = outcome.parsed if outcome else {}
-            verdict = analyze([ready.get(p, p) for p in inputs], evidence=outcome.evidence if outcome else None,
-                              ahead=outcome.ahead if outcome else None, same_job_check=False)  # (recorded here)
+            workers = outcome.rank_workers if outcome and len(inputs) > 1 else None
+            try:  # (ranks in the workers read their own files: a parsed table would be sent to them whole)
+                verdict = analyze([p if workers is not None else ready.get(p, p) for p in inputs],
+                                  evidence=outcome.evidence if outcome else None,
+                                  ahead=outcome.ahead if outcome else None, same_job_check=False,  # (recorded here)
+                                  executor=workers)
+            finally:
+                if workers is not None:
+                    workers.close()  # (its processes end while the report is written)
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
         phases["analyze"] = round(time.monotonic() - t, 3)  # of "analysis": the rules alone (the rest: cache, JSON)
         if verdict is not None:
             from .window import unrecorded_speed, unrecorded_startup
             unrecorded_startup(verdict, done)
-            unrecorded_speed(verdict, done)
+            if unrecorded_speed(verdict, done) and verdict.distributed:  # (the straggler's fix, at that speed)
+                from ..api import with_gains
+                verdict = with_gains(verdict)
             sampled = any(p.engine == "ncu" for p in done) and not any(p.engine in ("nsys", "torch") for p in done)
             if sampled and not (opts.every_launch and opts.all_kernels):
                 verdict.tensor_cores["basis"] = "sampled"

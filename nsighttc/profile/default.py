@@ -74,6 +74,21 @@ from .window import recorded_from_window
 MIN_CORES_BESIDE = 4  # a third process (the program's ncu pass at its gate) beside the timeline and the replay
 
 
+def rank_workers(opts: Options, target: Target, gpus: list):
+    """The processes a torchrun job's ranks are analysed in (``executors.Processes``), started now so that their
+    start and imports (~1-2 s each) pass while the job runs; None where the ranks are analysed here, one after the
+    other (``--jobs 1``, or fewer than 4 cores). Why: the traces are parsed here for planning, and the ranks were
+    then analysed here one by one: two H200s, FSDP2, 3.2-4.8 s for two ranks after a 15 s job (1.4-1.5x its plain
+    run), and eight ranks take four times that."""
+    if not target.distributed:
+        return None
+    n = opts.jobs if opts.jobs is not None else min(max(len(gpus), 2), 8, _cores() // 2)
+    if n < 2:
+        return None
+    from ..executors import Processes
+    return Processes(n).warm(preload=("nsighttc.api", "nsighttc.rank_map"))
+
+
 def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -131,7 +146,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     # The cache knows every kernel and that the program had a window last time: record from the window's start.
     from_window = recorded_from_window(opts, record)
     tl = timeline_pass(replace(opts, record_shapes=may_replay), target, run_dir, from_window=from_window,
-                       warmup_max=(record or {}).get("window_warmup"))
+                       warmup_max=(record or {}).get("window_warmup"), steps_max=(record or {}).get("window_steps"))
     if tl is None:
         if ncu is None:
             raise UsageError("no engine can profile a non-Python command here: ncu and nsys were not found")
@@ -189,6 +204,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         if _cores() >= MIN_CORES_BESIDE:  # the report's figures drawn side by side, by processes warm by then
             from ..render.plot_workers import PlotWorkers
             out.plotters = PlotWorkers()
+        out.rank_workers = rank_workers(opts, target, gpus)
         threading.Thread(target=_preload, args=(out.plotters is None,), daemon=True, name="nsighttc-preload").start()
         # While the launcher writes the trace: with a replay to plan, only its kernel scan reads it, and the
         # replay's calls are listed as its kernels appear (ResNet-50 AMP on H100: first call 0.02-0.19 s before
@@ -213,6 +229,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     except BaseException:
         if out.plotters is not None:
             out.plotters.close()
+        if out.rank_workers is not None:
+            out.rank_workers.close()
         if tl_run is not None:
             tl_run.stop()
         readers.abort()
@@ -310,6 +328,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     except BaseException:
         if out.plotters is not None:
             out.plotters.close()
+        if out.rank_workers is not None:
+            out.rank_workers.close()
         tl_run.stop()
         raise
     if tl_run.provisional():  # the launcher said its exit code: the verdict is made while its process exits

@@ -38,6 +38,7 @@ class Outcome:
     # where a run's time beyond the program's own goes
     marks: dict = field(default_factory=dict)
     plotters: object | None = None  # render.plot_workers.PlotWorkers warming up while the program runs
+    rank_workers: object | None = None  # executors.Processes a torchrun job's ranks are analysed in (default.rank_workers)
 
 
 def export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
@@ -153,10 +154,12 @@ def remember(out: Outcome, verdict, target: Target) -> None:
     ncu_had_its_chance = any(p.engine == "ncu" and p.returncode is not None for p in out.done)
     if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
         out.cache.add_unmeasured(list(dict.fromkeys(still["name"])), source)
-    from .window import had_window, warmup_seen
-    warmups = [warmup_seen(p.window_events) for p in out.done if p.mode == "timeline" and had_window(p)]
+    from .window import had_window, warmup_seen, window_steps_seen
+    timed = [p for p in out.done if p.mode == "timeline" and had_window(p)]
+    warmups = [warmup_seen(p.window_events) for p in timed]
+    steps = [n for n in (window_steps_seen(p.window_events) for p in timed) if n]
     out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label, window=bool(warmups),
-                          window_warmup=max(warmups) if warmups else None)
+                          window_warmup=max(warmups) if warmups else None, window_steps=max(steps) if steps else None)
     if out.cache.save():
         out.info["cached_now"] = added
     out.notes += [n for n in out.cache.notes if n not in out.notes]

@@ -58,6 +58,8 @@ class Options:
     steps: int | None = None        # steps in the window (None: auto, ~2 s)
     full_run: bool = False          # let the program finish after the window (recorded: the window only)
     detail: str = "summary"         # report.md: summary (PR-sized, kernels.md/ranges.md beside) | full (one file)
+    jobs: int | None = None         # a torchrun job's ranks analysed at once, in processes started while it runs
+    #                                 (None: one per GPU, at most half the cores; 1: here, one after the other)
     python: str = field(default_factory=lambda: sys.executable)
 
 

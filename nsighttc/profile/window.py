@@ -15,11 +15,12 @@ from .passes import Options, Pass
 
 
 def timeline_window(opts: Options, python_program: bool, from_window: bool = False,
-                    warmup_max: int | None = None) -> dict | None:
+                    warmup_max: int | None = None, steps_max: int | None = None) -> dict | None:
     """The timeline launcher's window settings, or None (recorded whole). ``from_window``: torch.profiler records
     from the first window's start (``--record-from window``), not from the program's start. ``warmup_max``: the
     warm-up steps the program's last run waited for (the evidence cache's): an automatic warm-up ends there at the
-    latest (``--window-warmup-max``).
+    latest (``--window-warmup-max``); ``steps_max``: the steps its last run's window held, the most an automatic
+    window holds (``--window-steps-max``, ``runtime.window.Window._window_steps`` says why).
 
     Why a bound: the warm-up's end is decided from this run's own step times, and a host whose speed moves makes a
     run settle later than the last one did. Then a program that ends inside its window keeps fewer window steps, or
@@ -28,6 +29,8 @@ def timeline_window(opts: Options, python_program: bool, from_window: bool = Fal
     if not opts.window or not python_program:
         return None
     bound = {"warmup_max": int(warmup_max)} if warmup_max is not None and opts.warmup is None else {}
+    if steps_max is not None and opts.steps is None:
+        bound["steps_max"] = int(steps_max)
     return {"warmup": opts.warmup, "steps": opts.steps, "end": "continue" if opts.full_run else "stop",
             **({"record_from": "window"} if from_window else {}), **bound}
 
@@ -58,6 +61,12 @@ def warmup_seen(events: list[dict]) -> int | None:
     window started."""
     starts = [int(e.get("warmup") or 0) for e in _starts(events)]
     return max(starts) if starts else None
+
+
+def window_steps_seen(events: list[dict]) -> int | None:
+    """How many steps the timeline run's windows were to hold (the most over its phases), or None."""
+    steps = [int(e["steps"]) for e in _starts(events) if e.get("steps")]
+    return max(steps) if steps else None
 
 
 def ncu_window(opts: Options, python_program: bool, events: list[dict] | None) -> dict | None:
@@ -109,9 +118,10 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     import statistics
     e = next((e for e in events if e.get("event") == "unrecorded" and e.get("durations_ms")), None)
     if e is None:
-        return None
+        return before_window(events)
     d = [float(x) for x in e["durations_ms"]]
-    out = {"phase": e.get("phase"), "steps": len(d), "median_ms": round(statistics.median(d), 4)}
+    out = {"phase": e.get("phase"), "steps": len(d), "median_ms": round(statistics.median(d), 4),
+           "how": "steps the program ran after its window with the recording stopped, this run"}
     kinds = e.get("kinds") or []
     decode = [x for x, k in zip(d, kinds) if k == "decode"]
     if decode:
@@ -119,18 +129,39 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     return out
 
 
-def unrecorded_speed(verdict, done: list[Pass]) -> None:
+def before_window(events: list[dict]) -> dict | None:
+    """Where no steps ran after the window (a distributed job, whose ranks stop together): the warm-up's last steps
+    before the first window, where the recording started with the window (``runtime.unrecorded.before_window``;
+    every rank's, a job's ranks running in lock-step), at least ``BEFORE_WINDOW_MIN`` of them."""
+    import statistics
+    starts = [e for e in events if e.get("event") == "start" and e.get("unrecorded_before_ms")]
+    if not starts:
+        return None
+    phase = starts[0].get("phase")
+    d = [float(x) for e in starts if e.get("phase") == phase for x in e["unrecorded_before_ms"]]
+    if len(d) < BEFORE_WINDOW_MIN:
+        return None
+    return {"phase": phase, "steps": len(d), "median_ms": round(statistics.median(d), 4),
+            "how": "the warm-up's last steps before the window, unrecorded (the recording started with the window), "
+                   "this run" + (f", {len(starts)} ranks" if len(starts) > 1 else "")}
+
+
+BEFORE_WINDOW_MIN = 3  # unrecorded warm-up steps enough for a median (the window's own steadiness rule: 3 agreeing)
+
+
+def unrecorded_speed(verdict, done: list[Pass]) -> bool:
     """The recording's own slowdown, measured in the run: the steady step as recorded against the steps the program
     ran after its window unrecorded (``unrecorded_steps``). Sets ``timeline.steps.unrecorded`` (median, steps, the
     recording's slowdown) and, for a generation loop, ``timeline.inference.unrecorded`` (time per output token and
-    tokens/s at the unrecorded speed); the recorded numbers stay as they are, labelled recorded by the report."""
+    tokens/s at the unrecorded speed); the recorded numbers stay as they are, labelled recorded by the report. True
+    where it set them (the findings' gains are then estimated again: a straggler's fix is judged at that speed)."""
     tl = getattr(verdict, "timeline", None)
     p = next((p for p in done if p.mode == "timeline"), None)
     if not tl or p is None or not (tl.get("steps") or {}).get("median_iteration_ns"):
-        return
+        return False
     u = unrecorded_steps(p.window_events or [])
     if not u:
-        return
+        return False
     st = tl["steps"]
     recorded = float(st["median_iteration_ns"])
     unrec = u["median_ms"] * 1e6
@@ -142,7 +173,8 @@ def unrecorded_speed(verdict, done: list[Pass]) -> None:
                              **({"tokens_per_s": round(float(inf["tokens_per_s"]) * slow, 2)}
                                 if inf.get("tokens_per_s") else {})}
     st["unrecorded"] = {"median_ns": unrec, "steps": u["steps"], "recording_slowdown": round(recorded / unrec, 3),
-                        "how": "steps the program ran after its window with the recording stopped, this run"}
+                        "how": u["how"]}
+    return True
 
 
 # What a first run's recording of every operator with its arguments (the replay's, ``--record-shapes``) did to the

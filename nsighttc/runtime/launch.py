@@ -86,6 +86,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                          "run waited that many: the window starts no later than it did then)")
     ap.add_argument("--window-steps", default="auto", type=_count_or_auto,
                     help="steps in the window: a number, or auto (about 2 s of steps, 10 to 100)")
+    ap.add_argument("--window-steps-max", default=None, type=int, metavar="N",
+                    help="with --window-steps auto: at most N steps (the program's last run's window held that many)")
     ap.add_argument("--window-end", choices=["stop", "continue"], default="stop",
                     help="after the window: stop the program, or let it run on unrecorded")
     ap.add_argument("--record-from", choices=["start", "window"], default="start",
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         from .window_ranks import RankAgreement
         ranks = RankAgreement() if world_size() > 1 else None  # one window for every rank of a distributed job
         window = gate.WINDOW[0] = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
-                                          warmup_max=ns.window_warmup_max,
+                                          warmup_max=ns.window_warmup_max, steps_max=ns.window_steps_max,
                                           stop=ns.window_end == "stop", recorder=recorder, compiles=compiles,
                                           ranks=ranks)
         window.mark_windows = not ns.cuda_profiler  # (ncu's pass reads no marks: nothing to add to its kernels)

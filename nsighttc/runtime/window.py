@@ -63,6 +63,8 @@ import threading
 import time
 
 from .lines import say
+from .unrecorded import AfterWindow, before_window
+from .unrecorded import UNRECORDED_MAX_S, UNRECORDED_MIN, UNRECORDED_STEPS  # noqa: F401 - (the docstring's, tests')
 from .window_recorders import CudaProfilerRecorder, Recorder
 
 from ..record_format import HOOK_PHASE, WINDOW_EVENT as EVENT_PREFIX  # noqa: F401 - (what the tool reads)
@@ -77,19 +79,8 @@ MIN_STEPS = 10              # enough steps for the analysis' median and its warm
 MAX_STEPS = 100
 PREPARE_WAIT_STEPS = 4      # a recorder not ready this many steps after its preparation: the window starts anyway
 PHASE_GRACE_S = 3.0         # after a named phase's window: how long another phase may take to begin
-# After the last window, under torch.profiler in a single process: the recording is stopped and written, and the
-# program runs on for this many steps (the first, just after the profiler's stop, not counted), or for
-# ``UNRECORDED_MAX_S`` with at least ``UNRECORDED_MIN`` of them (one, past three times that), timed as the window's
-# steps are, then stopped. What the recording costs each step is then measured in the run itself, not guessed: on an
-# H100 a generate() loop's
-# recorded model calls took 21-27 ms against 12-18 ms in plain runs whose own speed varied by a third from run to run
-# (reports/structural call_cost), so a plain run beside it cannot say it either. 24 steps, not 8: with --full-run, the
-# program's own TPOT over its requests against 8 decode calls timed after the window was 0.83-1.23x, the first calls
-# after the profiler's stop slower (34 -> 27 ms) on a host whose speed moved within the run (reports/host_frames
-# call_fullrun51); the time cap keeps the cost of long steps to about a second.
-UNRECORDED_STEPS = 24
-UNRECORDED_MIN = 2
-UNRECORDED_MAX_S = 1.0
+# After the last window, in a single process, the program runs on unrecorded for a few steps, timed (issue 51); a
+# run recording from the window times its warm-up's last steps unrecorded: ``runtime.unrecorded``.
 # Generation loops (the hooks saw prefill and decode calls, ``runtime.steps``): the window starts where a request
 # starts (its prefill) and ends where one starts, after ``GEN_REQUESTS`` whole requests, or at the first request
 # boundary after ``GEN_WINDOW_S`` seconds (at least one whole request): time to first token needs the prefills, time
@@ -142,13 +133,14 @@ def is_steady(durations: list[float], compiled: list[bool], n_steps: int) -> boo
 class _Phase:
     __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
                  "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests", "settled",
-                 "prepared_n")
+                 "prepared_n", "recorded")
 
     def __init__(self, key: tuple, now: float, compiles: int):
         self.key = key
         self.n = 0                     # steps ended
         self.durations: list[float] = []
         self.compiled: list[bool] = []
+        self.recorded: list[bool] = []  # whether the recorder recorded each step (``Recorder.recording``)
         self.state = "warmup"          # warmup -> window -> done
         self.left = 0
         self.first_at = now
@@ -171,9 +163,10 @@ class Window:
 
     def __init__(self, *, warmup: int | None = None, steps: int | None = None, stop: bool = True,
                  recorder: Recorder | None = None, compiles=lambda: 0, clock=time.perf_counter,
-                 emit=None, ranks=None, warmup_max: int | None = None):
+                 emit=None, ranks=None, warmup_max: int | None = None, steps_max: int | None = None):
         self.warmup, self.steps, self.stop = warmup, steps, stop
         self.warmup_max = warmup_max  # an auto warm-up ends here at the latest (the program's last run's warm-up)
+        self.steps_max = steps_max    # an auto window holds at most this many steps (the program's last run's window)
         self.recorder = recorder or Recorder()
         self.compiles, self.clock = compiles, clock
         self.emit = emit or say
@@ -189,7 +182,7 @@ class Window:
         self._mark = None
         self.generation = False    # the hooks saw prefill and decode calls (``runtime.steps``): a generation loop
         self.unrecorded = True     # after the last window, time a few steps with the recording stopped (torch only)
-        self._after: dict | None = None  # those steps, while they run: phase key, last boundary, durations, kinds
+        self._after: AfterWindow | None = None  # those steps, while they run
         self.next_step: str | None = None  # what the step starting at this boundary is: "prefill", "decode" or None
 
     def disable(self) -> None:
@@ -262,6 +255,7 @@ class Window:
             if duration is not None:
                 ph.durations.append(duration)
                 ph.compiled.append(compiles > ph.compiles_at)
+                ph.recorded.append(self.recorder.recording())
             ph.compiles_at = compiles
         # Inside a window the ranks agreed to start, they do not agree: its end is counted alike on every rank (they
         # started it at the same boundary with the same length), and waiting there for rank 0 would put rank 0's
@@ -299,7 +293,7 @@ class Window:
                 # would otherwise come inside the window: one rank slowed there, the others waiting for it)
                 if not self.recorder.ready() and ph.n - ph.prepared_n < PREPARE_WAIT_STEPS:
                     return None
-                return ["start", window_steps(self._recent_median(ph), self.steps)]
+                return ["start", self._window_steps(ph)]
             ready = (ph.n >= self.warmup) if self.warmup is not None else (
                 is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
                 or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP)
@@ -313,7 +307,7 @@ class Window:
                 return None
             if self.recorder.wants_prepare() and not at_request:  # (a request's window starts at its prefill: the
                 return ["prepare"]                                  # recorder was told ``settled`` before it)
-            return ["start", window_steps(self._recent_median(ph), self.steps)]
+            return ["start", self._window_steps(ph)]
         ph.left -= 1
         # (not in a window the ranks of a job agreed on: each rank would extend it at its own step, from its own
         # times, and one rank stopped while the other waited in its next collective: two H200s, FSDP2, issue 50)
@@ -340,6 +334,15 @@ class Window:
         bound = self.warmup_max - (1 if self.recorder.wants_prepare() else 0)
         return ph.n >= max(bound, MIN_WARMUP) and not any(ph.compiled[-STEADY_RUN:])
 
+    def _window_steps(self, ph: _Phase) -> int:
+        """The window's length: ``TARGET_WINDOW_S`` of the warm-up's last steps, at most the program's last run's
+        window (``steps_max``). Why a bound: a run recording from the window (a cached run) sized it on unrecorded
+        steps, faster than the recorded ones a first run sized it on: two H200s, FSDP2, 39 steps of 51.6 ms against
+        24 of 80 ms, and the cached run, recording 65 ms steps to the program's end instead of stopping it, cost more
+        than the first (1.50x against 1.41x plain, issue 50) for a longer window than the first run's verdict had."""
+        n = window_steps(self._recent_median(ph), self.steps)
+        return min(n, max(int(self.steps_max), MIN_STEPS)) if self.steps is None and self.steps_max else n
+
     @staticmethod
     def _recent_median(ph: _Phase) -> float | None:
         recent = sorted(ph.durations[-STEADY_RUN:])
@@ -356,10 +359,12 @@ class Window:
             ph.warmup, ph.state = ph.n, "window"
             if self.generation and ph.key == HOOK_PHASE:
                 ph.begun_at, ph.requests = now, 0  # (``_decide``: the window counts whole requests)
+            before = before_window(ph.durations, ph.recorded, ph.compiled, MIN_WARMUP)
             self.recorder.window_start(last=not named)
             _sampler_budget(True)
             self._open_mark()
-            self._event("start", ph.key, ph)
+            self._event("start", ph.key, ph, **({"unrecorded_before_ms": [round(d * 1e3, 4) for d in before]}
+                                                 if before else {}))
         elif what == "end" and ph.state == "window":
             ph.state = "done"
             if ph.requests:  # a generation loop's window: as many steps as its whole requests held
@@ -400,20 +405,16 @@ class Window:
         if not self.stop:
             self.recorder.finish()
             if timed:  # --full-run: the program runs on unrecorded; its first steps are timed all the same
-                self._after = self._after_state(ph, then="continue")
+                self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="continue")
             else:
                 self.enabled = False
             return
         if timed:
             self.recorder.follow = True  # the trace's line says the program's GPU work goes on
             self.recorder.finish()       # stopped and written now
-            self._after = self._after_state(ph, then="stop")
+            self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="stop")
             return
         self._raise_done(ph)
-
-    def _after_state(self, ph: _Phase, then: str) -> dict:
-        return {"key": ph.key, "last": self.clock(), "durations": [], "kinds": [], "kind": self.next_step,
-                "first_at": None, "then": then}
 
     def _raise_done(self, ph) -> None:
         self.stopped = True
@@ -426,21 +427,11 @@ class Window:
         """A step ended after the last window, the recording stopped: time it; after enough, say what they took
         (the ``unrecorded`` event) and stop the program (``--full-run``: let it run on)."""
         a = self._after
-        if key != a["key"]:
+        if key != a.key:
             return
-        now = self.clock()
-        a["durations"].append(took if took is not None else now - a["last"])
-        a["kinds"].append(a["kind"])
-        a["last"], a["kind"] = now, self.next_step
-        if len(a["durations"]) == 2:
-            a["first_at"] = now - a["durations"][-1]
-        counted = len(a["durations"]) - 1  # (the first held the recording's stop and writing)
-        spent = now - a["first_at"] if a["first_at"] is not None else 0.0
-        if counted >= UNRECORDED_STEPS or (counted >= UNRECORDED_MIN and spent >= UNRECORDED_MAX_S) or \
-                (counted >= 1 and spent >= 3 * UNRECORDED_MAX_S):  # (steps of seconds: one is enough)
-            then = a["then"]
+        if a.step(self.clock(), took, self.next_step):
             self.close()
-            if then == "stop":
+            if a.then == "stop":
                 self._raise_done(self.phases[key])
             else:
                 self.enabled = False
@@ -448,15 +439,10 @@ class Window:
     def close(self) -> None:
         """The program ends (or is stopped): say what the unrecorded steps after the window took, if any ran."""
         a, self._after = self._after, None
-        if a is None or len(a["durations"]) < 2:
-            return
-        doc = {"event": "unrecorded", "phase": "/".join(a["key"]), "recorder": self.recorder.name,
-               "steps": len(a["durations"]) - 1, "durations_ms": [round(d * 1e3, 4) for d in a["durations"][1:]],
-               "skipped_ms": round(a["durations"][0] * 1e3, 3)}
-        if any(a["kinds"][1:]):
-            doc["kinds"] = a["kinds"][1:]
-        self.events.append(doc)
-        self.emit(EVENT_PREFIX + json.dumps(doc))
+        doc = a.event(self.recorder.name) if a is not None else None
+        if doc is not None:
+            self.events.append(doc)
+            self.emit(EVENT_PREFIX + json.dumps(doc))
 
     def _event(self, event: str, key: tuple, ph: _Phase | None, **extra) -> None:
         doc = {"event": event, "phase": "/".join(key), "recorder": self.recorder.name}

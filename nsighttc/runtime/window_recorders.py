@@ -29,6 +29,10 @@ class Recorder:
         """The warm-up is steady, but the window waits for its first step (a generation loop's next request), and
         the recording ends with that window."""
 
+    def recording(self) -> bool:
+        """Whether the program's steps are being recorded now (nsys: from the program's start to its stop)."""
+        return True
+
     def window_start(self, last: bool = False) -> None:
         """A window starts; ``last``: the recording ends with it (the program stops or runs on unrecorded after)."""
 
@@ -68,6 +72,9 @@ class TorchRecorder(Recorder):
         self.follow = False  # the program runs on unrecorded after ``finish`` (the window's unrecorded steps)
         self.started_at: float | None = None if start is not None else 0.0
         self.start_seconds: float | None = None  # how long the profiler's start held the program (CUPTI's set-up)
+
+    def recording(self) -> bool:
+        return self.started_at is not None and not self.finished
 
     def _begin(self) -> None:
         """``--record-from window``: the profiler starts (once)."""

@@ -312,7 +312,7 @@ def test_every_ranks_window_is_kept_when_rank_0_switches_slowly_and_the_program_
     assert len(kept) == 2 and min(kept) >= 11, kept
     w = meta["passes"][0]["window"]
     assert len(meta["passes"]) == 1 and w["recorded_from"] == "window" and w["phases"][0]["warmup_steps"] <= warm
-    assert "--window-warmup-max" in meta["commands"][0]
+    assert "--window-warmup-max" in meta["commands"][0] and "--window-steps-max" in meta["commands"][0]
 
 
 RANK_0_RUNS_ON = """
@@ -345,3 +345,63 @@ def test_a_rank_that_runs_on_after_the_others_stopped_is_stopped_and_the_run_say
     assert any("still ran 3 s after another rank's window" in n for n in res.notes), res.notes
     assert (res.run_dir / "rank1" / "torch_trace.json").exists()
     assert res.verdict is not None and [r["rank"] for r in res.verdict.ranks] == [0, 1]
+
+
+@pytest.mark.torch
+def test_a_torchrun_jobs_ranks_are_analysed_in_processes_started_while_it_ran(tmp_path, monkeypatch):
+    """``--jobs 2``: the ranks' analyses run in worker processes started while the job ran (on two H200s, two FSDP2
+    ranks took 3.2-4.8 s one after the other here, after a 15 s job); the verdict is the one made here."""
+    t = _torchrun_job(tmp_path, monkeypatch, DISTRIBUTED_WINDOWED)
+    monkeypatch.setenv("STEPS", "120")
+    from nsighttc import executors
+    warmed = []
+    real = executors.Processes.warm
+    monkeypatch.setattr(executors.Processes, "warm",
+                        lambda self, preload=(): warmed.append((self.jobs, preload)) or real(self, preload))
+    res = profile(t, Options(out=tmp_path / "runs", jobs=2))
+    assert res.exit_code == 0, res.notes
+    assert warmed == [(2, ("nsighttc.api", "nsighttc.rank_map"))] and res.verdict is not None
+    here = analyze([i["path"] for i in res.verdict.inputs], jobs=1)  # (its inputs, here, one after the other)
+    assert [r["rank"] for r in res.verdict.ranks] == [0, 1] == [r["rank"] for r in here.ranks]
+    for a, b in zip(res.verdict.ranks, here.ranks):
+        assert a["median_step_ns"] == b["median_step_ns"] and a["verdict"] == b["verdict"]
+    assert (res.verdict.distributed["straggler"] is None) == (here.distributed["straggler"] is None)
+    from nsighttc.profile.default import rank_workers
+    assert rank_workers(Options(jobs=1), t, []) is None  # one after the other, here
+    assert rank_workers(Options(jobs=4), resolve_target(str(tmp_path / "job.py"), [], None), []) is None  # one process
+
+
+def test_warm_worker_processes_serve_every_map_until_closed():
+    """``Processes.warm``: the workers start (and import the analysis) before any task; every map runs in them, and
+    ``close`` ends them."""
+    from nsighttc import executors
+    ex = executors.Processes(2).warm(preload=("json",))
+    try:
+        first = ex.map(_pid, [(i, ()) for i in range(4)])
+        again = ex.map(_pid, [(i, ()) for i in range(4)])
+        assert set(first.values()) | set(again.values()) <= {p.pid for p in ex._pool._processes.values()}
+        assert os.getpid() not in set(first.values())
+    finally:
+        pids = [p.pid for p in ex._pool._processes.values()]
+        ex.close()
+    import time
+    deadline = time.monotonic() + 10
+    while pids and time.monotonic() < deadline:  # (the pool's own thread reaps them: their pids go)
+        pids = [p for p in pids if _exists(p)]
+        time.sleep(0.05)
+    assert not pids
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie not reaped yet is gone too
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _pid() -> int:
+    return os.getpid()

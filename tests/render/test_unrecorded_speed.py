@@ -32,3 +32,30 @@ def test_a_ratio_under_one_is_not_called_a_slowdown():
     said = recording_cost_words(18.04 / 24.17)
     assert "slowdown" not in said and "no faster" in said and "host's own speed" in said
     assert recording_cost_words(2.011) == "the recording's slowdown 2.01x"
+
+
+def test_a_jobs_unrecorded_warm_up_gives_its_speed_and_bounds_the_stragglers_fix_at_it():
+    """A distributed cached run (the ranks stop together: no steps after the window) measures the program's
+    unrecorded speed on the warm-up's last steps before the window (``runtime.unrecorded.before_window``), every
+    rank's. The straggler's fix is then judged on that step too: the recording slowed the step, not a sleep (H200 x2,
+    DDP with a 30 ms sleep on rank 1: 92 ms recorded, 67 ms plain, 28 ms without the sleep)."""
+    from types import SimpleNamespace
+    from nsighttc import analyze
+    from nsighttc.api import with_gains
+    from nsighttc.profile.window import unrecorded_speed
+    v = analyze([Path(__file__).resolve().parents[1] / "fixtures" / "ddp" / "straggler_torch"], jobs=1)
+    events = [{"event": "start", "phase": "nsighttc.step", "unrecorded_before_ms": [67.1, 67.4, 66.9]},
+              {"event": "start", "phase": "nsighttc.step", "unrecorded_before_ms": [67.3, 67.0, 67.2]}]
+    assert unrecorded_speed(v, [SimpleNamespace(mode="timeline", window_events=events)])
+    u = v.timeline["steps"]["unrecorded"]
+    assert u["median_ns"] == pytest.approx(67.15e6) and u["steps"] == 6 and "2 ranks" in u["how"]
+    assert "steps timed before the window" in startup_line(v.timeline)
+    doc = with_gains(v).to_json()  # (as the profile run does once it set the unrecorded speed)
+    s, T = doc["distributed"]["straggler"], doc["distributed"]["slowest_rank_step_ns"]
+    fix = next(f for f in doc["findings"] if f["id"] == "straggler-rank")
+    assert fix["gain"]["high"] == pytest.approx(67.15e6 / (67.15e6 - s["own_excess_ns"]), abs=1e-3)
+    assert fix["gain"]["high"] > T / (T - s["own_excess_ns"]) and "unrecorded step" in fix["gain"]["basis"]
+    one = [{"event": "start", "phase": "nsighttc.step", "unrecorded_before_ms": [67.1, 67.4]}]
+    w = analyze([Path(__file__).resolve().parents[1] / "fixtures" / "ddp" / "straggler_torch"], jobs=1)
+    assert not unrecorded_speed(w, [SimpleNamespace(mode="timeline", window_events=one)])  # too few for a median
+    assert "unrecorded" not in w.timeline["steps"]

@@ -417,6 +417,21 @@ def test_a_known_programs_warm_up_ends_no_later_than_its_last_runs():
     assert next(e for e in w.events if e["event"] == "start")["warmup"] >= 6 + win.STEADY_RUN
 
 
+def test_a_known_programs_window_holds_no_more_steps_than_its_last_runs():
+    """--window-steps-max: a cached run sizes its window on unrecorded warm-up steps, faster than the first run's
+    recorded ones (two H200s, FSDP2: 39 steps against 24): it holds no more than the last run's window, never fewer
+    than MIN_STEPS, and an explicit --window-steps is obeyed."""
+    def steps(**kw) -> int:
+        clock = Clock()
+        w = win.Window(clock=clock, emit=lambda s: None, stop=False, **kw)
+        hook_steps(w, clock, [0.05] * 80)
+        return next(e for e in w.events if e["event"] == "start")["steps"]
+    assert steps() == round(win.TARGET_WINDOW_S / 0.05)
+    assert steps(steps_max=24) == 24
+    assert steps(steps_max=3) == win.MIN_STEPS
+    assert steps(steps=30, steps_max=24) == 30
+
+
 class _Preparing(win.Recorder):
     """A recorder whose preparation (a change of profiler sessions) completes only after ``late`` more steps."""
     name = "torch"
@@ -459,3 +474,22 @@ def test_recording_from_the_window_starts_the_profiler_one_step_before_it():
     start = next(e for e in w.events if e["event"] == "start")
     # hook step n ends at 0.1 * n s: the profiler started at the boundary of the step before the window's first
     assert len(started) == 1 and started[0] == pytest.approx(0.1 * (start["warmup"] - 1))
+
+
+def test_a_window_recorded_from_its_start_says_what_its_unrecorded_warm_up_steps_took():
+    """Issue 51 for distributed jobs (whose ranks stop together, so no steps run after the window): with the profiler
+    started at the window (--record-from window), the warm-up's last steps ran unrecorded; the window's start says
+    what they took, less the step the profiler started in and any step that compiled."""
+    from nsighttc.runtime.window_recorders import TorchRecorder
+    clock = Clock()
+    rec = TorchRecorder(lambda: None, start=lambda: clock.__setattr__("t", clock.t + 0.5), clock=clock)
+    w = win.Window(clock=clock, emit=lambda s: None, stop=False, recorder=rec)
+    times = [0.3, 0.2] + [0.1] * 40  # two slow first steps (never steady), then 0.1 s steps
+    hook_steps(w, clock, times)
+    start = next(e for e in w.events if e["event"] == "start")
+    before = start["unrecorded_before_ms"]
+    # the steady 0.1 s steps before the one the profiler started in (it held the 0.5 s start), never the slow first
+    assert len(before) >= win.STEADY_RUN - 1 and before == [pytest.approx(100.0)] * len(before)
+    recorded_all_along = win.Window(clock=Clock(), emit=lambda s: None, stop=False)  # (nsys: no unrecorded steps)
+    hook_steps(recorded_all_along, recorded_all_along.clock, times)
+    assert "unrecorded_before_ms" not in next(e for e in recorded_all_along.events if e["event"] == "start")

@@ -104,7 +104,12 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     with stages.stage("timeline.causes"):
         sync_t = pieces.calls.sync["t"].to_numpy(dtype="float64")
         sync_ns = pieces.calls.sync["ns"].to_numpy(dtype="float64")
+        in_api = _api_union(api) if fams else None
         for f in fams:
+            # the launching threads' time inside CUDA calls per steady step: where a rank ahead of a straggler blocks
+            # (a sync, a full launch queue), so the ranks' difference is the straggler's own excess (analysis.ranks)
+            f["steady_host_api_per_step_ns"] = float(intervals.busy_within(in_api, *f["_steady"]).sum()) / max(
+                f["count"] - f["warmup_steps"], 1) if in_api is not None else None
             # the host's time blocked in synchronising calls during the steady steps: what it spent waiting for the GPU,
             # so not a floor under the step (analysis.gain)
             f["steady_sync_blocked_ns"] = float(sync_ns[intervals.inside(sync_t, *f["_steady"])].sum()) if len(sync_t) else 0.0
@@ -284,6 +289,16 @@ def _launching_threads(api: pd.DataFrame) -> set[int]:
         return set()
     counts = pd.to_numeric(api["tid"], errors="coerce").dropna().astype("int64").value_counts()
     return {int(t) for t, n in counts.items() if n >= 0.1 * counts.sum()}
+
+
+def _api_union(api: pd.DataFrame) -> intervals.Union | None:
+    """The launching threads' CUDA calls as one union of intervals (None without calls or their threads)."""
+    threads = _launching_threads(api)
+    if not threads or "end_ns" not in api:
+        return None
+    tid = pd.to_numeric(api["tid"], errors="coerce").to_numpy()
+    mine = np.isin(tid, np.array(sorted(threads), dtype="float64"))
+    return intervals.union(api["start_ns"].to_numpy(dtype="float64")[mine], api["end_ns"].to_numpy(dtype="float64")[mine])
 
 
 def _union_of(fams: list[dict], key: str) -> intervals.Union:
