@@ -98,7 +98,10 @@ final50)  # after the gain bound, the unrecorded warm-up, the window's length bo
   profile ddp_straggler20_cached 120 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_cached
   plain ddp_balanced20 "${TR[@]}" wrappers/ddp_train.py --steps 20 --warmup 2
   ;;
-cost50)   # the torchrun costs as alternating rounds (rows ddp, fsdp2 in summary.json)
+cost50)   # the torchrun costs as alternating rounds (rows ddp, fsdp2 in summary.json); first, the DDP straggler ending
+          # inside its window, first and cached (its unrecorded steps after the window, and the fix's gain at them)
+  profile ddp_straggler20_first 150 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_first
+  profile ddp_straggler20_cached 120 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_cached
   python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "${ROUNDS:-2}" ddp fsdp2 > "$W/ov.log" 2>&1
   echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
   cat "$W/ov.log" >> "$S"

@@ -119,10 +119,13 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     e = next((e for e in events if e.get("event") == "unrecorded" and e.get("durations_ms")), None)
     if e is None:
         return before_window(events)
-    d = [float(x) for x in e["durations_ms"]]
-    out = {"phase": e.get("phase"), "steps": len(d), "median_ms": round(statistics.median(d), 4),
-           "how": "steps the program ran after its window with the recording stopped, this run"}
-    kinds = e.get("kinds") or []
+    ranks = [x for x in events if x.get("event") == "unrecorded" and x.get("durations_ms")
+             and x.get("phase") == e.get("phase")]  # (a distributed job: every rank's, the same steps in lock-step)
+    d = [float(x) for r in ranks for x in r["durations_ms"]]
+    out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]), "median_ms": round(statistics.median(d), 4),
+           "how": "steps the program ran after its window with the recording stopped, this run"
+                  + (f", {len(ranks)} ranks" if len(ranks) > 1 else "")}
+    kinds = [k for r in ranks for k in (r.get("kinds") or [None] * len(r["durations_ms"]))]
     decode = [x for x, k in zip(d, kinds) if k == "decode"]
     if decode:
         out["decode_median_ms"] = round(statistics.median(decode), 4)

@@ -5,8 +5,9 @@ Two stretches of a run are unrecorded:
 - **After the last window** (``AfterWindow``): under torch.profiler, in a single process, the recording is stopped and
   written and the program runs on for ``UNRECORDED_STEPS`` steps (the first, just after the profiler's stop, not
   counted), or for ``UNRECORDED_MAX_S`` with at least ``UNRECORDED_MIN`` of them (one, past three times that), then it
-  is stopped (``--full-run``: runs on). Not in a distributed job: its ranks stop together where they agreed, and one
-  rank timing more steps would wait alone.
+  is stopped (``--full-run``: runs on). In a distributed job, as many steps on every rank: the count rank 0 decided at
+  the window's start (``after_steps``, from its step time, about ``UNRECORDED_MAX_S`` of steps), so the ranks stop
+  together; one rank timing more steps would wait alone in its next collective.
 - **Before the first window** (``before_window``): a run that records from the window (``--record-from window``, a
   second run the evidence cache knows) ran its warm-up unrecorded; its last steady steps are the program's unrecorded
   speed, in a distributed job too, at no cost.
@@ -25,12 +26,21 @@ UNRECORDED_MAX_S = 1.0
 BEFORE_WINDOW_MAX = 8   # the warm-up's last unrecorded steps said at the window's start (the steadiest ones)
 
 
+def after_steps(median_s: float | None) -> int:
+    """How many steps a distributed job's ranks time after the window (the skipped first included): about
+    ``UNRECORDED_MAX_S`` of steps at ``median_s``, between ``UNRECORDED_MIN`` and ``UNRECORDED_STEPS`` counted."""
+    import math
+    n = UNRECORDED_STEPS if not median_s or median_s <= 0 else math.ceil(UNRECORDED_MAX_S / median_s)
+    return 1 + max(UNRECORDED_MIN, min(UNRECORDED_STEPS, n))
+
+
 class AfterWindow:
     """The steps of phase ``key`` after the last window, while they run: their durations and kinds (a generation
-    loop's "prefill"/"decode"); ``then``: "stop" (the program is stopped after them) or "continue"."""
+    loop's "prefill"/"decode"); ``then``: "stop" (the program is stopped after them) or "continue"; ``count``: exactly
+    so many steps (a distributed job's ranks, the first included), else as many as the time allows."""
 
-    def __init__(self, key: tuple, now: float, kind: str | None, then: str):
-        self.key, self.last, self.kind, self.then = key, now, kind, then
+    def __init__(self, key: tuple, now: float, kind: str | None, then: str, count: int | None = None):
+        self.key, self.last, self.kind, self.then, self.count = key, now, kind, then, count
         self.durations: list[float] = []
         self.kinds: list[str | None] = []
         self.first_at: float | None = None
@@ -42,6 +52,8 @@ class AfterWindow:
         self.last, self.kind = now, next_kind
         if len(self.durations) == 2:
             self.first_at = now - self.durations[-1]
+        if self.count is not None:
+            return len(self.durations) >= self.count
         counted = len(self.durations) - 1  # (the first held the recording's stop and writing)
         spent = now - self.first_at if self.first_at is not None else 0.0
         return counted >= UNRECORDED_STEPS or (counted >= UNRECORDED_MIN and spent >= UNRECORDED_MAX_S) or \

@@ -63,7 +63,7 @@ import threading
 import time
 
 from .lines import say
-from .unrecorded import AfterWindow, before_window
+from .unrecorded import AfterWindow, after_steps, before_window
 from .unrecorded import UNRECORDED_MAX_S, UNRECORDED_MIN, UNRECORDED_STEPS  # noqa: F401 - (the docstring's, tests')
 from .window_recorders import CudaProfilerRecorder, Recorder
 
@@ -133,7 +133,7 @@ def is_steady(durations: list[float], compiled: list[bool], n_steps: int) -> boo
 class _Phase:
     __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
                  "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests", "settled",
-                 "prepared_n", "recorded")
+                 "prepared_n", "recorded", "after_steps")
 
     def __init__(self, key: tuple, now: float, compiles: int):
         self.key = key
@@ -141,6 +141,7 @@ class _Phase:
         self.durations: list[float] = []
         self.compiled: list[bool] = []
         self.recorded: list[bool] = []  # whether the recorder recorded each step (``Recorder.recording``)
+        self.after_steps: int | None = None  # unrecorded steps timed after the window, as the ranks agreed
         self.state = "warmup"          # warmup -> window -> done
         self.left = 0
         self.first_at = now
@@ -293,7 +294,7 @@ class Window:
                 # would otherwise come inside the window: one rank slowed there, the others waiting for it)
                 if not self.recorder.ready() and ph.n - ph.prepared_n < PREPARE_WAIT_STEPS:
                     return None
-                return ["start", self._window_steps(ph)]
+                return ["start", self._window_steps(ph), after_steps(self._recent_median(ph))]
             ready = (ph.n >= self.warmup) if self.warmup is not None else (
                 is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
                 or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP)
@@ -307,7 +308,7 @@ class Window:
                 return None
             if self.recorder.wants_prepare() and not at_request:  # (a request's window starts at its prefill: the
                 return ["prepare"]                                  # recorder was told ``settled`` before it)
-            return ["start", self._window_steps(ph)]
+            return ["start", self._window_steps(ph), after_steps(self._recent_median(ph))]
         ph.left -= 1
         # (not in a window the ranks of a job agreed on: each rank would extend it at its own step, from its own
         # times, and one rank stopped while the other waited in its next collective: two H200s, FSDP2, issue 50)
@@ -356,6 +357,7 @@ class Window:
         elif what == "start" and ph.state == "warmup":
             ph.median_s = self._recent_median(ph)
             ph.steps = ph.left = int(action[1])
+            ph.after_steps = int(action[2]) if len(action) > 2 else None
             ph.warmup, ph.state = ph.n, "window"
             if self.generation and ph.key == HOOK_PHASE:
                 ph.begun_at, ph.requests = now, 0  # (``_decide``: the window counts whole requests)
@@ -400,19 +402,21 @@ class Window:
         if grace:
             self._event("stop" if self.stop else "finish", ph.key, ph, grace_s=PHASE_GRACE_S)
         self.stop_at = None
-        timed = not grace and self.unrecorded and self.recorder.name == "torch" and self.ranks is None
-        # (a distributed job's ranks stop together where they agreed: one rank timing more steps would wait alone)
+        # A distributed job's ranks stop together: each times the steps rank 0's decision said (``after_steps``), in a
+        # window they agreed on; one rank timing more steps than another would wait alone in its next collective.
+        count = None if self.ranks is None else (ph.after_steps if ph.agreed else 0)
+        timed = not grace and self.unrecorded and self.recorder.name == "torch" and count != 0
         if not self.stop:
             self.recorder.finish()
             if timed:  # --full-run: the program runs on unrecorded; its first steps are timed all the same
-                self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="continue")
+                self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="continue", count=count)
             else:
                 self.enabled = False
             return
         if timed:
             self.recorder.follow = True  # the trace's line says the program's GPU work goes on
             self.recorder.finish()       # stopped and written now
-            self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="stop")
+            self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="stop", count=count)
             return
         self._raise_done(ph)
 

@@ -350,7 +350,8 @@ def test_a_rank_that_runs_on_after_the_others_stopped_is_stopped_and_the_run_say
 @pytest.mark.torch
 def test_a_torchrun_jobs_ranks_are_analysed_in_processes_started_while_it_ran(tmp_path, monkeypatch):
     """``--jobs 2``: the ranks' analyses run in worker processes started while the job ran (on two H200s, two FSDP2
-    ranks took 3.2-4.8 s one after the other here, after a 15 s job); the verdict is the one made here."""
+    ranks took 3.2-4.8 s one after the other here, after a 15 s job); the verdict is the one made here. And the ranks
+    time the same unrecorded steps after their window, so the job has its unrecorded speed."""
     t = _torchrun_job(tmp_path, monkeypatch, DISTRIBUTED_WINDOWED)
     monkeypatch.setenv("STEPS", "120")
     from nsighttc import executors
@@ -366,6 +367,14 @@ def test_a_torchrun_jobs_ranks_are_analysed_in_processes_started_while_it_ran(tm
     for a, b in zip(res.verdict.ranks, here.ranks):
         assert a["median_step_ns"] == b["median_step_ns"] and a["verdict"] == b["verdict"]
     assert (res.verdict.distributed["straggler"] is None) == (here.distributed["straggler"] is None)
+    # every rank timed the same steps after the window, unrecorded (rank 0's count), and stopped with the others:
+    # the job's unrecorded step is theirs (issue 51 for a distributed job)
+    from nsighttc.runtime.window import read_events
+    after = [e for e in read_events((res.run_dir / "torch.stderr.log").read_text().splitlines())
+             if e["event"] == "unrecorded"]
+    assert len(after) == 2 and after[0]["steps"] == after[1]["steps"] >= 2, after
+    u = res.verdict.timeline["steps"]["unrecorded"]
+    assert "2 ranks" in u["how"] and u["steps"] == after[0]["steps"]
     from nsighttc.profile.default import rank_workers
     assert rank_workers(Options(jobs=1), t, []) is None  # one after the other, here
     assert rank_workers(Options(jobs=4), resolve_target(str(tmp_path / "job.py"), [], None), []) is None  # one process
