@@ -414,8 +414,8 @@ class Window:
                 self.enabled = False
             return
         if timed:
-            self.recorder.follow = True  # the trace's line says the program's GPU work goes on
-            self.recorder.finish()       # stopped and written now
+            self.recorder.follow = True  # the profiler stops now, its trace is written after the unrecorded steps
+            self.recorder.finish()
             self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="stop", count=count)
             return
         self._raise_done(ph)
@@ -447,6 +447,7 @@ class Window:
         if doc is not None:
             self.events.append(doc)
             self.emit(EVENT_PREFIX + json.dumps(doc))
+        self.recorder.flush()  # the trace, written once they are over
 
     def _event(self, event: str, key: tuple, ph: _Phase | None, **extra) -> None:
         doc = {"event": event, "phase": "/".join(key), "recorder": self.recorder.name}

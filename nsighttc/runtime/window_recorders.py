@@ -33,6 +33,9 @@ class Recorder:
         """Whether the program's steps are being recorded now (nsys: from the program's start to its stop)."""
         return True
 
+    def flush(self) -> None:
+        """The steps timed unrecorded after the last window are over: write what was held back for them."""
+
     def window_start(self, last: bool = False) -> None:
         """A window starts; ``last``: the recording ends with it (the program stops or runs on unrecorded after)."""
 
@@ -70,11 +73,17 @@ class TorchRecorder(Recorder):
         self._finish, self._start, self._clock, self.sessions = finish, start, clock, sessions
         self.finished = False
         self.follow = False  # the program runs on unrecorded after ``finish`` (the window's unrecorded steps)
+        self.deferred = None  # the trace's writing, held back until those steps are over (``flush``)
         self.started_at: float | None = None if start is not None else 0.0
         self.start_seconds: float | None = None  # how long the profiler's start held the program (CUPTI's set-up)
 
     def recording(self) -> bool:
         return self.started_at is not None and not self.finished
+
+    def flush(self) -> None:
+        write, self.deferred = self.deferred, None
+        if write is not None:
+            write()
 
     def _begin(self) -> None:
         """``--record-from window``: the profiler starts (once)."""

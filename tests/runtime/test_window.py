@@ -162,14 +162,16 @@ def test_the_launcher_stops_a_hooked_loop_after_its_window(tmp_path):
     assert "RAN TO THE END" not in r.stdout and "CAUGHT" not in r.stdout
     start, end, after = events[0], events[-2], events[-1]
     assert (start["event"], end["event"], end["stop"]) == ("start", "end", True)
-    # issue 51: the recording stopped and written at the window's end, the program ran on for UNRECORDED_STEPS
-    # steps timed unrecorded (the first, which held the writing, left out), then was stopped
+    # issue 51: the recording stopped at the window's end, the program ran on for UNRECORDED_STEPS steps timed
+    # unrecorded (the first, which held the profiler's stop, left out), then its trace was written (nothing reads it
+    # while those steps run) and it was stopped
     assert after["event"] == "unrecorded" and after["steps"] == len(after["durations_ms"])
     assert after["steps"] == win.UNRECORDED_STEPS or (  # or the time cap came first (a loaded machine)
         after["steps"] >= win.UNRECORDED_MIN and sum(after["durations_ms"]) >= 1e3 * win.UNRECORDED_MAX_S * 0.9)
     written = next(ln for ln in r.stderr.splitlines() if ln.startswith("nsighttc.launch: wrote"))
-    assert "unrecorded steps follow" in written
-    assert r.stderr.index(written) < r.stderr.index("program exit code 0") and "step marks:" in r.stderr
+    assert "of unrecorded steps)" in written and "unrecorded steps follow" not in written
+    said = r.stderr.index('"event": "unrecorded"')
+    assert said < r.stderr.index(written) < r.stderr.index("program exit code 0") and "step marks:" in r.stderr
     doc = analyze([trace]).to_json()
     steps = doc["timeline"]["steps"]
     # every step the program ran until its window's end is in the trace (warm-up and window), and no more
