@@ -49,13 +49,13 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
     doc = json.loads((Path(__file__).resolve().parents[1] / "reports/profile_overhead/summary.json").read_text())
     programs = sorted(e["program"] for e in doc)
     assert programs == ["compile", "dataloader", "ddp", "ddp_shared_gpu", "ddp_shared_gpu_long", "ddp_shared_gpu_long_torch",
-                        "ddp_shared_gpu_torch", "eval_loop", "lightning", "llm_generate", "long_resnet", "multi_phase",
-                        "resnet_amp", "trainer", "vgg16"]
+                        "ddp_shared_gpu_torch", "eval_loop", "fsdp2", "lightning", "llm_generate", "long_resnet",
+                        "multi_phase", "resnet_amp", "trainer", "vgg16"]
     for e in doc:
         assert e["gpu"].startswith("NVIDIA ")
-        if e["program"].startswith("ddp"):  # a torchrun job: profiled as a command
+        if e["program"].startswith(("ddp", "fsdp")):  # a torchrun job: profiled as a command
             assert e["command"].startswith("nsighttc profile ") and " -- python3 -m torch.distributed.run " in \
-                e["command"] and "wrappers/ddp_train.py" in e["command"]
+                e["command"] and ("wrappers/ddp_train.py" in e["command"] or "wrappers/fsdp2_train.py" in e["command"])
         else:
             assert e["command"].startswith("nsighttc profile wrappers/")
         assert len(e["plain_s"]) == len(e["default_s"]) >= 1

@@ -162,10 +162,13 @@ def own_excess(slow: dict, others: list[dict], excess: list[tuple], gap: float) 
     causes that are its own work (``OWN_WORK_KINDS``)."""
     mine, theirs = slow.get("_host_api_per_step"), [o.get("_host_api_per_step") for o in others]
     if mine is not None and theirs and all(t is not None for t in theirs):
-        waited = float(np.median(theirs)) - mine
-        return {"own_excess_ns": min(max(waited, 0.0), gap),
-                "own_excess_basis": "the other ranks' time in CUDA calls per step (where they block waiting for it) "
-                                    "less its own"}
+        waited = max(float(np.median(theirs)) - mine, 0.0)
+        # a straggler on its GPU (more work, a slower GPU) keeps every host ahead, blocked alike: its own excess is its
+        # longer GPU compute (two H200s, DDP with rank 1 on a 4x batch: no difference in CUDA calls, 28 ms of compute)
+        gpu = next((d for k, d in excess if k[0] == COMPUTE), 0.0)
+        return {"own_excess_ns": min(max(waited, gpu), gap),
+                "own_excess_basis": ("the other ranks' time in CUDA calls per step (where they block waiting for it) "
+                                     "less its own") if waited >= gpu else "its GPU compute per step beyond theirs"}
     return {"own_excess_ns": min(sum(d for k, d in excess if k[0] in OWN_WORK_KINDS), gap),
             "own_excess_basis": "its GPU idle time per step by cause, its own work only (host ranges, pageable "
                                 "copies, GPU compute), beyond the median rank's"}
@@ -222,6 +225,19 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
             "verdict": slow["verdict"],
             "excess_by_cause": [{"cause": _describe(k), "kind": k[0], "name": k[1], "per_step_ns": d}
                                 for k, d in excess[:5]]}
+    if base["own_excess_ns"] < max(STRAGGLER_MIN_SHARE * slow["median_step_ns"], STRAGGLER_MIN_NS) and \
+            not base["own_excess_basis"].startswith("its GPU idle time"):
+        # The others did not wait for it on their hosts: the gap is their own host time, spent while their GPUs waited
+        # in NCCL kernels for this rank's (a host-bound job's ranks take turns being behind). Two H200s, FSDP2 with
+        # identical ranks (issue 50): rank 0 named with a 45.7 ms gap in one run, rank 1 in the next; the others'
+        # time blocked in CUDA calls beyond the named rank's was 0.0 and 0.56 ms per step of an 88 ms step.
+        return None, None, {"rank": slow["rank"], "excess_ns": gap, "own_excess_ns": base["own_excess_ns"],
+                            "not_waited_for": True,
+                            "note": (f"rank {slow['rank']}'s step less its waits in communication is {duration(gap)} "
+                                     f"longer than the other ranks', but they did not wait for it on their hosts "
+                                     f"({duration(base['own_excess_ns'])} per step more in CUDA calls than it, under "
+                                     f"{100 * STRAGGLER_MIN_SHARE:.0f}% of the step): their GPUs waited in NCCL kernels "
+                                     "while their own hosts were busy, as host-bound ranks do in turn")}
     if causes and sum(d for _, d in causes) >= EXPLAINED_SHARE * gap:
         top = causes[0]
         kind = STRAGGLER_KIND.get(top[0][0], "host")
@@ -283,8 +299,10 @@ def distributed(rows: list[dict], world_size: int | None) -> dict:
                    "what": r.get("_incomplete_short") or "incomplete",
                    "why": r.get("_incomplete_why") or r["incomplete_reason"]} for r in rows if not r["complete"]]
     strag, launch, unsure = imbalance(complete)
+    waited = unsure if unsure and unsure.get("not_waited_for") else None
+    unsure = None if waited else unsure
     return {"ranks": len(rows), "world_size": world_size, "straggler": strag, "launch_imbalance": launch,
-            "no_consistent_straggler": unsure, "incomplete_ranks": incomplete,
+            "no_consistent_straggler": unsure, "not_waited_for": waited, "incomplete_ranks": incomplete,
             "same_work": same_work(complete), "step_skew": step_skew(complete),
             "sharded_collectives": sharded_exposure(complete),
             "nccl_time_share": comm_ns / kern_ns if kern_ns else 0.0,

@@ -133,7 +133,8 @@ def expand(paths: list) -> list:
         found = []
         for f in sorted(Path(p).rglob("*")):
             n = f.name.lower()
-            if not f.is_file() or n in _OWN_OUTPUTS or n.startswith(".") or not n.endswith(_INPUT_SUFFIXES):
+            if not f.is_file() or n in _OWN_OUTPUTS or n.removesuffix(".gz") in _OWN_OUTPUTS or n.startswith(".") \
+                    or not n.endswith(_INPUT_SUFFIXES):  # (a run directory kept gzipped: host_samples.json.gz)
                 continue
             if n.endswith(".nsys-rep") and f.with_suffix(".sqlite").exists():
                 continue

@@ -533,6 +533,23 @@ def test_a_rank_with_extra_host_work_is_named_with_about_that_excess():
     assert d["same_work"] is True
 
 
+def test_a_rank_the_others_did_not_wait_for_is_no_straggler():
+    """The same FSDP2 job with identical ranks, cached run (``even_cached``, its host samples kept gzipped beside each
+    trace): rank 1's step less its waits is 35 ms longer than rank 0's, yet rank 0's host blocked only 0.56 ms more per
+    step in CUDA calls than rank 1's: it did not wait for rank 1, its GPU waited in NCCL while its own host was busy.
+    No straggler is named (the first run had named rank 0, this one rank 1); ``not_waited_for`` says why."""
+    v = analyze([FSDP / "even_cached"], jobs=1)
+    d = v.distributed
+    assert [Path(i["path"]).name for i in v.inputs] == ["torch_trace.json.gz"] * 2  # (not the samples beside them)
+    assert d["straggler"] is None and d["no_consistent_straggler"] is None
+    w = d["not_waited_for"]
+    assert w["rank"] == 1 and w["own_excess_ns"] < 0.1 * d["slowest_rank_step_ns"] < w["excess_ns"]
+    line = next(x for x in headline_lines(v.to_json()) if x.startswith("Ranks:"))
+    assert "no straggler" in line and "did not wait for it on their hosts" in line
+    assert not any(f.id == "straggler-rank" for f in v.findings)
+    assert v.timeline["host_frames"]["samples"] > 0
+
+
 def test_without_the_cuda_calls_times_the_own_excess_is_the_stragglers_own_work_causes(monkeypatch):
     """A recording without the ranks' CUDA calls' times: the excess in the causes that are the straggler's own work
     (host ranges, copies, compute; not launch overhead or waits), at most the gap."""

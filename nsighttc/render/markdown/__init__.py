@@ -184,6 +184,8 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
                     + "; ".join(f"{c['cause']} +{ns(c['per_step_ns'])}" for c in s_["excess_by_cause"]), ""]
         if d.get("no_consistent_straggler"):
             out += [f"No consistent straggler: {d['no_consistent_straggler']['note']}.", ""]
+        if d.get("not_waited_for"):
+            out += [f"No straggler: {d['not_waited_for']['note']}.", ""]
         out += [f"Rank {r['rank']} is left out of the job's verdict: {r['reason']}." for r in
                 d.get("incomplete_ranks") or []] + ([""] if d.get("incomplete_ranks") else [])
     inf = (tl or {}).get("inference")

@@ -166,6 +166,11 @@ def distributed_headline(doc: dict) -> str | None:
     if s:
         return (f"Ranks: rank {s['rank']} is the straggler — {s['cause']}; the other ranks wait "
                 f"{ns(s['others_wait_per_step_ns'])} per step for it; {comm}{gone}")
+    idle = d.get("not_waited_for")
+    if idle:
+        return (f"Ranks: {d['ranks']} ranks, no straggler — rank {idle['rank']}'s own step is "
+                f"{ns(idle['excess_ns'])} longer, but the other ranks did not wait for it on their hosts "
+                f"({ns(idle['own_excess_ns'])} per step): host-bound ranks take turns waiting in NCCL; {comm}{gone}")
     unsure = d.get("no_consistent_straggler")
     if unsure:
         lag = unsure["lag_ns"]
