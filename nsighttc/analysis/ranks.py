@@ -156,10 +156,11 @@ def own_excess(slow: dict, others: list[dict], excess: list[tuple], gap: float) 
     communication). What does measure it: the ranks ahead *block* on their host while they wait (a sync, a full launch
     queue), the straggler does not, so the median other rank's time in CUDA calls per step less the straggler's is
     how long the others' hosts waited for it. Two H200s (issue 50): FSDP2 with identical ranks, first run
-    (``tests/fixtures/fsdp/even_first``): a 45.7 ms gap, host ranges 39 ms, CUDA calls 5.4 ms (plain runs: rank 0
-    issued its work 1.3-5.7 ms slower per step); rank 1 with 30 ms of host work (``extra_first``): 20.8 ms; DDP with
-    30 ms of sleep on a rank: 27 ms. Without the calls' times (a recording without CUDA calls), the excess in the
-    causes that are its own work (``OWN_WORK_KINDS``)."""
+    (``tests/fixtures/fsdp/even_first``): a 45.7 ms gap, host ranges 39 ms, CUDA calls 12.5 ms (plain runs: rank 0
+    issued its work 1.3-5.7 ms slower per step); rank 1 with 30 ms of host work (``extra_first``): 26.9 ms; DDP with
+    30 ms of sleep on a rank: 29.1-30.5 ms (reports/distributed_windows final50), 37.9 ms (``ddp/straggler_torch``).
+    Without the calls' times (a recording without CUDA calls), the excess in the causes that are its own work
+    (``OWN_WORK_KINDS``)."""
     mine, theirs = slow.get("_host_api_per_step"), [o.get("_host_api_per_step") for o in others]
     if mine is not None and theirs and all(t is not None for t in theirs):
         waited = max(float(np.median(theirs)) - mine, 0.0)
