@@ -43,6 +43,8 @@ STRAGGLER_KIND = {COMPUTE: "gpu", "communication": "communication"}  # every oth
 # overhead is left out (a tracing profiler slows the ranks' launches unevenly: ``launch_imbalance``), and so are
 # syncs and launched work waiting on the GPU (waits: a rank that runs behind waits less, not more).
 OWN_WORK_KINDS = ("host-range", "pageable-copy", COMPUTE)
+BY_CAUSES = ("its GPU idle time per step by cause, its own work only (host ranges, pageable copies, GPU compute), "
+             "beyond the median rank's")  # (own_excess without the CUDA calls' times: it cannot tell who waited)
 EXPOSED_COMM_FINDING = 0.15  # exposed communication (mean over ranks) worth a finding
 SHORT_WINDOW = 0.5           # a rank holding less than this share of the steady steps another rank holds: incomplete
 
@@ -170,9 +172,7 @@ def own_excess(slow: dict, others: list[dict], excess: list[tuple], gap: float) 
         return {"own_excess_ns": min(max(waited, gpu), gap),
                 "own_excess_basis": ("the other ranks' time in CUDA calls per step (where they block waiting for it) "
                                      "less its own") if waited >= gpu else "its GPU compute per step beyond theirs"}
-    return {"own_excess_ns": min(sum(d for k, d in excess if k[0] in OWN_WORK_KINDS), gap),
-            "own_excess_basis": "its GPU idle time per step by cause, its own work only (host ranges, pageable "
-                                "copies, GPU compute), beyond the median rank's"}
+    return {"own_excess_ns": min(sum(d for k, d in excess if k[0] in OWN_WORK_KINDS), gap), "own_excess_basis": BY_CAUSES}
 
 
 def _frames_excess(slow: dict, others: list[dict]) -> list[dict]:
@@ -227,7 +227,7 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
             "excess_by_cause": [{"cause": _describe(k), "kind": k[0], "name": k[1], "per_step_ns": d}
                                 for k, d in excess[:5]]}
     if base["own_excess_ns"] < max(STRAGGLER_MIN_SHARE * slow["median_step_ns"], STRAGGLER_MIN_NS) and \
-            not base["own_excess_basis"].startswith("its GPU idle time"):
+            base["own_excess_basis"] != BY_CAUSES:
         # The others did not wait for it on their hosts: the gap is their own host time, spent while their GPUs waited
         # in NCCL kernels for this rank's (a host-bound job's ranks take turns being behind). Two H200s, FSDP2 with
         # identical ranks (issue 50): rank 0 named with a 45.7 ms gap in one run, rank 1 in the next; the others'

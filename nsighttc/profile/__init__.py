@@ -202,15 +202,12 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
         from ..render import markdown
         try:
             ready = outcome.parsed if outcome else {}
-            workers = outcome.rank_workers if outcome and len(inputs) > 1 else None
-            try:  # (ranks in the workers read their own files: a parsed table would be sent to them whole)
-                verdict = analyze([p if workers is not None else ready.get(p, p) for p in inputs],
-                                  evidence=outcome.evidence if outcome else None,
-                                  ahead=outcome.ahead if outcome else None, same_job_check=False,  # (recorded here)
-                                  executor=workers)
-            finally:
-                if workers is not None:
-                    workers.close()  # (its processes end while the report is written)
+            workers = outcome.rank_workers if outcome and len(inputs) > 1 else None  # (closed by ``_finish``)
+            # (ranks in the workers read their own files: a parsed table would be sent to them whole)
+            verdict = analyze([p if workers is not None else ready.get(p, p) for p in inputs],
+                              evidence=outcome.evidence if outcome else None,
+                              ahead=outcome.ahead if outcome else None, same_job_check=False,  # (recorded here)
+                              executor=workers)
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
         phases["analyze"] = round(time.monotonic() - t, 3)  # of "analysis": the rules alone (the rest: cache, JSON)

@@ -22,9 +22,9 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
    window's worth of steps at the new rate (not in a window the ranks of a distributed job agreed on: its length is
    the one they agreed on, or one rank stops while another still runs).
 3. **Then**: with ``--window-end stop`` (the default run's default) the program is stopped at the step boundary
-   that ends the window (under torch.profiler, in a single process: ``UNRECORDED_STEPS`` steps later, once the
-   recording is stopped and written, so that the same run times its steps unrecorded too: the ``unrecorded`` event,
-   issue 51), by raising ``WindowDone`` there (a ``BaseException``: the program's ``except Exception``
+   that ends the window (under torch.profiler: up to ``UNRECORDED_STEPS`` steps later, the recording stopped, so
+   that the same run times its steps unrecorded too, and its trace written after them: the ``unrecorded`` event,
+   issue 51; a distributed job's ranks time the count rank 0 decided, ``runtime.unrecorded``), by raising ``WindowDone`` there (a ``BaseException``: the program's ``except Exception``
    does not catch it, its ``finally`` blocks run, and the launcher exits 0 after writing what was recorded).
    Steps inside a named phase range (``annotate.range("train")`` around ``annotate.step()``) may be followed by
    other phases, which cannot be known ahead: the recording goes on for ``PHASE_GRACE_S`` after the phase's window;
@@ -404,7 +404,7 @@ class Window:
         self.stop_at = None
         # A distributed job's ranks stop together: each times the steps rank 0's decision said (``after_steps``), in a
         # window they agreed on; one rank timing more steps than another would wait alone in its next collective.
-        count = None if self.ranks is None else (ph.after_steps if ph.agreed else 0)
+        count = None if self.ranks is None else ((ph.after_steps or 0) if ph.agreed else 0)
         timed = not grace and self.unrecorded and self.recorder.name == "torch" and count != 0
         if not self.stop:
             self.recorder.finish()

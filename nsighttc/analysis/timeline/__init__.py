@@ -104,12 +104,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     with stages.stage("timeline.causes"):
         sync_t = pieces.calls.sync["t"].to_numpy(dtype="float64")
         sync_ns = pieces.calls.sync["ns"].to_numpy(dtype="float64")
-        in_api = _api_union(api) if fams else None
         for f in fams:
-            # the launching threads' time inside CUDA calls per steady step: where a rank ahead of a straggler blocks
-            # (a sync, a full launch queue), so the ranks' difference is the straggler's own excess (analysis.ranks)
-            f["steady_host_api_per_step_ns"] = float(intervals.busy_within(in_api, *f["_steady"]).sum()) / max(
-                f["count"] - f["warmup_steps"], 1) if in_api is not None else None
             # the host's time blocked in synchronising calls during the steady steps: what it spent waiting for the GPU,
             # so not a floor under the step (analysis.gain)
             f["steady_sync_blocked_ns"] = float(sync_ns[intervals.inside(sync_t, *f["_steady"])].sum()) if len(sync_t) else 0.0
@@ -156,7 +151,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     inference = inference_mod.summarize(gen_marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from,
                                         found_by)
     work = comm_mod.Work(ops, launches)
-    communication = _communication(work, fams, window_causes, lo, hi, n_kernels, th) if work.any else {}
+    communication = _communication(work, fams, window_causes, lo, hi, n_kernels, th, api) if work.any else {}
     if communication:
         dom_ = fams[0] if fams else None
         communication["collectives"] = work.collectives(
@@ -326,16 +321,21 @@ def refresh_tensor_cores(res: TimelineResult, launches: pd.DataFrame) -> Timelin
 
 
 def _communication(work: comm_mod.Work, fams: list[dict], window_causes: list[dict], lo: float, hi: float,
-                   n_kernels: int, th: Thresholds) -> dict:
+                   n_kernels: int, th: Thresholds, api: pd.DataFrame) -> dict:
     """A rank that communicates is judged on its compute: each step family's verdict and causes, and the
-    window's causes, gain the communication time no compute overlapped (``comm``)."""
+    window's causes, gain the communication time no compute overlapped (``comm``); each family gains its launching
+    threads' time inside CUDA calls per steady step (where a rank ahead of a straggler blocks: a sync, a full launch
+    queue), which the ranks compare for the straggler's own excess (``analysis.ranks.own_excess``)."""
     def add_cause(causes: list[dict], exposed: float) -> list[dict]:
         if exposed <= 0:
             return causes
         return sorted(causes + [comm_mod.cause(exposed, work.comm_launches)], key=lambda c: -c["idle_ns"])
 
+    in_api = _api_union(api) if fams else None
     for f in fams:
         n_steady = f["count"] - f["warmup_steps"]
+        f["steady_host_api_per_step_ns"] = float(intervals.busy_within(in_api, *f["_steady"]).sum()) / max(
+            n_steady, 1) if in_api is not None else None
         sc = work.scope(*f["_steady"], steps=n_steady)
         f["compute_busy_share"] = sc["compute_busy_share"]
         f["exposed_comm_share"] = sc["exposed_comm_share"]
