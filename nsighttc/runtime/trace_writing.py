@@ -3,6 +3,7 @@ the default run so (``TRACE_WRITTEN``, ``NOTHING_RECORDED``). Split from ``runti
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 
@@ -29,6 +30,35 @@ def trace_only_config():
         return _ExperimentalConfig(trace_only=True)
     except (ImportError, TypeError, AttributeError):  # an older torch: the ordinary stop
         return None
+
+
+# CUPTI stays attached to the process after torch.profiler stops unless kineto finalizes it (``TEARDOWN_CUPTI=1``, read
+# by kineto as the profiler stops; off by default in the kineto of torch 2.11): PyTorch reported training 10-20%
+# slower after the profiler had stopped (pytorch/pytorch#144455, #146604). Kineto turned it off where CUDA graphs were
+# used because re-initialising CUPTI after a teardown crashed before CUDA 12.6 (inductor still sets it to "0" for
+# its cudagraphs), so a value already set is kept, and nothing is set under an older CUDA. Only where the program runs
+# on after this stop and no later session starts in this process (the window's unrecorded steps, ``--full-run``): a
+# session started after a teardown waits for it (kineto's ``ensureReadyForTrace``, up to 10 s, then records no GPU
+# activity).
+CUPTI_TEARDOWN_ENV = "TEARDOWN_CUPTI"
+CUPTI_TEARDOWN_MIN_CUDA = (12, 6)
+
+
+def release_cupti_after_stop() -> str:
+    """Ask kineto to detach CUPTI when the profiler stops now (``CUPTI_TEARDOWN_ENV``); what was decided, for the log."""
+    if os.environ.get(CUPTI_TEARDOWN_ENV) is not None:
+        return f"{CUPTI_TEARDOWN_ENV}={os.environ[CUPTI_TEARDOWN_ENV]} kept"
+    try:
+        import torch
+        version = tuple(int(x) for x in (torch.version.cuda or "0.0").split(".")[:2])
+    except Exception:  # noqa: BLE001 - no torch, or a CUDA version it cannot tell: CUPTI is left as it is
+        return ""
+    if version == (0, 0):  # a CPU build: there is no CUPTI to release
+        return ""
+    if version < CUPTI_TEARDOWN_MIN_CUDA:
+        return f"CUDA {version[0]}.{version[1]}: CUPTI left attached"
+    os.environ[CUPTI_TEARDOWN_ENV] = "1"
+    return "CUPTI released"
 
 
 def add_rank_metadata(prof) -> None:
@@ -79,9 +109,15 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
               f"(--record-from window; program {time.perf_counter() - t_start:.2f} s)")
         return
     add_rank_metadata(prof)
+    runs_on = bool(getattr(recorder, "finished", False))  # stopped at the window's end: the program goes on
+    released = release_cupti_after_stop() if runs_on else ""
     t_end = time.perf_counter()
     prof.__exit__(None, None, None)
     t_stop = time.perf_counter()
+    if runs_on:
+        # The stop made the recording's Python objects (a million and more for a long window); the program's next
+        # steps would have the collector walk them again and again: set aside until the trace is written.
+        gc.freeze()
     if switched:
         pass  # the kernels and their operators are in the operators' trace (--ops-trace), read from there
     elif ns.kernel_ops is not None and ns.record_shapes and trace_only is None:
@@ -103,6 +139,9 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
             since += f" (profiler start {recorder.start_seconds:.2f} s)"
         since += "" if operators else ", ranges only"
         after = f"; written after {t_export - t_list:.2f} s of unrecorded steps" if t_export - t_list > 0.01 else ""
+        if runs_on:
+            gc.unfreeze()
+        after += f"; {released}" if released else ""
         say(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
             f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
             f"{time.perf_counter() - t_export:.2f} s{after})")
