@@ -6,10 +6,14 @@ Why: the torch.profiler launcher writes the whole trace and only then exits, and
 ``benchmarks/probes/gpu_launcher_tail_probe.py``). The default run reads the trace, starts the replay and plans
 meanwhile; the pass is finished (its exit code, its time) before the run ends.
 
-Only a single torch.profiler launcher says when its trace is complete (``nsighttc.runtime.launch.TRACE_WRITTEN``);
-nsys writes its report as the process ends, and a distributed job has one trace per rank: those passes are
-waited for as before (their launchers' lines are still read: that nothing was recorded, and, from the rank whose
-directory is ``rank_dir``, when its recording began).
+A torch.profiler launcher says when its trace is complete (``nsighttc.runtime.launch.TRACE_WRITTEN``); nsys writes
+its report as the process ends, and is waited for as before. A distributed job has one trace per rank: it is read
+once every rank that started (each made its ``rank<N>`` directory as it started: ``runtime.rankexec --mkdir``) has
+said its trace is written and its program's exit code, so the analysis overlaps the ranks' exits and torchrun's
+(process groups destroyed, CUDA and CUPTI torn down, the agent's own end); a rank that never says so (it crashed,
+recorded nothing, or still runs) makes the pass wait for the job's end as before. Its launchers' lines are read
+either way: that nothing was recorded, what each rank recorded, and from the rank whose directory is ``rank_dir``,
+when its recording began.
 """
 from __future__ import annotations
 
@@ -76,6 +80,10 @@ class TimelineRun:
         self.nothing_recorded = False      # --record-from window, and no window started: no trace was written
         self._first_rank_written: float | None = None  # a distributed job's window stopped it: first rank's trace
         self._said_end: tuple | None = None  # (code, timed out, interrupted) as ``provisional`` took them
+        # a distributed job (``rank_dir``): the ranks whose trace is written, and how many said their exit code
+        self._job_dir = rank_dir.parent if rank_dir is not None and p.torch_trace is not None else None
+        self._ranks_written: set[str] = set()
+        self._codes_said = 0
         # A first run's operators until the window (``--ops-trace``) are on disk; the program's GPU work is over (it
         # said its exit code, or wrote its trace, or ended): a replay may use the GPU from then on.
         self.ops_written = threading.Event()
@@ -91,6 +99,10 @@ class TimelineRun:
                 line = line[i:] if i > 0 else line
                 if rank_dir is not None:
                     rank_recording(line, p.ranks_recorded)
+                    if line.startswith(TRACE_WRITTEN) and not line.startswith(OPS_WRITTEN):
+                        m = _RANK_DIR.search(line)
+                        if m:
+                            self._ranks_written.add(m.group(1))
                     # (the window's events were read from earlier lines: ``running.start_pass``)
                     if line.startswith(TRACE_WRITTEN) and not line.startswith(OPS_WRITTEN) and \
                             p.stopped_after_window and self._first_rank_written is None:
@@ -116,7 +128,10 @@ class TimelineRun:
                     self.program_done.set()
                 elif line.startswith(EXIT_SAID):
                     try:
-                        self.said_code = int(line[len(EXIT_SAID):].split()[0])
+                        code = int(line[len(EXIT_SAID):].split()[0])
+                        # a job's code: the first rank's that failed, else 0 (as torchrun's, which fails with a rank)
+                        self.said_code = code if not self.said_code else self.said_code
+                        self._codes_said += 1
                     except (ValueError, IndexError):
                         pass
                     if self._follow:
@@ -125,7 +140,7 @@ class TimelineRun:
             p.on_line = on_line
         self.run = start_pass(p, say=say)
         self._ended: float | None = None  # when the process ended (finish may come much later)
-        if self.early:
+        if self.early or self._job_dir is not None:
             threading.Thread(target=self._note_end, daemon=True, name="nsighttc-timeline-end").start()
 
     def _note_end(self) -> None:
@@ -152,8 +167,14 @@ class TimelineRun:
         deadline = None if timeout is None else self._started + timeout
         try:
             while self.run.proc.poll() is None:
+                if self._job_dir is not None and self._job_written():
+                    if self.run.proc.poll() is None:  # every rank's trace is on disk: read while the job exits
+                        self.pending = True
+                        self.p.seconds = time.monotonic() - self._started
+                        return self.p
+                    break
                 if not self.early:
-                    time.sleep(0.02)  # (a rank's trace said written is not the job's end)
+                    time.sleep(0.02)  # (one rank's trace said written is not the job's end)
                     if self._first_rank_written is not None and \
                             time.monotonic() - self._first_rank_written > RANKS_END_GRACE_S:
                         self._stop_ranks_left_running()
@@ -172,6 +193,14 @@ class TimelineRun:
             return self.p
         left = None if deadline is None else max(deadline - time.monotonic(), 0.01)
         return finish_pass(self.p, self.run, left)
+
+    def _job_written(self) -> bool:
+        """Every rank that started has written its trace and said its exit code (``rank<N>`` directories: each rank
+        makes its own as it starts, long before any rank's window ends)."""
+        if not self._ranks_written or self._codes_said < len(self._ranks_written):
+            return False
+        started = {d.name[4:] for d in self._job_dir.glob("rank*") if d.name[4:].isdigit() and d.is_dir()}
+        return started <= self._ranks_written and self._codes_said >= len(started)
 
     def _stop_ranks_left_running(self) -> None:
         """A rank ran on long after another's window stopped its program: stop the job (its launchers, interrupted,

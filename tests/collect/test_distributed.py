@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -414,3 +415,42 @@ def _exists(pid: int) -> bool:
 
 def _pid() -> int:
     return os.getpid()
+
+
+SLOW_SHUTDOWN_JOB = """
+import atexit, os, sys, time, torch
+m = torch.nn.Linear(16, 16)
+for _ in range(20):
+    m(torch.randn(8, 16)).sum().backward()
+atexit.register(lambda: time.sleep(4.0))  # each rank's slow exit (a CUDA job's: process groups, CUDA, CUPTI torn down)
+if os.environ.get("RANK") == "1" and os.environ.get("EXIT_IN_SHUTDOWN"):
+    atexit.register(lambda: os._exit(int(os.environ["EXIT_IN_SHUTDOWN"])))  # its end is not the one it said
+"""
+
+
+@pytest.mark.torch
+def test_a_torchrun_jobs_traces_are_read_while_its_ranks_exit_and_checked_against_its_real_end(tmp_path,
+                                                                                             monkeypatch):
+    """Every rank said its trace is written and its exit code: the verdict is made while the ranks and torchrun still
+    exit (issue 50: the exits of two H200 ranks were seconds of the run's cost), and the run still waits for the
+    job's end, whose time and code are the job's own."""
+    t = _torchrun_job(tmp_path, monkeypatch, SLOW_SHUTDOWN_JOB)
+    t0 = time.time()
+    res = profile(t, Options(out=tmp_path / "runs", fast=True))
+    ended = time.time()
+    assert res.exit_code == 0, res.notes
+    meta = json.loads((res.run_dir / "run.json").read_text())
+    tl = meta["passes"][0]
+    assert tl["seconds"] - tl["trace_written_s"] >= 3.0  # the pass' time is the job's end, after the ranks' sleep
+    assert (res.run_dir / "report.md").stat().st_mtime < ended - 2.0  # written before the job had ended
+    assert meta["phase_seconds"]["exit_after_report"] > 1.0 and ended - t0 >= 4.0
+    doc = json.loads((res.run_dir / "verdict.json").read_text())
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1]
+    assert doc["provenance"]["passes"][0]["seconds"] == tl["seconds"]  # rewritten with the job's real end
+    # a rank that ends otherwise than it said: the verdict is made again with the job's real exit code
+    monkeypatch.setenv("EXIT_IN_SHUTDOWN", "7")
+    res = profile(t, Options(out=tmp_path / "runs", fast=True))
+    code = json.loads((res.run_dir / "run.json").read_text())["exit_codes"]["torch"]
+    assert code != 0 and res.exit_code == code and any(f"exited with code {code}" in n for n in res.notes)
+    verdict = json.loads((res.run_dir / "verdict.json").read_text())
+    assert any(f"exited with code {code}" in w for w in verdict["warnings"])  # made again with the job's real end
