@@ -81,7 +81,8 @@ def timed(argv: list[str], env: dict, log: Path) -> tuple[float, int]:
 
 def latest_phases(runs: Path) -> dict | None:
     """run.json's phase_seconds of the newest run (gpu query, passes, analysis, report), each pass's seconds and
-    each rank's recording (program, profiler stop, recorded from)."""
+    each rank's recording (program, profiler stop, recorded from, when its trace line came); a pass read before its
+    process ended gives its trace's moment fourth ([engine, mode, seconds, trace written])."""
     dirs = sorted((d for d in runs.iterdir() if (d / "run.json").exists()), key=lambda d: d.stat().st_mtime) \
         if runs.exists() else []
     if not dirs:
@@ -89,7 +90,8 @@ def latest_phases(runs: Path) -> dict | None:
     run = json.loads((dirs[-1] / "run.json").read_text())
     phases = dict(run.get("phase_seconds") or {})
     for p in run.get("passes") or []:  # what each pass took, and each rank's recording (program, stop, from when)
-        phases.setdefault("pass_seconds", []).append([p.get("engine"), p.get("mode"), p.get("seconds")])
+        phases.setdefault("pass_seconds", []).append([p.get("engine"), p.get("mode"), p.get("seconds")]
+                                                     + ([p["trace_written_s"]] if p.get("trace_written_s") else []))
         if (p.get("window") or {}).get("ranks"):
             phases["ranks"] = p["window"]["ranks"]
     return phases

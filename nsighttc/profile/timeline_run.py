@@ -41,7 +41,7 @@ _STOP_S = re.compile(r"profiler stop ([0-9.]+) s")
 _RANK_DIR = re.compile(r"[/\\]rank(\d+)[/\\][^/\\]+ \(")  # a distributed job's per-rank file in a launcher's line
 
 
-def rank_recording(line: str, into: dict) -> None:
+def rank_recording(line: str, into: dict, at_s: float | None = None) -> None:
     """What one rank's launcher says it recorded (its operators' trace, its trace), into ``into[rank]``: run.json's
     account of each rank's recording (issue 50: only rank 0 records operators with their arguments, until a step
     before the window; a rank whose recording differs from the others' in the steps compared would be judged on the
@@ -61,6 +61,8 @@ def rank_recording(line: str, into: dict) -> None:
     r["recorded_from_s"] = float(frm.group(1)) if frm else 0.0
     r["program_s"] = float(prog.group(1)) if prog else None
     r["profiler_stop_s"] = float(stop.group(1)) if stop else None
+    if at_s is not None:  # when the line came, in the pass' seconds: the job's end after it is its ranks' exits
+        r["trace_written_at_s"] = at_s
 
 
 class TimelineRun:
@@ -98,7 +100,7 @@ class TimelineRun:
                 i = line.find(LAUNCHER)  # after text the program left without a newline (a progress bar's \r ...)
                 line = line[i:] if i > 0 else line
                 if rank_dir is not None:
-                    rank_recording(line, p.ranks_recorded)
+                    rank_recording(line, p.ranks_recorded, round(time.monotonic() - self._started, 3))
                     if line.startswith(TRACE_WRITTEN) and not line.startswith(OPS_WRITTEN):
                         m = _RANK_DIR.search(line)
                         if m:

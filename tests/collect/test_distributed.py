@@ -442,6 +442,9 @@ def test_a_torchrun_jobs_traces_are_read_while_its_ranks_exit_and_checked_agains
     meta = json.loads((res.run_dir / "run.json").read_text())
     tl = meta["passes"][0]
     assert tl["seconds"] - tl["trace_written_s"] >= 3.0  # the pass' time is the job's end, after the ranks' sleep
+    # each rank's trace line, timed on the pass' clock: the job was read once the last of them came
+    at = [r["trace_written_at_s"] for r in tl["window"]["ranks"].values()]
+    assert len(at) == 2 and max(at) <= tl["trace_written_s"] < max(at) + 1.0
     assert (res.run_dir / "report.md").stat().st_mtime < ended - 2.0  # written before the job had ended
     assert meta["phase_seconds"]["exit_after_report"] > 1.0 and ended - t0 >= 4.0
     doc = json.loads((res.run_dir / "verdict.json").read_text())
