@@ -271,11 +271,13 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         if rp_run is not None:  # the replay makes its CUDA context while we plan; it waits for the operator list
             write_gate(rp_gate, "stop" if stop_everything else "go")
         try:
-            need = pd.DataFrame() if stop_everything else planned_needs(out.inputs, out.parsed)
+            need = pd.DataFrame() if stop_everything else planned_needs(out.inputs, out.parsed, out.rank_workers)
         except NsighttcError as exc:  # the timeline cannot be read: no plan for ncu; the analysis will say why
             out.failures.append(f"the timeline could not be read to plan the Nsight Compute pass: {exc}")
             need, stop_everything = pd.DataFrame(), True
-        if not stop_everything and out.parsed:  # the timeline side of the analysis runs while ncu measures
+        # the timeline side of the analysis runs while ncu measures (not a job's ranks analysed in the rank workers:
+        # their analysis takes no timeline from here, and one made here would only take this process' time)
+        if not stop_everything and out.parsed and out.rank_workers is None:
             from ..api import TimelineAhead
             out.ahead = TimelineAhead([out.parsed[p] for p in out.inputs if p in out.parsed])
         names, cached, have, tried, missing = missing_evidence(need, out, opts)
