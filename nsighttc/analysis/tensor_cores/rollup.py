@@ -97,7 +97,9 @@ def verdict_of(launches: int, tc_time: float, matrix_time: float, matrix_cuda_co
 
 
 def range_table(launches: pd.DataFrame) -> pd.DataFrame:
-    """Per NVTX range path (every prefix: a kernel in ``a/b`` counts for ``a`` and ``a/b``)."""
+    """Per NVTX range path (every prefix: a kernel in ``a/b`` counts for ``a`` and ``a/b``): what ``rollup`` says of
+    the range's launches, for every range at once. (One ``rollup`` per range took a fifth of an FSDP2 rank's analysis
+    on this repository's CPU machine: ~150 ranges; the same sums as bin counts over the joined rows.)"""
     cols = ["name", "kernel_time_ns", "tc_time_share", "tc_verdict", "tc_evidence", "by_dtype", "launches",
             "unknown_time_share"]
     c = compact(launches)
@@ -105,13 +107,53 @@ def range_table(launches: pd.DataFrame) -> pd.DataFrame:
     if c.empty:
         return pd.DataFrame(columns=cols)
     joined = c.merge(path_prefixes(pd.unique(c["nvtx"])), on="nvtx")
-    rows = []
-    for rng, grp in joined.groupby("range", sort=False):  # compacted rows: cheap
-        r = rollup(grp)
-        rows.append({"name": rng, "kernel_time_ns": r["kernel_time_ns"], "tc_time_share": r["tc_time_share"],
-                     "tc_verdict": r["verdict"], "tc_evidence": r["evidence"], "by_dtype": r["by_dtype"],
-                     "launches": r["launches"], "unknown_time_share": r["unknown_time_share"]})
-    out = pd.DataFrame(rows, columns=cols)
+    codes, names = pd.factorize(joined["range"])  # (each range in the order it first appears, as groupby(sort=False))
+    k = len(names)
+    t = np.nan_to_num(joined["time_ns"].to_numpy(dtype="float64"))  # (nansum, as rollup's)
+    comm = joined["comm"].to_numpy(dtype=bool) if "comm" in joined else np.zeros(len(joined), dtype=bool)
+    state = joined["state"].to_numpy()
+    yes, no, unk = state == "yes", state == "no", state == "unknown"
+    matrix = joined["matrix_work"].to_numpy(dtype=bool)
+    n = joined["n"].to_numpy(dtype="float64")
+    compute = ~comm
+
+    def per_range(mask: np.ndarray, w: np.ndarray = t) -> np.ndarray:
+        return np.bincount(codes[mask], weights=w[mask], minlength=k)
+    all_time = np.bincount(codes, weights=t, minlength=k)
+    total, tc_time, unknown_time = per_range(compute), per_range(compute & yes), per_range(compute & unk)
+    matrix_time = per_range(compute & matrix)
+    matrix_cuda_core, matrix_unknown = per_range(compute & matrix & no), per_range(compute & matrix & unk)
+    launches_n = np.bincount(codes, weights=n, minlength=k).astype(np.int64)
+    compute_n = per_range(compute, n).astype(np.int64)
+    # by dtype: the Tensor Core rows' time per dtype, a share of the range's compute time
+    on_tc = compute & yes
+    dt = pd.DataFrame({"r": codes[on_tc], "d": joined["dtype"].to_numpy()[on_tc], "t": t[on_tc]})
+    dt["d"] = dt["d"].fillna("unknown").astype(str)
+    by_dtype: list[dict] = [{} for _ in range(k)]
+    for (r, d), v in dt.groupby(["r", "d"])["t"].sum().items():
+        if total[r] and v / total[r] > 0:
+            by_dtype[r][str(d)] = float(v / total[r])
+    by_dtype = [dict(sorted(b.items(), key=lambda kv: -kv[1])) for b in by_dtype]
+    # evidence: of the rows that decide (on Tensor Cores, or matrix work), else of every compute row
+    deciding = compute & (yes | matrix)
+    has_deciding = np.bincount(codes[deciding], minlength=k) > 0
+    chosen = deciding | (compute & ~has_deciding[codes])
+    ev = pd.DataFrame({"r": codes[chosen], "e": joined["evidence"].to_numpy()[chosen]})
+    ev = ev[ev["e"] != EVIDENCE_NONE].drop_duplicates()
+    evidence = [EVIDENCE_NONE] * k
+    for r, es in ev.groupby("r")["e"]:
+        evidence[r] = es.iloc[0] if len(es) == 1 else "mixed"
+    out = pd.DataFrame({
+        "name": np.asarray(names, dtype=object),
+        "kernel_time_ns": all_time,
+        "tc_time_share": np.divide(tc_time, total, out=np.zeros(k), where=total != 0),
+        "tc_verdict": [verdict_of(int(compute_n[r]), tc_time[r], matrix_time[r], matrix_cuda_core[r],
+                                  matrix_unknown[r], unknown_time[r]) for r in range(k)],
+        "tc_evidence": evidence,
+        "by_dtype": by_dtype,
+        "launches": launches_n,
+        "unknown_time_share": np.divide(unknown_time, total, out=np.zeros(k), where=total != 0),
+    }, columns=cols)
     first_seen = joined.groupby("range")["first"].min()
     out["_first"] = out["name"].map(first_seen)
     return out.sort_values(["_first", "name"]).drop(columns="_first").reset_index(drop=True)
