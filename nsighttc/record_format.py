@@ -46,9 +46,8 @@ WARM_RANGE = "nsighttc-warm"
 EXIT_SAID = "nsighttc.launch: program exit code "
 # Printed once the torch.profiler trace is complete on disk: the default run reads the trace from that moment.
 TRACE_WRITTEN = "nsighttc.launch: wrote "
-# ... and where the program runs on for a few unrecorded steps after its window (``runtime.unrecorded.UNRECORDED_STEPS``),
-# the trace's line ends with this: the program's GPU work is not over until it says its exit code (``EXIT_SAID``)
-UNRECORDED_FOLLOW = "; unrecorded steps follow"
+# (Where the program runs on for a few unrecorded steps after its window, the launcher writes the trace after them:
+# ``runtime.trace_writing``; the line then says how long they ran, and nothing reads the trace while they run.)
 NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started
 OPS_WRITTEN = "nsighttc.launch: wrote operators "  # a first run's operators until the window are on disk
 WINDOW_EVENT = "nsighttc.launch: window "  # + a JSON object: what the window did (start/end/stop per phase)

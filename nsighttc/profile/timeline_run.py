@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..record_format import EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITTEN, UNRECORDED_FOLLOW
+from ..record_format import EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITTEN
 from .passes import Pass
 from .running import finish_pass, start_pass
 
@@ -78,7 +78,6 @@ class TimelineRun:
         self.pending = False  # the trace is read while the process still exits
         self.early = early and p.torch_trace is not None
         self.said_code: int | None = None  # the exit code the launcher said it will return (EXIT_SAID)
-        self._follow = False               # the trace is written, and unrecorded steps follow (UNRECORDED_FOLLOW)
         self.nothing_recorded = False      # --record-from window, and no window started: no trace was written
         self._first_rank_written: float | None = None  # a distributed job's window stopped it: first rank's trace
         self._said_end: tuple | None = None  # (code, timed out, interrupted) as ``provisional`` took them
@@ -113,14 +112,8 @@ class TimelineRun:
                     m = _RECORDED_FROM.search(line)
                     if m:
                         p.recorded_from_s = float(m.group(1))
-                    if UNRECORDED_FOLLOW in line:
-                        # the program runs on a few steps unrecorded (runtime.window.UNRECORDED_STEPS), timing its own
-                        # speed: the analysis waits for its exit code so as not to take the CPU from those steps (on
-                        # the H100, read beside them, a generate() loop's unrecorded calls slowed from 17 to 28 ms)
-                        self._follow = True
-                    else:
-                        self._written.set()
-                        self.program_done.set()
+                    self._written.set()
+                    self.program_done.set()
                 elif ops_marker is not None and line.startswith(ops_marker):
                     m = _PROGRAM_S.search(line)
                     p.operators_until_s = float(m.group(1)) if m else 0.0
@@ -136,8 +129,6 @@ class TimelineRun:
                         self._codes_said += 1
                     except (ValueError, IndexError):
                         pass
-                    if self._follow:
-                        self._written.set()
                     self.program_done.set()
             p.on_line = on_line
         self.run = start_pass(p, say=say)
@@ -161,7 +152,7 @@ class TimelineRun:
     @property
     def said_written(self) -> bool:
         """The launcher said its trace is complete (a process that died while writing never says it)."""
-        return self._written.is_set() or self._follow
+        return self._written.is_set()
 
     def until_written(self, timeout: float | None) -> Pass:
         """Wait until the trace is written (the process may still be exiting: ``pending``) or the process

@@ -31,25 +31,6 @@ def test_trace_is_read_while_the_launcher_still_exits_and_the_exit_code_comes_at
     assert TRACE_WRITTEN in (tmp_path / "torch.stderr.log").read_text()
 
 
-def test_a_trace_whose_program_runs_on_unrecorded_is_read_once_it_says_its_exit_code(tmp_path):
-    """Issue 51: after its window the program times a few steps unrecorded; reading the trace beside them would take
-    their CPU (on the H100 the unrecorded calls slowed from 17 to 28 ms), so the analysis waits for the exit code,
-    and so does the GPU (a replay), while the process' own exit still overlaps with the reading."""
-    from nsighttc.record_format import EXIT_SAID, UNRECORDED_FOLLOW
-    code = ("import sys, time; print(TRACE, file=sys.stderr, flush=True); time.sleep(1.0); "
-            f"print({EXIT_SAID + '0'!r}, file=sys.stderr, flush=True); time.sleep(2.0)")
-    p = _pass(tmp_path, code.replace("TRACE", f"TRACE[:-1] + {UNRECORDED_FOLLOW + ')'!r}"))
-    t0 = time.monotonic()
-    run = TimelineRun(p, early=True, say=lambda s: None)
-    assert not run.program_done.is_set()
-    run.until_written(timeout=60)
-    waited = time.monotonic() - t0
-    assert run.pending and run.said_written and run.program_done.is_set() and run.said_code == 0
-    assert 1.0 <= waited < 2.8  # after the unrecorded steps, before the process' 2 s exit
-    run.finish(timeout=60)
-    assert p.returncode == 0
-
-
 def test_another_files_trace_line_or_no_early_read_waits_for_the_end(tmp_path):
     other = _pass(tmp_path, "import sys, time; print(TRACE.replace('torch_trace', 'other'), file=sys.stderr, "
                             "flush=True); time.sleep(0.5); sys.exit(0)")

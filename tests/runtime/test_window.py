@@ -169,7 +169,7 @@ def test_the_launcher_stops_a_hooked_loop_after_its_window(tmp_path):
     assert after["steps"] == win.UNRECORDED_STEPS or (  # or the time cap came first (a loaded machine)
         after["steps"] >= win.UNRECORDED_MIN and sum(after["durations_ms"]) >= 1e3 * win.UNRECORDED_MAX_S * 0.9)
     written = next(ln for ln in r.stderr.splitlines() if ln.startswith("nsighttc.launch: wrote"))
-    assert "of unrecorded steps)" in written and "unrecorded steps follow" not in written
+    assert "s of unrecorded steps" in written
     said = r.stderr.index('"event": "unrecorded"')
     assert said < r.stderr.index(written) < r.stderr.index("program exit code 0") and "step marks:" in r.stderr
     doc = analyze([trace]).to_json()
@@ -197,7 +197,7 @@ def test_full_run_lets_it_finish_and_records_only_the_window(tmp_path):
     assert recorded <= end["step"] + 1 < 300  # steps after the window are not in the trace
     # the trace was written at the window's end, while the program ran on, its next steps timed unrecorded
     written = r.stderr.index("nsighttc.launch: wrote")
-    assert written < r.stderr.index("step marks:") and "unrecorded steps follow" not in r.stderr[written:][:400]
+    assert written < r.stderr.index("step marks:")
     after = next(e for e in events if e["event"] == "unrecorded")
     assert after["steps"] >= win.UNRECORDED_MIN and events.index(after) > events.index(end)
 
