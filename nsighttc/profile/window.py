@@ -123,6 +123,7 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
              and x.get("phase") == e.get("phase")]  # (a distributed job: every rank's, the same steps in lock-step)
     d = [float(x) for r in ranks for x in r["durations_ms"]]
     out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]), "median_ms": round(statistics.median(d), 4),
+           "when": "after",
            "how": "steps the program ran after its window with the recording stopped, this run"
                   + (f", {len(ranks)} ranks" if len(ranks) > 1 else "")}
     kinds = [k for r in ranks for k in (r.get("kinds") or [None] * len(r["durations_ms"]))]
@@ -144,7 +145,7 @@ def before_window(events: list[dict]) -> dict | None:
     d = [float(x) for e in starts if e.get("phase") == phase for x in e["unrecorded_before_ms"]]
     if len(d) < BEFORE_WINDOW_MIN:
         return None
-    return {"phase": phase, "steps": len(d), "median_ms": round(statistics.median(d), 4),
+    return {"phase": phase, "steps": len(d), "median_ms": round(statistics.median(d), 4), "when": "before",
             "how": "the warm-up's last steps before the window, unrecorded (the recording started with the window), "
                    "this run" + (f", {len(starts)} ranks" if len(starts) > 1 else "")}
 
@@ -176,7 +177,7 @@ def unrecorded_speed(verdict, done: list[Pass]) -> bool:
                              **({"tokens_per_s": round(float(inf["tokens_per_s"]) * slow, 2)}
                                 if inf.get("tokens_per_s") else {})}
     st["unrecorded"] = {"median_ns": unrec, "steps": u["steps"], "recording_slowdown": round(recorded / unrec, 3),
-                        "how": u["how"]}
+                        "when": u["when"], "how": u["how"]}  # when: the steps timed "after" the window or "before" it
     return True
 
 

@@ -49,7 +49,7 @@ def test_a_jobs_unrecorded_warm_up_gives_its_speed_and_bounds_the_stragglers_fix
     assert unrecorded_speed(v, [SimpleNamespace(mode="timeline", window_events=events)])
     u = v.timeline["steps"]["unrecorded"]
     assert u["median_ns"] == pytest.approx(67.15e6) and u["steps"] == 6 and "2 ranks" in u["how"]
-    assert "steps timed before the window" in startup_line(v.timeline)
+    assert u["when"] == "before" and "steps timed before the window" in startup_line(v.timeline)
     doc = with_gains(v).to_json()  # (as the profile run does once it set the unrecorded speed)
     s, T = doc["distributed"]["straggler"], doc["distributed"]["slowest_rank_step_ns"]
     fix = next(f for f in doc["findings"] if f["id"] == "straggler-rank")

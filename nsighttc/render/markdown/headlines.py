@@ -142,7 +142,7 @@ def startup_line(tl: dict) -> str | None:
     src = SOURCE_OF_STEPS.get(steps.get("source"), steps.get("source") or "")
     u = steps.get("unrecorded")
     speed = (f" recorded, {ns(u['median_ns'])} unrecorded ({recording_cost_words(u['recording_slowdown'])}, "
-             f"{u['steps']} steps timed {'before' if 'before the window' in (u.get('how') or '') else 'after'} "
+             f"{u['steps']} steps timed {u.get('when') or 'after'} "
              "the window)") if u else ""
     return (f"Start-up {st['seconds']:.1f} s{comp}, then {steady} steady step{'s' if steady != 1 else ''} of "
             f"{ns(steps.get('median_iteration_ns'))}{speed} (steps from {src}{warm})")
