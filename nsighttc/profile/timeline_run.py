@@ -190,10 +190,11 @@ class TimelineRun:
     def _job_written(self) -> bool:
         """Every rank that started has written its trace and said its exit code (``rank<N>`` directories: each rank
         makes its own as it starts, long before any rank's window ends)."""
-        if not self._ranks_written or self._codes_said < len(self._ranks_written):
+        written = set(self._ranks_written)  # (a copy: the line reader's thread adds to it)
+        if not written or self._codes_said < len(written):
             return False
         started = {d.name[4:] for d in self._job_dir.glob("rank*") if d.name[4:].isdigit() and d.is_dir()}
-        return started <= self._ranks_written and self._codes_said >= len(started)
+        return started <= written and self._codes_said >= len(started)
 
     def _stop_ranks_left_running(self) -> None:
         """A rank ran on long after another's window stopped its program: stop the job (its launchers, interrupted,
