@@ -172,7 +172,8 @@ def own_excess(slow: dict, others: list[dict], excess: list[tuple], gap: float) 
         return {"own_excess_ns": min(max(waited, gpu), gap),
                 "own_excess_basis": ("the other ranks' time in CUDA calls per step (where they block waiting for it) "
                                      "less its own") if waited >= gpu else "its GPU compute per step beyond theirs"}
-    return {"own_excess_ns": min(sum(d for k, d in excess if k[0] in OWN_WORK_KINDS), gap), "own_excess_basis": BY_CAUSES}
+    return {"own_excess_ns": min(sum(d for k, d in excess if k[0] in OWN_WORK_KINDS), gap),
+            "own_excess_basis": BY_CAUSES}
 
 
 def _frames_excess(slow: dict, others: list[dict]) -> list[dict]:
@@ -363,7 +364,7 @@ def findings(rows: list[dict], dist: dict) -> list[Finding]:
             "slowest. Host-side causes: give its data loader workers and pinned memory, remove its syncs "
             "(`.item()`, prints) from the step, check its CPU affinity and what else runs on its host; GPU-side: "
             "`nvidia-smi -q -d CLOCK,PERFORMANCE` for throttling.",
-            time_ns=s.get("own_excess_ns", s["excess_ns"]) * len(rows), kernels=[]))
+            time_ns=s["own_excess_ns"] * len(rows), kernels=[]))
     ex = dist.get("exposed_comm_share")
     sharded = sharded_exposure(rows)
     step = float(np.median([r["median_step_ns"] for r in rows if r["median_step_ns"]] or [0.0]))
@@ -379,7 +380,7 @@ def findings(rows: list[dict], dist: dict) -> list[Finding]:
             + ". Where the forward and backward are not marked (a program nsighttc's hooks did not see), the phase "
               "is `unmarked`.", time_ns=sum(x["exposed_per_step_ns"] for x in top) * len(rows), kernels=[]))
     elif s and step and s.get("own_wait_per_step_ns", 0.0) >= EXPOSED_COMM_FINDING * max(
-            step - s.get("own_excess_ns", s["excess_ns"]), 1.0):
+            step - s["own_excess_ns"], 1.0):
         stays = s["own_wait_per_step_ns"]
         out.append(Finding(
             "exposed-communication", "medium", "Communication stays exposed once the straggler is fixed",

@@ -2,12 +2,13 @@
 step, measured in the run (issue 51), not guessed from a plain run beside it whose own speed varies by a third.
 
 Two stretches of a run are unrecorded:
-- **After the last window** (``AfterWindow``): under torch.profiler, in a single process, the recording is stopped and
-  written and the program runs on for ``UNRECORDED_STEPS`` steps (the first, just after the profiler's stop, not
-  counted), or for ``UNRECORDED_MAX_S`` with at least ``UNRECORDED_MIN`` of them (one, past three times that), then it
-  is stopped (``--full-run``: runs on). In a distributed job, as many steps on every rank: the count rank 0 decided at
-  the window's start (``after_steps``, from its step time, about ``UNRECORDED_MAX_S`` of steps), so the ranks stop
-  together; one rank timing more steps would wait alone in its next collective.
+- **After the last window** (``AfterWindow``): under torch.profiler the recording is stopped (its trace written only
+  after these steps: ``runtime.trace_writing``) and the program runs on for ``UNRECORDED_STEPS`` steps (the first,
+  just after the profiler's stop, not counted), or for ``UNRECORDED_MAX_S`` with at least ``UNRECORDED_MIN`` of them
+  (one, past three times that), then it is stopped (``--full-run``: runs on). In a distributed job, as many steps on
+  every rank: the count rank 0 decided at the window's start (``after_steps``, from its step time, about
+  ``UNRECORDED_MAX_S`` of steps), so the ranks stop together; one rank timing more steps would wait alone in its next
+  collective.
 - **Before the first window** (``before_window``): a run that records from the window (``--record-from window``, a
   second run the evidence cache knows) ran its warm-up unrecorded; its last steady steps are the program's unrecorded
   speed, in a distributed job too, at no cost.
@@ -54,7 +55,7 @@ class AfterWindow:
             self.first_at = now - self.durations[-1]
         if self.count is not None:
             return len(self.durations) >= self.count
-        counted = len(self.durations) - 1  # (the first held the recording's stop and writing)
+        counted = len(self.durations) - 1  # (the first held the profiler's stop)
         spent = now - self.first_at if self.first_at is not None else 0.0
         return counted >= UNRECORDED_STEPS or (counted >= UNRECORDED_MIN and spent >= UNRECORDED_MAX_S) or \
             (counted >= 1 and spent >= 3 * UNRECORDED_MAX_S)  # (steps of seconds: one is enough)
