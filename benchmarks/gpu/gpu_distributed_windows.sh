@@ -5,7 +5,8 @@
 #   PART verify50 (the call of reports/distributed_windows), fsdp50 (FSDP2 after its fixes: even first and cached,
 #   extra host work on rank 1; fixtures kept), final50 (the done-when runs after the gain bound and the rest: FSDP2
 #   even / extra, the DDP straggler ending inside its window, with the plain runs their gains are checked against),
-#   cost50 (alternating plain / first / cached rounds of DDP and FSDP2; ROUNDS=3 for three).
+#   cost50 (alternating plain / first / cached rounds of DDP and FSDP2; ROUNDS=3 for three), cost50e (DDP alone,
+#   ROUNDS=5 by default, and a cached run with TEARDOWN_CUPTI=1), cost50f (FSDP2 alone, ROUNDS=3 by default).
 #   - DDP straggler (rank 1 sleeps 30 ms a step), 20 steps: the program ends inside its window. A plain run, the
 #     default first run (empty evidence cache) and the cached run: both ranks' windows whole, rank 1 named.
 #   - FSDP2, even ranks, first run: same_work true, any straggler's gain within its own excess.
@@ -107,6 +108,25 @@ cost50)   # the torchrun costs as alternating rounds (rows ddp, fsdp2 in summary
   cat "$W/ov.log" >> "$S"
   # each run's log, run.json and verdict (no traces or samples): where a run's time went
   tar czf "$OUT/cost50_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
+    --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
+  ;;
+cost50e)  # the DDP wrapper's costs alone, ROUNDS (default 5) alternating rounds: plain runs of one call varied by 15%
+          # (18.65-21.71 s), more than the margin measured; then a cached run with TEARDOWN_CUPTI=1 in the job's
+          # environment (it hung in its exit before runtime.trace_writing.keep_cupti_at_the_end)
+  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "${ROUNDS:-5}" ddp > "$W/ov.log" 2>&1
+  echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
+  cat "$W/ov.log" >> "$S"
+  python3 benchmarks/probes/gpu_torchrun_cost_probe.py --out "$W/teardown" --rounds 1 --variants teardown \
+    --timeout 90 -- "${TR[@]}" wrappers/ddp_train.py --no-annotate >> "$S" 2>&1
+  echo "teardown probe: rc=$?" >> "$S"; cp "$W/teardown/torchrun_cost.txt" "$OUT/teardown_probe.txt" 2>/dev/null
+  tar czf "$OUT/cost50e_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
+    --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
+  ;;
+cost50f)  # the FSDP2 wrapper's costs alone, ROUNDS (default 3) alternating rounds
+  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "${ROUNDS:-3}" fsdp2 > "$W/ov.log" 2>&1
+  echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
+  cat "$W/ov.log" >> "$S"
+  tar czf "$OUT/cost50f_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
     --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
   ;;
 verify50)

@@ -40,6 +40,15 @@ def trace_only_config():
 # on after this stop and no later session starts in this process (the window's unrecorded steps, ``--full-run``): a
 # session started after a teardown waits for it (kineto's ``ensureReadyForTrace``, up to 10 s, then records no GPU
 # activity).
+#
+# Never at the program's end in a rank of a distributed job: kineto tears CUPTI down from a thread that waits for the
+# program's next CUDA call (pytorch/kineto#1554), and a program at its end makes none on its main thread; NCCL's own
+# threads still do. Two H200s, torch 2.11, DDP ResNet-50 with ``TEARDOWN_CUPTI=1`` in its environment: both ranks
+# wrote their traces and said their exit code, then hung until the call's limit stopped them 540 s later
+# (benchmarks/probes/gpu_torchrun_cost_probe.py, reports/profile_overhead/torchrun_cost). The same jobs released
+# CUPTI after a window they outlived (its unrecorded steps then call CUDA) and ended as usual, 4 of 4. So a rank's
+# stop at its program's end sets ``TEARDOWN_CUPTI=0`` where the environment asked for a teardown
+# (``keep_cupti_at_the_end``).
 CUPTI_TEARDOWN_ENV = "TEARDOWN_CUPTI"
 CUPTI_TEARDOWN_MIN_CUDA = (12, 6)
 
@@ -59,6 +68,17 @@ def release_cupti_after_stop() -> str:
         return f"CUDA {version[0]}.{version[1]}: CUPTI left attached"
     os.environ[CUPTI_TEARDOWN_ENV] = "1"
     return "CUPTI released"
+
+
+def keep_cupti_at_the_end() -> str:
+    """A distributed job's rank, its profiler stopped at its program's end: no CUPTI teardown, even where its
+    environment asks for one (the comment above ``CUPTI_TEARDOWN_ENV`` says why); what was decided, for the log."""
+    from .rankexec import world_size
+    if os.environ.get(CUPTI_TEARDOWN_ENV) != "1" or world_size() <= 1:
+        return ""
+    os.environ[CUPTI_TEARDOWN_ENV] = "0"
+    return (f"{CUPTI_TEARDOWN_ENV}=1 set to 0 for this stop: a CUPTI teardown at a rank's end hung a DDP job's exit "
+            "(H200, torch 2.11)")
 
 
 def add_rank_metadata(prof) -> None:
@@ -110,7 +130,7 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
         return
     add_rank_metadata(prof)
     runs_on = bool(getattr(recorder, "finished", False))  # stopped at the window's end: the program goes on
-    released = release_cupti_after_stop() if runs_on else ""
+    released = release_cupti_after_stop() if runs_on else keep_cupti_at_the_end()
     t_end = time.perf_counter()
     prof.__exit__(None, None, None)
     t_stop = time.perf_counter()

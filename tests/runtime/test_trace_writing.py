@@ -85,3 +85,18 @@ def test_a_stop_at_the_programs_end_leaves_cupti_and_the_collector_alone(tmp_pat
     tw.write_trace(prof, _ns(tmp_path), 0.0, None, _Recorder(finished=False, follow=False), operators=False)
     assert prof.exported and prof.teardown_at_stop is None and gc.get_freeze_count() == 0
     assert "CUPTI" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("world, expected", [("2", "0"), ("1", "1")])
+def test_a_ranks_stop_at_its_programs_end_asks_for_no_cupti_teardown_even_where_its_environment_does(
+        tmp_path, monkeypatch, capsys, world, expected):
+    """Kineto's teardown waits for the program's next CUDA call: a DDP job with TEARDOWN_CUPTI=1 hung in its exit
+    after both ranks wrote their traces (two H200s). A single process keeps what its environment says."""
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setenv(tw.CUPTI_TEARDOWN_ENV, "1")
+    monkeypatch.setenv("WORLD_SIZE", world)
+    monkeypatch.setenv("RANK", "1")
+    prof = _Prof()
+    tw.write_trace(prof, _ns(tmp_path), 0.0, None, _Recorder(finished=False, follow=False), operators=False)
+    assert prof.exported and prof.teardown_at_stop == expected
+    assert ("set to 0 for this stop" in capsys.readouterr().err) == (expected == "0")
