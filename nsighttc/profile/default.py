@@ -189,8 +189,9 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                            rank_dir=rank_file(run_dir, "", target) if target.distributed else None)
 
     def read_trace(p: Pass, run: TimelineRun) -> None:
-        readers.start(p.torch_trace, run, ops_trace=rank_file(run_dir, p.ops_trace.name, target)
-                      if target.distributed and p.ops_trace is not None else None)
+        job = target.distributed and p.torch_trace is not None  # (rank 0's files: its operators' trace, its trace)
+        readers.start(rank_file(run_dir, p.torch_trace.name, target) if job else p.torch_trace, run,
+                      ops_trace=rank_file(run_dir, p.ops_trace.name, target) if job and p.ops_trace is not None else None)
     readers = readers_of_the_trace(rp_gate if rp_run is not None else None)
     say(f"[1/2 timeline: {tl.engine}] running the program "
         f"({'torch.profiler' if tl.engine == 'torch' else 'Nsight Systems'}) ... {time.monotonic() - started:.0f}s")

@@ -86,7 +86,8 @@ class TimelineRun:
         self._ranks_written: set[str] = set()
         self._codes_said = 0
         # A first run's operators until the window (``--ops-trace``) are on disk; the program's GPU work is over (it
-        # said its exit code, or wrote its trace, or ended): a replay may use the GPU from then on.
+        # said its exit code, or wrote its trace, or ended; a job: every rank that started said its exit code, or the
+        # job ended): a replay may use the GPU from then on.
         self.ops_written = threading.Event()
         self.program_done = threading.Event()
         if p.torch_trace is not None:
@@ -113,14 +114,16 @@ class TimelineRun:
                     if m:
                         p.recorded_from_s = float(m.group(1))
                     self._written.set()
-                    self.program_done.set()
+                    if self._job_dir is None:  # (a job's: once every rank said its exit code, below)
+                        self.program_done.set()
                 elif ops_marker is not None and line.startswith(ops_marker):
                     m = _PROGRAM_S.search(line)
                     p.operators_until_s = float(m.group(1)) if m else 0.0
                     self.ops_written.set()
                 elif line.startswith(NOTHING_RECORDED):
                     self.nothing_recorded = True
-                    self.program_done.set()
+                    if self._job_dir is None:
+                        self.program_done.set()
                 elif line.startswith(EXIT_SAID):
                     try:
                         code = int(line[len(EXIT_SAID):].split()[0])
@@ -129,7 +132,8 @@ class TimelineRun:
                         self._codes_said += 1
                     except (ValueError, IndexError):
                         pass
-                    self.program_done.set()
+                    if self._job_dir is None or self._codes_said >= len(self._ranks_started()):
+                        self.program_done.set()  # a job's GPU work is over once every rank that started said so
             p.on_line = on_line
         self.run = start_pass(p, say=say)
         self._ended: float | None = None  # when the process ended (finish may come much later)
@@ -193,8 +197,11 @@ class TimelineRun:
         written = set(self._ranks_written)  # (a copy: the line reader's thread adds to it)
         if not written or self._codes_said < len(written):
             return False
-        started = {d.name[4:] for d in self._job_dir.glob("rank*") if d.name[4:].isdigit() and d.is_dir()}
+        started = self._ranks_started()
         return started <= written and self._codes_said >= len(started)
+
+    def _ranks_started(self) -> set[str]:
+        return {d.name[4:] for d in self._job_dir.glob("rank*") if d.name[4:].isdigit() and d.is_dir()}
 
     def _stop_ranks_left_running(self) -> None:
         """A rank ran on long after another's window stopped its program: stop the job (its launchers, interrupted,

@@ -133,9 +133,12 @@ class ReadersOfTheTrace:
         """The timeline pass ``tl_run`` now writes ``trace`` (and, on a first run with a window, the operators until
         the window to ``tl_run.p.ops_trace`` first: the replay is planned from those while the window runs, and its
         gate held until the program's GPU work is over, ``tl_run.program_done``). ``ops_trace``: where the operators
-        are instead (a distributed job: its rank 0's, read once the job has ended)."""
+        are instead (a distributed job: its rank 0's; the job's traces are read once every rank has written its own,
+        but the replay is planned from rank 0's operators while the job runs its window, its gate held until every
+        rank said its exit code: two H200s, DDP ResNet-50, the replay planned from rank 0's trace once the job was
+        written ended 1.4-2.0 s after it, 1.2-1.7 s of it after the planning, in a first run 1.31x its plain run)."""
         self.ops_trace = ops_trace if ops_trace is not None else getattr(tl_run.p, "ops_trace", None)
-        if not tl_run.early:
+        if not tl_run.early and (ops_trace is None or self.rp_gate is None):
             return
         if self.rp_gate is not None:
             from ..parse.kineto_ops import OperatorIndex
@@ -146,7 +149,7 @@ class ReadersOfTheTrace:
             prefer = {} if self.ops_trace is None else {"prefer": (self.ops_trace, tl_run.ops_done),
                                                         "on_choose": self.streamed.use_trace}
             self.scan = KernelScan(trace, tl_run.trace_done, self.streamed.add, index=index, **prefer).start()
-        else:
+        elif tl_run.early:  # (a job's ranks are parsed in the rank workers)
             self.stream = TraceStream(trace, tl_run.trace_done).start()
 
     def abort(self) -> None:

@@ -95,3 +95,25 @@ def test_launcher_lines_are_written_whole_in_one_write(monkeypatch):
     monkeypatch.setattr(sys, "stderr", Stderr())
     lines.say("nsighttc.launch: wrote X")
     assert Stderr.writes == ["nsighttc.launch: wrote X\n", "<flush>"]
+
+
+def test_a_jobs_gpu_work_is_over_once_every_rank_that_started_said_its_exit_code(tmp_path):
+    """The replay may use a GPU once the job's windows are over: not at rank 0's exit code, nor at its trace's line,
+    while another rank still runs its last steps (issue 50: every rank records alike in the steps compared)."""
+    from nsighttc.runtime.launch import EXIT_SAID
+    for r in (0, 1):
+        (tmp_path / f"rank{r}").mkdir()
+    rank0 = tmp_path / "rank0"
+    code = ("import sys, time\n"
+            f"sys.stderr.write({EXIT_SAID + '0'!r} + chr(10)); sys.stderr.flush(); time.sleep(0.6)\n"
+            f"sys.stderr.write({TRACE_WRITTEN + str(rank0 / 'torch_trace.json') + ' (program 1.00 s)'!r} + chr(10))\n"
+            "sys.stderr.flush(); time.sleep(0.6)\n"
+            f"sys.stderr.write({EXIT_SAID + '0'!r} + chr(10)); sys.stderr.flush(); time.sleep(3.0)\n")
+    p = Pass("torch", [sys.executable, "-c", code], tmp_path / "torch.log", torch_trace=tmp_path / "torch_trace.json",
+             mode="timeline")
+    run = TimelineRun(p, early=False, say=lambda s: None, rank_dir=rank0)
+    t0 = time.monotonic()
+    assert run.program_done.wait(30)
+    waited = time.monotonic() - t0
+    assert 1.1 <= waited < 3.0 and run.run.proc.poll() is None  # the second rank's code, not the first's nor the end
+    run.stop()
