@@ -135,8 +135,9 @@ class ReadersOfTheTrace:
         gate held until the program's GPU work is over, ``tl_run.program_done``). ``ops_trace``: where the operators
         are instead (a distributed job: its rank 0's; the job's traces are read once every rank has written its own,
         but the replay is planned from rank 0's operators while the job runs its window, its gate held until every
-        rank said its exit code: two H200s, DDP ResNet-50, the replay planned from rank 0's trace once the job was
-        written ended 1.4-2.0 s after it, 1.2-1.7 s of it after the planning, in a first run 1.31x its plain run)."""
+        rank said its exit code. Two H200s, DDP ResNet-50: planned from rank 0's trace once the job's traces were
+        read, the replay waited 1.2-1.7 s after the planning (first runs 1.31x plain, cost50e); planned here, its first
+        call was listed 3.0-3.6 s before the traces and it waited 0.2-0.4 s (1.26x, cost50g))."""
         self.ops_trace = ops_trace if ops_trace is not None else getattr(tl_run.p, "ops_trace", None)
         if not tl_run.early and (ops_trace is None or self.rp_gate is None):
             return
