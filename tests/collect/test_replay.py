@@ -594,26 +594,38 @@ def test_the_operator_a_crashed_replay_was_calling_is_named(tmp_path):
     assert replay_pass.crashed_in(tmp_path / "absent.log") is None
 
 
+def _planned_from_operators(tmp_path, job: bool):
+    """Readers started on a first run whose operators until the window (a real trace with operators and arguments)
+    are on disk, its timeline's trace not yet: a single process' (``TimelineRun(early=True)``), or a job's (rank 0's
+    files, no early read of the traces, the operators' trace handed in); returned once the plan listed a call."""
+    from types import SimpleNamespace
+    where = tmp_path / "rank0" if job else tmp_path
+    where.mkdir(exist_ok=True)
+    ops_trace, trace = where / "torch_ops_trace.json", where / "torch_trace.json"
+    ops_trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))
+    ops_done, written, program_done = threading.Event(), threading.Event(), threading.Event()
+    ops_done.set()
+    tl_run = SimpleNamespace(early=not job, p=SimpleNamespace(ops_trace=None if job else ops_trace, seconds=1.0),
+                             ops_done=ops_done.is_set, trace_done=written.is_set, said_written=True,
+                             program_done=program_done)
+    gate = tmp_path / ".replay-gate"
+    readers = trace_reader.ReadersOfTheTrace(tmp_path, gate, lambda need: list(dict.fromkeys(need["name"])),
+                                             where / "kernel_ops.json", tmp_path / "replay_ops.json")
+    readers.start(trace, tl_run, **({"ops_trace": ops_trace} if job else {}))
+    deadline = time.monotonic() + 60
+    while readers.streamed is not None and readers.streamed.first_call_s is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return readers, tl_run, trace, ops_trace, gate, written, program_done, deadline
+
+
 def test_a_first_runs_operators_trace_is_planned_while_the_window_runs_and_the_gate_held_until_it_ends(tmp_path):
     """On a first run with a window the launcher writes the operators until the window first (``--ops-trace``),
     the window's ranges-only timeline at the end. The readers plan the replay from the operators' trace as soon as
     it is written, look the operators up there, and open the replay's gate only once the program's GPU work is
     over (``TimelineRun.program_done``): the replay must not share the GPU with the steps being timed."""
-    from types import SimpleNamespace
     from nsighttc.runtime.replay import read_calls
-    ops_trace, trace = tmp_path / "torch_ops_trace.json", tmp_path / "torch_trace.json"
-    ops_trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))  # a real trace with operators and arguments
-    ops_done, written, program_done = threading.Event(), threading.Event(), threading.Event()
-    ops_done.set()
-    tl_run = SimpleNamespace(early=True, p=SimpleNamespace(ops_trace=ops_trace, seconds=1.0), ops_done=ops_done.is_set,
-                             trace_done=written.is_set, said_written=True, program_done=program_done)
-    gate = tmp_path / ".replay-gate"
-    readers = trace_reader.ReadersOfTheTrace(tmp_path, gate, lambda need: list(dict.fromkeys(need["name"])),
-                                             tmp_path / "kernel_ops.json", tmp_path / "replay_ops.json")
-    readers.start(trace, tl_run)
-    deadline = time.monotonic() + 60
-    while readers.streamed.first_call_s is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    readers, tl_run, trace, ops_trace, gate, written, program_done, deadline = _planned_from_operators(tmp_path,
+                                                                                                     job=False)
     assert readers.streamed.first_call_s is not None  # planned while the timeline's trace does not exist yet
     assert readers.scan.trace == ops_trace and readers.streamed.trace == ops_trace
     time.sleep(0.2)
@@ -736,23 +748,9 @@ def test_a_jobs_replay_is_planned_from_rank_0s_operators_while_the_job_runs_and_
     window are on disk long before. The replay's calls are listed from them while the job runs, and its gate opens
     once the job's GPU work is over (every rank said its exit code), not after the traces are read and planned
     (two H200s, DDP ResNet-50: the replay ended 2.6-3.3 s after the job's traces were written, cost50e)."""
-    from types import SimpleNamespace
-    rank0 = tmp_path / "rank0"
-    rank0.mkdir()
-    ops_trace, trace = rank0 / "torch_ops_trace.json", rank0 / "torch_trace.json"
-    ops_trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))
-    ops_done, written, program_done = threading.Event(), threading.Event(), threading.Event()
-    ops_done.set()
-    # a job's timeline run: no early read of its traces (``TimelineRun(early=False)``)
-    tl_run = SimpleNamespace(early=False, p=SimpleNamespace(ops_trace=None, seconds=1.0), ops_done=ops_done.is_set,
-                             trace_done=written.is_set, said_written=True, program_done=program_done)
-    gate = tmp_path / ".replay-gate"
-    readers = trace_reader.ReadersOfTheTrace(tmp_path, gate, lambda need: list(dict.fromkeys(need["name"])),
-                                             rank0 / "kernel_ops.json", tmp_path / "replay_ops.json")
-    readers.start(trace, tl_run, ops_trace=ops_trace)
-    deadline = time.monotonic() + 60
-    while readers.streamed is not None and readers.streamed.first_call_s is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    readers, tl_run, trace, ops_trace, gate, written, program_done, deadline = _planned_from_operators(tmp_path,
+                                                                                                     job=True)
+    rank0 = trace.parent
     assert readers.streamed is not None and readers.streamed.first_call_s is not None
     assert readers.stream is None  # the ranks' traces are parsed in the rank workers, not here
     time.sleep(0.2)
