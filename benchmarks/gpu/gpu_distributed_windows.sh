@@ -73,6 +73,16 @@ keep() {  # name: every rank's trace of the latest run, stripped and gzipped (fi
   done
 }
 
+overhead() {  # name rounds programs...: alternating plain / first / cached rounds (gpu_profile_overhead.py); the
+              # summary, and each run's log, run.json and verdict (no traces or samples): where a run's time went
+  local name=$1 rounds=$2; shift 2
+  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "$rounds" "$@" > "$W/ov.log" 2>&1
+  echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
+  cat "$W/ov.log" >> "$S"
+  tar czf "$OUT/${name}_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
+    --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
+}
+
 case "$PART" in
 fsdp50)   # after the agreed-window fix: FSDP2 even (first, cached), rank 1 with 30 ms of host work (first)
   plain fsdp_even "${TR[@]}" "${FSDP[@]}"
@@ -103,31 +113,18 @@ cost50)   # the torchrun costs as alternating rounds (rows ddp, fsdp2 in summary
           # inside its window, first and cached (its unrecorded steps after the window, and the fix's gain at them)
   profile ddp_straggler20_first 150 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_first
   profile ddp_straggler20_cached 120 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_cached
-  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "${ROUNDS:-2}" ddp fsdp2 > "$W/ov.log" 2>&1
-  echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
-  cat "$W/ov.log" >> "$S"
-  # each run's log, run.json and verdict (no traces or samples): where a run's time went
-  tar czf "$OUT/cost50_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
-    --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
+  overhead cost50 "${ROUNDS:-2}" ddp fsdp2
   ;;
 cost50e)  # the DDP wrapper's costs alone, ROUNDS (default 5) alternating rounds: plain runs of one call varied by 15%
           # (18.65-21.71 s), more than the margin measured; then a cached run with TEARDOWN_CUPTI=1 in the job's
           # environment (it hung in its exit before runtime.trace_writing.keep_cupti_at_the_end)
-  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "${ROUNDS:-5}" ddp > "$W/ov.log" 2>&1
-  echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
-  cat "$W/ov.log" >> "$S"
+  overhead cost50e "${ROUNDS:-5}" ddp
   python3 benchmarks/probes/gpu_torchrun_cost_probe.py --out "$W/teardown" --rounds 1 --variants teardown \
     --timeout 90 -- "${TR[@]}" wrappers/ddp_train.py --no-annotate >> "$S" 2>&1
   echo "teardown probe: rc=$?" >> "$S"; cp "$W/teardown/torchrun_cost.txt" "$OUT/teardown_probe.txt" 2>/dev/null
-  tar czf "$OUT/cost50e_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
-    --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
   ;;
 cost50f)  # the FSDP2 wrapper's costs alone, ROUNDS (default 3) alternating rounds
-  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "${ROUNDS:-3}" fsdp2 > "$W/ov.log" 2>&1
-  echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
-  cat "$W/ov.log" >> "$S"
-  tar czf "$OUT/cost50f_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
-    --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
+  overhead cost50f "${ROUNDS:-3}" fsdp2
   ;;
 verify50)
   plain ddp_straggler20 "${TR[@]}" "${DDP[@]}"

@@ -133,6 +133,9 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     return out
 
 
+BEFORE_WINDOW_MIN = 3  # unrecorded warm-up steps enough for a median (the window's own steadiness rule: 3 agreeing)
+
+
 def before_window(events: list[dict]) -> dict | None:
     """Where no steps ran after the window (a distributed job, whose ranks stop together): the warm-up's last steps
     before the first window, where the recording started with the window (``runtime.unrecorded.before_window``;
@@ -148,9 +151,6 @@ def before_window(events: list[dict]) -> dict | None:
     return {"phase": phase, "steps": len(d), "median_ms": round(statistics.median(d), 4), "when": "before",
             "how": "the warm-up's last steps before the window, unrecorded (the recording started with the window), "
                    "this run" + (f", {len(starts)} ranks" if len(starts) > 1 else "")}
-
-
-BEFORE_WINDOW_MIN = 3  # unrecorded warm-up steps enough for a median (the window's own steadiness rule: 3 agreeing)
 
 
 def unrecorded_speed(verdict, done: list[Pass]) -> bool:
