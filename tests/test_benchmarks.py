@@ -48,7 +48,7 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
     from pathlib import Path
     doc = json.loads((Path(__file__).resolve().parents[1] / "reports/profile_overhead/summary.json").read_text())
     programs = sorted(e["program"] for e in doc)
-    assert programs == ["compile", "dataloader", "ddp", "ddp_shared_gpu", "ddp_shared_gpu_long", "ddp_shared_gpu_long_torch",
+    assert programs == ["compile", "dataloader", "ddp", "ddp_compiled", "ddp_shared_gpu", "ddp_shared_gpu_long", "ddp_shared_gpu_long_torch",
                         "ddp_shared_gpu_torch", "eval_loop", "fsdp2", "lightning", "llm_generate", "long_resnet",
                         "multi_phase", "resnet_amp", "trainer", "vgg16"]
     for e in doc:
@@ -64,6 +64,12 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
         assert t["plain"] == statistics.median(e["plain_s"]) and t["first"] == statistics.median(e["default_s"])
         assert e["has_timeline"] is True and e["tc_evidence"] in ("hardware", "mixed", "kernel-name")
         assert e["window"] is not None  # what the timeline pass recorded (issue 29)
+        if "pair_ratios" in e:  # each round's run over the same round's plain run, and the environment it ran in
+            assert e["pair_ratios"]["first"] == [round(c / p, 3) for c, p in zip(e["default_s"], e["plain_s"])]
+            assert e["pair_ratios"]["cached"] == [round(w / p, 3) for w, p in zip(e["warm_s"], e["plain_s"])]
+            assert e["environment"].startswith(("compiled", "the machine's"))
+    compiled = next(e for e in doc if e["program"] == "ddp_compiled")  # issue 50: byte-compiled, as installed
+    assert compiled["environment"].startswith("compiled") and len(compiled["plain_s"]) >= 5
     long = next(e for e in doc if e["program"] == "long_resnet")
     assert long["time_to_verdict_s"]["first"] < long["startup_s"] + 60 < long["plain_s"][0]
     assert long["time_to_verdict_s"]["ratio_full_run"] <= 1.05
@@ -83,3 +89,24 @@ def test_shipped_reports_hold_no_machine_paths():
     assert scrub.scrub_text('"/root/out/work/runs/20261122-vgg16/torch_trace.json"', "20261122-vgg16") == \
         '"torch_trace.json"'
     assert scrub.scrub_text("-o /tmp/wa/work/x/ncu --nvtx", "other") == "-o …/x/ncu --nvtx"
+
+
+def test_the_torchrun_cost_probe_reads_the_ddp_wrappers_stages_from_its_real_line():
+    """Issue 50: the GPU probe (benchmarks/probes/gpu_torchrun_cost_probe.py) puts each rank's stages before its steps
+    (``ddp_train.py``'s result line) beside the process timeline; the line's format and the probe's reading of it
+    must not drift apart. The line comes from the wrapper's CPU smoke run."""
+    import importlib.util
+    import re
+    r = subprocess.run([sys.executable, str(ROOT / "wrappers" / "ddp_train.py"), "--device", "cpu", "--no-annotate"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    line = next(x for x in r.stdout.splitlines() if "ms/step" in x)
+    spec = importlib.util.spec_from_file_location("torchrun_probe", ROOT / "benchmarks/probes/gpu_torchrun_cost_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    got = probe.stages({"total_s": 1.0, "processes": [], "lines": [line]})
+    said = {k: float(re.search(rf"{label} ([\d.]+) s", line).group(1)) for k, label in
+            (("torch", "torch and its device"), ("group", "process group"), ("built", "built"), ("ddp", "DDP"),
+             ("warmup", "warm-up"))}
+    assert {k: got[k] for k in said} == said
+    assert got["step_ms"] == float(re.search(r"([\d.]+) ms/step", line).group(1))

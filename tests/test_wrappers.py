@@ -24,7 +24,7 @@ CASES = {
     "compile_loop.py": ([], r"steady [\d.]+ ms/step, \d+ tokens/s"),
     "lightning_module.py": ([], r"steps=6: \d+ images/s steady"),
     "dataloader_bound.py --no-annotate": (["--no-annotate"], r"it/s"),
-    "ddp_train.py --no-annotate": (["--no-annotate"], r"ddp_train rank 0/1 cpu-gloo .* ms/step, [\d.]+ images/s total"),
+    "ddp_train.py --no-annotate": (["--no-annotate"], r"ddp_train rank 0/1 cpu-gloo .* ms/step, [\d.]+ images/s total.*warm-up [\d.]+ s"),
     "llm_generate.py": (["--batch", "2"], r'"wrapper": "llm_generate".*"ttft_ms": [\d.]+, "tpot_ms": [\d.]+'),
     "llm_generate.py --cache static": (["--cache", "static"], r'"cache": "static"'),
     "eval_loop.py": ([], r'"wrapper": "eval_loop".*"images_per_s"'),

@@ -18,7 +18,9 @@ Without torchrun (no RANK in the environment) it runs as a single process of wor
 job's processes, per-rank profilers and all-reduces on a machine with one GPU (the lent H100), not a multi-GPU
 job's speed.
 
-Ranges: ``warmup``, ``train`` with one ``step`` per iteration; each rank prints its step time.
+Ranges: ``warmup``, ``train`` with one ``step`` per iteration; each rank prints its step time, and what came before
+the steps (importing torch, the process group, the model, the warm-up): most of a short job's time, and where two
+runs of it differ (issue 50's cost rounds).
 """
 from __future__ import annotations
 
@@ -59,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-annotate", action="store_true",
                     help="mark no ranges or steps (a DDP job as most are written: nsighttc finds the steps)")
     a = ap.parse_args(argv)
+    t_main = time.perf_counter()
 
     import torch
     import torch.distributed as dist
@@ -80,12 +83,18 @@ def main(argv: list[str] | None = None) -> int:
         device = torch.device("cuda", 0 if a.share_gpu else local)
         torch.cuda.set_device(device)
     gloo = cpu or a.share_gpu
+    t_import = time.perf_counter()
     dist.init_process_group("gloo" if gloo else "nccl", rank=rank, world_size=world,
                             **({} if gloo else {"device_id": device}))
-    model = _model("mlp" if cpu else "resnet50").to(device)
+    t_group = time.perf_counter()
+    model = _model("mlp" if cpu else "resnet50")
+    t_built = time.perf_counter()
+    model = model.to(device)
     if not cpu:
         model = model.to(memory_format=torch.channels_last)
+    t_moved = time.perf_counter()
     ddp = DDP(model, device_ids=None if cpu else [device.index], gradient_as_bucket_view=True)
+    t_ddp = time.perf_counter()
     if a.uneven_rank == rank:  # DDP averages gradients over ranks whatever their batch: this rank just works more
         a.batch = a.uneven_batch if not cpu else a.batch * 2
     if cpu:
@@ -105,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(delay)  # host-side work of the straggler (not annotated: found from the timeline)
         return amp_step(ddp, x, y, loss_fn, opt, scaler, device, amp)
 
+    t_model = time.perf_counter()
     with annotate.range("warmup"):
         for _ in range(a.warmup):
             step()
@@ -121,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{f' straggler={a.straggler_rank} delay={a.delay_ms:g}ms' if a.straggler_rank is not None else ''}"
           f"{f' uneven={a.uneven_rank}' if a.uneven_rank is not None else ''}: "
           f"{dt / a.steps * 1e3:.1f} ms/step, {a.batch * world * a.steps / dt:.1f} images/s total, "
-          f"loss {float(loss.detach()):.3f}", flush=True)
+          f"loss {float(loss.detach()):.3f}; before the steps: torch and its device {t_import - t_main:.2f} s, process group "
+          f"{t_group - t_import:.2f} s, model {t_model - t_group:.2f} s (built {t_built - t_group:.2f} s, moved "
+          f"{t_moved - t_built:.2f} s, DDP {t_ddp - t_moved:.2f} s), warm-up {t0 - t_model:.2f} s", flush=True)
     # Free DDP (its reducer holds the process group) before destroying the group: freed after it, a gloo
     # reducer hung at exit in ~half of the CPU smoke runs on a 2-core machine (torch 2.13).
     ddp = opt = model = None  # noqa: F841  (the step closure's references go too)

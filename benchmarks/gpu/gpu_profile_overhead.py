@@ -8,7 +8,7 @@ For each program, ROUNDS rounds alternate (whole process, wall time):
   warm    the same with the evidence cache the cold runs filled (a user's second run of the program)
 and appends to OUT/summary.json one entry per program:
   {program, command, gpu, plain_s: [..], default_s: [..] (cold), ratio (median cold / median plain),
-   warm_s: [..], ratio_warm, time_to_verdict_s {plain, first, cached[, full_run]} (medians, whole process: the
+   warm_s: [..], ratio_warm, pair_ratios {first, cached} (each round's run over its plain run), environment, time_to_verdict_s {plain, first, cached[, full_run]} (medians, whole process: the
    profile process ends once verdict.json and report.md are written), startup_s (the verdict's start-up),
    window (what the timeline pass recorded), has_timeline, tc_evidence, evidence_sources, passes}
 plus the verdict of the last cold run. ``--full-run`` also times `nsighttc profile --full-run` (issue 29: it must
@@ -72,6 +72,25 @@ def byte_compile(*packages: Path) -> None:
         compileall.compile_dir(str(pkg), quiet=1)
 
 
+def compile_environment(into: Path, env: dict, *extra: Path) -> float:
+    """Byte-compile the standard library, site-packages and ``extra`` into ``into`` and return the seconds it took; the
+    caller then runs everything with ``PYTHONPYCACHEPREFIX=into``: the start-up of an installed environment.
+
+    Why: the lent machine's image sets PYTHONDONTWRITEBYTECODE=1 and ships some packages without .pyc (sympy, which
+    torch._dynamo imports and torchvision imports it: seen 2026-11-27), so every process compiled them from source,
+    a plain DDP rank included: its start-up took 11-14 s against ~6 s compiled, and varied by seconds from run to run
+    (plain jobs 14.9-22.1 s; reports/profile_overhead/torchrun_cost/README.md). ``os.sync()`` at the end: the new
+    files' writing-back must not fall into the first timed run."""
+    import sysconfig
+    t0 = time.perf_counter()
+    roots = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}) + \
+        [str(x) for x in extra]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0", *roots], cwd=ROOT,
+                   env=dict(env, PYTHONPYCACHEPREFIX=str(into)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.sync()
+    return time.perf_counter() - t0
+
+
 def timed(argv: list[str], env: dict, log: Path) -> tuple[float, int]:
     t0 = time.perf_counter()
     with log.open("w") as fh:
@@ -115,10 +134,20 @@ def main() -> int:
                     help="options given to every `nsighttc profile` of this call, e.g. '--timeline-engine torch' "
                          "(recorded in the summary's command)")
     ap.add_argument("--tag", default="", help="suffix of the programs' names in the summary (runs with --profile-args)")
+    ap.add_argument("--compiled", type=Path, default=None, metavar="DIR",
+                    help="byte-compile the standard library, site-packages, nsighttc and the wrappers into DIR and run "
+                         "every run with PYTHONPYCACHEPREFIX=DIR (an installed environment; compile_environment says "
+                         "why); the summary's entries say so (environment)")
     ap.add_argument("programs", nargs="+", choices=sorted(PROGRAMS))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     byte_compile(ROOT / "nsighttc")
+    environment = "the machine's (PYTHONDONTWRITEBYTECODE=1: packages without .pyc compiled from source by every process)"
+    if a.compiled is not None:
+        took = compile_environment(a.compiled.resolve(), dict(os.environ), ROOT / "nsighttc", ROOT / "wrappers")
+        os.environ["PYTHONPYCACHEPREFIX"] = str(a.compiled.resolve())
+        environment = f"compiled: every package byte-compiled beforehand (PYTHONPYCACHEPREFIX; {took:.0f} s)"
+        print(f"compiled the environment in {took:.0f} s", flush=True)
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
     summary_path = a.out / "summary.json"
@@ -169,7 +198,11 @@ def main() -> int:
                  "plain_command": "python3 " + " ".join(prog),
                  "gpu": gpu, "plain_s": plain_s, "default_s": cold_s, "ratio": round(statistics.median(cold_s) / med, 3),
                  "warm_s": warm_s, "ratio_warm": round(statistics.median(warm_s) / med, 3) if warm_s else None,
-                 "exit_codes": rcs,
+                 "exit_codes": rcs, "environment": environment,
+                 # each round's run over the same round's plain run: a drift of the machine's speed over the call
+                 # (the plain runs varied by seconds) falls out of the pair
+                 "pair_ratios": {"first": [round(c / p, 3) for c, p in zip(cold_s, plain_s)],
+                                 "cached": [round(w / p, 3) for w, p in zip(warm_s, plain_s)]},
                  "time_to_verdict_s": {"plain": med, "first": statistics.median(cold_s),
                                        "cached": statistics.median(warm_s) if warm_s else None,
                                        **({"full_run": statistics.median(full_s),

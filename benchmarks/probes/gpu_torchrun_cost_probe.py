@@ -16,17 +16,26 @@ round, alternating (after one first run fills the evidence cache):
              for the program's next CUDA call (pytorch/kineto#1554), which a program at its end never makes.
   nosamples  the same with ``--no-host-samples``
   steps10    the same with ``--steps 10`` (a window of 10 steps instead of the default's)
+  launcher   each rank run by ``python -m nsighttc.runtime.launch --annotate script -- SCRIPT`` (torchrun's ``-m``):
+             the launcher and its step hooks without a profiler, a window or the profile command around the job
+  launcher_nomarks  the same with ``--annotate none --step-marks off``: the launcher alone
+  plain_loaded  the command alone, with the start-up load ``nsighttc profile`` puts beside it started with it (five
+             processes importing the analysis and matplotlib, ``HELPERS_LOAD``): is the profiled job slower because
+             of what runs beside its ranks' own start-up?
 
     python3 benchmarks/probes/gpu_torchrun_cost_probe.py --out OUT [--rounds 2] [--variants ...] -- COMMAND...
 
-Writes OUT/torchrun_cost.txt (per run: total seconds; per process start, exit start, zombie and end on the run's
-clock; the launcher's trace lines and the program's step line) and OUT/torchrun_cost.json.
+Writes OUT/torchrun_cost.txt (per variant, the median of each stage: the ranks' start, a rank's life until its
+exit begins, the run's end after that, and ``ddp_train.py``'s own stages from its step line; per run: total
+seconds; per process start, exit start, zombie and end on the run's clock; the launcher's trace lines and the
+program's step line) and OUT/torchrun_cost.json.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -42,7 +51,16 @@ VARIANTS = {
     "teardown": ([], {"TEARDOWN_CUPTI": "1"}),
     "nosamples": (["--no-host-samples"], {}),
     "steps10": (["--steps", "10"], {}),
+    # each rank under nsighttc's launcher alone (its step hooks, no profiler, no window, no profile command)
+    "launcher": (["--annotate", "script"], {}),
+    "launcher_nomarks": (["--annotate", "none", "--step-marks", "off"], {}),
 }
+LAUNCHER = ("launcher", "launcher_nomarks")
+VARIANTS["plain_loaded"] = ([], {})
+# what ``nsighttc profile`` starts beside a torchrun job as it begins (profile.default): two plot workers warming
+# matplotlib, two rank workers importing the analysis, and its own preload of the analysis and the report
+HELPERS_LOAD = [["-c", "from nsighttc.render import plots; plots.warm(full=True)"]] * 2 + \
+    [["-c", "import nsighttc.api, nsighttc.rank_map"]] * 2 + [["-c", "import nsighttc.api, nsighttc.render.markdown"]]
 
 SITECUSTOMIZE = r'''
 import atexit, json, os, sys, time
@@ -81,8 +99,12 @@ if _spec is not None and _spec.loader is not None:
 '''
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
 class ProcWatch(threading.Thread):
-    """Every descendant of ``root``: first seen, first seen as a zombie, last seen (wall clock), its command line."""
+    """Every descendant of ``root``: first seen, first seen as a zombie, last seen (wall clock), the CPU time it had
+    used when last seen (``cpu_s``, user and system), its command line."""
 
     def __init__(self, root: int, every_s: float = 0.02):
         super().__init__(daemon=True)
@@ -91,8 +113,7 @@ class ProcWatch(threading.Thread):
     def run(self) -> None:
         while not self.done.is_set():
             now = time.time()
-            parent = {}
-            state = {}
+            parent, state, cpu = {}, {}, {}
             for name in os.listdir("/proc"):
                 if not name.isdigit():
                     continue
@@ -103,6 +124,7 @@ class ProcWatch(threading.Thread):
                     continue
                 rest = stat.rsplit(")", 1)[-1].split()
                 parent[int(name)], state[int(name)] = int(rest[1]), rest[0]
+                cpu[int(name)] = (int(rest[11]) + int(rest[12])) / TICK
             family, todo = {self.root}, [self.root]
             children = {}
             for pid, ppid in parent.items():
@@ -124,14 +146,18 @@ class ProcWatch(threading.Thread):
                         cmd = ""
                     rec = self.seen[pid] = {"pid": pid, "ppid": parent[pid], "first": now, "cmd": cmd}
                 rec["last"] = now
+                rec["cpu_s"] = cpu[pid]
                 if state[pid] == "Z" and "zombie" not in rec:
                     rec["zombie"] = now
             time.sleep(self.every_s)
 
 
-def run_one(argv: list[str], env: dict, stamps: Path, log: Path, timeout: float) -> dict:
+def run_one(argv: list[str], env: dict, stamps: Path, log: Path, timeout: float, beside: list | None = None) -> dict:
+    """``beside``: argument lists of processes started with the command (not waited for, not timed)."""
     stamps.write_text("")
     t0 = time.time()
+    helpers = [subprocess.Popen(x, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+               for x in beside or []]
     with log.open("w") as fh:
         proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)
         watch = ProcWatch(proc.pid)
@@ -144,12 +170,14 @@ def run_one(argv: list[str], env: dict, stamps: Path, log: Path, timeout: float)
             rc = f"stopped after {timeout:.0f} s"
             proc.wait()
     total = time.time() - t0
+    for h in helpers:
+        h.wait()
     watch.done.set()
     watch.join()
     marks = [json.loads(x) for x in stamps.read_text().splitlines() if x.strip()]
     procs = {}
     for pid, rec in watch.seen.items():
-        procs[pid] = {k: (round(v - t0, 3) if isinstance(v, float) else v) for k, v in rec.items()}
+        procs[pid] = {k: (round(v - t0, 3) if isinstance(v, float) and k != "cpu_s" else v) for k, v in rec.items()}
     for m in marks:
         p = procs.setdefault(m["pid"], {"pid": m["pid"], "ppid": m["ppid"], "cmd": m["cmd"]})
         p.setdefault(m["event"], []).append(round(m["t"] - t0, 3))
@@ -177,12 +205,42 @@ def launcher_lines(runs: Path) -> tuple[list[str], dict]:
     return lines, facts
 
 
+STEP_LINE = re.compile(r"([\d.]+) ms/step.*torch and its device ([\d.]+) s, process group ([\d.]+) s, model "
+                       r"([\d.]+) s \(built ([\d.]+) s, moved ([\d.]+) s, DDP ([\d.]+) s\), warm-up ([\d.]+) s")
+
+
+def stages(r: dict) -> dict:
+    """One run's time by stage (seconds, medians over its ranks): the ranks' start on the run's clock, a rank's life
+    until its exit begins, the end of the run after the last rank's exit began, and the wrapper's own stages before
+    its steps (``ddp_train.py``'s step line) and its steps."""
+    ranks = [p for p in r["processes"] if any("ddp_train.py" in c or "runtime.launch" in c
+                                                 for c in (p.get("cmds") or [p.get("cmd", "")]))
+             and "torch.distributed.run" not in " ".join(p.get("cmds") or [p.get("cmd", "")])
+             and p.get("atexit") and p.get("first") is not None]
+    out = {"total": r["total_s"], "cpu_all": sum(p.get("cpu_s") or 0 for p in r["processes"])}
+    if ranks:
+        out["rank_start"] = statistics.median(p["first"] for p in ranks)
+        out["rank_life"] = statistics.median(p["atexit"][-1] - p["first"] for p in ranks)
+        out["after_ranks"] = round(r["total_s"] - max(p["atexit"][-1] for p in ranks), 3)
+        out["cpu_rank"] = statistics.median(p.get("cpu_s") or 0 for p in ranks)
+    found = [m.groups() for m in (STEP_LINE.search(x) for x in r.get("lines") or []) if m]
+    for i, key in enumerate(("step_ms", "torch", "group", "model", "built", "moved", "ddp", "warmup")):
+        if found:
+            out[key] = statistics.median(float(g[i]) for g in found)
+    return {k: round(v, 3) for k, v in out.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--variants", default="plain,cached,nosamples,steps10")
     ap.add_argument("--timeout", type=float, default=90.0, help="a run still going after this long is stopped")
+    ap.add_argument("--compiled", type=Path, default=None, metavar="DIR",
+                    help="byte-compile the standard library, site-packages, nsighttc and the wrappers into DIR and run "
+                         "everything with PYTHONPYCACHEPREFIX=DIR: an installed environment's start-up, where the lent "
+                         "machine (PYTHONDONTWRITEBYTECODE=1, sympy and others shipped without .pyc) compiles them "
+                         "from source in every process")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -196,6 +254,12 @@ def main() -> int:
     stamps = work / "stamps.jsonl"
     base = dict(os.environ, NSIGHTTC_PROBE_STAMPS=str(stamps), NSIGHTTC_CACHE_DIR=str(work / "cache"),
                 PYTHONPATH=os.pathsep.join([str(work / "site")] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    if a.compiled is not None:  # (gpu_profile_overhead.compile_environment says why)
+        sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
+        from gpu_profile_overhead import compile_environment
+        took = compile_environment(a.compiled.resolve(), base, ROOT / "nsighttc", ROOT / "wrappers", work / "site")
+        base["PYTHONPYCACHEPREFIX"] = str(a.compiled.resolve())
+        print(f"compiled into {a.compiled} in {took:.0f} s", flush=True)
     profile = [sys.executable, "-m", "nsighttc", "profile", "--out"]
     # the first run fills the evidence cache (not one of the rows)
     first = run_one(profile + [str(work / "runs_first"), "--", *cmd], base, stamps, a.out / "first.log", a.timeout)
@@ -205,9 +269,16 @@ def main() -> int:
         for v in variants:
             opts, extra = VARIANTS[v]
             runs = work / f"runs_{v}"
-            argv = cmd if v == "plain" else profile + [str(runs), *opts, "--", *cmd]
-            r = run_one(argv, dict(base, **extra), stamps, a.out / f"{v}_{rnd}.log", a.timeout)
-            if v != "plain":
+            if v in ("plain", "plain_loaded"):
+                argv = cmd
+            elif v in LAUNCHER:  # torchrun's -m runs the launcher; the script and its arguments follow its --
+                at = next(i for i, x in enumerate(cmd) if x.endswith(".py"))
+                argv = cmd[:at] + ["-m", "nsighttc.runtime.launch", *opts, "--"] + cmd[at:]
+            else:
+                argv = profile + [str(runs), *opts, "--", *cmd]
+            r = run_one(argv, dict(base, **extra), stamps, a.out / f"{v}_{rnd}.log", a.timeout,
+                        beside=[[sys.executable, *h] for h in HELPERS_LOAD] if v == "plain_loaded" else None)
+            if v not in ("plain", "plain_loaded") + LAUNCHER:
                 r["lines"], r["facts"] = launcher_lines(runs)
             else:
                 r["lines"] = [x.strip() for x in (a.out / f"{v}_{rnd}.log").read_text(errors="replace").splitlines()
@@ -219,6 +290,12 @@ def main() -> int:
         for v in variants:
             totals = [r["total_s"] for r in results if r["variant"] == v]
             fh.write(f"{v}: median {statistics.median(totals):.2f} s of {totals}\n")
+        fh.write("\nstages (seconds; per variant, the median over its rounds of each run's value):\n")
+        for v in variants:
+            per = [stages(r) for r in results if r["variant"] == v]
+            keys = [k for k in per[0]] if per else []
+            fh.write(f"  {v}: " + ", ".join(f"{k} {statistics.median(p[k] for p in per if k in p):.2f}"
+                                           for k in keys) + "\n")
         for r in results:
             fh.write(f"\n== {r['variant']} round {r['round']}: {r['total_s']} s rc {r['rc']}\n")
             for p in r["processes"]:
