@@ -101,7 +101,8 @@ def test_the_torchrun_cost_probe_reads_the_ddp_wrappers_stages_from_its_real_lin
                        capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
     line = next(x for x in r.stdout.splitlines() if "ms/step" in x)
-    spec = importlib.util.spec_from_file_location("torchrun_probe", ROOT / "benchmarks/probes/gpu_torchrun_cost_probe.py")
+    spec = importlib.util.spec_from_file_location("torchrun_probe",
+                                                  ROOT / "benchmarks/probes/gpu_torchrun_cost_probe.py")
     probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probe)
     got = probe.stages({"total_s": 1.0, "processes": [], "lines": [line]})

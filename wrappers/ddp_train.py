@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{f' straggler={a.straggler_rank} delay={a.delay_ms:g}ms' if a.straggler_rank is not None else ''}"
           f"{f' uneven={a.uneven_rank}' if a.uneven_rank is not None else ''}: "
           f"{dt / a.steps * 1e3:.1f} ms/step, {a.batch * world * a.steps / dt:.1f} images/s total, "
-          f"loss {float(loss.detach()):.3f}; before the steps: torch and its device {t_import - t_main:.2f} s, process group "
-          f"{t_group - t_import:.2f} s, model {t_model - t_group:.2f} s (built {t_built - t_group:.2f} s, moved "
+          f"loss {float(loss.detach()):.3f}; before the steps: torch and its device {t_import - t_main:.2f} s, "
+          f"process group {t_group - t_import:.2f} s, model {t_model - t_group:.2f} s (built {t_built - t_group:.2f} s, moved "
           f"{t_moved - t_built:.2f} s, DDP {t_ddp - t_moved:.2f} s), warm-up {t0 - t_model:.2f} s", flush=True)
     # Free DDP (its reducer holds the process group) before destroying the group: freed after it, a gloo
     # reducer hung at exit in ~half of the CPU smoke runs on a 2-core machine (torch 2.13).

@@ -8,7 +8,8 @@ For each program, ROUNDS rounds alternate (whole process, wall time):
   warm    the same with the evidence cache the cold runs filled (a user's second run of the program)
 and appends to OUT/summary.json one entry per program:
   {program, command, gpu, plain_s: [..], default_s: [..] (cold), ratio (median cold / median plain),
-   warm_s: [..], ratio_warm, pair_ratios {first, cached} (each round's run over its plain run), environment, time_to_verdict_s {plain, first, cached[, full_run]} (medians, whole process: the
+   warm_s: [..], ratio_warm, pair_ratios {first, cached} (each round's run over its plain run), environment
+   (``--compiled`` or not), time_to_verdict_s {plain, first, cached[, full_run]} (medians, whole process: the
    profile process ends once verdict.json and report.md are written), startup_s (the verdict's start-up),
    window (what the timeline pass recorded), has_timeline, tc_evidence, evidence_sources, passes}
 plus the verdict of the last cold run. ``--full-run`` also times `nsighttc profile --full-run` (issue 29: it must
@@ -78,9 +79,9 @@ def compile_environment(into: Path, env: dict, *extra: Path) -> float:
 
     Why: the lent machine's image sets PYTHONDONTWRITEBYTECODE=1 and ships some packages without .pyc (sympy, which
     torch._dynamo imports and torchvision imports it: seen 2026-11-27), so every process compiled them from source,
-    a plain DDP rank included: its start-up took 11-14 s against ~6 s compiled, and varied by seconds from run to run
-    (plain jobs 14.9-22.1 s; reports/profile_overhead/torchrun_cost/README.md). ``os.sync()`` at the end: the new
-    files' writing-back must not fall into the first timed run."""
+    a plain DDP rank included: a rank lived 10-15 s against ~6 s byte-compiled, and its start varied by seconds from
+    run to run (plain jobs 14.9-22.1 s; reports/profile_overhead/torchrun_cost/2026-11-27/README.md).
+    ``os.sync()`` at the end: the new files' writing-back must not fall into the first timed run."""
     import sysconfig
     t0 = time.perf_counter()
     roots = sorted({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}) + \
@@ -142,7 +143,8 @@ def main() -> int:
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     byte_compile(ROOT / "nsighttc")
-    environment = "the machine's (PYTHONDONTWRITEBYTECODE=1: packages without .pyc compiled from source by every process)"
+    environment = ("the machine's (PYTHONDONTWRITEBYTECODE=1: packages without .pyc compiled from source by every "
+                   "process)")
     if a.compiled is not None:
         took = compile_environment(a.compiled.resolve(), dict(os.environ), ROOT / "nsighttc", ROOT / "wrappers")
         os.environ["PYTHONPYCACHEPREFIX"] = str(a.compiled.resolve())
