@@ -54,9 +54,10 @@ VARIANTS = {
     # each rank under nsighttc's launcher alone (its step hooks, no profiler, no window, no profile command)
     "launcher": (["--annotate", "script"], {}),
     "launcher_nomarks": (["--annotate", "none", "--step-marks", "off"], {}),
+    "plain_loaded": ([], {}),  # the command alone, HELPERS_LOAD started beside it
 }
+PLAIN = ("plain", "plain_loaded")  # the command as given, no nsighttc in it
 LAUNCHER = ("launcher", "launcher_nomarks")
-VARIANTS["plain_loaded"] = ([], {})
 # what ``nsighttc profile`` starts beside a torchrun job as it begins (profile.default): two plot workers warming
 # matplotlib, two rank workers importing the analysis, and its own preload of the analysis and the report
 HELPERS_LOAD = [["-c", "from nsighttc.render import plots; plots.warm(full=True)"]] * 2 + \
@@ -213,10 +214,11 @@ def stages(r: dict) -> dict:
     """One run's time by stage (seconds, medians over its ranks): the ranks' start on the run's clock, a rank's life
     until its exit begins, the end of the run after the last rank's exit began, and the wrapper's own stages before
     its steps (``ddp_train.py``'s step line) and its steps."""
-    ranks = [p for p in r["processes"] if any("ddp_train.py" in c or "runtime.launch" in c
-                                                 for c in (p.get("cmds") or [p.get("cmd", "")]))
-             and "torch.distributed.run" not in " ".join(p.get("cmds") or [p.get("cmd", "")])
-             and p.get("atexit") and p.get("first") is not None]
+    def is_rank(p: dict) -> bool:
+        cmd = " ".join(p.get("cmds") or [p.get("cmd", "")])
+        return ("ddp_train.py" in cmd or "runtime.launch" in cmd) and "torch.distributed.run" not in cmd
+
+    ranks = [p for p in r["processes"] if is_rank(p) and p.get("atexit") and p.get("first") is not None]
     out = {"total": r["total_s"], "cpu_all": sum(p.get("cpu_s") or 0 for p in r["processes"])}
     if ranks:
         out["rank_start"] = statistics.median(p["first"] for p in ranks)
@@ -269,7 +271,7 @@ def main() -> int:
         for v in variants:
             opts, extra = VARIANTS[v]
             runs = work / f"runs_{v}"
-            if v in ("plain", "plain_loaded"):
+            if v in PLAIN:
                 argv = cmd
             elif v in LAUNCHER:  # torchrun's -m runs the launcher; the script and its arguments follow its --
                 at = next(i for i, x in enumerate(cmd) if x.endswith(".py"))
@@ -278,7 +280,7 @@ def main() -> int:
                 argv = profile + [str(runs), *opts, "--", *cmd]
             r = run_one(argv, dict(base, **extra), stamps, a.out / f"{v}_{rnd}.log", a.timeout,
                         beside=[[sys.executable, *h] for h in HELPERS_LOAD] if v == "plain_loaded" else None)
-            if v not in ("plain", "plain_loaded") + LAUNCHER:
+            if v not in PLAIN + LAUNCHER:
                 r["lines"], r["facts"] = launcher_lines(runs)
             else:
                 r["lines"] = [x.strip() for x in (a.out / f"{v}_{rnd}.log").read_text(errors="replace").splitlines()

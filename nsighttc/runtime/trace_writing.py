@@ -150,8 +150,12 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
 
     def export() -> None:
         t_export = time.perf_counter()
-        ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
-        prof.export_chrome_trace(str(ns.torch_trace))
+        try:
+            ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(ns.torch_trace))
+        finally:
+            if runs_on:  # (the recording's objects collectable again, whether the trace could be written or not)
+                gc.unfreeze()
         from . import host_samples
         host_samples.flush()  # before the line that lets the analysis start
         since = f", recorded from {started_at - t_start:.2f} s" if started_at else ""
@@ -159,8 +163,6 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
             since += f" (profiler start {recorder.start_seconds:.2f} s)"
         since += "" if operators else ", ranges only"
         after = f"; written after {t_export - t_list:.2f} s of unrecorded steps" if t_export - t_list > 0.01 else ""
-        if runs_on:
-            gc.unfreeze()
         after += f"; {released}" if released else ""
         say(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
             f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
