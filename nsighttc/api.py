@@ -29,6 +29,7 @@ from .errors import InputError, NsighttcError, ParseError, UsageError
 from .model import empty_kernel_table
 from .collect.readable import load  # parse.load, with a tool's export in front where needed
 from .job_inputs import job_groups, no_recording_twice, rank_groups
+from .later_evidence import LaterEvidence
 from .parse import Parsed
 from .verdict import Verdict
 
@@ -153,7 +154,8 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
     ``range_name``: keep only kernels launched inside this NVTX range (a path prefix ``a/b`` or a range
     name anywhere in the path); an error names the ranges that exist when nothing matches.
     ``evidence``: hardware evidence measured earlier (``collect.evidence_cache.EvidenceCache.lookup``),
-    merged into the timeline's kernels by name like an ncu export of the same run. ``ahead``: the timeline
+    merged into the timeline's kernels by name like an ncu export of the same run; or a ``LaterEvidence``, which
+    each analysis waits for once its timeline side is under way (the default run's replay measures meanwhile). ``ahead``: the timeline
     side already under way for these parsed inputs (``TimelineAhead``).
 
     Directories are read as the profiler outputs inside them. Inputs of several ranks of one distributed
@@ -304,6 +306,11 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         timelines = [p for p in timelines if not p.timeline.gpu_ops.empty]
         warnings += [f"{p.path}: no GPU events in this timeline; the verdict uses the counters alone" for p in empty]
     timeline_mod = None
+    if isinstance(evidence, LaterEvidence):  # handed over once measured: the timeline side is judged meanwhile
+        if timelines and ahead is None:
+            ahead = TimelineAhead(timelines, thresholds=thresholds, step_range=step_range)
+        with stages.stage("evidence_wait"):
+            evidence = evidence.wait()
     early = ahead.take(timelines, thresholds, step_range) if ahead is not None and timelines else None
     if timelines:
         from .analysis import merge, timeline as timeline_mod

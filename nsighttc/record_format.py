@@ -50,4 +50,7 @@ TRACE_WRITTEN = "nsighttc.launch: wrote "
 # ``runtime.trace_writing``; the line then says how long they ran, and nothing reads the trace while they run.)
 NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started
 OPS_WRITTEN = "nsighttc.launch: wrote operators "  # a first run's operators until the window are on disk
+# + the rank's trace path: a distributed first run's other rank changed sessions with the rank that records operators,
+# and dropped what it had recorded before (``runtime.recording.OperatorsUntilWindow``)
+DROPPED_BEFORE_WINDOW = "nsighttc.launch: dropped the recording before the window, for "
 WINDOW_EVENT = "nsighttc.launch: window "  # + a JSON object: what the window did (start/end/stop per phase)

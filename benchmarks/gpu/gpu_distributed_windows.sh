@@ -6,7 +6,10 @@
 #   extra host work on rank 1; fixtures kept), final50 (the done-when runs after the gain bound and the rest: FSDP2
 #   even / extra, the DDP straggler ending inside its window, with the plain runs their gains are checked against),
 #   cost50 (alternating plain / first / cached rounds of DDP and FSDP2; ROUNDS=3 for three), cost50e (DDP alone,
-#   ROUNDS=5 by default, and a cached run with TEARDOWN_CUPTI=1), cost50f (FSDP2 alone, ROUNDS=3 by default).
+#   ROUNDS=5 by default, and a cached run with TEARDOWN_CUPTI=1), cost50f (FSDP2 alone, ROUNDS=3 by default),
+#   drop50 (a first run's other ranks drop their recording before the window: the DDP straggler first and cached,
+#   FSDP2 with extra host work on rank 1, then the costs byte-compiled: DDP_ROUNDS (4) of DDP, FSDP_ROUNDS (3) of
+#   FSDP2). COMPILED=1: the overhead rounds run in a byte-compiled environment (gpu_profile_overhead.py --compiled).
 #   - DDP straggler (rank 1 sleeps 30 ms a step), 20 steps: the program ends inside its window. A plain run, the
 #     default first run (empty evidence cache) and the cached run: both ranks' windows whole, rank 1 named.
 #   - FSDP2, even ranks, first run: same_work true, any straggler's gain within its own excess.
@@ -76,9 +79,11 @@ keep() {  # name: every rank's trace of the latest run, stripped and gzipped (fi
 overhead() {  # name rounds programs...: alternating plain / first / cached rounds (gpu_profile_overhead.py); the
               # summary, and each run's log, run.json and verdict (no traces or samples): where a run's time went
   local name=$1 rounds=$2; shift 2
-  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "$rounds" "$@" > "$W/ov.log" 2>&1
+  local how=(); [ -n "${COMPILED:-}" ] && how=(--compiled "$W/pyc" --tag _compiled)
+  local log; log="$W/ov_$(echo "$@" | tr ' ' '_').log"
+  python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" --rounds "$rounds" "${how[@]}" "$@" > "$log" 2>&1
   echo "overhead: rc=$?" >> "$S"; cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null
-  cat "$W/ov.log" >> "$S"
+  cat "$log" >> "$S"
   tar czf "$OUT/${name}_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
     --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
 }
@@ -125,6 +130,15 @@ cost50e)  # the DDP wrapper's costs alone, ROUNDS (default 5) alternating rounds
   ;;
 cost50f)  # the FSDP2 wrapper's costs alone, ROUNDS (default 3) alternating rounds
   overhead cost50f "${ROUNDS:-3}" fsdp2
+  ;;
+drop50)   # the other ranks of a first run drop their recording before the window (runtime.recording): verdicts,
+          # then the costs in an installed (byte-compiled) environment, DDP and FSDP2 apart (each in its summary entry)
+  profile ddp_straggler20_first 150 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_first; keep ddp_straggler20_first
+  profile ddp_straggler20_cached 120 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_cached
+  profile fsdp_extra_first 200 -- python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29544 \
+    "${FSDP[@]}" --extra-host-rank 1 --extra-host-ms 30; look fsdp_extra_first
+  COMPILED=1 overhead drop50 "${DDP_ROUNDS:-4}" ddp
+  COMPILED=1 overhead drop50 "${FSDP_ROUNDS:-3}" fsdp2
   ;;
 verify50)
   plain ddp_straggler20 "${TR[@]}" "${DDP[@]}"

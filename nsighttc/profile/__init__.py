@@ -169,6 +169,9 @@ def _finish(run_dir: Path, target: Target, opts: Options, done: list, gpus: list
     try:
         verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome, phases)
     finally:
+        if outcome is not None and outcome.ranks_ahead is not None:  # not taken (no inputs, an error): end them
+            outcome.ranks_ahead.finish_abandoned("no verdict was made from them")
+            outcome.ranks_ahead = None
         if outcome is not None and outcome.rank_workers is not None:
             outcome.rank_workers.close()
     workload_rc = ended.workload_rc
@@ -191,6 +194,18 @@ def _rewrite_provenance(run_dir: Path, target: Target, opts: Options, done: list
     path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
 
+def _ranks_ahead_verdict(ranks_ahead, parsed: dict):
+    """The verdict of the rank analyses started beside the replay (``profile.ranks_ahead``), with the replay's reports
+    among its inputs and their warnings, as if every rank had read them."""
+    from ..parse.ncu_csv import NO_DURATION
+    from .ranks_ahead import report_inputs
+    verdict = ranks_ahead.result()
+    verdict.inputs = list(verdict.inputs) + report_inputs(ranks_ahead.reports, parsed)
+    said = [w for r in ranks_ahead.reports if r in parsed for w in parsed[r].warnings if NO_DURATION not in w]
+    verdict.warnings = list(verdict.warnings) + [w for w in dict.fromkeys(said) if w not in verdict.warnings]
+    return verdict
+
+
 def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: list, notes: list[str],
               inputs: list, outcome, phases: dict | None = None) -> object | None:
     """Analyse what was recorded and write verdict.json, report.md and the plots."""
@@ -203,11 +218,19 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
         try:
             ready = outcome.parsed if outcome else {}
             workers = outcome.rank_workers if outcome and len(inputs) > 1 else None  # (closed by ``_finish``)
-            # (ranks in the workers read their own files: a parsed table would be sent to them whole)
-            verdict = analyze([p if workers is not None else ready.get(p, p) for p in inputs],
-                              evidence=outcome.evidence if outcome else None,
-                              ahead=outcome.ahead if outcome else None, same_job_check=False,  # (recorded here)
-                              executor=workers)
+            ranks_ahead = outcome.ranks_ahead if outcome is not None else None
+            if ranks_ahead is not None:  # (taken once: a verdict made again after the exit is made as below)
+                outcome.ranks_ahead = None
+            if ranks_ahead is not None and ranks_ahead.usable_for(inputs):
+                verdict = _ranks_ahead_verdict(ranks_ahead, ready)
+            else:
+                if ranks_ahead is not None:
+                    ranks_ahead.finish_abandoned("the verdict is made from other inputs")
+                # (ranks in the workers read their own files: a parsed table would be sent to them whole)
+                verdict = analyze([p if workers is not None else ready.get(p, p) for p in inputs],
+                                  evidence=outcome.evidence if outcome else None,
+                                  ahead=outcome.ahead if outcome else None, same_job_check=False,  # (recorded here)
+                                  executor=workers)
         except NsighttcError as exc:
             notes.append(f"analysis failed: {exc}")
         phases["analyze"] = round(time.monotonic() - t, 3)  # of "analysis": the rules alone (the rest: cache, JSON)

@@ -72,6 +72,9 @@ from .window import recorded_from_window
 
 
 MIN_CORES_BESIDE = 4  # a third process (the program's ncu pass at its gate) beside the timeline and the replay
+# How long a rank's analysis started beside the replay waits for its evidence (profile.ranks_ahead); the run hands it
+# over or abandons it on every path, so this only bounds a bug's cost
+RANKS_AHEAD_WAIT_S = 900.0
 
 
 def rank_workers(opts: Options, target: Target, gpus: list):
@@ -290,6 +293,13 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                      "cache": str(out.cache.path) if out.cache is not None else None,
                      "plan_seconds": round(time.monotonic() - timeline_ended, 2)})  # export, parse, plan, cache
         replayed: list[str] = []
+        before_replay = list(out.inputs)
+        if rp_run is not None and out.rank_workers is not None and missing and not stop_everything:
+            # the ranks' analyses start now, in the rank workers: each judges its timeline while the replay measures,
+            # and takes the evidence once handed over (profile.ranks_ahead)
+            from .ranks_ahead import RanksAhead
+            out.ranks_ahead = RanksAhead(out.inputs, out.rank_workers, run_dir, timeout_s=RANKS_AHEAD_WAIT_S)
+            out.marks["ranks_ahead"] = round(time.monotonic() - started, 3)
         if rp_run is not None:
             to_replay = [] if stop_everything else missing  # (rp_run exists only with ncu, never with --fast)
             missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, to_replay, out, say, started, remaining,
@@ -327,8 +337,17 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                 info["hardware_pass"] = "not needed"
                 out.notes.append("no kernel needed hardware evidence (none does matrix work or is unsettled by its name)")
         else:
+            if out.ranks_ahead is not None:  # its evidence comes from this pass too: the analysis is made after it
+                out.ranks_ahead.abandon("the program's own Nsight Compute pass measures more")
             program.measure(missing, have, need, out, started, remaining)
+        if out.ranks_ahead is not None and not out.ranks_ahead.abandoned:
+            from .ranks_ahead import replay_evidence
+            out.ranks_ahead.reports = [i for i in out.inputs if i not in before_replay]
+            out.ranks_ahead.hand_over(replay_evidence(out.ranks_ahead.reports, out.parsed, out.evidence))
+            out.marks["evidence_handed"] = round(time.monotonic() - started, 3)
     except BaseException:
+        if out.ranks_ahead is not None:
+            out.ranks_ahead.abandon("the run failed before the evidence was measured")
         if out.plotters is not None:
             out.plotters.close()
         if out.rank_workers is not None:

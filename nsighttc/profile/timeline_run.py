@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..record_format import EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITTEN
+from ..record_format import DROPPED_BEFORE_WINDOW, EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITTEN
 from .passes import Pass
 from .running import finish_pass, start_pass
 
@@ -46,7 +46,8 @@ def rank_recording(line: str, into: dict, at_s: float | None = None) -> None:
     account of each rank's recording (issue 50: only rank 0 records operators with their arguments, until a step
     before the window; a rank whose recording differs from the others' in the steps compared would be judged on the
     profiler's load, not its own)."""
-    kind = "operators" if line.startswith(OPS_WRITTEN) else "trace" if line.startswith(TRACE_WRITTEN) else None
+    kind = "operators" if line.startswith(OPS_WRITTEN) else "trace" if line.startswith(TRACE_WRITTEN) else \
+        "dropped" if line.startswith(DROPPED_BEFORE_WINDOW) else None
     m = _RANK_DIR.search(line) if kind else None
     if m is None:
         return
@@ -55,6 +56,10 @@ def rank_recording(line: str, into: dict, at_s: float | None = None) -> None:
     if kind == "operators":
         r["operators_with_arguments_until_s"] = float(prog.group(1)) if prog else None
         r["operators_stop_s"] = float(stop.group(1)) if stop else None
+        return
+    if kind == "dropped":  # the ranges until the step before the window, dropped as rank 0 changed sessions there
+        r["dropped_until_s"] = float(prog.group(1)) if prog else None
+        r["dropped_stop_s"] = float(stop.group(1)) if stop else None
         return
     frm = _RECORDED_FROM.search(line)
     r["window_recorded"] = "ranges only" if "ranges only" in line else "operators"

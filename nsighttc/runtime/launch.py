@@ -63,7 +63,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--shapes-rank", type=int, default=None, metavar="R",
                     help="with --record-shapes in a distributed job: only rank R records operators with their "
                          "arguments (and writes --ops-trace/--kernel-ops); the other ranks record as without "
-                         "--record-shapes (the replay reads one rank: every rank launches the same kernels)")
+                         "--record-shapes (the replay reads one rank: every rank launches the same kernels). "
+                         "Where rank R changes sessions before its window (--ops-trace), the other ranks start a new "
+                         "recording at the same step and drop what they recorded before it "
+                         "(nsighttc.runtime.recording.OperatorsUntilWindow)")
     ap.add_argument("--wait-for", type=Path, help="wait until FILE says 'go' (run) or 'stop' (exit 0 at once)")
     ap.add_argument("--gate-at", choices=["start", "cuda", "context"], default="start",
                     help="where to wait: before the program, at its first CUDA use in PyTorch, or just after "
@@ -109,9 +112,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("-m", dest="module", help="run a module (like python -m)")
     ap.add_argument("target", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
+    ns.drop_before_window = False
     if ns.shapes_rank is not None:
         from .rankexec import current_rank
         if current_rank() != ns.shapes_rank:  # this rank records like the others: no arguments, no operators' trace
+            # (but it changes sessions where that rank does: ``drop_before_window``)
+            ns.drop_before_window = bool(ns.record_shapes and ns.ops_trace is not None)
             ns.record_shapes, ns.ops_trace, ns.kernel_ops = False, None, None
     if ns.target and ns.target[0] == "--":
         ns.target = ns.target[1:]
@@ -267,6 +273,11 @@ def main(argv: list[str] | None = None) -> int:
                 # arguments through a window would slow this rank alone and make it the job's straggler.
                 sessions = recording.OperatorsUntilWindow(prof, lambda: make_profiler(False), ns.ops_trace, t_start,
                                                           any_window=ranks is not None)
+            elif ns.drop_before_window and ranks is not None and window is not None and window.enabled \
+                    and not from_window:
+                # the other ranks of that job: a new session at the same step, the one before it dropped
+                sessions = recording.OperatorsUntilWindow(prof, lambda: make_profiler(False), None, t_start,
+                                                          any_window=True, trace_for=ns.torch_trace)
             if not from_window:
                 start_recording()
             if window is not None and window.enabled:

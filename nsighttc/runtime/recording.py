@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from ..record_format import OPS_WRITTEN  # printed once the operators until the window are written (the tool reads it)
+from ..record_format import DROPPED_BEFORE_WINDOW, OPS_WRITTEN  # (the tool reads these lines)
 from .lines import say
 
 
@@ -114,19 +114,32 @@ class OperatorsUntilWindow:
     them. The rest of the warm-up is recorded with the ranges only, so a program that ends before its window still
     has its timeline. H100, torch 2.11, a Llama-shaped generate() loop (reports/structural call_overhead): recording
     the first request's 96 model calls with their arguments took 115 ms a call against 12 ms plain, and made the
-    first run 1.56x plain."""
+    first run 1.56x plain.
 
-    def __init__(self, first, make_second, ops_trace, t_start: float, clock=None, any_window: bool = False):
+    ``ops_trace`` None (``trace_for``: the rank's trace, named in its line): the other ranks of that distributed job,
+    which record the ranges only from their start, change sessions at the same step and drop the first session
+    unwritten. Why: a rank that recorded its whole run stopped its profiler at the program's end with the start-up and
+    warm-up still to process and write, the last rank to finish; two H200s, DDP ResNet-50, 20 steps
+    (reports/profile_overhead/torchrun_cost): rank 1's stop 0.47-0.66 s against rank 0's 0.27-0.41 s, its trace
+    written up to 0.6 s after rank 0's, and the job's end (and the verdict, whose planning and analysis parse it)
+    waited for it. The steps before the window are warm-up, left out of every steady-state number, and rank 0 records
+    from the same step; its change of sessions holds every rank there anyway (the others wait in their next
+    collective), so this rank's stop costs the job nothing. Where no window starts, nothing is dropped: the rank keeps
+    its whole run."""
+
+    def __init__(self, first, make_second, ops_trace, t_start: float, clock=None, any_window: bool = False,
+                 trace_for=None):
         import time
         from . import rf_labels
         self.prof, self.make_second, self.ops_trace, self.t_start = first, make_second, ops_trace, t_start
+        self.trace_for = trace_for  # (``ops_trace`` None: the first session is dropped; the line names this trace)
         # change at the start of any window, not only one that ends the recording: a rank of a distributed job, whose
         # recording of arguments through a named phase's window would make it look like the job's straggler (the
         # kernels of later phases are then measured on the program, not replayed)
         self.any_window = any_window
         self.clock = clock or time.perf_counter
         self.elsewhere = rf_labels.OpenElsewhere()
-        self.state = "operators" if self.elsewhere.install() else "off"  # -> pending -> ranges | failed
+        self.state = "operators" if self.elsewhere.install() else "off"  # -> pending -> ranges | failed; kept
         self.switched_at: float | None = None
         self.written = False  # the operators' trace is on disk
 
@@ -136,6 +149,13 @@ class OperatorsUntilWindow:
         if self.state == "operators":
             self.state = "pending"
             self.elsewhere.when_none_open(self._switch)
+
+    def keep(self) -> None:
+        """A window starts before a session that drops its first recording changed (``ops_trace`` None): that
+        recording holds the window now, so it is kept whole, and nothing changes later."""
+        self.elsewhere.cancel()
+        if self.state in ("operators", "pending"):
+            self.state = "kept"
 
     def cancel(self) -> None:
         """The window ended (or the program did) before the change: keep the one session."""
@@ -159,14 +179,15 @@ class OperatorsUntilWindow:
             try:
                 self.prof.__exit__(None, None, None)
                 t_stop = self.clock()
-                self.ops_trace.parent.mkdir(parents=True, exist_ok=True)
-                self.prof.export_chrome_trace(str(self.ops_trace))
-                self.written = True
+                if self.ops_trace is not None:
+                    self.ops_trace.parent.mkdir(parents=True, exist_ok=True)
+                    self.prof.export_chrome_trace(str(self.ops_trace))
+                    self.written = True
                 t_written = self.clock()
             except Exception as exc:  # noqa: BLE001 - the program goes on; nothing is recorded from here
                 self.state, self.prof = "failed", None
-                say(f"nsighttc.launch: the operators' recording could not be stopped and written "
-                      f"({type(exc).__name__}: {exc})")
+                say(f"nsighttc.launch: the {'operators' if self.ops_trace is not None else 'first'} recording could "
+                    f"not be stopped{' and written' if self.ops_trace is not None else ''} ({type(exc).__name__}: {exc})")
                 return
             try:
                 second = self.make_second()
@@ -178,5 +199,10 @@ class OperatorsUntilWindow:
                 say(f"nsighttc.launch: the window's recording could not start ({type(exc).__name__}: {exc})")
         finally:
             rf_labels.resume(moved)
+        if self.ops_trace is None:
+            say(f"{DROPPED_BEFORE_WINDOW}{self.trace_for} (program {t0 - self.t_start:.2f} s, profiler stop "
+                f"{t_stop - t0:.2f} s; the rank recording operators changes sessions here: the window starts a new "
+                "recording, ranges only)")
+            return
         say(f"{OPS_WRITTEN}{self.ops_trace} (program {t0 - self.t_start:.2f} s, profiler stop {t_stop - t0:.2f} s, "
               f"trace written in {t_written - t_stop:.2f} s; the window records the ranges only)")

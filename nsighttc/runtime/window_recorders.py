@@ -96,7 +96,9 @@ class TorchRecorder(Recorder):
 
     def window_start(self, last: bool = False) -> None:
         self._begin()  # (where no step before the window started it: ``prepare``, ``settled``)
-        if self.sessions is not None and (last or self.sessions.any_window) and not self.finished:
+        if self.sessions is not None and self.sessions.ops_trace is None:
+            self.sessions.keep()  # a rank that drops its first session does so before a window only, never inside
+        elif self.sessions is not None and (last or self.sessions.any_window) and not self.finished:
             self.sessions.request()  # a first run: the operators until here, the window with the ranges only
 
     def settled(self) -> None:

@@ -301,8 +301,16 @@ def test_every_ranks_window_is_kept_when_rank_0_switches_slowly_and_the_program_
     assert ranks["0"]["operators_with_arguments_until_s"] > 0 and ranks["0"]["operators_stop_s"] >= 1.0
     assert [ranks[r]["window_recorded"] for r in ("0", "1")] == ["ranges only", "ranges only"]
     assert "operators_with_arguments_until_s" not in ranks["1"]
-    kept = [_window_steps(p) for p in sorted(first.run_dir.glob("rank*/torch_trace.json"))]
+    # rank 1 changed sessions at the same step and dropped its start-up and warm-up: its trace, like rank 0's, starts
+    # a step before the window (it had recorded its whole run, and was the last to write its trace on two H200s)
+    assert ranks["1"]["dropped_until_s"] > 0 and ranks["1"]["recorded_from_s"] >= ranks["1"]["dropped_until_s"]
+    assert "dropped_until_s" not in ranks["0"]
+    traces = sorted(first.run_dir.glob("rank*/torch_trace.json"))
+    kept = [_window_steps(p) for p in traces]
     assert len(kept) == 2 and min(kept) >= 40 - warm - 1, (kept, warm)  # from the window's start to the end
+    held = [sum(1 for e in json.loads(p.read_text())["traceEvents"] if e.get("name") == "nsighttc.step")
+            for p in traces]
+    assert held[1] - kept[1] <= 2 and held[0] - kept[0] <= 2, (held, kept)  # no warm-up before the window kept
     assert [r["rank"] for r in first.verdict.ranks] == [0, 1]
     monkeypatch.setenv("NOISY", "1")
     monkeypatch.setenv("STEPS", str(warm + 12))

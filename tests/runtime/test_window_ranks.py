@@ -244,11 +244,16 @@ def test_only_rank_0_records_operators_with_their_arguments_and_only_until_the_w
     assert len([e for e in events if e["event"] == "start"]) == 2
     # rank 0 changed sessions (stopped the recording of operators, wrote them) a step before the window, and the
     # window started on every rank only after that: the other ranks' waits for it are in no window
+    from nsighttc.record_format import DROPPED_BEFORE_WINDOW
     from nsighttc.runtime.recording import OPS_WRITTEN
     from nsighttc.runtime.window import EVENT_PREFIX
     written = [i for i, ln in enumerate(lines) if OPS_WRITTEN in ln]
     started = [i for i, ln in enumerate(lines) if EVENT_PREFIX in ln and '"event": "start"' in ln]
     assert len(written) == 1 and len(started) == 2 and written[0] < min(started), lines
+    # rank 1 changed sessions at the same step, its recording until there dropped unwritten
+    dropped = [ln for ln in lines if DROPPED_BEFORE_WINDOW in ln]
+    assert len(dropped) == 1 and str(tmp_path / "rank1" / "trace.json") in dropped[0], lines
+    assert lines.index(dropped[0]) < min(started), lines
 
     def events_of(path):
         opener = gzip.open if path.suffix == ".gz" else open
@@ -257,10 +262,34 @@ def test_only_rank_0_records_operators_with_their_arguments_and_only_until_the_w
     ops = [e for e in events_of(tmp_path / "rank0" / "ops.json") if e.get("cat") == "cpu_op"]
     assert any(e["name"] == "aten::mm" and e["args"].get("Input Dims") == [[16, 16], [16, 16]] for e in ops)
     assert not (tmp_path / "rank1" / "ops.json").exists()
+    steps = []
     for rank in (0, 1):
         trace = events_of(tmp_path / f"rank{rank}" / "trace.json")
         assert not [e for e in trace if e.get("cat") == "cpu_op"], rank  # the window: ranges only, on both ranks
-        assert any(e.get("cat") == "user_annotation" and e["name"] == "step" for e in trace), rank
+        steps.append(sum(1 for e in trace if e.get("cat") == "user_annotation" and e["name"] == "step"))
+    # both recordings start a step before the window: the same steps on each rank (a rank records each step once)
+    assert steps[0] > 0 and abs(steps[0] - steps[1]) <= 1, steps
+
+
+@pytest.mark.torch
+def test_the_other_ranks_keep_their_whole_recording_where_no_window_starts(tmp_path):
+    """Rank 0 records operators for the replay, the others the ranges; where no window starts (a job of one step),
+    nobody changes sessions and every rank's trace is its whole run."""
+    from nsighttc.record_format import DROPPED_BEFORE_WINDOW
+    prog = tmp_path / "prog.py"
+    prog.write_text(ONE_STEP_DDP)
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                        "--no-python", sys.executable, "-m", "nsighttc.runtime.rankexec", "--", sys.executable,
+                        "-m", "nsighttc.runtime.launch", "--window", "--torch-trace",
+                        str(tmp_path / "rank{nsighttc_rank}" / "trace.json"), "--record-shapes", "--shapes-rank", "0",
+                        "--no-operators", "--ops-trace", str(tmp_path / "rank{nsighttc_rank}" / "ops.json"), "--",
+                        str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert DROPPED_BEFORE_WINDOW not in r.stderr
+    import json
+    trace = json.loads((tmp_path / "rank1" / "trace.json").read_text())["traceEvents"]
+    assert any(e.get("name", "").startswith("Optimizer.step") for e in trace)  # its one step, recorded
 
 
 # A DDP model left in the program's globals when its one step ends: freed inside the launcher, its gloo process group

@@ -1,0 +1,70 @@
+"""Hardware evidence handed to analyses already under way: a rank's analysis starts before the run's own
+measurements are final and waits for them only where it needs them.
+
+Why: a distributed job's first run measures the kernels lacking evidence by replaying their operators under Nsight
+Compute once every rank's program has ended, and the ranks' analyses (each trace parsed, its timeline judged, in the
+rank workers) waited for that replay, then ran, one after the other. Two H200s, DDP ResNet-50 (20 steps,
+byte-compiled): after the traces were complete the planning took 0.6-0.7 s, the replay 0.5-0.9 s more, its report
+0.27 s, then the analysis 1.3-1.4 s: the verdict came 1.4-1.7 s after the job had ended
+(reports/profile_overhead/torchrun_cost/2026-11-27, call 7). The timeline side of an analysis needs no evidence
+(``api.TimelineAhead`` says why), so each rank's analysis now parses and judges its timeline while the replay runs,
+and takes the evidence as it is handed over (``hand_over``), in the worker that made it.
+
+The hand-over is a file beside the run (the rank workers are processes of this machine): ``LaterEvidence`` is small
+and picklable, and its ``wait`` polls for the file. Where the evidence will not come (the run failed, a later pass
+was needed), ``abandon`` says so and each waiting analysis fails at once instead of waiting for its timeout.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from pathlib import Path
+
+from .errors import NsighttcError
+
+POLL_S = 0.01
+
+
+class EvidenceAbandoned(NsighttcError):
+    """The run that was to hand the evidence over gave up (its reason is the message)."""
+
+
+class LaterEvidence:
+    """Evidence an analysis takes once ``hand_over`` wrote it to ``path`` (``analyze(..., evidence=this)``)."""
+
+    def __init__(self, path: Path | str, timeout_s: float = 1800.0):
+        self.path, self.timeout_s = str(path), timeout_s
+
+    def __repr__(self) -> str:
+        return f"LaterEvidence({self.path!r})"
+
+    def wait(self):
+        """The evidence table (or None: no evidence but the analysis' own); raises ``EvidenceAbandoned``."""
+        deadline = time.monotonic() + self.timeout_s
+        while not os.path.exists(self.path):
+            if time.monotonic() > deadline:
+                raise EvidenceAbandoned(f"the hardware evidence was not handed over within {self.timeout_s:g} s")
+            time.sleep(POLL_S)
+        with open(self.path, "rb") as fh:
+            doc = pickle.load(fh)
+        if doc.get("abandoned"):
+            raise EvidenceAbandoned(f"the hardware evidence will not come: {doc['abandoned']}")
+        return doc.get("evidence")
+
+
+def _write(path: Path | str, doc: dict) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "wb") as fh:
+        pickle.dump(doc, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)  # (whole or not at all: the analyses poll for the name)
+
+
+def hand_over(path: Path | str, evidence) -> None:
+    """Give the waiting analyses their evidence (a table shaped for ``merge.apply_hardware_evidence``, or None)."""
+    _write(path, {"evidence": evidence})
+
+
+def abandon(path: Path | str, why: str) -> None:
+    """Tell the waiting analyses that no evidence will come (they fail at once, saying ``why``)."""
+    _write(path, {"abandoned": why})
