@@ -185,6 +185,9 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
         grouped = rank_groups(paths)
         if grouped is not None:
             by_rank, counters, infos, unread = grouped
+            if isinstance(evidence, LaterEvidence):  # files that could not be opened: the run's planning reads them
+                for f in unread:
+                    evidence.tell_failed(f.inputs, f.reason)
             return _analyze_ranks(by_rank, counters, infos, jobs=jobs, kwargs=kwargs, unread=unread,
                                   executor=executor, progress=progress)
         return _analyze(paths, **kwargs, ahead=ahead)
@@ -307,6 +310,7 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         warnings += [f"{p.path}: no GPU events in this timeline; the verdict uses the counters alone" for p in empty]
     timeline_mod = None
     if isinstance(evidence, LaterEvidence):  # handed over once measured: the timeline side is judged meanwhile
+        evidence.tell_kernels(timelines)  # (what the run plans from: ``later_evidence``)
         if timelines and ahead is None:
             ahead = TimelineAhead(timelines, thresholds=thresholds, step_range=step_range)
         with stages.stage("evidence_wait"):

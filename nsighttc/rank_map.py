@@ -75,7 +75,13 @@ def rank_job(rank: int, paths: list, kwargs: dict, keep_launches: bool, analyze:
                 inputs.append(stack.enter_context(local_copy(p)))
             else:
                 inputs.append(p)
-        v = analyze(inputs, **kwargs)
+        try:
+            v = analyze(inputs, **kwargs)
+        except Exception as exc:
+            later = kwargs.get("evidence")
+            if hasattr(later, "tell_failed"):  # (``later_evidence``: the run that plans from it reads these itself)
+                later.tell_failed(paths, f"{type(exc).__name__}: {exc}")
+            raise
     for i, p in zip(v.inputs, paths):
         if isinstance(p, (rank_inputs.ProcessInput, RemoteInput)):
             i["path"] = str(p)

@@ -274,8 +274,18 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         out.marks["trace_read"] = round(time.monotonic() - started, 3)
         if rp_run is not None:  # the replay makes its CUDA context while we plan; it waits for the operator list
             write_gate(rp_gate, "stop" if stop_everything else "go")
+        if out.rank_workers is not None and target.distributed and not stop_everything and \
+                1 < len(out.inputs) <= out.rank_workers.jobs:
+            # the ranks' analyses start now, in the rank workers: each tells its kernel table (planned from here),
+            # judges its timeline while the plan (and a first run's replay) is made, and takes the evidence once
+            # handed over (profile.ranks_ahead)
+            from .ranks_ahead import RanksAhead
+            out.ranks_ahead = RanksAhead(out.inputs, out.rank_workers, run_dir, timeout_s=RANKS_AHEAD_WAIT_S)
+            out.marks["ranks_ahead"] = round(time.monotonic() - started, 3)
+        tables = out.ranks_ahead.kernel_tables() if out.ranks_ahead is not None else None
         try:
-            need = pd.DataFrame() if stop_everything else planned_needs(out.inputs, out.parsed, out.rank_workers)
+            need = pd.DataFrame() if stop_everything else planned_needs(out.inputs, out.parsed,
+                                                                        tables or out.rank_workers)
         except NsighttcError as exc:  # the timeline cannot be read: no plan for ncu; the analysis will say why
             out.failures.append(f"the timeline could not be read to plan the Nsight Compute pass: {exc}")
             need, stop_everything = pd.DataFrame(), True
@@ -292,14 +302,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
                      "not_measurable_before": len(tried),
                      "cache": str(out.cache.path) if out.cache is not None else None,
                      "plan_seconds": round(time.monotonic() - timeline_ended, 2)})  # export, parse, plan, cache
+        if tables is not None:  # planned from the kernel tables the ranks' analyses told (profile.ranks_ahead)
+            info["ranks_ahead"] = {"kernel_tables_told": tables.told, "parsed_for_planning": tables.failed}
         replayed: list[str] = []
         before_replay = list(out.inputs)
-        if rp_run is not None and out.rank_workers is not None and missing and not stop_everything:
-            # the ranks' analyses start now, in the rank workers: each judges its timeline while the replay measures,
-            # and takes the evidence once handed over (profile.ranks_ahead)
-            from .ranks_ahead import RanksAhead
-            out.ranks_ahead = RanksAhead(out.inputs, out.rank_workers, run_dir, timeout_s=RANKS_AHEAD_WAIT_S)
-            out.marks["ranks_ahead"] = round(time.monotonic() - started, 3)
         if rp_run is not None:
             to_replay = [] if stop_everything else missing  # (rp_run exists only with ncu, never with --fast)
             missing, replayed = replay_pass.run_replay(rp, rp_run, run_dir, need, to_replay, out, say, started, remaining,

@@ -11,6 +11,7 @@ pass's gate), what they said they did (``runtime.window``'s event lines), and ho
 """
 from __future__ import annotations
 
+from ..runtime.unrecorded import BEFORE_WINDOW_MIN  # unrecorded warm-up steps enough for a median
 from .passes import Options, Pass
 
 
@@ -122,9 +123,14 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     ranks = [x for x in events if x.get("event") == "unrecorded" and x.get("durations_ms")
              and x.get("phase") == e.get("phase")]  # (a distributed job: every rank's, the same steps in lock-step)
     d = [float(x) for r in ranks for x in r["durations_ms"]]
-    out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]), "median_ms": round(statistics.median(d), 4),
-           "when": "after",
-           "how": "steps the program ran after its window with the recording stopped, this run"
+    # a run recording from its window timed a few steps after it, as many as make enough with the warm-up's last
+    # unrecorded steps (runtime.unrecorded): both stretches count (a generation loop's decode calls: after it only)
+    before = [] if any(r.get("kinds") for r in ranks) else \
+        [float(x) for x in _before_ms(events, e.get("phase"))]
+    out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]) + len(before) // max(1, len(ranks)),
+           "median_ms": round(statistics.median(d + before), 4), "when": "before and after" if before else "after",
+           "how": ("the warm-up's last steps before the window and the steps after it, unrecorded, this run"
+                   if before else "steps the program ran after its window with the recording stopped, this run")
                   + (f", {len(ranks)} ranks" if len(ranks) > 1 else "")}
     kinds = [k for r in ranks for k in (r.get("kinds") or [None] * len(r["durations_ms"]))]
     decode = [x for x, k in zip(d, kinds) if k == "decode"]
@@ -133,7 +139,10 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     return out
 
 
-BEFORE_WINDOW_MIN = 3  # unrecorded warm-up steps enough for a median (the window's own steadiness rule: 3 agreeing)
+def _before_ms(events: list[dict], phase) -> list:
+    """Every rank's unrecorded warm-up steps said at the window's start of ``phase`` (milliseconds)."""
+    return [x for e in events if e.get("event") == "start" and e.get("phase") == phase
+            for x in e.get("unrecorded_before_ms") or []]
 
 
 def before_window(events: list[dict]) -> dict | None:
@@ -145,7 +154,7 @@ def before_window(events: list[dict]) -> dict | None:
     if not starts:
         return None
     phase = starts[0].get("phase")
-    d = [float(x) for e in starts if e.get("phase") == phase for x in e["unrecorded_before_ms"]]
+    d = [float(x) for x in _before_ms(events, phase)]
     if len(d) < BEFORE_WINDOW_MIN:
         return None
     return {"phase": phase, "steps": len(d), "median_ms": round(statistics.median(d), 4), "when": "before",

@@ -11,7 +11,11 @@ Two stretches of a run are unrecorded:
   collective.
 - **Before the first window** (``before_window``): a run that records from the window (``--record-from window``, a
   second run the evidence cache knows) ran its warm-up unrecorded; its last steady steps are the program's unrecorded
-  speed, in a distributed job too, at no cost.
+  speed, in a distributed job too, at no cost. Where any ran, the steps timed after the window are only as many as
+  make ``BEFORE_WINDOW_MIN`` with them, ``UNRECORDED_MIN`` at least (``runtime.window``; a generation loop still times
+  its decode calls after it), and the profile run takes both stretches' median. Two H200s, FSDP2 (40 steps) cached:
+  one step per rank before the window, and the 12 steps timed after it took 0.9-1.0 s of a 15-17 s run whose plain
+  job took 13-14 s (reports/profile_overhead/torchrun_cost/2026-11-27, call 8).
 
 On an H100 a generate() loop's recorded model calls took 21-27 ms against 12-18 ms in plain runs whose own speed varied
 by a third from run to run (reports/structural call_cost). 24 steps after the window, not 8: with --full-run, the
@@ -25,6 +29,7 @@ UNRECORDED_STEPS = 24
 UNRECORDED_MIN = 2
 UNRECORDED_MAX_S = 1.0
 BEFORE_WINDOW_MAX = 8   # the warm-up's last unrecorded steps said at the window's start (the steadiest ones)
+BEFORE_WINDOW_MIN = 3   # unrecorded warm-up steps enough for a median (the window's own steadiness rule: 3 agreeing)
 
 
 def after_steps(median_s: float | None) -> int:

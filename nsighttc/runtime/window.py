@@ -63,7 +63,7 @@ import threading
 import time
 
 from .lines import say
-from .unrecorded import AfterWindow, after_steps, before_window
+from .unrecorded import BEFORE_WINDOW_MIN, AfterWindow, after_steps, before_window
 from .unrecorded import UNRECORDED_MAX_S, UNRECORDED_MIN, UNRECORDED_STEPS  # noqa: F401 - (the docstring's, tests')
 from .window_recorders import CudaProfilerRecorder, Recorder
 
@@ -294,7 +294,7 @@ class Window:
                 # would otherwise come inside the window: one rank slowed there, the others waiting for it)
                 if not self.recorder.ready() and ph.n - ph.prepared_n < PREPARE_WAIT_STEPS:
                     return None
-                return ["start", self._window_steps(ph), after_steps(self._recent_median(ph))]
+                return ["start", self._window_steps(ph), self._after_count(ph)]
             ready = (ph.n >= self.warmup) if self.warmup is not None else (
                 is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
                 or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP)
@@ -308,7 +308,7 @@ class Window:
                 return None
             if self.recorder.wants_prepare() and not at_request:  # (a request's window starts at its prefill: the
                 return ["prepare"]                                  # recorder was told ``settled`` before it)
-            return ["start", self._window_steps(ph), after_steps(self._recent_median(ph))]
+            return ["start", self._window_steps(ph), self._after_count(ph)]
         ph.left -= 1
         # (not in a window the ranks of a job agreed on: each rank would extend it at its own step, from its own
         # times, and one rank stopped while the other waited in its next collective: two H200s, FSDP2, issue 50)
@@ -326,6 +326,24 @@ class Window:
                     return ["end"]
             return None
         return None if ph.left > 0 else ["end"]
+
+    def _after_count(self, ph: _Phase) -> int:
+        """How many steps to time unrecorded after the window, the first (which holds the profiler's stop) included:
+        about ``UNRECORDED_MAX_S`` of them (``unrecorded.after_steps``); where the warm-up's last steps ran unrecorded
+        (a run recording from the window), only as many as make ``BEFORE_WINDOW_MIN`` with them, at least
+        ``UNRECORDED_MIN`` (``runtime.unrecorded`` says why)."""
+        before = self._unrecorded_before(ph)
+        if before:
+            return 1 + max(UNRECORDED_MIN, BEFORE_WINDOW_MIN - before)
+        return after_steps(self._recent_median(ph))
+
+    def _unrecorded_before(self, ph: _Phase) -> int:
+        """The warm-up's last steps that ran unrecorded and count for the program's unrecorded speed (``before_window``);
+        none for a generation loop, whose decode calls are timed after the window (the steps before it are not told
+        apart by kind)."""
+        if self.generation and ph.key == HOOK_PHASE:
+            return 0
+        return len(before_window(ph.durations, ph.recorded, ph.compiled, MIN_WARMUP))
 
     def _past_last_warmup(self, ph: _Phase) -> bool:
         """The warm-up is as long as the program's last run's (``warmup_max``; its step before the window included,
@@ -405,6 +423,8 @@ class Window:
         # A distributed job's ranks stop together: each times the steps rank 0's decision said (``after_steps``), in a
         # window they agreed on; one rank timing more steps than another would wait alone in its next collective.
         count = None if self.ranks is None else ((ph.after_steps or 0) if ph.agreed else 0)
+        if count is None and self._unrecorded_before(ph):  # (a job's ranks: rank 0's count, said at the window's start)
+            count = self._after_count(ph)
         timed = not grace and self.unrecorded and self.recorder.name == "torch" and count != 0
         if not self.stop:
             self.recorder.finish()

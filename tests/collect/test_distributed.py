@@ -371,6 +371,13 @@ def test_a_torchrun_jobs_ranks_are_analysed_in_processes_started_while_it_ran(tm
     res = profile(t, Options(out=tmp_path / "runs", jobs=2))
     assert res.exit_code == 0, res.notes
     assert warmed == [(2, ("nsighttc.api", "nsighttc.rank_map"))] and res.verdict is not None
+    # the ranks' analyses started once the traces were complete, and the plan was made from the kernel tables they
+    # told (each trace parsed once, there), then they took their evidence (profile.ranks_ahead)
+    meta = json.loads((res.run_dir / "run.json").read_text())
+    marks = meta["phase_seconds"]["marks"]
+    assert marks["trace_read"] <= marks["ranks_ahead"] <= marks["planned"] <= marks["evidence_handed"], marks
+    assert meta["evidence"]["ranks_ahead"] == {"kernel_tables_told": 2, "parsed_for_planning": 0}
+    assert not list(res.run_dir.glob(".evidence-later*")) and not (res.run_dir / ".kernels-told").exists()
     here = analyze([i["path"] for i in res.verdict.inputs], jobs=1)  # (its inputs, here, one after the other)
     assert [r["rank"] for r in res.verdict.ranks] == [0, 1] == [r["rank"] for r in here.ranks]
     for a, b in zip(res.verdict.ranks, here.ranks):

@@ -109,3 +109,39 @@ def test_the_profile_run_takes_the_verdict_made_ahead_and_writes_it_as_its_own(t
     out.ranks_ahead.hand_over(None)
     again = _conclude(tmp_path, target, Options(out=tmp_path), [], [], [], [*RANKS, RESNET_REPLAY_NCU], out)
     _same_verdict(again, reference)
+
+
+def test_the_plan_is_made_from_the_kernel_tables_the_ranks_analyses_told(tmp_path):
+    """The analyses start before the plan: each tells the kernel table of the trace it parsed, and the plan made from
+    those is the one made from the files; a rank whose analysis failed first is read by the planning itself, which
+    says what is wrong with its file."""
+    import shutil
+    from nsighttc.errors import NsighttcError
+    from nsighttc.profile.evidence import planned_needs
+    from nsighttc.profile.ranks_ahead import KERNELS_DIR
+    reference = planned_needs(RANKS, {})
+    workers = Processes(2).warm(preload=("nsighttc.api", "nsighttc.rank_map"))
+    try:
+        ahead = RanksAhead(RANKS, workers, tmp_path, timeout_s=120)
+        tables, parsed = ahead.kernel_tables(), {}
+        need = planned_needs(RANKS, parsed, tables)
+        assert (tables.told, tables.failed) == (2, 0) and not parsed  # nothing parsed for the plan here
+        assert need.reset_index(drop=True).equals(reference.reset_index(drop=True))
+        assert need.attrs["order"] == reference.attrs["order"] and need.attrs["first"] == reference.attrs["first"]
+        ahead.hand_over(None)
+        assert [r["rank"] for r in ahead.result().ranks] == [0, 1]
+        assert not (tmp_path / KERNELS_DIR).exists()
+        bad = tmp_path / "job" / "rank1" / "torch_trace.json"
+        bad.parent.mkdir(parents=True)
+        bad.write_text('{"traceEvents": [')  # cut off mid-write
+        shutil.copy(RANKS[0], tmp_path / "job" / "rank0.json.gz")
+        ranks = [tmp_path / "job" / "rank0.json.gz", bad]
+        (tmp_path / "run").mkdir()
+        ahead = RanksAhead(ranks, workers, tmp_path / "run", timeout_s=120)
+        tables = ahead.kernel_tables()
+        with pytest.raises(NsighttcError) as err:
+            planned_needs(ranks, {}, tables)
+        assert (tables.told, tables.failed) == (1, 1) and str(bad) in str(err.value)
+        ahead.finish_abandoned("the timeline could not be read")
+    finally:
+        workers.close()

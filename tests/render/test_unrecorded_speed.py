@@ -59,3 +59,24 @@ def test_a_jobs_unrecorded_warm_up_gives_its_speed_and_bounds_the_stragglers_fix
     w = analyze([Path(__file__).resolve().parents[1] / "fixtures" / "ddp" / "straggler_torch"], jobs=1)
     assert not unrecorded_speed(w, [SimpleNamespace(mode="timeline", window_events=one)])  # too few for a median
     assert "unrecorded" not in w.timeline["steps"]
+
+
+def test_a_cached_runs_few_steps_after_its_window_count_with_its_unrecorded_warm_up():
+    """A run recording from its window times only a few steps after it (``runtime.window._after_count``: as many as
+    make ``BEFORE_WINDOW_MIN`` with the warm-up's last unrecorded steps): the speed is both stretches' median, every
+    rank's, and the report says so. A generation loop's decode calls (steps with kinds) count alone, as before."""
+    from types import SimpleNamespace
+    from nsighttc import analyze
+    from nsighttc.profile.window import unrecorded_steps, unrecorded_speed
+    events = [{"event": "start", "phase": "nsighttc.step", "unrecorded_before_ms": [79.4]},
+              {"event": "start", "phase": "nsighttc.step", "unrecorded_before_ms": [65.1]},
+              {"event": "unrecorded", "phase": "nsighttc.step", "steps": 2, "durations_ms": [71.8, 71.6]},
+              {"event": "unrecorded", "phase": "nsighttc.step", "steps": 2, "durations_ms": [81.5, 74.1]}]
+    v = analyze([Path(__file__).resolve().parents[1] / "fixtures" / "ddp" / "straggler_torch"], jobs=1)
+    assert unrecorded_speed(v, [SimpleNamespace(mode="timeline", window_events=events)])
+    u = v.timeline["steps"]["unrecorded"]
+    assert u["median_ns"] == pytest.approx(72.95e6) and u["when"] == "before and after" and u["steps"] == 3
+    assert "2 ranks" in u["how"] and "steps timed before and after the window" in startup_line(v.timeline)
+    gen = [events[0], {**events[2], "kinds": ["decode", "decode"]}]
+    g = unrecorded_steps(gen)
+    assert g["when"] == "after" and g["median_ms"] == pytest.approx(71.7) and g["decode_median_ms"] == pytest.approx(71.7)

@@ -495,3 +495,31 @@ def test_a_window_recorded_from_its_start_says_what_its_unrecorded_warm_up_steps
     recorded_all_along = win.Window(clock=Clock(), emit=lambda s: None, stop=False)  # (nsys: no unrecorded steps)
     hook_steps(recorded_all_along, recorded_all_along.clock, times)
     assert "unrecorded_before_ms" not in next(e for e in recorded_all_along.events if e["event"] == "start")
+
+
+def test_a_window_recorded_from_its_start_times_only_a_few_steps_after_it():
+    """The warm-up's last steps ran unrecorded and count for the program's unrecorded speed: after the window only as
+    many steps are timed as make ``BEFORE_WINDOW_MIN`` with them, ``UNRECORDED_MIN`` at least (two H200s, FSDP2's
+    second run: 12 such steps, ~1 s of a 15-17 s run, with 1 step per rank before it). A window recorded from the
+    program's start still times about ``UNRECORDED_MAX_S`` of them; a distributed job's ranks are told the count."""
+    from nsighttc.runtime.window_recorders import TorchRecorder
+
+    def run(start):
+        clock = Clock()
+        rec = TorchRecorder(lambda: None, start=start, clock=clock)
+        w = win.Window(clock=clock, emit=lambda s: None, recorder=rec)
+        done_at = hook_steps(w, clock, [0.3, 0.2] + [0.05] * 300)
+        end = next(e for e in w.events if e["event"] == "end")
+        return w, done_at, end, next(e for e in w.events if e["event"] == "unrecorded")
+
+    w, done_at, end, after = run(start=lambda: None)  # --record-from window: the warm-up ran unrecorded
+    before = next(e for e in w.events if e["event"] == "start")["unrecorded_before_ms"]
+    assert 1 <= len(before) < win.BEFORE_WINDOW_MIN + win.UNRECORDED_MIN
+    assert after["steps"] == max(win.UNRECORDED_MIN, win.BEFORE_WINDOW_MIN - len(before))
+    assert done_at == end["step"] + after["steps"]  # (hook step n ends at index n - 1; the first after it skipped)
+    whole, done_whole, end_whole, after_whole = run(start=None)  # recorded from the start: nothing unrecorded before
+    assert after_whole["steps"] == win.UNRECORDED_STEPS or \
+        sum(after_whole["durations_ms"]) >= 1e3 * win.UNRECORDED_MAX_S * 0.9
+    assert after_whole["steps"] > after["steps"] and done_whole - end_whole["step"] > done_at - end["step"]
+    # what rank 0 tells the other ranks at the window's start: how many steps to time after it, the first included
+    assert w._after_count(next(iter(w.phases.values()))) == 1 + after["steps"]
