@@ -155,8 +155,8 @@ def analyze(paths: Iterable[str | Path], *, yes_threshold: float = 0.9, threshol
     name anywhere in the path); an error names the ranges that exist when nothing matches.
     ``evidence``: hardware evidence measured earlier (``collect.evidence_cache.EvidenceCache.lookup``),
     merged into the timeline's kernels by name like an ncu export of the same run; or a ``LaterEvidence``, which
-    each analysis waits for once its timeline side is under way (the default run's replay measures meanwhile). ``ahead``: the timeline
-    side already under way for these parsed inputs (``TimelineAhead``).
+    each analysis waits for once its timeline side is under way (the default run plans, and its replay measures,
+    meanwhile). ``ahead``: the timeline side already under way for these parsed inputs (``TimelineAhead``).
 
     Directories are read as the profiler outputs inside them. Inputs of several ranks of one distributed
     job (``parse.ranks``: torch.profiler's ``distributedInfo``, or ``rank<N>`` in the path) are analysed

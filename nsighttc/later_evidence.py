@@ -3,7 +3,7 @@ measurements are final and waits for them only where it needs them.
 
 Why: a distributed job's first run measures the kernels lacking evidence by replaying their operators under Nsight
 Compute once every rank's program has ended, and the ranks' analyses (each trace parsed, its timeline judged, in the
-rank workers) waited for that replay, then ran, one after the other. Two H200s, DDP ResNet-50 (20 steps,
+rank workers) waited for that replay and ran only after it. Two H200s, DDP ResNet-50 (20 steps,
 byte-compiled): after the traces were complete the planning took 0.6-0.7 s, the replay 0.5-0.9 s more, its report
 0.27 s, then the analysis 1.3-1.4 s: the verdict came 1.4-1.7 s after the job had ended
 (reports/profile_overhead/torchrun_cost/2026-11-27, call 7). The timeline side of an analysis needs no evidence

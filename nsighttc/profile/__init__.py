@@ -195,7 +195,7 @@ def _rewrite_provenance(run_dir: Path, target: Target, opts: Options, done: list
 
 
 def _ranks_ahead_verdict(ranks_ahead, parsed: dict):
-    """The verdict of the rank analyses started beside the replay (``profile.ranks_ahead``), with the replay's reports
+    """The verdict of the rank analyses started before the plan (``profile.ranks_ahead``), with the replay's reports
     among its inputs and their warnings, as if every rank had read them."""
     from ..parse.ncu_csv import NO_DURATION
     from .ranks_ahead import report_inputs

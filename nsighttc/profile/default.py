@@ -72,7 +72,7 @@ from .window import recorded_from_window
 
 
 MIN_CORES_BESIDE = 4  # a third process (the program's ncu pass at its gate) beside the timeline and the replay
-# How long a rank's analysis started beside the replay waits for its evidence (profile.ranks_ahead); the run hands it
+# How long a rank's analysis started before the plan waits for its evidence (profile.ranks_ahead); the run hands it
 # over or abandons it on every path, so this only bounds a bug's cost
 RANKS_AHEAD_WAIT_S = 900.0
 
@@ -358,6 +358,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             out.plotters.close()
         if out.rank_workers is not None:
             out.rank_workers.close()
+        if out.ranks_ahead is not None:  # (its analyses ended with their workers: nothing of them left in the run)
+            out.ranks_ahead.finish_abandoned("the run failed before the evidence was measured")
         tl_run.stop()
         raise
     if tl_run.provisional():  # the launcher said its exit code: the verdict is made while its process exits

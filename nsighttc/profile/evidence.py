@@ -39,7 +39,7 @@ class Outcome:
     marks: dict = field(default_factory=dict)
     plotters: object | None = None  # render.plot_workers.PlotWorkers warming up while the program runs
     rank_workers: object | None = None  # executors.Processes a torchrun job's ranks are analysed in (default.rank_workers)
-    ranks_ahead: object | None = None  # profile.ranks_ahead.RanksAhead: those analyses, started beside the replay
+    ranks_ahead: object | None = None  # profile.ranks_ahead.RanksAhead: those analyses, started before the plan
 
 
 def export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:

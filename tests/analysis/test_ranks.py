@@ -93,6 +93,25 @@ def test_a_default_first_run_names_a_late_rank_0_from_the_windows(tmp_path):
     assert analyze([tmp_path], jobs=1).distributed["straggler"] is None
 
 
+def test_a_first_run_whose_other_ranks_dropped_their_warm_up_names_its_straggler_from_like_recordings():
+    """Issue 50, a first run on two H200s after the other ranks change sessions with rank 0 (runtime.recording): each
+    rank's trace starts a step before the window, rank 1's no longer its whole run; rank 1 sleeps 30 ms a step and is
+    named, both ranks complete, their work the same; the steps before the window are warm-up on both."""
+    src = DDP / "default_first_run_dropped"
+    v = analyze([src], jobs=1)
+    s = v.distributed["straggler"]
+    assert s["rank"] == 1 and "host busy" in s["cause"] and 25e6 < s["own_excess_ns"] <= s["excess_ns"]
+    assert v.distributed["same_work"] is True and not v.distributed["incomplete_ranks"]
+    held = []
+    for r in (0, 1):
+        ev = json.load(gzip.open(src / f"rank{r}" / "torch_trace.json.gz"))["traceEvents"]
+        mark = min(e["ts"] for e in ev if e.get("name") == "nsighttc.window")
+        steps = [e["ts"] < mark for e in ev if str(e.get("name", "")).startswith("Optimizer.step#")]
+        held.append((sum(steps), len(steps), sum(1 for e in ev if e.get("cat") == "kernel")))
+    # each recording starts with the step before the window (the one rank 0 changed sessions in), no warm-up kept
+    assert held[0] == held[1] and held[1][0] == 1, held
+
+
 def test_balanced_jobs_get_no_straggler():
     v = analyze([DDP / "balanced_torch"], jobs=1)
     assert v.distributed["straggler"] is None and v.distributed["launch_imbalance"] is None
