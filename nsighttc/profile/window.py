@@ -124,9 +124,10 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
              and x.get("phase") == e.get("phase")]  # (a distributed job: every rank's, the same steps in lock-step)
     d = [float(x) for r in ranks for x in r["durations_ms"]]
     # a run recording from its window timed a few steps after it, as many as make enough with the warm-up's last
-    # unrecorded steps (runtime.unrecorded): both stretches count (a generation loop's decode calls: after it only)
-    before = [] if any(r.get("kinds") for r in ranks) else \
-        [float(x) for x in _before_ms(events, e.get("phase"))]
+    # unrecorded steps (runtime.unrecorded): both stretches count; a generation loop's decode calls after it only (the
+    # hooks call a training step's model call "prefill" too: two H200s, FSDP2's cached runs, call 9)
+    decoding = any(k == "decode" for r in ranks for k in r.get("kinds") or [])
+    before = [] if decoding else [float(x) for x in _before_ms(events, e.get("phase"))]
     out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]) + len(before) // max(1, len(ranks)),
            "median_ms": round(statistics.median(d + before), 4), "when": "before and after" if before else "after",
            "how": ("the warm-up's last steps before the window and the steps after it, unrecorded, this run"
