@@ -289,6 +289,16 @@ def _in_range(launches: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series(np.asarray(hit)[codes], index=launches.index)
 
 
+def hardware_rows(counter_kernels: list[pd.DataFrame], evidence: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The hardware evidence merged into a timeline's launches: the Nsight Compute inputs' kernels classified, then
+    the rows measured earlier (``evidence``), or None where there is neither. The default run hands a job's rank
+    analyses the same rows made from its replay's reports (``profile.ranks_ahead.replay_evidence``)."""
+    hw = [tensor_cores.classify_launches(_concat(counter_kernels))] if counter_kernels else []
+    if evidence is not None and not evidence.empty:
+        hw.append(evidence)
+    return pd.concat(hw, ignore_index=True) if hw else None
+
+
 def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, evidence=None,
              ahead: TimelineAhead | None = None) -> Verdict:
     """Parse every input, classify each kernel launch, roll up, and collect findings.
@@ -321,13 +331,11 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         from .parse.ncu_csv import NO_DURATION
         warnings = [w for w in warnings if NO_DURATION not in w]  # the timeline's kernel times weigh the shares
         kernels = _concat([p.kernels for p in timelines])
-        hw = [tensor_cores.classify_launches(_concat([p.kernels for p in counters]))] if counters else []
-        if evidence is not None and not evidence.empty:
-            hw.append(evidence)
+        hw = hardware_rows([p.kernels for p in counters], evidence)
         with stages.stage("classify"):
             launches = early[0] if early is not None else tensor_cores.classify_launches(kernels)
-        if hw:
-            launches, merge_note = merge.apply_hardware_evidence(launches, pd.concat(hw, ignore_index=True))
+        if hw is not None:
+            launches, merge_note = merge.apply_hardware_evidence(launches, hw)
             warnings.append(merge_note)
     else:
         kernels = _concat([p.kernels for p in parsed]) if parsed else empty_kernel_table()

@@ -118,14 +118,9 @@ class KernelTables:
 
 def replay_evidence(reports: list, parsed: dict, cached):
     """What the analyses would have merged from the replay's reports (given as inputs, each rank's counters) and the
-    cache's rows (``evidence``): the reports' launches classified, then the cached rows, in ``api._analyze``'s order."""
-    import pandas as pd
-    from ..analysis.tensor_cores import classify_launches
-    frames = [parsed[r].kernels for r in reports if r in parsed and not parsed[r].kernels.empty]
-    hw = [classify_launches(pd.concat(frames, ignore_index=True))] if frames else []
-    if cached is not None and not cached.empty:
-        hw.append(cached)
-    return pd.concat(hw, ignore_index=True) if hw else None
+    cache's rows (``evidence``): ``api.hardware_rows`` of the two."""
+    from ..api import hardware_rows
+    return hardware_rows([parsed[r].kernels for r in reports if r in parsed and not parsed[r].kernels.empty], cached)
 
 
 def report_inputs(reports: list, parsed: dict) -> list[dict]:

@@ -123,18 +123,17 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     ranks = [x for x in events if x.get("event") == "unrecorded" and x.get("durations_ms")
              and x.get("phase") == e.get("phase")]  # (a distributed job: every rank's, the same steps in lock-step)
     d = [float(x) for r in ranks for x in r["durations_ms"]]
+    kinds = [k for r in ranks for k in (r.get("kinds") or [None] * len(r["durations_ms"]))]
+    decode = [x for x, k in zip(d, kinds) if k == "decode"]
     # a run recording from its window timed a few steps after it, as many as make enough with the warm-up's last
     # unrecorded steps (runtime.unrecorded): both stretches count; a generation loop's decode calls after it only (the
     # hooks call a training step's model call "prefill" too: two H200s, FSDP2's cached runs, call 9)
-    decoding = any(k == "decode" for r in ranks for k in r.get("kinds") or [])
-    before = [] if decoding else [float(x) for x in _before_ms(events, e.get("phase"))]
+    before = [] if decode else [float(x) for x in _before_ms(events, e.get("phase"))]
     out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]) + len(before) // max(1, len(ranks)),
            "median_ms": round(statistics.median(d + before), 4), "when": "before and after" if before else "after",
            "how": ("the warm-up's last steps before the window and the steps after it, unrecorded, this run"
                    if before else "steps the program ran after its window with the recording stopped, this run")
                   + (f", {len(ranks)} ranks" if len(ranks) > 1 else "")}
-    kinds = [k for r in ranks for k in (r.get("kinds") or [None] * len(r["durations_ms"]))]
-    decode = [x for x, k in zip(d, kinds) if k == "decode"]
     if decode:
         out["decode_median_ms"] = round(statistics.median(decode), 4)
     return out
