@@ -50,6 +50,10 @@ TRACE_WRITTEN = "nsighttc.launch: wrote "
 # ``runtime.trace_writing``; the line then says how long they ran, and nothing reads the trace while they run.)
 NOTHING_RECORDED = "nsighttc.launch: no trace: "  # --record-from window, and no window started
 OPS_WRITTEN = "nsighttc.launch: wrote operators "  # a first run's operators until the window are on disk
+# A trace is being written by a forked copy of the process (``runtime.trace_writer``): + its path. The copy then says
+# TRACE_WRITTEN / OPS_WRITTEN, or WRITE_FAILED + the path and why; until then the trace is not complete.
+TRACE_WRITING = "nsighttc.launch: writing "
+WRITE_FAILED = "nsighttc.launch: could not write "
 # + the rank's trace path: a distributed first run's other rank changed sessions with the rank that records operators,
 # and dropped what it had recorded before (``runtime.recording.OperatorsUntilWindow``)
 DROPPED_BEFORE_WINDOW = "nsighttc.launch: dropped the recording before the window, for "

@@ -19,6 +19,9 @@ round, alternating (after one first run fills the evidence cache):
   launcher   each rank run by ``python -m nsighttc.runtime.launch --annotate script -- SCRIPT`` (torchrun's ``-m``):
              the launcher and its step hooks without a profiler, a window or the profile command around the job
   launcher_nomarks  the same with ``--annotate none --step-marks off``: the launcher alone
+  first_run  ``nsighttc profile -- COMMAND`` with an empty evidence cache (a user's first run: the replay under ncu)
+  cached_after_first  as ``cached``; listed after ``first_run``, it runs right after a first run, as the cached runs of
+             ``benchmarks/gpu/gpu_profile_overhead.py`` do (there they cost ~1 s more than here after a plain run)
   plain_loaded  the command alone, with the start-up load ``nsighttc profile`` puts beside it started with it (five
              processes importing the analysis and matplotlib, ``HELPERS_LOAD``): is the profiled job slower because
              of what runs beside its ranks' own start-up?
@@ -55,6 +58,8 @@ VARIANTS = {
     "launcher": (["--annotate", "script"], {}),
     "launcher_nomarks": (["--annotate", "none", "--step-marks", "off"], {}),
     "plain_loaded": ([], {}),  # the command alone, HELPERS_LOAD started beside it
+    "first_run": ([], {}),  # (its own empty evidence cache each round: main)
+    "cached_after_first": ([], {}),
 }
 PLAIN = ("plain", "plain_loaded")  # the command as given, no nsighttc in it
 LAUNCHER = ("launcher", "launcher_nomarks")
@@ -278,6 +283,8 @@ def main() -> int:
                 argv = cmd[:at] + ["-m", "nsighttc.runtime.launch", *opts, "--"] + cmd[at:]
             else:
                 argv = profile + [str(runs), *opts, "--", *cmd]
+            if v == "first_run":  # an empty evidence cache: a first run
+                extra = dict(extra, NSIGHTTC_CACHE_DIR=str(work / f"cache_first_{rnd}"))
             r = run_one(argv, dict(base, **extra), stamps, a.out / f"{v}_{rnd}.log", a.timeout,
                         beside=[[sys.executable, *h] for h in HELPERS_LOAD] if v == "plain_loaded" else None)
             if v not in PLAIN + LAUNCHER:

@@ -87,6 +87,11 @@ class Running:
     def pid(self) -> int:
         return self.proc.pid
 
+    def output_open(self) -> bool:
+        """Something still holds the child's stdout or stderr open (the child, or a process it started that
+        inherited them): their readers have not reached the end."""
+        return any(t.is_alive() for t in self._threads)
+
     def kill(self, grace_s: float | None = None) -> None:
         self.killed = True
         kill_group(self.proc, grace_s)

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..record_format import DROPPED_BEFORE_WINDOW, EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITTEN
+from ..record_format import (DROPPED_BEFORE_WINDOW, EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITING,
+                             TRACE_WRITTEN, WRITE_FAILED)
 from .passes import Pass
 from .running import finish_pass, start_pass
 
@@ -35,10 +36,45 @@ LAUNCHER = "nsighttc.launch: "  # how every line of the launcher's starts (runti
 # will not end on its own: it waits in a collective the stopped ranks never join (two H200s, FSDP2: ranks that
 # extended their window apart, one hung until the harness' timeout). The job is then stopped, and the run says so.
 RANKS_END_GRACE_S = 120.0
+# A trace written by a forked copy of the launcher's process (``runtime.trace_writer``) may still be written after
+# the process itself ended (its exit is not kept waiting for it). The pass waits for the copy's line (written, or
+# could not write), or for the copy's end (the pass' stderr closed); the copy stops itself within its own limit
+# (``trace_writer.limit_for``); this bounds the wait where something else keeps stderr open.
+WRITERS_GRACE_S = 600.0
 _RECORDED_FROM = re.compile(r"recorded from ([0-9.]+) s")  # the launcher's trace line, --record-from window
 _PROGRAM_S = re.compile(r"\(program ([0-9.]+) s")  # the launcher's lines: seconds into the program
 _STOP_S = re.compile(r"profiler stop ([0-9.]+) s")
 _RANK_DIR = re.compile(r"[/\\]rank(\d+)[/\\][^/\\]+ \(")  # a distributed job's per-rank file in a launcher's line
+
+
+def _written_path(line: str) -> str | None:
+    """The path a launcher's line says is written, could not be written, or is being written (``TRACE_WRITING``)."""
+    for prefix in (OPS_WRITTEN, TRACE_WRITTEN, WRITE_FAILED, TRACE_WRITING):
+        if line.startswith(prefix):
+            rest = line[len(prefix):]
+            return rest.split(": ", 1)[0] if prefix == WRITE_FAILED else rest.split(" (", 1)[0]
+    return None
+
+
+class Writers:
+    """The traces a launcher's forked copies write (``runtime.trace_writer``): said being written, not yet said
+    written or failed. Either line may come first (two processes share the stream)."""
+
+    def __init__(self):
+        self._announced: set[str] = set()
+        self._ended: set[str] = set()
+        self._lock = threading.Lock()
+
+    def line(self, line: str) -> None:
+        path = _written_path(line)
+        if path is None:
+            return
+        with self._lock:
+            (self._announced if line.startswith(TRACE_WRITING) else self._ended).add(path)
+
+    def pending(self) -> set[str]:
+        with self._lock:
+            return self._announced - self._ended
 
 
 def rank_recording(line: str, into: dict, at_s: float | None = None) -> None:
@@ -95,6 +131,7 @@ class TimelineRun:
         # job ended): a replay may use the GPU from then on.
         self.ops_written = threading.Event()
         self.program_done = threading.Event()
+        self.writers = Writers()
         if p.torch_trace is not None:
             def said(path: Path) -> Path:
                 return path if rank_dir is None else rank_dir / path.name
@@ -104,6 +141,7 @@ class TimelineRun:
             def on_line(line: str) -> None:
                 i = line.find(LAUNCHER)  # after text the program left without a newline (a progress bar's \r ...)
                 line = line[i:] if i > 0 else line
+                self.writers.line(line)
                 if rank_dir is not None:
                     rank_recording(line, p.ranks_recorded, round(time.monotonic() - self._started, 3))
                     if line.startswith(TRACE_WRITTEN) and not line.startswith(OPS_WRITTEN):
@@ -121,6 +159,8 @@ class TimelineRun:
                     self._written.set()
                     if self._job_dir is None:  # (a job's: once every rank said its exit code, below)
                         self.program_done.set()
+                elif ops_marker is not None and line.startswith(f"{WRITE_FAILED}{said(p.ops_trace)}"):
+                    self.ops_written.set()  # (it will not grow: the replay is planned from the trace instead)
                 elif ops_marker is not None and line.startswith(ops_marker):
                     m = _PROGRAM_S.search(line)
                     p.operators_until_s = float(m.group(1)) if m else 0.0
@@ -151,12 +191,28 @@ class TimelineRun:
         self.program_done.set()
 
     def ops_done(self) -> bool:
-        """The operators' trace will not grow any more: the launcher said it is written, or its process ended."""
-        return self.ops_written.is_set() or self.run.proc.poll() is not None
+        """The operators' trace will not grow any more: the launcher said it is written (or could not be), or its
+        process ended and no forked copy of it still writes."""
+        return self.ops_written.is_set() or self._ended_writing()
 
     def trace_done(self) -> bool:
-        """The trace will not grow any more: the launcher said it is written, or its process ended."""
-        return self._written.is_set() or self.run.proc.poll() is not None
+        """The trace will not grow any more: the launcher said it is written, or its process ended and no forked copy
+        of it still writes."""
+        return self._written.is_set() or self._ended_writing()
+
+    def _ended_writing(self) -> bool:
+        return self.run.proc.poll() is not None and not self.writing()
+
+    def writing(self) -> bool:
+        """A forked copy of the launcher's process said it writes a trace, has not said it ended, and is still there
+        (the pass' stderr, which it shares, is open)."""
+        return bool(self.writers.pending()) and self.run.output_open()
+
+    def _wait_for_writers(self, deadline: float | None) -> None:
+        """The process ended: wait while a forked copy of it still writes a trace (``WRITERS_GRACE_S`` at most)."""
+        limit = time.monotonic() + WRITERS_GRACE_S
+        while self.writing() and time.monotonic() < limit and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.02)
 
     @property
     def said_written(self) -> bool:
@@ -193,6 +249,7 @@ class TimelineRun:
             finish_pass(self.p, self.run, None)
             self.p.interrupted = True
             return self.p
+        self._wait_for_writers(deadline)
         left = None if deadline is None else max(deadline - time.monotonic(), 0.01)
         return finish_pass(self.p, self.run, left)
 

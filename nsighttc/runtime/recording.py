@@ -141,7 +141,7 @@ class OperatorsUntilWindow:
         self.elsewhere = rf_labels.OpenElsewhere()
         self.state = "operators" if self.elsewhere.install() else "off"  # -> pending -> ranges | failed; kept
         self.switched_at: float | None = None
-        self.written = False  # the operators' trace is on disk
+        self.writing = None  # the operators' trace's writing (``trace_writer.Writing``), once it began
 
     def request(self) -> None:
         """The window that ends the recording starts: change sessions now, or once no other record_function is
@@ -181,9 +181,7 @@ class OperatorsUntilWindow:
                 t_stop = self.clock()
                 if self.ops_trace is not None:
                     self.ops_trace.parent.mkdir(parents=True, exist_ok=True)
-                    self.prof.export_chrome_trace(str(self.ops_trace))
-                    self.written = True
-                t_written = self.clock()
+                    self.writing = self._write(t0, t_stop)
             except Exception as exc:  # noqa: BLE001 - the program goes on; nothing is recorded from here
                 self.state, self.prof = "failed", None
                 say(f"nsighttc.launch: the {'operators' if self.ops_trace is not None else 'first'} recording could "
@@ -203,6 +201,21 @@ class OperatorsUntilWindow:
             say(f"{DROPPED_BEFORE_WINDOW}{self.trace_for} (program {t0 - self.t_start:.2f} s, profiler stop "
                 f"{t_stop - t0:.2f} s; the rank recording operators changes sessions here: the window starts a new "
                 "recording, ranges only)")
-            return
-        say(f"{OPS_WRITTEN}{self.ops_trace} (program {t0 - self.t_start:.2f} s, profiler stop {t_stop - t0:.2f} s, "
-              f"trace written in {t_written - t_stop:.2f} s; the window records the ranges only)")
+
+    def _write(self, t0: float, t_stop: float):
+        """The operators' trace, written by a forked copy of the process (``trace_writer``): the program goes on into
+        its window at once (two H200s, DDP ResNet-50: written here, 0.30-0.36 s with every other rank waiting)."""
+        from . import trace_writer
+        prof, path, clock, program_s = self.prof, self.ops_trace, self.clock, t0 - self.t_start
+
+        def write() -> str:
+            t_write = clock()
+            prof.export_chrome_trace(str(path))
+            return (f"{OPS_WRITTEN}{path} (program {program_s:.2f} s, profiler stop {t_stop - t0:.2f} s, "
+                    f"trace written in {clock() - t_write:.2f} s; the window records the ranges only)")
+        return trace_writer.apart(path, write, trace_writer.limit_for(t_stop - t0))
+
+    @property
+    def written(self) -> bool:
+        """The operators' trace is on disk (waits for its writer)."""
+        return self.writing is not None and bool(self.writing.wait())

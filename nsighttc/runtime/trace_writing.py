@@ -7,6 +7,7 @@ import gc
 import os
 import time
 
+from . import trace_writer
 from .lines import say
 
 # TRACE_WRITTEN: the line the launcher prints once the torch.profiler trace is complete on disk. The default run reads
@@ -150,23 +151,28 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
 
     def export() -> None:
         t_export = time.perf_counter()
-        try:
-            ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
-            prof.export_chrome_trace(str(ns.torch_trace))
-        finally:
-            if runs_on:  # (the recording's objects collectable again, whether the trace could be written or not)
-                gc.unfreeze()
         from . import host_samples
-        host_samples.flush()  # before the line that lets the analysis start
+        host_samples.flush()  # before the line that lets the analysis start (here: the sampler's lock is this process')
         since = f", recorded from {started_at - t_start:.2f} s" if started_at else ""
         if started_at and getattr(recorder, "start_seconds", None) is not None:
             since += f" (profiler start {recorder.start_seconds:.2f} s)"
         since += "" if operators else ", ranges only"
         after = f"; written after {t_export - t_list:.2f} s of unrecorded steps" if t_export - t_list > 0.01 else ""
         after += f"; {released}" if released else ""
-        say(f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
-            f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
-            f"{time.perf_counter() - t_export:.2f} s{after})")
+
+        def write() -> str:
+            t_write = time.perf_counter()
+            prof.export_chrome_trace(str(ns.torch_trace))
+            return (f"{TRACE_WRITTEN}{ns.torch_trace} (program {t_end - t_start:.2f} s{since}, profiler stop "
+                    f"{t_stop - t_end:.2f} s, kernel list {t_list - t_stop:.2f} s, trace written in "
+                    f"{time.perf_counter() - t_write:.2f} s{after})")
+        try:
+            ns.torch_trace.parent.mkdir(parents=True, exist_ok=True)
+            # by a forked copy of this process: the program's exit (or its unrecorded steps) goes on meanwhile
+            trace_writer.apart(ns.torch_trace, write, trace_writer.limit_for(t_stop - t_end))
+        finally:
+            if runs_on:  # (the recording's objects collectable again, whether the trace could be written or not)
+                gc.unfreeze()
     if getattr(recorder, "follow", False):
         # The program runs on a few steps unrecorded, timed (runtime.unrecorded): the trace is written after them, so
         # that nothing reads it (the profile run parses as it is written) while they run. Read beside them, on an

@@ -38,9 +38,12 @@ class _Recorder:
 
 @pytest.fixture(autouse=True)
 def _no_teardown_setting(monkeypatch):
-    """The code under test sets the variable itself: undone after each test, whatever it was before."""
+    """The code under test sets the variable itself: undone after each test, whatever it was before. The trace is
+    written in this process (``trace_writer.INLINE_ENV``), where the stand-in can say it was exported; the forked
+    writer has its own tests (``test_trace_writer``)."""
     monkeypatch.setenv(tw.CUPTI_TEARDOWN_ENV, "")
     monkeypatch.delenv(tw.CUPTI_TEARDOWN_ENV)
+    monkeypatch.setenv(tw.trace_writer.INLINE_ENV, "1")
 
 
 def _ns(tmp_path):

@@ -1,0 +1,119 @@
+"""A torch.profiler trace written by a forked copy of the process, so that the program goes on (or exits) at once.
+
+Why: torch.profiler's stop leaves the recording in memory, and writing it (kineto's ``save``, C++ holding the GIL)
+is the program's time: a rank of a DDP ResNet-50 job wrote its window's trace in 0.23-0.36 s at its program's end,
+and a first run's rank 0 wrote its operators' trace in 0.30-0.36 s in the middle of the program, every other rank
+waiting in its next collective (two H200s, torch 2.11, reports/profile_overhead/torchrun_cost call 9). A forked
+child holds a copy of the recording and writes it while the parent runs on, or begins its exit (interpreter
+shutdown, NCCL's and CUDA's teardown: 1.5-2 s for that job), which the profile run overlaps with its analysis.
+
+What the child may do: the kineto result's ``save`` is C++ on the copy of memory, with no CUDA call (a forked child
+cannot use CUDA, which a CUDA program's DataLoader workers, forked the same way, never do either); then one line,
+and ``os._exit`` (no atexit handler, no interpreter shutdown, no destructor of the program's objects runs twice).
+``signal.alarm`` ends a child that would hang (``limit_s``): a lock held by another thread at the fork stays held.
+The parent flushes its streams first (else what they buffered is written twice) and reaps the child from a daemon
+thread. Where there is no ``fork`` (Windows), it fails, or ``NSIGHTTC_WRITE_INLINE=1`` is set, the trace is written
+in the process itself, as before.
+
+The lines: the parent says ``TRACE_WRITING`` + the path before it forks; the child says what the caller's ``write``
+returns (the usual ``wrote ...`` line), or ``WRITE_FAILED`` + the path and why. The profile run waits for one of them
+(or for the child's end: its stderr closed) before it takes a trace as complete (``profile.timeline_run``).
+Standard library only: this runs inside the user's program.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Callable
+
+from ..record_format import TRACE_WRITING, WRITE_FAILED
+from .lines import say
+
+INLINE_ENV = "NSIGHTTC_WRITE_INLINE"
+# A child still writing after this long is stopped (its trace then stays partial, and says so by its missing line):
+# the write scales with the stop that made the recording (a generate() loop's 288 model calls: stop 4.5-5.9 s,
+# write 3.6-4.9 s on H100, runtime.window's GEN_REQUESTS comment).
+LIMIT_MIN_S = 120.0
+LIMIT_PER_STOP_S = 20.0
+
+
+def limit_for(stop_s: float) -> int:
+    """How long a child may write a recording whose stop took ``stop_s`` seconds."""
+    return int(LIMIT_MIN_S + LIMIT_PER_STOP_S * max(0.0, stop_s))
+
+
+class Writing:
+    """A trace written apart (``pid`` the child) or in this process (``pid`` None: already done). ``wait`` returns
+    whether it was written."""
+
+    def __init__(self, pid: int | None, ok: bool | None = None):
+        self.pid, self._ok = pid, ok
+        self._done = threading.Event()
+        self.forked_s = 0.0
+        if pid is None:
+            self._done.set()
+        else:
+            threading.Thread(target=self._reap, daemon=True, name="nsighttc-trace-writer").start()
+
+    def _reap(self) -> None:
+        try:
+            _, status = os.waitpid(self.pid, 0)
+            self._ok = os.waitstatus_to_exitcode(status) == 0
+        except ChildProcessError:  # reaped elsewhere (a program's own SIGCHLD handler): its line says how it went
+            self._ok = None
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bool | None:
+        """Whether the trace was written (None: not known, or not yet at ``timeout``)."""
+        self._done.wait(timeout)
+        return self._ok
+
+
+def _flush_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def apart(path, write: Callable[[], str], limit_s: int) -> Writing:
+    """Write ``path`` by ``write()`` (which returns the line to say once it is written) in a forked child where this
+    platform allows, else here. An error here propagates as ``write``'s own would; in the child it becomes the
+    ``WRITE_FAILED`` line and exit code 1."""
+    fork = getattr(os, "fork", None)
+    if fork is None or os.environ.get(INLINE_ENV) == "1":
+        say(write())
+        return Writing(None, True)
+    say(f"{TRACE_WRITING}{path} (in a forked process)")
+    _flush_streams()
+    t0 = time.perf_counter()
+    try:
+        import warnings
+        with warnings.catch_warnings():  # (Python 3.12 warns of fork() in a process with threads: see the docstring)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = fork()
+    except OSError as exc:  # (out of processes or memory: written here instead)
+        say(f"{WRITE_FAILED}{path}: no forked writer ({exc}); written by the program's process")
+        say(write())
+        return Writing(None, True)
+    if pid == 0:  # the child: write, say so, leave without running anything of the program's
+        code = 1
+        try:
+            import signal
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(max(1, int(limit_s)))
+            line = write()
+            say(line)
+            code = 0
+        except BaseException as exc:  # noqa: BLE001 - whatever it is, the child leaves here
+            say(f"{WRITE_FAILED}{path}: {type(exc).__name__}: {exc}")
+        finally:
+            _flush_streams()
+            os._exit(code)
+    writing = Writing(pid)
+    writing.forked_s = time.perf_counter() - t0
+    return writing
