@@ -256,14 +256,19 @@ def main(argv: list[str] | None = None) -> int:
             def make_profiler(record_shapes: bool):
                 return torch.profiler.profile(activities=acts, record_shapes=record_shapes, with_stack=False,
                                               **({"experimental_config": trace_only} if trace_only is not None else {}))
-            prof = make_profiler(ns.record_shapes)
+            from_window = ns.record_from == "window" and window is not None and window.enabled
+            # A distributed first run's rank 0 (the one recording operators for the replay) records the ranges only
+            # until a few steps before its window, and the operators with their arguments for those steps only
+            # (``recording.OPERATOR_STEPS``): not from the program's start, which held every rank
+            lead = ns.ops_trace is not None and ns.record_shapes and not ns.operators and ranks is not None and \
+                window is not None and window.enabled and not from_window
+            prof = make_profiler(ns.record_shapes and not lead)
             # --record-from window: the profiler starts at the first window's start. Not prepared before it either:
             # a prepared profiler (torch.profiler's warm-up state) has CUPTI collect every kernel from then on, and
             # its stop went through all of them (H100, torch 2.11, Lightning's second run: stop 0.74-0.81 s for the
             # last second of the program against 0.62-0.72 s recording it all; reports/window/call9).
-            from_window = ns.record_from == "window" and window is not None and window.enabled
             from . import recording
-            operators = ns.operators or ns.record_shapes
+            operators = ns.operators or (ns.record_shapes and not lead)
 
             def start_recording():
                 said["operators"] = recording.start(prof, operators)
@@ -272,12 +277,15 @@ def main(argv: list[str] | None = None) -> int:
                 # In a distributed job the change comes at any window's start, a named phase's too: recording
                 # arguments through a window would slow this rank alone and make it the job's straggler.
                 sessions = recording.OperatorsUntilWindow(prof, lambda: make_profiler(False), ns.ops_trace, t_start,
-                                                          any_window=ranks is not None)
+                                                          any_window=ranks is not None, trace_for=ns.torch_trace,
+                                                          lead=(lambda: make_profiler(True)) if lead else None)
             elif ns.drop_before_window and ranks is not None and window is not None and window.enabled \
                     and not from_window:
                 # the other ranks of that job: a new session at the same step, the one before it dropped
+                # (after the shapes rank's lead: at the same step as its second change, one before the window)
                 sessions = recording.OperatorsUntilWindow(prof, lambda: make_profiler(False), None, t_start,
-                                                          any_window=True, trace_for=ns.torch_trace)
+                                                          any_window=True, trace_for=ns.torch_trace,
+                                                          after_lead=not ns.operators)
             if not from_window:
                 start_recording()
             if window is not None and window.enabled:

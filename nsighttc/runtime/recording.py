@@ -90,6 +90,15 @@ def _start(prof, operators: bool) -> bool:
     return not scoped
 
 
+# A distributed first run's rank 0 records the operators with their arguments for this many steps before its window
+# (``OperatorsUntilWindow``'s ``lead``), the ranges only before them. Why: recording every operator with its arguments
+# from the program's start held the whole job: two H200s, DDP ResNet-50 AMP, rank 0's model built in 2.0 s against
+# 1.7 s, its warm-up steps 65 ms against 33 ms (the other rank waiting in each all-reduce), and the change of sessions
+# at the window 0.65-0.98 s (reports/profile_overhead/torchrun_cost, calls 9 and 10). The replay reads each kernel's
+# first launch in a steady step, which the steps just before the window repeat; two, for a step that alternates.
+OPERATOR_STEPS = 2
+
+
 class OperatorsUntilWindow:
     """A first run's two torch.profiler sessions: every operator with its arguments (what the replay reads) from the
     program's start until its window of steady steps begins, written apart (``ops_trace``); then the window with
@@ -128,7 +137,7 @@ class OperatorsUntilWindow:
     its whole run."""
 
     def __init__(self, first, make_second, ops_trace, t_start: float, clock=None, any_window: bool = False,
-                 trace_for=None):
+                 trace_for=None, lead=None, after_lead: bool = False):
         import time
         from . import rf_labels
         self.prof, self.make_second, self.ops_trace, self.t_start = first, make_second, ops_trace, t_start
@@ -139,15 +148,26 @@ class OperatorsUntilWindow:
         self.any_window = any_window
         self.clock = clock or time.perf_counter
         self.elsewhere = rf_labels.OpenElsewhere()
-        self.state = "operators" if self.elsewhere.install() else "off"  # -> pending -> ranges | failed; kept
-        self.switched_at: float | None = None
+        # ``lead`` (a distributed first run's rank 0): ``first`` records the ranges only, and the first change starts
+        # the operators' session (``lead()``) for ``OPERATOR_STEPS`` steps; the next one the window's, as without it
+        self.lead = lead
+        # ``after_lead``: the other ranks of a job whose rank 0 has a lead change at the same step as its second one
+        # (the window's recordings then begin at the same step on every rank); the first request is let pass
+        self.let_pass = 1 if after_lead else 0
+        installed = self.elsewhere.install()
+        self.state = ("lead" if lead is not None else "operators") if installed else "off"
+        # -> pending -> (lead: operators ->) ranges | failed; kept
+        self._from = self.state  # (what a pending change started from)
+        self.switched_at: float | None = None  # when the session now recording began
         self.writing = None  # the operators' trace's writing (``trace_writer.Writing``), once it began
 
     def request(self) -> None:
         """The window that ends the recording starts: change sessions now, or once no other record_function is
         open (inside ``Optimizer.step#...``, where the step hooks see most boundaries, at its end)."""
-        if self.state == "operators":
-            self.state = "pending"
+        if self.state in ("operators", "lead") and self.let_pass:
+            self.let_pass -= 1
+        elif self.state in ("operators", "lead"):
+            self._from, self.state = self.state, "pending"
             self.elsewhere.when_none_open(self._switch)
 
     def keep(self) -> None:
@@ -160,7 +180,7 @@ class OperatorsUntilWindow:
     def cancel(self) -> None:
         """The window ended (or the program did) before the change: keep the one session."""
         if self.state == "pending":
-            self.state = "operators"
+            self.state = self._from
         self.elsewhere.cancel()
 
     def remove(self) -> None:
@@ -174,6 +194,9 @@ class OperatorsUntilWindow:
         from .window_recorders import _synchronize
         t0 = self.clock()
         _synchronize()  # every kernel of the warm-up is in the first session's trace
+        if self._from == "lead":
+            self._start_operators(t0)
+            return
         moved = rf_labels.suspend()
         try:
             try:
@@ -201,6 +224,29 @@ class OperatorsUntilWindow:
             say(f"{DROPPED_BEFORE_WINDOW}{self.trace_for} (program {t0 - self.t_start:.2f} s, profiler stop "
                 f"{t_stop - t0:.2f} s; the rank recording operators changes sessions here: the window starts a new "
                 "recording, ranges only)")
+
+    def _start_operators(self, t0: float) -> None:
+        """The lead's change (``lead``): the ranges recorded until here are dropped, and the operators with their
+        arguments are recorded from here, for the steps the replay reads before the window's own session."""
+        from . import rf_labels
+        moved = rf_labels.suspend()
+        try:
+            try:
+                self.prof.__exit__(None, None, None)
+                t_stop = self.clock()
+                second = self.lead()
+                start(second, operators=True)
+                self.prof, self.state = second, "operators"
+                self.switched_at = self.clock()
+            except Exception as exc:  # noqa: BLE001 - the program goes on; nothing is recorded from here
+                self.state, self.prof = "failed", None
+                say(f"nsighttc.launch: the operators' recording could not start ({type(exc).__name__}: {exc})")
+                return
+        finally:
+            rf_labels.resume(moved)
+        say(f"{DROPPED_BEFORE_WINDOW}{self.trace_for} (program {t0 - self.t_start:.2f} s, profiler stop "
+            f"{t_stop - t0:.2f} s; the operators are recorded with their arguments from here for "
+            f"{OPERATOR_STEPS} steps, then the window with the ranges only)")
 
     def _write(self, t0: float, t_stop: float):
         """The operators' trace, written by a forked copy of the process (``trace_writer``): the program goes on into

@@ -123,8 +123,10 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
         else:
             say(f"{NOTHING_RECORDED}the recording failed at the window's start")
         return
-    started_at = sessions.switched_at if switched else getattr(recorder, "started_at", 0.0)
-    operators = operators and not switched
+    # (a session that changed records from its change: the window's ranges, or a rank 0's operators after its lead)
+    changed = sessions is not None and sessions.switched_at is not None
+    started_at = sessions.switched_at if changed else getattr(recorder, "started_at", 0.0)
+    operators = sessions.state == "operators" if changed and not switched else operators and not switched
     if started_at is None:  # never started: nothing was recorded, nothing is written
         say(f"{NOTHING_RECORDED}the program ended before any window of steady steps started "
               f"(--record-from window; program {time.perf_counter() - t_start:.2f} s)")

@@ -65,6 +65,7 @@ import time
 from .lines import say
 from .unrecorded import BEFORE_WINDOW_MIN, AfterWindow, after_steps, before_window
 from .unrecorded import UNRECORDED_MAX_S, UNRECORDED_MIN, UNRECORDED_STEPS  # noqa: F401 - (the docstring's, tests')
+from .recording import OPERATOR_STEPS
 from .window_recorders import CudaProfilerRecorder, Recorder
 
 from ..record_format import HOOK_PHASE, WINDOW_EVENT as EVENT_PREFIX  # noqa: F401 - (what the tool reads)
@@ -133,7 +134,7 @@ def is_steady(durations: list[float], compiled: list[bool], n_steps: int) -> boo
 class _Phase:
     __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
                  "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests", "settled",
-                 "prepared_n", "recorded", "after_steps")
+                 "prepared_n", "recorded", "after_steps", "sized_s")
 
     def __init__(self, key: tuple, now: float, compiles: int):
         self.key = key
@@ -153,6 +154,7 @@ class _Phase:
         self.median_s: float | None = None
         self.prepared = False          # the recorder's step before the window was taken (``Recorder.prepare``)
         self.prepared_n = 0            # ... at the end of which step
+        self.sized_s: float | None = None  # the warm-up's step time before the recorder's first change (``prepare``)
         self.agreed = False            # the window was started by the ranks' agreement (``runtime.window_ranks``)
         self.requests = 0              # a generation loop's requests completed inside the window
         self.settled = False           # the recorder was told the warm-up is steady before the window could start
@@ -294,6 +296,9 @@ class Window:
                 # would otherwise come inside the window: one rank slowed there, the others waiting for it)
                 if not self.recorder.ready() and ph.n - ph.prepared_n < PREPARE_WAIT_STEPS:
                     return None
+                if self.recorder.wants_prepare():  # a second change before the window: a rank 0 that records the
+                    # operators for a few steps (``recording.OPERATOR_STEPS``) after the ranges only
+                    return ["prepare"] if ph.n - ph.prepared_n >= OPERATOR_STEPS else None
                 return ["start", self._window_steps(ph), self._after_count(ph)]
             ready = (ph.n >= self.warmup) if self.warmup is not None else (
                 is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
@@ -303,8 +308,11 @@ class Window:
                 return None
             if at_request and self.next_step != "prefill":  # (a generation loop's window starts with a request)
                 if not ph.settled:
-                    ph.settled = True
+                    ph.settled, ph.prepared_n = True, ph.n
                     self.recorder.settled()  # (this rank's own recording only: nothing the ranks agree on)
+                elif self.recorder.wants_prepare() and ph.n - ph.prepared_n >= OPERATOR_STEPS:
+                    ph.prepared_n = ph.n  # (a rank 0 recording the operators after the ranges: its second change)
+                    self.recorder.settled()
                 return None
             if self.recorder.wants_prepare() and not at_request:  # (a request's window starts at its prefill: the
                 return ["prepare"]                                  # recorder was told ``settled`` before it)
@@ -364,12 +372,19 @@ class Window:
 
     @staticmethod
     def _recent_median(ph: _Phase) -> float | None:
+        """The warm-up's step time: the median of its last steps, taken before the recorder's first change of
+        sessions where it made one (the steps that held a change are the recorder's, not the program's: with two, a
+        CPU test's rank 0 sized its window on two 1 s stops, 10 steps instead of 100)."""
+        if ph.sized_s is not None:
+            return ph.sized_s
         recent = sorted(ph.durations[-STEADY_RUN:])
         return recent[len(recent) // 2] if recent else None
 
     def _apply(self, action: list, ph: _Phase, named: bool, now: float) -> None:
         what = action[0]
         if what == "prepare" and ph.state == "warmup":
+            if not ph.prepared:
+                ph.sized_s = self._recent_median(ph)
             ph.prepared, ph.prepared_n = True, ph.n  # (every rank follows: the window starts on all of them)
             self.recorder.prepare()
         elif what == "start" and ph.state == "warmup":

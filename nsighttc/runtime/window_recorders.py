@@ -103,7 +103,7 @@ class TorchRecorder(Recorder):
 
     def settled(self) -> None:
         self._begin()  # --record-from window: the recording runs before the request that starts the window
-        if self.sessions is not None and self.sessions.state == "operators" and not self.finished:
+        if self.sessions is not None and self.sessions.state in ("operators", "lead") and not self.finished:
             self.sessions.request()  # a first run: the operators of the steady warm-up are enough
 
     def wants_prepare(self) -> bool:
@@ -119,12 +119,14 @@ class TorchRecorder(Recorder):
           (profiler stop and writing the operators' trace: 1.4 s for DDP ResNet-50 on H100) holds this rank, and the
           other ranks wait for it in their next collective. At the window's start that wait fell inside every
           other rank's window: two H100s, call45, rank 1 waited 45-79 ms "in communication" per window step of a
-          72-88 ms step, and a 30 ms straggler went unnamed."""
+          72-88 ms step, and a 30 ms straggler went unnamed. Where that rank records the ranges only until a few steps
+          before the window (``recording.OperatorsUntilWindow``'s ``lead``), it changes twice: to the operators, and
+          ``recording.OPERATOR_STEPS`` steps later to the window's ranges (``runtime.window`` asks again)."""
         if self.finished:
             return False
         if self.started_at is None:
             return True
-        return self.sessions is not None and self.sessions.any_window and self.sessions.state == "operators"
+        return self.sessions is not None and self.sessions.any_window and self.sessions.state in ("operators", "lead")
 
     def prepare(self) -> None:
         if self.started_at is None:

@@ -250,17 +250,23 @@ def test_only_rank_0_records_operators_with_their_arguments_and_only_until_the_w
     written = [i for i, ln in enumerate(lines) if OPS_WRITTEN in ln]
     started = [i for i, ln in enumerate(lines) if EVENT_PREFIX in ln and '"event": "start"' in ln]
     assert len(written) == 1 and len(started) == 2 and written[0] < min(started), lines
-    # rank 1 changed sessions at the same step, its recording until there dropped unwritten
+    # rank 1 changed sessions at the same step, its recording until there dropped unwritten; rank 0 recorded the ranges
+    # only too until OPERATOR_STEPS steps before that, dropped them, and recorded the operators from there
     dropped = [ln for ln in lines if DROPPED_BEFORE_WINDOW in ln]
-    assert len(dropped) == 1 and str(tmp_path / "rank1" / "trace.json") in dropped[0], lines
-    assert lines.index(dropped[0]) < min(started), lines
+    assert len(dropped) == 2 and all(lines.index(d) < min(started) for d in dropped), lines
+    own = {r: next(d for d in dropped if str(tmp_path / f"rank{r}" / "trace.json") in d) for r in (0, 1)}
+    assert lines.index(own[0]) < written[0] and "for 2 steps" in own[0], lines
 
     def events_of(path):
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt") as fh:
             return json.load(fh)["traceEvents"]
-    ops = [e for e in events_of(tmp_path / "rank0" / "ops.json") if e.get("cat") == "cpu_op"]
+    ops_trace = events_of(tmp_path / "rank0" / "ops.json")
+    ops = [e for e in ops_trace if e.get("cat") == "cpu_op"]
     assert any(e["name"] == "aten::mm" and e["args"].get("Input Dims") == [[16, 16], [16, 16]] for e in ops)
+    # the operators of those steps only, not of the program's start-up and warm-up
+    from nsighttc.runtime.recording import OPERATOR_STEPS
+    assert sum(1 for e in ops_trace if e.get("cat") == "user_annotation" and e["name"] == "step") == OPERATOR_STEPS
     assert not (tmp_path / "rank1" / "ops.json").exists()
     steps = []
     for rank in (0, 1):
