@@ -131,8 +131,10 @@ cost50e)  # the DDP wrapper's costs alone, ROUNDS (default 5) alternating rounds
 cost50f)  # the FSDP2 wrapper's costs alone, ROUNDS (default 3) alternating rounds
   overhead cost50f "${ROUNDS:-3}" fsdp2
   ;;
-drop50)   # the other ranks of a first run drop their recording before the window (runtime.recording): verdicts,
-          # then the costs in an installed (byte-compiled) environment, DDP and FSDP2 apart (each in its summary entry)
+drop50|fork50)  # the other ranks of a first run drop their recording before the window (runtime.recording): verdicts,
+          # then the costs in an installed (byte-compiled) environment, DDP and FSDP2 apart (each in its summary entry);
+          # fork50: the same, after the traces were written by forked copies (runtime.trace_writer) and rank 0 recorded
+          # the operators for OPERATOR_STEPS steps only
   profile ddp_straggler20_first 150 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_first; keep ddp_straggler20_first
   profile ddp_straggler20_cached 120 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_cached
   profile fsdp_extra_first 200 -- python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29544 \
