@@ -80,6 +80,16 @@ def _flush_streams() -> None:
             pass
 
 
+def _say_raw(text: str) -> None:
+    """The child's line, written to file descriptor 2 itself: ``sys.stderr``'s lock may be held by a thread of the
+    program that was writing as the process forked (the copy has no such thread to release it), and what the
+    parent's stream buffered since its flush is the parent's to write, not the copy's."""
+    try:
+        os.write(2, f"{text}\n".encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
 def apart(path, write: Callable[[], str], limit_s: int) -> Writing:
     """Write ``path`` by ``write()`` (which returns the line to say once it is written) in a forked child where this
     platform allows, else here. An error here propagates as ``write``'s own would; in the child it becomes the
@@ -107,12 +117,11 @@ def apart(path, write: Callable[[], str], limit_s: int) -> Writing:
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             signal.alarm(max(1, int(limit_s)))
             line = write()
-            say(line)
+            _say_raw(line)
             code = 0
         except BaseException as exc:  # noqa: BLE001 - whatever it is, the child leaves here
-            say(f"{WRITE_FAILED}{path}: {type(exc).__name__}: {exc}")
+            _say_raw(f"{WRITE_FAILED}{path}: {type(exc).__name__}: {exc}")
         finally:
-            _flush_streams()
             os._exit(code)
     writing = Writing(pid)
     writing.forked_s = time.perf_counter() - t0

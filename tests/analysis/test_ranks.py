@@ -112,6 +112,27 @@ def test_a_first_run_whose_other_ranks_dropped_their_warm_up_names_its_straggler
     assert held[0] == held[1] and held[1][0] == 1, held
 
 
+def test_a_first_run_whose_rank_0_recorded_operators_for_two_steps_only_names_the_straggler():
+    """Issue 50, a first run on two H200s (reports/profile_overhead/torchrun_cost call 11) after rank 0 records the
+    ranges only until two steps before its window and the operators for those two only (runtime.recording's lead), the
+    other ranks dropping their recording at its second change: both window recordings begin at the same step, and rank
+    1 (30 ms of host sleep a step) is named, both ranks complete, their work the same."""
+    src = DDP / "default_first_run_lead"
+    v = analyze([src], jobs=1)
+    s = v.distributed["straggler"]
+    assert s["rank"] == 1 and "host busy" in s["cause"] and 20e6 < s["own_excess_ns"] <= s["excess_ns"]
+    assert v.distributed["same_work"] is True and not v.distributed["incomplete_ranks"]
+    held = []
+    for r in (0, 1):
+        ev = json.load(gzip.open(src / f"rank{r}" / "torch_trace.json.gz"))["traceEvents"]
+        assert not [e for e in ev if e.get("cat") == "cpu_op"]  # the ranges only on both, rank 0 included
+        mark = min(e["ts"] for e in ev if e.get("name") == "nsighttc.window")
+        steps = [e["ts"] < mark for e in ev if str(e.get("name", "")).startswith("Optimizer.step#")]
+        held.append((sum(steps), len(steps), sum(1 for e in ev if e.get("cat") == "kernel")))
+    # the same steps recorded on each rank, from a step or two before the window (no start-up, no warm-up kept)
+    assert held[0] == held[1] and 1 <= held[1][0] <= 2, held
+
+
 def test_balanced_jobs_get_no_straggler():
     v = analyze([DDP / "balanced_torch"], jobs=1)
     assert v.distributed["straggler"] is None and v.distributed["launch_imbalance"] is None

@@ -112,3 +112,30 @@ def test_a_first_run_with_no_window_says_why_it_cost_and_how_to_bound_it(tmp_pat
     assert said["first"].startswith("recorded the whole program: no steady window started")
     assert "`--no-replay`" in said["first"] and "`--timeout SECONDS`" in said["first"] and "annotate.step" in said["first"]
     assert said["second"].startswith("recorded the whole program") and "--no-replay" not in said["second"]
+
+
+def test_a_distributed_first_runs_note_says_rank_0_recorded_the_operators_just_before_the_window_only(tmp_path):
+    """Rank 0 of a distributed first run records the ranges only until a few steps before its window, then the
+    operators with their arguments for those steps (runtime.recording.OPERATOR_STEPS): its launcher's lines say when
+    (the dropped recording, the operators' trace), and the note says that, not "during the warm-up"."""
+    from nsighttc.profile.passes import Pass
+    from nsighttc.profile.timeline_run import rank_recording
+    from nsighttc.profile.window import note
+    events = [{"event": "start", "phase": "nsighttc.step", "warmup": 9, "steps": 33, "median_ms": 61.0}]
+    p = Pass("torch", ["python", "-m", "nsighttc.runtime.launch", "--torch-trace", "t.json", "--record-shapes", "--",
+                       "x.py"], tmp_path / "torch.log", window={"warmup": None, "steps": None, "end": "stop"},
+             window_events=events)
+    p.operators_until_s = 10.73
+    # the lines the GPU run's rank 0 printed (two H200s, DDP ResNet-50, reports/profile_overhead/torchrun_cost call 11)
+    for line in ("nsighttc.launch: dropped the recording before the window, for /r/rank0/torch_trace.json (program "
+                 "10.37 s, profiler stop 0.23 s; the operators are recorded with their arguments from here for 2 steps, "
+                 "then the window with the ranges only)",
+                 "nsighttc.launch: wrote operators /r/rank0/torch_ops_trace.json (program 10.73 s, profiler stop 0.19 s, "
+                 "trace written in 0.06 s; the window records the ranges only)"):
+        rank_recording(line, p.ranks_recorded)
+    said = note(p)
+    assert "rank 0 recorded every operator with its arguments for the replay in the steps just before the window only " \
+           "(10.4-10.7 s into the program)" in said
+    assert "during the warm-up" not in said
+    p.ranks_recorded = {}  # a single process (no lead): as before
+    assert "during the warm-up, until its steps were steady (10.7 s into the program)" in note(p)

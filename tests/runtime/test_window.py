@@ -526,3 +526,56 @@ def test_a_window_recorded_from_its_start_times_only_a_few_steps_after_it():
     assert after_whole["steps"] > after["steps"] and done_whole - end_whole["step"] > done_at - end["step"]
     # what rank 0 tells the other ranks at the window's start: how many steps to time after it, the first included
     assert w._after_count(next(iter(w.phases.values()))) == 1 + after["steps"]
+
+
+class _LeadRecorder(win.Recorder):
+    """A distributed first run's rank 0 (``recording.OperatorsUntilWindow``'s lead): the ranges only until its first
+    change, the operators for a few steps, then the window's ranges: it wants a preparation while in the first two."""
+
+    def __init__(self, w_of, said):
+        self.state, self.w_of, self.said = "lead", w_of, said
+
+    def wants_prepare(self):
+        return self.state in ("lead", "operators")
+
+    def _change(self, how):
+        self.state = {"lead": "operators", "operators": "ranges"}.get(self.state, self.state)
+        self.said.append((how, self.w_of().phases[win.HOOK_PHASE].n, self.state))
+
+    def prepare(self):
+        self._change("prepare")
+
+    def settled(self):
+        self._change("settled")
+
+    def window_start(self, last=False):
+        self.said.append(("start", self.w_of().phases[win.HOOK_PHASE].n, self.state))
+
+
+def test_a_rank_0_with_a_lead_changes_twice_before_its_window_and_the_window_is_sized_before_the_changes():
+    """Rank 0 changes sessions twice (to the operators, OPERATOR_STEPS steps later to the window's ranges), both before
+    the window; the steps that held the changes (slow profiler stops) do not size the window."""
+    from nsighttc.runtime.recording import OPERATOR_STEPS
+    clock, said = Clock(), []
+    w = win.Window(clock=clock, emit=lambda s: None)
+    w.recorder = _LeadRecorder(lambda: w, said)
+    times = [0.5, 0.1, 0.1, 0.1, 0.1] + [1.0, 1.0] + [0.1] * 60  # the two steps after the first steady ones: slow
+    hook_steps(w, clock, times)
+    kinds = [(k, s) for k, _, s in said]
+    assert kinds == [("prepare", "operators"), ("prepare", "ranges"), ("start", "ranges")], said
+    (_, first, _), (_, second, _), (_, start, _) = said
+    assert second - first == OPERATOR_STEPS and start == second + 1
+    ev = next(e for e in w.events if e["event"] == "start")
+    assert ev["steps"] == win.window_steps(0.1)  # sized on the 0.1 s warm-up, not on the 1 s changes
+
+
+def test_a_generation_loops_rank_0_with_a_lead_changes_twice_while_its_window_waits_for_a_prefill():
+    from nsighttc.runtime.recording import OPERATOR_STEPS
+    clock, said = Clock(), []
+    w = win.Window(clock=clock, emit=lambda s: None)
+    w.recorder = _LeadRecorder(lambda: w, said)
+    w.generation = True
+    generation_calls(w, clock, 75, 8)
+    kinds = [(k, s) for k, _, s in said]
+    assert kinds == [("settled", "operators"), ("settled", "ranges"), ("start", "ranges")], said
+    assert said[1][1] - said[0][1] == OPERATOR_STEPS and said[2][1] == 75  # both before the prefill that starts it
