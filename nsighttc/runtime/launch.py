@@ -37,6 +37,7 @@ from ..record_format import EXIT_SAID
 from . import gate
 from .lines import say
 from .trace_writing import NOTHING_RECORDED, TRACE_WRITTEN, trace_only_config, write_trace  # noqa: F401
+from .trace_writing import EXTERNAL_CORRELATION_ENV, ranges_config
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -254,8 +255,11 @@ def main(argv: list[str] | None = None) -> int:
             trace_only = trace_only_config()
 
             def make_profiler(record_shapes: bool):
+                config = trace_only
+                if not record_shapes and os.environ.get(EXTERNAL_CORRELATION_ENV) == "off":
+                    config = ranges_config(trace_only is not None) or trace_only
                 return torch.profiler.profile(activities=acts, record_shapes=record_shapes, with_stack=False,
-                                              **({"experimental_config": trace_only} if trace_only is not None else {}))
+                                              **({"experimental_config": config} if config is not None else {}))
             from_window = ns.record_from == "window" and window is not None and window.enabled
             # A distributed first run's rank 0 (the one recording operators for the replay) records the ranges only
             # until a few steps before its window, and the operators with their arguments for those steps only

@@ -33,6 +33,22 @@ def trace_only_config():
         return None
 
 
+# An experiment's switch (benchmarks/probes/gpu_torchrun_cost_probe.py, variant cached_noext): a session recording the
+# ranges only without kineto's external correlation (``disable_external_correlation``: CUPTI then keeps no record
+# tying each runtime call to the innermost range; the timeline's parse reads neither, only the operators' trace does).
+EXTERNAL_CORRELATION_ENV = "NSIGHTTC_EXTERNAL_CORRELATION"
+
+
+def ranges_config(trace_only: bool):
+    """``_ExperimentalConfig`` for a ranges-only session without external correlation, or None where this torch has no
+    such setting."""
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+        return _ExperimentalConfig(disable_external_correlation=True, **({"trace_only": True} if trace_only else {}))
+    except (ImportError, TypeError, AttributeError):
+        return None
+
+
 # CUPTI stays attached to the process after torch.profiler stops unless kineto finalizes it (``TEARDOWN_CUPTI=1``, read
 # by kineto as the profiler stops; off by default in the kineto of torch 2.11): PyTorch reported training 10-20%
 # slower after the profiler had stopped (pytorch/pytorch#144455, #146604). Kineto turned it off where CUDA graphs were
