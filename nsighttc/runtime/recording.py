@@ -101,8 +101,10 @@ OPERATOR_STEPS = 2
 
 class OperatorsUntilWindow:
     """A first run's two torch.profiler sessions: every operator with its arguments (what the replay reads) from the
-    program's start until its window of steady steps begins, written apart (``ops_trace``); then the window with
-    the ranges only (``start(..., operators=False)``), which is the timeline the analysis reads.
+    program's start until its window of steady steps begins, written apart (``ops_trace``, by a forked copy of the
+    process: ``trace_writer``); then the window with the ranges only (``start(..., operators=False)``), which is the
+    timeline the analysis reads. A distributed first run's rank 0 (``lead``) has three: the ranges only from the
+    program's start (dropped), the operators for ``OPERATOR_STEPS`` steps, then the window's ranges.
 
     Why: recording arguments slows a launch-heavy step and makes the profiler's stop long, and the replay needs
     only each kernel's first launch, which a steady step repeats from the warm-up. On H100 (torch 2.11,

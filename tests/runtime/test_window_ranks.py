@@ -296,6 +296,11 @@ def test_the_other_ranks_keep_their_whole_recording_where_no_window_starts(tmp_p
     import json
     trace = json.loads((tmp_path / "rank1" / "trace.json").read_text())["traceEvents"]
     assert any(e.get("name", "").startswith("Optimizer.step") for e in trace)  # its one step, recorded
+    # rank 0 too, with the ranges only: it records the operators only for the steps just before a window (its lead,
+    # runtime.recording.OPERATOR_STEPS), and no window started, so the replay has no operators from this job
+    rank0 = json.loads((tmp_path / "rank0" / "trace.json").read_text())["traceEvents"]
+    assert any(e.get("name", "").startswith("Optimizer.step") for e in rank0)
+    assert not any(e.get("cat") == "cpu_op" for e in rank0) and not (tmp_path / "rank0" / "ops.json").exists()
 
 
 # A DDP model left in the program's globals when its one step ends: freed inside the launcher, its gloo process group
