@@ -20,7 +20,7 @@ round, alternating (after one first run fills the evidence cache):
              the launcher and its step hooks without a profiler, a window or the profile command around the job
   launcher_nomarks  the same with ``--annotate none --step-marks off``: the launcher alone
   cached_noext  ``cached`` with the ranges-only sessions recorded without kineto's external correlation
-             (``NSIGHTTC_EXTERNAL_CORRELATION=off``): does CUPTI's record of it per runtime call cost the recorded steps?
+             (``NSIGHTTC_EXTERNAL_CORRELATION=off``): does CUPTI's record of it per runtime call cost the steps?
   first_run  ``nsighttc profile -- COMMAND`` with an empty evidence cache (a user's first run: the replay under ncu)
   cached_after_first  as ``cached``; listed after ``first_run``, it runs right after a first run, as the cached runs of
              ``benchmarks/gpu/gpu_profile_overhead.py`` do (there they cost ~1 s more than here after a plain run)

@@ -227,8 +227,8 @@ def note(p: Pass) -> str | None:
     if "--record-shapes" in p.argv and p.operators_until_s is not None and lead.get("dropped_until_s") is not None:
         # a distributed first run's rank 0: the operators for a few steps only (runtime.recording.OPERATOR_STEPS)
         said += (f"; rank 0 recorded every operator with its arguments for the replay in the steps just before the "
-                 f"window only ({lead['dropped_until_s']:.1f}-{p.operators_until_s:.1f} s into the program), the ranges "
-                 "only before and after them, as the other ranks")
+                 f"window only ({lead['dropped_until_s']:.1f}-{p.operators_until_s:.1f} s into the program), the "
+                 "ranges only before and after them, as the other ranks")
     elif "--record-shapes" in p.argv and p.operators_until_s is not None:
         said += (f"; every operator was recorded with its arguments for the replay during the warm-up, until its "
                  f"steps were steady ({p.operators_until_s:.1f} s into the program), the rest with the ranges only "

@@ -93,21 +93,28 @@ def test_a_default_first_run_names_a_late_rank_0_from_the_windows(tmp_path):
     assert analyze([tmp_path], jobs=1).distributed["straggler"] is None
 
 
-def test_a_first_run_whose_other_ranks_dropped_their_warm_up_names_its_straggler_from_like_recordings():
-    """Issue 50, a first run on two H200s after the other ranks change sessions with rank 0 (runtime.recording): each
-    rank's trace starts a step before the window, rank 1's no longer its whole run; rank 1 sleeps 30 ms a step and is
-    named, both ranks complete, their work the same; the steps before the window are warm-up on both."""
-    src = DDP / "default_first_run_dropped"
+def _first_run_named_and_held(src, min_excess_ns: float) -> list[tuple]:
+    """A default first run's two ranks (rank 1 sleeps 30 ms a step): rank 1 named, both complete, their work the same;
+    per rank, (its ``Optimizer.step#`` ranges before the window's mark, in all, its kernels, its operator events)."""
     v = analyze([src], jobs=1)
     s = v.distributed["straggler"]
-    assert s["rank"] == 1 and "host busy" in s["cause"] and 25e6 < s["own_excess_ns"] <= s["excess_ns"]
+    assert s["rank"] == 1 and "host busy" in s["cause"] and min_excess_ns < s["own_excess_ns"] <= s["excess_ns"]
     assert v.distributed["same_work"] is True and not v.distributed["incomplete_ranks"]
     held = []
     for r in (0, 1):
         ev = json.load(gzip.open(src / f"rank{r}" / "torch_trace.json.gz"))["traceEvents"]
         mark = min(e["ts"] for e in ev if e.get("name") == "nsighttc.window")
         steps = [e["ts"] < mark for e in ev if str(e.get("name", "")).startswith("Optimizer.step#")]
-        held.append((sum(steps), len(steps), sum(1 for e in ev if e.get("cat") == "kernel")))
+        held.append((sum(steps), len(steps), sum(1 for e in ev if e.get("cat") == "kernel"),
+                     sum(1 for e in ev if e.get("cat") == "cpu_op")))
+    return held
+
+
+def test_a_first_run_whose_other_ranks_dropped_their_warm_up_names_its_straggler_from_like_recordings():
+    """Issue 50, a first run on two H200s after the other ranks change sessions with rank 0 (runtime.recording): each
+    rank's trace starts a step before the window, rank 1's no longer its whole run; rank 1 sleeps 30 ms a step and is
+    named, both ranks complete, their work the same; the steps before the window are warm-up on both."""
+    held = _first_run_named_and_held(DDP / "default_first_run_dropped", 25e6)
     # each recording starts with the step before the window (the one rank 0 changed sessions in), no warm-up kept
     assert held[0] == held[1] and held[1][0] == 1, held
 
@@ -117,20 +124,10 @@ def test_a_first_run_whose_rank_0_recorded_operators_for_two_steps_only_names_th
     ranges only until two steps before its window and the operators for those two only (runtime.recording's lead), the
     other ranks dropping their recording at its second change: both window recordings begin at the same step, and rank
     1 (30 ms of host sleep a step) is named, both ranks complete, their work the same."""
-    src = DDP / "default_first_run_lead"
-    v = analyze([src], jobs=1)
-    s = v.distributed["straggler"]
-    assert s["rank"] == 1 and "host busy" in s["cause"] and 20e6 < s["own_excess_ns"] <= s["excess_ns"]
-    assert v.distributed["same_work"] is True and not v.distributed["incomplete_ranks"]
-    held = []
-    for r in (0, 1):
-        ev = json.load(gzip.open(src / f"rank{r}" / "torch_trace.json.gz"))["traceEvents"]
-        assert not [e for e in ev if e.get("cat") == "cpu_op"]  # the ranges only on both, rank 0 included
-        mark = min(e["ts"] for e in ev if e.get("name") == "nsighttc.window")
-        steps = [e["ts"] < mark for e in ev if str(e.get("name", "")).startswith("Optimizer.step#")]
-        held.append((sum(steps), len(steps), sum(1 for e in ev if e.get("cat") == "kernel")))
-    # the same steps recorded on each rank, from a step or two before the window (no start-up, no warm-up kept)
-    assert held[0] == held[1] and 1 <= held[1][0] <= 2, held
+    held = _first_run_named_and_held(DDP / "default_first_run_lead", 20e6)
+    # the same steps recorded on each rank, from a step or two before the window (no start-up, no warm-up kept), with
+    # the ranges only on both, rank 0 included
+    assert held[0] == held[1] and 1 <= held[1][0] <= 2 and held[0][3] == 0, held
 
 
 def test_balanced_jobs_get_no_straggler():
