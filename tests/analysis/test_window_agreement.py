@@ -127,15 +127,15 @@ def test_a_distributed_first_runs_note_says_rank_0_recorded_the_operators_just_b
              window_events=events)
     p.operators_until_s = 10.73
     # the lines the GPU run's rank 0 printed (two H200s, DDP ResNet-50, reports/profile_overhead/torchrun_cost call 11)
-    for line in ("nsighttc.launch: dropped the recording before the window, for /r/rank0/torch_trace.json (program "
-                 "10.37 s, profiler stop 0.23 s; the operators are recorded with their arguments from here for 2 steps, "
-                 "then the window with the ranges only)",
-                 "nsighttc.launch: wrote operators /r/rank0/torch_ops_trace.json (program 10.73 s, profiler stop 0.19 s, "
-                 "trace written in 0.06 s; the window records the ranges only)"):
+    for line in ("nsighttc.launch: dropped the recording before the window, for /r/rank0/torch_trace.json "
+                 "(program 10.37 s, profiler stop 0.23 s; the operators are recorded with their arguments from here "
+                 "for 2 steps, then the window with the ranges only)",
+                 "nsighttc.launch: wrote operators /r/rank0/torch_ops_trace.json (program 10.73 s, profiler stop "
+                 "0.19 s, trace written in 0.06 s; the window records the ranges only)"):
         rank_recording(line, p.ranks_recorded)
     said = note(p)
-    assert "rank 0 recorded every operator with its arguments for the replay in the steps just before the window only " \
-           "(10.4-10.7 s into the program)" in said
+    assert "rank 0 recorded every operator with its arguments for the replay in the steps just before the " \
+           "window only (10.4-10.7 s into the program)" in said
     assert "during the warm-up" not in said
     p.ranks_recorded = {}  # a single process (no lead): as before
     assert "during the warm-up, until its steps were steady (10.7 s into the program)" in note(p)
