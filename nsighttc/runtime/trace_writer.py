@@ -106,8 +106,8 @@ def apart(path, write: Callable[[], str], limit_s: int) -> Writing:
         with warnings.catch_warnings():  # (Python 3.12 warns of fork() in a process with threads: see the docstring)
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = fork()
-    except OSError as exc:  # (out of processes or memory: written here instead)
-        say(f"{WRITE_FAILED}{path}: no forked writer ({exc}); written by the program's process")
+    except OSError as exc:  # (out of processes or memory: written here instead; the usual line then says it is)
+        say(f"nsighttc.launch: no forked copy to write {path} ({exc}): the program's process writes it")
         say(write())
         return Writing(None, True)
     if pid == 0:  # the child: write, say so, leave without running anything of the program's

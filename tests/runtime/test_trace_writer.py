@@ -143,3 +143,25 @@ def test_the_profile_run_takes_a_trace_as_complete_only_once_its_copy_is_done(tm
     assert 1.4 <= waited < 10 and run.trace_done() and not run.writing()
     assert run.said_written == (outcome == "ok") and p.returncode == 0
     assert trace.exists() == (outcome == "ok")
+
+
+def test_where_no_copy_can_be_forked_the_process_writes_and_the_trace_is_complete_only_then(tmp_path, monkeypatch,
+                                                                                             capsys):
+    """Out of processes or memory: the program's own process writes the trace, and nothing it says before the usual
+    line lets the profile run take the trace (or the operators' trace) as complete."""
+    from nsighttc.profile.timeline_run import Writers
+    from nsighttc.runtime import trace_writer
+
+    def no_fork():
+        raise OSError(11, "Resource temporarily unavailable")
+    monkeypatch.delenv(trace_writer.INLINE_ENV, raising=False)
+    monkeypatch.setattr(trace_writer.os, "fork", no_fork)
+    path = tmp_path / "torch_ops_trace.json"
+    w = trace_writer.apart(path, lambda: (path.write_text("{}"), f"{TRACE_WRITTEN}operators {path} (x)")[1], 60)
+    assert w.pid is None and w.wait(0) is True and path.read_text() == "{}"
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1] == f"{TRACE_WRITTEN}operators {path} (x)" and not any(ln.startswith(WRITE_FAILED) for ln in lines)
+    writers = Writers()
+    for i, line in enumerate(lines):
+        writers.line(line)
+        assert bool(writers.pending()) == (i < len(lines) - 1), (i, line)  # complete with the last line only
