@@ -161,10 +161,11 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
         gc.freeze()
     if switched:
         pass  # the kernels and their operators are in the operators' trace (--ops-trace), read from there
-    elif ns.kernel_ops is not None and ns.record_shapes and trace_only is None:
+    elif ns.kernel_ops is not None and ns.record_shapes and operators and trace_only is None:
+        # (not from a session that recorded the ranges only: a rank 0 whose program ended before its lead's change)
         from . import kernel_ops
         say(f"nsighttc.launch: {kernel_ops.write(prof, ns.kernel_ops)}")
-    elif ns.kernel_ops is not None and ns.record_shapes:
+    elif ns.kernel_ops is not None and ns.record_shapes and operators:
         say("nsighttc.launch: no kernel list (trace_only: the profiler kept no events in memory; the "
               "replay starts from the trace)")
     t_list = time.perf_counter()
