@@ -343,7 +343,7 @@ class Window:
         before = self._unrecorded_before(ph)
         if before:
             return 1 + max(UNRECORDED_MIN, BEFORE_WINDOW_MIN - before)
-        return after_steps(self._recent_median(ph))
+        return after_steps(self._sizing_median(ph))
 
     def _unrecorded_before(self, ph: _Phase) -> int:
         """The warm-up's last steps that ran unrecorded and count for the program's unrecorded speed (``before_window``);
@@ -367,16 +367,18 @@ class Window:
         steps, faster than the recorded ones a first run sized it on: two H200s, FSDP2, 39 steps of 51.6 ms against
         24 of 80 ms, and the cached run, recording 65 ms steps to the program's end instead of stopping it, cost more
         than the first (1.50x against 1.41x plain, issue 50) for a longer window than the first run's verdict had."""
-        n = window_steps(self._recent_median(ph), self.steps)
+        n = window_steps(self._sizing_median(ph), self.steps)
         return min(n, max(int(self.steps_max), MIN_STEPS)) if self.steps is None and self.steps_max else n
+
+    @classmethod
+    def _sizing_median(cls, ph: _Phase) -> float | None:
+        """The warm-up's step time the window is sized on: its last steps' median, taken before the recorder's first
+        change of sessions where it made one (the steps that held a change are the recorder's, not the program's:
+        with two, a CPU test's rank 0 sized its window on two 1 s stops, 10 steps instead of 100)."""
+        return ph.sized_s if ph.sized_s is not None else cls._recent_median(ph)
 
     @staticmethod
     def _recent_median(ph: _Phase) -> float | None:
-        """The warm-up's step time: the median of its last steps, taken before the recorder's first change of
-        sessions where it made one (the steps that held a change are the recorder's, not the program's: with two, a
-        CPU test's rank 0 sized its window on two 1 s stops, 10 steps instead of 100)."""
-        if ph.sized_s is not None:
-            return ph.sized_s
         recent = sorted(ph.durations[-STEADY_RUN:])
         return recent[len(recent) // 2] if recent else None
 
@@ -388,7 +390,7 @@ class Window:
             ph.prepared, ph.prepared_n = True, ph.n  # (every rank follows: the window starts on all of them)
             self.recorder.prepare()
         elif what == "start" and ph.state == "warmup":
-            ph.median_s = self._recent_median(ph)
+            ph.median_s = self._sizing_median(ph)
             ph.steps = ph.left = int(action[1])
             ph.after_steps = int(action[2]) if len(action) > 2 else None
             ph.warmup, ph.state = ph.n, "window"

@@ -579,3 +579,25 @@ def test_a_generation_loops_rank_0_with_a_lead_changes_twice_while_its_window_wa
     kinds = [(k, s) for k, _, s in said]
     assert kinds == [("settled", "operators"), ("settled", "ranges"), ("start", "ranges")], said
     assert said[1][1] - said[0][1] == OPERATOR_STEPS and said[2][1] == 75  # both before the prefill that starts it
+
+
+def test_a_prepared_window_whose_steps_fall_inside_it_extends_once_at_the_new_rate_and_ends():
+    """The window is sized on the warm-up before the recorder's change (``sized_s``), but a window whose steps then
+    run faster (a plateau of slow warm-up steps) extends at its own new rate, once, and ends."""
+    class FromWindow(win.Recorder):  # a run recording from its window: the profiler starts a step before it
+        started = False
+
+        def wants_prepare(self):
+            return not self.started
+
+        def prepare(self):
+            self.started = True
+
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None, recorder=FromWindow())
+    stopped_at = hook_steps(w, clock, [0.4] + [0.2] * 6 + [0.05] * 400)
+    extends = [e for e in w.events if e["event"] == "extend"]
+    assert len(extends) == 1 and stopped_at is not None and any(e["event"] == "end" for e in w.events), w.events
+    start = next(e for e in w.events if e["event"] == "start")
+    assert start["steps"] == win.window_steps(0.2)  # sized on the warm-up
+    assert stopped_at < start["warmup"] + win.window_steps(0.05) + 10  # then a window's worth at the new rate
