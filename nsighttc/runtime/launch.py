@@ -261,11 +261,13 @@ def main(argv: list[str] | None = None) -> int:
                 return torch.profiler.profile(activities=acts, record_shapes=record_shapes, with_stack=False,
                                               **({"experimental_config": config} if config is not None else {}))
             from_window = ns.record_from == "window" and window is not None and window.enabled
+            # a first run whose window may come: the operators until it (their own trace), then the window's ranges
+            windowed = window is not None and window.enabled and not from_window
+            ops_until_window = ns.ops_trace is not None and ns.record_shapes and windowed
             # A distributed first run's rank 0 (the one recording operators for the replay) records the ranges only
             # until a few steps before its window, and the operators with their arguments for those steps only
             # (``recording.OPERATOR_STEPS``): not from the program's start, which held every rank
-            lead = ns.ops_trace is not None and ns.record_shapes and not ns.operators and ranks is not None and \
-                window is not None and window.enabled and not from_window
+            lead = ops_until_window and not ns.operators and ranks is not None
             prof = make_profiler(ns.record_shapes and not lead)
             # --record-from window: the profiler starts at the first window's start. Not prepared before it either:
             # a prepared profiler (torch.profiler's warm-up state) has CUPTI collect every kernel from then on, and
@@ -276,15 +278,13 @@ def main(argv: list[str] | None = None) -> int:
 
             def start_recording():
                 said["operators"] = recording.start(prof, operators)
-            if ns.ops_trace is not None and ns.record_shapes and window is not None and window.enabled \
-                    and not from_window:
+            if ops_until_window:
                 # In a distributed job the change comes at any window's start, a named phase's too: recording
                 # arguments through a window would slow this rank alone and make it the job's straggler.
                 sessions = recording.OperatorsUntilWindow(prof, lambda: make_profiler(False), ns.ops_trace, t_start,
                                                           any_window=ranks is not None, trace_for=ns.torch_trace,
                                                           lead=(lambda: make_profiler(True)) if lead else None)
-            elif ns.drop_before_window and ranks is not None and window is not None and window.enabled \
-                    and not from_window:
+            elif ns.drop_before_window and ranks is not None and windowed:
                 # the other ranks of that job: a new session at the same step, the one before it dropped
                 # (after the shapes rank's lead: at the same step as its second change, one before the window)
                 sessions = recording.OperatorsUntilWindow(prof, lambda: make_profiler(False), None, t_start,

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 from typing import Callable
 
 from ..record_format import TRACE_WRITING, WRITE_FAILED
@@ -51,7 +50,6 @@ class Writing:
     def __init__(self, pid: int | None, ok: bool | None = None):
         self.pid, self._ok = pid, ok
         self._done = threading.Event()
-        self.forked_s = 0.0
         if pid is None:
             self._done.set()
         else:
@@ -100,7 +98,6 @@ def apart(path, write: Callable[[], str], limit_s: int) -> Writing:
         return Writing(None, True)
     say(f"{TRACE_WRITING}{path} (in a forked process)")
     _flush_streams()
-    t0 = time.perf_counter()
     try:
         import warnings
         with warnings.catch_warnings():  # (Python 3.12 warns of fork() in a process with threads: see the docstring)
@@ -123,6 +120,4 @@ def apart(path, write: Callable[[], str], limit_s: int) -> Writing:
             _say_raw(f"{WRITE_FAILED}{path}: {type(exc).__name__}: {exc}")
         finally:
             os._exit(code)
-    writing = Writing(pid)
-    writing.forked_s = time.perf_counter() - t0
-    return writing
+    return Writing(pid)
