@@ -363,7 +363,11 @@ def test_a_torchrun_jobs_ranks_are_analysed_in_processes_started_while_it_ran(tm
     ranks took 3.2-4.8 s one after the other here, after a 15 s job); the verdict is the one made here. And the ranks
     time the same unrecorded steps after their window, so the job has its unrecorded speed."""
     t = _torchrun_job(tmp_path, monkeypatch, DISTRIBUTED_WINDOWED)
-    monkeypatch.setenv("STEPS", "120")
+    # steps enough for the longest window (MAX_WARMUP_STEPS, the lead's OPERATOR_STEPS, MAX_STEPS) and steps after it:
+    # with 120, a busy 2-core CI machine's warm-up settled late and the program ended inside its window
+    from nsighttc.runtime.recording import OPERATOR_STEPS
+    from nsighttc.runtime.window import MAX_STEPS, MAX_WARMUP_STEPS
+    monkeypatch.setenv("STEPS", str(MAX_WARMUP_STEPS + OPERATOR_STEPS + MAX_STEPS + 40))
     from nsighttc import executors
     warmed = []
     real = executors.Processes.warm
