@@ -210,7 +210,8 @@ REDUCE_BATCH = 256
 def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | None, kwargs: dict,
                    unread: list | None = None, executor=None, progress=None) -> Verdict:
     """Every rank on its own (``rank_map``), then the job: rank table, distributed verdict, cross-rank
-    Tensor Core roll-up. The timeline, ranges and findings shown are the straggler's (else the lowest rank's).
+    Tensor Core roll-up. The timeline, ranges and findings shown are the straggler's, else those of the rank the
+    others wait for (``ranks.shown_rank``).
     ``unread``: ranks whose files could not even be opened (``rank_map.RankFailure``), named like the failed ones."""
     from . import rank_map
     with rank_map.RankMap(by_rank, counters, jobs, kwargs, analyze, executor, progress) as m:
@@ -249,8 +250,9 @@ def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
     results = m.summaries
     sizes = {i.world_size for i in infos.values() if i.world_size}
     dist = ranks_mod.distributed(rows, sizes.pop() if len(sizes) == 1 else None)
-    complete = [r["rank"] for r in rows if r["complete"] and r["rank"] is not None] or sorted(results)
-    shown = dist["straggler"]["rank"] if dist["straggler"] else min(complete)
+    shown, why_shown = ranks_mod.shown_rank(rows, dist)
+    if shown is None or shown not in results:  # (no complete rank: the lowest one analysed)
+        shown, why_shown = min(results), "the lowest rank"
     sv = m.verdict(shown)
     low = sv if min(results) == shown else m.verdict(min(results))
     compacted = _concat(compacted_batches)
@@ -267,9 +269,8 @@ def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
     # (which rank's launch table ``Verdict.launches`` holds is the Python API's business, not the verdict's: the lowest
     # rank's, or none where the ranks ran on a cluster and sent back their summaries only; docs/api.md)
     warnings.append(f"{len(rows)} ranks analysed one by one; the timeline, ranges and findings shown are rank "
-                    f"{shown}'s ({'the straggler' if dist['straggler'] else 'the lowest rank'}); the Tensor Core "
-                    f"numbers cover every rank")
-    dist["timeline_rank"] = shown
+                    f"{shown}'s ({why_shown}); the Tensor Core numbers cover every rank")
+    dist["timeline_rank"], dist["timeline_rank_why"] = shown, why_shown
     inputs += [i for i in low.inputs if i["kind"] in ("ncu-csv", "ncu-rep")]
     v = Verdict(inputs, sv.device, summary, kernel_rows, sv.ranges, found, low.launches, warnings, sv.timeline)
     v.ranks = [ranks_mod.public(r) for r in rows]

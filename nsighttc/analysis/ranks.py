@@ -315,6 +315,25 @@ def distributed(rows: list[dict], world_size: int | None) -> dict:
             "median_step_ns_spread": (max(steps) / min(steps)) if steps and min(steps) > 0 else None}
 
 
+def shown_rank(rows: list[dict], dist: dict) -> tuple[int, str]:
+    """The rank whose timeline, ranges and findings make the job's headline, and why: the straggler; else the
+    complete rank whose own work per step (its step less its waits in communication) is longest, the rank the others
+    wait for; else the lowest rank. A rank that waits in communication is judged "communication-bound" by its own
+    timeline, yet what it waits for is the other rank's work: showing the lowest rank made the same program's headline
+    depend on which rank happened to be behind. Two H200s, the same even DDP job in 12 cached runs: "CPU-bound: launch
+    overhead" 8 times and "communication-bound" 4 times, each of those 4 with rank 1's own work the longer; the even
+    FSDP2 job likewise 3 and 9 times (reports/profile_overhead/torchrun_cost/2026-11-27, calls 12 and 13). Judged on
+    the rank the others wait for, all 12 DDP runs said launch overhead, and 10 of the 12 FSDP2 runs its host."""
+    if dist.get("straggler"):
+        return dist["straggler"]["rank"], "the straggler"
+    complete = [r for r in rows if r["complete"] and r["rank"] is not None]
+    timed = [r for r in complete if r["own_step_ns"] is not None]
+    if len(timed) >= 2:
+        return max(timed, key=lambda r: (r["own_step_ns"], -r["rank"]))["rank"], \
+            "the rank whose own work per step is longest: the others wait for it"
+    return (min(r["rank"] for r in complete), "the lowest rank") if complete else (None, "the lowest rank")
+
+
 # Sharded data parallelism (FSDP1/FSDP2, ZeRO) gathers parameters and scatters gradients: each exposed collective has
 # its own knob. (collective, phase where it was launched) -> what to change. PyTorch 2.11 FSDP2: fully_shard's
 # reshard_after_forward, FSDPModule.set_modules_to_forward_prefetch / set_modules_to_backward_prefetch,

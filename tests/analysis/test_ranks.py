@@ -587,6 +587,23 @@ def test_a_rank_the_others_did_not_wait_for_is_no_straggler():
     assert v.timeline["host_frames"]["samples"] > 0
 
 
+def test_one_programs_runs_get_one_headline_judged_on_the_rank_the_others_wait_for():
+    """The even FSDP2 job's first run (rank 0's own work the longer: named the straggler) and cached run (rank 1's the
+    longer, no straggler): the headline judged the lowest rank, so the same program was "CPU-bound: host busy" once
+    and "communication-bound" the next time, rank 0 waiting in NCCL for rank 1's host (on two H200s: 9 of 12 cached
+    FSDP2 runs, 4 of 12 DDP). The rank the others wait for sets the job's pace: both runs are judged on it."""
+    for name, expected in (("even_first", 0), ("even_cached", 1)):
+        v = analyze([FSDP / name], jobs=1)
+        d = v.distributed
+        own = {r["rank"]: r["own_step_ns"] for r in v.ranks}
+        assert d["timeline_rank"] == expected == max(own, key=own.get), (name, own)
+        bound = next(x for x in headline_lines(v.to_json()) if x.startswith("GPU busy"))
+        assert "CPU-bound: host busy" in bound and "communication-bound" not in bound, (name, bound)
+        assert v.timeline["verdict"] == "cpu-bound"
+    assert d["timeline_rank_why"].startswith("the rank whose own work per step is longest")
+    assert "the timeline sections below are rank 1's (the rank whose own work" in render(v.to_json())
+
+
 def test_without_the_cuda_calls_times_the_own_excess_is_the_stragglers_own_work_causes(monkeypatch):
     """A recording without the ranks' CUDA calls' times: the excess in the causes that are the straggler's own work
     (host ranges, copies, compute; not launch overhead or waits), at most the gap."""

@@ -177,7 +177,8 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
                 "waited in communication with no compute beside it: the straggler is the rank whose own work is "
                 "longest; the others wait for it. NCCL kernels are "
                 f"{pct(d.get('nccl_time_share'))} of all kernel time; the timeline sections below are rank "
-                f"{d.get('timeline_rank')}'s.", "", _rank_table(doc["ranks"]), ""]
+                f"{d.get('timeline_rank')}'s" + (f" ({d['timeline_rank_why']})" if d.get("timeline_rank_why") else "")
+                + ".", "", _rank_table(doc["ranks"]), ""]
         s_ = d.get("straggler") or d.get("launch_imbalance")
         if s_ and s_.get("excess_by_cause"):
             out += [f"Rank {s_['rank']} against the median of the others, per step: "
