@@ -112,3 +112,14 @@ def test_the_torchrun_cost_probe_reads_the_ddp_wrappers_stages_from_its_real_lin
              ("warmup", "warm-up"))}
     assert {k: got[k] for k in said} == said
     assert got["step_ms"] == float(re.search(r"([\d.]+) ms/step", line).group(1))
+
+
+def test_the_headline_by_rank_script_reads_the_committed_call_12_reports():
+    """The counts behind ``analysis.ranks.shown_rank``'s docstring come from the committed runs of call 12."""
+    tgz = ROOT / "reports" / "profile_overhead" / "torchrun_cost" / "2026-11-27" / "call12_rounds_runs.tgz"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "headline_by_rank.py"), str(tgz)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    counts = r.stdout.split("counts:")[1]
+    assert "runs_ddp_compiled            headline                     4  communication-bound" in counts
+    assert "runs_ddp_compiled            rank the others wait for    12  launch overhead" in counts
