@@ -590,7 +590,7 @@ def test_a_rank_the_others_did_not_wait_for_is_no_straggler():
 def test_one_programs_runs_get_one_headline_judged_on_the_rank_the_others_wait_for():
     """The even FSDP2 job's first run (rank 0's own work the longer: named the straggler) and cached run (rank 1's the
     longer, no straggler): the headline judged the lowest rank, so the same program was "CPU-bound: host busy" once
-    and "communication-bound" the next time, rank 0 waiting in NCCL for rank 1's host (on two H200s: 9 of 12 cached
+    and "communication-bound" the next time, rank 0 waiting in NCCL for rank 1's host (on two H200s: 9 of 12
     FSDP2 runs, 4 of 12 DDP). The rank the others wait for sets the job's pace: both runs are judged on it."""
     for name, expected in (("even_first", 0), ("even_cached", 1)):
         v = analyze([FSDP / name], jobs=1)
