@@ -117,7 +117,7 @@ def test_the_torchrun_cost_probe_reads_the_ddp_wrappers_stages_from_its_real_lin
 def test_the_headline_by_rank_script_reads_the_committed_call_12_reports():
     """The counts behind ``analysis.ranks.shown_rank``'s docstring come from the committed runs of call 12."""
     tgz = ROOT / "reports" / "profile_overhead" / "torchrun_cost" / "2026-11-27" / "call12_rounds_runs.tgz"
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "headline_by_rank.py"), str(tgz)],
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "probes" / "headline_by_rank.py"), str(tgz)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     counts = r.stdout.split("counts:")[1]

@@ -324,7 +324,7 @@ def shown_rank(rows: list[dict], dist: dict) -> tuple[int, str]:
     "CPU-bound: launch overhead" 8 times and "communication-bound" 4 times, each of those 4 with rank 1's own work the
     longer; the even FSDP2 job likewise 3 and 9 times (reports/profile_overhead/torchrun_cost/2026-11-27, call 12).
     Judged on the rank the others wait for, all 12 DDP runs said launch overhead, and 10 of the 12 FSDP2 runs its host
-    (``benchmarks/headline_by_rank.py``)."""
+    (``benchmarks/probes/headline_by_rank.py``)."""
     if dist.get("straggler"):
         return dist["straggler"]["rank"], "the straggler"
     complete = [r for r in rows if r["complete"] and r["rank"] is not None]

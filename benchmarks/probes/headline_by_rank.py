@@ -7,8 +7,9 @@ judged on, and the rank table's row of the rank whose own work per step (step le
 longest, with its first cause. Made for issue 50's "one verdict per program": the same even DDP job read
 "communication-bound" whenever the headline's rank was the one waiting (``analysis.ranks.shown_rank``).
 
-    python benchmarks/headline_by_rank.py reports/profile_overhead/torchrun_cost/2026-11-27/call12_rounds_runs.tgz
-    python benchmarks/headline_by_rank.py RUN_DIR_OR_TGZ ...
+    python benchmarks/probes/headline_by_rank.py \
+        reports/profile_overhead/torchrun_cost/2026-11-27/call12_rounds_runs.tgz
+    python benchmarks/probes/headline_by_rank.py RUN_DIR_OR_TGZ ...
 """
 from __future__ import annotations
 
