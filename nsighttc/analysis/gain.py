@@ -349,6 +349,17 @@ def _own_excess(s: dict) -> float:
     return float(s.get("own_excess_ns", s.get("excess_ns")) or 0.0)
 
 
+def _transfers(exposed_ns: float, dist: dict) -> float:
+    """Exposed communication per step that overlapping could hide: the transfers at most, not the ranks' waits for
+    each other (``analysis.ranks.exposed_transfers``; a verdict saved before it has none: all of it)."""
+    tr = dist.get("exposed_transfer")
+    return min(exposed_ns, tr["transfer_per_step_ns"]) if tr else exposed_ns
+
+
+def _of_transfers(dist: dict) -> str:
+    return ", its transfers only (not the ranks' waits for each other)" if dist.get("exposed_transfer") else ""
+
+
 def _job(f: dict, doc: dict) -> dict:
     dist = doc.get("distributed") or {}
     T = dist.get("slowest_rank_step_ns")
@@ -359,16 +370,17 @@ def _job(f: dict, doc: dict) -> dict:
         wait = min(_own_excess(s), T)
         what = "the straggler's own work beyond the median rank's"
     elif f["id"] == "exposed-sharded-communication":  # the gathers and scatters the finding names (its top three)
-        wait = min(sum(x["exposed_per_step_ns"] for x in (dist.get("sharded_collectives") or [])[:3]), T)
-        what = "the exposed all-gathers and reduce-scatters"
+        wait = min(_transfers(sum(x["exposed_per_step_ns"] for x in (dist.get("sharded_collectives") or [])[:3]),
+                              dist), T)
+        what = "the exposed all-gathers and reduce-scatters" + _of_transfers(dist)
     elif dist.get("straggler"):  # what stays exposed after the straggler's fix, on the step that fix leaves
         s = dist["straggler"]
         T = max(T - min(_own_excess(s), T), 1.0)
         wait = min(s.get("own_wait_per_step_ns") or 0.0, T)
         what = "the communication the straggler itself waits in, once it is fixed"
     else:
-        wait = T * (dist.get("exposed_comm_share") or 0.0)
-        what = "the communication no compute overlaps"
+        wait = _transfers(T * (dist.get("exposed_comm_share") or 0.0), dist)
+        what = "the communication no compute overlaps" + _of_transfers(dist)
     if wait <= 0:
         return {"low": None, "high": None, "basis": f"{what}: none"}
     low, high = T / (T - HOST_LOW_FRACTION * wait), T / max(T - wait, 1.0)

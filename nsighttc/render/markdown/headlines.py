@@ -154,7 +154,11 @@ def distributed_headline(doc: dict) -> str | None:
     if not d:
         return None
     ex = d.get("exposed_comm_share")
-    comm = (f"communication not overlapped by compute: {pct(ex, 0)} of step time (mean over ranks)"
+    tr = d.get("exposed_transfer") or {}
+    # (what of it overlapping could hide: the transfers; the rest is the ranks waiting for each other's work)
+    split = (f"; {ns(tr['transfer_per_step_ns'])} per step of it transfers, the rest the ranks waiting for each other"
+             if tr and tr.get("waiting_per_step_ns", 0.0) >= 1e6 else "")
+    comm = (f"communication not overlapped by compute: {pct(ex, 0)} of step time (mean over ranks{split})"
             if ex is not None else "no communication measured")
     missing = d.get("incomplete_ranks") or []
     gone = "".join(f"; rank {r['rank']} left out: {r.get('what') or 'incomplete'}" for r in missing)
