@@ -20,7 +20,7 @@ class Gate:
     max_tc_drop: float = 5.0      # percentage points
     max_busy_drop: float = 10.0   # percentage points
     max_slowdown: float = 10.0    # percent
-    max_comm_rise: float = 10.0   # percentage points of step time in exposed communication (distributed runs)
+    max_comm_rise: float = 10.0   # percentage points of step time in exposed transfers (distributed runs)
 
 
 @dataclass
@@ -96,7 +96,18 @@ def _distributed_checks(b: dict, n: dict, gate: Gate) -> list[Check]:
     else:
         out.append(Check("Slowest rank's median step", ns(bs), ns(nsv), "", "skipped", "rank steps on one side only"))
     be, ne = b.get("exposed_comm_share"), n.get("exposed_comm_share")
-    if be is not None and ne is not None:
+    bt, nt = _transfer_share(b), _transfer_share(n)
+    if bt is not None and nt is not None:
+        # the gate reads the transfers: the rest of the exposed communication is the ranks waiting for each other's
+        # work, which the slowest rank's step already gates (a straggler's wait is no communication regression)
+        d = 100 * (nt - bt)
+        out.append(Check("Exposed communication: transfers (share of step time)", pct(bt), pct(nt), f"{d:+.1f} pts",
+                         "fail" if d > gate.max_comm_rise else "ok",
+                         f"rose more than {gate.max_comm_rise:g} points" if d > gate.max_comm_rise else ""))
+        out.append(Check("Exposed communication, waits included (share of step time)", pct(be), pct(ne),
+                         f"{100 * ((ne or 0.0) - (be or 0.0)):+.1f} pts", "ok",
+                         "the ranks waiting for each other: gated by the slowest rank's step"))
+    elif be is not None and ne is not None:
         d = 100 * (ne - be)
         out.append(Check("Exposed communication (share of step time)", pct(be), pct(ne), f"{d:+.1f} pts",
                          "fail" if d > gate.max_comm_rise else "ok",
@@ -108,6 +119,13 @@ def _distributed_checks(b: dict, n: dict, gate: Gate) -> list[Check]:
     out.append(Check("Straggler", "none" if bst is None else f"rank {bst}", "none" if nst is None else f"rank {nst}",
                      "new" if nst is not None and bst is None else "", "ok"))
     return out
+
+
+def _transfer_share(d: dict) -> float | None:
+    """The job's exposed transfers (``analysis.ranks.exposed_transfers``) as a share of its slowest rank's step; None
+    for a verdict without them (saved before they were measured, or a rank without its steps' waits)."""
+    tr, step = d.get("exposed_transfer"), d.get("slowest_rank_step_ns")
+    return tr["transfer_per_step_ns"] / step if tr and step else None
 
 
 def render_markdown(checks: list[Check], base_name: str, new_name: str, gate: Gate) -> str:

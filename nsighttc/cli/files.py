@@ -164,8 +164,9 @@ def report(source: str, fmt: str, output: str | None, plots: bool, detail: str) 
 @click.option("--max-slowdown", type=float, default=10.0, show_default=True,
               help="Fail when the median step (distributed: the slowest rank's) gets slower by more than this many percent.")
 @click.option("--max-comm-rise", type=float, default=10.0, show_default=True,
-              help="Distributed runs: fail when communication not overlapped by compute rises by more than this many "
-                   "points of step time.")
+              help="Distributed runs: fail when the transfers of communication not overlapped by compute rise by "
+                   "more than this many points of step time (the ranks' waits for each other are the slowest "
+                   "rank's step's gate; verdicts without the split: all exposed communication).")
 @click.option("--format", "fmt", type=FORMAT, default="markdown", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the comparison here.")
 def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slowdown: float, max_comm_rise: float,
