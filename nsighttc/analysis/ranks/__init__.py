@@ -96,7 +96,7 @@ def shown_rank(rows: list[dict], dist: dict) -> tuple[int, str]:
     timed = [r for r in complete if r["own_step_ns"] is not None]
     if len(timed) >= 2:
         return max(timed, key=lambda r: (r["own_step_ns"], -r["rank"]))["rank"], \
-            "the rank whose own work per step is longest: the others wait for it"
+            "the rank whose own work per step is longest: the other ranks' GPUs wait for it in communication"
     return (min(r["rank"] for r in complete), "the lowest rank") if complete else (None, "the lowest rank")
 
 
