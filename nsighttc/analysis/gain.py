@@ -37,6 +37,7 @@ import numpy as np
 
 from ..durations import duration
 from . import intervals, peak as peak_mod
+from .ranks.communication import hideable  # (what overlapping could hide: the transfers)
 
 # What a matrix kernel moved from the CUDA cores to the Tensor Cores gains at least: a small or memory-bound GEMM
 # reads as much as it computes. Seen on the H100 (reports/try): BERT-base's GEMMs (4096 x 768 x 768, Trainer fp32
@@ -349,13 +350,6 @@ def _own_excess(s: dict) -> float:
     return float(s.get("own_excess_ns", s.get("excess_ns")) or 0.0)
 
 
-def _transfers(exposed_ns: float, dist: dict) -> float:
-    """Exposed communication per step that overlapping could hide: the transfers at most, not the ranks' waits for
-    each other (``analysis.ranks.exposed_transfers``; a verdict saved before it has none: all of it)."""
-    tr = dist.get("exposed_transfer")
-    return min(exposed_ns, tr["transfer_per_step_ns"]) if tr else exposed_ns
-
-
 def _of_transfers(dist: dict) -> str:
     return ", its transfers only (not the ranks' waits for each other)" if dist.get("exposed_transfer") else ""
 
@@ -370,7 +364,7 @@ def _job(f: dict, doc: dict) -> dict:
         wait = min(_own_excess(s), T)
         what = "the straggler's own work beyond the median rank's"
     elif f["id"] == "exposed-sharded-communication":  # the gathers and scatters the finding names (its top three)
-        wait = min(_transfers(sum(x["exposed_per_step_ns"] for x in (dist.get("sharded_collectives") or [])[:3]),
+        wait = min(hideable(sum(x["exposed_per_step_ns"] for x in (dist.get("sharded_collectives") or [])[:3]),
                               dist), T)
         what = "the exposed all-gathers and reduce-scatters" + _of_transfers(dist)
     elif dist.get("straggler"):  # what stays exposed after the straggler's fix, on the step that fix leaves
@@ -379,7 +373,7 @@ def _job(f: dict, doc: dict) -> dict:
         wait = min(s.get("own_wait_per_step_ns") or 0.0, T)
         what = "the communication the straggler itself waits in, once it is fixed"
     else:
-        wait = _transfers(T * (dist.get("exposed_comm_share") or 0.0), dist)
+        wait = hideable(T * (dist.get("exposed_comm_share") or 0.0), dist)
         what = "the communication no compute overlaps" + _of_transfers(dist)
     if wait <= 0:
         return {"low": None, "high": None, "basis": f"{what}: none"}
