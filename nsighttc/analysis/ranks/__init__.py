@@ -49,7 +49,6 @@ def _short_windows(rows: list[dict]) -> None:
             r["_incomplete_why"] = "its recording started late or stopped early"
 
 
-
 def distributed(rows: list[dict], world_size: int | None) -> dict:
     # a rank without GPU work in its recording, or with a fraction of the window the others hold, is never merged
     # into the job's verdict, its numbers (communication, step, spread) included: it is named, with why
@@ -77,7 +76,6 @@ def distributed(rows: list[dict], world_size: int | None) -> dict:
             "slowest_rank": slowest["rank"] if slowest else None,
             "slowest_rank_step_ns": slowest["median_step_ns"] if slowest else None,
             "median_step_ns_spread": (max(steps) / min(steps)) if steps and min(steps) > 0 else None}
-
 
 
 def shown_rank(rows: list[dict], dist: dict) -> tuple[int, str]:

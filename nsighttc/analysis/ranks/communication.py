@@ -34,7 +34,6 @@ def exposed_transfers(rows: list[dict]) -> dict | None:
             "waiting_per_step_ns": max(exposed - transfer, 0.0)}
 
 
-
 # Sharded data parallelism (FSDP1/FSDP2, ZeRO) gathers parameters and scatters gradients: each exposed collective has
 # its own knob. (collective, phase where it was launched) -> what to change. PyTorch 2.11 FSDP2: fully_shard's
 # reshard_after_forward, FSDPModule.set_modules_to_forward_prefetch / set_modules_to_backward_prefetch,
@@ -66,13 +65,11 @@ def sharded_exposure(rows: list[dict]) -> list[dict]:
     return sorted(out, key=lambda x: -x["exposed_per_step_ns"])
 
 
-
 def hideable(exposed_per_step_ns: float, dist: dict) -> float:
     """Of this much exposed communication per step, what overlapping the collectives with compute could hide: at most
     the transfers (``exposed_transfers``), all of it where the ranks' steps' waits are not known."""
     tr = dist.get("exposed_transfer")
     return min(exposed_per_step_ns, tr["transfer_per_step_ns"]) if tr else exposed_per_step_ns
-
 
 
 def waiting_words(dist: dict) -> str:

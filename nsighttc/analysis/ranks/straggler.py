@@ -54,7 +54,6 @@ def lag_by_step(slow: dict, others: list[dict]) -> dict | None:
                        "max": float(lag.max())}}
 
 
-
 def _excess(slow: dict, others: list[dict], per: str = "_per_step") -> list[tuple]:
     """Per cause (``per``: ``_per_step``), or per host frame (``_frames_per_step``), how much more time per step the
     slow rank spends in it than the other ranks' median, largest first (positive only)."""
@@ -65,7 +64,6 @@ def _excess(slow: dict, others: list[dict], per: str = "_per_step") -> list[tupl
         if d > 0:
             out.append((k, d))
     return sorted(out, key=lambda x: -x[1])
-
 
 
 def _host_differences(slow: dict, others: list[dict]) -> str:
@@ -89,7 +87,6 @@ def _host_differences(slow: dict, others: list[dict]) -> str:
         said.append(f"it runs {h['os_threads']} threads against at most {max(threads)} on the others")
     return ("; on its host: " + "; ".join(said)) if said else "; its host facts (CPUs allowed, threads, what its " \
         "profiler records) match the other ranks'"
-
 
 
 def own_excess(slow: dict, others: list[dict], excess: list[tuple], gap: float) -> dict:
@@ -120,12 +117,10 @@ def own_excess(slow: dict, others: list[dict], excess: list[tuple], gap: float) 
             "own_excess_basis": BY_CAUSES}
 
 
-
 def _frames_excess(slow: dict, others: list[dict]) -> list[dict]:
     """Where the straggler's host was longer than the other ranks' per step, by host frame (its samples taken while
     its GPU idled, ``host_frames``), largest first; empty without samples."""
     return [{"frame": k, "per_step_ns": d} for k, d in _excess(slow, others, "_frames_per_step")[:5]]
-
 
 
 def _describe(key: tuple[str, str]) -> str:
@@ -134,7 +129,6 @@ def _describe(key: tuple[str, str]) -> str:
             "sync": f"synchronising calls ({name})", "pageable-copy": "pageable host-to-device copies",
             "gpu-wait": "launched work waiting on the GPU", COMPUTE: "longer GPU compute (a slower or throttled GPU, "
             "or more work on this rank)"}.get(kind, f"{kind} ({name})")
-
 
 
 def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:

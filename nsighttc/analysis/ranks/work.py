@@ -17,7 +17,6 @@ def work_difference(a: dict, b: dict) -> float:
     return diff / max(sum(a.values()), sum(b.values()), 1e-9)
 
 
-
 def same_work(rows: list[dict]) -> bool | None:
     """Whether every rank ran the same work per steady step: the same compute kernels, with the same grids, launched
     as often (within ``SAME_WORK_LAUNCHES`` of the launches), each rank against the first. What ran, not how long it
@@ -35,7 +34,6 @@ def same_work(rows: list[dict]) -> bool | None:
         return None
     med = float(np.median(gpu))
     return len(set(kernels)) == 1 and med > 0 and all(abs(g - med) <= SAME_WORK_GPU * med for g in gpu)
-
 
 
 def step_skew(rows: list[dict]) -> dict | None:
