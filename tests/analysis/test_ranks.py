@@ -34,6 +34,16 @@ def straggler_torch():
     return analyze([DDP / "straggler_torch"], jobs=1)
 
 
+@pytest.fixture(scope="module")
+def fsdp_even_first():
+    return analyze([FSDP / "even_first"], jobs=1)
+
+
+@pytest.fixture(scope="module")
+def fsdp_even_cached():
+    return analyze([FSDP / "even_cached"], jobs=1)
+
+
 def test_every_rank_is_judged_on_its_own(straggler_nsys):
     v = straggler_nsys
     assert [r["rank"] for r in v.ranks] == [0, 1]
@@ -284,7 +294,7 @@ def test_empty_directory_is_a_usage_error(tmp_path):
         analyze([tmp_path])
 
 
-def test_diff_gates_on_the_slowest_rank_and_exposed_communication(straggler_torch):
+def test_diff_gates_on_the_slowest_rank_and_exposed_communication(straggler_torch, fsdp_even_cached):
     """The straggler's job against the balanced one: slower, and rank 0 waits ~48 ms a step more in NCCL. That wait is
     the straggler's (the slowest step fails), not communication that got worse: the transfers' gate holds. Transfers
     that rise (the FSDP2 job's 5.9 ms a step against DDP's 0.7 ms, a tight gate) fail it. A verdict saved without the
@@ -299,7 +309,7 @@ def test_diff_gates_on_the_slowest_rank_and_exposed_communication(straggler_torc
     same = {c.name: c for c in compare(base, base, Gate())}
     assert same["Slowest rank's median step"].status == "ok"
     assert same["Exposed communication: transfers (share of step time)"].status == "ok"
-    sharded = analyze([FSDP / "even_cached"], jobs=1).to_json()
+    sharded = fsdp_even_cached.to_json()
     tight = {c.name: c for c in compare(base, sharded, Gate(max_comm_rise=3.0))}
     assert tight["Exposed communication: transfers (share of step time)"].status == "fail"
     old = [json.loads(json.dumps(d)) for d in (base, straggler_torch.to_json())]
@@ -471,7 +481,8 @@ def test_exposed_communication_per_collective_agrees_with_an_independent_count()
     assert per["all-reduce"]["overlapped_ns"] < 0.01 * per["all-reduce"]["time_ns"]  # waiting, not overlapped
 
 
-def test_exposed_communication_is_split_into_transfers_and_the_ranks_waiting_for_each_other(monkeypatch):
+def test_exposed_communication_is_split_into_transfers_and_the_ranks_waiting_for_each_other(
+        monkeypatch, straggler_torch, fsdp_even_cached):
     """A collective ends when the last rank joins it: step by step, the least any rank waited in exposed communication
     is what overlapping could hide; the rest is ranks waiting for each other's work. The straggler job: rank 0 waits
     ~48 ms a step, rank 1 0.46 ms; a plain loop over both ranks' raw events gives the same least per step. The even
@@ -482,10 +493,10 @@ def test_exposed_communication_is_split_into_transfers_and_the_ranks_waiting_for
     from nsighttc.analysis import ranks as ranks_mod
     raw = [_raw_exposed_per_step(DDP / "straggler_torch" / f"rank{r}" / "torch_trace.json.gz") for r in (0, 1)]
     least = float(np.mean(np.min([x[:min(map(len, raw))] for x in raw], axis=0)))
-    tr = analyze([DDP / "straggler_torch"], jobs=1).distributed["exposed_transfer"]
+    tr = straggler_torch.distributed["exposed_transfer"]
     assert tr["transfer_per_step_ns"] == pytest.approx(least, rel=0.05) and least < 1e6
     assert tr["waiting_per_step_ns"] > 20e6
-    v = analyze([FSDP / "even_cached"], jobs=1)
+    v = fsdp_even_cached
     tr = v.distributed["exposed_transfer"]
     assert tr["transfer_per_step_ns"] < 0.25 * tr["exposed_per_step_ns"]
     assert tr["transfer_per_step_ns"] < min(r["exposed_comm_per_step_ns"] for r in v.ranks)  # (ranks took turns)
@@ -598,12 +609,12 @@ def test_communication_that_stays_after_a_stragglers_fix_is_its_own_finding_with
 
 
 
-def test_an_fsdp2_jobs_identical_ranks_do_the_same_work_and_a_stragglers_gain_is_its_own_excess():
+def test_an_fsdp2_jobs_identical_ranks_do_the_same_work_and_a_stragglers_gain_is_its_own_excess(fsdp_even_first):
     """Issue 50, two H200s, FSDP2 with identical ranks (``tests/fixtures/fsdp/even_first``): rank 0's step less its
     waits in communication was 45.7 ms longer than rank 1's, and its fix was "up to 2.36x" of a 79 ms step; plain
     runs said rank 0 issues its work 1.3-5.7 ms slower per step (at most 1.13x). Its own excess is what rank 1 waited
     for it on its host (CUDA calls: a full launch queue), not the gap, which holds rank 1's own host time too."""
-    doc = analyze([FSDP / "even_first"], jobs=1).to_json()
+    doc = fsdp_even_first.to_json()
     d = doc["distributed"]
     s, T = d["straggler"], d["slowest_rank_step_ns"]
     assert d["same_work"] is True and d["incomplete_ranks"] == []
@@ -625,12 +636,12 @@ def test_a_rank_with_extra_host_work_is_named_with_about_that_excess():
     assert d["same_work"] is True
 
 
-def test_a_rank_the_others_did_not_wait_for_is_no_straggler():
+def test_a_rank_the_others_did_not_wait_for_is_no_straggler(fsdp_even_cached):
     """The same FSDP2 job with identical ranks, cached run (``even_cached``, its host samples kept gzipped beside each
     trace): rank 1's step less its waits is 35 ms longer than rank 0's, yet rank 0's host blocked only 0.56 ms more per
     step in CUDA calls than rank 1's: it did not wait for rank 1, its GPU waited in NCCL while its own host was busy.
     No straggler is named (the first run had named rank 0, this one rank 1); ``not_waited_for`` says why."""
-    v = analyze([FSDP / "even_cached"], jobs=1)
+    v = fsdp_even_cached
     d = v.distributed
     assert [Path(i["path"]).name for i in v.inputs] == ["torch_trace.json.gz"] * 2  # (not the samples beside them)
     assert d["straggler"] is None and d["no_consistent_straggler"] is None
@@ -642,13 +653,12 @@ def test_a_rank_the_others_did_not_wait_for_is_no_straggler():
     assert v.timeline["host_frames"]["samples"] > 0
 
 
-def test_one_programs_runs_get_one_headline_judged_on_the_rank_the_others_wait_for():
+def test_one_programs_runs_get_one_headline_judged_on_the_rank_the_others_wait_for(fsdp_even_first, fsdp_even_cached):
     """The even FSDP2 job's first run (rank 0's own work the longer: named the straggler) and cached run (rank 1's the
     longer, no straggler): the headline judged the lowest rank, so the same program was "CPU-bound: host busy" once
     and "communication-bound" the next time, rank 0 waiting in NCCL for rank 1's host (on two H200s: 9 of 12
     FSDP2 runs, 4 of 12 DDP). The rank the others wait for sets the job's pace: both runs are judged on it."""
-    for name, expected in (("even_first", 0), ("even_cached", 1)):
-        v = analyze([FSDP / name], jobs=1)
+    for name, v, expected in (("even_first", fsdp_even_first, 0), ("even_cached", fsdp_even_cached, 1)):
         d = v.distributed
         own = {r["rank"]: r["own_step_ns"] for r in v.ranks}
         assert d["timeline_rank"] == expected == max(own, key=own.get), (name, own)
