@@ -50,6 +50,8 @@ def _short_windows(rows: list[dict]) -> None:
 
 
 def distributed(rows: list[dict], world_size: int | None) -> dict:
+    """The job's ``distributed`` verdict from its ranks' rows (``rank_rows``): which ranks are complete, the
+    straggler or why none is named, same work, step skew, and the exposed communication and what it is made of."""
     # a rank without GPU work in its recording, or with a fraction of the window the others hold, is never merged
     # into the job's verdict, its numbers (communication, step, spread) included: it is named, with why
     _short_windows(rows)
@@ -78,7 +80,7 @@ def distributed(rows: list[dict], world_size: int | None) -> dict:
             "median_step_ns_spread": (max(steps) / min(steps)) if steps and min(steps) > 0 else None}
 
 
-def shown_rank(rows: list[dict], dist: dict) -> tuple[int, str]:
+def shown_rank(rows: list[dict], dist: dict) -> tuple[int | None, str]:
     """The rank whose timeline, ranges and findings make the job's headline, and why: the straggler; else the
     complete rank whose own work per step (its step less its waits in communication) is longest, the rank the others
     wait for; else the lowest rank. A rank that waits in communication is judged "communication-bound" by its own
