@@ -667,6 +667,10 @@ def test_one_programs_runs_get_one_headline_judged_on_the_rank_the_others_wait_f
         assert v.timeline["verdict"] == "cpu-bound"
     assert d["timeline_rank_why"].startswith("the rank whose own work per step is longest")
     assert "the timeline sections below are rank 1's (the rank whose own work" in render(v.to_json())
+    # the headline's host cause is a host-frames row spanning several ranges, each under the findings' bar (the
+    # backward's 18%): it has its finding, at the same frame, and so a first fix
+    fix = v.findings[0]
+    assert fix.id == "host-bound-model-code" and "fsdp2_train.py:148" in fix.title and "fsdp2_train.py:148" in bound
 
 
 def test_without_the_cuda_calls_times_the_own_excess_is_the_stragglers_own_work_causes(monkeypatch):

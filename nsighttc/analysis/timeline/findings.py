@@ -12,6 +12,7 @@ from ...model import Finding
 from .base import TimelineResult
 from . import in_use as in_use_mod
 from .idle import frame_words
+from .idle.causes import top_host_row
 from .steps.steady import BEFORE_WINDOW
 
 DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)
@@ -148,13 +149,13 @@ def _launch_with_model_host_time(causes: list[dict]) -> tuple[list[dict], bool]:
     return sorted([merged] + [c for c in causes if c is not launch], key=lambda c: -c["idle_ns"]), True
 
 
-def _scopes(res: TimelineResult) -> list[tuple[str, str, str, list[dict], int]]:
-    """(label, name, verdict, causes, steady steps) of every scope that is judged: each step family, else the window
-    (one "step")."""
+def _scopes(res: TimelineResult) -> list[tuple[str, str, str, list[dict], int, list[dict]]]:
+    """(label, name, verdict, causes, steady steps, host-frames rows) of every scope that is judged: each step family,
+    else the window (one "step")."""
     if res.families:
         return [(f"`{f['name']}`", f["name"], f["verdict"], f.get("causes") or [],
-                 max(f["count"] - f["warmup_steps"], 1)) for f in res.families]
-    return [("the profiled window", WINDOW_SCOPE, res.verdict, res.causes, 1)]
+                 max(f["count"] - f["warmup_steps"], 1), f.get("host_frames") or []) for f in res.families]
+    return [("the profiled window", WINDOW_SCOPE, res.verdict, res.causes, 1, [])]
 
 
 def _host_frames_finding(add, c: dict, label: str, verdict: str, share: float, cost: dict, work: str,
@@ -202,16 +203,18 @@ def findings(res: TimelineResult) -> list[Finding]:
 
     sync_top = []
     work = workload(res)
-    for label, scope, verdict, causes, n_steady in _scopes(res):
+    for label, scope, verdict, causes, n_steady, rows in _scopes(res):
         fix = launch_fix(work, res.in_use, res.graphs, scope)
         if verdict not in ("cpu-bound", "mixed") or not causes:
             continue
         idle_total = sum(c["idle_ns"] for c in causes) or 1.0
         causes, folded = _launch_with_model_host_time(causes)
+        host_found = False
         for c in causes:
             share = c["idle_ns"] / idle_total
             if share < 0.2 or c["idle_ns"] <= 0:
                 continue
+            host_found = host_found or c["kind"] in ("host-range", "launch-overhead")
             cost = {scope: c["idle_ns"] / n_steady}
             if folded and c["kind"] == "host-range" and _is_model_call(c["name"]):
                 continue  # the model's own launching: the launch-bound finding holds it (and its fix)
@@ -241,6 +244,14 @@ def findings(res: TimelineResult) -> list[Finding]:
                     "pageable-host-copies", "medium", f"Pageable host-to-device copies stall {label}",
                     c["detail"], "Pin the source: `DataLoader(..., pin_memory=True)` or `tensor.pin_memory()`, "
                     "then `x.to('cuda', non_blocking=True)`.", c["idle_ns"], []), cost)
+        row = top_host_row(rows)
+        if not host_found and row is not None and row["share"] >= 0.2:
+            # The headline's host cause (its host-frames row: one frame, whichever ranges its samples fell in) gets its
+            # finding, where each range it spans is under the bar: two H200s, FSDP2, a rank host-bound in the backward
+            # (34% of its time without compute in one frame, 18% in its largest range) had a headline and no fix.
+            c = {"name": frame_words(row), "idle_ns": row["idle_ns"], "frames": [row],
+                 "topics": {row["topic"]: 1.0} if row.get("topic") else {}, "samples": row.get("samples", 0)}
+            _host_frames_finding(add, c, label, verdict, row["share"], {scope: row["idle_ns"] / n_steady}, work, fix)
     sync = res.sync
     if sync.get("calls"):
         top = ", ".join(f"{n} ×{v['calls']}" for n, v in sorted(sync["by_name"].items(), key=lambda x: -x[1]["calls"]))
