@@ -15,6 +15,7 @@ from .idle import frame_words
 from .idle.causes import top_host_row
 from .steps.steady import BEFORE_WINDOW
 
+FINDING_SHARE = 0.2  # a cause (or a host-frames row) holding this share of a scope's idle time gets a finding
 DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)
 
 
@@ -212,7 +213,7 @@ def findings(res: TimelineResult) -> list[Finding]:
         host_found = False
         for c in causes:
             share = c["idle_ns"] / idle_total
-            if share < 0.2 or c["idle_ns"] <= 0:
+            if share < FINDING_SHARE or c["idle_ns"] <= 0:
                 continue
             host_found = host_found or c["kind"] in ("host-range", "launch-overhead")
             cost = {scope: c["idle_ns"] / n_steady}
@@ -245,10 +246,11 @@ def findings(res: TimelineResult) -> list[Finding]:
                     c["detail"], "Pin the source: `DataLoader(..., pin_memory=True)` or `tensor.pin_memory()`, "
                     "then `x.to('cuda', non_blocking=True)`.", c["idle_ns"], []), cost)
         row = top_host_row(rows)
-        if not host_found and row is not None and row["share"] >= 0.2:
-            # The headline's host cause (its host-frames row: one frame, whichever ranges its samples fell in) gets its
-            # finding, where each range it spans is under the bar: two H200s, FSDP2, a rank host-bound in the backward
-            # (34% of its time without compute in one frame, 18% in its largest range) had a headline and no fix.
+        if not host_found and row is not None and row["share"] >= FINDING_SHARE:
+            # The top host-frames row (one frame, whichever ranges its samples fell in; the headline's host cause where
+            # the first cause is the host's) gets its finding where each range it spans is under the bar: two H200s,
+            # FSDP2, a rank host-bound in the backward (34% of its time without compute in one frame, 18% in its
+            # largest range) had a headline and no fix.
             c = {"name": frame_words(row), "idle_ns": row["idle_ns"], "frames": [row],
                  "topics": {row["topic"]: 1.0} if row.get("topic") else {}, "samples": row.get("samples", 0)}
             _host_frames_finding(add, c, label, verdict, row["share"], {scope: row["idle_ns"] / n_steady}, work, fix)
