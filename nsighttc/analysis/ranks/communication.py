@@ -78,6 +78,7 @@ def waiting_words(dist: dict) -> str:
     if not tr or tr["waiting_per_step_ns"] < STRAGGLER_MIN_NS:
         return ""
     return (f"; of the {duration(tr['exposed_per_step_ns'])} per step exposed (mean over ranks), "
-            f"{duration(tr['transfer_per_step_ns'])} is transfers (the least any rank waited, step by step) and "
-            f"{duration(tr['waiting_per_step_ns'])} the ranks waiting for each other's work, which overlapping "
+            f"at most {duration(tr['transfer_per_step_ns'])} is transfers (the least any rank waited, step by step) "
+            f"and at least {duration(tr['waiting_per_step_ns'])} the ranks waiting for each other's work, which "
+            "overlapping "
             "cannot hide")

@@ -157,7 +157,8 @@ def distributed_headline(doc: dict) -> str | None:
     tr = d.get("exposed_transfer") or {}
     # (what of it overlapping could hide: the transfers; the rest is the ranks waiting for each other's work, said
     # from 1 ms a step, as the findings' ``ranks.communication.waiting_words``)
-    split = (f"; {ns(tr['transfer_per_step_ns'])} per step of it transfers, the rest the ranks waiting for each other"
+    split = (f"; at most {ns(tr['transfer_per_step_ns'])} per step of it transfers, the rest the ranks waiting for "
+             "each other"
              if tr and tr.get("waiting_per_step_ns", 0.0) >= 1e6 else "")
     comm = (f"communication not overlapped by compute: {pct(ex, 0)} of step time (mean over ranks{split})"
             if ex is not None else "no communication measured")
