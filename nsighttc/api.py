@@ -255,6 +255,10 @@ def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
         shown, why_shown = min(results), "the lowest rank"
     sv = m.verdict(shown)
     low = sv if min(results) == shown else m.verdict(min(results))
+    shown_tl, apart = ranks_mod.waits_apart(sv.timeline, next((r for r in rows if r["rank"] == shown), None), dist) \
+        if sv.timeline is not None else (None, None)
+    if apart:
+        dist["headline_waits_apart"] = apart
     compacted = _concat(compacted_batches)
     summary = tensor_cores.rollup(tensor_cores.compact(compacted), yes_threshold=kwargs["yes_threshold"])
     kernel_rows = kernel_batches[0] if len(kernel_batches) == 1 else tensor_cores.combine_kernel_rows(kernel_batches)
@@ -272,7 +276,7 @@ def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
                     f"{shown}'s ({why_shown}); the Tensor Core numbers cover every rank")
     dist["timeline_rank"], dist["timeline_rank_why"] = shown, why_shown
     inputs += [i for i in low.inputs if i["kind"] in ("ncu-csv", "ncu-rep")]
-    v = Verdict(inputs, sv.device, summary, kernel_rows, sv.ranges, found, low.launches, warnings, sv.timeline)
+    v = Verdict(inputs, sv.device, summary, kernel_rows, sv.ranges, found, low.launches, warnings, shown_tl)
     v.ranks = [ranks_mod.public(r) for r in rows]
     v.distributed = dist
     return with_gains(v)

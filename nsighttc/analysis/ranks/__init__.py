@@ -13,6 +13,7 @@ function of them, testable without any trace. One module a question:
 - ``communication``: what the ranks' exposed communication is made of (transfers, waiting for each other, the sharded
   collectives);
 - ``job_findings``: the job's findings from all of it;
+- ``headline``: the headline's cause with the shown rank's waits for the others set apart from its transfers;
 and here: which ranks are complete, the job's ``distributed`` verdict, and the rank its headline is judged on.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..rank_rows import COMPUTE, failed_row, rank_row  # noqa: F401 - (a rank's row: what the reduce reads)
 from .communication import FSDP_KNOBS, exposed_transfers, hideable, sharded_exposure  # noqa: F401
+from .headline import waits_apart  # noqa: F401
 from .job_findings import findings  # noqa: F401
 from .straggler import (STRAGGLER_MIN_NS, STRAGGLER_MIN_SHARE, imbalance, lag_by_step,  # noqa: F401
                         own_excess)
