@@ -4,10 +4,12 @@ The headline is judged on the rank the others wait for (``shown_rank``). Where t
 a step (rank 0 behind in the forward, rank 1 in the backward), that rank waits in communication too, and its own
 timeline's first cause is "waiting in communication": the headline then said "communication-bound" although what
 held the job was each rank's own work in turn, and overlapping the collectives could hide only their transfers. Two
-H200s, the even FSDP2 job, call 12: 2 of 12 runs ("no consistent straggler") read so on the rank the others wait for
-(reports/profile_overhead/torchrun_cost/2026-11-27). The job's split (``communication.exposed_transfers``: step by
-step, the least any rank waited bounds the transfers from above) says how much of that rank's exposed communication
-can be transfers; only that part competes with its other causes for the headline. The rest still counts in the time
+H200s, the even FSDP2 job: 2 of 12 runs ("no consistent straggler") read so on the rank the others wait for in
+call 12, 3 of 8 in call 16; with this, call 16's 8 said "CPU-bound: host busy"
+(reports/profile_overhead/torchrun_cost/2026-11-27, ``tests/fixtures/fsdp/turns_cached``). The job's split
+(``communication.exposed_transfers``: step by step, the least any rank waited bounds the transfers from above) says how
+much of that rank's exposed communication can be transfers; only that part competes with its other causes for the
+headline. The rest still counts in the time
 without compute (the shares keep their denominator) and is said after the cause.
 """
 from __future__ import annotations
@@ -16,9 +18,10 @@ from ..timeline import idle
 
 
 def waits_apart(tl: dict, row: dict | None, dist: dict) -> tuple[dict, dict | None]:
-    """``tl`` (the shown rank's timeline, as its verdict holds it) with its headline cause judged with its waits for the other ranks
-    set apart, and what was done (None, and ``tl`` as it is, where its first cause is not communication, the split or
-    its own exposed communication is not known, or the transfers alone still come first)."""
+    """``tl`` (the shown rank's timeline, as its verdict holds it) with its headline cause judged with its waits for
+    the other ranks set apart, and what was done (None, and ``tl`` as it is, where its first cause is not
+    communication, the split or its own exposed communication is not known, or the transfers alone still come
+    first)."""
     causes = list(tl.get("causes") or [])
     split = dist.get("exposed_transfer")
     own = row.get("exposed_comm_per_step_ns") if row else None
