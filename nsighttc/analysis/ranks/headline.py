@@ -9,8 +9,8 @@ call 12, 3 of 8 in call 16; with this, call 16's 8 said "CPU-bound: host busy"
 (reports/profile_overhead/torchrun_cost/2026-11-27, ``tests/fixtures/fsdp/turns_cached``). The job's split
 (``communication.exposed_transfers``: step by step, the least any rank waited bounds the transfers from above) says how
 much of that rank's exposed communication can be transfers; only that part competes with its other causes for the
-headline. The rest still counts in the time
-without compute (the shares keep their denominator) and is said after the cause.
+headline. The rest still counts in the time without compute (the shares keep their denominator) and is said after the
+cause.
 """
 from __future__ import annotations
 
