@@ -698,6 +698,8 @@ def test_the_headline_rank_s_waits_for_the_other_ranks_are_not_its_communication
     waited = apart["communication_share"] - apart["transfer_share"]
     assert f"{100 * waited:.0f}% of that time is this rank waiting in communication" in bound
     assert v.findings[0].id == "host-bound-model-code" and "fsdp2_train.py:148" in v.findings[0].title
+    assert (f"The headline's cause is rank 1's first cause once its waits for the other ranks are set apart: "
+            f"{100 * apart['communication_share']:.0f}% of its time without compute is communication") in render(doc)
     import jsonschema
     jsonschema.validate(json.loads(json.dumps(doc)), json.loads(
         (Path(ranks_mod.__file__).parents[2] / "schema" / "verdict-1.json").read_text()))

@@ -187,6 +187,14 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
             out += [f"No consistent straggler: {d['no_consistent_straggler']['note']}.", ""]
         if d.get("not_waited_for"):
             out += [f"No straggler: {d['not_waited_for']['note']}.", ""]
+        w = d.get("headline_waits_apart")
+        if w:  # (analysis/ranks/headline.py)
+            out += [f"The headline's cause is rank {w['rank']}'s first cause once its waits for the other ranks are "
+                    f"set apart: {pct(w['communication_share'], 0)} of its time without compute is communication; "
+                    f"at most {pct(w['transfer_share'], 0)} of that time can be transfers (the least any rank waited, "
+                    f"step by step), and the rest, {pct(w['communication_share'] - w['transfer_share'], 0)}, is it "
+                    "waiting for the other ranks' work, which overlapping cannot hide. Its own row's first cause is "
+                    "that communication.", ""]
         out += [f"Rank {r['rank']} is left out of the job's verdict: {r['reason']}." for r in
                 d.get("incomplete_ranks") or []] + ([""] if d.get("incomplete_ranks") else [])
     inf = (tl or {}).get("inference")
