@@ -31,7 +31,7 @@ def waits_apart(tl: dict, row: dict | None, dist: dict) -> tuple[dict, dict | No
     share = min(1.0, split["transfer_per_step_ns"] / own)   # of this rank's exposed communication: transfers at most
     transfers = dict(comm, idle_ns=comm["idle_ns"] * share)
     ranked = sorted([*causes[1:], transfers], key=lambda c: -c["idle_ns"])
-    if ranked[0] is transfers or ranked[0]["idle_ns"] <= 0:
+    if ranked[0] is transfers:
         return tl, None
     waiting = dict(comm, idle_ns=comm["idle_ns"] - transfers["idle_ns"])   # in the total, never the first cause
     fams = tl.get("step_families") or []
