@@ -123,3 +123,26 @@ def test_the_headline_by_rank_script_reads_the_committed_call_12_reports():
     counts = r.stdout.split("counts:")[1]
     assert "runs_ddp_compiled            headline                     4  communication-bound" in counts
     assert "runs_ddp_compiled            rank the others wait for    12  launch overhead" in counts
+
+
+def test_the_spy_phases_probe_reads_the_committed_call_17_stacks(tmp_path):
+    """The numbers behind ``runtime.group_backends``' docstring: py-spy of two H200s' DDP ResNet-50 runs (call 17), each
+    cached run's ranks collecting the whole heap after their program for 0.20-0.27 s (``_let_go``), torch.profiler's
+    stop in C++ (its one Python frame, ``_disable_profiler``'s line), and the plain ranks importing torch in the
+    program itself (the cached ranks in the launcher)."""
+    import importlib.util
+    import tarfile
+    tgz = ROOT / "reports" / "profile_overhead" / "torchrun_cost" / "2026-11-27" / "call17_spy_raw.tgz"
+    with tarfile.open(tgz) as tf:
+        tf.extractall(tmp_path, filter="data")
+    spec = importlib.util.spec_from_file_location("spy_phases", ROOT / "benchmarks/probes/spy_phases.py")
+    spy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(spy)
+    def ranks(side: str) -> list:
+        runs = [spy.read(tmp_path / f"spy_{side}_{n}.txt.gz", "ddp_train.py", 100) for n in range(1, 5)]
+        return [c for run in runs for c in run.values()]
+    cached, plain = ranks("cached"), ranks("plain")
+    assert len(cached) == len(plain) == 8  # two ranks a run
+    assert all(0.1 <= c["launch:_let_go"] <= 0.3 for c in cached), [c["launch:_let_go"] for c in cached]
+    assert all(c["launch:main+profiler:profile.__exit__"] >= 0.1 for c in cached)
+    assert all(c["prog:main:66"] > 0.5 and "launch:_let_go" not in c for c in plain)

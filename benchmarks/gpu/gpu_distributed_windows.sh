@@ -9,7 +9,8 @@
 #   ROUNDS=5 by default, and a cached run with TEARDOWN_CUPTI=1), cost50f (FSDP2 alone, ROUNDS=3 by default),
 #   drop50 (a first run's other ranks drop their recording before the window: the DDP straggler first and cached,
 #   FSDP2 with extra host work on rank 1, then the costs byte-compiled: DDP_ROUNDS (4) of DDP, FSDP_ROUNDS (3) of
-#   FSDP2). COMPILED=1: the overhead rounds run in a byte-compiled environment (gpu_profile_overhead.py --compiled).
+#   FSDP2), hold50 (the cached runs' changes of the ninth session: the same verdicts, first and cached, then ROUNDS
+#   (4) byte-compiled rounds of DDP and FSDP2). COMPILED=1: the overhead rounds run in a byte-compiled environment (gpu_profile_overhead.py --compiled).
 #   - DDP straggler (rank 1 sleeps 30 ms a step), 20 steps: the program ends inside its window. A plain run, the
 #     default first run (empty evidence cache) and the cached run: both ranks' windows whole, rank 1 named.
 #   - FSDP2, even ranks, first run: same_work true, any straggler's gain within its own excess.
@@ -141,6 +142,22 @@ drop50|fork50)  # the other ranks of a first run drop their recording before the
     "${FSDP[@]}" --extra-host-rank 1 --extra-host-ms 30; look fsdp_extra_first
   COMPILED=1 overhead drop50 "${DDP_ROUNDS:-4}" ddp
   COMPILED=1 overhead drop50 "${FSDP_ROUNDS:-3}" fsdp2
+  ;;
+hold50)   # the cached run's sampler held until the window and NCCL ranks let go as plain runs are (ninth session):
+          # the DDP straggler ending inside its window (first, cached), FSDP2 with extra host work on rank 1 (first,
+          # cached: its frame from the window's samples alone), then the costs byte-compiled, DDP and FSDP2 together
+  profile ddp_straggler20_first 150 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_first
+  profile ddp_straggler20_cached 120 -- "${TR[@]}" "${DDP[@]}"; look ddp_straggler20_cached
+  FX=(python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29544 "${FSDP[@]}" --extra-host-rank 1
+      --extra-host-ms 30)
+  profile fsdp_extra_first 200 -- "${FX[@]}"; look fsdp_extra_first
+  profile fsdp_extra_cached 150 -- "${FX[@]}"; look fsdp_extra_cached; keep fsdp_extra_cached
+  for r in "$W"/runs_fsdp_extra_cached/*/rank*/; do
+    [ -f "$r/host_samples.json" ] && gzip -c "$r/host_samples.json" > "$W/fix/fsdp_extra_cached/$(basename "$r")/host_samples.json.gz"
+  done
+  grep -h "process groups" "$W"/runs_*/*/torch*.log 2>/dev/null | sed 's/^.*nsighttc.launch/nsighttc.launch/' | sort | uniq -c >> "$S"
+  echo "host samples held until the window: $(grep -l 'sampled_from' "$W"/runs_*/*/rank*/host_samples.json 2>/dev/null | wc -l) of $(ls "$W"/runs_*/*/rank*/host_samples.json 2>/dev/null | wc -l) files" >> "$S"
+  COMPILED=1 overhead hold50 "${ROUNDS:-4}" ddp fsdp2
   ;;
 verify50)
   plain ddp_straggler20 "${TR[@]}" "${DDP[@]}"

@@ -15,6 +15,8 @@ round, alternating (after one first run fills the evidence cache):
              exit code, then hung (the run was stopped by the call's limit 540 s later). Kineto's teardown waits
              for the program's next CUDA call (pytorch/kineto#1554), which a program at its end never makes.
   nosamples  the same with ``--no-host-samples``
+  switch5    the same with the host sampler leaving the interpreter's switch interval at Python's 5 ms
+             (``NSIGHTTC_SAMPLER_SWITCH_MS=5``; the sampler's own is 0.5 ms)
   steps10    the same with ``--steps 10`` (a window of 10 steps instead of the default's)
   launcher   each rank run by ``python -m nsighttc.runtime.launch --annotate script -- SCRIPT`` (torchrun's ``-m``):
              the launcher and its step hooks without a profiler, a window or the profile command around the job
@@ -55,6 +57,8 @@ VARIANTS = {
     "cached": ([], {}),
     "teardown": ([], {"TEARDOWN_CUPTI": "1"}),
     "nosamples": (["--no-host-samples"], {}),
+    # the host sampler with Python's own switch interval (5 ms) instead of its 0.5 ms (runtime.host_samples.SWITCH_ENV)
+    "switch5": ([], {"NSIGHTTC_SAMPLER_SWITCH_MS": "5"}),
     "steps10": (["--steps", "10"], {}),
     # each rank under nsighttc's launcher alone (its step hooks, no profiler, no window, no profile command)
     "launcher": (["--annotate", "script"], {}),
@@ -252,6 +256,11 @@ def main() -> int:
                          "everything with PYTHONPYCACHEPREFIX=DIR: an installed environment's start-up, where the lent "
                          "machine (PYTHONDONTWRITEBYTECODE=1, sympy and others shipped without .pyc) compiles them "
                          "from source in every process")
+    ap.add_argument("--spy", type=float, default=None, metavar="HZ",
+                    help="run the --spy-variants under `py-spy record --subprocesses --threads --idle "
+                         "--nonblocking` at HZ samples a second (raw stacks to OUT/spy_VARIANT_ROUND.txt.gz; "
+                         "benchmarks/probes/spy_phases.py reads them)")
+    ap.add_argument("--spy-variants", default="plain,cached")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -289,6 +298,10 @@ def main() -> int:
                 argv = profile + [str(runs), *opts, "--", *cmd]
             if v == "first_run":  # an empty evidence cache: a first run
                 extra = dict(extra, NSIGHTTC_CACHE_DIR=str(work / f"cache_first_{rnd}"))
+            spy = a.out / f"spy_{v}_{rnd}.txt"
+            if a.spy and v in a.spy_variants.split(","):
+                argv = ["py-spy", "record", "--subprocesses", "--threads", "--idle", "--nonblocking", "--rate",
+                        f"{a.spy:g}", "--format", "raw", "-o", str(spy), "--", *argv]
             r = run_one(argv, dict(base, **extra), stamps, a.out / f"{v}_{rnd}.log", a.timeout,
                         beside=[[sys.executable, *h] for h in HELPERS_LOAD] if v == "plain_loaded" else None)
             if v not in PLAIN + LAUNCHER:
@@ -296,6 +309,12 @@ def main() -> int:
             else:
                 r["lines"] = [x.strip() for x in (a.out / f"{v}_{rnd}.log").read_text(errors="replace").splitlines()
                               if "ms/step" in x]
+            if spy.exists():
+                import gzip
+                import shutil
+                with spy.open("rb") as src, gzip.open(f"{spy}.gz", "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                spy.unlink()
             results.append({"variant": v, "round": rnd, **r})
             print(f"{v} round {rnd}: {r['total_s']} s rc {r['rc']}", flush=True)
             (a.out / "torchrun_cost.json").write_text(json.dumps(results, indent=1))  # kept if a later run hangs

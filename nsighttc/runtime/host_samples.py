@@ -50,6 +50,10 @@ ANCHOR_EVERY_S = 0.25
 # (benchmarks/host_frames_check.py bias). The interval only matters when a thread waits for the lock: the program's
 # own threads switch as before unless two of them are busy in Python at once.
 SWITCH_INTERVAL_S = 0.0005
+# An experiment's switch (benchmarks/probes/gpu_torchrun_cost_probe.py, variant ``switch5``): the interval while
+# sampling, in milliseconds, instead of ``SWITCH_INTERVAL_S`` (5: Python's own, the program's lock handed over as
+# without the sampler). Does the shorter interval cost a launch-bound rank's steps?
+SWITCH_ENV = "NSIGHTTC_SAMPLER_SWITCH_MS"
 MAX_DEPTH = 128                  # frames kept per stack, from the innermost
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 
@@ -90,20 +94,41 @@ class Sampler:
         self.main_ident = threading.main_thread().ident
         self._thread = threading.Thread(target=self._run, name="nsighttc-host-samples", daemon=True)
         self.budget = COST_BUDGET               # the share of the time the sampler may take (``in_window``)
+        self._go = threading.Event()            # set: sampling (``hold`` leaves it unset until ``release``)
+        self._switch = None
 
     # --- in the program ---------------------------------------------------------------------------
-    def start(self) -> "Sampler":
+    def start(self, hold: bool = False) -> "Sampler":
+        """Start the sampling thread; with ``hold``, it samples nothing until ``release`` (the first window)."""
         self.started_ns = time.perf_counter_ns()
-        self._switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch, SWITCH_INTERVAL_S))
+        if not hold:
+            self.release()
         self._thread.start()
         return self
 
+    @property
+    def sampling(self) -> bool:
+        return self._go.is_set()
+
+    def release(self) -> None:
+        """Begin sampling (a held sampler: at the first window's start, ``in_window``)."""
+        if self._go.is_set() or self._stop.is_set():
+            return
+        self.started_ns = time.perf_counter_ns()
+        self._switch = sys.getswitchinterval()
+        try:
+            interval = float(os.environ[SWITCH_ENV]) / 1e3 if os.environ.get(SWITCH_ENV) else SWITCH_INTERVAL_S
+        except ValueError:
+            interval = SWITCH_INTERVAL_S
+        sys.setswitchinterval(min(self._switch, interval))
+        self._go.set()
+
     def stop(self) -> None:
         self._stop.set()
+        self._go.set()  # (a held sampler's thread wakes, sees the stop and ends)
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=1.0)
-        if getattr(self, "_switch", None) is not None:
+        if self._switch is not None:
             sys.setswitchinterval(self._switch)
             self._switch = None
 
@@ -134,6 +159,7 @@ class Sampler:
         #                            the program's own turns whenever it takes the interpreter back mid-sample)
         pause = self.interval_s
         typical = 0.0  # a sample's CPU time, smoothed
+        self._go.wait()  # (held until the first window: ``start(hold=True)``)
         while not wait(pause):
             c0 = cpu()
             t = time.perf_counter_ns()
@@ -292,7 +318,7 @@ def maybe_anchor(open_mark) -> None:
     """A clock mark from the main thread, at most every ``ANCHOR_EVERY_S``: the step hooks call it at each of their
     marks with their ``OpenMark`` (NVTX and ``record_function`` as the step marks are drawn)."""
     global _next_main_anchor
-    if not _ACTIVE or threading.get_ident() != _ACTIVE[0].main_ident:
+    if not _ACTIVE or not _ACTIVE[0].sampling or threading.get_ident() != _ACTIVE[0].main_ident:
         return
     t = time.perf_counter_ns()
     if t >= _next_main_anchor:
@@ -300,16 +326,27 @@ def maybe_anchor(open_mark) -> None:
         _ACTIVE[0].anchor(lambda name: open_mark(name).close())
 
 
-def start(path: Path, interval_s: float = INTERVAL_S, facts: dict | None = None) -> Sampler:
-    s = Sampler(path, interval_s, facts=facts).start()
+def start(path: Path, interval_s: float = INTERVAL_S, facts: dict | None = None, hold: bool = False) -> Sampler:
+    """Sample the program's stacks from now, or with ``hold`` from its first window's start (``in_window``): where
+    the recording itself starts there (``--record-from window``, a cached run), a sample before it falls in no
+    recorded time and the analysis places none of them (``analysis.timeline.host_frames`` reads the samples in the
+    recording's idle GPU time only), while each one still took the interpreter's lock from the program's start-up.
+    Two H200s, FSDP2 cached runs (tests/fixtures/fsdp/turns_cached): ~1,000 samples a rank over 7 s, 75-80 ms of the
+    sampler's CPU, most of them before the window. (Not a speed-up one can see in a whole run: DDP ResNet-50 cached
+    runs without any samples were no faster, reports/profile_overhead/torchrun_cost call 19.)"""
+    s = Sampler(path, interval_s, facts={**(facts or {}), **({"sampled_from": "the first window"} if hold else {})})
+    s.start(hold=hold)
     _ACTIVE.append(s)
     return s
 
 
 def in_window(on: bool) -> None:
-    """A window of steady steps starts (``on``) or ends: the active sampler spends ``WINDOW_COST_BUDGET`` there."""
+    """A window of steady steps starts (``on``) or ends: the active sampler spends ``WINDOW_COST_BUDGET`` there (a
+    held one begins sampling at the first)."""
     for s in _ACTIVE:
         s.budget = WINDOW_COST_BUDGET if on else COST_BUDGET
+        if on:
+            s.release()
 
 
 def flush() -> None:

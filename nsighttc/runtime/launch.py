@@ -150,9 +150,15 @@ _PROGRAM_LEFT: list = []
 def _let_go(ended_at: float) -> None:
     """A rank of a distributed job, whose process groups own worker threads: free what the program left behind
     (``_PROGRAM_LEFT``), ``SETTLE_S`` after its end at the soonest. A single process keeps it until the interpreter
-    exits, as a plain run of the program does (and is not kept waiting)."""
+    exits, as a plain run of the program does (and is not kept waiting), and so does a rank whose groups were all
+    NCCL's (``group_backends``: the settle and the collection are gloo's)."""
     from .rankexec import world_size
     if "torch.distributed" not in sys.modules or world_size() <= 1:
+        return
+    from . import group_backends
+    if group_backends.nccl_only():
+        say(f"nsighttc.launch: process groups {', '.join(sorted(group_backends.SEEN))}: what the program left "
+            "is freed as the interpreter exits")
         return
     import gc
     time.sleep(max(0.0, SETTLE_S - (time.perf_counter() - ended_at)))
@@ -189,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
             return 130
     from . import annotate
 
+    from .rankexec import world_size
+    if world_size() > 1:  # (what ``_let_go`` asks at the end: the groups' backends, seen as the program ends them)
+        from . import group_backends
+        from .after_import import when_imported
+        when_imported("torch.distributed", group_backends.install)
     marks = None
     if ns.step_marks == "on":
         from . import steps
@@ -198,7 +209,6 @@ def main(argv: list[str] | None = None) -> int:
     if ns.window or ns.cuda_profiler:
         from . import window as windows
         recorder = windows.CudaProfilerRecorder() if ns.cuda_profiler else windows.Recorder()
-        from .rankexec import world_size
         from .window_ranks import RankAgreement
         ranks = RankAgreement() if world_size() > 1 else None  # one window for every rank of a distributed job
         window = gate.WINDOW[0] = windows.Window(warmup=ns.window_warmup, steps=ns.window_steps,
@@ -299,8 +309,10 @@ def main(argv: list[str] | None = None) -> int:
                     start=start_recording if from_window else None, sessions=sessions)
         if ns.host_samples is not None:
             from . import host_samples
+            # (a recording that starts at the first window: the samples from there on, host_samples.start says why)
+            held = ns.torch_trace is not None and ns.record_from == "window" and window is not None and window.enabled
             host_samples.start(ns.host_samples, (ns.sample_interval_ms or host_samples.INTERVAL_S * 1e3) / 1e3,
-                               facts={"profiler_records": host_samples.what_is_recorded(ns)})
+                               facts={"profiler_records": host_samples.what_is_recorded(ns)}, hold=held)
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())

@@ -636,6 +636,25 @@ def test_a_rank_with_extra_host_work_is_named_with_about_that_excess():
     assert d["same_work"] is True
 
 
+def test_a_cached_runs_samples_from_its_window_alone_name_the_stragglers_frame():
+    """FSDP2, rank 1 with 30 ms of host work a step, cached run (``extra_cached``): each rank's host sampler was held
+    until the window, where the recording itself starts (``runtime.host_samples.start(hold=True)``), so no sample
+    was taken in the 9.8 s of start-up before it. Those samples alone still name rank 1 and its frame, the line of
+    its extra work (``wrappers/fsdp2_train.py:145``), as the first run's did from samples taken from the start."""
+    import gzip
+    import json
+    for r in (0, 1):
+        doc = json.loads(gzip.open(FSDP / "extra_cached" / f"rank{r}" / "host_samples.json.gz").read())
+        assert doc["host"]["sampled_from"] == "the first window" and len(doc["t"]) > 100
+    v = analyze([FSDP / "extra_cached"], jobs=1)
+    d = v.distributed
+    s = d["straggler"]
+    assert s["rank"] == 1 and s["kind"] == "host" and d["same_work"] is True and d["incomplete_ranks"] == []
+    assert 20e6 < s["own_excess_ns"] < 40e6, s
+    assert (s.get("host_frames_excess") or [{}])[0].get("frame", "").endswith("(wrappers/fsdp2_train.py:145)"), s
+    assert v.timeline["host_frames"]["samples"] > 50
+
+
 def test_a_rank_the_others_did_not_wait_for_is_no_straggler(fsdp_even_cached):
     """The same FSDP2 job with identical ranks, cached run (``even_cached``, its host samples kept gzipped beside each
     trace): rank 1's step less its waits is 35 ms longer than rank 0's, yet rank 0's host blocked only 0.56 ms more per

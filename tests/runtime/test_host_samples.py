@@ -298,3 +298,80 @@ def test_without_step_hooks_the_programs_own_ranges_anchor_the_clock(tmp_path):
     inside = (i >= 0) & (t <= en[np.clip(i, 0, None)] + 2e6)
     loop = (t >= st[0]) & (t <= en[-1])
     assert loop.sum() >= 10 and inside[loop].mean() > 0.9  # the loop sleeps inside `work` nearly all the time
+
+
+def test_a_held_sampler_takes_nothing_and_leaves_the_switch_interval_until_released(tmp_path):
+    """A run recording from its first window (a cached run) holds the sampler until then: no sample, no clock mark,
+    and the interpreter's switch interval the program's own until the window starts (``in_window``)."""
+    import time
+    from nsighttc.runtime import host_samples
+    before = sys.getswitchinterval()
+    s = host_samples.start(tmp_path / "held.json", 0.002, hold=True)
+    try:
+        time.sleep(0.15)
+        assert len(s.t) == 0 and not s.sampling and sys.getswitchinterval() == before
+        host_samples.maybe_anchor(lambda name: None)  # the main thread's marks wait for the samples too
+        assert s.anchors == []
+        host_samples.in_window(True)
+        assert s.sampling and sys.getswitchinterval() == min(before, host_samples.SWITCH_INTERVAL_S)
+        deadline = time.monotonic() + 5
+        while len(s.t) < 3 and time.monotonic() < deadline:  # (its pause grows with a sample's cost: not 2 ms)
+            time.sleep(0.05)
+        assert len(s.t) >= 3
+    finally:
+        host_samples.finish()
+    assert sys.getswitchinterval() == before
+    doc = json.loads((tmp_path / "held.json").read_text())
+    assert doc["host"]["sampled_from"] == "the first window"
+
+
+STARTUP_THEN_STEPS = '''
+import time
+from nsighttc import annotate
+def start_up():
+    time.sleep(0.5)
+start_up()
+for i in range(40):
+    with annotate.step():
+        time.sleep(0.01)
+'''
+
+
+@pytest.mark.parametrize("record_from", ["window", "start"])
+def test_a_run_recording_from_its_window_samples_from_there(tmp_path, record_from):
+    """--record-from window: the program's start-up (0.5 s in ``start_up``) is in no recording, and no sample is taken
+    there; recorded from the start, it is sampled as before."""
+    pytest.importorskip("torch")
+    prog = tmp_path / "prog.py"
+    prog.write_text(STARTUP_THEN_STEPS)
+    samples = tmp_path / "host_samples.json"
+    r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--window", "--window-warmup", "3",
+                        "--window-steps", "20", "--window-end", "continue", "--record-from", record_from,
+                        "--torch-trace", str(tmp_path / "torch_trace.json"), "--host-samples", str(samples), "--",
+                        str(prog)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = hs_mod.read(samples)
+    fr = got.frames
+    in_start_up = {i for i, f in enumerate(fr["function"]) if f == "start_up"}
+    main = got.samples[got.samples["tid"] == got.main_tid]
+    n_start_up = sum(any(i in in_start_up for i in got.stacks[s]) for s in main["stack"])
+    assert len(main) > 5  # the steps are sampled either way
+    if record_from == "window":
+        assert n_start_up == 0
+    else:
+        assert n_start_up > 10
+
+
+def test_the_experiments_switch_interval_is_the_samplers_while_it_samples(tmp_path, monkeypatch):
+    """``NSIGHTTC_SAMPLER_SWITCH_MS`` (the cost probe's ``switch5`` variant): the interval the sampler sets instead of
+    its 0.5 ms, Python's own restored at its end; a value that is no number leaves the sampler's."""
+    from nsighttc.runtime import host_samples
+    before = sys.getswitchinterval()
+    for value, want in (("5", 0.005), ("fast", host_samples.SWITCH_INTERVAL_S)):
+        monkeypatch.setenv(host_samples.SWITCH_ENV, value)
+        host_samples.start(tmp_path / f"s{value}.json", 0.01)
+        try:
+            assert sys.getswitchinterval() == pytest.approx(min(before, want))
+        finally:
+            host_samples.finish()
+        assert sys.getswitchinterval() == before

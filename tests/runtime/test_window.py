@@ -374,7 +374,8 @@ def test_an_evaluation_before_training_is_no_window_the_training_loop_is(tmp_pat
 def test_the_host_sampler_spends_its_larger_budget_inside_the_window_only():
     """Issue 51: the samples the analysis ranks are the window's; the sampler samples more often there."""
     from nsighttc.runtime import host_samples
-    fake = type("S", (), {"budget": host_samples.COST_BUDGET})()
+    released = []
+    fake = type("S", (), {"budget": host_samples.COST_BUDGET, "release": lambda self: released.append(self.budget)})()
     host_samples._ACTIVE.append(fake)
     seen = []
     try:
@@ -394,6 +395,7 @@ def test_the_host_sampler_spends_its_larger_budget_inside_the_window_only():
     # the recorder hears of the start before the budget grows, of the end while it is still the window's
     assert seen == [("start", host_samples.COST_BUDGET), ("end", host_samples.WINDOW_COST_BUDGET)]
     assert fake.budget == host_samples.COST_BUDGET < host_samples.WINDOW_COST_BUDGET <= 0.05
+    assert released == [host_samples.WINDOW_COST_BUDGET]  # (a sampler held until the window begins sampling there)
 
 
 def test_a_known_programs_warm_up_ends_no_later_than_its_last_runs():
