@@ -40,12 +40,13 @@ def install() -> None:
     if getattr(original, "_nsighttc_notes", False):
         return
 
+    import functools
+
+    @functools.wraps(original)
     def destroy_process_group(*args, **kwargs):
         note()
         return original(*args, **kwargs)
     destroy_process_group._nsighttc_notes = True
-    destroy_process_group.__wrapped__ = original
-    destroy_process_group.__doc__ = original.__doc__
     dist.destroy_process_group = destroy_process_group
     try:
         from torch.distributed import distributed_c10d
