@@ -126,10 +126,10 @@ def test_the_headline_by_rank_script_reads_the_committed_call_12_reports():
 
 
 def test_the_spy_phases_probe_reads_the_committed_call_17_stacks(tmp_path):
-    """The numbers behind ``runtime.group_backends``' docstring: py-spy of two H200s' DDP ResNet-50 runs (call 17), each
-    cached run's ranks collecting the whole heap after their program for 0.20-0.27 s (``_let_go``), torch.profiler's
-    stop in C++ (its one Python frame, ``_disable_profiler``'s line), and the plain ranks importing torch in the
-    program itself (the cached ranks in the launcher)."""
+    """The numbers behind ``runtime.group_backends``' docstring: py-spy of two H200s' DDP ResNet-50 runs (call 17),
+    each cached run's ranks collecting the whole heap after their program for 0.11-0.27 s (``_let_go``),
+    torch.profiler's stop in C++ (its one Python frame, ``_disable_profiler``'s line), and the plain ranks importing
+    torch in the program itself (the cached ranks in the launcher)."""
     import importlib.util
     import tarfile
     tgz = ROOT / "reports" / "profile_overhead" / "torchrun_cost" / "2026-11-27" / "call17_spy_raw.tgz"

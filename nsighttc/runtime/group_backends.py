@@ -4,9 +4,9 @@ launcher's settle and full collection before the interpreter exits (``launch._le
 Why: those are there for gloo, whose worker threads take the interpreter's lock (a gloo group destroyed with the lock
 held while one of them still released the job's last collective hung the rank; kept until the interpreter's exit,
 3 of 16 aborted: ``launch``'s comment). NCCL's threads are C++ only. A collection of the whole heap is not free: in
-two H200s' DDP ResNet-50 cached runs it took each rank 0.20-0.27 s after its program (py-spy, 4 runs,
-reports/profile_overhead/torchrun_cost), every rank at its end, added to a run of ~10 s. So a rank whose groups were
-all NCCL is let go as a plain run would be: the program's objects stay until the interpreter exits.
+two H200s' DDP ResNet-50 cached runs it took each rank 0.11-0.27 s (median 0.23) after its program (py-spy, 4 runs,
+reports/profile_overhead/torchrun_cost call 17), added to a run of ~10 s. So a rank whose groups were all NCCL is let
+go as a plain run would be: the program's objects stay until the interpreter exits.
 
 The groups are read where the program ends them (``destroy_process_group``, wrapped as the program imports
 ``torch.distributed``) and at the program's end; a rank that saw none is treated as gloo's (the settle and the

@@ -3,6 +3,7 @@
 a job of NCCL groups alone is let go as a plain run would be."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -22,12 +23,12 @@ print("SEEN", sorted(group_backends.SEEN), group_backends.nccl_only())
 
 
 def test_the_groups_are_read_as_the_program_destroys_them(tmp_path):
-    """A rank's program (WORLD_SIZE 2) destroys its gloo groups itself: the launcher saw them before they went, so
-    it keeps gloo's settle and collection for them."""
+    """A rank's program (the launcher told WORLD_SIZE 2, its group of one rank over a file) destroys its gloo groups
+    itself: the launcher saw them before they went, so it keeps gloo's settle and collection for them."""
     pytest.importorskip("torch")
     prog = tmp_path / "prog.py"
     prog.write_text(GLOO_PROGRAM)
-    env = {**__import__("os").environ, "WORLD_SIZE": "2", "RANK": "0"}
+    env = {**os.environ, "WORLD_SIZE": "2", "RANK": "0"}
     r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--annotate", "none", "--", str(prog)],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
