@@ -248,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     applied = None
     t_start = time.perf_counter()
     variant_ctx = contextlib.nullcontext()
+    # --record-from window: the profiler starts at the first window's start, and the host sampler with it
+    from_window = bool(ns.torch_trace) and ns.record_from == "window" and window is not None and window.enabled
     try:
         if ns.variant or ns.applied:
             from . import variants
@@ -270,7 +272,6 @@ def main(argv: list[str] | None = None) -> int:
                     config = ranges_config(trace_only is not None) or trace_only
                 return torch.profiler.profile(activities=acts, record_shapes=record_shapes, with_stack=False,
                                               **({"experimental_config": config} if config is not None else {}))
-            from_window = ns.record_from == "window" and window is not None and window.enabled
             # a first run whose window may come: the operators until it (their own trace), then the window's ranges
             windowed = window is not None and window.enabled and not from_window
             ops_until_window = ns.ops_trace is not None and ns.record_shapes and windowed
@@ -310,9 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         if ns.host_samples is not None:
             from . import host_samples
             # (a recording that starts at the first window: the samples from there on, host_samples.start says why)
-            held = ns.torch_trace is not None and ns.record_from == "window" and window is not None and window.enabled
             host_samples.start(ns.host_samples, (ns.sample_interval_ms or host_samples.INTERVAL_S * 1e3) / 1e3,
-                               facts={"profiler_records": host_samples.what_is_recorded(ns)}, hold=held)
+                               facts={"profiler_records": host_samples.what_is_recorded(ns)}, hold=from_window)
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())
