@@ -10,7 +10,8 @@
 #   drop50 (a first run's other ranks drop their recording before the window: the DDP straggler first and cached,
 #   FSDP2 with extra host work on rank 1, then the costs byte-compiled: DDP_ROUNDS (4) of DDP, FSDP_ROUNDS (3) of
 #   FSDP2), hold50 (the cached runs' changes of the ninth session: the same verdicts, first and cached, then ROUNDS
-#   (4) byte-compiled rounds of DDP and FSDP2). COMPILED=1: the overhead rounds run in a byte-compiled environment (gpu_profile_overhead.py --compiled).
+#   (4) byte-compiled rounds of DDP and FSDP2), last50 (the tenth session's: the window ending at the program's
+#   known last optimizer step, the launcher in rankexec's process; the verdicts, then ROUNDS (10) rounds of DDP). COMPILED=1: the overhead rounds run in a byte-compiled environment (gpu_profile_overhead.py --compiled).
 #   - DDP straggler (rank 1 sleeps 30 ms a step), 20 steps: the program ends inside its window. A plain run, the
 #     default first run (empty evidence cache) and the cached run: both ranks' windows whole, rank 1 named.
 #   - FSDP2, even ranks, first run: same_work true, any straggler's gain within its own excess.
@@ -158,6 +159,20 @@ hold50)   # the cached run's sampler held until the window and NCCL ranks let go
   grep -h "process groups" "$W"/runs_*/*/torch*.log 2>/dev/null | sed 's/^.*nsighttc.launch/nsighttc.launch/' | sort | uniq -c >> "$S"
   echo "host samples held until the window: $(grep -l 'sampled_from' "$W"/runs_*/*/rank*/host_samples.json 2>/dev/null | wc -l) of $(ls "$W"/runs_*/*/rank*/host_samples.json 2>/dev/null | wc -l) files" >> "$S"
   COMPILED=1 overhead hold50 "${ROUNDS:-4}" ddp fsdp2
+  ;;
+last50)   # tenth session: a cached run's window ends with the optimizer step its program's last run ended after, and
+          # torch-engine ranks run the launcher in rankexec's process: the un-annotated DDP straggler ending inside its
+          # window (first, cached: the cached run's window ends at that step), FSDP2 with extra host work on rank 1
+          # (first, cached), then ROUNDS (10) byte-compiled rounds of DDP (the hooks' steps: where the change applies)
+  profile ddp_hooks_straggler_first 150 -- "${TR[@]}" "${DDP[@]}" --no-annotate; look ddp_hooks_straggler_first
+  profile ddp_hooks_straggler_cached 120 -- "${TR[@]}" "${DDP[@]}" --no-annotate; look ddp_hooks_straggler_cached
+  keep ddp_hooks_straggler_cached
+  grep -h '"program_end"\|"ended"' "$W"/runs_ddp_hooks_*/*/torch.stderr.log 2>/dev/null | sed 's/^.*nsighttc.launch/nsighttc.launch/' >> "$S"
+  FX=(python3 -m torch.distributed.run --nproc_per_node 2 --master_port 29544 "${FSDP[@]}" --extra-host-rank 1
+      --extra-host-ms 30)
+  profile fsdp_extra_first 200 -- "${FX[@]}"; look fsdp_extra_first
+  profile fsdp_extra_cached 150 -- "${FX[@]}"; look fsdp_extra_cached
+  COMPILED=1 overhead last50 "${ROUNDS:-10}" ddp
   ;;
 verify50)
   plain ddp_straggler20 "${TR[@]}" "${DDP[@]}"

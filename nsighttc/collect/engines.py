@@ -42,7 +42,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
     ``end`` (stop|continue), ``cuda_profiler`` (switch cudaProfilerStart/Stop: ncu --profile-from-start off),
     ``record_from`` ("window": torch.profiler records from the first window's start, ``--record-from``),
     ``warmup_max`` (an automatic warm-up ends after at most so many steps: ``--window-warmup-max``), ``steps_max``
-    (an automatic window holds at most so many: ``--window-steps-max``).
+    (an automatic window holds at most so many: ``--window-steps-max``), ``last_optimizer_step`` (the window ends with
+    the step of that optimizer step, after which the program's last run ended: ``--window-last-optimizer-step``).
     ``shapes_rank`` (a distributed job, with ``record_shapes``): only that rank records arguments; the others record
     as ``operators`` says. ``host_samples``: where the launcher writes the host's Python stack samples
     (``nsighttc.runtime.host_samples``; every ``sample_ms``)."""
@@ -60,6 +61,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
             argv += ["--window-warmup-max", str(int(window["warmup_max"]))]
         if window.get("steps_max") is not None:
             argv += ["--window-steps-max", str(int(window["steps_max"]))]
+        if window.get("last_optimizer_step") is not None:
+            argv += ["--window-last-optimizer-step", str(int(window["last_optimizer_step"]))]
     if host_samples is not None:
         argv += ["--host-samples", str(host_samples)]
         if sample_ms is not None:

@@ -205,15 +205,19 @@ class EvidenceCache:
         return len(g)
 
     def set_program(self, key: str, complete: bool, label: str, window: bool = False,
-                    window_warmup: int | None = None, window_steps: int | None = None) -> None:
+                    window_warmup: int | None = None, window_steps: int | None = None,
+                    window_last_optimizer_step: int | None = None) -> None:
         """``complete``: every kernel the program ran has its evidence here (or had its chance under ncu);
         ``window``: its timeline's window of steady steps started (its next run records from there);
         ``window_warmup``: after how many warm-up steps it started (the next run's window starts no later:
         ``profile.window.timeline_window``); ``window_steps``: how many steps that window was to hold (the next run's
-        holds no more)."""
+        holds no more); ``window_last_optimizer_step``: the step at which the program ended by itself inside that window (the
+        next run's window ends there: ``profile.window.timeline_window``)."""
         self._doc["programs"][key] = {"complete": bool(complete), "label": label, "window": bool(window),
                                       **({"window_warmup": int(window_warmup)} if window_warmup is not None else {}),
                                       **({"window_steps": int(window_steps)} if window_steps is not None else {}),
+                                      **({"window_last_optimizer_step": int(window_last_optimizer_step)}
+                                         if window_last_optimizer_step is not None else {}),
                                       "seen": _now()}
 
     def save(self) -> bool:

@@ -149,7 +149,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     # The cache knows every kernel and that the program had a window last time: record from the window's start.
     from_window = recorded_from_window(opts, record)
     tl = timeline_pass(replace(opts, record_shapes=may_replay), target, run_dir, from_window=from_window,
-                       warmup_max=(record or {}).get("window_warmup"), steps_max=(record or {}).get("window_steps"))
+                       warmup_max=(record or {}).get("window_warmup"), steps_max=(record or {}).get("window_steps"),
+                       last_optimizer_step=(record or {}).get("window_last_optimizer_step"))
     if tl is None:
         if ncu is None:
             raise UsageError("no engine can profile a non-Python command here: ncu and nsys were not found")

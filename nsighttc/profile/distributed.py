@@ -43,14 +43,14 @@ def rank_dirs(run_dir: Path) -> list[Path]:
 
 def launched_per_rank(target: Target) -> bool:
     """nsighttc itself started once per rank by the cluster's launcher (``srun nsighttc profile ...``)."""
-    from ..runtime.rankexec import world_size
+    from ..runtime.rank_env import world_size
     return not target.distributed and world_size() > 1
 
 
 def rank_run_dir(base: Path | None) -> Path:
     """``srun nsighttc profile --out runs/job ...``: each rank writes ``runs/job/rank<R>/`` (never an
     existing one), so that ``nsighttc analyze runs/job/`` finds every rank."""
-    from ..runtime.rankexec import current_rank
+    from ..runtime.rank_env import current_rank
     if base is None:
         raise UsageError("started as one rank of several (SLURM_PROCID/RANK and a world size > 1 are set): give "
                          "--out DIR, the job's directory every rank writes its rank<R>/ into")

@@ -176,12 +176,14 @@ def remember(out: Outcome, verdict, target: Target) -> None:
     ncu_had_its_chance = any(p.engine == "ncu" and p.returncode is not None for p in out.done)
     if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
         out.cache.add_unmeasured(list(dict.fromkeys(still["name"])), source)
-    from .window import had_window, warmup_seen, window_steps_seen
+    from .window import had_window, last_optimizer_step_seen, warmup_seen, window_steps_seen
     timed = [p for p in out.done if p.mode == "timeline" and had_window(p)]
     warmups = [warmup_seen(p.window_events) for p in timed]
     steps = [n for n in (window_steps_seen(p.window_events) for p in timed) if n]
+    last = [n for n in (last_optimizer_step_seen(p.window_events) for p in timed) if n]
     out.cache.set_program(out.program, still.empty or ncu_had_its_chance, target.label, window=bool(warmups),
-                          window_warmup=max(warmups) if warmups else None, window_steps=max(steps) if steps else None)
+                          window_warmup=max(warmups) if warmups else None, window_steps=max(steps) if steps else None,
+                          window_last_optimizer_step=max(last) if last else None)
     if out.cache.save():
         out.info["cached_now"] = added
     out.notes += [n for n in out.cache.notes if n not in out.notes]

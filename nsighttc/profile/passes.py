@@ -95,7 +95,9 @@ class Pass:
     @property
     def stopped_after_window(self) -> bool:
         """The launcher stopped the program itself, at the step that ended its window."""
-        return any(e.get("event") == "stop" or (e.get("event") == "end" and e.get("stop")) for e in self.window_events)
+        # (not a window that ended at the step where the program's last run ended: the program ends there by itself)
+        return any(e.get("event") == "stop" or (e.get("event") == "end" and e.get("stop") and not e.get("program_end"))
+                   for e in self.window_events)
 
     @property
     def exe(self) -> str:

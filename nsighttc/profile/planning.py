@@ -81,10 +81,12 @@ def has_torch(python: str) -> bool:
 
 
 def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: bool = False,
-                  warmup_max: int | None = None, steps_max: int | None = None) -> Pass | None:
+                  warmup_max: int | None = None, steps_max: int | None = None,
+                  last_optimizer_step: int | None = None) -> Pass | None:
     """torch.profiler for Python programs with torch (the cheapest timeline), else nsys, else None.
     ``from_window``: torch.profiler records from the window's start; ``warmup_max``: the last run's warm-up, where
-    this one's ends at the latest; ``steps_max``: the last run's window, the most this one holds
+    this one's ends at the latest; ``steps_max``: the last run's window, the most this one holds;
+    ``last_optimizer_step``: after how many optimizer steps the last run's program ended inside its window
     (``profile.window.timeline_window``)."""
     choice = opts.timeline_engine
     nsys = tools.find_or_none("nsys", opts.nsys) if choice in ("auto", "nsys") else None
@@ -115,7 +117,7 @@ def timeline_pass(opts: Options, target: Target, run_dir: Path, from_window: boo
         return None
     from .window import timeline_window
     window = timeline_window(opts, target.python_program, from_window=from_window and engine == "torch",
-                             warmup_max=warmup_max, steps_max=steps_max)
+                             warmup_max=warmup_max, steps_max=steps_max, last_optimizer_step=last_optimizer_step)
     # With the replay's arguments and a window: operators until the window, the window with the ranges only
     # (runtime.recording.OperatorsUntilWindow); the replay reads the first trace, the analysis the second.
     ops_trace = run_dir / OPS_TRACE_FILE if engine == "torch" and opts.record_shapes and window is not None \

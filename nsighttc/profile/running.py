@@ -27,9 +27,14 @@ def describe(e: dict, records: bool = True) -> str:
     if kind == "start":
         return (f"`{phase}` steady after {e.get('warmup')} warm-up steps ({e.get('median_ms')} ms/step): "
                 f"{'recording' if records else 'timing'} {e.get('steps')} steps")
+    if kind == "end" and e.get("program_end"):
+        return (f"`{phase}`: window {'recorded' if records else 'timed'} to step {e.get('step')}, with the optimizer "
+                "step the program's last run ended after; its end runs unrecorded")
     if kind == "end":
         return f"`{phase}`: window {'recorded' if records else 'timed'}" + \
             ("; stopping the program" if e.get("stop") else "; the program runs on")
+    if kind == "ended":
+        return f"`{phase}`: the program ended inside its window, after {e.get('optimizer_steps')} optimizer steps"
     if kind == "dropped":
         return "the program marks its own steps: the window of the hooks' steps is dropped"
     if kind == "stop":

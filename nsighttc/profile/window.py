@@ -12,16 +12,23 @@ pass's gate), what they said they did (``runtime.window``'s event lines), and ho
 from __future__ import annotations
 
 from ..runtime.unrecorded import BEFORE_WINDOW_MIN  # unrecorded warm-up steps enough for a median
+from ..record_format import HOOK_PHASE
 from .passes import Options, Pass
+
+HOOK_PHASE_NAME = "/".join(HOOK_PHASE)  # (the step hooks' phase, as the window's events name it)
 
 
 def timeline_window(opts: Options, python_program: bool, from_window: bool = False,
-                    warmup_max: int | None = None, steps_max: int | None = None) -> dict | None:
+                    warmup_max: int | None = None, steps_max: int | None = None,
+                    last_optimizer_step: int | None = None) -> dict | None:
     """The timeline launcher's window settings, or None (recorded whole). ``from_window``: torch.profiler records
     from the first window's start (``--record-from window``), not from the program's start. ``warmup_max``: the
     warm-up steps the program's last run waited for (the evidence cache's): an automatic warm-up ends there at the
     latest (``--window-warmup-max``); ``steps_max``: the steps its last run's window held, the most an automatic
-    window holds (``--window-steps-max``, ``runtime.window.Window._window_steps`` says why).
+    window holds (``--window-steps-max``, ``runtime.window.Window._window_steps`` says why). ``last_optimizer_step``:
+    after how many optimizer steps the program's last run ended, inside its window (``last_optimizer_step_seen``):
+    with ``from_window``, this run's window ends with that optimizer step's step, and the program's end runs
+    unrecorded (``--window-last-optimizer-step``, ``runtime.window.Window._at_last_step``).
 
     Why a bound: the warm-up's end is decided from this run's own step times, and a host whose speed moves makes a
     run settle later than the last one did. Then a program that ends inside its window keeps fewer window steps, or
@@ -32,6 +39,8 @@ def timeline_window(opts: Options, python_program: bool, from_window: bool = Fal
     bound = {"warmup_max": int(warmup_max)} if warmup_max is not None and opts.warmup is None else {}
     if steps_max is not None and opts.steps is None:
         bound["steps_max"] = int(steps_max)
+    if last_optimizer_step is not None and from_window and opts.steps is None:
+        bound["last_optimizer_step"] = int(last_optimizer_step)
     return {"warmup": opts.warmup, "steps": opts.steps, "end": "continue" if opts.full_run else "stop",
             **({"record_from": "window"} if from_window else {}), **bound}
 
@@ -62,6 +71,17 @@ def warmup_seen(events: list[dict]) -> int | None:
     window started."""
     starts = [int(e.get("warmup") or 0) for e in _starts(events)]
     return max(starts) if starts else None
+
+
+def last_optimizer_step_seen(events: list[dict]) -> int | None:
+    """After how many optimizer steps the program ended by itself inside the window of the hooks' steps, or at the
+    step where its last run had (``runtime.window``'s ``ended`` event; every rank's, the same in a distributed job),
+    or None: where no program ended so, or it had windows of other phases too."""
+    ended = [e for e in events if e.get("event") == "ended" and e.get("optimizer_steps")]
+    phases = {e.get("phase") for e in _starts(events)}
+    if not ended or phases != {HOOK_PHASE_NAME}:
+        return None
+    return max(int(e["optimizer_steps"]) for e in ended)
 
 
 def window_steps_seen(events: list[dict]) -> int | None:
@@ -102,7 +122,9 @@ def summary(p: Pass) -> dict | None:
             "phases": [{"phase": e.get("phase"), "warmup_steps": e.get("warmup"),
                         "steps": next((x.get("steps") for x in ends if x.get("phase") == e.get("phase")), e.get("steps")),
                         "median_ms": e.get("median_ms"),
-                        "complete": any(x.get("phase") == e.get("phase") for x in ends)} for e in starts],
+                        "complete": any(x.get("phase") == e.get("phase") for x in ends),
+                        **({"program_end": True} if any(x.get("phase") == e.get("phase") and x.get("program_end")
+                                                         for x in ends) else {})} for e in starts],
             "stopped_after_window": p.stopped_after_window,
             "recorded_from": "window" if p.window.get("record_from") == "window" or p.operators_until_s is not None
             else "start",
@@ -213,12 +235,13 @@ def note(p: Pass) -> str | None:
                      "(`--timeout SECONDS`); a next run, once this one measured every kernel, records the ranges only")
         return said
     parts = [f"{ph['steps']} steps of `{ph['phase']}` after {ph['warmup_steps']} warm-up steps"
-             + ("" if ph["complete"] else " (the program ended first)") for ph in s["phases"]]
+             + ("" if ph["complete"] else " (the program ended first)")
+             + (" (ending at the step where the program's last run ended: its end ran unrecorded)"
+                if ph.get("program_end") else "") for ph in s["phases"]]
+    ended = [ph for ph in s["phases"] if ph["complete"] and not ph.get("program_end")]
     how = ("then nsighttc stopped the program (`--full-run` lets it finish)" if s["stopped_after_window"]
-           else "the program ran on unrecorded" if s["requested"]["end"] == "continue" and any(
-               ph["complete"] for ph in s["phases"])
-           else "the recording went on to the program's end (a new phase began within each grace)"
-           if any(ph["complete"] for ph in s["phases"]) else "")
+           else "the program ran on unrecorded" if s["requested"]["end"] == "continue" and ended
+           else "the recording went on to the program's end (a new phase began within each grace)" if ended else "")
     said = "recorded a window of steady steps: " + "; ".join(parts) + (f"; {how}" if how else "")
     if p.window.get("record_from") == "window":
         said += ("; recorded from the window's start (the evidence cache knows this program: its start-up and "

@@ -3,7 +3,8 @@ process of its own under Nsight Compute), as opposed to the tool that plans, par
 
 - ``launch``: ``python -m nsighttc.runtime.launch``, the launcher every engine runs the program in (runpy, the
   top-level range, the gate of the overlapped Nsight Compute pass, torch.profiler for the torch engine);
-- ``rankexec``: behind torchrun/srun, starts the profiler inside each rank;
+- ``rankexec``: behind torchrun/srun, starts the profiler inside each rank (and runs the launcher in its own process
+  where no profiler comes first); ``rank_env``: the rank and world size the job's launcher set;
 - ``group_backends``: which backends a rank's process groups used (what the launcher frees at the program's end);
 - ``annotate``: the public range API users import (``from nsighttc import annotate``);
 - ``kernel_ops``: the launcher's early kernel list, from the profiler's events in memory;

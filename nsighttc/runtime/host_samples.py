@@ -265,7 +265,7 @@ def what_is_recorded(ns) -> str:
     if ns.torch_trace is None:
         return "no profiler in this process (nsys records it from outside)"
     if ns.record_shapes:
-        from .rankexec import current_rank
+        from .rank_env import current_rank
         if ns.shapes_rank is None or current_rank() == ns.shapes_rank:
             return "torch.profiler: operators with their arguments"
     return "torch.profiler: operators" if ns.operators else "torch.profiler: ranges, CUDA calls and GPU work only"

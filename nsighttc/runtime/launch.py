@@ -92,6 +92,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                     help="steps in the window: a number, or auto (about 2 s of steps, 10 to 100)")
     ap.add_argument("--window-steps-max", default=None, type=int, metavar="N",
                     help="with --window-steps auto: at most N steps (the program's last run's window held that many)")
+    ap.add_argument("--window-last-optimizer-step", default=None, type=int, metavar="N",
+                    help="the program's last run ended inside its window after N optimizer steps: the window of the "
+                         "hooks' steps ends with the step of the N-th (once it holds enough steps), so that the "
+                         "program's end runs unrecorded (nsighttc.runtime.window: Window._at_last_step)")
     ap.add_argument("--window-end", choices=["stop", "continue"], default="stop",
                     help="after the window: stop the program, or let it run on unrecorded")
     ap.add_argument("--record-from", choices=["start", "window"], default="start",
@@ -115,7 +119,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ns = ap.parse_args(argv)
     ns.drop_before_window = False
     if ns.shapes_rank is not None:
-        from .rankexec import current_rank
+        from .rank_env import current_rank
         if current_rank() != ns.shapes_rank:  # this rank records like the others: no arguments, no operators' trace
             # (but it changes sessions where that rank does: ``drop_before_window``)
             ns.drop_before_window = bool(ns.record_shapes and ns.ops_trace is not None)
@@ -152,7 +156,7 @@ def _let_go(ended_at: float) -> None:
     (``_PROGRAM_LEFT``), ``SETTLE_S`` after its end at the soonest. A single process keeps it until the interpreter
     exits, as a plain run of the program does (and is not kept waiting), and so does a rank whose groups were all
     NCCL's (``group_backends``: the settle and the collection are gloo's)."""
-    from .rankexec import world_size
+    from .rank_env import world_size
     if "torch.distributed" not in sys.modules or world_size() <= 1:
         return
     from . import group_backends
@@ -195,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             return 130
     from . import annotate
 
-    from .rankexec import world_size
+    from .rank_env import world_size
     if world_size() > 1:  # (what ``_let_go`` asks at the end: the groups' backends, seen as the program ends them)
         from . import group_backends
         from .after_import import when_imported
@@ -218,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         window.mark_windows = not ns.cuda_profiler  # (ncu's pass reads no marks: nothing to add to its kernels)
         if not ns.window:
             window.disable()
+        elif marks is not None:  # (the hooks end that step at its optimizer step, the window there: ``steps``)
+            marks.last_optimizer_step = ns.window_last_optimizer_step
         gate.apply_settings(window)
     timer = None
     if ns.step_times:
@@ -245,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _interrupt)
     code = 0
+    interrupted = False  # (KeyboardInterrupt: Ctrl-C, our timeout's SIGTERM, or a window's stop on another thread)
     applied = None
     t_start = time.perf_counter()
     variant_ctx = contextlib.nullcontext()
@@ -329,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         _PROGRAM_LEFT.append(exc)
         code = 0 if window is not None and window.stopped else 130
+        interrupted = True
     except BaseException as exc:
         _PROGRAM_LEFT.append(exc)
         from .window import WindowDone
@@ -339,7 +347,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         ended_at = time.perf_counter()
         if window is not None:
-            window.close()  # the unrecorded steps after the window, where the program ended among them
+            # the unrecorded steps after the window, where the program ended among them; where it ended by itself
+            # inside its window, at which step (the evidence cache's, for its next run: ``--window-last-step``)
+            window.close(ended=code == 0 and not interrupted and not window.stopped,
+                         optimizer_steps=marks.counts["optimizer_steps"] if marks is not None else None)
         if ns.host_samples is not None:
             from . import host_samples
             host_samples.finish()

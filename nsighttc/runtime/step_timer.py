@@ -56,7 +56,7 @@ class StepTimer:
         self.generation, self.next_step, self.next_batch = False, None, None
 
     # -- what the launcher's hooks call ------------------------------------------------------------------
-    def hook_boundary(self) -> None:
+    def hook_boundary(self, last: bool = False) -> None:
         if not self.explicit:
             self._boundary(HOOK_PHASE)
 
@@ -151,9 +151,9 @@ class Fanout:
     def __init__(self, *listeners):
         self.listeners = [x for x in listeners if x is not None]
 
-    def hook_boundary(self) -> None:
+    def hook_boundary(self, last: bool = False) -> None:
         for x in self.listeners:
-            x.hook_boundary()
+            x.hook_boundary(last=last)
 
     def explicit_begin(self, open_ranges: list) -> None:
         for x in self.listeners:

@@ -134,6 +134,7 @@ class StepMarks:
         self._compile_hooked = False          # the dynamo callbacks are registered
         self._undo: list = []
         self.window = None                    # the launcher's window of steady steps (runtime.window), if any
+        self.last_optimizer_step: int | None = None  # the program's last run ended after this many (``optimizer_post``)
         self.main = None                      # the main model (a module), once found
         self.on_main: list = []               # called with the main model when it is found (try's model variants)
         self._depth = 0                       # main-model calls under way (a model calling itself: 2)
@@ -163,14 +164,10 @@ class StepMarks:
             if self.step is not None and not top and self._tops:
                 return  # this loop's iterations begin at a fetch or a model call: the step ends there
             if self.step is not None:
-                self.step.end(self._end)
-                self.counts["steps"] += 1
-                self.step, self.pending = None, False
                 # An evaluation before training (an optimizer made, none stepped yet: Trainer's eval_on_start,
                 # Lightning's sanity check, a loop that scores the model first) is a step of the recording but no
                 # window's: a window there would stop the program before its training loop was seen.
-                if self.window is not None and not (inference_end and self.counts["optimizers"]):
-                    self.window.hook_boundary()  # may stop the program here (runtime.window.WindowDone)
+                self._end_step(tell=not (inference_end and self.counts["optimizers"]))
             self.pending = False
             self._tops = int(top)
             self.step = self.mark(STEP)
@@ -242,6 +239,22 @@ class StepMarks:
             self._optimizer = None
         self.counts["optimizer_steps"] += 1
         self.pending = True
+        if self.counts["optimizer_steps"] == self.last_optimizer_step and self.counts["optimizers"] <= 1:
+            # The program's last run ended after this many optimizer steps, inside its window: this step is
+            # complete now, and a window that ends with it leaves the program's end unrecorded (runtime.window,
+            # ``Window._at_last_step``). Not with several optimizers, whose iterations step each of them.
+            with self._lock:
+                if self.step is not None:
+                    self._end_step(tell=True, last=True)
+
+    def _end_step(self, tell: bool, last: bool = False) -> None:
+        """The open step ends here (the caller holds the lock); ``tell``: the window hears of it (``last``: with the
+        optimizer step the program's last run ended after)."""
+        self.step.end(self._end)
+        self.counts["steps"] += 1
+        self.step, self.pending = None, False
+        if self.window is not None and tell:
+            self.window.hook_boundary(last=last)  # may stop the program here (runtime.window.WindowDone)
 
     # -- compilation ----------------------------------------------------------------------------------
     def compile_start(self, *_):

@@ -92,7 +92,7 @@ def release_cupti_after_stop() -> str:
 def keep_cupti_at_the_end() -> str:
     """A distributed job's rank, its profiler stopped at its program's end: no CUPTI teardown, even where its
     environment asks for one (the comment above ``CUPTI_TEARDOWN_ENV`` says why); what was decided, for the log."""
-    from .rankexec import world_size
+    from .rank_env import world_size
     if os.environ.get(CUPTI_TEARDOWN_ENV) != "1" or world_size() <= 1:
         return ""
     os.environ[CUPTI_TEARDOWN_ENV] = "0"
@@ -106,7 +106,7 @@ def add_rank_metadata(prof) -> None:
     launcher told this process (torchrun's RANK/WORLD_SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS), so every
     rank's trace says which rank it is (``parse.ranks``)."""
     import json
-    from .rankexec import RANK_VARIABLES, current_rank, world_size
+    from .rank_env import RANK_VARIABLES, current_rank, world_size
     if not any(os.environ.get(v, "").strip().isdigit() for v in RANK_VARIABLES):
         return
     info = {"rank": current_rank(), "world_size": world_size(), "source": "environment (nsighttc.runtime.launch)"}
@@ -151,7 +151,9 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
         return
     add_rank_metadata(prof)
     runs_on = bool(getattr(recorder, "finished", False))  # stopped at the window's end: the program goes on
-    released = release_cupti_after_stop() if runs_on else keep_cupti_at_the_end()
+    # (a window that ended at the step where the program's last run ended: its end follows, as at the program's end)
+    ends = not runs_on or getattr(recorder, "at_program_end", False)
+    released = keep_cupti_at_the_end() if ends else release_cupti_after_stop()
     t_end = time.perf_counter()
     prof.__exit__(None, None, None)
     t_stop = time.perf_counter()

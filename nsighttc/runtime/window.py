@@ -32,7 +32,10 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
    the first step boundary after a grace in which none began (a program with one training phase pays the grace
    once; the phases of a program that runs several in a row are each recorded, and what lies between them).
    ``--window-end continue`` (``profile --full-run``) ends the recording there instead and lets the program run
-   on unrecorded.
+   on unrecorded. A program whose last run ended inside the hooks' window (the ``ended`` event: after how many
+   optimizer steps, kept by the evidence cache, ``--window-last-optimizer-step``) has its window end with that
+   optimizer step's step (``_at_last_step``): the profiler stops there as at the program's end, and what the
+   program does after its last step runs unrecorded, not stopped.
 
 What is switched is a ``Recorder``:
 - ``TorchRecorder`` (the torch engine): torch.profiler runs from the program's start, so start-up, warm-up and
@@ -170,6 +173,8 @@ class Window:
         self.warmup, self.steps, self.stop = warmup, steps, stop
         self.warmup_max = warmup_max  # an auto warm-up ends here at the latest (the program's last run's warm-up)
         self.steps_max = steps_max    # an auto window holds at most this many steps (the program's last run's window)
+        self._ended_at: int | None = None  # a window ended at the program's last step (``_at_last_step``): its step,
+                                           # until the program runs past it
         self.recorder = recorder or Recorder()
         self.compiles, self.clock = compiles, clock
         self.emit = emit or say
@@ -199,10 +204,11 @@ class Window:
         self._event("off", (), None)
 
     # -- what the launcher's hooks call --------------------------------------------------------------
-    def hook_boundary(self) -> None:
-        """A hook step ended (``runtime.steps``); ignored once the program marks its own steps."""
+    def hook_boundary(self, last: bool = False) -> None:
+        """A hook step ended (``runtime.steps``); ignored once the program marks its own steps. ``last``: it ended with
+        the optimizer step the program's last run ended after (``_at_last_step``)."""
         if self.enabled and not self.explicit:
-            self._boundary(HOOK_PHASE, named=False)
+            self._boundary(HOOK_PHASE, named=False, last=last)
 
     def explicit_begin(self, open_ranges: list) -> None:
         """An ``annotate.step()`` range is entering; ``open_ranges``: the annotate ranges open around it."""
@@ -237,7 +243,7 @@ class Window:
         return tuple(r.name for r in open_ranges)
 
     # -- the state machine ----------------------------------------------------------------------------
-    def _boundary(self, key: tuple, *, named: bool, took: float | None = None) -> None:
+    def _boundary(self, key: tuple, *, named: bool, took: float | None = None, last: bool = False) -> None:
         """A step of phase ``key`` ended: count it, decide what the window does here (``_decide``), let the ranks of
         a distributed job agree on it (``ranks``: rank 0's decision stands on every rank), then do it."""
         if self._after is not None:
@@ -266,7 +272,7 @@ class Window:
         # "host busy" 67 ms a step, and no straggler was named. (A window a rank started alone, before the process
         # group existed, is not skipped: the ranks' boundaries would no longer be numbered alike.)
         in_agreed_window = ph.state == "window" and ph.agreed
-        action = None if first and took is None else self._decide(ph, now)
+        action = None if first and took is None else self._decide(ph, now, last)
         agreed = False
         if self.ranks is not None and not in_agreed_window:
             action = self.ranks.agree(action)
@@ -278,7 +284,7 @@ class Window:
             if action[0] == "start" and ph.state == "window":
                 ph.agreed = agreed
 
-    def _decide(self, ph: _Phase, now: float) -> list | None:
+    def _decide(self, ph: _Phase, now: float, last: bool = False) -> list | None:
         """What the window does at this step boundary, from this process' own step times: ``["prepare"]`` (the
         recorder's step before the window, where it has one: ``Recorder.wants_prepare``), ``["start", steps]``,
         ``["end"]``, ``["stop"]`` (after a named phase's grace) or None. Changes nothing but the window's count,
@@ -333,7 +339,21 @@ class Window:
                 if ph.requests >= GEN_REQUESTS or now - ph.begun_at >= GEN_WINDOW_S:
                     return ["end"]
             return None
+        if last and self._at_last_step(ph):
+            return ["end", "program_end"]
         return None if ph.left > 0 else ["end"]
+
+    @staticmethod
+    def _at_last_step(ph: _Phase) -> bool:
+        """Whether the window ends at a hook step that ended with the optimizer step the program's last run ended
+        after, inside its window (``hook_boundary(last=True)``: the step hooks count them,
+        ``--window-last-optimizer-step``, the ``ended`` event's ``optimizer_steps`` kept by the evidence cache): so
+        that what the program does after its last step runs unrecorded. Why: a cached DDP run's rank recorded its
+        program's end (``gc.collect``, ``destroy_process_group``: 0.44 s against 0.25 s plain, two H200s,
+        reports/profile_overhead/torchrun_cost call 17) and stopped the profiler after it. Only once the window
+        holds as many steps as a window needs (``MIN_STEPS``, or the fewer it was sized for): a program that runs
+        longer this time keeps its window."""
+        return ph.key == HOOK_PHASE and ph.n - ph.warmup >= min(ph.steps, MIN_STEPS)
 
     def _after_count(self, ph: _Phase) -> int:
         """How many steps to time unrecorded after the window, the first (which holds the profiler's stop) included:
@@ -404,11 +424,17 @@ class Window:
                                                  if before else {}))
         elif what == "end" and ph.state == "window":
             ph.state = "done"
-            if ph.requests:  # a generation loop's window: as many steps as its whole requests held
+            program_end = action[1:2] == ["program_end"]
+            if ph.requests or program_end:  # as many steps as its whole requests held, or as it held at that step
                 ph.steps = ph.n - ph.warmup
             self._close_mark()
             self.recorder.window_end()
             _sampler_budget(False)
+            if program_end:  # (the profiler's stop there is one at the program's end: CUPTI stays attached)
+                self.recorder.at_program_end, self._ended_at = True, ph.n
+                self._event("end", ph.key, ph, stop=self.stop, program_end=True)
+                self._stop(ph, program_end=True)
+                return
             if named:  # another phase may follow: record on for the grace, then stop (or finish) unless one began
                 self.stop_at = now + PHASE_GRACE_S
                 self._event("end", ph.key, ph, stop=False, grace_s=PHASE_GRACE_S)
@@ -431,9 +457,11 @@ class Window:
             self._mark.close()
             self._mark = None
 
-    def _stop(self, ph: _Phase, grace: bool = False) -> None:
+    def _stop(self, ph: _Phase, grace: bool = False, program_end: bool = False) -> None:
         """The last window is recorded: stop the program (``WindowDone``), or with ``--window-end continue`` end the
-        recording and let the program run on."""
+        recording and let the program run on. ``program_end``: the window ended at the step where the program's last
+        run ended: where no steps are to be timed after it, the program is not stopped there (what it does after its
+        last step, saving a model say, still runs), its trace written as it ends."""
         if grace:
             self._event("stop" if self.stop else "finish", ph.key, ph, grace_s=PHASE_GRACE_S)
         self.stop_at = None
@@ -443,6 +471,8 @@ class Window:
         if count is None and self._unrecorded_before(ph):  # (a job's ranks: rank 0's count, said at the window's start)
             count = self._after_count(ph)
         timed = not grace and self.unrecorded and self.recorder.name == "torch" and count != 0
+        if program_end:  # its trace is written as the program ends, which says its exit code then (the launcher)
+            self.recorder.follow = True
         if not self.stop:
             self.recorder.finish()
             if timed:  # --full-run: the program runs on unrecorded; its first steps are timed all the same
@@ -454,6 +484,10 @@ class Window:
             self.recorder.follow = True  # the profiler stops now, its trace is written after the unrecorded steps
             self.recorder.finish()
             self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="stop", count=count)
+            return
+        if program_end:
+            self.recorder.finish()
+            self.enabled = False
             return
         self._raise_done(ph)
 
@@ -470,6 +504,7 @@ class Window:
         a = self._after
         if key != a.key:
             return
+        self._ended_at = None  # (the program ran on past the step its last run ended at)
         if a.step(self.clock(), took, self.next_step):
             self.close()
             if a.then == "stop":
@@ -477,13 +512,20 @@ class Window:
             else:
                 self.enabled = False
 
-    def close(self) -> None:
-        """The program ends (or is stopped): say what the unrecorded steps after the window took, if any ran."""
+    def close(self, ended: bool = False, optimizer_steps: int | None = None) -> None:
+        """The program ends (or is stopped): say what the unrecorded steps after the window took, if any ran.
+        ``ended``: the program ended by itself (not stopped, interrupted or failed): where it ended inside the hook
+        steps' window, or at the step where its last run did (``_at_last_step``), the ``ended`` event says after how
+        many ``optimizer_steps`` (the step hooks' count), for the evidence cache to give its next run."""
         a, self._after = self._after, None
         doc = a.event(self.recorder.name) if a is not None else None
         if doc is not None:
             self.events.append(doc)
             self.emit(EVENT_PREFIX + json.dumps(doc))
+        ph = self.phases.get(HOOK_PHASE)
+        if ended and optimizer_steps and ph is not None and not self.explicit and (
+                ph.state == "window" or (ph.state == "done" and self._ended_at == ph.n)):
+            self._event("ended", ph.key, ph, optimizer_steps=int(optimizer_steps))
         self.recorder.flush()  # the trace, written once they are over
 
     def _event(self, event: str, key: tuple, ph: _Phase | None, **extra) -> None:

@@ -11,8 +11,11 @@ from .lines import say
 
 
 class Recorder:
-    """What a window switches: nothing (nsys records the whole run up to the stop)."""
+    """What a window switches: nothing (nsys records the whole run up to the stop). ``at_program_end``: the window
+    ended at the step where the program's last run ended (``Window._at_last_step``): what ends the recording there
+    does as at the program's end."""
     name = "none"
+    at_program_end = False
 
     def wants_prepare(self) -> bool:
         """Whether this recorder has work to do one step before a window starts (``prepare``)."""

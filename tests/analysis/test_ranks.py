@@ -142,6 +142,24 @@ def test_a_first_run_whose_rank_0_recorded_operators_for_two_steps_only_names_th
     assert held[0] == held[1] and 1 <= held[1][0] <= 2 and held[0][3] == 0, held
 
 
+def test_a_cached_run_whose_window_ended_with_the_programs_last_optimizer_step_names_the_straggler():
+    """Issue 50, a cached run on two H200s (reports/profile_overhead/torchrun_cost call 22) whose window ended with the
+    optimizer step its first run's program had ended after (runtime.window: ``Window._at_last_step``), so that the
+    program's end ran unrecorded: rank 1 (30 ms of host sleep a step) is named, both ranks complete, their work the
+    same; each recording ends with its last step, closed at that optimizer step."""
+    src = DDP / "cached_last_step"
+    held = _first_run_named_and_held(src, 15e6)
+    assert held[0][1:3] == held[1][1:3], held  # the same steps and kernels on each rank
+    for r in (0, 1):
+        ev = json.load(gzip.open(src / f"rank{r}" / "torch_trace.json.gz"))["traceEvents"]
+        last = max(e["ts"] + e["dur"] for e in ev if e.get("name") == "nsighttc.step")
+        optimizer = max(e["ts"] + e["dur"] for e in ev if e.get("name") == "nsighttc.optimizer")
+        assert 0 <= last - optimizer < 1e3  # (µs) the last step ends with its optimizer step
+        after = {e["name"] for e in ev if e.get("ts", 0) > last and e.get("cat") in ("cuda_runtime", "kernel",
+                                                                                     "gpu_memcpy", "user_annotation")}
+        assert after == {"cudaDeviceSynchronize"}, after  # nothing of the program's end: the launcher's sync only
+
+
 def test_balanced_jobs_get_no_straggler():
     v = analyze([DDP / "balanced_torch"], jobs=1)
     assert v.distributed["straggler"] is None and v.distributed["launch_imbalance"] is None

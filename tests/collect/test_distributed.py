@@ -82,6 +82,13 @@ def test_rankexec_fills_the_rank_and_drops_the_profiler_where_asked(tmp_path):
     assert rankexec.command_for_rank(argv, 1, 3, {0}) == ["python", "x.py"]
     assert rankexec.command_for_rank(argv, 1, 3, None)[2] == "r1/ncu"
     assert rankexec.current_rank({"SLURM_PROCID": "5"}) == 5 and rankexec.current_rank({}) == 0
+    # nsighttc's launcher under this interpreter runs in the shim's own process (one interpreter start fewer a rank);
+    # another interpreter, one with options of its own, or a profiler in front of it is started as given
+    launcher = [sys.executable, "-m", "nsighttc.runtime.launch", "--window", "--", "x.py"]
+    assert rankexec.in_process(launcher)
+    assert not rankexec.in_process(["/usr/bin/python2", *launcher[1:]])
+    assert not rankexec.in_process([sys.executable, "-X", "importtime", *launcher[1:]])
+    assert not rankexec.in_process(["nsys", "profile", *launcher])
     out = tmp_path / "out.txt"
     code = ("import sys; open(sys.argv[1], 'w').write(' '.join(sys.argv[2:]))")
     r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.rankexec", "--mkdir", str(tmp_path / "rank{nsighttc_rank}"),
@@ -323,6 +330,19 @@ def test_every_ranks_window_is_kept_when_rank_0_switches_slowly_and_the_program_
     w = meta["passes"][0]["window"]
     assert len(meta["passes"]) == 1 and w["recorded_from"] == "window" and w["phases"][0]["warmup_steps"] <= warm
     assert "--window-warmup-max" in meta["commands"][0] and "--window-steps-max" in meta["commands"][0]
+    # its program ended inside the window too, after warm + 12 optimizer steps: the next run's window ends with that
+    # step on every rank (runtime.window: Window._at_last_step), and the program's end runs unrecorded
+    again = profile(t, Options(out=tmp_path / "runs"))
+    assert again.exit_code == 0, again.notes
+    meta = json.loads((again.run_dir / "run.json").read_text())
+    assert f"--window-last-optimizer-step {warm + 12} " in meta["commands"][0]
+    w = meta["passes"][0]["window"]
+    assert w["phases"][0]["program_end"] and w["phases"][0]["complete"] and not w["stopped_after_window"]
+    kept = [_window_steps(p) for p in sorted(again.run_dir.glob("rank*/torch_trace.json"))]
+    assert len(kept) == 2 and min(kept) >= 11, kept
+    assert [r["rank"] for r in again.verdict.ranks] == [0, 1]
+    log = (again.run_dir / "torch.stderr.log").read_text()
+    assert log.count('"program_end": true') == 2 and log.count("program exit code 0") == 2
 
 
 RANK_0_RUNS_ON = """

@@ -50,11 +50,12 @@ def test_fanout_reaches_every_listener_in_order():
         def __init__(self, n):
             self.n = n
 
-        def hook_boundary(self):
-            seen.append(self.n)
+        def hook_boundary(self, last=False):
+            seen.append((self.n, last))
     f = Fanout(L(1), None, L(2))
     f.hook_boundary()
-    assert seen == [1, 2]
+    f.hook_boundary(last=True)  # (the step the program's last run ended after: runtime.window)
+    assert seen == [(1, False), (2, False), (1, True), (2, True)]
 
 
 def test_steady_leaves_the_warm_up_out():

@@ -244,6 +244,37 @@ def test_recording_from_the_window_keeps_the_open_phase_ranges_and_leaves_the_wa
     assert not trace.exists()
 
 
+@pytest.mark.torch
+def test_a_window_that_ends_at_the_programs_known_last_step_lets_its_end_run_unrecorded(tmp_path):
+    """The launcher with --record-from window (a cached run): the first run's program ends inside its window and
+    says after how many optimizer steps; given them (--window-last-optimizer-step), the next run's profiler stops
+    there, before the program's last lines, which still run; the trace holds the same steps, written as it ends."""
+    from nsighttc.api import analyze
+    tail = LOOP.format(n=40).replace('print("RAN TO THE END")', """with torch.autograd.profiler.record_function("tail"):
+    time.sleep(0.05)
+import sys; print("TAIL RAN", file=sys.stderr, flush=True)
+print("RAN TO THE END")""")
+
+    def names(trace):
+        return {e.get("name") for e in json.loads(trace.read_text())["traceEvents"]}
+    r, trace, events = _launch(tmp_path, tail, "--record-from", "window")
+    assert r.returncode == 0 and "RAN TO THE END" in r.stdout, r.stderr
+    ended = [e for e in events if e["event"] == "ended"]
+    assert [e["optimizer_steps"] for e in ended] == [40] and not any(e["event"] == "end" for e in events)
+    steps = analyze([trace]).to_json()["timeline"]["steps"]["count"]
+    assert "tail" in names(trace)  # the program's end, recorded
+    trace.unlink()
+    r, trace, events = _launch(tmp_path, tail, "--record-from", "window", "--window-last-optimizer-step", "40")
+    assert r.returncode == 0 and "RAN TO THE END" in r.stdout, r.stderr
+    end = next(e for e in events if e["event"] == "end")
+    assert end["program_end"] and [e["optimizer_steps"] for e in events if e["event"] == "ended"] == [40]
+    # the profiler stopped with the 40th optimizer step, before the program's last lines (which ran); its trace was
+    # written as the program ended, every step of the first run's in it
+    assert "tail" not in names(trace)
+    assert r.stderr.index("TAIL RAN") < r.stderr.index(f"nsighttc.launch: writing {trace} ")
+    assert analyze([trace]).to_json()["timeline"]["steps"]["count"] == steps
+
+
 def test_read_events_ignores_other_lines():
     lines = ["hello", win.EVENT_PREFIX + '{"event": "start", "phase": "x"}', win.EVENT_PREFIX + "{not json",
              "x " + win.EVENT_PREFIX + '{"event": "end", "stop": true}']
@@ -437,6 +468,57 @@ def test_a_known_programs_window_holds_no_more_steps_than_its_last_runs():
     assert steps(steps_max=24) == 24
     assert steps(steps_max=3) == win.MIN_STEPS
     assert steps(steps=30, steps_max=24) == 30
+
+
+def test_a_program_that_ended_inside_its_window_says_after_how_many_optimizer_steps_and_its_next_window_ends_there():
+    """A program whose last run ended inside the hooks' window says after how many optimizer steps (the ``ended``
+    event, kept by the evidence cache); its next run's hooks end that step with that optimizer step
+    (``hook_boundary(last=True)``, --window-last-optimizer-step) and its window ends there, not at the program's
+    end, so that what the program does after its last step (a DDP rank's ``gc.collect`` and
+    ``destroy_process_group``: 0.44 s recorded against 0.25 s plain on two H200s) runs unrecorded. The program is not
+    stopped there, and the profiler's stop there is one at the program's end (``at_program_end``: CUPTI stays)."""
+    from nsighttc.runtime.window_recorders import TorchRecorder
+    clock = Clock()
+    first = win.Window(clock=clock, emit=lambda s: None)
+    assert hook_steps(first, clock, [0.05] * 30) is None  # a 40-step window wanted: the program ended first
+    first.close(ended=True, optimizer_steps=31)
+    ended = [e for e in first.events if e["event"] == "ended"]
+    assert [(e["step"], e["optimizer_steps"]) for e in ended] == [(30, 31)]
+    stopped = win.Window(clock=Clock(), emit=lambda s: None)  # stopped, interrupted or failed: nothing said
+    hook_steps(stopped, stopped.clock, [0.05] * 30)
+    stopped.close(ended=False, optimizer_steps=31)
+    assert not any(e["event"] == "ended" for e in stopped.events)
+
+    finished, clock = [], Clock()
+    rec = TorchRecorder(lambda: finished.append(clock.t), start=lambda: None, clock=clock)
+    w = win.Window(clock=clock, emit=lambda s: None, recorder=rec)
+    assert hook_steps(w, clock, [0.05] * 29) is None
+    clock.t += 0.05
+    w.hook_boundary(last=True)  # not stopped at its last step
+    end = next(e for e in w.events if e["event"] == "end")
+    assert end["program_end"] and end["step"] == 30 and end["steps"] == 30 - end["warmup"]
+    assert finished == [pytest.approx(1.5)] and rec.at_program_end and rec.follow  # (its trace: as the program ends)
+    w.close(ended=True, optimizer_steps=31)  # the program ended there: its next run's window ends there too
+    assert [e["optimizer_steps"] for e in w.events if e["event"] == "ended"] == [31]
+    # a run that goes on past that step: the program is stopped after its unrecorded steps, as after any window,
+    # and no ``ended`` step is said
+    clock = Clock()
+    longer = win.Window(clock=clock, emit=lambda s: None,
+                        recorder=TorchRecorder(lambda: None, start=lambda: None, clock=clock))
+    hook_steps(longer, clock, [0.05] * 29)
+    clock.t += 0.05
+    longer.hook_boundary(last=True)
+    assert hook_steps(longer, clock, [0.05] * 200) is not None
+    longer.close(ended=False, optimizer_steps=300)
+    assert not any(e["event"] == "ended" for e in longer.events)
+    # a window that would hold fewer than MIN_STEPS there runs on as it was sized
+    clock = Clock()
+    short = win.Window(clock=clock, emit=lambda s: None, stop=False)
+    hook_steps(short, clock, [0.05] * 11)
+    short.hook_boundary(last=True)
+    hook_steps(short, clock, [0.05] * 100)
+    end = next(e for e in short.events if e["event"] == "end")
+    assert "program_end" not in end and end["steps"] == win.window_steps(0.05)
 
 
 class _Preparing(win.Recorder):
