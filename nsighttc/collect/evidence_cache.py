@@ -211,8 +211,8 @@ class EvidenceCache:
         ``window``: its timeline's window of steady steps started (its next run records from there);
         ``window_warmup``: after how many warm-up steps it started (the next run's window starts no later:
         ``profile.window.timeline_window``); ``window_steps``: how many steps that window was to hold (the next run's
-        holds no more); ``window_last_optimizer_step``: the step at which the program ended by itself inside that window (the
-        next run's window ends there: ``profile.window.timeline_window``)."""
+        holds no more); ``window_last_optimizer_step``: after how many optimizer steps the program ended by itself
+        inside that window (the next run's window ends with that one: ``profile.window.timeline_window``)."""
         self._doc["programs"][key] = {"complete": bool(complete), "label": label, "window": bool(window),
                                       **({"window_warmup": int(window_warmup)} if window_warmup is not None else {}),
                                       **({"window_steps": int(window_steps)} if window_steps is not None else {}),

@@ -145,7 +145,7 @@ def test_without_a_process_group_each_rank_decides_alone():
     ranks = RankAgreement(group=lambda: None)
     assert ranks.agree(["start", 7]) == ["start", 7] and ranks.seq == 0
     # the launcher agrees only in a job of two ranks or more, as its launcher's environment says
-    from nsighttc.runtime.rankexec import world_size
+    from nsighttc.runtime.rank_env import world_size
     assert world_size({"WORLD_SIZE": "4"}) == 4 and world_size({"SLURM_NTASKS": "2"}) == 2 and world_size({}) == 1
 
 
