@@ -34,7 +34,8 @@ def describe(e: dict, records: bool = True) -> str:
         return f"`{phase}`: window {'recorded' if records else 'timed'}" + \
             ("; stopping the program" if e.get("stop") else "; the program runs on")
     if kind == "ended":
-        return f"`{phase}`: the program ended inside its window, after {e.get('optimizer_steps')} optimizer steps"
+        return (f"`{phase}`: the program ended by itself after {e.get('optimizer_steps')} optimizer steps (its next "
+                "run's window ends there)")
     if kind == "dropped":
         return "the program marks its own steps: the window of the hooks' steps is dropped"
     if kind == "stop":

@@ -8,6 +8,7 @@ process of its own under Nsight Compute), as opposed to the tool that plans, par
 - ``group_backends``: which backends a rank's process groups used (what the launcher frees at the program's end);
 - ``annotate``: the public range API users import (``from nsighttc import annotate``);
 - ``kernel_ops``: the launcher's early kernel list, from the profiler's events in memory;
+- ``cupti_quiet``: the runtime calls that do no GPU work, left out of CUPTI's records (a shorter profiler stop);
 - ``variants``: what ``nsighttc try`` changes in the program (flags, autocast, DataLoader defaults);
 - ``replay``: ``python -m nsighttc.runtime.replay``, the recorded operators called again under ncu.
 

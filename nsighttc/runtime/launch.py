@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         ended_at = time.perf_counter()
         if window is not None:
             # the unrecorded steps after the window, where the program ended among them; where it ended by itself
-            # inside its window, at which step (the evidence cache's, for its next run: ``--window-last-step``)
+            # inside its window, after how many optimizer steps (for its next run: ``--window-last-optimizer-step``)
             window.close(ended=code == 0 and not interrupted and not window.stopped,
                          optimizer_steps=marks.counts["optimizer_steps"] if marks is not None else None)
         if ns.host_samples is not None:

@@ -55,9 +55,20 @@ def inductor_left_unloaded():
 
 def start(prof, operators: bool = True) -> bool:
     """Enter torch.profiler ``prof``; without ``operators``, record the ranges and the GPU only. Returns whether
-    the operators are recorded (True also where this torch offers no scopes: it then records everything)."""
+    the operators are recorded (True also where this torch offers no scopes: it then records everything). The
+    runtime calls that do no GPU work are then left out of CUPTI's records (``cupti_quiet``), after every start (a
+    session's start may enable CUPTI's runtime records anew); the first time, the launcher says so in one line."""
     with inductor_left_unloaded():
-        return _start(prof, operators)
+        recorded = _start(prof, operators)
+    from . import cupti_quiet
+    said = cupti_quiet.quiet()
+    if said and not _QUIETED:
+        _QUIETED.append(said)
+        say(f"nsighttc.launch: CUPTI: {said}")
+    return recorded
+
+
+_QUIETED: list = []  # what ``cupti_quiet`` said at the first session's start (said once a process)
 
 
 def _start(prof, operators: bool) -> bool:
