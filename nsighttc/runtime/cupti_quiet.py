@@ -5,9 +5,9 @@ stop then turns every record into an event. Most of a PyTorch training step's ca
 ResNet-50 AMP, ~430 ``cudaGetErrorString`` (cuDNN's and c10's checks), ``cudaPeekAtLastError``,
 ``cudaFuncGetAttributes``/``cudaFuncSetAttribute`` (cuDNN), the capture checks, ~2,000 of a rank's ~3,000 records
 (two H200s, ``tests/fixtures/ddp/default_first_run_lead``). The analysis reads launches, copies, memsets, allocations
-and the calls that wait (``analysis.timeline.base.SYNC_CALLS``), never these. CUPTI 12+ turns off the records of
-single runtime APIs (``cuptiActivityEnableRuntimeApi``): right after a session starts (``runtime.recording.start``),
-the launcher turns off those in ``QUIET`` in the CUPTI torch loaded.
+and the calls that wait (``analysis.timeline.base.SYNC_CALLS``), never these. A recent CUPTI (CUDA 13's has it)
+turns off the records of single runtime APIs (``cuptiActivityEnableRuntimeApi``): right after a session starts
+(``runtime.recording.start``), the launcher turns off those in ``QUIET`` in the CUPTI torch loaded.
 
 Measured (one H200, torch 2.11 + CUDA 13, ResNet-50 AMP at batch 16 under torch.profiler recording the ranges only,
 30 steps, two rounds; ``benchmarks/probes/gpu_cupti_records_probe.py``, reports/profile_overhead/torchrun_cost call
@@ -17,7 +17,7 @@ writing 0.33-0.49 s -> 0.22-0.28 s, the same kernels (20,592-20,691); the steps 
 
 The ids are CUPTI's ``CUpti_runtime_api_trace_cbid`` values (``cupti_runtime_cbid.h``: an enum of explicit, never
 renumbered values; read from CUDA 13's). Standard library only (ctypes): this runs inside the user's program. Where
-no CUPTI is loaded, or it lacks the call (before CUDA 12), nothing changes; ``QUIET_ENV=off`` turns it off.
+no CUPTI is loaded, or it lacks the call (an older one), nothing changes; ``QUIET_ENV=off`` turns it off.
 """
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def test_every_quiet_call_is_turned_off_in_the_loaded_cupti_and_what_was_done_is
     assert "refused" not in said
     refused = cupti_quiet.quiet(lambda p: _Lib(_Enable(refuse={12})), path="/x/libcupti.so.13")
     assert f"1 of {len(ids)} ids refused" in refused
-    # a CUPTI without the call (before CUDA 12), one that cannot be opened, no CUPTI loaded, or switched off
+    # a CUPTI without the call (an older one), one that cannot be opened, no CUPTI loaded, or switched off
     assert "cannot leave single ones out" in cupti_quiet.quiet(lambda p: _Lib(), path="/x/libcupti.so.13")
 
     def fails(path):
