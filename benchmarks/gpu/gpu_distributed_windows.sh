@@ -11,7 +11,8 @@
 #   FSDP2 with extra host work on rank 1, then the costs byte-compiled: DDP_ROUNDS (4) of DDP, FSDP_ROUNDS (3) of
 #   FSDP2), hold50 (the cached runs' changes of the ninth session: the same verdicts, first and cached, then ROUNDS
 #   (4) byte-compiled rounds of DDP and FSDP2), last50 (the tenth session's: the window ending at the program's
-#   known last optimizer step, the launcher in rankexec's process; the verdicts, then ROUNDS (10) rounds of DDP). COMPILED=1: the overhead rounds run in a byte-compiled environment (gpu_profile_overhead.py --compiled).
+#   known last optimizer step, the launcher in rankexec's process; the verdicts, then ROUNDS (10) rounds of DDP).
+#   COMPILED=1: the overhead rounds run in a byte-compiled environment (gpu_profile_overhead.py --compiled).
 #   - DDP straggler (rank 1 sleeps 30 ms a step), 20 steps: the program ends inside its window. A plain run, the
 #     default first run (empty evidence cache) and the cached run: both ranks' windows whole, rank 1 named.
 #   - FSDP2, even ranks, first run: same_work true, any straggler's gain within its own excess.
