@@ -353,7 +353,7 @@ class Window:
         reports/profile_overhead/torchrun_cost call 17) and stopped the profiler after it. Only once the window
         holds as many steps as a window needs (``MIN_STEPS``, or the fewer it was sized for): a program that runs
         longer this time keeps its window."""
-        return ph.key == HOOK_PHASE and ph.n - ph.warmup >= min(ph.steps, MIN_STEPS)
+        return ph.n - ph.warmup >= min(ph.steps, MIN_STEPS)  # (``last`` comes from the hooks' steps alone)
 
     def _after_count(self, ph: _Phase) -> int:
         """How many steps to time unrecorded after the window, the first (which holds the profiler's stop) included:
