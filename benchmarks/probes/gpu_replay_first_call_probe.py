@@ -32,7 +32,7 @@ VARIANTS = ("base", "profiled", "convs", "both")
 
 def child(variant: str, ops: Path) -> int:
     import torch
-    from nsighttc import replay as R
+    from nsighttc.runtime import replay as R
     t0 = time.monotonic()
     R.warm_up(torch)
     if variant in ("convs", "both"):
@@ -84,7 +84,7 @@ def main() -> int:
             t0 = time.monotonic()
             p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
             wall = time.monotonic() - t0
-            firsts = [float(m.group(1)) for m in re.finditer(r"nsighttc\.replay: \+0\.000s \S+ .*\((\d+\.\d+) s\)",
+            firsts = [float(m.group(1)) for m in re.finditer(r"nsighttc\.replay: \+0\.000s \S+ .*\((\d+\.\d+) s[;)]",
                                                                p.stderr)]
             summary = [json.loads(line) for line in p.stderr.splitlines() if line.startswith('{"variant"')]
             row = {"variant": variant, "round": r + 1, "rc": p.returncode, "wall_s": round(wall, 2),

@@ -23,6 +23,10 @@ NO_MATRIX_FAMILIES = ("elementwise", "reduce_kernel", "distribution_", "max_pool
                       # replay cannot rebuild its TensorList, so a Trainer's first run ran the program under ncu
                       # for it (reports/window call19)
                       "lpnorm_cleanup",
+                      # rules cudnn-nonmatrix and softmax-transpose-pad: no tensor math measured on H100 (known-kernel
+                      # table) and on H200 (DDP ResNet-50 AMP's replays, reports/profile_overhead/torchrun_cost call 27:
+                      # 4 of each replay's 63 profiles were cuDNN's padding of the 3-channel first layer's input)
+                      "nhwcAddPaddingKernel",
                       "nccl")  # never replay a collective under ncu: the other ranks stall in it
 
 

@@ -258,10 +258,12 @@ def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
                     torch.backends.cuda.matmul.allow_tf32 = s["tf32"]
                 with torch.no_grad():
                     prepared = prepare(torch, call, device)
+                    made = time.monotonic()
                     overload = call_op(torch, call, device, prepared, around=lambda: _profiled(torch, device))
                 done += 1
+                # (its inputs' making apart: what a slow call spent before ncu's profiles)
                 print(f"nsighttc.replay: +{waited - t0:.3f}s {call['name']}.{overload} {s or ''} "
-                      f"({time.monotonic() - waited:.3f} s)", file=log)
+                      f"({time.monotonic() - waited:.3f} s; inputs {made - waited:.3f} s)", file=log)
             except Exception as exc:
                 failed += 1
                 print(f"nsighttc.replay: could not call {call['name']}: {str(exc).splitlines()[0][:200]}", file=log)
@@ -270,28 +272,66 @@ def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
     return {"called": done, "failed": failed}
 
 
-def warm_up(torch) -> None:
+# The warm-up's convolutions, outside any profiled range: a call that brings cuDNN kernels no earlier call loaded
+# pays their loading inside the replay's time. Seen on two H200s (torch 2.11, DDP ResNet-50 AMP's first runs,
+# reports/profile_overhead/torchrun_cost call 27): the replay's first forward convolution, the 3-channel 7x7 first
+# layer in channels-last fp16 (cuDNN pads its channels, ``nhwcAddPaddingKernel``, and runs its first-layer kernel),
+# took 0.32-0.39 s against 0.015-0.08 s for every later one, wherever it came in the list (0.30 s as the 17th call,
+# reports/window call47). Image models start with such a layer.
+# Each: (batch, input channels, height = width, output channels, kernel size, stride, channels-last)
+WARM_CONVS = ((1, 8, 8, 8, 3, 1, False), (2, 3, 64, 64, 7, 2, True))
+WARM_DTYPES = ("float", "c10::Half", "c10::BFloat16")  # the inputs' dtypes ``make_tensor`` fills (randn, then cast)
+
+
+def warm_up(torch, convs=WARM_CONVS) -> None:
     """Make the CUDA context and load cuBLAS(Lt) and cuDNN with tiny calls, outside the profiled range:
-    ~2-3 s under ncu on H100 (context, injection, libraries) that otherwise come after the gate. Then one
-    small GEMM inside ``WARM_RANGE``, which ncu also profiles: its first profile's set-up is paid here."""
-    try:
-        with torch.no_grad():
-            for dt in (torch.float16, torch.float32):
-                a = torch.ones(16, 16, device="cuda", dtype=dt)
-                a @ a
-            if torch.backends.cudnn.is_available():
-                torch.nn.functional.conv2d(torch.ones(1, 8, 8, 8, device="cuda", dtype=torch.float16),
-                                           torch.ones(8, 8, 3, 3, device="cuda", dtype=torch.float16))
-            a = torch.ones(256, 256, device="cuda", dtype=torch.float16)
-            torch.cuda.synchronize()
-            torch.cuda.nvtx.range_push(WARM_RANGE)
-            try:
-                a @ a
-                torch.cuda.synchronize()
-            finally:
-                torch.cuda.nvtx.range_pop()
+    ~2-3 s under ncu on H100 (context, injection, libraries) that otherwise come after the gate; the inputs are
+    made once as the calls make theirs (``make_tensor``), and ``convs`` are run in fp16 and bf16. Then one small
+    GEMM inside ``WARM_RANGE``, which ncu also profiles: its first profile's set-up is paid here. Each part is
+    only a head start: one that fails (a GPU without bf16 convolutions) is said and the others still run."""
+    def part(what: str, fn) -> None:
+        try:
+            with torch.no_grad():
+                fn()
+        except Exception as exc:  # the calls themselves report real problems
+            say(f"nsighttc.replay: warm-up ({what}): {str(exc).splitlines()[0][:200]}")
+
+    def gemms():
+        for dt in (torch.float16, torch.bfloat16, torch.float32):
+            a = torch.ones(16, 16, device="cuda", dtype=dt)
+            a @ a
+
+    def inputs():
+        for name in WARM_DTYPES:
+            make_tensor(torch, name, [4, 4], None, "cuda")
+
+    def conv(shape, dt):
+        n, c, hw, k, ks, stride, channels_last = shape
+        fmt = torch.channels_last if channels_last else torch.contiguous_format
+        x = torch.ones(n, c, hw, hw, device="cuda", dtype=dt).to(memory_format=fmt)
+        w = torch.ones(k, c, ks, ks, device="cuda", dtype=dt).to(memory_format=fmt)
+        torch.nn.functional.conv2d(x, w, stride=stride, padding=ks // 2)
+
+    part("GEMMs", gemms)
+    part("inputs", inputs)
+    if torch.backends.cudnn.is_available():
+        for shape in convs:
+            for dt in (torch.float16, torch.bfloat16):
+                part(f"convolution {shape} {str(dt).replace('torch.', '')}", lambda: conv(shape, dt))
+
+    def profiled():
+        a = torch.ones(256, 256, device="cuda", dtype=torch.float16)
         torch.cuda.synchronize()
-    except Exception as exc:  # only a head start; the calls themselves report real problems
+        torch.cuda.nvtx.range_push(WARM_RANGE)
+        try:
+            a @ a
+            torch.cuda.synchronize()
+        finally:
+            torch.cuda.nvtx.range_pop()
+    part("profiled GEMM", profiled)
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:
         say(f"nsighttc.replay: warm-up: {str(exc).splitlines()[0][:200]}")
 
 

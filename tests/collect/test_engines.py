@@ -51,7 +51,12 @@ def test_kernel_filter_regex_keeps_matrix_kernels_and_drops_settled_families():
     for keep in ("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT", "implicit_convolve_sgemm", "matmul_kernel",
                  "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_stage3_warpsize1x2x1_g1_ffma"):
         assert rx.match(keep), keep
-    for drop in ("vectorized_elementwise_kernel", "nchwToNhwcKernel", "max_pool_forward_nchw", "splitKreduce_kernel"):
+    # (cuDNN's channel padding of a 3-channel first layer: profiled 4 times in each DDP ResNet-50 replay on H200,
+    # zero tensor-pipe instructions, reports/profile_overhead/torchrun_cost call 27)
+    for drop in ("vectorized_elementwise_kernel", "nchwToNhwcKernel", "max_pool_forward_nchw", "splitKreduce_kernel",
+                 "void nhwcAddPaddingKernel<__half, __half, float, true, (cudnnKernelDataType_t)0>(int, int, int, "
+                 "int, int, int, int, int, __half const*, __half*, int, int, int, int, float, float, "
+                 "cudnn::reduced_divisor, cudnn::reduced_divisor, cudnn::reduced_divisor)"):
         assert not rx.match(drop), drop
 
 

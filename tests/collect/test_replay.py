@@ -770,3 +770,52 @@ def test_a_jobs_replay_is_planned_from_rank_0s_operators_while_the_job_runs_and_
                                            tmp_path / "replay_ops2.json")
     quiet.start(trace, tl_run, ops_trace=ops_trace)
     assert quiet.streamed is None and quiet.stream is None and quiet.scan is None
+
+
+class _TorchOnTheHost:
+    """Real torch with its "cuda" tensors made on the host, a cuDNN that refuses bf16 convolutions, and the NVTX and
+    synchronisation calls noted: what ``replay.warm_up`` does, part by part, on a CPU machine."""
+
+    def __init__(self, torch):
+        self._torch, self.calls = torch, []
+        self.cuda = type("cuda", (), {"synchronize": staticmethod(lambda *a: self.calls.append("sync")),
+                                      "nvtx": type("nvtx", (), {
+                                          "range_push": staticmethod(lambda n: self.calls.append(("push", n))),
+                                          "range_pop": staticmethod(lambda: self.calls.append("pop"))})})
+        self.backends = type("backends", (), {"cudnn": type("cudnn", (), {"is_available": staticmethod(lambda: True)})})
+        self.nn = type("nn", (), {"functional": type("F", (), {"conv2d": staticmethod(self._conv2d)})})
+
+    def __getattr__(self, name):
+        got = getattr(self._torch, name)
+        if name in ("ones", "randn", "zeros"):
+            def on_host(*a, **k):
+                self.calls.append((name, k.get("dtype")))
+                return got(*a, **{**k, "device": "cpu"})
+            return on_host
+        return got
+
+    def _conv2d(self, x, w, **kw):
+        if x.dtype == self._torch.bfloat16:
+            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED: no bf16 convolution here\nsecond line")
+        self.calls.append(("conv", tuple(x.shape), x.is_contiguous(memory_format=self._torch.channels_last),
+                           kw.get("stride")))
+        return self._torch.nn.functional.conv2d(x.float(), w.float(), **kw)
+
+
+def test_the_replays_warm_up_runs_each_part_and_says_what_failed(monkeypatch):
+    """The warm-up (before the gate, while the program runs) makes the inputs as the calls make theirs, runs the
+    first-layer convolution of image models in channels-last fp16 (its first call took 0.32-0.39 s inside DDP
+    ResNet-50's replays on H200, call 27), and profiles its GEMM last: a part that fails is said in one line and the
+    others still run."""
+    torch = pytest.importorskip("torch")
+    from nsighttc.runtime import replay
+    said = []
+    monkeypatch.setattr(replay, "say", said.append)
+    fake = _TorchOnTheHost(torch)
+    replay.warm_up(fake)
+    convs = [c for c in fake.calls if c[0] == "conv"]
+    assert convs == [("conv", (1, 8, 8, 8), False, 1), ("conv", (2, 3, 64, 64), True, 2)]  # fp16 only: bf16 refused
+    assert len(said) == 2 and all("no bf16 convolution here" in s and "second line" not in s for s in said)
+    assert {("randn", torch.float32)} <= set(fake.calls)  # the inputs' making (``make_tensor``) warmed too
+    push = fake.calls.index(("push", replay.WARM_RANGE))
+    assert fake.calls[push + 1:][-1] == "sync" and "pop" in fake.calls[push:]  # the profiled GEMM ran, last
