@@ -143,11 +143,13 @@ def test_a_first_run_whose_rank_0_recorded_operators_for_two_steps_only_names_th
 
 
 def test_a_cached_run_whose_window_ended_with_the_programs_last_optimizer_step_names_the_straggler():
-    """Issue 50, a cached run on two H200s (reports/profile_overhead/torchrun_cost call 22) whose window ended with the
+    """Issue 50, a cached run on two H200s (reports/profile_overhead/torchrun_cost call 26) whose window ended with the
     optimizer step its first run's program had ended after (runtime.window: ``Window._at_last_step``), so that the
-    program's end ran unrecorded: rank 1 (30 ms of host sleep a step) is named, both ranks complete, their work the
-    same; each recording ends with its last step, closed at that optimizer step."""
-    src = DDP / "cached_last_step"
+    program's end ran unrecorded, and whose CUPTI left out the runtime calls that do no GPU work (runtime.cupti_quiet):
+    rank 1 (30 ms of host sleep a step) is named, both ranks complete, their work the same; each recording ends with
+    its last step, closed at that optimizer step, and holds no quieted call, its launches and waits all kept."""
+    from nsighttc.runtime.cupti_quiet import QUIET
+    src = DDP / "cached_last_step_quiet"
     held = _first_run_named_and_held(src, 15e6)
     assert held[0][1:3] == held[1][1:3], held  # the same steps and kernels on each rank
     for r in (0, 1):
@@ -158,6 +160,10 @@ def test_a_cached_run_whose_window_ended_with_the_programs_last_optimizer_step_n
         after = {e["name"] for e in ev if e.get("ts", 0) > last and e.get("cat") in ("cuda_runtime", "kernel",
                                                                                      "gpu_memcpy", "user_annotation")}
         assert after == {"cudaDeviceSynchronize"}, after  # nothing of the program's end: the launcher's sync only
+        calls = {e["name"] for e in ev if e.get("cat") == "cuda_runtime"}
+        assert not calls & set(QUIET), calls & set(QUIET)  # (16,393 runtime records in 14 steps; 27,425 in 13 before)
+        assert {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaStreamSynchronize",
+                "cudaEventSynchronize"} <= calls
 
 
 def test_balanced_jobs_get_no_straggler():
