@@ -296,10 +296,9 @@ def warm_up(torch, convs=WARM_CONVS) -> None:
         except Exception as exc:  # the calls themselves report real problems
             say(f"nsighttc.replay: warm-up ({what}): {str(exc).splitlines()[0][:200]}")
 
-    def gemms():
-        for dt in (torch.float16, torch.bfloat16, torch.float32):
-            a = torch.ones(16, 16, device="cuda", dtype=dt)
-            a @ a
+    def gemm(dt):
+        a = torch.ones(16, 16, device="cuda", dtype=dt)
+        a @ a
 
     def inputs():
         for name in WARM_DTYPES:
@@ -312,7 +311,8 @@ def warm_up(torch, convs=WARM_CONVS) -> None:
         w = torch.ones(k, c, ks, ks, device="cuda", dtype=dt).to(memory_format=fmt)
         torch.nn.functional.conv2d(x, w, stride=stride, padding=ks // 2)
 
-    part("GEMMs", gemms)
+    for dt in (torch.float16, torch.bfloat16, torch.float32):
+        part(f"GEMM {str(dt).replace('torch.', '')}", lambda: gemm(dt))
     part("inputs", inputs)
     if torch.backends.cudnn.is_available():
         for shape in convs:

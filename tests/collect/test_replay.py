@@ -817,5 +817,6 @@ def test_the_replays_warm_up_runs_each_part_and_says_what_failed(monkeypatch):
     assert convs == [("conv", (1, 8, 8, 8), False, 1), ("conv", (2, 3, 64, 64), True, 2)]  # fp16 only: bf16 refused
     assert len(said) == 2 and all("no bf16 convolution here" in s and "second line" not in s for s in said)
     assert {("randn", torch.float32)} <= set(fake.calls)  # the inputs' making (``make_tensor``) warmed too
+    assert {("ones", dt) for dt in (torch.float16, torch.bfloat16, torch.float32)} <= set(fake.calls)  # the GEMMs
     push = fake.calls.index(("push", replay.WARM_RANGE))
     assert fake.calls[push + 1:][-1] == "sync" and "pop" in fake.calls[push:]  # the profiled GEMM ran, last
