@@ -76,7 +76,8 @@ def _assert_optimizer_steps(trace: Path, steps: int) -> None:
     import nsighttc
     tl = nsighttc.analyze([trace]).to_json()["timeline"]
     assert tl["steps"]["source"] == "hook" and tl["steps"]["count"] == steps
-    assert tl["startup"]["first_step_ns"] > 0 and tl["startup"]["seconds"] * 1e9 >= tl["startup"]["first_step_ns"]
+    # (compared as the analysis computes them, ns / 1e9: seconds * 1e9 fell 0.2 ns short of an equal first step in CI)
+    assert tl["startup"]["first_step_ns"] > 0 and tl["startup"]["seconds"] >= tl["startup"]["first_step_ns"] / 1e9
 
 
 def _assert_requests_prefills_and_decodes(proc: subprocess.CompletedProcess, trace: Path) -> None:
