@@ -13,9 +13,15 @@ synthetic data: launch-bound at a small batch) warms up, times ``--steps`` steps
 torch.profiler (CPU + CUDA activities, the ranges only, as a cached run records), stops it and counts what it kept:
 
 - ``ranges``: as the launcher records a cached run's window;
-- ``filtered``: the same, with the runtime APIs in ``QUIET`` not recorded (turned off right after the start).
+- ``filtered``: the same, with the runtime APIs in ``QUIET`` not recorded (turned off right after the start);
+- ``no:KIND[+KIND...]`` (eleventh session): ``filtered``, and whole CUPTI activity kinds turned off after the start
+  (``cuptiActivityDisable``; the kinds' values read from the ``cupti_activity.h`` beside the loaded CUPTI), e.g.
+  ``no:DRIVER``, ``no:SYNCHRONIZATION``, ``no:OVERHEAD``, ``no:RUNTIME``, ``no:CONCURRENT_KERNEL``: what each kind
+  torch.profiler enables costs a recorded step (a cached DDP rank's steps ran 38 against 24 ms, calls 26-29), before
+  anything the analysis reads is given up.
 
-    python3 benchmarks/probes/gpu_cupti_records_probe.py --out OUT [--rounds 2] [--steps 30] [--batch 16]
+    python3 benchmarks/probes/gpu_cupti_records_probe.py --out OUT [--rounds 2] [--steps 30] [--batch 16] \
+        [--modes ranges filtered no:DRIVER no:SYNCHRONIZATION no:OVERHEAD no:RUNTIME no:CONCURRENT_KERNEL]
 
 Writes OUT/cupti_records.json (per run: plain and recorded step ms, the stop's seconds, the events by category and
 the most frequent runtime calls kept) and prints one line per run.
@@ -68,16 +74,18 @@ from nsighttc.runtime import recording
 acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
 prof = torch.profiler.profile(activities=acts, record_shapes=False, with_stack=False)
 t = time.perf_counter(); recording.start(prof, operators=False); res["start_s"] = round(time.perf_counter() - t, 3)
-if mode == "filtered":
-    libs = sorted({ln.split()[-1] for ln in open("/proc/self/maps")
-                   if "libcupti" in ln and ln.split()[-1].startswith("/")})
-    res["libcupti"] = libs
-    head = "cupti_runtime_cbid.h"
+def header(libs, head):
     heads = [h for lib in libs for h in glob.glob(os.path.join(os.path.dirname(os.path.dirname(lib)), "include", head))]
     site = os.path.join(os.path.dirname(torch.__file__), "..", "nvidia")
     heads += glob.glob(os.path.join(site, "*", "include", head))
     heads += glob.glob(os.path.join(site, "*", "*", "include", head))
-    res["header"] = heads[:1]
+    return heads[:1]
+if mode == "filtered" or mode.startswith("no:"):
+    libs = sorted({ln.split()[-1] for ln in open("/proc/self/maps")
+                   if "libcupti" in ln and ln.split()[-1].startswith("/")})
+    res["libcupti"] = libs
+    heads = header(libs, "cupti_runtime_cbid.h")
+    res["header"] = heads
     ids = {}
     if heads:
         for name, cbid in re.findall(r"CUPTI_RUNTIME_TRACE_CBID_(\w+?)_v\d+\w*\s*=\s*(\d+)", open(heads[0]).read()):
@@ -91,6 +99,13 @@ if mode == "filtered":
         if fn is not None:
             fn.argtypes, fn.restype = [ctypes.c_uint32, ctypes.c_uint8], ctypes.c_int
             res["results"] = {n: [fn(i, 0) for i in v] for n, v in ids.items()}
+    if mode.startswith("no:") and libs:
+        kinds_h = header(libs, "cupti_activity.h")
+        values = dict(re.findall(r"CUPTI_ACTIVITY_KIND_(\w+)\s*=\s*(\d+)", open(kinds_h[0]).read())) if kinds_h else {}
+        off = ctypes.CDLL(libs[0]).cuptiActivityDisable
+        off.argtypes, off.restype = [ctypes.c_int], ctypes.c_int
+        res["disabled"] = {k: (off(int(values[k])) if k in values else "no such kind")
+                           for k in mode[3:].split("+")}
 timed(3)
 res["recorded_ms"] = round(timed(steps), 3)
 torch.cuda.synchronize()
@@ -124,7 +139,7 @@ def main() -> int:
             doc["round"] = rnd
             runs.append(doc)
             print(json.dumps({k: doc.get(k) for k in ("mode", "round", "plain_ms", "recorded_ms", "stop_s", "write_s",
-                                                       "events", "has_api", "rc")}), flush=True)
+                                                       "events", "has_api", "disabled", "rc")}), flush=True)
     (a.out / "cupti_records.json").write_text(json.dumps(runs, indent=1) + "\n")
     return 0
 
