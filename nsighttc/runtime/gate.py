@@ -50,6 +50,15 @@ def wait_at_gate(gate: Path) -> bool:
         time.sleep(GATE_POLL_S)
 
 
+def said(gate: Path) -> bool:
+    """``gate`` already holds 'go' or 'stop' (a look, no wait): whoever waits there need not prepare any longer."""
+    try:
+        words = gate.read_text().split()
+    except OSError:
+        return False
+    return bool(words) and words[0] in ("go", "stop")
+
+
 def apply_settings(window) -> None:
     if GATE_SETTINGS.get("window") == "off":
         window.disable()

@@ -820,3 +820,24 @@ def test_the_replays_warm_up_runs_each_part_and_says_what_failed(monkeypatch):
     assert {("ones", dt) for dt in (torch.float16, torch.bfloat16, torch.float32)} <= set(fake.calls)  # the GEMMs
     push = fake.calls.index(("push", replay.WARM_RANGE))
     assert fake.calls[push + 1:][-1] == "sync" and "pop" in fake.calls[push:]  # the profiled GEMM ran, last
+
+
+def test_a_warm_up_whose_gate_opened_already_leaves_what_only_some_lists_need_to_their_calls(tmp_path):
+    """A program shorter than the replay's start under ncu opens the gate while the replay still warms up: then the
+    calls are what is waited for, and the parts only some lists need (bf16, the first-layer convolution, the inputs)
+    are left to the calls that need them; the context, fp16/fp32 cuBLAS and cuDNN and the profiled GEMM are made all
+    the same. The gate is looked at, not waited at (``gate.said``)."""
+    torch = pytest.importorskip("torch")
+    from nsighttc.runtime import gate, replay
+    g = tmp_path / ".replay-gate"
+    assert not gate.said(g)  # no file yet
+    g.write_text("")
+    assert not gate.said(g)
+    g.write_text("go")
+    assert gate.said(g)
+    fake = _TorchOnTheHost(torch)
+    replay.warm_up(fake, opened=lambda: gate.said(g))
+    assert [c for c in fake.calls if c[0] == "conv"] == [("conv", (1, 8, 8, 8), False, 1)]
+    made = {c for c in fake.calls if isinstance(c, tuple) and c[0] in ("ones", "randn")}
+    assert ("ones", torch.bfloat16) not in made and not any(c[0] == "randn" for c in made)
+    assert {("ones", torch.float16), ("ones", torch.float32)} <= made and ("push", replay.WARM_RANGE) in fake.calls
