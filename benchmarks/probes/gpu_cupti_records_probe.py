@@ -12,8 +12,11 @@ torch loads. Each mode runs in a fresh process: ResNet-50 (torchvision, AMP fp16
 synthetic data: launch-bound at a small batch) warms up, times ``--steps`` steps plain, then the same steps under
 torch.profiler (CPU + CUDA activities, the ranges only, as a cached run records), stops it and counts what it kept:
 
-- ``ranges``: as the launcher records a cached run's window;
-- ``filtered``: the same, with the runtime APIs in ``QUIET`` not recorded (turned off right after the start);
+- ``ranges``: as the launcher recorded a cached run's window before ``runtime.cupti_quiet`` (the child runs with
+  ``NSIGHTTC_QUIET_RUNTIME=off``: ``runtime.recording.start`` quiets them since);
+- ``filtered``: the same, with the runtime APIs in ``runtime.cupti_quiet.QUIET`` not recorded, as
+  ``runtime.recording.start`` leaves them out now (its ids are checked against the ``cupti_runtime_cbid.h`` beside
+  the loaded CUPTI: ``ids_unlike_header``);
 - ``no:KIND[+KIND...]`` (eleventh session): ``filtered``, and whole CUPTI activity kinds turned off after the start
   (``cuptiActivityDisable``; the kinds' values read from the ``cupti_activity.h`` beside the loaded CUPTI), e.g.
   ``no:DRIVER``, ``no:SYNCHRONIZATION``, ``no:OVERHEAD``, ``no:RUNTIME``, ``no:CONCURRENT_KERNEL``: what each kind
@@ -37,19 +40,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Runtime APIs that launch, copy, set, wait for or order nothing: what the timeline's analysis never reads (it reads
-# launches, copies, memsets and the calls that wait: synchronizations, event waits).
-QUIET = ("cudaGetErrorString", "cudaGetErrorName", "cudaPeekAtLastError", "cudaGetLastError",
-         "cudaFuncGetAttributes", "cudaFuncSetAttribute", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo",
-         "cudaThreadExchangeStreamCaptureMode", "cudaDeviceGetAttribute", "cudaGetDevice", "cudaGetDeviceCount",
-         "cudaGetFuncBySymbol", "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
-         "cudaOccupancyMaxActiveBlocksPerMultiprocessor", "cudaPointerGetAttributes", "cudaDriverGetVersion",
-         "cudaRuntimeGetVersion", "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion")
-
 CHILD = r"""
 import collections, ctypes, glob, json, os, re, sys, time
 import torch, torchvision
-mode, steps, batch, quiet = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(",")
+mode, steps, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 torch.backends.cudnn.benchmark = True
 model = torchvision.models.resnet50(weights=None).cuda().to(memory_format=torch.channels_last)
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -84,21 +78,17 @@ if mode == "filtered" or mode.startswith("no:"):
     libs = sorted({ln.split()[-1] for ln in open("/proc/self/maps")
                    if "libcupti" in ln and ln.split()[-1].startswith("/")})
     res["libcupti"] = libs
+    from nsighttc.runtime import cupti_quiet
+    res["quiet"] = cupti_quiet.quiet()  # (recording.start did it: the same calls again, for what it says)
     heads = header(libs, "cupti_runtime_cbid.h")
     res["header"] = heads
     ids = {}
     if heads:
         for name, cbid in re.findall(r"CUPTI_RUNTIME_TRACE_CBID_(\w+?)_v\d+\w*\s*=\s*(\d+)", open(heads[0]).read()):
-            if name in quiet:
+            if name in cupti_quiet.QUIET:
                 ids.setdefault(name, []).append(int(cbid))
-    res["quiet_ids"] = ids
-    if libs and ids:
-        cupti = ctypes.CDLL(libs[0])
-        fn = getattr(cupti, "cuptiActivityEnableRuntimeApi", None)
-        res["has_api"] = fn is not None
-        if fn is not None:
-            fn.argtypes, fn.restype = [ctypes.c_uint32, ctypes.c_uint8], ctypes.c_int
-            res["results"] = {n: [fn(i, 0) for i in v] for n, v in ids.items()}
+        res["ids_unlike_header"] = {n: [v, ids.get(n)] for n, v in cupti_quiet.QUIET.items()
+                                    if sorted(v) != sorted(ids.get(n, []))}
     if mode.startswith("no:") and libs:
         kinds_h = header(libs, "cupti_activity.h")
         values = dict(re.findall(r"CUPTI_ACTIVITY_KIND_(\w+)\s*=\s*(\d+)", open(kinds_h[0]).read())) if kinds_h else {}
@@ -132,14 +122,15 @@ def main() -> int:
     runs = []
     for rnd in range(a.rounds):
         for mode in a.modes:
-            r = subprocess.run([sys.executable, "-c", CHILD, mode, str(a.steps), str(a.batch), ",".join(QUIET)],
-                               capture_output=True, text=True, env=env, timeout=300)
+            r = subprocess.run([sys.executable, "-c", CHILD, mode, str(a.steps), str(a.batch)], capture_output=True,
+                               text=True, timeout=300,
+                               env=dict(env, NSIGHTTC_QUIET_RUNTIME="off") if mode == "ranges" else env)
             line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
             doc = json.loads(line[7:]) if line else {"mode": mode, "rc": r.returncode, "stderr": r.stderr[-2000:]}
             doc["round"] = rnd
             runs.append(doc)
             print(json.dumps({k: doc.get(k) for k in ("mode", "round", "plain_ms", "recorded_ms", "stop_s", "write_s",
-                                                       "events", "has_api", "disabled", "rc")}), flush=True)
+                                                       "events", "quiet", "disabled", "rc")}), flush=True)
     (a.out / "cupti_records.json").write_text(json.dumps(runs, indent=1) + "\n")
     return 0
 
