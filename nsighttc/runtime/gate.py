@@ -38,10 +38,7 @@ def wait_at_gate(gate: Path) -> bool:
         checks += 1
         if checks % 50 == 0 and not owner_alive():
             return False
-        try:
-            words = gate.read_text().split()
-        except OSError:
-            words = []
+        words = _words(gate)
         if words and words[0] in ("go", "stop"):
             GATE_SETTINGS.update(w.split("=", 1) for w in words[1:] if "=" in w)
             if words[0] == "go" and WINDOW[0] is not None:
@@ -52,11 +49,16 @@ def wait_at_gate(gate: Path) -> bool:
 
 def said(gate: Path) -> bool:
     """``gate`` already holds 'go' or 'stop' (a look, no wait): whoever waits there need not prepare any longer."""
-    try:
-        words = gate.read_text().split()
-    except OSError:
-        return False
+    words = _words(gate)
     return bool(words) and words[0] in ("go", "stop")
+
+
+def _words(gate: Path) -> list[str]:
+    """What ``gate`` says so far (nothing while it does not exist)."""
+    try:
+        return gate.read_text().split()
+    except OSError:
+        return []
 
 
 def apply_settings(window) -> None:
