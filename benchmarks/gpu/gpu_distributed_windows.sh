@@ -12,7 +12,8 @@
 #   FSDP2), hold50 (the cached runs' changes of the ninth session: the same verdicts, first and cached, then ROUNDS
 #   (4) byte-compiled rounds of DDP and FSDP2), last50 (the tenth session's: the window ending at the program's
 #   known last optimizer step, the launcher in rankexec's process; the verdicts, then ROUNDS (10) rounds of DDP),
-#   quiet50 (the same after the eleventh session's quiet runtime calls; each rank's CUPTI line counted).
+#   quiet50 (the same after the eleventh session's quiet runtime calls; each rank's CUPTI line counted), end50 (the
+#   same after the twelfth session's window of a program whose end is known; a second cached DDP run).
 #   COMPILED=1: the overhead rounds run in a byte-compiled environment (gpu_profile_overhead.py --compiled).
 #   - DDP straggler (rank 1 sleeps 30 ms a step), 20 steps: the program ends inside its window. A plain run, the
 #     default first run (empty evidence cache) and the cached run: both ranks' windows whole, rank 1 named.
@@ -162,14 +163,22 @@ hold50)   # the cached run's sampler held until the window and NCCL ranks let go
   echo "host samples held until the window: $(grep -l 'sampled_from' "$W"/runs_*/*/rank*/host_samples.json 2>/dev/null | wc -l) of $(ls "$W"/runs_*/*/rank*/host_samples.json 2>/dev/null | wc -l) files" >> "$S"
   COMPILED=1 overhead hold50 "${ROUNDS:-4}" ddp fsdp2
   ;;
-last50|quiet50)  # tenth session: a cached run's window ends with the optimizer step its program's last run ended
+last50|quiet50|end50)  # tenth session: a cached run's window ends with the optimizer step its program's last run ended
           # after, and torch-engine ranks run the launcher in rankexec's process: the un-annotated DDP straggler ending
           # inside its window (first, cached: the cached run's window ends at that step), FSDP2 with extra host work on
           # rank 1 (first, cached), then ROUNDS (10) byte-compiled rounds of DDP (the hooks' steps: where the change
           # applies). quiet50 (eleventh session, the same runs): runtime calls doing no GPU work left out of CUPTI's
-          # records (runtime/cupti_quiet.py); each rank's "CUPTI:" line, counted, goes to the summary too
+          # records (runtime/cupti_quiet.py); each rank's "CUPTI:" line, counted, goes to the summary too. end50 (twelfth
+          # session): a cached run of a program whose end is known records END_WINDOW_STEPS steps and runs its steps
+          # after them unrecorded to its end (runtime.window: Window._end_known); a second cached run, which must
+          # know the end again
   profile ddp_hooks_straggler_first 150 -- "${TR[@]}" "${DDP[@]}" --no-annotate; look ddp_hooks_straggler_first
   profile ddp_hooks_straggler_cached 120 -- "${TR[@]}" "${DDP[@]}" --no-annotate; look ddp_hooks_straggler_cached
+  if [ "$PART" = end50 ]; then
+    profile ddp_hooks_straggler_cached2 120 -- "${TR[@]}" "${DDP[@]}" --no-annotate; look ddp_hooks_straggler_cached2
+    grep -h '"event": "start"\|"event": "end"\|"unrecorded"\|wrote .*torch_trace' \
+      "$W"/runs_ddp_hooks_*/*/torch.stderr.log 2>/dev/null | sed 's/^.*nsighttc.launch/nsighttc.launch/' | cut -c1-300 >> "$S"
+  fi
   keep ddp_hooks_straggler_cached
   grep -h '"program_end"\|"ended"' "$W"/runs_ddp_hooks_*/*/torch.stderr.log 2>/dev/null | sed 's/^.*nsighttc.launch/nsighttc.launch/' >> "$S"
   grep -h 'CUPTI:' "$W"/runs_*/*/torch.stderr.log 2>/dev/null | sed 's/^.*nsighttc.launch/nsighttc.launch/' | sort | uniq -c \

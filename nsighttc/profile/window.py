@@ -74,9 +74,10 @@ def warmup_seen(events: list[dict]) -> int | None:
 
 
 def last_optimizer_step_seen(events: list[dict]) -> int | None:
-    """After how many optimizer steps the program ended by itself inside the window of the hooks' steps, or at the
-    step where its last run had (``runtime.window``'s ``ended`` event; every rank's, the same in a distributed job),
-    or None: where no program ended so, or it had windows of other phases too."""
+    """After how many optimizer steps the program ended by itself inside the window of the hooks' steps, or during
+    its unrecorded steps after it, or at the step where its last run had (``runtime.window``'s ``ended`` event; every
+    rank's, the same in a distributed job), or None: where no program ended so, or it had windows of other phases
+    too."""
     ended = [e for e in events if e.get("event") == "ended" and e.get("optimizer_steps")]
     phases = {e.get("phase") for e in _starts(events)}
     if not ended or phases != {HOOK_PHASE_NAME}:
@@ -86,7 +87,9 @@ def last_optimizer_step_seen(events: list[dict]) -> int | None:
 
 def window_steps_seen(events: list[dict]) -> int | None:
     """How many steps the timeline run's windows were to hold (the most over its phases), or None."""
-    steps = [int(e["steps"]) for e in _starts(events) if e.get("steps")]
+    # (a window shortened because the program's end was known says what it would have held: ``sized_steps``,
+    # runtime.window.Window._end_known; that is the bound a run whose end is not known needs)
+    steps = [int(e.get("sized_steps") or e["steps"]) for e in _starts(events) if e.get("steps")]
     return max(steps) if steps else None
 
 

@@ -247,6 +247,13 @@ class StepMarks:
                 if self.step is not None:
                     self._end_step(tell=True, last=True)
 
+    def optimizer_steps_left(self) -> int | None:
+        """Optimizer steps left until the one the program's last run ended after (``last_optimizer_step``), or None
+        where that is not known or the program steps several optimizers (``runtime.window.Window.steps_left``)."""
+        if self.last_optimizer_step is None or self.counts["optimizers"] > 1:
+            return None
+        return self.last_optimizer_step - self.counts["optimizer_steps"]
+
     def _end_step(self, tell: bool, last: bool = False) -> None:
         """The open step ends here (the caller holds the lock); ``tell``: the window hears of it (``last``: with the
         optimizer step the program's last run ended after)."""

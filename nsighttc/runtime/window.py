@@ -32,9 +32,11 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
    the first step boundary after a grace in which none began (a program with one training phase pays the grace
    once; the phases of a program that runs several in a row are each recorded, and what lies between them).
    ``--window-end continue`` (``profile --full-run``) ends the recording there instead and lets the program run
-   on unrecorded. A program whose last run ended inside the hooks' window (the ``ended`` event: after how many
-   optimizer steps, kept by the evidence cache, ``--window-last-optimizer-step``) has its window end with that
-   optimizer step's step (``_at_last_step``): the profiler stops there as at the program's end, and what the
+   on unrecorded. A program whose last run ended inside the hooks' window or during its unrecorded steps after it
+   (the ``ended`` event: after how many optimizer steps, kept by the evidence cache,
+   ``--window-last-optimizer-step``) has a window of ``END_WINDOW_STEPS`` steps, and its steps after it are timed
+   unrecorded until it ends by itself, as its last run did (``_end_known``); a window still open at that optimizer
+   step ends with its step (``_at_last_step``): the profiler stops there as at the program's end, and what the
    program does after its last step runs unrecorded, not stopped.
 
 What is switched is a ``Recorder``:
@@ -80,6 +82,9 @@ MAX_WARMUP_STEPS = 50       # a phase that never settles: its window starts anyw
 MAX_WARMUP_S = 30.0
 TARGET_WINDOW_S = 2.0       # the window's length at the steady step time
 MIN_STEPS = 10              # enough steps for the analysis' median and its warm-up rule
+END_WINDOW_STEPS = MIN_STEPS + 2  # the window of a program whose end is known (``Window._end_known``)
+END_SLACK = 2               # ... times this many steps more than its last run had before stopping it (an AMP loop's
+                            # scaler skips a different count of optimizer steps from run to run)
 MAX_STEPS = 100
 PREPARE_WAIT_STEPS = 4      # a recorder not ready this many steps after its preparation: the window starts anyway
 PHASE_GRACE_S = 3.0         # after a named phase's window: how long another phase may take to begin
@@ -192,6 +197,9 @@ class Window:
         self.unrecorded = True     # after the last window, time a few steps with the recording stopped (torch only)
         self._after: AfterWindow | None = None  # those steps, while they run
         self.next_step: str | None = None  # what the step starting at this boundary is: "prefill", "decode" or None
+        # optimizer steps left until the one the program's last run ended after, inside its window (the step hooks'
+        # ``StepMarks.optimizer_steps_left``, given --window-last-optimizer-step); None: not known
+        self.steps_left = None
 
     def disable(self) -> None:
         """No window (the program has no steps to choose from, as the timeline run found): every step is
@@ -359,11 +367,15 @@ class Window:
         """How many steps to time unrecorded after the window, the first (which holds the profiler's stop) included:
         about ``UNRECORDED_MAX_S`` of them (``unrecorded.after_steps``); where the warm-up's last steps ran unrecorded
         (a run recording from the window), only as many as make ``BEFORE_WINDOW_MIN`` with them, at least
-        ``UNRECORDED_MIN`` (``runtime.unrecorded`` says why)."""
+        ``UNRECORDED_MIN`` (``runtime.unrecorded`` says why). A program whose end is known (``_end_known``) times every
+        step it has left after the window, ``END_SLACK`` more: it ends by itself, as its last run did, unrecorded."""
         before = self._unrecorded_before(ph)
-        if before:
-            return 1 + max(UNRECORDED_MIN, BEFORE_WINDOW_MIN - before)
-        return after_steps(self._sizing_median(ph))
+        count = 1 + max(UNRECORDED_MIN, BEFORE_WINDOW_MIN - before) if before else after_steps(self._sizing_median(ph))
+        left = self._end_known()
+        if left is not None:  # (asked at the window's start, or at its end: ``_stop``)
+            after = left - (self._window_steps(ph) if ph.state == "warmup" else 0)
+            count = max(count, 1 + after + END_SLACK)
+        return count
 
     def _unrecorded_before(self, ph: _Phase) -> int:
         """The warm-up's last steps that ran unrecorded and count for the program's unrecorded speed (``before_window``);
@@ -382,13 +394,33 @@ class Window:
         return ph.n >= max(bound, MIN_WARMUP) and not any(ph.compiled[-STEADY_RUN:])
 
     def _window_steps(self, ph: _Phase) -> int:
-        """The window's length: ``TARGET_WINDOW_S`` of the warm-up's last steps, at most the program's last run's
-        window (``steps_max``). Why a bound: a run recording from the window (a cached run) sized it on unrecorded
-        steps, faster than the recorded ones a first run sized it on: two H200s, FSDP2, 39 steps of 51.6 ms against
-        24 of 80 ms, and the cached run, recording 65 ms steps to the program's end instead of stopping it, cost more
-        than the first (1.50x against 1.41x plain, issue 50) for a longer window than the first run's verdict had."""
+        """The window's length (``_sized_steps``); ``END_WINDOW_STEPS`` for a program whose end is known
+        (``_end_known``)."""
+        n = self._sized_steps(ph)
+        return min(n, END_WINDOW_STEPS) if self._end_known() is not None else n
+
+    def _sized_steps(self, ph: _Phase) -> int:
+        """``TARGET_WINDOW_S`` of the warm-up's last steps, at most the program's last run's window (``steps_max``).
+        Why a bound: a run recording from the window (a cached run) sized it on unrecorded steps, faster than the
+        recorded ones a first run sized it on: two H200s, FSDP2, 39 steps of 51.6 ms against 24 of 80 ms, and the
+        cached run, recording 65 ms steps to the program's end instead of stopping it, cost more than the first
+        (1.50x against 1.41x plain, issue 50) for a longer window than the first run's verdict had."""
         n = window_steps(self._sizing_median(ph), self.steps)
         return min(n, max(int(self.steps_max), MIN_STEPS)) if self.steps is None and self.steps_max else n
+
+    def _end_known(self) -> int | None:
+        """The optimizer steps left before the one the program's last run ended after, inside or just after its
+        window (``steps_left``, from the step hooks: --window-last-optimizer-step), or None where not known, or where
+        an explicit --window-steps or --window-warmup is obeyed as given. Such a program's window holds
+        ``END_WINDOW_STEPS`` steps from where its warm-up is steady, and its steps after it are timed unrecorded until
+        it ends by itself (``_after_count``), where it used to record every step from there to its last. Why: a
+        window's cost grows with the steps it holds: CUPTI's record of every launch slowed a DDP rank's steps from
+        28-34 to 40-57 ms, and torch.profiler's stop grows with the records (two H200s, DDP ResNet-50 AMP, 16 steps
+        recorded of 22: reports/profile_overhead/torchrun_cost, calls 26-29); a verdict needs ``MIN_STEPS``. The
+        window is not moved to the program's end: a run shorter than its last would end before it started."""
+        if self.steps_left is None or self.steps is not None or self.warmup is not None:
+            return None
+        return self.steps_left()
 
     @classmethod
     def _sizing_median(cls, ph: _Phase) -> float | None:
@@ -420,8 +452,11 @@ class Window:
             self.recorder.window_start(last=not named)
             _sampler_budget(True)
             self._open_mark()
-            self._event("start", ph.key, ph, **({"unrecorded_before_ms": [round(d * 1e3, 4) for d in before]}
-                                                 if before else {}))
+            # (the window a program whose end is known holds: the steps it would have held are what the evidence cache
+            # keeps, ``profile.window.window_steps_seen``, for a run whose end is not known)
+            sized = self._sized_steps(ph) if self._end_known() is not None else ph.steps
+            self._event("start", ph.key, ph, **({"sized_steps": sized} if sized != ph.steps else {}),
+                        **({"unrecorded_before_ms": [round(d * 1e3, 4) for d in before]} if before else {}))
         elif what == "end" and ph.state == "window":
             ph.state = "done"
             program_end = action[1:2] == ["program_end"]
@@ -523,8 +558,9 @@ class Window:
             self.events.append(doc)
             self.emit(EVENT_PREFIX + json.dumps(doc))
         ph = self.phases.get(HOOK_PHASE)
+        # (or during its unrecorded steps after the window: what a program whose end is known does, ``_end_known``)
         if ended and optimizer_steps and ph is not None and not self.explicit and (
-                ph.state == "window" or (ph.state == "done" and self._ended_at == ph.n)):
+                ph.state == "window" or (ph.state == "done" and (self._ended_at == ph.n or a is not None))):
             self._event("ended", ph.key, ph, optimizer_steps=int(optimizer_steps))
         self.recorder.flush()  # the trace, written once they are over
 

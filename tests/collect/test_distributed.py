@@ -16,6 +16,7 @@ import pytest
 
 from nsighttc import analyze
 from nsighttc.runtime import rankexec
+from nsighttc.runtime.window import END_WINDOW_STEPS
 from nsighttc.errors import UsageError
 from nsighttc.profile import Options, pass_env as _env, plan, profile, rank_run_dir, resolve_target
 from tests.collect.fakes import calls, make_bin
@@ -331,6 +332,10 @@ def test_every_ranks_window_is_kept_when_rank_0_switches_slowly_and_the_program_
     assert len(kept) == 2 and min(kept) >= 11, kept
     w = meta["passes"][0]["window"]
     assert len(meta["passes"]) == 1 and w["recorded_from"] == "window" and w["phases"][0]["warmup_steps"] <= warm
+    # the first run's program ended inside its window after 40 optimizer steps: this one's window was to hold what a
+    # window needs (runtime.window: Window._end_known), and the program, shorter this time, ended by itself on every
+    # rank (inside that window or at its last step)
+    assert w["phases"][0]["steps"] == END_WINDOW_STEPS and not w["stopped_after_window"]
     assert "--window-warmup-max" in meta["commands"][0] and "--window-steps-max" in meta["commands"][0]
     # its program ended inside the window too, after warm + 12 optimizer steps: the next run's window ends with that
     # step on every rank (runtime.window: Window._at_last_step), and the program's end runs unrecorded

@@ -277,6 +277,82 @@ print("RAN TO THE END")""")
     assert analyze([trace]).to_json()["timeline"]["steps"]["count"] == steps
 
 
+@pytest.mark.torch
+def test_a_known_programs_window_holds_what_a_window_needs_and_its_end_runs_unrecorded(tmp_path):
+    """The launcher with an automatic window recording from it, told after how many optimizer steps the program's
+    last run ended (a cached run, --window-last-optimizer-step): the window holds END_WINDOW_STEPS steps, the
+    program's steps after it are timed unrecorded until it ends by itself (not stopped), and the ``ended`` event says
+    after how many optimizer steps again; the trace holds the window's steps only."""
+    from nsighttc.api import analyze
+    r, trace, events = _launch(tmp_path, LOOP.format(n=60), "--record-from", "window", "--window-warmup-max", "5",
+                               "--window-last-optimizer-step", "60")
+    assert r.returncode == 0 and "RAN TO THE END" in r.stdout, r.stderr
+    start = next(e for e in events if e["event"] == "start")
+    end = next(e for e in events if e["event"] == "end")
+    assert start["steps"] == end["steps"] == win.END_WINDOW_STEPS and start["sized_steps"] > win.END_WINDOW_STEPS
+    assert end["step"] == start["warmup"] + win.END_WINDOW_STEPS < 60 and "program_end" not in end
+    after = next(e for e in events if e["event"] == "unrecorded")
+    assert after["steps"] == 60 - end["step"] - 1  # every step after it timed (the first, with the stop, left out)
+    assert [e["optimizer_steps"] for e in events if e["event"] == "ended"] == [60]
+    # the profiler started one step before the window (TorchRecorder.wants_prepare): that step and the window's
+    assert analyze([trace]).to_json()["timeline"]["steps"]["count"] <= win.END_WINDOW_STEPS + 1
+
+
+def _known_end(last: int, runs: int | None = None, dt: float = 0.05, **kw):
+    """A program of ``runs`` optimizer steps (``last`` where not given) under a Window recording from its window's
+    start (``TorchRecorder``, which prepares one step before it), told that its last run ended after ``last`` of them
+    (``steps_left``; ``known=False``: not told). Returns the window, the step at which the profiler started and the
+    step at which the program was stopped (None: it ended by itself, and the window was told so)."""
+    from nsighttc.runtime.window_recorders import TorchRecorder
+    clock, done, started = Clock(), [0], []
+    rec = TorchRecorder(lambda: None, start=lambda: started.append(done[0]), clock=clock)
+    known = kw.pop("known", True)
+    w = win.Window(clock=clock, emit=lambda s: None, recorder=rec, **kw)
+    if known:
+        w.steps_left = lambda: last - done[0]
+    for i in range(1, (runs or last) + 1):
+        clock.t += dt
+        done[0] = i
+        try:
+            w.hook_boundary(last=known and i == last)
+        except win.WindowDone:
+            return w, started, i
+    w.close(ended=True, optimizer_steps=runs or last)
+    return w, started, None
+
+
+def test_a_program_whose_end_is_known_records_the_steps_a_window_needs_and_ends_by_itself():
+    """A cached run of a program whose last run ended inside or just after its window: a window's cost grows with
+    the steps it holds (two H200s, DDP: recorded steps 40-57 ms against 28-34 ms, the profiler's stop growing with the
+    records), so it holds END_WINDOW_STEPS from where the warm-up is steady; the steps after it are timed unrecorded
+    and the program ends by itself, saying after how many optimizer steps again. What the window would have held is
+    what the evidence cache keeps (``sized_steps``)."""
+    from nsighttc.profile.window import last_optimizer_step_seen, window_steps_seen
+    natural, _, stopped = _known_end(40, known=False)
+    start = next(e for e in natural.events if e["event"] == "start")
+    assert start["steps"] > win.END_WINDOW_STEPS and stopped is None  # (a window of 40: the program ended inside it)
+    w, started, stopped = _known_end(40)
+    start = next(e for e in w.events if e["event"] == "start")
+    end = next(e for e in w.events if e["event"] == "end")
+    assert start["warmup"] == next(e for e in natural.events if e["event"] == "start")["warmup"]  # not moved
+    assert start["steps"] == end["steps"] == win.END_WINDOW_STEPS and "program_end" not in end
+    assert started == [start["warmup"] - 1] and stopped is None  # ended by itself, after its unrecorded steps
+    after = next(e for e in w.events if e["event"] == "unrecorded")
+    assert after["steps"] == 40 - end["step"] - 1
+    assert last_optimizer_step_seen(w.events) == 40 and window_steps_seen(w.events) == start["sized_steps"]
+    # a run longer than its last: stopped END_SLACK steps after the step its last run ended at, unrecorded
+    w, _, stopped = _known_end(40, runs=300)
+    assert stopped == 40 + 1 + win.END_SLACK and last_optimizer_step_seen(w.events) is None
+    # fewer steps than a window holds after the steady warm-up: the window ends with the last step, as before
+    w, _, stopped = _known_end(start["warmup"] + win.MIN_STEPS)
+    end = next(e for e in w.events if e["event"] == "end")
+    assert end["program_end"] and stopped is None
+    # an explicit --window-steps or --window-warmup is obeyed
+    for kw in ({"steps": 30}, {"warmup": 5}):
+        w, _, _ = _known_end(40, **kw)
+        assert next(e for e in w.events if e["event"] == "start")["steps"] == kw.get("steps", start["sized_steps"])
+
+
 def test_read_events_ignores_other_lines():
     lines = ["hello", win.EVENT_PREFIX + '{"event": "start", "phase": "x"}', win.EVENT_PREFIX + "{not json",
              "x " + win.EVENT_PREFIX + '{"event": "end", "stop": true}']

@@ -347,3 +347,46 @@ def test_a_window_the_ranks_agreed_on_ends_at_the_same_step_on_every_rank_when_t
         alone.clock.t += dt
         alone.hook_boundary()
     assert any(e["event"] == "extend" for e in alone.events)
+
+
+# A job of two CPU ranks whose last run ended after 40 optimizer steps, a few steps after its window (a cached run):
+# its window holds END_WINDOW_STEPS steps, and the steps after it run unrecorded on both ranks to the program's end.
+KNOWN_END = """
+import time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+m = torch.nn.Linear(16, 16); opt = torch.optim.SGD(m.parameters(), lr=0.01); x = torch.randn(8, 16)
+for i in range(40):
+    time.sleep(0.01)
+    opt.zero_grad(); m(x).sum().backward(); opt.step()
+    dist.barrier()
+print("RAN TO THE END", rank, flush=True)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.torch
+def test_a_job_whose_end_is_known_records_a_short_window_and_every_rank_runs_to_its_end(tmp_path):
+    """runtime.window.Window._end_known on a job's ranks: the window and its length are rank 0's decision, so are
+    the unrecorded steps timed after it (every step left, and END_SLACK more): no rank is stopped, both end by
+    themselves, say after how many optimizer steps, and their traces hold the same window steps."""
+    import json
+    prog = tmp_path / "prog.py"
+    prog.write_text(KNOWN_END)
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                        "--no-python", sys.executable, "-m", "nsighttc.runtime.rankexec", "--", sys.executable,
+                        "-m", "nsighttc.runtime.launch", "--window", "--window-end", "stop", "--record-from", "window",
+                        "--window-warmup-max", "4", "--window-last-optimizer-step", "40", "--no-operators",
+                        "--torch-trace", str(tmp_path / "rank{nsighttc_rank}.json"), "--", str(prog)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("RAN TO THE END") == 2, r.stdout[-2000:] + r.stderr[-3000:]
+    events = win.read_events((r.stdout + r.stderr).splitlines())
+    starts = [e for e in events if e["event"] == "start"]
+    ends = [e for e in events if e["event"] == "end"]
+    assert len(starts) == len(ends) == 2 and {e["steps"] for e in ends} == {win.END_WINDOW_STEPS}
+    assert ends[0]["step"] == ends[1]["step"] < 40 and not any(e.get("program_end") for e in ends)
+    assert [e["optimizer_steps"] for e in events if e["event"] == "ended"] == [40, 40]
+    steps = [sum(1 for e in json.loads((tmp_path / f"rank{r}.json").read_text())["traceEvents"]
+                 if e.get("name") == "nsighttc.step") for r in (0, 1)]
+    assert steps[0] == steps[1] and win.END_WINDOW_STEPS <= steps[0] <= win.END_WINDOW_STEPS + 1, steps
