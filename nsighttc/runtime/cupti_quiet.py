@@ -15,6 +15,14 @@ Measured (one H200, torch 2.11 + CUDA 13, ResNet-50 AMP at batch 16 under torch.
 writing 0.33-0.49 s -> 0.22-0.28 s, the same kernels (20,592-20,691); the steps were slowed as much either way
 (31.3-32.6 ms recorded against 31.0-35.2 ms, 22-25 ms plain: CUPTI's callback on each call stays).
 
+Whole activity kinds were probed the same way (call 30: each turned off after the start, ``no:KIND`` modes, two rounds
+each on one H200): with DRIVER, SYNCHRONIZATION, OVERHEAD, RUNTIME or EXTERNAL_CORRELATION off, the recorded steps
+were 1.24-2.08x the plain ones against 1.34-1.64x with all on: within the host's own noise (its plain steps moved
+14-25 ms between runs), so none is left out for speed. Without RUNTIME the kernels lose their launches and half the
+ranges on the GPU (``gpu_user_annotation`` 66 -> 33). Without CONCURRENT_KERNEL the stop fell to 0.06-0.08 s from
+0.26-0.46 s: the kernels' records are most of the stop, and they are what the analysis reads. So what a window costs
+goes with how many steps it records (``runtime.window.Window._end_known``).
+
 The ids are CUPTI's ``CUpti_runtime_api_trace_cbid`` values (``cupti_runtime_cbid.h``: an enum of explicit, never
 renumbered values; read from CUDA 13's). Standard library only (ctypes): this runs inside the user's program. Where
 no CUPTI is loaded, or it lacks the call (an older one), nothing changes; ``QUIET_ENV=off`` turns it off.

@@ -378,7 +378,8 @@ def test_a_job_whose_end_is_known_records_a_short_window_and_every_rank_runs_to_
                         "-m", "nsighttc.runtime.launch", "--window", "--window-end", "stop", "--record-from", "window",
                         "--window-warmup-max", "4", "--window-last-optimizer-step", "40", "--no-operators",
                         "--torch-trace", str(tmp_path / "rank{nsighttc_rank}.json"), "--", str(prog)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                       capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("RAN TO THE END") == 2, r.stdout[-2000:] + r.stderr[-3000:]
     events = win.read_events((r.stdout + r.stderr).splitlines())
