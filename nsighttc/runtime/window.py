@@ -371,7 +371,7 @@ class Window:
         step it has left after the window, ``END_SLACK`` more: it ends by itself, as its last run did, unrecorded."""
         before = self._unrecorded_before(ph)
         count = 1 + max(UNRECORDED_MIN, BEFORE_WINDOW_MIN - before) if before else after_steps(self._sizing_median(ph))
-        left = self._end_known()
+        left = self._end_known(ph)
         if left is not None:  # (asked at the window's start, or at its end: ``_stop``)
             after = left - (self._window_steps(ph) if ph.state == "warmup" else 0)
             count = max(count, 1 + after + END_SLACK)
@@ -397,7 +397,7 @@ class Window:
         """The window's length (``_sized_steps``); ``END_WINDOW_STEPS`` for a program whose end is known
         (``_end_known``)."""
         n = self._sized_steps(ph)
-        return min(n, END_WINDOW_STEPS) if self._end_known() is not None else n
+        return min(n, END_WINDOW_STEPS) if self._end_known(ph) is not None else n
 
     def _sized_steps(self, ph: _Phase) -> int:
         """``TARGET_WINDOW_S`` of the warm-up's last steps, at most the program's last run's window (``steps_max``).
@@ -408,7 +408,7 @@ class Window:
         n = window_steps(self._sizing_median(ph), self.steps)
         return min(n, max(int(self.steps_max), MIN_STEPS)) if self.steps is None and self.steps_max else n
 
-    def _end_known(self) -> int | None:
+    def _end_known(self, ph: _Phase) -> int | None:
         """The optimizer steps left before the one the program's last run ended after, inside or just after its
         window (``steps_left``, from the step hooks: --window-last-optimizer-step), or None where not known, or where
         an explicit --window-steps or --window-warmup is obeyed as given. Such a program's window holds
@@ -418,8 +418,8 @@ class Window:
         28-34 to 40-57 ms, and torch.profiler's stop grows with the records (two H200s, DDP ResNet-50 AMP, 16 steps
         recorded of 22: reports/profile_overhead/torchrun_cost, calls 26-29); a verdict needs ``MIN_STEPS``. The
         window is not moved to the program's end: a run shorter than its last would end before it started."""
-        if self.steps_left is None or self.steps is not None or self.warmup is not None:
-            return None
+        if self.steps_left is None or self.steps is not None or self.warmup is not None or ph.key != HOOK_PHASE:
+            return None  # (the optimizer steps counted are the hooks': a phase of the program's own steps is not told)
         return self.steps_left()
 
     @classmethod
@@ -454,7 +454,7 @@ class Window:
             self._open_mark()
             # (the window a program whose end is known holds: the steps it would have held are what the evidence cache
             # keeps, ``profile.window.window_steps_seen``, for a run whose end is not known)
-            sized = self._sized_steps(ph) if self._end_known() is not None else ph.steps
+            sized = self._sized_steps(ph) if self._end_known(ph) is not None else ph.steps
             self._event("start", ph.key, ph, **({"sized_steps": sized} if sized != ph.steps else {}),
                         **({"unrecorded_before_ms": [round(d * 1e3, 4) for d in before]} if before else {}))
         elif what == "end" and ph.state == "window":
@@ -503,7 +503,8 @@ class Window:
         # A distributed job's ranks stop together: each times the steps rank 0's decision said (``after_steps``), in a
         # window they agreed on; one rank timing more steps than another would wait alone in its next collective.
         count = None if self.ranks is None else ((ph.after_steps or 0) if ph.agreed else 0)
-        if count is None and self._unrecorded_before(ph):  # (a job's ranks: rank 0's count, said at the window's start)
+        # (a single process: its own count; a job's ranks take rank 0's, said at the window's start)
+        if count is None and (self._unrecorded_before(ph) or self._end_known(ph) is not None):
             count = self._after_count(ph)
         timed = not grace and self.unrecorded and self.recorder.name == "torch" and count != 0
         if program_end:  # its trace is written as the program ends, which says its exit code then (the launcher)

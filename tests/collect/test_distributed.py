@@ -338,18 +338,23 @@ def test_every_ranks_window_is_kept_when_rank_0_switches_slowly_and_the_program_
     assert w["phases"][0]["steps"] == END_WINDOW_STEPS and not w["stopped_after_window"]
     assert "--window-warmup-max" in meta["commands"][0] and "--window-steps-max" in meta["commands"][0]
     # its program ended inside the window too, after warm + 12 optimizer steps: the next run's window ends with that
-    # step on every rank (runtime.window: Window._at_last_step), and the program's end runs unrecorded
+    # step on every rank (runtime.window: Window._at_last_step), or, where its warm-up settled a step sooner (a loaded
+    # host), holds END_WINDOW_STEPS and the steps left after it run unrecorded (Window._end_known); either way the
+    # program's end runs unrecorded, on every rank, and is not stopped
     again = profile(t, Options(out=tmp_path / "runs"))
     assert again.exit_code == 0, again.notes
     meta = json.loads((again.run_dir / "run.json").read_text())
     assert f"--window-last-optimizer-step {warm + 12} " in meta["commands"][0]
     w = meta["passes"][0]["window"]
-    assert w["phases"][0]["program_end"] and w["phases"][0]["complete"] and not w["stopped_after_window"]
+    ended_with_it = w["phases"][0].get("program_end", False)
+    assert ended_with_it or w["phases"][0]["steps"] == END_WINDOW_STEPS, w
+    assert w["phases"][0]["complete"] and not w["stopped_after_window"]
     kept = [_window_steps(p) for p in sorted(again.run_dir.glob("rank*/torch_trace.json"))]
     assert len(kept) == 2 and min(kept) >= 11, kept
     assert [r["rank"] for r in again.verdict.ranks] == [0, 1]
     log = (again.run_dir / "torch.stderr.log").read_text()
-    assert log.count('"program_end": true') == 2 and log.count("program exit code 0") == 2
+    assert log.count('"program_end": true') == (2 if ended_with_it else 0) and log.count("program exit code 0") == 2
+    assert log.count('"event": "ended"') == 2  # (its next run knows the end as well)
 
 
 RANK_0_RUNS_ON = """

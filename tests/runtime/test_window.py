@@ -351,6 +351,16 @@ def test_a_program_whose_end_is_known_records_the_steps_a_window_needs_and_ends_
     for kw in ({"steps": 30}, {"warmup": 5}):
         w, _, _ = _known_end(40, **kw)
         assert next(e for e in w.events if e["event"] == "start")["steps"] == kw.get("steps", start["sized_steps"])
+    # the program's own steps (a phase of annotate.step() ranges) are not the optimizer steps counted: not shortened
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None, stop=False)
+    w.steps_left = lambda: 20
+    train = Ranges("prog.py", "train").open
+    for _ in range(60):
+        w.explicit_begin(train)
+        clock.t += 0.05
+        w.explicit_end(train)
+    assert next(e for e in w.events if e["event"] == "start")["steps"] == start["sized_steps"]
 
 
 def test_read_events_ignores_other_lines():
