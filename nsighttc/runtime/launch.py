@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             window.disable()
         elif marks is not None:  # (the hooks end that step at its optimizer step, the window there: ``steps``)
             marks.last_optimizer_step = ns.window_last_optimizer_step
-            if ns.window_last_optimizer_step is not None:  # (the window is then the steps before it)
+            if ns.window_last_optimizer_step is not None:  # (a known end: the window's length, Window._end_known)
                 window.steps_left = marks.optimizer_steps_left
         gate.apply_settings(window)
     timer = None

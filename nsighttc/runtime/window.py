@@ -197,8 +197,8 @@ class Window:
         self.unrecorded = True     # after the last window, time a few steps with the recording stopped (torch only)
         self._after: AfterWindow | None = None  # those steps, while they run
         self.next_step: str | None = None  # what the step starting at this boundary is: "prefill", "decode" or None
-        # optimizer steps left until the one the program's last run ended after, inside its window (the step hooks'
-        # ``StepMarks.optimizer_steps_left``, given --window-last-optimizer-step); None: not known
+        # optimizer steps left until the one the program's last run ended after, inside or just after its window (the
+        # step hooks' ``StepMarks.optimizer_steps_left``, given --window-last-optimizer-step); None: not known
         self.steps_left = None
 
     def disable(self) -> None:
