@@ -75,10 +75,9 @@ def header(libs, head):
     heads += glob.glob(os.path.join(site, "*", "*", "include", head))
     return heads[:1]
 if mode == "filtered" or mode.startswith("no:"):
-    libs = sorted({ln.split()[-1] for ln in open("/proc/self/maps")
-                   if "libcupti" in ln and ln.split()[-1].startswith("/")})
-    res["libcupti"] = libs
     from nsighttc.runtime import cupti_quiet
+    libs = [p for p in [cupti_quiet.loaded_cupti()] if p]  # (the CUPTI this process loaded, as the launcher finds it)
+    res["libcupti"] = libs
     res["quiet"] = cupti_quiet.quiet()  # (recording.start did it: the same calls again, for what it says)
     heads = header(libs, "cupti_runtime_cbid.h")
     res["header"] = heads
