@@ -19,7 +19,7 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
    saw prefill and decode calls) holds whole requests instead: it starts at a prefill and ends at one, after
    ``GEN_REQUESTS`` requests, or at the first request boundary past ``GEN_WINDOW_S`` seconds. Where the steps fall
    inside the window (the warm-up's agreeing steps were a plateau of slow early ones), the window runs on for a
-   window's worth of steps at the new rate (not in a window the ranks of a distributed job agreed on: its length is
+   window's worth of steps at the new rate, within the bounds its length had (not in a window the ranks of a distributed job agreed on: its length is
    the one they agreed on, or one rank stops while another still runs).
 3. **Then**: with ``--window-end stop`` (the default run's default) the program is stopped at the step boundary
    that ends the window (under torch.profiler: up to ``UNRECORDED_STEPS`` steps later, the recording stopped, so
@@ -339,7 +339,7 @@ class Window:
             # the steps fell inside the window: the warm-up's agreeing steps were a plateau, not the rate (issue 44);
             # the window runs on for a window's worth of steps at the new rate
             ph.median_s = self._recent_median(ph)
-            ph.left = max(ph.left, window_steps(ph.median_s))
+            ph.left = max(ph.left, self._window_steps(ph, ph.median_s))
             self._event("extend", ph.key, ph)
         if at_request and ph.begun_at is not None:  # whole requests: the window ends where one starts
             if self.next_step == "prefill":
@@ -393,19 +393,21 @@ class Window:
         bound = self.warmup_max - (1 if self.recorder.wants_prepare() else 0)
         return ph.n >= max(bound, MIN_WARMUP) and not any(ph.compiled[-STEADY_RUN:])
 
-    def _window_steps(self, ph: _Phase) -> int:
+    def _window_steps(self, ph: _Phase, median_s: float | None = None) -> int:
         """The window's length (``_sized_steps``); ``END_WINDOW_STEPS`` for a program whose end is known
-        (``_end_known``)."""
-        n = self._sized_steps(ph)
+        (``_end_known``). ``median_s``: sized on this step time instead (a window extended at its steps' new rate,
+        which keeps the same bounds: a cached run's extension once recorded a 12-step window's program to its end,
+        55 steps, on a loaded 2-core CI host)."""
+        n = self._sized_steps(ph, median_s)
         return min(n, END_WINDOW_STEPS) if self._end_known(ph) is not None else n
 
-    def _sized_steps(self, ph: _Phase) -> int:
+    def _sized_steps(self, ph: _Phase, median_s: float | None = None) -> int:
         """``TARGET_WINDOW_S`` of the warm-up's last steps, at most the program's last run's window (``steps_max``).
         Why a bound: a run recording from the window (a cached run) sized it on unrecorded steps, faster than the
         recorded ones a first run sized it on: two H200s, FSDP2, 39 steps of 51.6 ms against 24 of 80 ms, and the
         cached run, recording 65 ms steps to the program's end instead of stopping it, cost more than the first
         (1.50x against 1.41x plain, issue 50) for a longer window than the first run's verdict had."""
-        n = window_steps(self._sizing_median(ph), self.steps)
+        n = window_steps(median_s or self._sizing_median(ph), self.steps)
         return min(n, max(int(self.steps_max), MIN_STEPS)) if self.steps is None and self.steps_max else n
 
     def _end_known(self, ph: _Phase) -> int | None:
@@ -460,8 +462,8 @@ class Window:
         elif what == "end" and ph.state == "window":
             ph.state = "done"
             program_end = action[1:2] == ["program_end"]
-            if ph.requests or program_end:  # as many steps as its whole requests held, or as it held at that step
-                ph.steps = ph.n - ph.warmup
+            # as many steps as it held: its whole requests, its steps to that step, or an extended window's
+            ph.steps = ph.n - ph.warmup
             self._close_mark()
             self.recorder.window_end()
             _sampler_budget(False)
