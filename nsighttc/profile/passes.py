@@ -95,9 +95,21 @@ class Pass:
     @property
     def stopped_after_window(self) -> bool:
         """The launcher stopped the program itself, at the step that ended its window."""
-        # (not a window that ended at the step where the program's last run ended: the program ends there by itself)
+        # (not a window that ended at the step where the program's last run ended: the program ends there by itself;
+        # nor one whose program ended by itself during the steps timed unrecorded after it, the ``ended`` event: a
+        # program whose end is known, ``runtime.window.Window._end_known``; two H200s, call 31 of
+        # reports/profile_overhead/torchrun_cost/2026-11-27: "nsighttc stopped the program" said of a cached DDP run
+        # that ended by itself after its 19 optimizer steps)
+        if self.ended_by_itself:
+            return False
         return any(e.get("event") == "stop" or (e.get("event") == "end" and e.get("stop") and not e.get("program_end"))
                    for e in self.window_events)
+
+    @property
+    def ended_by_itself(self) -> bool:
+        """The program ended by itself inside its window or during the steps timed unrecorded after it (the window's
+        ``ended`` event), not stopped by the launcher."""
+        return any(e.get("event") == "ended" for e in self.window_events)
 
     @property
     def exe(self) -> str:

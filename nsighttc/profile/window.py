@@ -129,6 +129,7 @@ def summary(p: Pass) -> dict | None:
                         **({"program_end": True} if any(x.get("phase") == e.get("phase") and x.get("program_end")
                                                          for x in ends) else {})} for e in starts],
             "stopped_after_window": p.stopped_after_window,
+            **({"ended_by_itself": True} if p.ended_by_itself else {}),
             "recorded_from": "window" if p.window.get("record_from") == "window" or p.operators_until_s is not None
             else "start",
             **({"recorded_from_s": p.recorded_from_s} if p.recorded_from_s is not None else {}),
@@ -244,6 +245,8 @@ def note(p: Pass) -> str | None:
     ended = [ph for ph in s["phases"] if ph["complete"] and not ph.get("program_end")]
     how = ("then nsighttc stopped the program (`--full-run` lets it finish)" if s["stopped_after_window"]
            else "the program ran on unrecorded" if s["requested"]["end"] == "continue" and ended
+           else "then the program ran on unrecorded until it ended by itself, as its last run did"
+           if ended and p.ended_by_itself
            else "the recording went on to the program's end (a new phase began within each grace)" if ended else "")
     said = "recorded a window of steady steps: " + "; ".join(parts) + (f"; {how}" if how else "")
     if p.window.get("record_from") == "window":

@@ -113,9 +113,11 @@ def test_the_sampler_says_what_it_cost_and_where_the_time_went(run):
     assert share is not None and share < 0.05  # CPU time of the sampling thread over the time it sampled
     main = hs.samples[hs.samples["tid"] == hs.main_tid]
     lines = pd.Series([_module_line(hs, int(k)) for k in main["stack"]]).value_counts(normalize=True)
-    # 12 ms of each ~20 ms iteration sleeps in the collate function under the loop's line (a loaded machine runs
-    # the compute longer)
-    assert lines.get(DATA_LINE, 0) > 0.25 and lines.get(LOG_LINE, 0) > 0.08
+    # 12 ms of each ~20 ms iteration sleeps in the collate function under the loop's line, 6 ms in the logging
+    # function under its call's line: twice as long, whatever the compute took (a loaded 2-core machine runs it longer:
+    # the loop's line had 24% of the samples, the logging line 12%, in a full suite's run)
+    data, logging_ = lines.get(DATA_LINE, 0), lines.get(LOG_LINE, 0)
+    assert data > 0.15 and logging_ > 0.06 and data > 1.4 * logging_, lines
     fr = hs.frames
     assert (fr["kind"] == hs_mod.LIBRARY).any() or (fr["kind"] == hs_mod.STDLIB).any()
     assert fr.loc[fr["function"] == "slow_collate", "source"].str.contains("time.sleep").any()

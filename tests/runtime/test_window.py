@@ -366,6 +366,30 @@ def test_a_program_whose_end_is_known_records_the_steps_a_window_needs_and_ends_
     assert next(e for e in w.events if e["event"] == "start")["steps"] == start["sized_steps"]
 
 
+
+def test_a_known_programs_run_that_ended_by_itself_after_its_window_is_not_said_to_be_stopped():
+    """The profile's account of a window (``profile.window``): a program whose end is known runs its steps after the
+    window unrecorded and ends by itself (the ``ended`` event), so nsighttc did not stop it, though its window's end
+    said it would stop (two H200s, call 31 of reports/profile_overhead/torchrun_cost/2026-11-27: a cached DDP run's
+    report said "then nsighttc stopped the program" of a job that ended by itself after its 19 optimizer steps). A
+    run longer than its last is stopped, and says so."""
+    from nsighttc.profile.passes import Pass
+    from nsighttc.profile.window import note, summary
+
+    def said(w):
+        p = Pass("torch", ["python3"], Path("torch.log"), window={"warmup": None, "steps": None, "end": "stop"},
+                 window_events=w.events)
+        return p, summary(p), note(p)
+
+    ended, _, stopped = _known_end(40)
+    p, s, text = said(ended)
+    assert stopped is None and s["ended_by_itself"] and not s["stopped_after_window"] and s["phases"][0]["complete"]
+    assert "until it ended by itself" in text and "stopped the program" not in text, text
+    longer, _, stopped = _known_end(40, runs=300)
+    p, s, text = said(longer)
+    assert stopped is not None and "ended_by_itself" not in s and s["stopped_after_window"]
+    assert "then nsighttc stopped the program" in text, text
+
 def test_read_events_ignores_other_lines():
     lines = ["hello", win.EVENT_PREFIX + '{"event": "start", "phase": "x"}', win.EVENT_PREFIX + "{not json",
              "x " + win.EVENT_PREFIX + '{"event": "end", "stop": true}']
