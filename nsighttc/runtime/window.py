@@ -19,8 +19,8 @@ analysis). Per phase (the path of ``annotate`` ranges a step family sits in; the
    saw prefill and decode calls) holds whole requests instead: it starts at a prefill and ends at one, after
    ``GEN_REQUESTS`` requests, or at the first request boundary past ``GEN_WINDOW_S`` seconds. Where the steps fall
    inside the window (the warm-up's agreeing steps were a plateau of slow early ones), the window runs on for a
-   window's worth of steps at the new rate, within the bounds its length had (not in a window the ranks of a distributed job agreed on: its length is
-   the one they agreed on, or one rank stops while another still runs).
+   window's worth of steps at the new rate, within the bounds its length had (not in a window the ranks of a
+   distributed job agreed on: its length is the one they agreed on, or one rank stops while another still runs).
 3. **Then**: with ``--window-end stop`` (the default run's default) the program is stopped at the step boundary
    that ends the window (under torch.profiler: up to ``UNRECORDED_STEPS`` steps later, the recording stopped, so
    that the same run times its steps unrecorded too, and its trace written after them: the ``unrecorded`` event,
