@@ -366,7 +366,6 @@ def test_a_program_whose_end_is_known_records_the_steps_a_window_needs_and_ends_
     assert next(e for e in w.events if e["event"] == "start")["steps"] == start["sized_steps"]
 
 
-
 def test_a_known_programs_run_that_ended_by_itself_after_its_window_is_not_said_to_be_stopped():
     """The profile's account of a window (``profile.window``): a program whose end is known runs its steps after the
     window unrecorded and ends by itself (the ``ended`` event), so nsighttc did not stop it, though its window's end
@@ -389,6 +388,7 @@ def test_a_known_programs_run_that_ended_by_itself_after_its_window_is_not_said_
     p, s, text = said(longer)
     assert stopped is not None and "ended_by_itself" not in s and s["stopped_after_window"]
     assert "then nsighttc stopped the program" in text, text
+
 
 def test_read_events_ignores_other_lines():
     lines = ["hello", win.EVENT_PREFIX + '{"event": "start", "phase": "x"}', win.EVENT_PREFIX + "{not json",
@@ -476,7 +476,6 @@ def test_steps_that_fall_inside_the_window_extend_it_at_the_new_rate():
     ext = [e for e in w.events if e["event"] == "extend"]
     assert ext and ext[0]["median_ms"] == 40.0
     assert stopped_at >= len(plateau) + win.window_steps(0.04) - win.STEADY_RUN  # a window's worth at 40 ms
-
 
 
 def _extended(times: list[float], **kw) -> win.Window:
