@@ -301,11 +301,12 @@ def test_a_known_programs_window_holds_what_a_window_needs_and_its_end_runs_unre
     assert analyze([trace]).to_json()["timeline"]["steps"]["count"] <= end["steps"] + 1
 
 
-def _known_end(last: int, runs: int | None = None, dt: float = 0.05, **kw):
+def _known_end(last: int, runs: int | None = None, dt: float | list[float] = 0.05, **kw):
     """A program of ``runs`` optimizer steps (``last`` where not given) under a Window recording from its window's
     start (``TorchRecorder``, which prepares one step before it), told that its last run ended after ``last`` of them
-    (``steps_left``; ``known=False``: not told). Returns the window, the step at which the profiler started and the
-    step at which the program was stopped (None: it ended by itself, and the window was told so)."""
+    (``steps_left``; ``known=False``: not told). ``dt``: each step's time, or a list of them, one a step. Returns the
+    window, the step at which the profiler started and the step at which the program was stopped (None: it ended by
+    itself, and the window was told so)."""
     from nsighttc.runtime.window_recorders import TorchRecorder
     clock, done, started = Clock(), [0], []
     rec = TorchRecorder(lambda: None, start=lambda: started.append(done[0]), clock=clock)
@@ -314,7 +315,7 @@ def _known_end(last: int, runs: int | None = None, dt: float = 0.05, **kw):
     if known:
         w.steps_left = lambda: last - done[0]
     for i in range(1, (runs or last) + 1):
-        clock.t += dt
+        clock.t += dt[i - 1] if isinstance(dt, list) else dt
         done[0] = i
         try:
             w.hook_boundary(last=known and i == last)
@@ -478,30 +479,15 @@ def test_steps_that_fall_inside_the_window_extend_it_at_the_new_rate():
     assert stopped_at >= len(plateau) + win.window_steps(0.04) - win.STEADY_RUN  # a window's worth at 40 ms
 
 
-def _extended(times: list[float], **kw) -> win.Window:
-    """A Window (nothing stopped: ``stop=False``) over hook steps of ``times``; ``known``: told that the program's last
-    run ended after as many optimizer steps as ``times`` holds (``steps_left``)."""
-    clock, done = Clock(), [0]
-    known = kw.pop("known", False)
-    w = win.Window(clock=clock, emit=lambda s: None, stop=False, **kw)
-    if known:
-        w.steps_left = lambda: len(times) - done[0]
-    for i, dt in enumerate(times, 1):
-        clock.t += dt
-        done[0] = i
-        w.hook_boundary(last=known and i == len(times))
-    return w
-
-
 def test_a_window_extended_at_its_steps_new_rate_keeps_the_bounds_its_length_had():
     """An extension is a window's worth of steps at the new rate, sized as the window was: a program whose end is known
     (``END_WINDOW_STEPS``) or a cached run's bound (``steps_max``). Seen on CI (2 cores, loaded): a cached run's 12-step
     window extended to 2 s of 4 ms steps and recorded the program to its end, 55 steps. Each end says how many steps
     the window held, the extension's included."""
     times = [0.4] + [0.19] * 9 + [0.04] * 200
-    for kw, bound in (({}, win.window_steps(0.04)), ({"known": True}, win.END_WINDOW_STEPS),
-                      ({"steps_max": 15}, 15)):
-        w = _extended(times, **kw)
+    for kw, bound in (({"known": False}, win.window_steps(0.04)), ({}, win.END_WINDOW_STEPS),
+                      ({"known": False, "steps_max": 15}, 15)):
+        w, _, _ = _known_end(len(times), dt=times, **kw)
         start, end = (next(e for e in w.events if e["event"] == k) for k in ("start", "end"))
         ext = [e for e in w.events if e["event"] == "extend"]
         assert ext and ext[0]["median_ms"] == 40.0 and "program_end" not in end, kw
