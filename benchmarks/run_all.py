@@ -3,7 +3,9 @@
 process, and write ``benchmarks/results.json`` (``{name, input, size, wall_s, peak_rss_mb, budget_s,
 budget_mb, ok}`` per case).
 
-    python benchmarks/run_all.py                 # the budgets of issue 13 (1M-kernel nsys, 1 GB Kineto, ...)
+    python benchmarks/run_all.py                 # the budgets (1M-kernel nsys, the analyze command, 1 GB Kineto, ...)
+    python benchmarks/run_all.py --only analyze_command_gen_big_1m --repeat 7
+                                                 # ``nsighttc analyze`` of gen_big_sqlite.py's 1M kernels: <= 3 s, 1 GB
     python benchmarks/run_all.py --huge          # also 4M kernels and a 4 GB trace
     python benchmarks/run_all.py --small         # CI smoke: tiny inputs, every path exercised, not timed
     python benchmarks/run_all.py --peers         # also HTA (HolisticTraceAnalysis, its own venv) on the
@@ -31,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
+GEN_BIG = ROOT.parent / "shared" / "bench" / "gen_big_sqlite.py"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
@@ -38,7 +41,7 @@ sys.path.insert(0, str(HERE))
 @dataclass
 class Case:
     name: str
-    kind: str              # nsys | kineto | kineto_gz | ncu | ranks
+    kind: str              # command | nsys | kineto | kineto_gz | ncu | ranks
     size: int              # kernels, MB, launches or ranks
     small: int             # the --small size
     budget_s: float | None
@@ -47,6 +50,9 @@ class Case:
 
 
 CASES = [
+    # the whole command as a user runs it, on the export ../shared/bench/gen_big_sqlite.py makes (interpreter, imports,
+    # the analysis, the JSON written, the exit); the other cases time the analysis inside one process
+    Case("analyze_command_gen_big_1m", "command", 1_000_000, 20_000, 3.0, 1024),
     Case("nsys_sqlite_1m_kernels", "nsys", 1_000_000, 20_000, 3.0, 1024),
     Case("nsys_sqlite_4m_kernels", "nsys", 4_000_000, 40_000, 12.0, 2048, huge=True),
     Case("kineto_json_1gb", "kineto", 1000, 8, 15.0, 2048),
@@ -60,7 +66,15 @@ CASES = [
 def build(case: Case, size: int, work: Path) -> Path:
     """The case's input in ``work`` (built once, reused)."""
     work.mkdir(parents=True, exist_ok=True)
-    if case.kind == "nsys":
+    if case.kind == "command":
+        dest = work / f"gen_big_{size}.sqlite"
+        if not dest.exists():
+            if not GEN_BIG.is_file():
+                raise FileNotFoundError(f"{GEN_BIG}: the shared folder beside the checkout holds it")
+            tmp = dest.with_suffix(".partial")
+            subprocess.run([sys.executable, str(GEN_BIG), str(tmp), str(size)], check=True, stdout=subprocess.DEVNULL)
+            tmp.rename(dest)
+    elif case.kind == "nsys":
         from bench_nsys_sqlite import make_input
         dest = work / f"nsys_{size}.sqlite"
         if not dest.exists():
@@ -112,6 +126,30 @@ def _self_measure(path: str) -> None:
     print(json.dumps({"peak_rss_mb": peak}))
 
 
+def _command_run(path: Path) -> tuple[subprocess.CompletedProcess, float, dict]:
+    """One ``nsighttc analyze PATH --format json -o OUT`` as a user runs it: its wall time from start to exit and its
+    own peak RSS (``os.wait4``)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [sys.executable, "-m", "nsighttc", "analyze", str(path), "--format", "json", "-o",
+                str(Path(tmp) / "verdict.json"), "-q"]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        err = proc.stderr.read()
+        proc.stderr.close()
+        code = os.waitstatus_to_exitcode(status)
+        res = {}
+        if code == 0:
+            doc = json.loads((Path(tmp) / "verdict.json").read_text())
+            tl = doc.get("timeline") or {}
+            res = {"wall_s": wall, "peak_rss_mb": usage.ru_maxrss / 1024,
+                   "launches": doc["tensor_cores"]["launches"], "tc_verdict": doc["tensor_cores"]["verdict"],
+                   "timeline_verdict": tl.get("verdict"), "ranks": len(doc.get("ranks") or [])}
+    return subprocess.CompletedProcess(argv, code, "", err), wall, res
+
+
 def _warm_page_cache(path: Path) -> None:
     """Read the input once before the timed runs, so every case starts from the page cache, like a file the
     profiler has just written: this machine keeps little cache, and the 740 MB 4M-kernel export read from
@@ -131,8 +169,14 @@ def run_case(case: Case, small: bool, work: Path, repeat: int = 1) -> dict:
                else path.stat().st_size) / 1e6
     argv = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path)]
     _warm_page_cache(path)
+    if case.kind == "command":  # byte-compiled, as ``pip install`` leaves a package (an editable install under
+        import compileall       # PYTHONDONTWRITEBYTECODE=1 compiles every module at each start: ~0.2 s)
+        compileall.compile_dir(str(ROOT / "nsighttc"), quiet=1)
     runs = []
     for _ in range(max(1, repeat)):
+        if case.kind == "command":
+            runs.append(_command_run(path))
+            continue
         t0 = time.perf_counter()
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
         total = time.perf_counter() - t0

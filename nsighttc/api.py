@@ -272,7 +272,7 @@ def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
     warnings += [f"rank {r['rank']}: {r['reason']}; left out of the job's verdict" for r in dist["incomplete_ranks"]]
     # (which rank's launch table ``Verdict.launches`` holds is the Python API's business, not the verdict's: the lowest
     # rank's, or none where the ranks ran on a cluster and sent back their summaries only; docs/api.md)
-    warnings.append(f"{len(rows)} ranks analysed one by one; the timeline, ranges and findings shown are rank "
+    warnings.append(f"{len(rows)} ranks analysed each on its own; the timeline, ranges and findings shown are rank "
                     f"{shown}'s ({why_shown}); the Tensor Core numbers cover every rank")
     dist["timeline_rank"], dist["timeline_rank_why"] = shown, why_shown
     inputs += [i for i in low.inputs if i["kind"] in ("ncu-csv", "ncu-rep")]

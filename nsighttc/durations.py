@@ -1,5 +1,5 @@
 """The one duration formatter of every output (reports, findings, the terminal, ``diff``, the launcher's lines):
-"1.12 s", not "1.12e+03 ms" (what ``f"{x / 1e6:.3g} ms"`` wrote for a second-long idle time, issue 47).
+"1.12 s", not "1.12e+03 ms" (what ``f"{x / 1e6:.3g} ms"`` wrote for a second-long idle time).
 
 Its own module, importing nothing: the analysis writes durations into findings' text, the renderers into tables,
 and neither should import the other for it.

@@ -115,6 +115,11 @@ class Verdict:
         return json.dumps(self.to_json(), indent=2, allow_nan=False)
 
 
+def _not_json(word: str):
+    """Python's reader takes NaN and Infinity, which JSON has not (a verdict holding them was not written by us)."""
+    raise ValueError(f"{word} is not a JSON value")
+
+
 def load_json(path: str | Path) -> dict:
     """Read a saved verdict.json (or a run directory holding one), checking the schema id."""
     p = Path(path)
@@ -123,8 +128,20 @@ def load_json(path: str | Path) -> dict:
     if not p.exists():
         raise InputError("no such file", p)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raw = p.read_bytes()
+        if raw[:2] == b"\x1f\x8b":  # a verdict kept gzipped (a CI artifact) is read as it is
+            import gzip
+            import zlib
+            try:
+                raw = gzip.decompress(raw)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise InputError(f"corrupt or truncated gzip data ({exc})", p) from None
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_not_json)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot be read ({getattr(exc, 'strerror', None) or exc})", p) from None
+    except UnicodeDecodeError:
+        raise InputError("not a verdict JSON file (binary content, not UTF-8 text)", p) from None
+    except (json.JSONDecodeError, ValueError) as exc:
         raise InputError(f"not a verdict JSON file ({exc})", p) from None
     except RecursionError:
         raise InputError("not a verdict JSON file (nested too deeply)", p) from None

@@ -3,6 +3,7 @@ the profiled program (``nsighttc/runtime/``) imports only the standard library, 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -207,7 +208,69 @@ def test_the_old_alias_modules_are_gone():
 
 
 def test_benchmarks_keeps_at_most_20_files_at_its_top():
-    """Issue 47: the harness and the GPU scripts apart (benchmarks/gpu/, benchmarks/probes/)."""
+    """The harness and the GPU scripts apart (benchmarks/gpu/, benchmarks/probes/)."""
     top = [p for p in (PACKAGE.parent / "benchmarks").iterdir() if p.is_file()]
     assert len(top) <= 20, sorted(p.name for p in top)
     assert not [p.name for p in top if p.name.startswith("gpu_")]
+
+
+def uncited_probes(root: Path) -> list[str]:
+    """The one-off measurements in benchmarks/probes/ that nothing cites: a probe stays while a report, a doc, the
+    package (a fact measured by it), a test, another probe, or the benchmarks README's prose outside its index of
+    probes names it."""
+    probes = root / "benchmarks" / "probes"
+    texts = [p.read_text(encoding="utf-8", errors="replace") for d in ("reports", "docs", "nsighttc", "tests")
+             if (root / d).is_dir() for p in (root / d).rglob("*")
+             if p.is_file() and p.suffix in (".md", ".txt", ".py", ".json", ".sh")]
+    readme = root / "benchmarks" / "README.md"
+    if readme.exists():  # (its table of probes is an index of them, not a citation)
+        texts.append("\n".join(ln for ln in readme.read_text(encoding="utf-8").splitlines()
+                               if not ln.lstrip().startswith("|")))
+    names = sorted(p.name for p in probes.iterdir() if p.is_file())
+    others = {n: (probes / n).read_text(encoding="utf-8", errors="replace") for n in names}
+    return [n for n in names if not any(n in t for t in texts) and
+            not any(n in src for m, src in others.items() if m != n)]
+
+
+def test_every_probe_is_cited_by_a_report_a_doc_or_the_code():
+    assert uncited_probes(PACKAGE.parent) == []
+
+
+def test_the_probe_check_finds_an_uncited_one(tmp_path):
+    (tmp_path / "benchmarks" / "probes").mkdir(parents=True)
+    (tmp_path / "reports").mkdir()
+    for name in ("cited.py", "lonely.py", "helper.py"):
+        (tmp_path / "benchmarks" / "probes" / name).write_text("x = 1\n" if name != "cited.py" else "import helper.py\n")
+    (tmp_path / "reports" / "README.md").write_text("measured with cited.py\n")
+    (tmp_path / "benchmarks" / "README.md").write_text("| `lonely.py` | an index row |\n")
+    assert uncited_probes(tmp_path) == ["lonely.py"]
+
+
+INTERNAL_ISSUE = re.compile(r"\b[Ii]ssues? ?#?\d+")
+ROOT = PACKAGE.parent
+
+
+def internal_issue_numbers(paths) -> list[str]:
+    """'file:line: text' where a line cites this project's own tracker by number ('issue 51'): a contributor or user
+    reading the code, the JSON schema or the docs has no such tracker, so what and why are said in words. (Other
+    projects' issues are cited by their address, e.g. pytorch/pytorch#175790.)"""
+    return [f"{p.relative_to(ROOT)}:{i}: {line.strip()[:100]}" for p in paths
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if INTERNAL_ISSUE.search(line)]
+
+
+def test_the_package_its_schema_and_the_docs_cite_no_internal_issue_numbers():
+    paths = [*PACKAGE.rglob("*.py"), *(PACKAGE / "schema").glob("*.json"), *(ROOT / "docs").glob("*.md"),
+             ROOT / "README.md"]
+    assert len(paths) > 100
+    assert internal_issue_numbers(paths) == []
+
+
+def test_the_issue_number_check_finds_one_and_passes_an_external_reference(tmp_path):
+    (tmp_path / "a.py").write_text('"""what (issue 51: x)"""\n# pytorch/pytorch#175790: a later session\n# Issues 44\n')
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        found = internal_issue_numbers([tmp_path / "a.py"])
+    finally:
+        ROOT = saved
+    assert [f.split(":")[1] for f in found] == ["1", "3"]

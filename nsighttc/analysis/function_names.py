@@ -5,7 +5,7 @@ list (``void fbgemm_gpu::bounds_check_indices_kernel<long, 32>(at::PackedTensorA
 Searched whole, its arguments read as its name: a template argument ``fbgemm_gpu::FixedDivisor`` made every fbgemm
 embedding kernel "gemm", ``scal_kernel(cublasTransposeParams...)`` "cublas", and one kernel family got different
 answers where its signatures differed (torch.profiler traces of recommendation models, A100 and V100 ranks;
-HolisticTraceAnalysis's test data, issue 52). So the rules read:
+HolisticTraceAnalysis's test data). So the rules read:
 
 - ``function``: the qualified function name, without its return type, template arguments and parameters
   (``fbgemm_gpu::bounds_check_indices_kernel``); for the launcher templates whose first template argument *is* the

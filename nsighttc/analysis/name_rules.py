@@ -84,7 +84,7 @@ _CUDA_CORE_DTYPES = ((re.compile(r"dgemm|f64f64|double", re.I), "fp64"),
 def _cuda_core_dtype(name: str) -> str | None:
     """The dtype a CUDA-core matrix kernel's name states (``cutlass_80_simt_sgemm``, ``sm80_xmma_gemm_f32f32_..._ffma``:
     fp32; ``implicit_convolve_sgemm<__half>``: fp16): what the Tensor Core headline says of the matrix work that
-    missed them (issue 31). Not a Tensor Core dtype: kernels on CUDA cores keep ``dtype`` empty."""
+    missed them. Not a Tensor Core dtype: kernels on CUDA cores keep ``dtype`` empty."""
     for pattern, dtype in _CUDA_CORE_DTYPES:
         if pattern.search(name):
             return dtype
@@ -197,7 +197,7 @@ RULES: tuple[NameRule, ...] = (
     _r("triton-template", r"^triton_tem_", None, None,
        "Inductor matmul template: matrix work whose Tensor Core use depends on its operands' dtype and the TF32 "
        "setting, which the name does not say"),
-    # --- library kernels that do no matrix work (issue 47: 30% of a DDP ResNet's compute time was "unknown") ---
+    # --- library kernels that do no matrix work (30% of a DDP ResNet's compute time was "unknown") ---
     _r("pytorch-native", r"^(?!.*(" + _MATRIX_WORDS + r")).*\b(at::native::|at::cuda::|at_cuda_detail::|c10::cuda::)",
        False, None,
        "measured on H100 and H200 (known-kernel table, 28 at::native kernel names: elementwise, reductions, "

@@ -21,7 +21,7 @@ def rank_row(rank: int, v) -> dict:
     per_step_wait = comm.get("exposed_comm_per_step_ns", 0.0) if med else None
     no_work = (tl.get("verdict") == "no-gpu-work") if tl else not v.tensor_cores.get("kernel_time_ns")
     warm = int(dom.get("warmup_steps", 0)) if dom else 0
-    # GPU work recorded, but none in the steps compared (issue 50: a rank whose recording of the window lost its GPU
+    # GPU work recorded, but none in the steps compared (a rank whose recording of the window lost its GPU
     # records, beside warm-up steps that kept theirs)
     idle_window = not no_work and dom and dom.get("steady_wall_ns") and dom.get("steady_gpu_busy_share") == 0
     reason = short = why = None
@@ -53,7 +53,7 @@ def rank_row(rank: int, v) -> dict:
         "exposed_comm_share": comm.get("exposed_comm_share", 0.0) if tl else None,
         "exposed_comm_per_step_ns": per_step_wait,
         "communication_kernel_ns": comm.get("communication_kernel_ns", 0.0),
-        # every rank's overlap, not only the rank whose timeline the report shows (issue 52): the share of its
+        # every rank's overlap, not only the rank whose timeline the report shows: the share of its
         # communication kernels' time that had compute beside it
         "comm_overlapped_share": _overlapped(comm) if tl else None,
         # Tensor Core share of the compute kernels' time: a waiting rank's long NCCL kernels must not make its
@@ -116,7 +116,7 @@ def work_per_step(v, dom: dict, n_steady: int) -> dict[tuple[str, str], float] |
     """What a rank ran per steady step: its compute kernels' launches per step, by kernel name and grid (the launch's
     shape, where the recording has it), communication left out. The ranks' work is compared on this, not on GPU time:
     on two H100s an FSDP2 job's identical ranks ran the same 39 compute kernels the same number of times, 22.2 and
-    27.5 ms of compute per step, the NCCL kernels beside it slowing one rank's (issue 50).
+    27.5 ms of compute per step, the NCCL kernels beside it slowing one rank's.
 
     Per kernel and grid, the median over the steady steps of its launches in each step (the steps laid end to end
     from the window's start by their iteration times), not the window's launches over its step count: a window of

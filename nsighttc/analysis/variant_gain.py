@@ -22,7 +22,7 @@ AUTOCAST = ("bf16-autocast", "fp16-autocast")
 # launch-bound range of 1.57x-3.69x, which kept all of the eager GPU work).
 COMPILING = ("compile", "compile-reduce-overhead", "static-cache")
 # variants that adopt what the recording may show in use already (``timeline.in_use``): nothing is predicted for them
-# then, and ``try --variant auto`` does not offer them (issue 56)
+# then, and ``try --variant auto`` does not offer them
 VARIANT_IN_USE = {"static-cache": "cuda_graphs", "compile-reduce-overhead": "cuda_graphs", "compile": "torch_compile",
                   "cuda-graphs": "cuda_graphs"}
 

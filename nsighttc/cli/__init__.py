@@ -34,7 +34,7 @@ def _terminate_as_interrupt() -> None:
     """SIGTERM (a CI job cancelled, `timeout`, a batch system's kill) is handled as Ctrl-C is: the profiled program's
     whole process group is stopped and what was recorded is kept. By default SIGTERM ended nsighttc at once and left
     its children running: on two H200s a torchrun job killed by `timeout` kept its rendezvous port, and the next job
-    failed with EADDRINUSE (benchmarks/gpu/gpu_distributed_windows.sh, issue 50)."""
+    failed with EADDRINUSE (benchmarks/gpu/gpu_distributed_windows.sh)."""
     import signal
     import threading
     if threading.current_thread() is not threading.main_thread() or \
@@ -59,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("nsighttc: interrupted", err=True)
         return 130
+    except click.UsageError as exc:  # one line, as every other bad input: what is wrong and where help is
+        ctx = exc.ctx
+        where = f"'{ctx.command_path} --help'" if ctx is not None else "'nsighttc --help'"
+        click.echo(f"nsighttc: error: {exc.format_message()} (see {where})", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

@@ -14,12 +14,26 @@ from ..errors import InputError, UsageError
 FORMAT = click.Choice(["markdown", "json"])
 
 
+class Finite(click.FloatRange):
+    """A float in a range that is a number: click's ``FloatRange`` lets ``nan`` through (every comparison with it is
+    false) and ``inf`` through an open top, and a gate of ``nan`` passes everything ("<= nan pts") and writes NaN
+    into JSON, which strict parsers reject. Used for every float option."""
+    name = "number"
+
+    def convert(self, value, param, ctx):
+        import math
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
+
 class _StepsOrAuto(click.ParamType):
     """A number of steps (0 or more), or ``auto``: None."""
     name = "steps"
 
     def convert(self, value, param, ctx):
-        from ..runtime.window import parse_count  # the launcher reads its --window-* counts the same way
+        from ..runtime.window_sizing import parse_count  # the launcher reads its --window-* counts the same way
         try:
             return parse_count(value)
         except ValueError as exc:

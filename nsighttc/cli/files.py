@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-from .common import DETAIL, FORMAT, FORMAT_HELP, _LEVEL, _markdown, _saved_verdict, _show, _write, note, verbosity
+from .common import DETAIL, FORMAT, FORMAT_HELP, Finite, _LEVEL, _markdown, _saved_verdict, _show, _write, note, verbosity
 
 
 @click.command(short_help="A verdict from ncu, nsys or torch.profiler outputs.")
@@ -15,15 +15,15 @@ from .common import DETAIL, FORMAT, FORMAT_HELP, _LEVEL, _markdown, _saved_verdi
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=FORMAT, default=None, help=FORMAT_HELP)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
-@click.option("--yes-threshold", type=click.FloatRange(0, 1), default=0.9, show_default=True,
+@click.option("--yes-threshold", type=Finite(0, 1), default=0.9, show_default=True,
               help="Share of matrix-work time that must be on Tensor Cores for a YES (else PARTIAL).")
 @click.option("--step-range", metavar="NAME",
               help="Range that marks one step (default: ProfilerStep#N, or ranges named like 'step').")
-@click.option("--cpu-bound", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+@click.option("--cpu-bound", type=Finite(0, 1), default=0.5, show_default=True,
               help="GPU busy share below which a range or step is CPU-bound.")
-@click.option("--gpu-bound", type=click.FloatRange(0, 1), default=0.75, show_default=True,
+@click.option("--gpu-bound", type=Finite(0, 1), default=0.75, show_default=True,
               help="GPU busy share from which a range or step is GPU-bound (between: mixed).")
-@click.option("--min-wall-ms", type=click.FloatRange(0), default=2.0, show_default=True,
+@click.option("--min-wall-ms", type=Finite(0), default=2.0, show_default=True,
               help="Ranges shorter than this in total get 'insufficient-data'.")
 @click.option("--min-kernels", type=click.IntRange(0), default=10, show_default=True,
               help="Ranges that launch fewer kernels get 'insufficient-data'.")
@@ -45,7 +45,7 @@ from .common import DETAIL, FORMAT, FORMAT_HELP, _LEVEL, _markdown, _saved_verdi
               help="Refuse recordings that cannot be ranks of one job (other world sizes, GPUs or process-group "
                    "backends, or recorded more than a day apart). --no-same-job-check: one verdict per job, never a "
                    "claim across them (JSON: a list of verdicts).")
-@click.option("--rank-timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+@click.option("--rank-timeout", type=Finite(min=1), default=None, metavar="SECONDS",
               help="A rank not analysed after this long (processes, dask) is given up and named in the verdict as "
                    "incomplete [default: 1800].")
 @DETAIL
@@ -80,10 +80,14 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
     try:
         if executor is not None or rank_timeout is not None:
             from .. import executors
-            if executor not in (None, "processes", "local") or rank_timeout is not None:
-                say(f"[ranks] executor {executor or 'processes'}" + (" (starting a local Dask cluster)"
-                                                                     if executor == "dask" else ""))
+            if executor not in (None, "processes", "local"):  # (a cluster takes a while to start or reach)
+                say(f"[ranks] executor {executor}" + (" (starting a local Dask cluster)" if executor == "dask" else ""))
             ex = executors.make(executor, jobs, timeout_s=rank_timeout)
+        elif jobs is not None and jobs > 1 and len(inputs) > 1:
+            # several ranks asked to be analysed in processes: the workers start and import the analysis now,
+            # while this process imports it and groups the files (an unused pool is stopped at the end)
+            from .. import executors
+            ex = executors.Processes(jobs).warm(preload=("nsighttc.api", "nsighttc.rank_map"))
         kw = dict(yes_threshold=yes_threshold, thresholds=th, step_range=step_range, range_name=range_, jobs=jobs,
                   executor=ex, progress=_rank_progress(say))
         if same_job_check:
@@ -123,7 +127,10 @@ def _show_jobs(docs: list[dict], fmt: str | None, output: str | None, inputs: li
 def _rank_progress(say):
     """The per-rank progress line (a live line on a terminal, one line every few seconds in a log)."""
     def progress(done: int, total: int, failed: int) -> None:
-        say(f"[ranks] analysed {done}/{total}" + (f", {failed} failed" if failed else ""))
+        if done < total:
+            say(f"[ranks] analysed {done}/{total}" + (f", {failed} failed" if failed else ""))
+        else:  # (not a progress line: a log shows progress every few seconds, and always the end)
+            say(f"[ranks] all {total} analysed" + (f", {failed} failed" if failed else ""))
     return progress
 
 
@@ -157,13 +164,13 @@ def report(source: str, fmt: str, output: str | None, plots: bool, detail: str) 
 @verbosity
 @click.argument("base", type=click.Path())
 @click.argument("new", type=click.Path())
-@click.option("--max-tc-drop", type=float, default=5.0, show_default=True,
+@click.option("--max-tc-drop", type=Finite(min=0), default=5.0, show_default=True,
               help="Fail when the Tensor Core share of kernel time drops by more than this many points.")
-@click.option("--max-busy-drop", type=float, default=10.0, show_default=True,
+@click.option("--max-busy-drop", type=Finite(min=0), default=10.0, show_default=True,
               help="Fail when the GPU busy share drops by more than this many points.")
-@click.option("--max-slowdown", type=float, default=10.0, show_default=True,
+@click.option("--max-slowdown", type=Finite(min=0), default=10.0, show_default=True,
               help="Fail when the median step (distributed: the slowest rank's) gets slower by more than this many percent.")
-@click.option("--max-comm-rise", type=float, default=10.0, show_default=True,
+@click.option("--max-comm-rise", type=Finite(min=0), default=10.0, show_default=True,
               help="Distributed runs: fail when the transfers of communication not overlapped by compute rise by "
                    "more than this many points of step time (the ranks' waits for each other are the slowest "
                    "rank's step's gate; verdicts without the split: all exposed communication).")
@@ -176,8 +183,8 @@ def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slow
     Exit 0 when nothing regressed beyond the gate, 1 when something did, 2 on bad input. Markdown output
     is a side-by-side table for a PR comment.
     """
-    import json as _json
     from ..diff import Gate, compare, render_markdown
+    from ..render import json_out
     from ..verdict import load_json
 
     gate = Gate(max_tc_drop, max_busy_drop, max_slowdown, max_comm_rise)
@@ -185,9 +192,9 @@ def diff(base: str, new: str, max_tc_drop: float, max_busy_drop: float, max_slow
     with _saved_verdict(f"{base} / {new}"):
         checks = compare(base_doc, new_doc, gate)
         if fmt == "json":
-            text = _json.dumps({"schema": "nsighttc.diff/1", "base": base, "new": new, "gate": gate.__dict__,
-                                "checks": [c.__dict__ for c in checks],
-                                "failed": any(c.status == "fail" for c in checks)}, indent=2) + "\n"
+            text = json_out.dumps({"schema": "nsighttc.diff/1", "base": base, "new": new, "gate": gate.__dict__,
+                                   "checks": [c.__dict__ for c in checks],
+                                   "failed": any(c.status == "fail" for c in checks)}, indent=2) + "\n"
         else:
             text = render_markdown(checks, base, new, gate)
     _write(text, output, [base, new])
@@ -211,5 +218,7 @@ def demo(fmt: str, which: str) -> None:
     from ..api import analyze as run_analysis
     from ..resources import demo_inputs
 
-    verdict = run_analysis(demo_inputs(which))
-    _show(verdict.to_json(), fmt, None, [])
+    doc = run_analysis(demo_inputs(which)).to_json()
+    for i in doc["inputs"]:  # the recordings by name: where the package lies on this machine is nobody's concern
+        i["path"] = f"demo: {Path(i['path']).name}"
+    _show(doc, fmt, None, [])

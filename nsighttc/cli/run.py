@@ -1,14 +1,13 @@
 """The commands that run programs: ``profile``, ``try``, and ``doctor`` (what can run here)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from ..durations import duration
 from ..errors import UsageError
-from .common import DETAIL, FORMAT, FORMAT_HELP, STEPS_OR_AUTO, _LEVEL, _show, note, verbosity
+from .common import DETAIL, FORMAT, FORMAT_HELP, STEPS_OR_AUTO, Finite, _LEVEL, _show, note, verbosity
 
 
 @click.command(short_help="Profile a program: Tensor Cores, and GPU- or host-bound.",
@@ -53,7 +52,7 @@ from .common import DETAIL, FORMAT, FORMAT_HELP, STEPS_OR_AUTO, _LEVEL, _show, n
                    "inside it (every 5 ms or more: its CPU time kept under 1%), so the report names the function and line the "
                    "GPU waited for (\"Where the host time went\"; the idle stacks in host_idle_stacks.collapsed "
                    "for speedscope).")
-@click.option("--sample-ms", type=click.FloatRange(min=0.5, max=1000), default=None, metavar="MS",
+@click.option("--sample-ms", type=Finite(min=0.5, max=1000), default=None, metavar="MS",
               help="Least milliseconds between host stack samples (default 5; more where a sample costs more).")
 @click.option("--warmup", type=STEPS_OR_AUTO, default="auto", show_default=True, metavar="N|auto",
               help="Default run: steps before the recorded window (auto: until the step time settles and nothing "
@@ -77,7 +76,7 @@ from .common import DETAIL, FORMAT, FORMAT_HELP, STEPS_OR_AUTO, _LEVEL, _show, n
               help="script: one range around the program; modules: also one per nn.Module call (no code edits).")
 @click.option("--ncu", "ncu_path", metavar="PATH", help="ncu executable (default: PATH, /usr/local/cuda/bin, /opt/nvidia).")
 @click.option("--nsys", "nsys_path", metavar="PATH", help="nsys executable (default: PATH, /opt/nvidia/nsight-*).")
-@click.option("--timeout", type=click.FloatRange(min=1), metavar="SECONDS",
+@click.option("--timeout", type=Finite(min=1), metavar="SECONDS",
               help="Stop the workload (its whole process group) after this long and report what was recorded.")
 @click.option("--keep-going", is_flag=True, help="If an engine fails, go on with the others instead of stopping.")
 @click.option("--every-launch", is_flag=True, help="ncu: profile every launch, not each launch configuration once (slow).")
@@ -186,7 +185,7 @@ def _variant_names() -> str:
               help="N for workers=N when --variant auto chooses it (default: min(8, cores)).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),
               show_default=True, help="Parent of the run directory (<time>-try-<script>).")
-@click.option("--timeout", type=click.FloatRange(min=1), metavar="SECONDS", help="Stop each run after this long.")
+@click.option("--timeout", type=Finite(min=1), metavar="SECONDS", help="Stop each run after this long.")
 @click.option("--annotate", type=click.Choice(["none", "script", "modules"]), default="script", show_default=True)
 @click.option("--no-cache", "no_cache", is_flag=True, help="Do not read Tensor Core evidence from the cache.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
@@ -228,7 +227,8 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     
     Speed is measured without a profiler: each run is plain, its steps timed at their boundaries (CUDA
     events), and stops once a window of steady steps is timed (--full-run or --metric: runs to the end).
-    The speed-up is the ratio of median steady steps; one inside its spread is "no measurable change".
+    The speed-up is the baseline's mean steady step over the variant's (with --repeat, the median of the
+    rounds' steps); one inside its spread is "no measurable change".
     The baseline is also profiled once: its findings' estimated gains are the predictions shown beside
     each measured speed-up, and what --variant auto runs (the top findings' variants, then the best two
     combined). Writes try.json (schema nsighttc.try/1), try.md and try.png, and one directory per variant,
@@ -253,7 +253,8 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
         say.close()
     doc = result.doc
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
+        from ..render import json_out
+        click.echo(json_out.dumps(doc, indent=2))
     elif fmt == "markdown":
         click.echo((result.run_dir / "try.md").read_text())
     else:

@@ -5,7 +5,7 @@ performance counters are permitted: ERR_NVGPUCTRPERM otherwise), and nsys record
 must produce a ``.nsys-rep`` (the known broken case writes only a ``.qdstrm`` because its importer cannot
 load libdw.so.1).
 
-Speed (issue 10: a doctor in <= 5 s): the slow checks (torch's import, tool versions, the two probes, each
+Speed (a doctor in <= 5 s): the slow checks (torch's import, tool versions, the two probes, each
 a process start of seconds) run in parallel, and their result is cached in ``~/.cache/nsighttc/doctor.json``
 (``$NSIGHTTC_CACHE_DIR`` or ``$XDG_CACHE_HOME/nsighttc``) keyed by the GPUs and driver, the Python, and the
 path, size and mtime of ncu and nsys: a second doctor answers from the cache and says so; ``--refresh`` (or

@@ -58,12 +58,19 @@ def run_try(target, opts: TryOptions, say: Callable[[str], None] = lambda s: Non
     # 1. the baseline: one plain run, its verdict (profiled, or given)
     base_plain = [ctx.plain("baseline", 0)]
     explained: dict[str, dict] = {}
+    if base_plain[0]["status"] != "ok":  # nothing can be compared with a program that does not run as it is
+        notes.append(f"the baseline failed ({base_plain[0]['error']}): nothing else was run; a variant is measured "
+                     "against the program as it is, which must run first")
+        rows = [make_row("baseline", None, base_plain, base_plain, None, None, opts)]
+        doc = _document(target, opts, gpus, notes, None, rows)
+        write(run_dir, doc)
+        return Outcome(run_dir, doc)
     if base_doc is None:
         explained["baseline"] = ctx.profiled("baseline")
         base_doc = explained["baseline"].get("_verdict")
         if base_doc is None:
             notes.append("the baseline's profiled run gave no verdict: no predictions"
-                         + (f" ({explained['baseline'].get('error')})" if explained["baseline"].get("error") else ""))
+                         + _why_no_verdict(explained["baseline"].get("error")))
     else:
         notes.append(f"predictions and auto's choices from the verdict {opts.verdict}")
     plain_steps = base_plain[0].get("_steps") or {}
@@ -134,13 +141,29 @@ def run_try(target, opts: TryOptions, say: Callable[[str], None] = lambda s: Non
         if len(meds) >= 2:
             notes.append(f"the baseline's step over {len(meds)} rounds: {min(meds) / 1e6:.4g} to "
                          f"{duration(max(meds))} ({100 * (max(meds) / min(meds) - 1):.1f}% apart)")
-    doc = {"schema": SCHEMA_ID, "program": target.label,
-           "command": shlex.join(target.argv if not target.module else ["python", "-m", *target.argv]),
-           "gpu": [g.__dict__ for g in gpus], "metric_pattern": opts.metric, "repeat": opts.repeat,
-           "measured": "plain runs, steps timed at their boundaries (CUDA events where the program uses CUDA)",
-           "window": not (opts.full_run or opts.metric), "notes": notes,
-           "findings": [{"id": f["id"], "title": f["title"], "severity": f["severity"], "gain": f.get("gain")}
-                        for f in (base_doc or {}).get("findings") or []],
-           "variants": rows}
+    doc = _document(target, opts, gpus, notes, base_doc, rows)
     write(run_dir, doc)
     return Outcome(run_dir, doc)
+
+
+def _document(target, opts: TryOptions, gpus, notes: list[str], base_doc: dict | None, rows: list[dict]) -> dict:
+    """try.json's document (schema ``nsighttc.try/1``)."""
+    return {"schema": SCHEMA_ID, "program": target.label,
+            "command": shlex.join(target.argv if not target.module else ["python", "-m", *target.argv]),
+            "gpu": [g.__dict__ for g in gpus], "metric_pattern": opts.metric, "repeat": opts.repeat,
+            "measured": "plain runs, steps timed at their boundaries (CUDA events where the program uses CUDA)",
+            "window": not (opts.full_run or opts.metric), "notes": notes,
+            "findings": [{"id": f["id"], "title": f["title"], "severity": f["severity"], "gain": f.get("gain")}
+                         for f in (base_doc or {}).get("findings") or []],
+            "variants": rows}
+
+
+def _why_no_verdict(error: str | None) -> str:
+    """Why the profiled baseline gave no verdict, in the user's terms: a Python without PyTorch cannot record with
+    torch.profiler, though the plain runs (which need none) measured the program."""
+    if not error:
+        return ""
+    if "No module named 'torch'" in error:
+        return (" (its recording uses torch.profiler, and this Python has no PyTorch; the plain runs need none: "
+                "`pip install torch`, or --verdict FILE from a profile run elsewhere)")
+    return f" ({error})"

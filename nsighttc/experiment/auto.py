@@ -52,7 +52,7 @@ def choose(verdict: dict, record: dict | None, workers: int | None = None) -> li
     graph_variant = "static-cache" if tl.get("inference") else "compile-reduce-overhead"
     if "launch-bound" in found and host and not adopted(verdict, graph_variant):
         # CUDA graphs remove the launch gaps: for generate(), a static KV cache; never offered where the recording
-        # shows graphs replayed already (issue 56: only variants that change something)
+        # shows graphs replayed already (only variants that change something)
         why = f"finding `launch-bound`: {found['launch-bound']['evidence'][:160]}"
         add(graph_variant, why)
     convs = [k for k in verdict.get("kernels") or [] if any(w in k["name"].lower() for w in

@@ -12,7 +12,7 @@ from .options import AUTOCASTS, TryOptions
 def unchanged_noise(rows: list[dict]) -> tuple[float, str] | None:
     """The widest ratio runs of the unchanged program measured against the baseline (variants that applied nowhere
     ran it as it is), as (ratio, variant), or None. A speed-up inside it is no measurable change: on the H100 an
-    unchanged launch-bound generate() loop measured 1.76x against its baseline in one round (issue 56)."""
+    unchanged launch-bound generate() loop measured 1.76x against its baseline in one round."""
     seen = [(r["unchanged_run"]["speedup"], r["name"]) for r in rows if (r.get("unchanged_run") or {}).get("speedup")]
     if not seen:
         return None
@@ -98,7 +98,7 @@ def row(name: str, why: str | None, base: list[dict], rs: list[dict], explained:
     unchanged = not_applied(row["applied"]) if name != "baseline" else None
     if unchanged:
         # the variant changed nothing: its runs were the program as it is, so what they measured against the
-        # baseline is how far two runs of one program land apart, never a speed-up of the variant (issue 56)
+        # baseline is how far two runs of one program land apart, never a speed-up of the variant
         row.update({"status": "not applied", "not_applied": unchanged, "predicted": None})
         if m.get("speedup"):
             row["unchanged_run"] = {"speedup": m["speedup"], "rounds": len(m["rounds"])}

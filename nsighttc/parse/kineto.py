@@ -37,7 +37,7 @@ API_CATS = {"cuda_runtime", "cuda_driver"}
 RANGE_CATS = {"user_annotation"}
 # Devices that are no GPU, by the categories their events carry in a torch.profiler trace: counted, never read (Meta's
 # MTIA accelerator: `mtia_ccp_events`, `mtia_runtime`; HolisticTraceAnalysis's test data, 25,814 device events and no
-# GPU kernel, was told "the workload launched no GPU work" before, issue 52)
+# GPU kernel, was told "the workload launched no GPU work" before)
 OTHER_DEVICE_CATS = {"mtia_ccp_events": "MTIA", "mtia_runtime": "MTIA"}
 GROUP = {**{c: 0 for c in GPU_CATS}, **{c: 1 for c in API_CATS}, **{c: 2 for c in RANGE_CATS},
          **{c: 3 for c in OTHER_DEVICE_CATS}}  # table per category (3: counted only)

@@ -32,7 +32,7 @@ def properties(items) -> dict[int, dict]:
 def device_vendor(p: dict) -> str:
     """Who made the GPU a torch.profiler trace names. ROCm builds of PyTorch write the same ``deviceProperties`` as CUDA
     builds, with an AMD GPU's architecture in ``computeMajor`` (an MI250, gfx90a: 9, read as "compute capability 9.0"
-    before: HolisticTraceAnalysis's test data, issue 52) and its wavefront of 64 in ``warpSize`` (NVIDIA: 32)."""
+    before: HolisticTraceAnalysis's test data) and its wavefront of 64 in ``warpSize`` (NVIDIA: 32)."""
     name = str(p.get("name") or "")
     if name.startswith("AMD") or any(w in name for w in ("Radeon", "Instinct")) or p.get("warpSize") == 64:
         return "AMD"

@@ -112,7 +112,7 @@ def outermost(marks: pd.DataFrame) -> np.ndarray:
     """Which marks are not nested in an earlier mark of the same name on the same thread: same-name ranges nested
     in each other are one step at their outermost level. A ``forward`` range per module, or an NVTX range named like
     the hooks' around every module (56 deep per model call in a recording made elsewhere), made 14,368 "model calls"
-    of 256 (issue 56). One sort and a running maximum per (name, thread), no loop over marks."""
+    of 256. One sort and a running maximum per (name, thread), no loop over marks."""
     n = len(marks)
     if n < 2:
         return np.ones(n, dtype=bool)

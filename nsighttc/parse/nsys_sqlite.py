@@ -110,17 +110,12 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     want = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", name_col, "gridKey", "blockKey"]
     # The big tables are independent: read them on all cores (SQLite and Arrow work outside the GIL).
     jobs = {"kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", want, kcols)}
-    if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
-        jobs["memcpy"] = ("CUPTI_ACTIVITY_KIND_MEMCPY", ["start", "end", "deviceId", "streamId", "correlationId",
-                                                          "globalPid", "bytes", "copyKind", "srcKind"],
-                          sqlite_columns.columns(con, "CUPTI_ACTIVITY_KIND_MEMCPY"))
-    if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
-        jobs["memset"] = ("CUPTI_ACTIVITY_KIND_MEMSET", ["start", "end", "deviceId", "streamId", "correlationId",
-                                                          "globalPid", "bytes"], sqlite_columns.columns(con, "CUPTI_ACTIVITY_KIND_MEMSET"))
-    if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" in tables:
-        jobs["graph"] = ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", ["start", "end", "deviceId", "streamId", "correlationId",
-                                                             "globalPid", "graphId"],
-                         sqlite_columns.columns(con, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"))
+    gpu = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid"]
+    for key, table, extra in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY", ["bytes", "copyKind", "srcKind"]),
+                              ("memset", "CUPTI_ACTIVITY_KIND_MEMSET", ["bytes"]),
+                              ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", ["graphId"])):
+        if table in tables:
+            jobs[key] = (table, gpu + extra, sqlite_columns.columns(con, table))
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
         jobs["runtime"] = ("CUPTI_ACTIVITY_KIND_RUNTIME", ["start", "end", "globalTid", "correlationId", "nameId"],
                            sqlite_columns.columns(con, "CUPTI_ACTIVITY_KIND_RUNTIME"))
@@ -128,16 +123,21 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
     # more) and the kernel query's would otherwise be held together while the tables are built (4M kernels: ~290 MB
     # more at the reader's peak); the read then runs beside building the kernel and GPU tables. Below
     # ``API_BESIDE_KERNELS_MAX`` kernels both queries run at once, one per core (1M kernels: ~0.35 s less, ~70 MB more).
+    # A big kernel table is read in parts, one query each (``KERNEL_ROWS_PER_PART``).
     runtime_job = jobs.pop("runtime", None)
     beside = runtime_job is not None and \
         sqlite_columns.row_estimate(con, "CUPTI_ACTIVITY_KIND_KERNEL") <= API_BESIDE_KERNELS_MAX
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        futures = {"kernel": pool.submit(sqlite_columns.ints, None, db, *jobs.pop("kernel"))}
+    cores = os.cpu_count() or 1
+    kernel_parts = sqlite_columns.row_parts(con, "CUPTI_ACTIVITY_KIND_KERNEL", KERNEL_ROWS_PER_PART, cores)
+    with ThreadPoolExecutor(max_workers=min(4, cores)) as pool:
+        kernel_spec = jobs.pop("kernel")
+        kernel_futures = [pool.submit(sqlite_columns.ints, None, db, *kernel_spec, rows=part) for part in kernel_parts]
         runtime_future = pool.submit(sqlite_columns.ints, None, db, *runtime_job) if beside else None
-        futures.update({key: pool.submit(sqlite_columns.ints, None, db, *spec) for key, spec in jobs.items()})
+        futures = {key: pool.submit(sqlite_columns.ints, None, db, *spec) for key, spec in jobs.items()}
         nvtx_future = pool.submit(_nvtx, db, tables, strings)
         with stages.stage("parse.gpu_tables"):
-            got = {key: f.result() for key, f in futures.items()}
+            got = {"kernel": sqlite_columns.join_parts([f.result() for f in kernel_futures])}
+            got.update({key: f.result() for key, f in futures.items()})
         if runtime_job is not None and not beside:
             runtime_future = pool.submit(sqlite_columns.ints, None, db, *runtime_job)
         try:
@@ -150,6 +150,10 @@ def _read_con(con: sqlite3.Connection, tables: set[str], path: Path, db: str) ->
 
 # Kernels (estimated from the table's last row id) up to which the API calls are read beside the kernel table.
 API_BESIDE_KERNELS_MAX = 2_000_000
+# A kernel table of at least twice this many rows is read in parts of about this many, at most one a core
+# (``sqlite_columns.row_parts``): gen_big_sqlite's 1M-kernel export on the 2-core machine, 0.83 s in one query, ~0.45 s
+# in two beside the API calls' (a query's Arrow batches are joined by one copy per part, and a part is smaller)
+KERNEL_ROWS_PER_PART = 250_000
 
 
 def _build(con, tables: set[str], path: Path, got: dict, strings: dict, name_col: str, nvtx_future,

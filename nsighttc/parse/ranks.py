@@ -85,6 +85,10 @@ class ProcessInput:
         return f"{self.path} (process {self.pid}, GPU {self.device})"
 
 
+# the process id in bits 24-47 of nsys' globalPid (``nsys_sqlite._pid``)
+_PID_SQL = "((globalPid >> 24) & 16777215)"
+
+
 def processes(path: Path, only_if_several: bool = False) -> list[tuple[int, int]]:
     """(device, pid) of every host process that launched kernels in an nsys SQLite export, device order;
     [] when the file cannot be read this way (the single-run path then reports it as usual).
@@ -107,8 +111,14 @@ def processes(path: Path, only_if_several: bool = False) -> list[tuple[int, int]
                         n = None
                     if n is not None and 0 < n <= 1:
                         return []
-                rows = con.execute("SELECT MIN(deviceId), (globalPid >> 24) & 16777215 FROM "
-                                   "CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 2").fetchall()
+                    # an export whose device table lists no process (gen_big_sqlite's, a trimmed one): is there a
+                    # second process at all? One pass that stops at the first other globalPid (1M kernels of one
+                    # process: 0.09 s) instead of grouping every row (0.35 s)
+                    first = con.execute("SELECT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1").fetchone()
+                    if first is None or con.execute("SELECT 1 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE globalPid != ? "
+                                                    "LIMIT 1", first).fetchone() is None:
+                        return []
+                rows = con.execute(f"SELECT MIN(deviceId), {_PID_SQL} FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 2").fetchall()
             finally:
                 con.close()
     except (sqlite3.Error, OSError, EOFError, NsighttcError):

@@ -1,7 +1,7 @@
 """Whether the inputs given together can be one run, or one distributed job: a verdict is never made of recordings
 that are not.
 
-Seen with other projects' published traces (HolisticTraceAnalysis's test data, issue 52): the same rank's trace given
+Seen with other projects' published traces (HolisticTraceAnalysis's test data): the same rank's trace given
 twice (two byte-identical files) was merged without a word (kernel time doubled, exposed communication per step
 halved); rank 3 of an 8-rank job on an A100 and rank 1 of a 2-rank job on a V100, recorded 8.5 days apart, were
 analysed as one job and one of them named the straggler. What tells them apart is read from each file's start (its

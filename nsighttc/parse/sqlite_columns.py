@@ -54,19 +54,21 @@ def select(cols: list[str], have: set[str]) -> str:
     return ", ".join(parts)
 
 
-def ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: int = 262144) -> dict[str, np.ndarray]:
+def ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: int = 262144,
+         rows: tuple[int, int] | None = None) -> dict[str, np.ndarray]:
     """Integer columns of a table as numpy arrays (missing column or NULL -> -1; ``PACKED`` names computed;
-    ``REAL`` ones as float64).
+    ``REAL`` ones as float64); ``rows``: only the rows whose row id is in [first, last] (``row_parts``).
 
     Through Arrow's ADBC SQLite driver (a dependency; columnar, ~3x faster on millions of rows), else
     sqlite3 in chunks: either way no per-row Python objects survive, so a million rows cost tens of
     MB, not gigabytes."""
     sel = select(cols, have)
+    where = f" WHERE rowid BETWEEN {int(rows[0])} AND {int(rows[1])}" if rows else ""
     if db is not None:
         try:
             import adbc_driver_sqlite.dbapi as adbc
             with adbc.connect(f"file:{db}?mode=ro") as acon, acon.cursor() as cur:
-                cur.execute(f'SELECT {sel} FROM "{table}"')
+                cur.execute(f'SELECT {sel} FROM "{table}"{where}')
                 tbl = cur.fetch_arrow_table()
             want = ["double" if c in REAL else "int64" for c in cols]
             if tbl.num_rows == 0 or [str(t) for t in tbl.schema.types] == want:
@@ -81,7 +83,7 @@ def ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: i
         except Exception:  # driver missing or a column it cannot type: the stdlib path below is exact
             pass
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)  # one per thread: connections are not shared
-    cur = con.execute(f'SELECT {sel} FROM "{table}"')
+    cur = con.execute(f'SELECT {sel} FROM "{table}"{where}')
     types = [np.float64 if c in REAL else np.int64 for c in cols]
     parts: list[list[np.ndarray]] = [[] for _ in cols]
     while rows := cur.fetchmany(chunk):  # ints and floats side by side: each chunk typed column by column at once
@@ -91,6 +93,30 @@ def ints(_unused, db: str, table: str, cols: list[str], have: set[str], chunk: i
     con.close()
     return {c: np.concatenate(parts[i]) if parts[i] else np.empty(0, dtype=types[i]) for i, c in enumerate(cols)}
 
+
+
+def row_parts(con: sqlite3.Connection, table: str, rows_per_part: int, most: int) -> list[tuple[int, int] | None]:
+    """Row-id ranges that split a big table into parts of about ``rows_per_part`` rows (at most ``most``), read by
+    one query each on their own cores and joined in row-id order (``join_parts``): SQLite hands out one value at a
+    time, so a million-kernel query is one core's 0.8 s however few columns it asks for. [None] (the whole table,
+    one query) for a small one."""
+    try:  # (two queries: each is one B-tree descent, where both in one query read the whole table)
+        lo = con.execute(f'SELECT min(rowid) FROM "{table}"').fetchone()[0]
+        hi = con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0]
+    except sqlite3.DatabaseError:
+        return [None]
+    if lo is None or most < 2 or hi - lo + 1 < 2 * rows_per_part:
+        return [None]
+    n = min(most, (hi - lo + 1) // rows_per_part)
+    cuts = [lo + (hi - lo + 1) * i // n for i in range(n + 1)]
+    return [(cuts[i], cuts[i + 1] - 1) for i in range(n)]
+
+
+def join_parts(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The columns of a table read in parts (``row_parts``), in row-id order."""
+    if len(parts) == 1:
+        return parts[0]
+    return {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
 
 
 def query_columns(con: sqlite3.Connection, db: str, sql: str) -> dict:

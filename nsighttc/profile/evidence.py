@@ -137,8 +137,8 @@ def planned_needs(inputs: list, parsed: dict, executor=None) -> pd.DataFrame:
 
 
 # The Nsight Compute pass on the program launches it again: a torchrun job's whole job (a 52 s launch for 2 kernels
-# the replay could not launch, FSDP2 on 2 H100s, issue 46), a generate() loop's run to its window (~20 s for 1 kernel
-# of 11 after the replay measured 10, H100, issue 56). It runs only when the kernels still missing hold at least this
+# the replay could not launch, FSDP2 on 2 H100s), a generate() loop's run to its window (~20 s for 1 kernel
+# of 11 after the replay measured 10, H100). It runs only when the kernels still missing hold at least this
 # share of the recording's matrix-kernel time, for every program. Below it they cannot move the Tensor Core verdict's
 # shares by more than this (the verdict's own line is at 90%: analysis.tensor_cores), so their names answer, with a
 # note; ``--hardware`` measures them anyway.

@@ -79,7 +79,7 @@ class Writers:
 
 def rank_recording(line: str, into: dict, at_s: float | None = None) -> None:
     """What one rank's launcher says it recorded (its operators' trace, its trace), into ``into[rank]``: run.json's
-    account of each rank's recording (issue 50: only rank 0 records operators with their arguments, until a step
+    account of each rank's recording (only rank 0 records operators with their arguments, until a step
     before the window; a rank whose recording differs from the others' in the steps compared would be judged on the
     profiler's load, not its own)."""
     kind = "operators" if line.startswith(OPS_WRITTEN) else "trace" if line.startswith(TRACE_WRITTEN) else \

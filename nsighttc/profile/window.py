@@ -33,7 +33,7 @@ def timeline_window(opts: Options, python_program: bool, from_window: bool = Fal
     Why a bound: the warm-up's end is decided from this run's own step times, and a host whose speed moves makes a
     run settle later than the last one did. Then a program that ends inside its window keeps fewer window steps, or
     none (a torchrun job of two CPU ranks, STEPS = last warm-up + 8: 1 step recorded per rank, 1 CI run in 7), and
-    the first and cached runs record different stretches of the program (issue 51: 69.8 against 80.9 ms steps)."""
+    the first and cached runs record different stretches of the program (69.8 against 80.9 ms steps)."""
     if not opts.window or not python_program:
         return None
     bound = {"warmup_max": int(warmup_max)} if warmup_max is not None and opts.warmup is None else {}

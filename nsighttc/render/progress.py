@@ -1,4 +1,4 @@
-"""Progress of a profile run that suits the place it is read (issue 31).
+"""Progress of a profile run that suits the place it is read.
 
 - On a terminal: one live line (rich's status spinner) carries what changes fast (kernels profiled of those
   needed, elapsed time); the pass' start and end lines stay above it.

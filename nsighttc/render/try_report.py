@@ -132,7 +132,7 @@ def markdown(doc: dict, plot: str | None = None) -> str:
     if doc.get("notes"):
         lines += ["## Notes", ""] + [f"- {n}" for n in doc["notes"]] + [""]
     lines += ["<sub>Speed-up: the baseline's mean steady step over the variant's (several phases: weighed by the "
-              "baseline's steps), from plain runs; spread: lowest-highest round, or the steps' quartiles with one "
+              "baseline's steps; several rounds: the median of the rounds' steps), from plain runs; spread: lowest-highest round, or the steps' quartiles with one "
               "round; a spread that holds 1.00x is no measurable change. Not applied: the variant changed nothing in "
               "its runs, so they measured the program unchanged (no speed-up). tokens/s, TTFT (the prefill call), "
               "TPOT (the decode calls' mean): a generation loop's steady model calls. Compile: torch.compile's time in "

@@ -39,7 +39,7 @@ INTERVAL_S = 0.005               # at most 200 samples a second (fewer when a sa
 COST_BUDGET = 0.01             # the sampler's CPU time stays under this share of the time: the pause grows with the cost
 # ... and inside a window of steady steps (``runtime.window``), the only samples the analysis ranks, this share: on the
 # H100 a Trainer's deep stacks cost ~300 us a sample, so 1% gave ~30 samples a second and 10 to 46 of them in a
-# window's idle time (issue 51: too few to rank the top rows); outside the window the budget is spent on start-up
+# window's idle time (too few to rank the top rows); outside the window the budget is spent on start-up
 # only. Still within the issue's 1.05x for the run: the window is a few seconds of it.
 WINDOW_COST_BUDGET = 0.03
 ANCHOR_EVERY_S = 0.25
@@ -273,7 +273,7 @@ def what_is_recorded(ns) -> str:
 
 def host_facts() -> dict:
     """This process's share of its host: the CPUs it may run on, the machine's, its threads and the load, and its
-    rank. A straggler rank whose lag is on its host is compared on these (issue 46): one rank pinned to fewer cores,
+    rank. A straggler rank whose lag is on its host is compared on these: one rank pinned to fewer cores,
     or sharing them with more threads, is slower for that reason, not because of its code."""
     out = {"cpu_count": os.cpu_count(), "python_threads": threading.active_count(),
            "rank": os.environ.get("RANK"), "local_rank": os.environ.get("LOCAL_RANK")}

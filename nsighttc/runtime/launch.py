@@ -132,7 +132,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def _count_or_auto(text: str):
-    from .window import parse_count
+    from .window_sizing import parse_count
     try:
         return parse_count(text)
     except ValueError as exc:
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         interrupted = True
     except BaseException as exc:
         _PROGRAM_LEFT.append(exc)
-        from .window import WindowDone
+        from .window_end import WindowDone
         if not isinstance(exc, WindowDone):
             import traceback
             traceback.print_exc()

@@ -24,7 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-from .window import HOOK_PHASE, STEADY_RUN, STEADY_TOLERANCE, is_steady
+from ..record_format import HOOK_PHASE
+from .window_sizing import STEADY_RUN, STEADY_TOLERANCE, is_steady
 
 from ..record_format import STEP_TIMES_SCHEMA as SCHEMA_ID
 MAX_STEPS = 20_000   # per phase: a run of hours keeps its first steps' times (the events are ~100 B each)
@@ -182,8 +183,8 @@ def stopped_falling(times: list[float], warm: int) -> int:
     """Where the steps stop falling: from ``warm`` on, the split after which the steps' mean is lowest against the
     mean before it, while more than ``STEADY_TOLERANCE`` lower (and their median too), starts the steady state
     again, until no split does. Three steps agreeing is not steady when a plateau of slow early steps is followed by
-    the real rate: a Trainer's autocast variant ran ~190 ms steps for a while, then ~40 ms, and ``try`` said 0.94x
-    (issue 44). A loader's bursts (short steps, a long one every Nth) keep their mean: no split there is a fall."""
+    the real rate: a Trainer's autocast variant ran ~190 ms steps for a while, then ~40 ms, and ``try`` said 0.94x.
+    A loader's bursts (short steps, a long one every Nth) keep their mean: no split there is a fall."""
     while True:
         seg = times[warm:]
         n = len(seg)

@@ -24,7 +24,7 @@ user's push/pop range off its stack):
   inference job have none), a step is one iteration of the loop: from one DataLoader fetch to the next where the
   program fetches, else one top-level call of the main model. Nested submodule calls and a model calling itself
   never count as more steps (only calls from outside the model do). So the window of steady steps starts on
-  inference programs as on training ones (issue 44: a ``generate()`` loop recorded every operator of its whole
+  inference programs as on training ones (a ``generate()`` loop recorded every operator of its whole
   run and gave no verdict). A program that has called ``backward`` or stepped an optimizer is a training loop:
   its steps end with optimizer steps as above (gradient accumulation's micro-batches are never steps).
 - ``nsighttc.prefill`` / ``nsighttc.decode``: each main-model call whose input is token ids (``input_ids``, or a

@@ -1,5 +1,5 @@
 """Steps the program ran with the recording off, timed as the window's steps are: what the recording itself costs each
-step, measured in the run (issue 51), not guessed from a plain run beside it whose own speed varies by a third.
+step, measured in the run, not guessed from a plain run beside it whose own speed varies by a third.
 
 Two stretches of a run are unrecorded:
 - **After the last window** (``AfterWindow``): under torch.profiler the recording is stopped (its trace written only

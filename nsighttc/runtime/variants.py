@@ -18,7 +18,7 @@ before one backward fails, with PyTorch's own error naming the call).
 Generation loops (``transformers``' ``generate()``): a dynamic KV cache grows every token, and
 ``torch.compile(mode="reduce-overhead")`` of a model over it replays graphs whose outputs the cache still holds
 ("accessing tensor output of CUDAGraphs that has been overwritten", seen on the H100 with transformers 5.17; "To
-prevent overwriting, clone the tensor outside of torch.compile()", issue 56). So both graph variants take
+prevent overwriting, clone the tensor outside of torch.compile()"). So both graph variants take
 transformers' own compiled path there, which graphs the decoding step over a static cache updated in place:
 ``static-cache`` sets ``cache_implementation="static"`` on every ``generate()`` call, also where the program named
 another cache itself (``cache_implementation="dynamic"``, or in ``generation_config``: the table says what it
@@ -31,7 +31,7 @@ object (``past_key_values``) is left as it is.
 signatures are static (``runtime.cuda_graphs``, which says where it cannot apply).
 
 Every variant's record says whether it changed anything (``applied``) and why not: a variant that applied nowhere ran
-the program unchanged, and ``try`` does not present its run as a measurement of it (issue 56: a ``static-cache``
+the program unchanged, and ``try`` does not present its run as a measurement of it (a ``static-cache``
 that changed 0 calls was reported as "0.81x (slower)"). At exit the record also holds what torch.compile did in the
 process (graphs, compile seconds: ``compile_record``).
 """

@@ -116,8 +116,7 @@ class TorchRecorder(Recorder):
           start holds the program (CUPTI's set-up), and torch's profiler loses or misplaces GPU records at the
           start of a session (pytorch/pytorch#192021: kernel records at a session's head with timestamps off
           CUPTI's clock; #175790: a later session's GPU work shifted in time). On two H100s a torchrun job whose rank 0
-          started its window's recording (a second session) 0.5 s before the program ended kept no GPU work there
-          (issue 50).
+          started its window's recording (a second session) 0.5 s before the program ended kept no GPU work there.
         - A rank of a distributed job that records operators (``sessions.any_window``) changes sessions: the change
           (profiler stop and writing the operators' trace: 1.4 s for DDP ResNet-50 on H100) holds this rank, and the
           other ranks wait for it in their next collective. At the window's start that wait fell inside every

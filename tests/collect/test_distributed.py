@@ -16,7 +16,7 @@ import pytest
 
 from nsighttc import analyze
 from nsighttc.runtime import rankexec
-from nsighttc.runtime.window import END_WINDOW_STEPS
+from nsighttc.runtime.window_sizing import END_WINDOW_STEPS
 from nsighttc.errors import UsageError
 from nsighttc.profile import Options, pass_env as _env, plan, profile, rank_run_dir, resolve_target
 from tests.collect.fakes import calls, make_bin
@@ -399,7 +399,7 @@ def test_a_torchrun_jobs_ranks_are_analysed_in_processes_started_while_it_ran(tm
     # steps enough for the longest window (MAX_WARMUP_STEPS, the lead's OPERATOR_STEPS, MAX_STEPS) and steps after it:
     # with 120, a busy 2-core CI machine's warm-up settled late and the program ended inside its window
     from nsighttc.runtime.recording import OPERATOR_STEPS
-    from nsighttc.runtime.window import MAX_STEPS, MAX_WARMUP_STEPS
+    from nsighttc.runtime.window_sizing import MAX_STEPS, MAX_WARMUP_STEPS
     monkeypatch.setenv("STEPS", str(MAX_WARMUP_STEPS + OPERATOR_STEPS + MAX_STEPS + 40))
     from nsighttc import executors
     warmed = []

@@ -139,6 +139,7 @@ def test_a_generation_loops_first_run_records_operators_only_until_its_warm_up_i
     import sys
     pytest.importorskip("transformers")
     from nsighttc.runtime import window as win
+    from nsighttc.runtime import window_sizing as sizing
     from nsighttc.runtime.recording import OPS_WRITTEN
     tokens = 60  # (long enough a request for its decode calls to settle within it on a loaded 2-core machine)
     prog = tmp_path / "gen.py"
@@ -157,7 +158,7 @@ def test_a_generation_loops_first_run_records_operators_only_until_its_warm_up_i
     calls_before = sum(e.get("name") == "nsighttc.forward" for e in before)
     # the prefill and the steady decode calls, then no more arguments: fewer calls than the request held
     assert any(e.get("name") == "nsighttc.prefill" for e in before)
-    assert win.STEADY_RUN <= calls_before < tokens
+    assert sizing.STEADY_RUN <= calls_before < tokens
     assert any(e.get("cat") == "cpu_op" and "Input Dims" in e.get("args", {}) for e in before)
     # the rest of the warm-up and the window: the ranges only, the window's whole requests in it
     assert not any(e.get("cat") == "cpu_op" for e in after)

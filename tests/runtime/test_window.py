@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from nsighttc.runtime import window as win
+from nsighttc.runtime import window_sizing as sizing
+from nsighttc.runtime import unrecorded
+from nsighttc.runtime import window_end
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +40,7 @@ def hook_steps(w: win.Window, clock: Clock, times: list[float]):
         clock.t += dt
         try:
             w.hook_boundary()
-        except win.WindowDone:
+        except window_end.WindowDone:
             return i
     return None
 
@@ -50,7 +53,7 @@ def test_auto_warmup_waits_for_steady_steps_then_stops_after_the_window():
     start = next(e for e in w.events if e["event"] == "start")
     # steady once three step times agree within 20%: steps 4-6 (0.1 s each) after 0.5/0.3 s ones
     assert start["warmup"] == 6 and start["median_ms"] == 100.0
-    assert start["steps"] == win.window_steps(0.1) == 20  # 2 s of 0.1 s steps
+    assert start["steps"] == sizing.window_steps(0.1) == 20  # 2 s of 0.1 s steps
     assert stopped_at == 6 + 20 - 1  # boundary index of the window's last step
     assert w.stopped and lines[-1].startswith(win.EVENT_PREFIX)
 
@@ -91,12 +94,12 @@ def test_named_phases_each_get_a_window_and_the_program_stops_after_a_quiet_grac
             w.explicit_end(ranges)
     steps(a, 10)  # window of phase a ends, the grace starts; phase a runs on (no stop inside the grace)
     assert [e["event"] for e in w.events] == ["start", "end"] and w.events[-1]["stop"] is False
-    assert w.events[-1]["grace_s"] == win.PHASE_GRACE_S
+    assert w.events[-1]["grace_s"] == sizing.PHASE_GRACE_S
     steps(b, 4)  # phase b began within the grace: recorded too
     assert [(e["event"], e["phase"]) for e in w.events][2:] == [("start", "prog.py/b"), ("end", "prog.py/b")]
-    with pytest.raises(win.WindowDone):
+    with pytest.raises(window_end.WindowDone):
         steps(b, 100)  # nothing new for PHASE_GRACE_S: stopped at the next boundary
-    assert w.events[-1]["event"] == "stop" and clock.t >= win.PHASE_GRACE_S
+    assert w.events[-1]["event"] == "stop" and clock.t >= sizing.PHASE_GRACE_S
     # the hook steps are not counted once the program marks its own
     assert ("nsighttc.step",) not in w.phases
 
@@ -110,7 +113,7 @@ def test_hook_steps_before_the_programs_own_do_not_hold_the_stop_back():
     w.base_depth = 1
     hook_steps(w, clock, [0.1] * 10)  # the hooks' window started, never ends
     train = Ranges("prog.py", "train").open
-    with pytest.raises(win.WindowDone):
+    with pytest.raises(window_end.WindowDone):
         for _ in range(1000):
             w.explicit_begin(train)
             clock.t += 0.1
@@ -166,8 +169,8 @@ def test_the_launcher_stops_a_hooked_loop_after_its_window(tmp_path):
     # unrecorded (the first, which held the profiler's stop, left out), then its trace was written (nothing reads it
     # while those steps run) and it was stopped
     assert after["event"] == "unrecorded" and after["steps"] == len(after["durations_ms"])
-    assert after["steps"] == win.UNRECORDED_STEPS or (  # or the time cap came first (a loaded machine)
-        after["steps"] >= win.UNRECORDED_MIN and sum(after["durations_ms"]) >= 1e3 * win.UNRECORDED_MAX_S * 0.9)
+    assert after["steps"] == unrecorded.UNRECORDED_STEPS or (  # or the time cap came first (a loaded machine)
+        after["steps"] >= unrecorded.UNRECORDED_MIN and sum(after["durations_ms"]) >= 1e3 * unrecorded.UNRECORDED_MAX_S * 0.9)
     written = next(ln for ln in r.stderr.splitlines() if ln.startswith("nsighttc.launch: wrote"))
     assert "s of unrecorded steps" in written
     said = r.stderr.index('"event": "unrecorded"')
@@ -202,7 +205,7 @@ def test_full_run_lets_it_finish_and_records_only_the_window(tmp_path):
     written = r.stderr.index("nsighttc.launch: wrote")
     assert written < r.stderr.index("step marks:")
     after = next(e for e in events if e["event"] == "unrecorded")
-    assert after["steps"] >= win.UNRECORDED_MIN and events.index(after) > events.index(end)
+    assert after["steps"] >= unrecorded.UNRECORDED_MIN and events.index(after) > events.index(end)
 
 
 @pytest.mark.torch
@@ -289,10 +292,10 @@ def test_a_known_programs_window_holds_what_a_window_needs_and_its_end_runs_unre
     assert r.returncode == 0 and "RAN TO THE END" in r.stdout, r.stderr
     start = next(e for e in events if e["event"] == "start")
     end = next(e for e in events if e["event"] == "end")
-    assert start["steps"] == win.END_WINDOW_STEPS and start["sized_steps"] > win.END_WINDOW_STEPS
+    assert start["steps"] == sizing.END_WINDOW_STEPS and start["sized_steps"] > sizing.END_WINDOW_STEPS
     # (a loaded host's steps may fall inside the window, which extends by a window of its own length each time: CI)
     extends = sum(e["event"] == "extend" for e in events)
-    assert win.END_WINDOW_STEPS <= end["steps"] <= win.END_WINDOW_STEPS * (1 + extends), events
+    assert sizing.END_WINDOW_STEPS <= end["steps"] <= sizing.END_WINDOW_STEPS * (1 + extends), events
     assert end["step"] == start["warmup"] + end["steps"] < 60 and "program_end" not in end
     after = next(e for e in events if e["event"] == "unrecorded")
     assert after["steps"] == 60 - end["step"] - 1  # every step after it timed (the first, with the stop, left out)
@@ -319,7 +322,7 @@ def _known_end(last: int, runs: int | None = None, dt: float | list[float] = 0.0
         done[0] = i
         try:
             w.hook_boundary(last=known and i == last)
-        except win.WindowDone:
+        except window_end.WindowDone:
             return w, started, i
     w.close(ended=True, optimizer_steps=runs or last)
     return w, started, None
@@ -334,21 +337,21 @@ def test_a_program_whose_end_is_known_records_the_steps_a_window_needs_and_ends_
     from nsighttc.profile.window import last_optimizer_step_seen, window_steps_seen
     natural, _, stopped = _known_end(40, known=False)
     start = next(e for e in natural.events if e["event"] == "start")
-    assert start["steps"] > win.END_WINDOW_STEPS and stopped is None  # (a window of 40: the program ended inside it)
+    assert start["steps"] > sizing.END_WINDOW_STEPS and stopped is None  # (a window of 40: the program ended inside it)
     w, started, stopped = _known_end(40)
     start = next(e for e in w.events if e["event"] == "start")
     end = next(e for e in w.events if e["event"] == "end")
     assert start["warmup"] == next(e for e in natural.events if e["event"] == "start")["warmup"]  # not moved
-    assert start["steps"] == end["steps"] == win.END_WINDOW_STEPS and "program_end" not in end
+    assert start["steps"] == end["steps"] == sizing.END_WINDOW_STEPS and "program_end" not in end
     assert started == [start["warmup"] - 1] and stopped is None  # ended by itself, after its unrecorded steps
     after = next(e for e in w.events if e["event"] == "unrecorded")
     assert after["steps"] == 40 - end["step"] - 1
     assert last_optimizer_step_seen(w.events) == 40 and window_steps_seen(w.events) == start["sized_steps"]
     # a run longer than its last: stopped END_SLACK steps after the step its last run ended at, unrecorded
     w, _, stopped = _known_end(40, runs=300)
-    assert stopped == 40 + 1 + win.END_SLACK and last_optimizer_step_seen(w.events) is None
+    assert stopped == 40 + 1 + sizing.END_SLACK and last_optimizer_step_seen(w.events) is None
     # fewer steps than a window holds after the steady warm-up: the window ends with the last step, as before
-    w, _, stopped = _known_end(start["warmup"] + win.MIN_STEPS)
+    w, _, stopped = _known_end(start["warmup"] + sizing.MIN_STEPS)
     end = next(e for e in w.events if e["event"] == "end")
     assert end["program_end"] and stopped is None
     # an explicit --window-steps or --window-warmup is obeyed
@@ -406,7 +409,7 @@ def generation_calls(w: win.Window, clock: Clock, calls: int, requests: int, dt:
         w.next_step = "prefill" if (i + 1) % calls == 0 else "decode"  # what the step starting here is
         try:
             w.hook_boundary()
-        except win.WindowDone:
+        except window_end.WindowDone:
             return i
     return None
 
@@ -422,8 +425,8 @@ def test_a_generation_loops_window_holds_whole_requests():
     start = next(e for e in w.events if e["event"] == "start")
     end = next(e for e in w.events if e["event"] == "end")
     # steady after a few steps, but the window waits for the next request's prefill
-    assert start["warmup"] % calls == 0 and start["warmup"] >= win.MIN_WARMUP
-    assert end["steps"] == win.GEN_REQUESTS * calls  # whole requests, not 2 s of steps
+    assert start["warmup"] % calls == 0 and start["warmup"] >= sizing.MIN_WARMUP
+    assert end["steps"] == sizing.GEN_REQUESTS * calls  # whole requests, not 2 s of steps
     assert (stopped_at + 1) % calls == 0 and w.stopped
 
 
@@ -457,9 +460,9 @@ def test_a_generation_loops_window_ends_at_the_first_request_boundary_past_its_t
     calls = 75  # 20 ms calls: 1.5 s a request
     generation_calls(w, clock, calls, 8)
     end = next(e for e in w.events if e["event"] == "end")
-    assert 2 * calls * 0.02 > win.GEN_WINDOW_S > calls * 0.02 and end["steps"] == 2 * calls
+    assert 2 * calls * 0.02 > sizing.GEN_WINDOW_S > calls * 0.02 and end["steps"] == 2 * calls
     assert [k for k, _ in said] == ["settled", "start"]
-    assert max(win.MIN_WARMUP, win.STEADY_RUN) <= said[0][1] < 10 and said[1][1] == calls
+    assert max(sizing.MIN_WARMUP, sizing.STEADY_RUN) <= said[0][1] < 10 and said[1][1] == calls
 
 
 def test_an_explicit_step_count_is_obeyed_in_a_generation_loop():
@@ -476,7 +479,7 @@ def test_steps_that_fall_inside_the_window_extend_it_at_the_new_rate():
     stopped_at = hook_steps(w, clock, plateau + fast)
     ext = [e for e in w.events if e["event"] == "extend"]
     assert ext and ext[0]["median_ms"] == 40.0
-    assert stopped_at >= len(plateau) + win.window_steps(0.04) - win.STEADY_RUN  # a window's worth at 40 ms
+    assert stopped_at >= len(plateau) + sizing.window_steps(0.04) - sizing.STEADY_RUN  # a window's worth at 40 ms
 
 
 def test_a_window_extended_at_its_steps_new_rate_keeps_the_bounds_its_length_had():
@@ -485,7 +488,7 @@ def test_a_window_extended_at_its_steps_new_rate_keeps_the_bounds_its_length_had
     window extended to 2 s of 4 ms steps and recorded the program to its end, 55 steps. Each end says how many steps
     the window held, the extension's included."""
     times = [0.4] + [0.19] * 9 + [0.04] * 200
-    for kw, bound in (({"known": False}, win.window_steps(0.04)), ({}, win.END_WINDOW_STEPS),
+    for kw, bound in (({"known": False}, sizing.window_steps(0.04)), ({}, sizing.END_WINDOW_STEPS),
                       ({"known": False, "steps_max": 15}, 15)):
         w, _, _ = _known_end(len(times), dt=times, **kw)
         start, end = (next(e for e in w.events if e["event"] == k) for k in ("start", "end"))
@@ -568,7 +571,7 @@ def test_a_known_programs_warm_up_ends_no_later_than_its_last_runs():
     clock = Clock()
     w = win.Window(clock=clock, emit=lambda s: None, stop=False)
     hook_steps(w, clock, noisy)
-    assert next(e for e in w.events if e["event"] == "start")["warmup"] == win.MAX_WARMUP_STEPS  # never steady
+    assert next(e for e in w.events if e["event"] == "start")["warmup"] == sizing.MAX_WARMUP_STEPS  # never steady
     clock = Clock()
     w = win.Window(clock=clock, emit=lambda s: None, stop=False, warmup_max=7)
     hook_steps(w, clock, noisy)
@@ -584,7 +587,7 @@ def test_a_known_programs_warm_up_ends_no_later_than_its_last_runs():
         clock.t += dt
         compiles[0] += 1 if i < 6 else 0  # still compiling at the last run's warm-up: the bound waits
         w.hook_boundary()
-    assert next(e for e in w.events if e["event"] == "start")["warmup"] >= 6 + win.STEADY_RUN
+    assert next(e for e in w.events if e["event"] == "start")["warmup"] >= 6 + sizing.STEADY_RUN
 
 
 def test_a_known_programs_window_holds_no_more_steps_than_its_last_runs():
@@ -596,9 +599,9 @@ def test_a_known_programs_window_holds_no_more_steps_than_its_last_runs():
         w = win.Window(clock=clock, emit=lambda s: None, stop=False, **kw)
         hook_steps(w, clock, [0.05] * 80)
         return next(e for e in w.events if e["event"] == "start")["steps"]
-    assert steps() == round(win.TARGET_WINDOW_S / 0.05)
+    assert steps() == round(sizing.TARGET_WINDOW_S / 0.05)
     assert steps(steps_max=24) == 24
-    assert steps(steps_max=3) == win.MIN_STEPS
+    assert steps(steps_max=3) == sizing.MIN_STEPS
     assert steps(steps=30, steps_max=24) == 30
 
 
@@ -650,7 +653,7 @@ def test_a_program_that_ended_inside_its_window_says_after_how_many_optimizer_st
     short.hook_boundary(last=True)
     hook_steps(short, clock, [0.05] * 100)
     end = next(e for e in short.events if e["event"] == "end")
-    assert "program_end" not in end and end["steps"] == win.window_steps(0.05)
+    assert "program_end" not in end and end["steps"] == sizing.window_steps(0.05)
 
 
 class _Preparing(win.Recorder):
@@ -674,14 +677,14 @@ class _Preparing(win.Recorder):
         self.calls.append("start")
 
 
-@pytest.mark.parametrize("late,waited", [(0, 0), (2, 2), (50, win.PREPARE_WAIT_STEPS - 1)])
+@pytest.mark.parametrize("late,waited", [(0, 0), (2, 2), (50, sizing.PREPARE_WAIT_STEPS - 1)])
 def test_the_window_starts_once_what_the_recorder_prepared_is_running_or_after_a_few_steps(late, waited):
     clock, rec = Clock(), _Preparing(late)
     w = win.Window(clock=clock, emit=lambda s: None, stop=False, recorder=rec)
     hook_steps(w, clock, [0.1] * 40)
     start = next(e for e in w.events if e["event"] == "start")
     assert rec.calls == ["prepare", "start"]
-    assert start["warmup"] == win.MIN_WARMUP + win.STEADY_RUN - 1 + 1 + waited  # steady, prepared, then waited
+    assert start["warmup"] == sizing.MIN_WARMUP + sizing.STEADY_RUN - 1 + 1 + waited  # steady, prepared, then waited
 
 
 def test_recording_from_the_window_starts_the_profiler_one_step_before_it():
@@ -710,7 +713,7 @@ def test_a_window_recorded_from_its_start_says_what_its_unrecorded_warm_up_steps
     start = next(e for e in w.events if e["event"] == "start")
     before = start["unrecorded_before_ms"]
     # the steady 0.1 s steps before the one the profiler started in (it held the 0.5 s start), never the slow first
-    assert len(before) >= win.STEADY_RUN - 1 and before == [pytest.approx(100.0)] * len(before)
+    assert len(before) >= sizing.STEADY_RUN - 1 and before == [pytest.approx(100.0)] * len(before)
     recorded_all_along = win.Window(clock=Clock(), emit=lambda s: None, stop=False)  # (nsys: no unrecorded steps)
     hook_steps(recorded_all_along, recorded_all_along.clock, times)
     assert "unrecorded_before_ms" not in next(e for e in recorded_all_along.events if e["event"] == "start")
@@ -733,12 +736,12 @@ def test_a_window_recorded_from_its_start_times_only_a_few_steps_after_it():
 
     w, done_at, end, after = run(start=lambda: None)  # --record-from window: the warm-up ran unrecorded
     before = next(e for e in w.events if e["event"] == "start")["unrecorded_before_ms"]
-    assert 1 <= len(before) < win.BEFORE_WINDOW_MIN + win.UNRECORDED_MIN
-    assert after["steps"] == max(win.UNRECORDED_MIN, win.BEFORE_WINDOW_MIN - len(before))
+    assert 1 <= len(before) < unrecorded.BEFORE_WINDOW_MIN + unrecorded.UNRECORDED_MIN
+    assert after["steps"] == max(unrecorded.UNRECORDED_MIN, unrecorded.BEFORE_WINDOW_MIN - len(before))
     assert done_at == end["step"] + after["steps"]  # (hook step n ends at index n - 1; the first after it skipped)
     whole, done_whole, end_whole, after_whole = run(start=None)  # recorded from the start: nothing unrecorded before
-    assert after_whole["steps"] == win.UNRECORDED_STEPS or \
-        sum(after_whole["durations_ms"]) >= 1e3 * win.UNRECORDED_MAX_S * 0.9
+    assert after_whole["steps"] == unrecorded.UNRECORDED_STEPS or \
+        sum(after_whole["durations_ms"]) >= 1e3 * unrecorded.UNRECORDED_MAX_S * 0.9
     assert after_whole["steps"] > after["steps"] and done_whole - end_whole["step"] > done_at - end["step"]
     # what rank 0 tells the other ranks at the window's start: how many steps to time after it, the first included
     assert w._after_count(next(iter(w.phases.values()))) == 1 + after["steps"]
@@ -782,7 +785,7 @@ def test_a_rank_0_with_a_lead_changes_twice_before_its_window_and_the_window_is_
     (_, first, _), (_, second, _), (_, start, _) = said
     assert second - first == OPERATOR_STEPS and start == second + 1
     ev = next(e for e in w.events if e["event"] == "start")
-    assert ev["steps"] == win.window_steps(0.1)  # sized on the 0.1 s warm-up, not on the 1 s changes
+    assert ev["steps"] == sizing.window_steps(0.1)  # sized on the 0.1 s warm-up, not on the 1 s changes
 
 
 def test_a_generation_loops_rank_0_with_a_lead_changes_twice_while_its_window_waits_for_a_prefill():
@@ -815,5 +818,5 @@ def test_a_prepared_window_whose_steps_fall_inside_it_extends_once_at_the_new_ra
     extends = [e for e in w.events if e["event"] == "extend"]
     assert len(extends) == 1 and stopped_at is not None and any(e["event"] == "end" for e in w.events), w.events
     start = next(e for e in w.events if e["event"] == "start")
-    assert start["steps"] == win.window_steps(0.2)  # sized on the warm-up
-    assert stopped_at < start["warmup"] + win.window_steps(0.05) + 10  # then a window's worth at the new rate
+    assert start["steps"] == sizing.window_steps(0.2)  # sized on the warm-up
+    assert stopped_at < start["warmup"] + sizing.window_steps(0.05) + 10  # then a window's worth at the new rate

@@ -10,6 +10,8 @@ import sys
 import pytest
 
 from nsighttc.runtime import window as win
+from nsighttc.runtime import window_sizing as sizing
+from nsighttc.runtime import window_end
 from nsighttc.runtime.window_ranks import KEY_PREFIX, RankAgreement
 
 from .test_window import ROOT, Clock
@@ -27,7 +29,7 @@ def _rank(store, rank: int, step_s, steps: int, stop: bool = False, recorder=Non
         clock.t += dt
         try:
             w.hook_boundary()
-        except win.WindowDone:
+        except window_end.WindowDone:
             break
     return w, ranks, lines
 
@@ -37,7 +39,7 @@ def test_every_rank_takes_rank_0s_window_whatever_its_own_step_times():
     import torch.distributed as dist
     store = dist.HashStore()
     # alone, these ranks would choose windows of 20 and 100 steps (2 s of 0.1 s steps, of 0.01 s steps)
-    assert win.window_steps(0.1) != win.window_steps(0.01)
+    assert sizing.window_steps(0.1) != sizing.window_steps(0.01)
     leader, _, _ = _rank(store, 0, 0.1, 300)  # rank 0 never waits: it writes its decision for every boundary
     follower, ranks, _ = _rank(store, 1, 0.01, 300)
     starts = [[e for e in w.events if e["event"] == "start"][0] for w in (leader, follower)]
@@ -192,7 +194,7 @@ def test_a_torchrun_job_of_two_ranks_is_stopped_at_the_same_step_on_both(tmp_pat
     ends = [e for e in events if e["event"] == "end"]
     assert len(starts) == 2 and len(ends) == 2, events
     medians = sorted(e["median_ms"] for e in starts)
-    assert win.window_steps(medians[0] / 1e3) != win.window_steps(medians[1] / 1e3)  # alone they would differ
+    assert sizing.window_steps(medians[0] / 1e3) != sizing.window_steps(medians[1] / 1e3)  # alone they would differ
     assert starts[0]["steps"] == starts[1]["steps"] and ends[0]["step"] == ends[1]["step"]
     assert all(e["stop"] for e in ends)
 
@@ -385,9 +387,9 @@ def test_a_job_whose_end_is_known_records_a_short_window_and_every_rank_runs_to_
     events = win.read_events((r.stdout + r.stderr).splitlines())
     starts = [e for e in events if e["event"] == "start"]
     ends = [e for e in events if e["event"] == "end"]
-    assert len(starts) == len(ends) == 2 and {e["steps"] for e in ends} == {win.END_WINDOW_STEPS}
+    assert len(starts) == len(ends) == 2 and {e["steps"] for e in ends} == {sizing.END_WINDOW_STEPS}
     assert ends[0]["step"] == ends[1]["step"] < 40 and not any(e.get("program_end") for e in ends)
     assert [e["optimizer_steps"] for e in events if e["event"] == "ended"] == [40, 40]
     steps = [sum(1 for e in json.loads((tmp_path / f"rank{r}.json").read_text())["traceEvents"]
                  if e.get("name") == "nsighttc.step") for r in (0, 1)]
-    assert steps[0] == steps[1] and win.END_WINDOW_STEPS <= steps[0] <= win.END_WINDOW_STEPS + 1, steps
+    assert steps[0] == steps[1] and sizing.END_WINDOW_STEPS <= steps[0] <= sizing.END_WINDOW_STEPS + 1, steps

@@ -23,8 +23,8 @@ STRAGGLER_MIN_SHARE = 0.10   # of the slowest rank's median step
 EXPLAINED_SHARE = 0.5        # distinguishing causes (launch overhead aside) must explain this much of the excess
 LAUNCH = "launch-overhead"
 STRAGGLER_MIN_NS = 1e6       # and at least 1 ms: timer noise and launch jitter stay below this
-MOST_STEPS = 0.6             # a straggler lags in at least this share of the steady steps (issue 46)
-# What kind of lag a straggler's first distinguishing cause is (issue 46): its host, its GPU, or its communication
+MOST_STEPS = 0.6             # a straggler lags in at least this share of the steady steps
+# What kind of lag a straggler's first distinguishing cause is: its host, its GPU, or its communication
 STRAGGLER_KIND = {COMPUTE: "gpu", "communication": "communication"}  # every other cause is the host's
 # The causes that are a rank's own work, not its waiting: what a straggler's fix can remove (``own_excess``). Launch
 # overhead is left out (a tracing profiler slows the ranks' launches unevenly: ``launch_imbalance``), and so are
@@ -98,7 +98,7 @@ def own_excess(slow: dict, others: list[dict], excess: list[tuple], gap: float) 
     host time as well as the straggler's excess; the idle time by host range has the same fault (the others' idle is
     communication). What does measure it: the ranks ahead *block* on their host while they wait (a sync, a full launch
     queue), the straggler does not, so the median other rank's time in CUDA calls per step less the straggler's is
-    how long the others' hosts waited for it. Two H200s (issue 50): FSDP2 with identical ranks, first run
+    how long the others' hosts waited for it. Two H200s: FSDP2 with identical ranks, first run
     (``tests/fixtures/fsdp/even_first``): a 45.7 ms gap, host ranges 39 ms, CUDA calls 12.5 ms (plain runs: rank 0
     issued its work 1.3-5.7 ms slower per step); rank 1 with 30 ms of host work (``extra_first``): 26.9 ms; DDP with
     30 ms of sleep on a rank: 29.1-30.5 ms (reports/distributed_windows final50), 37.9 ms (``ddp/straggler_torch``).
@@ -135,7 +135,7 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
     """(straggler, launch_imbalance, no consistent straggler): see the module docstring. All None when the ranks'
     own step times agree within the margin (a balanced job gets no invented straggler). A rank whose median own
     work is longer but that lags in fewer than ``MOST_STEPS`` of the steps by more than their spread is no
-    straggler: the third says so, with the lag's spread (issue 46: an FSDP2 job's lag moved from rank 1 in one run to
+    straggler: the third says so, with the lag's spread (an FSDP2 job's lag moved from rank 1 in one run to
     rank 0 in the next, and was presented as a property of the rank)."""
     cand = [r for r in rows if r["own_step_ns"] is not None and r["rank"] is not None]
     if len(cand) < 2:
@@ -159,7 +159,7 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
     causes = [(k, d) for k, d in excess if k[0] != LAUNCH]
     launch = sum(d for k, d in excess if k[0] == LAUNCH)
     base = {"rank": slow["rank"], "own_step_ns": slow["own_step_ns"], "lag_by_step": lag,
-            # what its fix can remove: its own work per step beyond the median rank's (issue 50)
+            # what its fix can remove: its own work per step beyond the median rank's
             **own_excess(slow, rest, excess, gap),
             # what the straggler itself waits in communication: transfers no compute hides, which no rank waits
             # for another in; they stay once the straggler is fixed (``findings``: their own finding and gain)
@@ -172,7 +172,7 @@ def imbalance(rows: list[dict]) -> tuple[dict | None, dict | None, dict | None]:
             base["own_excess_basis"] != BY_CAUSES:
         # The others did not wait for it on their hosts: the gap is their own host time, spent while their GPUs waited
         # in NCCL kernels for this rank's (a host-bound job's ranks take turns being behind). Two H200s, FSDP2 with
-        # identical ranks (issue 50): rank 0 named with a 45.7 ms gap in one run, rank 1 in the next; the others'
+        # identical ranks: rank 0 named with a 45.7 ms gap in one run, rank 1 in the next; the others'
         # time blocked in CUDA calls beyond the named rank's was 0.0 and 0.56 ms per step of an 88 ms step.
         return None, None, {"rank": slow["rank"], "excess_ns": gap, "own_excess_ns": base["own_excess_ns"],
                             "not_waited_for": True,

@@ -20,7 +20,7 @@ def work_difference(a: dict, b: dict) -> float:
 def same_work(rows: list[dict]) -> bool | None:
     """Whether every rank ran the same work per steady step: the same compute kernels, with the same grids, launched
     as often (within ``SAME_WORK_LAUNCHES`` of the launches), each rank against the first. What ran, not how long it
-    took: contention (NCCL kernels beside compute, a throttled GPU) changes time, not work (issue 50). Recordings
+    took: contention (NCCL kernels beside compute, a throttled GPU) changes time, not work. Recordings
     without the launches' times fall back to the kernel names and GPU compute per step within ``SAME_WORK_GPU``.
     None where the ranks' verdicts do not say."""
     if len(rows) < 2:

@@ -173,7 +173,7 @@ def unknown_kernels(kernel_rows: pd.DataFrame) -> list[dict]:
 def _communication(launches: pd.DataFrame) -> np.ndarray:
     """Communication kernels (NCCL collectives, ``name_rules.COMMUNICATION``): left out of the Tensor Core shares.
     A DDP ResNet-50 AMP job's headline said "YES — 13% of GPU kernel time" over a denominator of NCCL kernels that
-    spend most of their time waiting for the other ranks (issue 31)."""
+    spend most of their time waiting for the other ranks."""
     if "name" not in launches or launches.empty:
         return np.zeros(len(launches), dtype=bool)
     from ..name_rules import is_communication

@@ -85,7 +85,7 @@ def verdict_of(launches: int, tc_time: float, matrix_time: float, matrix_cuda_co
       cores, or there is no matrix work and nothing unknown;
     - ``unknown``: no compute kernels, or the Tensor Cores' use cannot be told for most of the matrix work (or for
       any of the kernels, where there is no matrix work).
-    An fp32 Trainer's headline said "NO for 89% of the matrix work" while its JSON said "unknown" (issue 47)."""
+    An fp32 Trainer's headline said "NO for 89% of the matrix work" while its JSON said "unknown"."""
     if launches <= 0:
         return "unknown"
     if tc_time > 0:

@@ -204,7 +204,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
 
 # A step family whose GPU is busy enough to be called GPU-bound is not, while one cause of its idle time holds at least
 # this much of its steps: removing that cause alone would make the steps this much faster (1 / (1 - share) >= 1.1x).
-# Issue 51: the same Trainer program (a dataset built in Python) measured 69% busy on one H100 run and 80% on the next,
+# the same Trainer program (a dataset built in Python) measured 69% busy on one H100 run and 80% on the next,
 # "mixed" with its data loading named, then "GPU-bound" with no cause, while DataLoader workers made plain runs 1.22x
 # faster; a threshold on the busy share alone flips on run-to-run noise and hides the cause.
 HELD_BACK_GAIN = 1.1

@@ -82,7 +82,7 @@ def graphs(ops: pd.DataFrame, api: pd.DataFrame, u: intervals.Union, kernels: pd
            "gpu_busy_ns": gu.total, "share_of_gpu_busy": gu.total / u.total if u.total else 0.0}
     if outside.any() and kernels is not None and {"pid", "launch_id", "name"} <= set(kernels.columns):
         # what a graphed loop still launches one by one, by name (the kernel table's launch_id is the correlation id):
-        # the advice names it (issue 56)
+        # the advice names it
         out_k = ~np.isin(corr_key(kernels["pid"], kernels["launch_id"]), corr_key(launches["pid"], launches["correlation"]))
         per_name = kernels.loc[out_k, "name"].value_counts()  # (categorical: counted per name)
         per_name = per_name[per_name > 0]

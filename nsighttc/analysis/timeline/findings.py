@@ -23,7 +23,7 @@ WINDOW_SCOPE = in_use_mod.WINDOW_SCOPE  # the scope name of a program without st
 # The hooks' marks around the main model's calls (runtime.steps): host time inside them with the GPU idle is the
 # model's own Python launching its kernels one by one, which CUDA graphs remove with the launch gaps themselves.
 MODEL_CALL_MARKS = ("nsighttc.forward", "nsighttc.prefill", "nsighttc.decode")
-# What removes launch overhead, per workload (issue 44: one sentence for every program sent a decode loop to
+# What removes launch overhead, per workload (one sentence for every program sent a decode loop to
 # "larger batches" and a training loop to CUDA graphs it could not capture).
 LAUNCH_ADVICE = {
     "generation": "Replay the decoding step as a CUDA graph: a static KV cache, `model.generate(..., "
@@ -46,7 +46,7 @@ TRAINING_FIX = (("torch_compile", "`torch.compile(model)` fuses the small ops"),
 
 def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None) -> str:
     """What removes launch overhead in this workload, less what the recording shows the program already does
-    (issue 56: a decode already replayed as CUDA graphs was told to replay the decoding step as a CUDA graph).
+    (a decode already replayed as CUDA graphs was told to replay the decoding step as a CUDA graph).
     ``scope``: the step family the finding is about; graphs count where its steady steps replay them (any scope
     when None)."""
     if "cuda_graphs" in in_use and (scope is None or in_use_mod.graphed(in_use, scope)):

@@ -1,4 +1,4 @@
-"""Where the host time went: the Python frames the host was in while the GPU idled (issue 45).
+"""Where the host time went: the Python frames the host was in while the GPU idled.
 
 Every host stack sample (``parse.host_samples``) taken inside an idle piece of the GPU (``idle.pieces``) stands for
 an equal part of that scope's idle time. Samples are put down to a *site* and what it *calls*:

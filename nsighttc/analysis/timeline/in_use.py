@@ -1,5 +1,5 @@
 """What the recording shows the program already does, so that no finding advises adopting it and ``try --variant
-auto`` offers only variants that change something (issue 56).
+auto`` offers only variants that change something.
 
 A plain ``nsys`` recording of a ``generate()`` loop with a static cache replays its decode as CUDA graphs (251
 ``cudaGraphLaunch`` calls, 77% of the kernels graph nodes, on an H100), and the launch-bound finding still told it to

@@ -21,21 +21,32 @@ def tc_headline(tc: dict) -> str:
     """Words ``tensor_cores.verdict`` (never another answer: 'Tensor Cores: NO ...' is verdict ``no``)."""
     v = tc["verdict"]
     ev = EVIDENCE_WORDS.get(tc["evidence"], tc["evidence"])
-    dtypes = [d if d != "unknown" else "dtype unknown" for d, s in tc.get("by_dtype", {}).items() if s > 0]
-    dtype_txt = ", ".join(dtypes) if dtypes else ""
-    named = tc.get("dtype_from_names_share") or 0.0
-    known = any(d != "unknown" and s > 0 for d, s in tc.get("by_dtype", {}).items())
-    # (all names: said once, below; no dtype known: the names said none, "dtype unknown" says so)
-    if dtype_txt and known and named > 0.005 and tc.get("evidence") != "kernel-name":
-        # instruction counts decide yes/no; the dtype is then the names' word
-        dtype_txt += (" (dtype from kernel names)" if named > 0.995 else
-                      f" (dtype of {pct(named, 0)} of it from kernel names)")
+    dtype_txt = dtype_words(tc)
     share = pct(tc["tc_time_share"], 0)
     comm = (tc.get("denominator") or {}).get("communication_share") or 0.0
     if comm >= 0.005:  # shares are of compute kernel time; communication is said apart
         return _tc_sentence(tc, v, ev, dtype_txt, share, "compute kernel time") + \
             f"; communication (NCCL) {pct(comm, 0)} of kernel time, not counted"
     return _tc_sentence(tc, v, ev, dtype_txt, share, "GPU kernel time")
+
+
+def dtype_words(tc: dict) -> str:
+    """'bf16', 'fp16, bf16 (12% of it of unknown dtype)', 'dtype unknown', with where the dtype came from when
+    instruction counts decided the Tensor Cores and kernel names the dtype; '' when nothing ran on them."""
+    by = {d: s for d, s in (tc.get("by_dtype") or {}).items() if s > 0}
+    known = [d for d in by if d != "unknown"]
+    if not known:
+        return "dtype unknown" if by else ""
+    txt = ", ".join(known)
+    unknown = by.get("unknown", 0.0) / sum(by.values())
+    if unknown >= 0.005:
+        txt += f" ({pct(unknown, 0)} of it of unknown dtype)"
+    named = tc.get("dtype_from_names_share") or 0.0
+    # (all by names: the evidence words say so once; instruction counts decide yes/no, the dtype is then the names')
+    if named > 0.005 and tc.get("evidence") != "kernel-name":
+        txt += (" (dtype from kernel names)" if named > 0.995 else
+                f" (dtype of {pct(named, 0)} of it from kernel names)")
+    return txt
 
 
 def _tc_sentence(tc: dict, v: str, ev: str, dtype_txt: str, share: str, of: str) -> str:
@@ -45,15 +56,21 @@ def _tc_sentence(tc: dict, v: str, ev: str, dtype_txt: str, share: str, of: str)
         kinds = f", {dtype_txt}" if dtype_txt else ""
         return (f"Tensor Cores: {word}{kinds} — {ev}, each kernel configuration profiled once "
                 "(time shares: the default run, not --engine ncu)")
-    if v == "yes":
-        return f"Tensor Cores: YES — {share} of {of}, {dtype_txt}, {ev}"
-    if v == "partial":
-        off = 1 - tc.get("matrix_on_tc_share", 0)
-        return (f"Tensor Cores: PARTIAL — {share} of {of} ({dtype_txt}); {pct(off, 0)} of matrix "
-                f"work did not use them, {ev}")
+    on = min(tc.get("matrix_on_tc_share") or 0.0, 1.0)
     off = tc.get("matrix_off_tc_share") or 0.0
-    unknown = tc.get("unknown_time_share") or 0.0
+    unknown_matrix = tc.get("matrix_unknown_share") or 0.0
     dt = ", ".join(tc.get("off_tc_dtypes") or [])
+    if v == "yes":  # the matrix work decides; its share of all kernel time says how much that is
+        return f"Tensor Cores: YES — {pct(on, 0)} of the matrix work ({share} of {of}), {dtype_txt}, {ev}"
+    if v == "partial":  # what ran on them first, then what did not and what cannot be told, each by its name
+        rest = []
+        if off >= 0.005:
+            rest.append(f"{pct(off, 0)} ran on CUDA cores{' (' + dt + ')' if dt else ''}")
+        if unknown_matrix >= 0.005:
+            rest.append(f"{pct(unknown_matrix, 0)} unknown ({_unknown_why(tc)})")
+        return (f"Tensor Cores: PARTIAL — {pct(on, 0)} of the matrix work ran on them ({share} of {of}, "
+                f"{dtype_txt}); " + (", ".join(rest) or "the rest did not") + f", {ev}")
+    unknown = tc.get("unknown_time_share") or 0.0
     if v == "no":
         if off >= 0.005 and unknown >= 0.005:  # the known part decides; what names cannot tell is said beside it
             return (f"Tensor Cores: NO for {pct(off, 0)} of the matrix work — {dt or 'it ran'} on CUDA cores, {ev}; "
@@ -100,11 +117,12 @@ def timeline_headline(tl: dict) -> str:
     cause = tl.get("headline_cause")
     word = VERDICT_WORDS.get(v, v)
     if v in ("cpu-bound", "mixed") and cause and cause.startswith(COMMUNICATION_CAUSE):
-        # waiting for other ranks is neither the host's fault nor the GPU's: its own word (issue 52)
+        # waiting for other ranks is neither the host's fault nor the GPU's: its own word
         word = "communication-bound" if v == "cpu-bound" else "mixed, communication first"
     held = steps.get("held_back_by")
     if held and v == "mixed":  # busy enough to be GPU-bound, but one cause holds the steps back (timeline._held_back)
-        word = f"mixed (mostly GPU-bound, but one cause holds up to {held['gain_up_to']:.2f}x)"
+        word = (f"mixed (busy enough to be GPU-bound, but one cause holds the steps back: up to "
+                f"{held['gain_up_to']:.2f}x)")
     if v == "no-gpu-work":
         return "GPU busy: none — the workload launched no GPU work"
     comm = tl.get("communication") or {}

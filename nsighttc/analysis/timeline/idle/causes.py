@@ -124,7 +124,7 @@ NO_RANGE = "(no range)"  # host work the recording puts in no range (a program, 
 def headline(causes_: list[dict], verdict: str, rows: list[dict] | None = None) -> str | None:
     """One line for the verdict's headline: the first cause and its share of the idle time. Where the host's stack
     samples explain a host cause (``rows``: the scope's host-frames table), they decide: the headline is the table's
-    top host row, with the same share, error and time as the table shows (issue 51: one attribution)."""
+    top host row, with the same share, error and time as the table shows (one attribution)."""
     if verdict not in ("cpu-bound", "mixed") or not causes_ or causes_[0]["idle_ns"] <= 0:
         return None
     c = causes_[0]

@@ -178,7 +178,7 @@ def most_steps_agree(verdict: str, q25: float, q75: float, th: Thresholds) -> st
     """CPU-bound only when three steps in four are under the threshold, GPU-bound only when three in four are at or
     over it; else mixed. The median step alone flipped between runs of one program: a Trainer fine-tune on the H100
     measured 52% and 47% busy on its first and cached runs (steps' quartiles 51-56% and 44-51%), "mixed" then
-    "CPU-bound", with the same cause holding the same share of the idle time (issue 51)."""
+    "CPU-bound", with the same cause holding the same share of the idle time."""
     if verdict == "cpu-bound" and q75 >= th.cpu_bound:
         return "mixed"
     if verdict == "gpu-bound" and q25 < th.gpu_bound:
