@@ -10,7 +10,6 @@ Run: python benchmarks/bench_nsys_sqlite.py [--kernels N] [--keep FILE]
 from __future__ import annotations
 
 import argparse
-import gzip
 import math
 import resource
 import shutil
@@ -43,7 +42,8 @@ def _replicate(con, table, copies, span, corr_span, where=""):
 def make_input(n: int, dest: Path, fixture: Path = FIXTURE) -> int:
     """``dest``: the real recording ``fixture`` with its GPU work, API calls and ranges repeated (shifted in
     time and correlation id) until it holds ``n`` kernels."""
-    with gzip.open(fixture, "rb") as src, dest.open("wb") as dst:
+    from nsighttc.parse.textio import open_binary
+    with open_binary(fixture) as src, dest.open("wb") as dst:  # (gzip or xz, as the fixture is kept)
         shutil.copyfileobj(src, dst)
     con = sqlite3.connect(dest)
     nk = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]

@@ -32,7 +32,7 @@ def build(root: Path, ranks: int, kernels: int) -> None:
     for r in (0, 1):
         seed = root / f"seed{r}.sqlite"
         if not seed.exists():
-            make_input(kernels, seed, DDP / f"rank{r}" / "nsys.sqlite.gz")
+            make_input(kernels, seed, DDP / f"rank{r}" / "nsys.sqlite.xz")
         seeds.append(seed)
     import shutil
     import sqlite3

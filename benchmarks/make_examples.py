@@ -26,7 +26,7 @@ def main() -> int:
             "ncu_raw_tensor_metrics": [F / "ncu_raw_tensor_metrics.csv.gz"],
             "ncu_details_tensor_metrics": [F / "ncu_details_tensor_metrics.csv.gz"],
             "ncu_details_vgg16_fp16_basic_set": [F / "ncu_details_vgg16_fp16_basic_set.csv.gz"],
-            "ncu_rep_mm_fp16_fp32": [F / "mm_fp16_fp32.ncu-rep"],
+            "ncu_rep_mm_fp16_fp32": [F / "mm_fp16_fp32.ncu-rep.xz"],
             "nsys_mm_relu_loops": [db],
             "kineto_trace_cases_loops": [F / "kineto_trace_cases_loops.json.gz"],
             "nsys_plus_ncu_merged": [db, F / "ncu_raw_tensor_metrics.csv.gz"],

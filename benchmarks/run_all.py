@@ -11,7 +11,7 @@ budget_mb, ok}`` per case).
     python benchmarks/run_all.py --peers         # also HTA (HolisticTraceAnalysis, its own venv) on the
                                                  # same Kineto files, and nsys-ai on the same SQLite
     python benchmarks/run_all.py --repeat 3      # each case 3 times, the median run kept (shared machines vary)
-    python benchmarks/run_all.py --readme        # rewrite README.md's speed table from the results
+    python benchmarks/run_all.py --readme        # rewrite docs/speed.md's speed table from the results
 
 Inputs are the real H200 recordings repeated in time until they reach the size (``bench_nsys_sqlite``,
 ``bench_kineto_json``, ``bench_ncu_csv``, ``bench_ranks``); they are kept in ``--work`` (default
@@ -323,7 +323,7 @@ def main() -> int:
     ap.add_argument("--peers", action="store_true", help="also HTA and nsys-ai on the same inputs")
     ap.add_argument("--work", type=Path, default=Path.home() / ".cache" / "nsighttc" / "bench")
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
-    ap.add_argument("--readme", action="store_true", help="rewrite README.md's speed table from --out")
+    ap.add_argument("--readme", action="store_true", help="rewrite docs/speed.md's speed table from --out")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.measure:
@@ -331,7 +331,7 @@ def main() -> int:
         return 0
     if a.readme:
         doc = json.loads(a.out.read_text())
-        readme = ROOT / "README.md"
+        readme = ROOT / "docs" / "speed.md"  # (the table moved there from README.md)
         text = readme.read_text()
         start, end = "<!-- speed-table:start -->", "<!-- speed-table:end -->"
         i, j = text.index(start) + len(start), text.index(end)

@@ -8,6 +8,7 @@ the baseline's plain step times (``analysis.variant_gain.for_variant``), and the
 """
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ def rows(cal: Path = CAL) -> list[dict]:
     out = []
     for case in CASES:
         d = cal / case
-        verdict = json.loads((d / "baseline_verdict.json").read_text())
+        verdict = json.loads(gzip.decompress((d / "baseline_verdict.json.gz").read_bytes()))
         runs: dict[str, list] = {}
         for f in sorted((d / "step_times").glob("*.json")):
             name, _, rnd = f.stem.rpartition("_plain")

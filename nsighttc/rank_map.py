@@ -45,7 +45,7 @@ def input_bytes(inputs: list) -> float:
             size = os.path.getsize(x)
         except (TypeError, OSError):
             return float("inf")
-        total += size * (GZIP_RATIO if str(x).endswith(".gz") else 1)
+        total += size * (GZIP_RATIO if str(x).endswith((".gz", ".xz")) else 1)
     return total
 
 

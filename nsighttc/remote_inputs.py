@@ -72,22 +72,24 @@ def expand(url: str, suffixes: tuple[str, ...], own_outputs: set[str]) -> list[R
     keep = [p for p in found if p.lower().endswith(suffixes) and PurePosixPath(p).name.lower() not in own_outputs
             and not PurePosixPath(p).name.startswith(".")]
     if not keep:
-        raise InputError("no profiler outputs here (looked for .sqlite, .json(.gz), .ncu-rep, .nsys-rep, ncu .csv)",
+        raise InputError("no profiler outputs here (looked for .sqlite, .json (.gz/.xz), .ncu-rep, .nsys-rep, ncu .csv)",
                          url)
     return [RemoteInput(f"{proto}://{p.lstrip('/')}" if proto != "file" else f"file:///{p.lstrip('/')}")
             for p in keep]
 
 
 def head(inp: RemoteInput, n: int) -> bytes:
-    """The first ``n`` bytes of the file (decompressed where it is gzip), or b"" when it cannot be read."""
+    """The first ``n`` bytes of the file (decompressed where it is gzip or xz), or b"" when it cannot be read."""
+    import lzma
+    from .parse.textio import GZIP_MAGIC, XZ_MAGIC
     try:
         fs, path = _fs(inp.url)
         with fs.open(path, "rb") as fh:
-            raw = fh.read(max(n, 2))
-            if raw[:2] == b"\x1f\x8b":
+            raw = fh.read(max(n, 6))
+            if raw[:2] == GZIP_MAGIC or raw[:6] == XZ_MAGIC:
                 fh.seek(0)
-                with gzip.open(fh, "rb") as gz:
-                    return gz.read(n)
+                with (gzip.open(fh, "rb") if raw[:2] == GZIP_MAGIC else lzma.open(fh, "rb")) as z:
+                    return z.read(n)
             return raw[:n]
     except Exception:  # noqa: BLE001 - unreadable: the reader that opens it says why
         return b""

@@ -121,10 +121,11 @@ def _not_json(word: str):
 
 
 def load_json(path: str | Path) -> dict:
-    """Read a saved verdict.json (or a run directory holding one), checking the schema id."""
+    """Read a saved verdict.json (or a run directory holding one; gzipped or not), checking the schema id."""
     p = Path(path)
     if p.is_dir():
-        p = p / "verdict.json"
+        p = p / "verdict.json" if (p / "verdict.json").exists() or not (p / "verdict.json.gz").exists() \
+            else p / "verdict.json.gz"
     if not p.exists():
         raise InputError("no such file", p)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import lzma
 import shutil
 from pathlib import Path
 
@@ -13,17 +14,17 @@ FIXTURES = Path(__file__).parent / "fixtures"
 RAW = FIXTURES / "ncu_raw_tensor_metrics.csv.gz"
 DETAILS = FIXTURES / "ncu_details_tensor_metrics.csv.gz"
 VGG_BASIC = FIXTURES / "ncu_details_vgg16_fp16_basic_set.csv.gz"
-NCU_REP = FIXTURES / "mm_fp16_fp32.ncu-rep"
+NCU_REP = FIXTURES / "mm_fp16_fp32.ncu-rep.xz"  # (xz-compressed: 15x smaller, read as it is)
 NSYS_SQLITE_GZ = FIXTURES / "nsys_mm_relu_loops.sqlite.gz"
 KINETO = FIXTURES / "kineto_trace_cases_loops.json.gz"
 # wrappers/multi_phase.py recorded on an H100 (benchmarks/gpu/gpu_multi_phase.sh, reports/multi_phase/)
-MULTI_GRAPH = FIXTURES / "multi_phase_nsys_graph.sqlite.gz"   # nsys --cuda-graph-trace=graph
-MULTI_NODE = FIXTURES / "multi_phase_nsys_node.sqlite.gz"     # nsys --cuda-graph-trace=node
-MULTI_TORCH = FIXTURES / "multi_phase_torch.json.gz"          # torch.profiler
+MULTI_GRAPH = FIXTURES / "multi_phase_nsys_graph.sqlite.xz"   # nsys --cuda-graph-trace=graph
+MULTI_NODE = FIXTURES / "multi_phase_nsys_node.sqlite.xz"     # nsys --cuda-graph-trace=node
+MULTI_TORCH = FIXTURES / "multi_phase_torch.json.xz"          # torch.profiler
 H100_ONE_PASS = FIXTURES / "h100_ncu_raw_one_pass_set.csv.gz"  # ncu raw page: hmma, hfma2, imma, dmma only
 # The default run's replay pass on H100 (benchmarks/probes/gpu_replay_probe.sh): wrappers/multi_phase.py's timeline
 # recorded with record_shapes, the operator list written from it, and ncu's raw page of the replayed operators
-MULTI_SHAPES = FIXTURES / "h100_multi_phase_torch_shapes.json.gz"
+MULTI_SHAPES = FIXTURES / "h100_multi_phase_torch_shapes.json.xz"
 MULTI_REPLAY_OPS = FIXTURES / "replay_ops_multi_phase.json"
 MULTI_REPLAY_NCU = FIXTURES / "h100_multi_phase_replay_ncu_raw.csv.gz"
 RESNET_REPLAY_OPS = FIXTURES / "replay_ops_resnet_amp.json"     # ResNet-50 AMP: convolutions, BN, GEMMs
@@ -33,8 +34,24 @@ RESNET_REPLAY_NCU = FIXTURES / "h100_resnet_amp_replay_ncu_raw.csv.gz"
 RESNET_REPLAY_WARM_NCU = FIXTURES / "h100_resnet_amp_replay_warm_ncu_raw.csv.gz"
 
 
+def fixture_open(path, mode: str = "rb", **kw):
+    """A fixture opened for reading, decompressed by what its bytes are: the big recordings are xz-compressed (40%
+    smaller than gzip: what keeps a clone small), the small ones gzip-compressed, some plain."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if head == b"\xfd7zXZ\x00":
+        return lzma.open(path, mode, **kw)
+    return gzip.open(path, mode, **kw) if head[:2] == b"\x1f\x8b" else open(path, mode, **kw)
+
+
+def fixture_bytes(path) -> bytes:
+    """A fixture's decompressed content (``fixture_open``)."""
+    with fixture_open(path) as fh:
+        return fh.read()
+
+
 def gunzip_text(path: Path) -> str:
-    return gzip.open(path, "rt", encoding="utf-8").read()
+    return fixture_open(path, "rt", encoding="utf-8").read()
 
 
 def read_rows(path: Path) -> list[list[str]]:
@@ -51,7 +68,7 @@ def write_rows(rows: list[list[str]], dest: Path) -> Path:
 @pytest.fixture
 def nsys_sqlite(tmp_path) -> Path:
     dest = tmp_path / "nsys_mm_relu_loops.sqlite"
-    with gzip.open(NSYS_SQLITE_GZ, "rb") as src, dest.open("wb") as dst:
+    with fixture_open(NSYS_SQLITE_GZ, "rb") as src, dest.open("wb") as dst:
         shutil.copyfileobj(src, dst)
     return dest
 

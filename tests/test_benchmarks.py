@@ -116,7 +116,7 @@ def test_the_torchrun_cost_probe_reads_the_ddp_wrappers_stages_from_its_real_lin
 
 def test_the_headline_by_rank_script_reads_the_committed_call_12_reports():
     """The counts behind ``analysis.ranks.shown_rank``'s docstring come from the committed runs of call 12."""
-    tgz = ROOT / "reports" / "profile_overhead" / "torchrun_cost" / "2026-11-27" / "call12_rounds_runs.tgz"
+    tgz = ROOT / "tests" / "fixtures" / "torchrun_cost" / "call12_rounds_runs.tgz"
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "probes" / "headline_by_rank.py"), str(tgz)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -132,14 +132,14 @@ def test_the_spy_phases_probe_reads_the_committed_call_17_stacks(tmp_path):
     torch in the program itself (the cached ranks in the launcher)."""
     import importlib.util
     import tarfile
-    tgz = ROOT / "reports" / "profile_overhead" / "torchrun_cost" / "2026-11-27" / "call17_spy_raw.tgz"
+    tgz = ROOT / "tests" / "fixtures" / "torchrun_cost" / "call17_spy_raw.tar.xz"
     with tarfile.open(tgz) as tf:
         tf.extractall(tmp_path, filter="data")
     spec = importlib.util.spec_from_file_location("spy_phases", ROOT / "benchmarks/probes/spy_phases.py")
     spy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(spy)
     def ranks(side: str) -> list:
-        runs = [spy.read(tmp_path / f"spy_{side}_{n}.txt.gz", "ddp_train.py", 100) for n in range(1, 5)]
+        runs = [spy.read(tmp_path / f"spy_{side}_{n}.txt", "ddp_train.py", 100) for n in range(1, 5)]
         return [c for run in runs for c in run.values()]
     cached, plain = ranks("cached"), ranks("plain")
     assert len(cached) == len(plain) == 8  # two ranks a run

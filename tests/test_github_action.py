@@ -1,9 +1,13 @@
 """The GitHub Action's steps, called as GitHub would call them (its environment variables, an event payload
 file), with the REST exchange replayed through an injected opener: no GitHub, no network."""
+import atexit
+import gzip
 import io
 import json
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,8 +16,21 @@ from nsighttc import github_action as ga
 
 ROOT = Path(__file__).resolve().parents[1]
 API = json.loads((ROOT / "tests" / "fixtures" / "github_api" / "exchange.json").read_text())
-AMP = ROOT / "reports" / "resnet_amp" / "amp_channels_last" / "verdict.json"   # real H100 runs
-FP32 = ROOT / "reports" / "resnet_amp" / "fp32" / "verdict.json"
+# real H100 runs (reports/resnet_amp/, their verdicts kept gzipped): unpacked into run directories as a run leaves them
+_RUNS = Path(tempfile.mkdtemp(prefix="nsighttc-ga-"))
+atexit.register(shutil.rmtree, _RUNS, True)
+
+
+def _run_dir(name: str) -> Path:
+    d = _RUNS / name
+    d.mkdir()
+    (d / "verdict.json").write_bytes(gzip.decompress((ROOT / "reports" / "resnet_amp" / name / "verdict.json.gz")
+                                                     .read_bytes()))
+    return d / "verdict.json"
+
+
+AMP = _run_dir("amp_channels_last")
+FP32 = _run_dir("fp32")
 
 
 @pytest.fixture

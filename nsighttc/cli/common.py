@@ -74,22 +74,24 @@ DETAIL = click.option("--detail", type=click.Choice(["summary", "full"]), defaul
                            "NAME.ranges.md beside it); full: every table whole in one file.")
 
 
-def _markdown(doc: dict, output: str | None, inputs: list[str], detail: str, plots: dict | None = None) -> None:
-    """Markdown to stdout, or to ``output`` with its tables beside it (never over one of the inputs)."""
+def _markdown(doc: dict, output: str | None, inputs: list[str], detail: str, plots: dict | None = None,
+              stacks: str = "") -> None:
+    """Markdown to stdout, or to ``output`` with its tables (and the idle samples' ``stacks``) beside it (never over
+    one of the inputs)."""
     from ..render import markdown
     made = {}
     if output not in (None, "-") and detail != "full" and not any(
             Path(output).resolve() == Path(i).resolve() for i in inputs):
         out = Path(output)
         try:
-            made = markdown.write_beside(doc, out.resolve().parent, markdown.beside_prefix(out))
+            made = markdown.write_beside(doc, out.resolve().parent, markdown.beside_prefix(out), stacks=stacks)
         except OSError as exc:
             raise UsageError(f"{output}: cannot write the tables beside it ({exc.strerror or exc})") from None
     _write(markdown.render(doc, plots=plots, detail=detail, beside=made), output, inputs)
 
 
 def _show(doc: dict, fmt: str | None, output: str | None, inputs: list[str], report: str | None = None,
-          detail: str = "summary") -> bool:
+          detail: str = "summary", stacks: str = "") -> bool:
     """The result: the terminal summary when stdout is a terminal and no format was asked for (returns
     True), else the whole document."""
     if fmt is None and output in (None, "-") and sys.stdout.isatty():
@@ -97,7 +99,7 @@ def _show(doc: dict, fmt: str | None, output: str | None, inputs: list[str], rep
         click.echo(terminal.render(doc, report=report, width=shutil.get_terminal_size().columns), nl=False)
         return True
     if (fmt or "markdown") == "markdown":
-        _markdown(doc, output, inputs, detail)
+        _markdown(doc, output, inputs, detail, stacks=stacks)
         return False
     from ..render import render
     _write(render(doc, fmt), output, inputs)

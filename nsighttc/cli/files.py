@@ -56,9 +56,9 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
     """Analyse profiler outputs and print the verdict.
 
     INPUTS: Nsight Compute CSV exports (`ncu -i R.ncu-rep --csv --page raw --print-units base`, or
-    --page details; plain or .gz), .ncu-rep reports, Nsight Systems SQLite exports / .nsys-rep, and
-    torch.profiler traces (.json / .json.gz), or directories holding them. Files of one run can be
-    combined: a timeline plus an ncu export makes the timeline's Tensor Core shares hardware-true.
+    --page details), .ncu-rep reports, Nsight Systems SQLite exports / .nsys-rep, and torch.profiler traces
+    (.json), or directories holding them; a CSV, SQLite or JSON file may be gzip- or xz-compressed. Files of
+    one run can be combined: a timeline plus an ncu export makes the timeline's Tensor Core shares hardware-true.
 
     \b
     Distributed jobs: give every rank's files (or the job's directory, e.g. runs/job/ with rank0/,
@@ -105,7 +105,7 @@ def analyze(inputs: tuple[str, ...], fmt: str, output: str | None, yes_threshold
         for w in v.warnings:
             note(f"nsighttc: note: {w}")
     if len(verdicts) == 1:
-        _show(verdicts[0].to_json(), fmt, output, list(inputs), detail=detail)
+        _show(verdicts[0].to_json(), fmt, output, list(inputs), detail=detail, stacks=verdicts[0].host_collapsed)
         return
     _show_jobs([v.to_json() for v in verdicts], fmt, output, list(inputs), detail)
 

@@ -30,13 +30,15 @@ def _exported(path: Path, need: NeedsExport) -> Parsed:
     exe = tools.find_or_none(need.tool)
     if exe is None:
         raise ReaderMissing(need.message, path) from None
-    with tempfile.TemporaryDirectory(prefix="nsighttc-") as tmp:
+    from ..parse.textio import plain_copy
+    with tempfile.TemporaryDirectory(prefix="nsighttc-") as tmp, \
+            plain_copy(path, "report" + ("".join(path.suffixes[:1]) or ".rep")) as plain:
         if need.tool == "nsys":
             from .nsys_export import export_sqlite
-            parsed = parse_load(export_sqlite(exe, path, Path(tmp) / "export.sqlite"))
+            parsed = parse_load(export_sqlite(exe, plain, Path(tmp) / "export.sqlite"))
         else:
             from .ncu_export import export_raw_csv
-            parsed = parse_load(export_raw_csv(exe, path, Path(tmp) / "raw.csv"))
+            parsed = parse_load(export_raw_csv(exe, plain, Path(tmp) / "raw.csv"))
             from ..parse.sniff import Kind
             parsed.kind = Kind.NCU_REP
     parsed.path = path

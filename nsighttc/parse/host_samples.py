@@ -9,6 +9,7 @@ one late mark moves nothing. (Stacks a recording made elsewhere carries, torch.p
 from __future__ import annotations
 
 import json
+import lzma
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,12 +43,11 @@ class HostSamples:
 def read(path: Path) -> HostSamples:
     """The launcher's samples file; a one-line InputError naming the file when it is not one."""
     try:
-        raw = Path(path).read_bytes()
-        if raw[:2] == b"\x1f\x8b":  # (a run directory kept gzipped: host_samples.json.gz)
-            import gzip
-            raw = gzip.decompress(raw)
+        from . import textio
+        with textio.open_binary(Path(path)) as fh:  # (a run directory kept compressed: host_samples.json.gz)
+            raw = fh.read()
         doc = json.loads(raw)
-    except (OSError, UnicodeDecodeError, EOFError, ValueError, zlib.error) as exc:  # (JSONDecodeError: a ValueError)
+    except (OSError, UnicodeDecodeError, EOFError, ValueError, zlib.error, lzma.LZMAError) as exc:  # (JSONDecodeError: a ValueError)
         raise InputError(f"not a readable host samples file ({type(exc).__name__}: {exc})", path) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f"not a host samples file (expected schema {SCHEMA!r})", path)
@@ -90,8 +90,8 @@ def tick_spans(t: np.ndarray) -> np.ndarray:
 
 
 def beside(trace: Path) -> Path | None:
-    """The launcher's samples file of a trace: ``host_samples.json`` in the trace's directory (or gzipped)."""
-    for name in (FILE_NAME, FILE_NAME + ".gz"):
+    """The launcher's samples file of a trace: ``host_samples.json`` in the trace's directory (or compressed)."""
+    for name in (FILE_NAME, FILE_NAME + ".gz", FILE_NAME + ".xz"):
         p = Path(trace).parent / name
         if p.is_file():
             return p

@@ -32,15 +32,29 @@ from .range_paths import nest_paths
 from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, last_timestamp,
                        name_devices, sanitize, strip_api_version)
 
-GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
-API_CATS = {"cuda_runtime", "cuda_driver"}
+GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
+            # torch 1.8-1.9's Kineto named its categories with capitals (the V100 ResNet-50 sample of pytorch/kineto's
+            # tb_plugin, June 2021: Kernel, Memcpy, Memset, Runtime, Operator; lower case with new names from 1.10)
+            "Kernel": "kernel", "Memcpy": "memcpy", "Memset": "memset"}
+API_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
 RANGE_CATS = {"user_annotation"}
+# ... and wrote the program's ranges as operators: ProfilerStep#N, enumerate(DataLoader)#..., Optimizer.step#...,
+# record_function's names are "Operator" events beside the ATen operators (``aten::``, ``torch::autograd::``), the
+# autograd nodes (``CudnnConvolutionBackward``, ``ReluBackward1``) and the in-place operators written without their
+# namespace (``detach_``): what has none of those shapes is a range (user_annotation from torch 1.10 on)
+OLD_OPERATOR = "Operator"
+_NOT_A_RANGE = re.compile(r"::|Backward\d*$|^[a-z0-9_]+_$")
+
+
+def old_range(name) -> bool:
+    """Whether an old trace's ``Operator`` event is one of the program's ranges (``OLD_OPERATOR``)."""
+    return isinstance(name, str) and bool(name) and _NOT_A_RANGE.search(name) is None
 # Devices that are no GPU, by the categories their events carry in a torch.profiler trace: counted, never read (Meta's
 # MTIA accelerator: `mtia_ccp_events`, `mtia_runtime`; HolisticTraceAnalysis's test data, 25,814 device events and no
 # GPU kernel, was told "the workload launched no GPU work" before)
 OTHER_DEVICE_CATS = {"mtia_ccp_events": "MTIA", "mtia_runtime": "MTIA"}
 GROUP = {**{c: 0 for c in GPU_CATS}, **{c: 1 for c in API_CATS}, **{c: 2 for c in RANGE_CATS},
-         **{c: 3 for c in OTHER_DEVICE_CATS}}  # table per category (3: counted only)
+         **{c: 3 for c in OTHER_DEVICE_CATS}, OLD_OPERATOR: 4}  # table per category (3: counted only; 4: by name)
 # cpu_op events are read only for torch.compile's spans of a compilation (parse.marks.COMPILE_OPS), and only in the
 # blocks whose bytes hold their names: bucketing every cpu_op cost the 1 GB benchmark trace ~0.25 s of ~4.5 s
 COMPILE_BYTES = b'"entire_'
@@ -211,12 +225,14 @@ def _read_blocks(path: Path, fh=None):
         then one comprehension per kept field (4.1M events of the 1 GB benchmark: ~1 s, against ~3 s for
         a filter per category)."""
         count[0] += len(events)
-        buckets: tuple[list, list, list, list] = ([], [], [], [])
+        buckets: tuple[list, list, list, list, list] = ([], [], [], [], [])
         group = GROUP.get
         for ev in events:
             b = group(ev.cat)
             if b is not None:
                 buckets[b].append(ev)
+        if buckets[4]:  # (an old trace's operators: its ranges among them)
+            buckets[2].extend(ev for ev in buckets[4] if old_range(ev.name))
         for ev in buckets[3]:
             other[OTHER_DEVICE_CATS[ev.cat]] = other.get(OTHER_DEVICE_CATS[ev.cat], 0) + 1
         gg, c, r = ([ev for ev in evs if ev.ph == "X"] for evs in buckets[:3])
@@ -276,7 +292,8 @@ def _read_events(path: Path) -> Parsed:
                 a = ev.get("args") or {}
                 api["name"].append(ev.get("name", "")); api["ts"].append(ev.get("ts")); api["dur"].append(ev.get("dur", 0))
                 api["corr"].append(a.get("correlation")); api["pid"].append(ev.get("pid")); api["tid"].append(ev.get("tid"))
-            elif cat in RANGE_CATS or (cat == "cpu_op" and ev.get("name") in COMPILE_OPS):
+            elif cat in RANGE_CATS or (cat == "cpu_op" and ev.get("name") in COMPILE_OPS) or \
+                    (cat == OLD_OPERATOR and old_range(ev.get("name"))):
                 rng["name"].append(ev.get("name", "")); rng["ts"].append(ev.get("ts")); rng["dur"].append(ev.get("dur", 0))
                 rng["pid"].append(ev.get("pid")); rng["tid"].append(ev.get("tid"))
             elif cat in OTHER_DEVICE_CATS:

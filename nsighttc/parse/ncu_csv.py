@@ -131,7 +131,9 @@ def _read_arrow(path, wanted, has_units, is_details, text_cols, thousands, decim
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
-    source = pa.input_stream(str(path), compression="gzip" if textio.is_gzip(path) else None)
+    kind = textio.compression(path)  # (Arrow reads gzip itself; xz, which it has no codec for, through lzma)
+    source = textio.open_binary(path) if kind == "xz" else \
+        pa.input_stream(str(path), compression="gzip" if kind == "gzip" else None)
     table = pcsv.read_csv(
         source, read_options=pcsv.ReadOptions(skip_rows_after_names=1 if has_units else 0, block_size=1 << 24),
         convert_options=pcsv.ConvertOptions(include_columns=wanted, column_types={c: pa.string() for c in wanted},

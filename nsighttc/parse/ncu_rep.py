@@ -36,7 +36,9 @@ def _import_ncu_report():
 def read(path: Path) -> tuple[pd.DataFrame, list[str]]:
     module = _import_ncu_report()
     if module is not None:
-        return _read_with_module(module, path), []
+        from .textio import plain_copy
+        with plain_copy(path, "report.ncu-rep") as plain:  # (a report kept xz- or gzip-compressed: ~15x smaller)
+            return _read_with_module(module, plain, shown=path), []
     raise NeedsExport("reading .ncu-rep needs the ncu-report Python package (pip install 'nsighttc[ncu]') or "
                       "Nsight Compute's ncu on PATH; neither was found", path, tool="ncu")
 
@@ -65,13 +67,16 @@ def _nvtx_path(action) -> str:
         return ""
 
 
-def _read_with_module(module, path: Path) -> pd.DataFrame:
+def _read_with_module(module, path: Path, shown: Path | None = None) -> pd.DataFrame:
+    """The report's kernels; ``shown``: how errors and the table name the file (the user's, where ``path`` is its
+    decompressed copy)."""
+    shown = path if shown is None else shown
     try:
         ctx = module.load_report(str(path))
     except Exception as exc:
-        raise ParseError(f"not a readable .ncu-rep report ({exc})", path) from None
+        raise ParseError(f"not a readable .ncu-rep report ({exc})", shown) from None
     if ctx is None or ctx.num_ranges() == 0:
-        raise ParseError("report holds no profiled kernels", path)
+        raise ParseError("report holds no profiled kernels", shown)
     rows = []
     for ri in range(ctx.num_ranges()):
         rng = ctx.range_by_idx(ri)
@@ -107,7 +112,7 @@ def _read_with_module(module, path: Path) -> pd.DataFrame:
             rows.append(row)
     df = pd.DataFrame(rows)
     df["source"] = "ncu"
-    df["input"] = str(path)
+    df["input"] = str(shown)
     for col in df.columns:
         if col.startswith(("tc_ops_", "inst_")) or col in ("duration_ns", "tensor_pipe_pct"):
             df[col] = pd.to_numeric(df[col], errors="coerce")

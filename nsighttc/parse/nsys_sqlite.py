@@ -17,11 +17,8 @@ million-kernel export stays a few vectorised passes.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import os
-import shutil
 import sqlite3
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,7 +35,7 @@ from . import sqlite_columns
 from .range_paths import nest_paths
 from .timeline import (API_COLUMNS, GPU_OP_COLUMNS, RANGE_COLUMNS, Timeline, attribute_ranges, last_timestamp,
                        name_devices, op_launch_calls, sanitize, strip_api_version)
-from .textio import is_gzip
+from . import textio
 
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
 COPY_KIND = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH",
@@ -60,18 +57,9 @@ def _pid(global_id) -> np.ndarray:
 
 @contextlib.contextmanager
 def plain_database(path: Path):
-    """The path of an uncompressed copy of a gzipped export (removed afterwards), or the export itself:
-    SQLite opens files, not streams."""
-    if not is_gzip(path):
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="nsighttc-") as tmp:
-        plain = Path(tmp) / "export.sqlite"
-        try:
-            with gzip.open(path, "rb") as src, plain.open("wb") as dst:
-                shutil.copyfileobj(src, dst)
-        except (OSError, EOFError) as exc:
-            raise ParseError(f"corrupt or truncated gzip data ({exc})", path) from None
+    """The path of an uncompressed copy of a gzip- or xz-compressed export (removed afterwards), or the export
+    itself: SQLite opens files, not streams."""
+    with textio.plain_copy(path, "export.sqlite") as plain:
         yield plain
 
 

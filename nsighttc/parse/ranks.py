@@ -19,7 +19,8 @@ _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[_\-.]?(\d+)(?![0-9])", re.IGNORECA
 _DIST_INFO = re.compile(rb'"distributedInfo"\s*:\s*\{(.{0,4000}?)\}', re.DOTALL)
 _FIELD = {k: re.compile(rb'"%s"\s*:\s*(\d+)' % k.encode()) for k in ("rank", "world_size")}
 # Files in a directory that are inputs (profiler outputs); nsighttc's own outputs are not.
-_INPUT_SUFFIXES = (".sqlite", ".sqlite.gz", ".json", ".json.gz", ".ncu-rep", ".nsys-rep", ".csv", ".csv.gz")
+_INPUT_SUFFIXES = (".sqlite", ".sqlite.gz", ".sqlite.xz", ".json", ".json.gz", ".json.xz", ".ncu-rep", ".nsys-rep",
+                   ".csv", ".csv.gz", ".csv.xz")
 # nsighttc's own files in a run directory, which are no profiler's recording of the program: its reports, and what the
 # default run's launcher and replay write beside the timeline (profile.passes.KERNEL_OPS_FILE and OPS_TRACE_FILE: a
 # first run's operators until its window, which the timeline's own trace follows; profile.replay_pass.OPS_FILE)
@@ -40,7 +41,7 @@ def rank_of(path) -> RankInfo:
     if hasattr(path, "url"):
         from ..remote_inputs import head as remote_head
         p = path
-        head = remote_head(path, 1 << 20) if p.name.lower().endswith((".json", ".json.gz", ".gz")) else b""
+        head = remote_head(path, 1 << 20) if p.name.lower().endswith((".json", ".gz", ".xz")) else b""
     else:
         p = Path(path)
         head = _head(p)
@@ -58,19 +59,15 @@ def rank_of(path) -> RankInfo:
 
 
 def _head(p: Path, n: int = 1 << 20) -> bytes:
-    """The first MB of a JSON trace (gzip or not): torch writes ``distributedInfo`` before the events."""
+    """The first MB of a JSON trace (compressed or not): torch writes ``distributedInfo`` before the events."""
     name = p.name.lower()
-    if not (name.endswith(".json") or name.endswith(".json.gz") or name.endswith(".gz")):
+    if not (name.endswith(".json") or name.endswith((".gz", ".xz"))):
         return b""
     try:
         from . import textio
-        if textio.is_gzip(p):
-            import gzip
-            with gzip.open(p, "rb") as fh:
-                return fh.read(n)
-        with p.open("rb") as fh:
+        with textio.open_binary(p) as fh:
             return fh.read(n)
-    except (OSError, EOFError, ValueError):
+    except (*textio.DECODE_ERRORS, ValueError):
         return b""
 
 
@@ -143,8 +140,8 @@ def expand(paths: list) -> list:
         found = []
         for f in sorted(Path(p).rglob("*")):
             n = f.name.lower()
-            if not f.is_file() or n in _OWN_OUTPUTS or n.removesuffix(".gz") in _OWN_OUTPUTS or n.startswith(".") \
-                    or not n.endswith(_INPUT_SUFFIXES):  # (a run directory kept gzipped: host_samples.json.gz)
+            if not f.is_file() or n in _OWN_OUTPUTS or n.removesuffix(".gz").removesuffix(".xz") in _OWN_OUTPUTS \
+                    or n.startswith(".") or not n.endswith(_INPUT_SUFFIXES):  # (a run directory kept compressed)
                 continue
             if n.endswith(".nsys-rep") and f.with_suffix(".sqlite").exists():
                 continue

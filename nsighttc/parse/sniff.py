@@ -49,7 +49,7 @@ def kind_of(name: str, head: bytes, path) -> Kind:
         return Kind.NSYS_REP
     if textio.looks_binary(head):
         raise InputError("binary data of an unknown kind; expected an ncu CSV/.ncu-rep, an nsys "
-                         ".sqlite/.nsys-rep or a torch.profiler trace .json(.gz)", path)
+                         ".sqlite/.nsys-rep or a torch.profiler trace .json (.gz, .xz)", path)
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
     if text.startswith("{") or text.startswith("["):
         return Kind.KINETO_JSON
@@ -60,4 +60,4 @@ def kind_of(name: str, head: bytes, path) -> Kind:
         raise InputError(f"a table, but not an Nsight Compute CSV export (header starts {first!r}; "
                          "expected columns \"ID\" and \"Kernel Name\")", path)
     raise InputError("not a profiler output nsighttc reads (expected an ncu CSV/.ncu-rep, an nsys "
-                     ".sqlite/.nsys-rep or a torch.profiler trace .json(.gz))", path)
+                     ".sqlite/.nsys-rep or a torch.profiler trace .json (.gz, .xz))", path)

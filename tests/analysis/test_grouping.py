@@ -19,7 +19,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures"
 @pytest.fixture(scope="module")
 def kernels():
     # the H100 multi_phase recording's kernel launches: string, categorical and numeric columns
-    return load(FIX / "multi_phase_torch.json.gz").kernels
+    return load(FIX / "multi_phase_torch.json.xz").kernels
 
 
 def test_aggregate_is_pandas_named_aggregation(kernels):
@@ -38,7 +38,7 @@ def test_aggregate_refuses_what_it_does_not_know(kernels):
         aggregate(kernels.groupby("nvtx"), m=("duration_ns", "mean"))
 
 
-@pytest.mark.parametrize("recording", ["window/multi_window_torch.json.gz", "unmarked/lightning_torch.json.gz",
+@pytest.mark.parametrize("recording", ["window/multi_window_torch.json.xz", "unmarked/lightning_torch.json.xz",
                                        "nsys_mm_relu_loops.sqlite.gz"])
 def test_one_side_after_the_other_is_the_same_verdict_as_side_by_side(recording, monkeypatch):
     parsed = load(FIX / recording)

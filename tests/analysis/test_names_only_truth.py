@@ -25,11 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # names-only recordings: single-process files and multi-rank folders
 TIMELINES = sorted([p for p in FIX.rglob("*") if p.is_file() and p.parent.name not in ("bad",)
                     and not p.parent.name.startswith("rank")
-                    and (p.name.endswith((".sqlite.gz", "_torch.json.gz")) or p.name in ("kineto_trace_cases_loops.json.gz",))
+                    and (p.name.endswith((".sqlite.gz", ".sqlite.xz", "_torch.json.gz", "_torch.json.xz"))
+                         or p.name in ("kineto_trace_cases_loops.json.gz",))
                     and "shapes" not in p.name],
                    key=str)
 RANK_JOBS = sorted({p.parent.parent for p in FIX.rglob("rank0/*") if p.is_file()}, key=str)
-COUNTERS = sorted([p for p in FIX.glob("*.csv.gz") if "ncu" in p.name] + list(FIX.glob("*.ncu-rep")), key=str)
+COUNTERS = sorted([p for p in FIX.glob("*.csv.gz") if "ncu" in p.name] + list(FIX.glob("*.ncu-rep*")), key=str)
 WORD = {"yes": "YES", "partial": "PARTIAL", "no": "NO", "unknown": "UNKNOWN"}
 
 
@@ -81,7 +82,7 @@ def test_the_json_verdict_is_the_headline_every_output_shows(path, verdicts):
 
 def test_the_github_action_summary_shows_the_json_headline(tmp_path, monkeypatch, verdicts):
     from nsighttc import github_action
-    doc = verdicts(FIX / "unmarked" / "trainer_nsys.sqlite.gz")
+    doc = verdicts(FIX / "unmarked" / "trainer_nsys.sqlite.xz")
     import json
     path = tmp_path / "verdict.json"
     path.write_text(json.dumps(doc))
@@ -94,7 +95,7 @@ def test_the_github_action_summary_shows_the_json_headline(tmp_path, monkeypatch
 
 
 def test_known_kernels_answer_from_measurement_and_say_where():
-    tc = analyze([FIX / "unmarked" / "trainer_torch.json.gz"], jobs=1)
+    tc = analyze([FIX / "unmarked" / "trainer_torch.json.xz"], jobs=1)
     k = tc.kernels
     fmha = k[k["name"].str.startswith("fmha_cutlassB_f32")].iloc[0]
     assert fmha["tensor_core"] is True and fmha["evidence"] == "kernel-name"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from nsighttc.api import analyze
+from tests.conftest import fixture_open
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "window"
 # trainer: the Trainer fine-tune (hook steps), stopped after its window; multi: five named phases, each a window
@@ -19,14 +20,14 @@ PAIRS = ["trainer", "multi"]
 
 def _steps_in(path: Path) -> int:
     """Optimizer steps / step ranges in the raw trace (read without nsighttc's parsers)."""
-    with gzip.open(path, "rt") as fh:
+    with fixture_open(path, "rt") as fh:
         ev = json.load(fh)["traceEvents"]
     return sum(1 for e in ev if e.get("name") in ("nsighttc.step", "step") and e.get("cat") == "user_annotation")
 
 
 @pytest.mark.parametrize("name", PAIRS)
 def test_the_window_agrees_with_the_whole_program(name):
-    window, whole = (analyze([FIX / f"{name}_{how}_torch.json.gz"]).to_json() for how in ("window", "whole"))
+    window, whole = (analyze([FIX / f"{name}_{how}_torch.json.xz"]).to_json() for how in ("window", "whole"))
     tw, th = window["timeline"], whole["timeline"]
     assert tw["verdict"] == th["verdict"]
     assert {f["name"] for f in tw["step_families"]} == {f["name"] for f in th["step_families"]}
@@ -39,7 +40,7 @@ def test_the_window_agrees_with_the_whole_program(name):
 
 def test_the_trainer_window_holds_fewer_steps_than_the_program_ran():
     """The pair is a real window: the program was stopped after it (40 steps asked, fewer recorded)."""
-    assert _steps_in(FIX / "trainer_window_torch.json.gz") < _steps_in(FIX / "trainer_whole_torch.json.gz") == 40
+    assert _steps_in(FIX / "trainer_window_torch.json.xz") < _steps_in(FIX / "trainer_whole_torch.json.xz") == 40
 
 
 # The same program's first default run (every operator recorded with its arguments, for the replay) and second run
@@ -50,14 +51,14 @@ SECOND_RUN_PAIRS = ["dataloader", "lightning"]
 
 
 def _labels(path: Path) -> set[str]:
-    with gzip.open(path, "rt") as fh:
+    with fixture_open(path, "rt") as fh:
         ev = json.load(fh)["traceEvents"]
     return {e["name"] for e in ev if e.get("cat") == "user_annotation"}
 
 
 @pytest.mark.parametrize("name", SECOND_RUN_PAIRS)
 def test_a_ranges_only_recording_keeps_what_the_verdict_reads(name):
-    ops_path, ranges_path = (FIX / f"{name}_{how}_torch.json.gz" for how in ("operators", "ranges"))
+    ops_path, ranges_path = (FIX / f"{name}_{how}_torch.json.xz" for how in ("operators", "ranges"))
     # torch's own record_function labels (the DataLoader's fetch, the optimizer's step) and the step hooks' marks
     # are ranges: the ranges-only recording has every one the operator recording has
     assert _labels(ranges_path) == _labels(ops_path)
@@ -75,7 +76,7 @@ def test_the_report_note_quotes_what_recording_operators_did_to_the_steps():
     their arguments made its steps nearly twice as long as the ranges-only recording's (a plain run: 5.5 ms), and the
     verdict moved from mixed to cpu-bound."""
     from nsighttc.profile.window import SHAPES_SLOWDOWN_SEEN
-    ops, ranges = (analyze([FIX / f"lightning_{how}_torch.json.gz"]).to_json()["timeline"]
+    ops, ranges = (analyze([FIX / f"lightning_{how}_torch.json.xz"]).to_json()["timeline"]
                    for how in ("operators", "ranges"))
     a, b = ops["steps"]["median_iteration_ns"] / 1e6, ranges["steps"]["median_iteration_ns"] / 1e6
     assert f"{a:.1f} ms/step against {b:.1f} ms" in SHAPES_SLOWDOWN_SEEN

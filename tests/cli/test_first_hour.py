@@ -82,7 +82,7 @@ def test_ranks_analysed_in_processes_are_not_said_to_run_one_by_one_and_the_prog
 
 
 def test_a_rank_timeout_on_one_recording_says_nothing_of_ranks(run_cli):
-    code, _, err = run_cli("analyze", ROOT / "tests" / "fixtures" / "unmarked" / "trainer_torch.json.gz",
+    code, _, err = run_cli("analyze", ROOT / "tests" / "fixtures" / "unmarked" / "trainer_torch.json.xz",
                            "--rank-timeout", "60", "--format", "json")
     assert code == 0 and "[ranks]" not in err
 

@@ -18,8 +18,7 @@ from nsighttc.analysis.tensor_cores import classify_launches
 from nsighttc.parse import kineto_ops
 from nsighttc.profile import Options, evidence, replay_pass, replay_plan, trace_reader
 from tests.conftest import (KINETO, MULTI_REPLAY_NCU, MULTI_REPLAY_OPS, MULTI_SHAPES, MULTI_TORCH, RESNET_REPLAY_NCU,
-                            RESNET_REPLAY_WARM_NCU,
-                            RESNET_REPLAY_OPS)
+                            RESNET_REPLAY_OPS, RESNET_REPLAY_WARM_NCU, fixture_bytes)
 
 
 @pytest.fixture(scope="module")
@@ -315,7 +314,7 @@ def _while_written(tmp_path, monkeypatch, temp: bool, start):
     """``start(trace, written)`` (a reader's thread) over the H100 multi_phase trace written as Kineto writes
     it, in 1 MB pieces, with small parse blocks and scan windows: events cut at every read."""
     from nsighttc.parse import kineto_scan
-    data = gzip.decompress(MULTI_SHAPES.read_bytes())
+    data = fixture_bytes(MULTI_SHAPES)
     monkeypatch.setattr(kineto_scan, "BLOCK", 1 << 20)
     monkeypatch.setattr(kineto_ops, "BLOCK", 1 << 20)
     monkeypatch.setattr(kineto_ops, "OVERLAP", 1 << 16)
@@ -377,7 +376,7 @@ def test_the_trace_stream_gives_up_when_no_trace_comes(tmp_path):
 
 def test_a_trace_cut_while_written_is_not_taken_from_the_stream(tmp_path):
     """The writer died mid-way: the stream says it could not parse; the finished-file path reports it."""
-    data = gzip.decompress(MULTI_SHAPES.read_bytes())
+    data = fixture_bytes(MULTI_SHAPES)
     trace = tmp_path / "torch_trace.json"
     trace.write_bytes(data[: len(data) // 2])
     stream = trace_reader.TraceStream(trace, lambda: True).start()
@@ -497,7 +496,7 @@ def test_a_kernel_first_seen_without_its_operator_is_listed_from_its_first_launc
     """The file's first event of a kernel can be a launch outside any operator while its first launch in time
     has one (ResNet-50 AMP's trace: 1 of 47 kernels): the end of the list takes the finished trace's record."""
     trace = tmp_path / "torch_trace.json"
-    trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))
+    trace.write_bytes(fixture_bytes(MULTI_SHAPES))
     whole = kineto_ops.kernel_launches(trace)
     ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
     plan = replay_plan.StreamPlan(trace, ops, gate, lambda need: list(dict.fromkeys(need["name"]))).start()
@@ -514,7 +513,7 @@ def test_the_operator_index_reads_each_operator_where_the_scan_saw_it(tmp_path):
     byte scan for every kernel's operator; an id it never saw, or whose event is cut by its span, is absent
     (the plan's scan finds those)."""
     trace = tmp_path / "torch_trace.json"
-    trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))
+    trace.write_bytes(fixture_bytes(MULTI_SHAPES))
     index = kineto_ops.OperatorIndex()
     kernels = kineto_ops.kernel_launches(trace, index=index)
     ids = sorted({k["external"] for k in kernels if k["external"] is not None})
@@ -602,7 +601,7 @@ def _planned_from_operators(tmp_path, job: bool):
     where = tmp_path / "rank0" if job else tmp_path
     where.mkdir(exist_ok=True)
     ops_trace, trace = where / "torch_ops_trace.json", where / "torch_trace.json"
-    ops_trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))
+    ops_trace.write_bytes(fixture_bytes(MULTI_SHAPES))
     ops_done, written, program_done = threading.Event(), threading.Event(), threading.Event()
     ops_done.set()
     tl_run = SimpleNamespace(early=not job, p=SimpleNamespace(ops_trace=None if job else ops_trace, seconds=1.0),
@@ -634,7 +633,7 @@ def test_a_first_runs_operators_trace_is_planned_while_the_window_runs_and_the_g
     while not gate.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert gate.read_text() == "go"
-    trace.write_bytes(gzip.decompress(MULTI_TORCH.read_bytes()) if MULTI_TORCH.suffix == ".gz"
+    trace.write_bytes(fixture_bytes(MULTI_TORCH) if MULTI_TORCH.suffix == ".gz"
                       else MULTI_TORCH.read_bytes())  # the window's timeline: no operators
     written.set()
     info: dict = {}
@@ -663,7 +662,7 @@ def test_without_an_operators_trace_the_readers_plan_from_the_timeline_trace(tmp
     readers.start(trace, tl_run)
     time.sleep(0.2)
     program_done.set()
-    trace.write_bytes(gzip.decompress(MULTI_SHAPES.read_bytes()))
+    trace.write_bytes(fixture_bytes(MULTI_SHAPES))
     written.set()
     ended.set()
     found = readers.finish(trace, tl_run, False, {}, {})
@@ -759,7 +758,7 @@ def test_a_jobs_replay_is_planned_from_rank_0s_operators_while_the_job_runs_and_
     while not gate.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert gate.read_text() == "go"
-    trace.write_bytes(gzip.decompress(MULTI_TORCH.read_bytes()) if MULTI_TORCH.suffix == ".gz"
+    trace.write_bytes(fixture_bytes(MULTI_TORCH) if MULTI_TORCH.suffix == ".gz"
                       else MULTI_TORCH.read_bytes())
     written.set()
     info: dict = {}

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from nsighttc.parse import kineto, kineto_devices, kineto_scan
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, fixture_open
 
-REAL = [FIXTURES / "kineto_trace_cases_loops.json.gz", FIXTURES / "multi_phase_torch.json.gz"]
+REAL = [FIXTURES / "kineto_trace_cases_loops.json.gz", FIXTURES / "multi_phase_torch.json.xz"]
 
 
 def _same(a, b):
@@ -28,13 +28,13 @@ def _fast(path):
 
 @pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
 def test_real_traces_in_torch_layout(path):
-    assert b"},\n  {" in gzip.open(path, "rb").read(1 << 20)  # torch's own indentation: the regex cut
+    assert b"},\n  {" in fixture_open(path, "rb").read(1 << 20)  # torch's own indentation: the regex cut
     _same(_fast(path), kineto._read_events(path))
 
 
 @pytest.mark.parametrize("block", [997, 4096, 65536])
 def test_compact_trace_with_cuts_everywhere(tmp_path, monkeypatch, block):
-    doc = json.load(gzip.open(REAL[0]))
+    doc = json.load(fixture_open(REAL[0]))
     # a kernel name holding the cut pattern itself: a cut inside it must be rejected by the decoder
     gpu = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
     gpu["name"] = 'void k<"},{", 3>(float*)'
@@ -51,7 +51,7 @@ def test_compact_trace_with_cuts_everywhere(tmp_path, monkeypatch, block):
 
 
 def test_trailer_keys_and_empty_events(tmp_path):
-    doc = json.load(gzip.open(REAL[0]))
+    doc = json.load(fixture_open(REAL[0]))
     props = doc.pop("deviceProperties")
     doc["deviceProperties"] = props  # after traceEvents now: read from the trailer
     path = tmp_path / "trailer.json"
@@ -64,7 +64,7 @@ def test_trailer_keys_and_empty_events(tmp_path):
 
 
 def test_traceevents_not_at_the_top_is_left_to_ijson(tmp_path):
-    doc = json.load(gzip.open(REAL[0]))
+    doc = json.load(fixture_open(REAL[0]))
     path = tmp_path / "nested.json"
     path.write_text(json.dumps({"wrapper": {"traceEvents": []}, **doc}))
     with pytest.raises(kineto_scan.NotFast):

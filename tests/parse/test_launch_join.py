@@ -8,7 +8,7 @@ from tests.conftest import FIXTURES
 
 
 def test_dense_and_sparse_correlation_ids_find_the_same_calls():
-    p = load(FIXTURES / "multi_phase_nsys_node.sqlite.gz")
+    p = load(FIXTURES / "multi_phase_nsys_node.sqlite.xz")
     k, api = p.kernels, p.timeline.api
     assert _CallIndex(api).dense
     dense = launch_times(k, api)

@@ -24,7 +24,7 @@ def _both(r: pd.DataFrame, t: np.ndarray):
 
 
 def test_real_recordings_agree_with_the_sweep():
-    for name in ("multi_phase_nsys_node.sqlite.gz", "multi_phase_torch.json.gz"):
+    for name in ("multi_phase_nsys_node.sqlite.xz", "multi_phase_torch.json.xz"):
         p = load(FIXTURES / name)
         r = p.timeline.ranges
         pid = r["pid"].mode().iloc[0]
@@ -80,7 +80,7 @@ def _sweep_paths(r):
 
 def test_nesting_by_arrays_matches_the_sweep_on_real_recordings():
     from nsighttc.parse.range_paths import _nest_arrays
-    for name in ("multi_phase_nsys_node.sqlite.gz", "multi_phase_torch.json.gz", "kineto_trace_cases_loops.json.gz"):
+    for name in ("multi_phase_nsys_node.sqlite.xz", "multi_phase_torch.json.xz", "kineto_trace_cases_loops.json.gz"):
         r = load(FIXTURES / name).timeline.ranges
         fast = _nest_arrays(r)
         assert fast is not None, name

@@ -3,7 +3,7 @@ import gzip
 import json
 import sqlite3
 
-from tests.conftest import KINETO
+from tests.conftest import KINETO, fixture_open
 
 
 def _one_line(err, path, words):
@@ -54,7 +54,7 @@ def test_export_without_optional_tables_still_works(nsys_sqlite):
 
 
 def test_truncated_json(run_cli, tmp_path):
-    raw = gzip.open(KINETO).read()
+    raw = fixture_open(KINETO).read()
     f = tmp_path / "trace.json"
     f.write_bytes(raw[: len(raw) // 2])
     code, _, err = run_cli("analyze", f)
@@ -71,7 +71,7 @@ def test_json_without_trace_events(run_cli, tmp_path):
 
 
 def test_trace_without_gpu_events_says_no_gpu_work(run_cli, tmp_path):
-    doc = json.load(gzip.open(KINETO))
+    doc = json.load(fixture_open(KINETO))
     doc["traceEvents"] = [e for e in doc["traceEvents"]
                           if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")]
     f = tmp_path / "cpu_only.json"
