@@ -228,15 +228,27 @@ def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
         if first.error is not None and isinstance(first.error, NsighttcError):
             raise first.error
         raise ParseError(f"no rank could be analysed; rank {first.rank}: {first.reason}")
-    # the summaries unpacked one at a time (rank order); what the reduce keeps of them is folded a batch at a time
-    ok_rows, kernel_batches, compacted_batches, warnings, inputs = [], [], [], [], []
-    kernels, compacted = [], []
+    # the summaries unpacked one at a time (rank order): their rows first, which say the ranks that are complete
+    ok_rows, warnings, inputs = [], [], []
     for s in m.unpacked():
         ok_rows.append(s["row"])
-        kernels.append(s["kernels"])
-        compacted.append(s["compacted"])
         warnings += [w for w in s["warnings"] if w not in warnings]
         inputs += [i for i in s["inputs"] if i["kind"] not in ("ncu-csv", "ncu-rep")]
+    rows = sorted([*ok_rows, *(ranks_mod.failed_row(f.rank, f.inputs, f.reason) for f in failures)],
+                  key=lambda r: r["rank"])
+    results = m.summaries
+    sizes = {i.world_size for i in infos.values() if i.world_size}
+    dist = ranks_mod.distributed(rows, sizes.pop() if len(sizes) == 1 else None)
+    # then the job's Tensor Core numbers over the complete ranks, as every other job-wide number (a rank whose window
+    # was lost holds whatever else it recorded: its kernels read 85% communication against the complete ranks' 81%
+    # in the same report), folded a batch at a time
+    complete = {r["rank"] for r in rows if r["complete"]}
+    kernel_batches, compacted_batches, kernels, compacted = [], [], [], []
+    for s in m.unpacked():
+        if complete and s["rank"] not in complete:
+            continue
+        kernels.append(s["kernels"])
+        compacted.append(s["compacted"])
         if len(kernels) == REDUCE_BATCH:
             kernel_batches.append(tensor_cores.combine_kernel_rows(kernels))
             compacted_batches.append(pd.concat(compacted, ignore_index=True))
@@ -245,11 +257,6 @@ def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
         kernel_batches.append(tensor_cores.combine_kernel_rows(kernels))
         compacted_batches.append(pd.concat(compacted, ignore_index=True))
     del kernels, compacted
-    rows = sorted([*ok_rows, *(ranks_mod.failed_row(f.rank, f.inputs, f.reason) for f in failures)],
-                  key=lambda r: r["rank"])
-    results = m.summaries
-    sizes = {i.world_size for i in infos.values() if i.world_size}
-    dist = ranks_mod.distributed(rows, sizes.pop() if len(sizes) == 1 else None)
     shown, why_shown = ranks_mod.shown_rank(rows, dist)
     if shown is None or shown not in results:  # (no complete rank: the lowest one analysed)
         shown, why_shown = min(results), "the lowest rank"
@@ -268,6 +275,8 @@ def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
     summary["peak"] = peak.summary(kernel_rows, gpu_peak, gpu_name)
     summary["off_tc_dtypes"] = tensor_cores.off_tc_dtypes(kernel_rows)
     summary["unknown_kernels"] = tensor_cores.unknown_kernels(kernel_rows)
+    if complete:  # one number, said in the headline, the ranks section and the findings alike
+        dist["nccl_time_share"] = summary["denominator"]["communication_share"]
     found = sorted(ranks_mod.findings(rows, dist) + list(sv.findings), key=lambda f: -f.time_ns)
     warnings += [f"rank {r['rank']}: {r['reason']}; left out of the job's verdict" for r in dist["incomplete_ranks"]]
     # (which rank's launch table ``Verdict.launches`` holds is the Python API's business, not the verdict's: the lowest

@@ -247,7 +247,8 @@ def test_metric_is_the_last_match():
 
 
 def _verdict(rel: str) -> dict:
-    return json.loads((REPORTS / rel / "verdict.json").read_text())
+    from nsighttc.verdict import load_json
+    return load_json(REPORTS / rel)  # (kept gzipped in reports/)
 
 
 def test_auto_on_recorded_verdicts():
@@ -398,7 +399,7 @@ def test_recorded_comparisons_render_and_flag_a_metric_that_changed():
 def test_auto_picks_cuda_graphs_for_a_launch_bound_generation_loop():
     """The generation loop's verdict from the H100 (tests/fixtures/inference): launch-bound, so `static-cache`."""
     from nsighttc.api import analyze
-    v = analyze([ROOT / "tests" / "fixtures" / "inference" / "llm_generate_default_torch.json.gz"], jobs=1).to_json()
+    v = analyze([ROOT / "tests" / "fixtures" / "inference" / "llm_generate_default_torch.json.xz"], jobs=1).to_json()
     picked = dict(choose(v, {}))
     assert "static-cache" in picked and "launch-bound" in picked["static-cache"]
     v["timeline"].pop("inference")  # the same loop without its generation marks: CUDA graphs through torch.compile

@@ -30,8 +30,13 @@ CASES = {
     "eval_loop.py": ([], r'"wrapper": "eval_loop".*"images_per_s"'),
     "fsdp2_train.py": ([], r"fsdp2_train rank 0/1 fsdp2 cpu-gloo fp32 .* ms/step, [\d,]+ tokens/s total"),
     "fsdp2_train.py --fsdp 1": (["--fsdp", "1"], r"fsdp2_train rank 0/1 fsdp1 cpu-gloo fp32 .* ms/step"),
+    "graph_replay.py": (["--steps", "20", "--width", "64", "--layers", "2"], r"steps/s, [\d.]+ ms/step \(eager\)"),
+    "varlen_infer.py": (["--batches", "3", "--batch", "2", "--layers", "1", "--max-len", "32"],
+                        r"requests/s over 6 requests \(padded to each batch"),
+    "grad_accum.py": (["--steps", "2", "--batch", "2", "--size", "32"], r"ms per optimizer step \(4 micro-batches\)"),
 }
-NEEDS = {"trainer_finetune.py": "transformers", "lightning_module.py": "lightning", "llm_generate.py": "transformers"}
+NEEDS = {"trainer_finetune.py": "transformers", "lightning_module.py": "lightning", "llm_generate.py": "transformers",
+         "varlen_infer.py": "transformers"}
 
 
 # Programs that mark nothing, run through the launcher as every engine runs them: the step hooks must cut each into

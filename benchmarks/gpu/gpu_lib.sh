@@ -20,7 +20,7 @@ plain() {  # name cmd...
   local t0; t0=$(date +%s.%N)
   "$@" > "$W/$name.plain.log" 2>&1
   local rc=$?
-  echo "plain $name: rc=$rc $(secs "$t0" "$(date +%s.%N)") s | $(grep -E 'samples/s|ms/step|images/s|it/s|steps/s|"wrapper"' "$W/$name.plain.log" | tail -5 | tr '\n' ' ')" >> "$S"
+  echo "plain $name: rc=$rc $(secs "$t0" "$(date +%s.%N)") s | $(grep -E 'samples/s|requests/s|ms/step|images/s|it/s|steps/s|"wrapper"' "$W/$name.plain.log" | tail -5 | tr '\n' ' ')" >> "$S"
 }
 
 profile() {  # name timeout profile-options... -- cmd...
@@ -30,7 +30,7 @@ profile() {  # name timeout profile-options... -- cmd...
   local rc=$?
   local d; d=$(ls -d "$W/runs_$name"/*/ 2>/dev/null | tail -1)
   echo "profile $name: rc=$rc $(secs "$t0" "$(date +%s.%N)") s dir=$d" >> "$S"
-  grep -E "window|^nsighttc: (Tensor Cores|GPU busy|Start-up|Ranks|Evidence)|Traceback|Error" "$W/$name.profile.log" | head -20 | sed 's/^/   /' >> "$S"
+  grep -E "window|^nsighttc: (Tensor Cores|GPU busy|Start-up|Where|First fix|Ranks|Evidence)|Traceback|Error" "$W/$name.profile.log" | head -20 | sed 's/^/   /' >> "$S"
   [ -n "$d" ] && cp "$W/$name.profile.log" "$d/profile.log"
 }
 

@@ -13,12 +13,15 @@ import pandas as pd
 
 from .. import labels
 from ..model import Finding
-from .name_rules import name_mask
+from .name_rules import is_communication, name_mask, stated_dtype
 from .tensor_cores import tc_states
 
 LOW_PIPE_PCT = 20.0      # tensor pipe utilisation below which a TC kernel is "underfed"
 MIN_SHARE = 0.01         # findings about less than 1% of kernel time are not worth a reader's time
 TF32_SHARE = 0.10        # TF32 Tensor Core work worth moving to bf16/fp16 (a hint, not a fault)
+# A finding's severity is bounded by how much of the compute kernel time it is about: a "high" fp32 finding for 2.3%
+# of it (an MI300X trace) told a reader to drop everything for what could buy at most 1.02x
+HIGH_SHARE, MEDIUM_SHARE = 0.15, 0.05
 
 _FP32_SIMT = re.compile(r"ffma|simt|sgemm|f32f32_f32f32|gemv|internal::kernel<int, int, float", re.I)
 _ALIGN_LEGACY = re.compile(r"align1|align2|cutlass_75_tensorop|s1688gemm|h1688gemm|884gemm", re.I)
@@ -26,8 +29,17 @@ _TRANSPOSE = re.compile(r"nchwToNhwc|nhwcToNchw", re.I)
 _HALF_CONV_SIMT = re.compile(r"implicit_convolve_sgemm<__half|implicit_convolve_sgemm<c10::Half", re.I)
 
 
-def _share(t: float, total: float) -> str:
-    return f"{100 * t / total:.1f}% of GPU kernel time" if total else "n/a"
+def _share(t: float, total: float, of: str = "GPU kernel time") -> str:
+    return f"{100 * t / total:.1f}% of {of}" if total else "n/a"
+
+
+def bounded_severity(severity: str, share: float) -> str:
+    """``severity`` lowered to what ``share`` of the compute kernel time can carry (``HIGH_SHARE``, ``MEDIUM_SHARE``)."""
+    if severity == "high" and share < HIGH_SHARE:
+        severity = "medium"
+    if severity == "medium" and share < MEDIUM_SHARE:
+        severity = "low"
+    return severity
 
 
 def _names(df: pd.DataFrame, n: int = 3) -> list[str]:
@@ -60,9 +72,12 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
     # the rules read these columns only: their row subsets stay small on a million-launch table (with every
     # column, two subsets of a 4M-kernel trace took ~150 MB beside the timeline analysis)
     launches = launches[["name", "time_ns", "evidence", "tensor_pipe_pct", "matrix_work", "dtype"]]
-    total = float(launches["time_ns"].sum())
-    out: list[Finding] = []
     name = launches["name"]
+    # shares of the compute kernel time, as the Tensor Core headline's (communication kernels apart, said apart)
+    comm = is_communication(name).to_numpy()
+    total = float(launches["time_ns"].to_numpy()[~comm].sum()) or float(launches["time_ns"].sum())
+    of = "compute kernel time" if comm.any() else "GPU kernel time"
+    out: list[Finding] = []
 
     def named(rx: re.Pattern) -> pd.Series:
         return name_mask(name, rx)
@@ -79,14 +94,18 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
         f.rows = np.asarray(mask, dtype=bool)  # the launches it is about: analysis.gain prices them per step
         out.append(f)
 
-    m_fp32 = no_tc & named(_FP32_SIMT).to_numpy() & ~named(_HALF_CONV_SIMT).to_numpy()
+    # every matrix kernel on CUDA cores whose name says fp32, as the headline counts it (``off_tc_dtypes``), not only
+    # the FFMA/SIMT spellings: a V100 fp32 CNN's volta_scudnn and wgrad engines read 23% here against 56% there
+    fp32_named = name_mask(name, _FP32_SIMT).to_numpy() | (labels.per_category(
+        name, lambda n: stated_dtype(n) == "fp32", dtype=bool) if len(name) else np.zeros(0, dtype=bool))
+    m_fp32 = no_tc & fp32_named & ~named(_HALF_CONV_SIMT).to_numpy()
     fp32 = chosen(m_fp32)
     if fp32 is not None:
         t = fp32["time_ns"].sum()
         add(Finding(
             "fp32-matmul-on-cuda-cores", "high",
             "fp32 matrix work ran on CUDA cores (FFMA/SIMT kernels), not Tensor Cores",
-            f"{len(fp32)} launches, {_share(t, total)}, e.g. {_names(fp32, 1)[0][:100]} (by {_how(fp32)})",
+            f"{len(fp32)} launches, {_share(t, total, of)}, e.g. {_names(fp32, 1)[0][:100]} (by {_how(fp32)})",
             "Use mixed precision (`with torch.autocast('cuda', dtype=torch.bfloat16):` or fp16 + GradScaler), "
             "or allow TF32: `torch.set_float32_matmul_precision('high')` for matmuls and "
             "`torch.backends.cudnn.allow_tf32 = True` for convolutions.",
@@ -99,7 +118,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
         add(Finding(
             "fp16-conv-on-cuda-cores", "low" if t / total < 0.1 else "medium",
             "fp16 convolution ran on CUDA cores (cuDNN implicit_convolve_sgemm<__half>)",
-            f"{len(half_conv)} launches, {_share(t, total)} (by {_how(half_conv)}); the name says __half but "
+            f"{len(half_conv)} launches, {_share(t, total, of)} (by {_how(half_conv)}); the name says __half but "
             "the kernel is a CUDA-core GEMM",
             "Expected for a first layer with 3 input channels (RGB): Tensor Core convolutions need channel "
             "counts that are multiples of 8. If it matters, pad the input to 4 or 8 channels "
@@ -113,7 +132,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
         add(Finding(
             "nchw-layout-transposes", "medium",
             "cuDNN transposes NCHW tensors to NHWC and back around Tensor Core convolutions",
-            f"{len(trans)} nchwToNhwc/nhwcToNchw launches, {_share(t, total)}",
+            f"{len(trans)} nchwToNhwc/nhwcToNchw launches, {_share(t, total, of)}",
             "Keep activations in channels_last: `model = model.to(memory_format=torch.channels_last)` and "
             "`x = x.to(memory_format=torch.channels_last)`.",
             t, _names(trans)), m_trans)
@@ -127,7 +146,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
         add(Finding(
             "misaligned-tensor-core-path", "medium",
             "Tensor Core GEMM on a legacy or misaligned (align1/align2) path",
-            f"{len(legacy)} launches, {_share(t, total)}, e.g. {_names(legacy, 1)[0][:100]}{pipe_txt}",
+            f"{len(legacy)} launches, {_share(t, total, of)}, e.g. {_names(legacy, 1)[0][:100]}{pipe_txt}",
             "Make GEMM dimensions (batch*seq, hidden, vocab; conv channels) multiples of 8 for fp16/bf16 "
             "(16 for fp8/int8) so cuBLAS can pick aligned, modern kernels: pad the tensor or round the layer "
             "sizes up.",
@@ -140,7 +159,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
         add(Finding(
             "matrix-work-unknown", "medium",
             "Matrix work whose Tensor Core use cannot be told from its name",
-            f"{len(unknown)} launches, {_share(t, total)}, e.g. {_names(unknown, 1)[0][:100]}; no hardware "
+            f"{len(unknown)} launches, {_share(t, total, of)}, e.g. {_names(unknown, 1)[0][:100]}; no hardware "
             "counters in this input",
             "Profile with Nsight Compute for hardware truth: `nsighttc profile --engine ncu SCRIPT` (or add "
             "`--metrics sm__ops_path_tensor_src_fp16.sum,...` to your ncu command and pass the export here).",
@@ -153,7 +172,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
         add(Finding(
             "tf32-tensor-core-work", "low",
             "Matrix work runs on the Tensor Cores in TF32, at half the bf16/fp16 peak",
-            f"{len(tf32)} launches, {_share(t, total)}, e.g. {_names(tf32, 1)[0][:100]} (by {_how(tf32)}); fp32 "
+            f"{len(tf32)} launches, {_share(t, total, of)}, e.g. {_names(tf32, 1)[0][:100]} (by {_how(tf32)}); fp32 "
             "inputs with TF32 allowed (cuDNN allows it for convolutions by default)",
             "Mixed precision halves the bytes and doubles the Tensor Core peak: `with torch.autocast('cuda', "
             "dtype=torch.bfloat16):` around the forward pass and loss (check the loss/metric: some models need fp32 "
@@ -168,7 +187,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
         add(Finding(
             "low-tensor-pipe-utilisation", "low",
             f"Tensor Core kernels keep the tensor pipe busy less than {LOW_PIPE_PCT:.0f}% of the time",
-            f"{len(low)} launches, {_share(t, total)}, time-weighted pipe use "
+            f"{len(low)} launches, {_share(t, total, of)}, time-weighted pipe use "
             f"{(low['tensor_pipe_pct'] * low['time_ns']).sum() / t:.1f}%, e.g. {_names(low, 1)[0][:100]}",
             "Small or skinny GEMMs (batch 1 inference, split-K) cannot fill the Tensor Cores: batch more work "
             "per call, fuse small matmuls, or accept it when the kernels are short.",
@@ -185,5 +204,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
             "variant's row.",
             float(launches["time_ns"].to_numpy()[rows].sum()), split[:3]))
 
+    for f in out:
+        f.severity = bounded_severity(f.severity, f.time_ns / total if total else 0.0)
     order = {"high": 0, "medium": 1, "low": 2, "info": 3}
     return sorted(out, key=lambda f: (-f.time_ns, order[f.severity]))

@@ -25,7 +25,13 @@ from functools import lru_cache
 
 # Templates that launch the kernel their first template argument names (CUTLASS 2.x device kernels, CUTLASS 3 /
 # CuTe's device_kernel): seen in H100/H200 cuBLAS and PyTorch traces as `void cutlass::Kernel2<cutlass_80_...>(...)`.
-LAUNCHERS = ("cutlass::Kernel", "cutlass::Kernel2", "cutlass::device_kernel", "cutlass::KernelLauncher")
+LAUNCHERS = ("cutlass::Kernel", "cutlass::Kernel2", "cutlass::device_kernel", "cutlass::KernelLauncher",
+             # Composable Kernel's tile kernels: `ck_tile::kentry<256, 1, ck_tile::FmhaFwdKernel<...>>(...)`, its block
+             # size and occupancy first (ROCm traces of MI300X, ck_tile's FMHA; peer knowledge: ck_tile's kentry)
+             "ck_tile::kentry",
+             # cuDNN's own copy of CUTLASS: `cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_...>`
+             # (an A100 DLRM job's traces in HolisticTraceAnalysis's test data)
+             "cutlass_cudnn_infer::Kernel", "cutlass_cudnn_train::Kernel", "cutlass_cudnn::Kernel")
 _ANON = ("(anonymous namespace)", "{anonymous}")
 # ncu's CSV spells an anonymous namespace `<unnamed>` (`at::<unnamed>::max_pool_forward_nchw<float, int>(...)`, H200)
 _UNNAMED = ("<unnamed>", "{unnamed}")
@@ -101,11 +107,14 @@ def parts(name: str) -> tuple[str, str, str]:
 
 
 def _launched(qualified: str, targs: str) -> str:
-    """The kernel a launcher template launches (its first template argument's name), else ''."""
+    """The kernel a launcher template launches (its first template argument that is a type, not a number), else ''."""
     if qualified not in LAUNCHERS or not targs:
         return ""
-    first = _split_top(targs, ",")[0].strip()
+    first = next((a.strip() for a in _split_top(targs, ",") if a.strip() and not _NUMBER.match(a.strip())), "")
     return parts(first)[0] if first else ""
+
+
+_NUMBER = re.compile(r"^-?\d+[uUlL]*$")
 
 
 @lru_cache(maxsize=65536)

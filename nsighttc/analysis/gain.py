@@ -55,7 +55,8 @@ KIND = {"fp32-matmul-on-cuda-cores": "gpu", "fp16-conv-on-cuda-cores": "gpu", "n
         "gpu-starved-by-data-loading": "host", "gpu-idle-during-host-range": "host", "launch-bound": "host",
         "synchronising-calls": "host", "pageable-host-copies": "host", "host-bound-optimizer-step": "host",
         "per-step-logging": "host", "host-bound-model-code": "host", "synchronising-line": "host",
-        "straggler-rank": "job", "exposed-communication": "job", "exposed-sharded-communication": "job"}
+        "straggler-rank": "job", "exposed-communication": "job", "exposed-sharded-communication": "job",
+        "shape-churn": "loop"}
 # the dtype a GPU-side fix moves matrix work to, per finding (the best one the finding's advice names)
 FIX_DTYPE = {"fp32-matmul-on-cuda-cores": "bf16", "fp16-conv-on-cuda-cores": "fp16", "tf32-tensor-core-work": "bf16"}
 # the dtype the finding's work runs in now, when it runs on the Tensor Cores already (else: FP32 on CUDA cores)
@@ -128,6 +129,8 @@ def scopes(doc: dict, plain: dict[str, dict] | None = None) -> list[Scope]:
         for f in fams:
             n = max(f["count"] - f["warmup_steps"], 1)
             T = f.get("median_effective_ns") or f["median_iteration_ns"]
+            if f.get("shape_churn"):  # its median leaves out what the new shapes cost: the loop's mean step holds it
+                T = max(T, f["shape_churn"]["mean_ns"])
             share = f.get("steady_gpu_busy_share", f.get("median_gpu_busy_share", 0.0))
             B = min(T * share, T)
             blocked = min((f.get("steady_sync_blocked_ns") or 0.0) / n, B)
@@ -338,10 +341,27 @@ def estimate(f: dict, doc: dict, ss: list[Scope], dtype: str | None = None) -> d
         return {"low": None, "high": None, "basis": WHY_NONE.get(f["id"], "not estimated")}
     if kind == "job":
         return _job(f, doc)
+    if kind == "loop":
+        return _loop(f, doc)
     g = _estimate([(f, dtype)], doc, ss)
     if kind == "gpu" and g.get("high"):
         g["dtype"] = dtype or FIX_DTYPE.get(f["id"], "bf16")
     return g
+
+
+def _loop(f: dict, doc: dict) -> dict:
+    """What a loop gains from its new input shapes' cost removed (``shape-churn``): at most all of it (every step then
+    at the loop's median), at least half (a few shapes left, each paid once, and padded steps a little longer). On the
+    loop's time, not the median step's: this cost is what the median leaves out."""
+    fam = next((x for x in (doc.get("timeline") or {}).get("step_families") or []
+                if x.get("shape_churn") and f"`{x['name']}`" in f.get("title", "")), None)
+    acc = (fam or {}).get("shape_churn")
+    if not acc or not acc.get("loop_ns"):
+        return {"low": None, "high": None, "basis": "no loop accounting in this verdict"}
+    loop, cost = acc["loop_ns"], acc["new_shape_excess_ns"]
+    return {"low": round(loop / max(loop - 0.5 * cost, 1.0), 3), "high": round(loop / max(loop - cost, 1.0), 3),
+            "basis": f"`shape-churn`: half to all of the {duration(cost)} the steps at new shapes took beyond a "
+                     f"step at a known shape removed, of the loop's {duration(loop)} over {acc['steps']} steady steps"}
 
 
 def _own_excess(s: dict) -> float:

@@ -78,7 +78,7 @@ class NameRule:
 _CUDA_CORE_DTYPES = ((re.compile(r"dgemm|f64f64|double", re.I), "fp64"),
                      (re.compile(r"hgemm|__half|f16f16|half", re.I), "fp16"),
                      (re.compile(r"bf16|bfloat16", re.I), "bf16"),
-                     (re.compile(r"sgemm|f32f32|_ffma|float|_f32_|gemv", re.I), "fp32"))
+                     (re.compile(r"sgemm|f32f32|_ffma|float|_f32_|gemv|scudnn", re.I), "fp32"))  # (scudnn: cuDNN single)
 
 
 def _cuda_core_dtype(name: str) -> str | None:
@@ -105,14 +105,65 @@ def _tensile_dtype(name: str) -> str | None:
     return {"D": "fp64", "H": "fp16", "B": "bf16", "I8": "int8"}.get(m.group(1)) if m else None
 
 
+# Blackwell's block-scaled and narrow types as TensorRT-LLM's generated kernels spell their operands (E2m1: fp4; E4m3,
+# E5m2: fp8; the Mx prefix: scaled per block), with the usual ones
+_TRTLLM_TYPES = (("e2m1", "fp4"), ("e4m3", "fp8"), ("e5m2", "fp8"), ("bfloat16", "bf16"), ("fp16", "fp16"))
+
+
+def _trtllm_gen_dtype(name: str) -> str | None:
+    """The operand type of TensorRT-LLM's generated GEMM and attention kernels: ``bmm_<C>_<A><B>_<Acc>_...``,
+    ``GemmKernel_<C>_<A>_<Acc>_...`` (the input follows the output), ``fmhaSm100aKernel_Qkv<T>O<T>...``."""
+    low = name.lower()
+    types = "|".join(k for k, _ in _TRTLLM_TYPES)
+    m = re.match(rf"^(?:bmm|\w*gemm\w*kernel|batchedgemm\w*)_[a-z0-9]+?_(?:mx)?({types})", low) or \
+        re.search(rf"(?:qkv|_q)(?:mx)?({types})", low)
+    return dict(_TRTLLM_TYPES)[m.group(1)] if m else None
+
+
+def _cutlass3_dtype(name: str) -> str | None:
+    """CUTLASS 3's element types in its template arguments (``cutlass::bfloat16_t``, ``cutlass::half_t``,
+    ``cutlass::float_e4m3_t``, ``cutlass::tfloat32_t``), else what ``_typed_dtype`` reads in the name."""
+    n = name.lower()
+    for pattern, dtype in ((r"float_e[45]m[23]", "fp8"), (r"float_e2m1|float_ue8m0", "fp4"), (r"bfloat16_t", "bf16"),
+                           (r"half_t", "fp16"), (r"tfloat32_t", "tf32"), (r"int8_t", "int8")):
+        if re.search(pattern, n):
+            return dtype
+    return _typed_dtype(name)
+
+
+def _amd_dtype(name: str) -> str | None:
+    """The data type MIOpen's and Composable Kernel's names and template arguments state (``_fp16_``, ``half_t``,
+    ``bf16``, ``int8``, ``f8``); fp32 on matrix cores (xf32, or fp32 MFMA) has no NVIDIA Tensor Core dtype: unsaid."""
+    n = name.lower()
+    for pattern, dtype in ((r"bf16|bhalf|bfloat16", "bf16"), (r"fp16|half_t|\bhalf\b|_f16", "fp16"),
+                           (r"int8|_i8\b|int8_t", "int8"), (r"fp8|f8_t|_f8\b|bf8", "fp8")):
+        if re.search(pattern, n):
+            return dtype
+    return None
+
+
 def _r(id_, pattern, tc, dtype, seen, on="function"):
     return NameRule(id_, re.compile(pattern), tc, dtype, seen, on)
 
 
 # Where facts come from that are not our own measurement: NVIDIA's and AMD's documentation of their libraries' names.
+HTA = ("kernel names in HolisticTraceAnalysis's test traces (facebookresearch/HolisticTraceAnalysis tests/data, "
+       "MIT; ../shared/fixtures/hta/)")
 CUDNN_DOCS = "cuDNN's kernel families (peer knowledge: NVIDIA documentation and DLProf's tables, not measured by us)"
 TENSILE_DOCS = ("rocBLAS/hipBLASLt Tensile kernel names (peer knowledge: Tensile's naming, `MI<M>x<N>x<K>` = the MFMA "
                 "matrix instruction the kernel is built on; AMD MI250 trace of HolisticTraceAnalysis's test data)")
+TRTLLM_GEN = ("TensorRT-LLM's generated Blackwell kernels (peer knowledge: the names of its cubins in "
+              "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/kernels/trtllmGenKernels, e.g. GemmKernel_Bfloat16_E4m3_Fp32_tile128x128x128_"
+              "..._sm100a, bmm_E2m1_E2m1E2m1_Fp32_..._sm100a, fmhaSm100aKernel_QkvE4m3OBfloat16...: built on tcgen05 UMMA, "
+              "the Tensor Cores of sm_100; a B200 vLLM rank spent ~74% of its compute in them)")
+CUTLASS3 = ("CUTLASS 3 kernels on Hopper and Blackwell (peer knowledge: their mainloops are named after the Tensor Core "
+            "instruction, MainloopSm90TmaGmmaWarpSpecialized for wgmma, MainloopSm100TmaUmmaWarpSpecialized for tcgen05)")
+MIOPEN_XDLOPS = ("MIOpen's implicit-GEMM convolutions and Composable Kernel (peer knowledge: `gtcx` kernels are MIOpen's "
+                 "xdlops tensor contractions, CK's `xdl`/`xdlops` and `wmma` pipelines use the MFMA/WMMA matrix "
+                 "instructions, ck_tile's FMHA kernels are built on MFMA; an MI300X ResNet DDP rank and SGLang prefill "
+                 "had 24% of compute in them, told unknown before)")
+MIOPEN_TENSOR_OPS = ("MIOpen's tensor operations (peer knowledge: SubTensorOpWithScalar1d, SubTensorOpWithCastTensor1d, "
+                     "Op1dTensorGeneric... are element-wise kernels over a tensor, no matrix instruction)")
 
 
 # Communication between GPUs: collectives and peer reductions. Never Tensor Core work, never "unknown"; the
@@ -149,19 +200,40 @@ RULES: tuple[NameRule, ...] = (
     _r("cudnn-fp32-engines", r"(^|::)(dgrad|dgrad2d|wgrad|wgrad_alg\d+|dgrad_alg\d+)_engine<float\b", False, None,
        CUDNN_DOCS + "; the engines' first template argument is the data type", on="signature"),
     _r("cudnn-fft-winograd-transforms", r"(^|::)(fft2d_[rc]2[rc]|fft1d_[rc]2[rc]|fft2d_r2c|fft2d_c2r)|"
-       r"winograd_nonfused::winograd\w*(Data|Output|Filter|Delta)\w*", False, None,
-       CUDNN_DOCS + ": the FFT and Winograd convolutions' data transforms (the products are separate GEMM kernels)"),
+       r"winograd_nonfused::winograd\w*(Data|Output|Filter|Delta)\w*|^DSE::(regular_fft_\w+|vector_fft)$|^flip_filter$", False, None,
+       CUDNN_DOCS + ": the FFT and Winograd convolutions' data transforms (the products are separate GEMM kernels); "
+       "DSE::regular_fft_clip/pad, DSE::vector_fft and flip_filter<float, float> " + H200 + " (an fp32 VGG-style convnet, cudnn.allow_tf32=False, "
+       "wrappers/grad_accum.py, torch 2.11)"),
+    # the FFT convolution's product: a complex multiply-accumulate over channels in the frequency domain, on CUDA cores
+    # (float2: complex fp32); the convolution's matrix work in the fp32 run above, 18% of its kernel time
+    _r("cudnn-fft-product", r"(^|::)pointwise_mult_and_sum_complex$", False, "fp32",
+       H200 + ": pointwise_mult_and_sum_complex<float2, 8, 4> in an fp32 convnet's FFT convolutions (grad_accum.py)"),
     # --- AMD matrix cores: Tensile GEMMs named after the MFMA instruction they use; the rest use vector ALUs ---
     _r("amd-tensile-mfma", r"^Cijk_.*_MI\d+x\d+x\d+|mfma", True, _tensile_dtype, TENSILE_DOCS),
     _r("amd-tensile-valu", r"^Cijk_", False, None, TENSILE_DOCS + ": no MI<...> in the name, no MFMA"),
+    _r("amd-miopen-tensor-ops", r"(^|::)(SubTensorOp\w*|Op[1-5]dTensor\w*|ScaleTensor\w*|SetTensor\w*|CopyTensor\w*)$",
+       False, None, MIOPEN_TENSOR_OPS),
+    _r("amd-xdlops", r"^igemm_\w*gtcx\d*_|(^|::|_)(xdl|xdlops|wmma)(_|$)|Xdl|XdlOps|Wmma|(^|::)Fmha\w*Kernel|"
+       r"ck_tile::\w*[Ff]mha|^fmha_(fwd|bwd)_", True, _amd_dtype, MIOPEN_XDLOPS, on="signature"),
+    # --- Blackwell: TensorRT-LLM's generated GEMMs (MoE block-scaled bmm included) and attention; CUTLASS 3 ---
+    _r("trtllm-gen", r"^(bmm_|\w*Gemm\w*Kernel_|BatchedGemm\w*_)\w*_sm1\d\d[af]?\b|^fmhaSm1\d\d", True, _trtllm_gen_dtype,
+       TRTLLM_GEN),
+    _r("cutlass3-mma", r"cutlass.*(Sm90|Sm100|Sm120)\w*(Gmma|Umma|TmaWarpSpecialized)|Mainloop\w*(Gmma|Umma)", True,
+       _cutlass3_dtype, CUTLASS3, on="signature"),
     # --- Tensor Cores ---
     _r("nvjet", r"^nvjet_", True, _nvjet_dtype, H200 + ": nvjet_sm90_hsh/tst/qqtst (cuBLAS on Hopper)"),
     _r("xmma-typed", r"sm\d+_xmma_.*(f16f16|bf16bf16|tf32f32|f64f64|i8i8|e4m3|e5m2|tensor\d+x\d+x\d+)", True,
        _typed_dtype, H200 + ": sm90_xmma_gemm/fprop f16f16, tf32f32, f64f64 tensor16x8x16"),
     _r("cudnn-sdpa-mma", r"cudnn_generated_fort_native_sdpa.*(wgmma|hmma|mma)", True, None,
        H200 + ": ..._sdpa_sm90_flash_fprop_wgmma_f16_... ran a bf16 input: the name's f16 is not the dtype"),
-    _r("cutlass-tensorop", r"tensorop|wmma_tensorop", True, _typed_dtype,
+    _r("cutlass-tensorop", r"(^|_|\b)tensorop_|wmma_tensorop", True, _typed_dtype,
        H200 + ": cutlass_75_tensorop_f16_s1688gemm, cutlass_80_wmma_tensorop_i161616gemm_s8"),
+    # cuDNN's own copy of CUTLASS (cutlass_cudnn_infer/_train) names its kernels mangled, its Tensor Core operand
+    # layouts (TensorOpMultiplicand) and element type (tfloat32_t, half_t, bfloat16_t) in the template arguments
+    _r("cutlass-mangled-tensorop", r"^_ZN\d+cutlass\w*6Kernel.*TensorOp", True,
+       lambda n: "tf32" if "tfloat32_t" in n else "bf16" if "bfloat16_t" in n else "fp16" if "half_t" in n else None,
+       HTA + ": _ZN19cutlass_cudnn_train6KernelINS_4conv6kernel23ImplicitGemmConvolution..."
+       "ColumnMajorTensorOpMultiplicandCongruous...tfloat32_t (an A100 tf32 convolution)", on="signature"),
     _r("legacy-mma-gemm", r"(volta|turing|ampere|sm\d+)_(fp16_|bf16_|int8_)?[hsdi](884|1688|16816|16832|8816|"
        r"88128)gemm", True, _typed_dtype, PEER + " (material: turing_fp16_s1688gemm on RTX 2080)"),
     _r("cudnn-mma-conv", r"(volta|turing|ampere|sm\d+)_(fp16_|bf16_|int8_)?[hsi](884|1688|16816|8816)cudnn", True,
@@ -209,6 +281,22 @@ RULES: tuple[NameRule, ...] = (
        r"batchnorm_|compute_dot_do_o|convert_dq_to)", False, None,
        "measured on H100 (known-kernel table: 25 cuDNN batch-norm, padding, SDPA-backward helper and layout "
        "kernels, e.g. cudnn::batchnorm_fwtr_nhwc_semiPersist, nhwcAddPaddingKernel): no tensor math"),
+    # recommendation models' sparse-feature kernels (fbgemm_gpu, torchrec; PyTorch's repeat_interleave): permutes,
+    # index checks and FP8 row-wise (de)quantisation of embeddings, no matrix work. HTA's test data (a DLRM-style job on
+    # A100/V100 ranks): 4-14% of their compute kernel time was unknown in them
+    _r("fbgemm-sparse-ops", r"(^|::)(permute_\w+_kernel|bounds_check_indices_kernel|linearize_index_kernel|"
+       r"recat_copy_async_kernel|_offsets_range_cuda_kernel|to_dense_representation_kernel|compute_cuda_kernel|"
+       r"_compute_FP8_quantize_cuda_kernel|_FP8rowwise_to_float_cuda_kernel|_get_FP8_qparam_cuda_kernel)$", False,
+       None, HTA + ": fbgemm_gpu::permute_2D_data_kernel, permute_pooled_embs_kernel, bounds_check_indices_kernel, "
+       "_compute_FP8_quantize_cuda_kernel, linearize_index_kernel, recat_copy_async_kernel"),
+    # cuDNN's kernels (cask: its kernel library) that compute a convolution's offsets before the GEMM does the work
+    _r("cudnn-cask-offsets", r"(^|::)compute\w*Offsets\w*Kernel\w*$", False, None,
+       HTA + ": cask_cudnn_infer::computeOffsetsKernel, cask_cudnn_train::computeWgradSplitKOffsetsKernel"),
+    _r("cutlass-reduce-split-k", r"ReduceSplitK", False, None,
+       HTA + ": cutlass_cudnn_train::reduction::kernel::ReduceSplitK (the split-K partial sums added up)",
+       on="signature"),
+    _r("cublas-gemmk1-float", r"^gemmk1_kernel<float\b", False, "fp32",
+       HTA + ": cuBLAS gemmk1_kernel<float, ...> (a K=1 product in fp32 on CUDA cores)", on="signature"),
     _r("blas-level1", r"\b(scal|axpy|dot|asum|nrm2|rot|swap|iamax|iamin)_kernel\b", False, None,
        "measured on H100 (known-kernel table: cuBLAS scal_kernel): vector operations, no matrix work"),
     _r("softmax-transpose-pad", r"softmax|[Tt]ranspose|_pad_|pad_kernel|Padding", False, None,
@@ -272,10 +360,13 @@ ncu_kernel_filter = families.ncu_kernel_filter
 # these when they did not use Tensor Cores.
 MATRIX_WORK = re.compile(
     r"gemm|gemv|conv|fprop|dgrad|wgrad|matmul|_mm_|bmm|xmma|nvjet|cutlass|sdpa|attention|flash|fmha|"
-    r"cublas|cudnn_generated|s1688|h884|s884|16816|tensorop|scudnn|\bmm\b|(?<![a-z])linear(?!ize)|^triton_tem_|"
-    r"^Cijk_|mfma|^internal::kernel\b", re.IGNORECASE)  # (cuBLAS's internal::kernel<...>: its small GEMMs)
-_NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|elementwise|reduce_kernel|reduce_wgrad|epilogue|nccl|"
-                         r"all_reduce|cross_device", re.IGNORECASE)
+    r"cublas|cudnn_generated|s1688|h884|s884|16816|(^|_)tensorop_|scudnn|\bmm\b|(?<![a-z])linear(?!ize)|^triton_tem_|"
+    r"^Cijk_|mfma|^internal::kernel\b|^igemm_|xdl|wmma|^fmhasm|pointwise_mult_and_sum_complex", re.IGNORECASE)  # (cuBLAS's internal::kernel<...>: its small GEMMs)
+# (the Winograd convolutions' data transforms are no matrix work, whichever pass they serve: the products are the
+# separate GEMM kernels; their rule ``cudnn-fft-winograd-transforms`` says so of ForwardData and WgradDelta alike)
+_NOT_MATRIX = re.compile(r"nchwToNhwc|nhwcToNchw|splitKreduce|ReduceSplitK|compute\w*Offsets\w*Kernel|elementwise|reduce_kernel|reduce_wgrad|epilogue(?!tile)|nccl|"
+                         r"all_reduce|cross_device|winograd\w*(Data|Output|Filter|Delta)|SubTensorOp|Op\ddTensor",
+                         re.IGNORECASE)
 
 
 def _whole(name: str) -> str:

@@ -34,7 +34,7 @@ from ..collect import gpu, tools
 from ..errors import CollectError, NsighttcError, UsageError
 from .distributed import distribute, launched_per_rank, rank_dirs, rank_run_dir
 from .evidence import evidence_sources
-from .passes import (ENGINES, HOST_STACKS_FILE, PERM_FIX, CounterPermission, NoGPU, Options, Pass, Result,
+from .passes import (ENGINES, PERM_FIX, CounterPermission, NoGPU, Options, Pass, Result,
                      last_words)
 from .planning import plan
 from .rundir import kept, new_run_dir, provenance, safe_name, write_meta
@@ -255,8 +255,6 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             verdict.warnings = list(verdict.warnings) + notes
             doc = verdict.to_json()
             (run_dir / "verdict.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-            if verdict.host_collapsed:  # for speedscope / flame graphs: the stacks behind "where the host time went"
-                (run_dir / HOST_STACKS_FILE).write_text(verdict.host_collapsed)
             phases["analysis"] = round(time.monotonic() - t, 3)
             t = time.monotonic()
             from ..render.plots import write_plots
@@ -266,6 +264,8 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
                 phases["figures_by_workers"] = drawn  # {figure: made}; the others were drawn here
                 phases["figure_seconds"] = dict(plotters.seconds)  # each worker's reading and drawing
             made = write_plots(doc, run_dir, drawn=drawn)
-            markdown.write_report(doc, run_dir / "report.md", plots=made, detail=opts.detail)
+            # (and the stacks behind "where the host time went", for speedscope / flame graphs)
+            markdown.write_report(doc, run_dir / "report.md", plots=made, detail=opts.detail,
+                                  stacks=verdict.host_collapsed)
             phases["report"] = round(time.monotonic() - t, 3)
     return verdict

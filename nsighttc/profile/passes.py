@@ -132,7 +132,6 @@ OPS_TRACE_FILE = "torch_ops_trace.json"  # a first run's operators until its win
 # The launcher's host stack samples (runtime.host_samples), beside the timeline's recording, and the stacks of the
 # samples taken while the GPU idled, collapsed (speedscope, flame graphs)
 HOST_SAMPLES_FILE = "host_samples.json"
-HOST_STACKS_FILE = "host_idle_stacks.collapsed"
 KERNEL_OPS_FILE = "kernel_ops.json"  # the timeline launcher's early kernel list (nsighttc.runtime.kernel_ops)
 
 

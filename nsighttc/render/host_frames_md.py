@@ -15,21 +15,26 @@ def _code(text: str | None) -> str:
     return f"`{text.replace('|', '∣').replace('`', 'ʼ')}`"
 
 
-def section(hf: dict | None, full: bool = False) -> list[str]:
+def section(hf: dict | None, full: bool = False, stacks: str | None = None) -> list[str]:
+    """The section; ``stacks``: the file the idle samples' stacks were written to beside the report, if any."""
     if not hf:
         return []
     rows = hf.get("rows") or []
     out = ["## Where the host time went", ""]
     cost = hf.get("sampler_cost_share")
-    said = (f"{hf.get('idle_samples', 0):,} of {hf.get('samples', 0):,} host stack samples ({hf.get('source')}, every "
-            f"{ns(hf.get('interval_ns'))}" + (f", {pct(cost)} of the program's time" if cost is not None else "")
+    # a sampler samples every so often; torch.profiler's with_stack records every call, read at the idle moments
+    sampled = not str(hf.get("source") or "").startswith("torch.profiler")
+    how = (f"samples ({hf.get('source')}, every {ns(hf.get('interval_ns'))}" if sampled else
+           f"moments read from the Python calls it recorded ({hf.get('source')}")
+    said = (f"{hf.get('idle_samples', 0):,} of {hf.get('samples', 0):,} host stack {how}"
+            + (f", {pct(cost)} of the program's time" if cost is not None else "")
             + f") fell in the GPU's idle time of the {hf.get('basis')}.")
     if not rows:
         return out + [said + " " + " ".join(hf.get("notes") or ["No sample fell in the GPU's idle time."]), ""]
     out += [said + " Each row is where the program's loop was (file:line), the function it had called and the "
             "program's own line it led to; the share is of the idle time, each sample standing for its part of the "
-            "idle time of its kind in its range, ± its 95% error from the sample counts (the headline's numbers). "
-            "The stacks: host_idle_stacks.collapsed (speedscope).", "",
+            "idle time of its kind in its range, ± its 95% error from the sample counts (the headline's numbers)."
+            + (f" The stacks: {stacks} (speedscope)." if stacks else ""), "",
             "| Where (file:line) | Calls | Program line | Idle | Share | Kind of work |", "|---|---|---|---:|---:|---|"]
     shown = rows if full else rows[:ROWS_SHOWN]
     for r in shown:

@@ -14,12 +14,14 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import nsighttc
 from nsighttc.analysis import function_names as fnames
 from nsighttc.analysis import name_rules
 from nsighttc.errors import InputError
+from tests.conftest import fixture_open
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 H200_JOB = FIX / "ddp" / "straggler_torch"                  # 2 ranks, NCCL, H200
@@ -84,7 +86,7 @@ def test_cudnn_and_amd_families_have_answers_with_their_sources():
 
 def _as_device(src: Path, dest: Path, **props) -> Path:
     """``src`` (a real torch.profiler trace of this repository) with its ``deviceProperties`` set to another device."""
-    doc = json.load(gzip.open(src, "rt"))
+    doc = json.load(fixture_open(src, "rt"))
     doc["deviceProperties"] = [{**p, **props} for p in doc["deviceProperties"]]
     with gzip.open(dest, "wt") as fh:
         json.dump(doc, fh)
@@ -92,22 +94,22 @@ def _as_device(src: Path, dest: Path, **props) -> Path:
 
 
 def test_an_amd_gpu_gets_no_compute_capability_and_no_nvidia_evidence(tmp_path):
-    trace = _as_device(FIX / "multi_phase_torch.json.gz", tmp_path / "mi250.json.gz", name="AMD Instinct MI250X",
+    trace = _as_device(FIX / "multi_phase_torch.json.xz", tmp_path / "mi250.json.gz", name="AMD Instinct MI250X",
                        computeMajor=9, computeMinor=0, warpSize=64)
     doc = nsighttc.analyze([trace]).to_json()
     assert doc["device"] == {"name": "AMD Instinct MI250X", "compute_capability": None, "vendor": "AMD"}
     assert not [k for k in doc["kernels"] if "measured on" in (k.get("evidence_detail") or "")]
     assert "AMD GPU" in doc["tensor_cores"]["headline"] and "NVIDIA" in doc["tensor_cores"]["headline"]
-    nvidia = nsighttc.analyze([FIX / "multi_phase_torch.json.gz"]).to_json()
+    nvidia = nsighttc.analyze([FIX / "multi_phase_torch.json.xz"]).to_json()
     assert [k for k in nvidia["kernels"] if "measured on" in (k.get("evidence_detail") or "")]  # (the table answers there)
 
 
 def test_before_compute_capability_8_fp32_kernels_are_off_tensor_cores(tmp_path):
     """No TF32 before Ampere: a kernel whose name states fp32 ran on CUDA cores on a V100, whatever else it says."""
-    trace = _as_device(FIX / "multi_phase_torch.json.gz", tmp_path / "v100.json.gz", name="Tesla V100-SXM2-32GB",
+    trace = _as_device(FIX / "multi_phase_torch.json.xz", tmp_path / "v100.json.gz", name="Tesla V100-SXM2-32GB",
                        computeMajor=7, computeMinor=0)
     v100 = {k["name"]: k for k in nsighttc.analyze([trace]).to_json()["kernels"]}
-    h100 = {k["name"]: k for k in nsighttc.analyze([FIX / "multi_phase_torch.json.gz"]).to_json()["kernels"]}
+    h100 = {k["name"]: k for k in nsighttc.analyze([FIX / "multi_phase_torch.json.xz"]).to_json()["kernels"]}
     fp32 = [n for n in v100 if name_rules.stated_dtype(n) in ("fp32", "fp64")]
     assert fp32 and all(v100[n]["tensor_core"] is False for n in fp32)
     changed = [n for n in fp32 if h100[n]["tensor_core"] is not False]
@@ -115,7 +117,7 @@ def test_before_compute_capability_8_fp32_kernels_are_off_tensor_cores(tmp_path)
 
 
 def test_a_device_that_is_no_gpu_is_named_not_called_idle(tmp_path, run_cli):
-    doc = json.load(gzip.open(FIX / "multi_phase_torch.json.gz", "rt"))
+    doc = json.load(fixture_open(FIX / "multi_phase_torch.json.xz", "rt"))
     kept = [e for e in doc["traceEvents"] if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")]
     # an MTIA trace's device events carry these categories where a GPU's carry "kernel"
     kept += [{**e, "cat": "mtia_ccp_events"} for e in doc["traceEvents"] if e.get("cat") == "kernel"]
@@ -128,14 +130,14 @@ def test_a_device_that_is_no_gpu_is_named_not_called_idle(tmp_path, run_cli):
 
 def test_the_same_recording_twice_is_an_error_naming_both(tmp_path, run_cli):
     copy = tmp_path / "again.json.gz"
-    shutil.copy(H200_JOB / "rank1" / "torch_trace.json.gz", copy)
-    code, _, err = run_cli("analyze", H200_JOB / "rank1" / "torch_trace.json.gz", copy)
-    assert code == 2 and str(copy) in err and "rank1/torch_trace.json.gz" in err and "identical content" in err
+    shutil.copy(H200_JOB / "rank1" / "torch_trace.json.xz", copy)
+    code, _, err = run_cli("analyze", H200_JOB / "rank1" / "torch_trace.json.xz", copy)
+    assert code == 2 and str(copy) in err and "rank1/torch_trace.json.xz" in err and "identical content" in err
     assert len(err.strip().splitlines()) == 1
 
 
 def test_two_jobs_are_refused_or_judged_apart(run_cli):
-    a, b = H200_JOB / "rank1" / "torch_trace.json.gz", H100_JOB / "rank1" / "torch_trace.json.gz"
+    a, b = H200_JOB / "rank1" / "torch_trace.json.xz", H100_JOB / "rank1" / "torch_trace.json.xz"
     code, _, err = run_cli("analyze", a, b)
     assert code == 2 and "cannot be one job" in err and "GPUs NVIDIA H200 and NVIDIA H100" in err
     with pytest.raises(InputError):
@@ -147,9 +149,72 @@ def test_two_jobs_are_refused_or_judged_apart(run_cli):
 
 
 def test_a_rank_waiting_in_communication_is_communication_bound_and_every_rank_has_its_overlap():
-    alone = nsighttc.analyze([H200_JOB / "rank0" / "torch_trace.json.gz"]).to_json()
+    alone = nsighttc.analyze([H200_JOB / "rank0" / "torch_trace.json.xz"]).to_json()
     from nsighttc.render.markdown import timeline_headline
     assert "communication-bound" in timeline_headline(alone["timeline"]) and "CPU-bound" not in \
         timeline_headline(alone["timeline"])
     job = nsighttc.analyze([H200_JOB]).to_json()
     assert all(r["comm_overlapped_share"] is not None and 0 <= r["comm_overlapped_share"] <= 1 for r in job["ranks"])
+
+
+# Kernel names of the other generations, as their libraries spell them (facts about the libraries, like the rule
+# tables' names): Blackwell (TensorRT-LLM's generated GEMMs, MoE block-scaled bmm and attention; CUTLASS 3's Sm100
+# mainloop; cuBLAS's nvjet_sm100), CDNA3 (MIOpen's xdlops implicit GEMM, Composable Kernel's xdl pipelines and ck_tile's
+# FMHA behind its kentry launcher) and the element-wise kernels that looked like matrix work (MIOpen's SubTensorOp*).
+OTHER_GENERATIONS = {
+    "bmm_E2m1_E2m1E2m1_Fp32_t128x8x256u2_s4_et128x8_m128x8x64_cga1x1x1_16dp256b_TN_transOut_schedS_bN_sm100a":
+        (True, "fp4"),
+    "bmm_Bfloat16_E4m3E4m3_Fp32_t128x8x128u2_s6_et64x8_m64x8x32_cga1x1x1_16dp256b_TN_transOut_schedS_bN_sm100a":
+        (True, "fp8"),
+    "GemmKernel_Bfloat16_E4m3_Fp32_tile128x128x128_epilogueTile128x64_mma128x64x32_cluster1x1x1_dsFp8_sm100a":
+        (True, "fp8"),
+    "fmhaSm100aKernel_QkvE4m3OBfloat16H128PagedKvDenseP64VarSeqQ128Kv128PersistentContext": (True, "fp8"),
+    "fmhaSm100fKernel_QkvBfloat16OBfloat16H128PagedKvCausalP64VarSeqQ128Kv128PersistentContext": (True, "bf16"),
+    "nvjet_sm100_tst_256x128_64x4_2x1_2cta_h_bz_TNT": (True, "bf16"),
+    "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "
+    "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm100TmaUmmaWarpSpecialized<3, 2, 2>, "
+    "cutlass::bfloat16_t>>>(cutlass::gemm::kernel::GemmUniversal<>::Params)": (True, "bf16"),
+    "igemm_fwd_gtcx3_nhwc_fp16_bx0_ex1_bt256x128x32_wt32x32x8_ws1x1_wr2x2_ta1x8x4x1_1x4x1x64_tb1x8x4x1_1x4x1x64":
+        (True, "fp16"),
+    "igemm_wrw_gtcx3_nhwc_bf16_bx0_ex0_bt128x128x32_wt32x32x8_ws1x1_wr2x2_ta1x4x4x1_1x8x1x32_tb1x4x4x1_1x8x1x32_gkgs":
+        (True, "bf16"),
+    "void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3<ck::tensor_layout::gemm::RowMajor, "
+    "ck::half_t>>(ck::GridwiseGemm_xdl_cshuffle_v3<>::Argument)": (True, "fp16"),
+    "void ck_tile::kentry<256, 1, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<"
+    "ck_tile::BlockFmhaPipelineProblem<ck_tile::bf16_t, ck_tile::bf16_t>>>>(ck_tile::FmhaFwdKernel<>::FmhaFwdBatchModeKargs)":
+        (True, "bf16"),
+    "SubTensorOpWithCastTensor1d": (False, None),
+    "SubTensorOpWithScalar1d": (False, None),
+}
+
+
+@pytest.mark.parametrize("name", list(OTHER_GENERATIONS), ids=lambda n: n[:40])
+def test_other_generations_kernels_are_judged_by_their_family(name):
+    tc, dtype = OTHER_GENERATIONS[name]
+    got = name_rules.match(name)
+    assert got[:2] == (tc, dtype), got
+    assert bool(name_rules.is_matrix_work(pd.Series([name])).iloc[0]) is tc  # matrix work exactly where they do it
+
+
+def test_one_family_one_answer_the_winograd_transforms_are_no_matrix_work_in_every_pass():
+    names = [f"void cudnn::winograd_nonfused::winograd{p}4x4<float, float>(cudnn::winograd_nonfused::Params<float>)"
+             for p in ("ForwardData", "ForwardOutput", "WgradData", "WgradDelta", "ForwardFilter")]
+    assert {name_rules.match(n)[2] for n in names} == {"cudnn-fft-winograd-transforms"}
+    assert not name_rules.is_matrix_work(pd.Series(names)).any()
+
+
+HTA = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hta"
+HTA_TRACES = sorted(HTA.rglob("*.json.gz")) if HTA.exists() else []
+
+
+@pytest.mark.skipif(not HTA_TRACES, reason="the shared HTA traces are not beside this checkout")
+@pytest.mark.parametrize("path", HTA_TRACES, ids=lambda p: str(p.relative_to(HTA)))
+def test_other_projects_traces_leave_at_most_5_percent_of_compute_unknown(path):
+    """HolisticTraceAnalysis's test traces, read in place (a DLRM-style job on A100/V100 ranks with fbgemm's sparse
+    kernels and cuDNN's own CUTLASS, a V100 CNN, an MI250 run): every compute kernel's Tensor Core use is told, by a
+    name rule that says where its fact comes from, and an unknown one is never counted as "did not use them"."""
+    doc = nsighttc.analyze([path]).to_json()
+    tc = doc["tensor_cores"]
+    assert (tc.get("unknown_time_share") or 0.0) <= 0.05, [u["name"][:80] for u in tc.get("unknown_kernels") or []]
+    rules = {k.get("name_rule") for k in doc["kernels"] if k.get("evidence") == "kernel-name"}
+    assert None not in rules or tc.get("unknown_time_share", 0.0) > 0

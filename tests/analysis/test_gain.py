@@ -3,6 +3,7 @@ in ``reports/try/calibration/`` (their plain step times beside them)."""
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 from pathlib import Path
 
@@ -20,12 +21,12 @@ CAL = ROOT / "reports" / "try" / "calibration"
 
 @pytest.fixture(scope="module")
 def trainer():
-    return analyze([FIX / "window" / "trainer_window_torch.json.gz"]).to_json()
+    return analyze([FIX / "window" / "trainer_window_torch.json.xz"]).to_json()
 
 
 @pytest.fixture(scope="module")
 def multi():
-    return analyze([FIX / "window" / "multi_window_torch.json.gz"]).to_json()
+    return analyze([FIX / "window" / "multi_window_torch.json.xz"]).to_json()
 
 
 def test_findings_carry_a_gain_and_are_ordered_by_it(trainer, multi):
@@ -129,7 +130,7 @@ def test_calibration_on_the_h100_runs():
 
 def test_calibration_verdicts_validate():
     for case in ("mnist", "loader", "resnet", "trainer", "multi"):
-        doc = json.loads((CAL / case / "baseline_verdict.json").read_text())
+        doc = json.loads(gzip.decompress((CAL / case / "baseline_verdict.json.gz").read_bytes()))
         assert schema_problem(gain.attach(doc, None)) is None
         plain = measure.read(CAL / case / "step_times" / "baseline_plain1.json")
         assert plain and all(v["clock"] == "gpu" for v in plain.values())

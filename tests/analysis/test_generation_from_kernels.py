@@ -16,20 +16,21 @@ import pytest
 import nsighttc
 from nsighttc.analysis.timeline.steps import generation
 from nsighttc.render.markdown import inference_section
+from tests.conftest import fixture_open
 
 FIX = "tests/fixtures/inference/"
-TORCH, NSYS = FIX + "llm_generate_user_torch.json.gz", FIX + "llm_generate_user_nsys.sqlite.gz"
+TORCH, NSYS = FIX + "llm_generate_user_torch.json.xz", FIX + "llm_generate_user_nsys.sqlite.xz"
 
 
 def _kernels_torch(path: str) -> list[tuple[float, float, str]]:
-    doc = json.load(gzip.open(path))
+    doc = json.load(fixture_open(path))
     return sorted((e["ts"] * 1e3, (e["ts"] + e["dur"]) * 1e3, e["name"]) for e in doc["traceEvents"]
                   if e.get("cat") == "kernel")
 
 
 def _kernels_nsys(path: str, tmp_path) -> list[tuple[float, float, str]]:
     db = tmp_path / "k.sqlite"
-    with gzip.open(path) as f, open(db, "wb") as g:
+    with fixture_open(path) as f, open(db, "wb") as g:
         shutil.copyfileobj(f, g)
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
@@ -84,7 +85,7 @@ def test_a_plain_nsys_run_splits_too_and_its_slow_first_request_is_warm_up(nsys_
 def test_ttft_over_tpot_is_the_ratio_the_hooks_measured_on_the_same_program(torch_inf, nsys_inf):
     """The hooks' default run of the same program (its marks) against the two recordings made without them: the
     profilers slow every call alike, so time to first token over time per output token should agree."""
-    hooked = nsighttc.analyze([FIX + "llm_generate_default_torch.json.gz"]).to_json()["timeline"]["inference"]
+    hooked = nsighttc.analyze([FIX + "llm_generate_default_torch.json.xz"]).to_json()["timeline"]["inference"]
     assert "found_by" not in hooked and hooked["request_source"] == "generate() calls"
     ratio = hooked["ttft_ns"] / hooked["tpot_ns"]
     for tl in (torch_inf, nsys_inf):
@@ -97,7 +98,7 @@ def test_one_request_recorded_alone_is_found_from_the_loop_s_tail(tmp_path):
     no prefill inside the loop to learn from, so the prefill before the loop is found by the same rule as a step,
     and the loop's short last step (the last call's sampling) says where calls start. Without the layer rule of
     ``period.MATCH_SLACK`` the decoder's layer loop (41 kernels) was taken as the step."""
-    doc = json.load(gzip.open(TORCH))
+    doc = json.load(fixture_open(TORCH))
     ks = _kernels_torch(TORCH)
     starts = np.array([s for s, _, _ in ks]) / 1e3
     second = sorted(s for s, _, n in ks if "DeviceScanInitKernel" in n)[1] / 1e3
@@ -119,9 +120,9 @@ def test_one_request_recorded_alone_is_found_from_the_loop_s_tail(tmp_path):
 def test_loops_that_are_not_generation_get_no_inference_section():
     """An evaluation loop recorded with nsys (no marks): its steps come from the kernel period, no call runs other,
     heavier matrix tiles, so no prefill and no `inference`; a training loop's recording neither."""
-    ev = nsighttc.analyze([FIX + "eval_loop_user_nsys.sqlite.gz"]).to_json()["timeline"]
+    ev = nsighttc.analyze([FIX + "eval_loop_user_nsys.sqlite.xz"]).to_json()["timeline"]
     assert ev["steps"]["source"] == "kernel-period" and "inference" not in ev
-    tr = nsighttc.analyze(["tests/fixtures/unmarked/trainer_nsys.sqlite.gz"]).to_json()["timeline"]
+    tr = nsighttc.analyze(["tests/fixtures/unmarked/trainer_nsys.sqlite.xz"]).to_json()["timeline"]
     assert "inference" not in tr
 
 
@@ -138,5 +139,5 @@ def test_no_kernel_of_a_generate_loop_is_taken_for_an_optimizer_s():
     names = {n for _, _, n in _kernels_torch(TORCH)}
     lambdas = [n for n in names if "lambda" in n]
     assert len(lambdas) > 10 and not any(period.OPTIMIZER_KERNEL.search(n) for n in names)
-    multi = nsighttc.analyze(["tests/fixtures/multi_phase_torch.json.gz"]).launches["name"].astype(str).unique()
+    multi = nsighttc.analyze(["tests/fixtures/multi_phase_torch.json.xz"]).launches["name"].astype(str).unique()
     assert any(period.OPTIMIZER_KERNEL.search(n) for n in multi)  # torch's foreach optimizer kernels still are

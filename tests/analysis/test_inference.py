@@ -16,19 +16,20 @@ from nsighttc.analysis import gain, variant_gain
 from nsighttc.api import analyze
 from nsighttc.render import markdown
 from nsighttc.verdict import schema_problem
+from tests.conftest import fixture_open, fixture_bytes
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "inference"
 ROOT = Path(__file__).resolve().parents[2]
-LLM = FIX / "llm_generate_default_torch.json.gz"
-EVAL = FIX / "eval_loop_default_torch.json.gz"
-EVAL_NSYS = FIX / "eval_loop_user_nsys.sqlite.gz"
+LLM = FIX / "llm_generate_default_torch.json.xz"
+EVAL = FIX / "eval_loop_default_torch.json.xz"
+EVAL_NSYS = FIX / "eval_loop_user_nsys.sqlite.xz"
 TRY_SMALL = ROOT / "reports" / "inference" / "call51_try_small" / "try.json"
 
 
 def _host_marks(path: Path) -> dict[str, list[tuple[float, float]]]:
     """The hooks' marks as torch.profiler wrote them (host side, ``user_annotation``), in µs, sorted."""
     out: dict[str, list] = {}
-    for e in json.load(gzip.open(path))["traceEvents"]:
+    for e in json.load(fixture_open(path))["traceEvents"]:
         if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("nsighttc."):
             out.setdefault(e["name"], []).append((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))))
     return {k: sorted(v) for k, v in out.items()}
@@ -118,7 +119,7 @@ def _nsys_busy_share(path: Path) -> float:
     of kernel and copy intervals from the 6th batch's first kernel (batches: kernel gaps over 2 ms) to the last."""
     import tempfile
     with tempfile.NamedTemporaryFile(suffix=".sqlite") as tmp:
-        tmp.write(gzip.decompress(path.read_bytes()))
+        tmp.write(fixture_bytes(path))
         tmp.flush()
         con = sqlite3.connect(tmp.name)
         iv = np.array(con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL "
@@ -147,7 +148,7 @@ def test_the_evaluation_loops_steady_busy_share_agrees_with_an_nsys_recording_co
 def _sqlite_kernel_names(path: Path) -> list[str]:
     import tempfile
     with tempfile.NamedTemporaryFile(suffix=".sqlite") as tmp:
-        tmp.write(gzip.decompress(path.read_bytes()))
+        tmp.write(fixture_bytes(path))
         tmp.flush()
         con = sqlite3.connect(tmp.name)
         names = [r[0] for r in con.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
@@ -159,7 +160,7 @@ def _sqlite_kernel_names(path: Path) -> list[str]:
 def test_a_plain_nsys_recording_of_a_generation_loop_holds_all_its_requests_in_one_loop():
     """Each request's prefill breaks the exact period; its slow first request held the most time alone, so it was the
     loop (24 steps of 82 ms). Joined across the prefills, the loop is every call, the slow request its warm-up."""
-    path = FIX / "llm_generate_user_nsys.sqlite.gz"
+    path = FIX / "llm_generate_user_nsys.sqlite.xz"
     calls = sum(1 for n in _sqlite_kernel_names(path) if "cos_kernel" in n)
     tl = analyze([path], jobs=1).to_json()["timeline"]
     st = tl["steps"]
@@ -171,8 +172,8 @@ def test_a_generation_loop_recorded_elsewhere_gets_one_step_per_model_call():
     """A torch.profiler trace the program made itself (no hooks): the steps come from the kernel period. Names launched
     every other decode call made the loop two calls long (446 kernels); the exact period (one call, 223 kernels) now
     holds over the loop's whole stretch. Model calls counted here: the rotary embedding's cos kernel, once per call."""
-    path = FIX / "llm_generate_user_torch.json.gz"
-    kernels = [e["name"] for e in json.load(gzip.open(path))["traceEvents"] if e.get("cat") == "kernel"]
+    path = FIX / "llm_generate_user_torch.json.xz"
+    kernels = [e["name"] for e in json.load(fixture_open(path))["traceEvents"] if e.get("cat") == "kernel"]
     calls = sum(1 for n in kernels if "cos_kernel" in n)
     tl = analyze([path], jobs=1).to_json()["timeline"]
     assert tl["steps"]["source"] == "kernel-period" and tl["steps"]["count"] == calls
@@ -187,9 +188,9 @@ def test_the_launch_bound_fix_follows_the_workload():
         v = analyze([path], jobs=1).to_json()
         return next(f["advice"] for f in v["findings"] if f["id"] == "launch-bound")
     assert "cache_implementation" in advice(LLM)
-    elsewhere = advice(FIX / "llm_generate_user_torch.json.gz")
+    elsewhere = advice(FIX / "llm_generate_user_torch.json.xz")
     assert "reduce-overhead" in elsewhere and "optimizer" not in elsewhere
-    training = advice(FIX.parent / "multi_phase_torch.json.gz")
+    training = advice(FIX.parent / "multi_phase_torch.json.xz")
     assert "torch.compile(model)" in training and "fused=True" not in training
     assert "Already in use" in training and "multi_tensor_apply_kernel" in training
     assert "already replays CUDA graphs" not in training  # its graphs are another phase's

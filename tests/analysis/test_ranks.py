@@ -19,6 +19,7 @@ from nsighttc.errors import UsageError
 from nsighttc.render.markdown import headline_lines, render
 
 from ..conftest import FIXTURES
+from tests.conftest import fixture_open
 
 DDP = FIXTURES / "ddp"
 FSDP = FIXTURES / "fsdp"
@@ -89,7 +90,7 @@ def test_a_default_first_run_names_a_late_rank_0_from_the_windows(tmp_path):
     late, waiting = v.ranks
     assert waiting["exposed_comm_per_step_ns"] > 50e6 and late["exposed_comm_per_step_ns"] < 5e6
     # rank 1's steps before the window's mark are warm-up, the long wait amid fast steps among them
-    alone = analyze([src / "rank1" / "torch_trace.json.gz"])
+    alone = analyze([src / "rank1" / "torch_trace.json.xz"])
     steps = alone.to_json()["timeline"]["steps"]
     before = [r for r in steps["warmup_reasons"] if "before the window" in r]
     assert len(before) == steps["warmup_steps"] >= 3 and max(steps["warmup_ns"][1:]) > 1e9
@@ -97,7 +98,7 @@ def test_a_default_first_run_names_a_late_rank_0_from_the_windows(tmp_path):
     assert "before the window of steady steps nsighttc chose" in warm.evidence and "initialisation" not in warm.evidence
     # without the marks, that wait counts as communication in rank 1's steady steps: no straggler is found
     for r in ("rank0", "rank1"):
-        doc = json.load(gzip.open(src / r / "torch_trace.json.gz"))
+        doc = json.load(fixture_open(src / r / "torch_trace.json.xz"))
         doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != "nsighttc.window"]
         (tmp_path / r).mkdir()
         with gzip.open(tmp_path / r / "torch_trace.json.gz", "wt") as fh:
@@ -114,7 +115,7 @@ def _first_run_named_and_held(src, min_excess_ns: float) -> list[tuple]:
     assert v.distributed["same_work"] is True and not v.distributed["incomplete_ranks"]
     held = []
     for r in (0, 1):
-        ev = json.load(gzip.open(src / f"rank{r}" / "torch_trace.json.gz"))["traceEvents"]
+        ev = json.load(fixture_open(src / f"rank{r}" / "torch_trace.json.xz"))["traceEvents"]
         mark = min(e["ts"] for e in ev if e.get("name") == "nsighttc.window")
         steps = [e["ts"] < mark for e in ev if str(e.get("name", "")).startswith("Optimizer.step#")]
         held.append((sum(steps), len(steps), sum(1 for e in ev if e.get("cat") == "kernel"),
@@ -153,7 +154,7 @@ def test_a_cached_run_whose_window_ended_with_the_programs_last_optimizer_step_n
     held = _first_run_named_and_held(src, 15e6)
     assert held[0][1:3] == held[1][1:3], held  # the same steps and kernels on each rank
     for r in (0, 1):
-        ev = json.load(gzip.open(src / f"rank{r}" / "torch_trace.json.gz"))["traceEvents"]
+        ev = json.load(fixture_open(src / f"rank{r}" / "torch_trace.json.xz"))["traceEvents"]
         last = max(e["ts"] + e["dur"] for e in ev if e.get("name") == "nsighttc.step")
         optimizer = max(e["ts"] + e["dur"] for e in ev if e.get("name") == "nsighttc.optimizer")
         assert 0 <= last - optimizer < 1e3  # (µs) the last step ends with its optimizer step
@@ -217,8 +218,8 @@ def test_markdown_has_the_rank_table_and_one_distributed_headline(straggler_nsys
 def test_rank_from_trace_metadata_when_names_say_nothing(tmp_path):
     """torch.profiler traces carry distributedInfo: file names need not tell the rank."""
     a, b = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
-    shutil.copy(DDP / "straggler_torch" / "rank1" / "torch_trace.json.gz", a)
-    shutil.copy(DDP / "straggler_torch" / "rank0" / "torch_trace.json.gz", b)
+    shutil.copy(DDP / "straggler_torch" / "rank1" / "torch_trace.json.xz", a)
+    shutil.copy(DDP / "straggler_torch" / "rank0" / "torch_trace.json.xz", b)
     assert rank_inputs.rank_of(a).rank == 1 and rank_inputs.rank_of(a).source == "distributedInfo"
     v = analyze([a, b], jobs=1)
     assert [r["rank"] for r in v.ranks] == [0, 1]
@@ -287,11 +288,11 @@ def test_rank_from_the_nearest_directory(tmp_path):
 
 def test_inputs_of_ranks_and_no_rank_are_refused(tmp_path):
     r0 = tmp_path / "rank0.json.gz"
-    shutil.copy(DDP / "straggler_torch" / "rank0" / "torch_trace.json.gz", r0)
+    shutil.copy(DDP / "straggler_torch" / "rank0" / "torch_trace.json.xz", r0)
     r1 = tmp_path / "rank1.json.gz"
-    shutil.copy(DDP / "straggler_torch" / "rank1" / "torch_trace.json.gz", r1)
+    shutil.copy(DDP / "straggler_torch" / "rank1" / "torch_trace.json.xz", r1)
     plain = tmp_path / "other.json"
-    doc = gzip.open(r1, "rt").read().replace('"distributedInfo"', '"notDistributed"')
+    doc = fixture_open(r1, "rt").read().replace('"distributedInfo"', '"notDistributed"')
     plain.write_text(doc)
     with pytest.raises(UsageError, match="no rank for .*other.json"):
         analyze([r0, r1, plain], jobs=1)
@@ -306,7 +307,7 @@ def test_the_default_runs_side_files_in_a_run_directory_are_not_inputs(tmp_path,
     shutil.copytree(DDP / "straggler_torch", tmp_path / "run")
     (tmp_path / "run" / replay_pass.OPS_FILE).write_text("[]")
     (tmp_path / "run" / "rank0" / KERNEL_OPS_FILE).write_text('{"kernels": []}')
-    trace = gzip.open(DDP / "straggler_torch" / "rank0" / "torch_trace.json.gz", "rt").read()
+    trace = fixture_open(DDP / "straggler_torch" / "rank0" / "torch_trace.json.xz", "rt").read()
     (tmp_path / "run" / "rank0" / OPS_TRACE_FILE).write_text(trace.replace('"distributedInfo"', '"notDistributed"'))
     v = analyze([tmp_path / "run"], jobs=1)
     assert [len(r["inputs"]) for r in v.ranks] == [1, 1]
@@ -346,7 +347,7 @@ def test_diff_gates_on_the_slowest_rank_and_exposed_communication(straggler_torc
 def test_one_nsys_report_of_a_whole_job_is_split_into_ranks():
     """`nsys profile torchrun ...` writes one report with every rank's process: one rank per process, in GPU
     order. Analysed as one program it said "GPU busy 82%"; per process, rank 1 is the straggler."""
-    v = analyze([DDP / "straggler_nsys_one_report.sqlite.gz"], jobs=1)
+    v = analyze([DDP / "straggler_nsys_one_report.sqlite.xz"], jobs=1)
     assert [r["rank"] for r in v.ranks] == [0, 1]
     assert "(process" in v.ranks[0]["inputs"][0] and "GPU 0" in v.ranks[0]["inputs"][0]
     s = v.distributed["straggler"]
@@ -355,11 +356,11 @@ def test_one_nsys_report_of_a_whole_job_is_split_into_ranks():
 
 
 def test_nsys_files_without_rank_names_take_their_gpu(tmp_path):
-    a, b = tmp_path / "first.sqlite.gz", tmp_path / "second.sqlite.gz"
-    shutil.copy(DDP / "straggler_nsys" / "rank1" / "nsys.sqlite.gz", a)
-    shutil.copy(DDP / "straggler_nsys" / "rank0" / "nsys.sqlite.gz", b)
+    a, b = tmp_path / "first.sqlite.xz", tmp_path / "second.sqlite.xz"
+    shutil.copy(DDP / "straggler_nsys" / "rank1" / "nsys.sqlite.xz", a)
+    shutil.copy(DDP / "straggler_nsys" / "rank0" / "nsys.sqlite.xz", b)
     v = analyze([a, b], jobs=1)
-    assert [(r["rank"], Path(r["inputs"][0]).name) for r in v.ranks] == [(0, "second.sqlite.gz"), (1, "first.sqlite.gz")]
+    assert [(r["rank"], Path(r["inputs"][0]).name) for r in v.ranks] == [(0, "second.sqlite.xz"), (1, "first.sqlite.xz")]
     assert v.distributed["straggler"]["rank"] == 1
 
 
@@ -434,7 +435,7 @@ def test_a_rank_whose_recording_holds_no_gpu_work_is_named_not_merged(tmp_path):
     src = DDP / "straggler_torch"
     shutil.copytree(src / "rank1", tmp_path / "rank1")
     (tmp_path / "rank0").mkdir()
-    doc = json.load(gzip.open(next((src / "rank0").glob("*.json.gz"))))
+    doc = json.load(fixture_open(next((src / "rank0").glob("*.json.[gx]z"))))
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")]
     with gzip.open(tmp_path / "rank0" / "torch_trace.json.gz", "wt") as fh:
         json.dump(doc, fh)
@@ -471,7 +472,7 @@ def test_a_host_straggler_is_compared_on_its_hosts_facts(straggler_torch):
 def _raw_exposed_per_step(trace: Path) -> list[float]:
     """A plain loop over a trace's raw events, independent of the analysis: per ``step`` range, each NCCL kernel's
     time less its overlap with the merged compute kernels (ns)."""
-    ev = json.load(gzip.open(trace))["traceEvents"]
+    ev = json.load(fixture_open(trace))["traceEvents"]
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("cat") == "user_annotation" and e["name"] == "step")
     gpu = [e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     merged: list[list[float]] = []
@@ -495,7 +496,7 @@ def test_exposed_communication_per_collective_agrees_with_an_independent_count()
     """Issue 46: rank 0 of the straggler job waits ~50 ms a step in its all-reduces. The exposed time per step, from
     the analysis' unions, against a plain loop over the trace's raw events (each NCCL kernel's time less its overlap
     with the merged compute kernels, over the step ranges): within 10% (they agree to the nanosecond here)."""
-    per_step = _raw_exposed_per_step(DDP / "straggler_torch" / "rank0" / "torch_trace.json.gz")
+    per_step = _raw_exposed_per_step(DDP / "straggler_torch" / "rank0" / "torch_trace.json.xz")
     independent = sum(per_step) / len(per_step)
     comm = analyze([DDP / "straggler_torch" / "rank0"]).timeline["communication"]
     assert comm["exposed_comm_per_step_ns"] == pytest.approx(independent, rel=0.10)
@@ -515,7 +516,7 @@ def test_exposed_communication_is_split_into_transfers_and_the_ranks_waiting_for
     no longer made, and where it is (its bar lowered) its gain is bounded by the transfers. The DDP job whose rank 0
     launched slower under nsys had an "exposed communication" finding from rank 1's waits: none now."""
     from nsighttc.analysis import ranks as ranks_mod
-    raw = [_raw_exposed_per_step(DDP / "straggler_torch" / f"rank{r}" / "torch_trace.json.gz") for r in (0, 1)]
+    raw = [_raw_exposed_per_step(DDP / "straggler_torch" / f"rank{r}" / "torch_trace.json.xz") for r in (0, 1)]
     least = float(np.mean(np.min([x[:min(map(len, raw))] for x in raw], axis=0)))
     tr = straggler_torch.distributed["exposed_transfer"]
     assert tr["transfer_per_step_ns"] == pytest.approx(least, rel=0.05) and least < 1e6
@@ -563,7 +564,7 @@ def _rank0_losing(tmp_path: Path, keep) -> Path:
     part of its window would be: ``keep(event, window_start_us)`` says which events stay."""
     src = DDP / "default_first_run_straggler0"
     shutil.copytree(src / "rank1", tmp_path / "rank1")
-    doc = json.load(gzip.open(src / "rank0" / "torch_trace.json.gz"))
+    doc = json.load(fixture_open(src / "rank0" / "torch_trace.json.xz"))
     start = min(e["ts"] for e in doc["traceEvents"] if e.get("name") == "nsighttc.window")
     doc["traceEvents"] = [e for e in doc["traceEvents"] if keep(e, start)]
     (tmp_path / "rank0").mkdir()
@@ -600,7 +601,7 @@ def test_a_rank_whose_window_lost_its_gpu_records_is_named_and_no_cross_rank_cla
 def test_a_rank_holding_a_fraction_of_the_window_is_left_out(tmp_path):
     """Rank 0's recording stopped three steps into the window (the rest of its window lost): fewer than half the
     steps rank 1 holds. It is named with both counts, and the job's verdict is not built from it."""
-    src = json.load(gzip.open(DDP / "default_first_run_straggler0" / "rank0" / "torch_trace.json.gz"))["traceEvents"]
+    src = json.load(fixture_open(DDP / "default_first_run_straggler0" / "rank0" / "torch_trace.json.xz"))["traceEvents"]
     start = min(e["ts"] for e in src if e.get("name") == "nsighttc.window")
     cut = sorted(e["ts"] for e in src if e.get("name") == "nsighttc.step" and e["ts"] >= start)[3]
     run = _rank0_losing(tmp_path, lambda e, _: e.get("ph") == "M" or e.get("ts", 0) < cut)
@@ -668,7 +669,7 @@ def test_a_cached_runs_samples_from_its_window_alone_name_the_stragglers_frame()
     import gzip
     import json
     for r in (0, 1):
-        doc = json.loads(gzip.open(FSDP / "extra_cached" / f"rank{r}" / "host_samples.json.gz").read())
+        doc = json.loads(fixture_open(FSDP / "extra_cached" / f"rank{r}" / "host_samples.json.gz").read())
         assert doc["host"]["sampled_from"] == "the first window" and len(doc["t"]) > 100
     v = analyze([FSDP / "extra_cached"], jobs=1)
     d = v.distributed
@@ -686,7 +687,7 @@ def test_a_rank_the_others_did_not_wait_for_is_no_straggler(fsdp_even_cached):
     No straggler is named (the first run had named rank 0, this one rank 1); ``not_waited_for`` says why."""
     v = fsdp_even_cached
     d = v.distributed
-    assert [Path(i["path"]).name for i in v.inputs] == ["torch_trace.json.gz"] * 2  # (not the samples beside them)
+    assert [Path(i["path"]).name for i in v.inputs] == ["torch_trace.json.xz"] * 2  # (not the samples beside them)
     assert d["straggler"] is None and d["no_consistent_straggler"] is None
     w = d["not_waited_for"]
     assert w["rank"] == 1 and w["own_excess_ns"] < 0.1 * d["slowest_rank_step_ns"] < w["excess_ns"]

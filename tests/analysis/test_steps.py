@@ -18,6 +18,7 @@ from nsighttc.analysis.timeline import steps as steps_mod
 from nsighttc.analysis.timeline.steps import period, steady
 
 from ..conftest import MULTI_NODE, MULTI_TORCH
+from tests.conftest import fixture_open
 
 P = "multi_phase.py/"
 
@@ -37,7 +38,7 @@ def _busy_share(intervals: list[tuple[float, float]], lo: float, hi: float) -> f
 
 @pytest.fixture(scope="module")
 def torch_doc():
-    return json.load(gzip.open(MULTI_TORCH))
+    return json.load(fixture_open(MULTI_TORCH))
 
 
 def _gpu_intervals(doc) -> list[tuple[float, float]]:
@@ -76,11 +77,14 @@ def _check(fam: dict, doc, phase: str):
 def test_optimizer_ranges_give_each_phase_its_steps(torch_doc, tmp_path):
     """torch.profiler's Optimizer.step# ranges (profiler-op), the `step` ranges removed."""
     tl = _without(torch_doc, tmp_path, lambda e: not (e.get("cat") == "user_annotation" and e.get("name") == "step"))
-    fams = {f["phase"]: f for f in tl["step_families"]}
+    fams = {f["phase"]: f for f in tl["step_families"] if f["source"] != "graph-replay"}
     assert set(fams) == {P + "host_preprocess", P + "train_bf16", P + "item_sync"}  # the phases with an optimizer
     assert {f["source"] for f in fams.values()} == {"profiler-op"} and tl["steps"]["source"] == "profiler-op"
     for phase, f in fams.items():
         _check(f, torch_doc, phase.split("/")[-1])
+    # the graph_replay phase steps no optimizer outside its graph: its replays are its steps
+    (graphed,) = [f for f in tl["step_families"] if f["source"] == "graph-replay"]
+    _check(graphed, torch_doc, "graph_replay")
     assert tl["startup"]["seconds"] > 1.0 and tl["startup"]["first_step_ns"] < tl["startup"]["seconds"] * 1e9
 
 
@@ -88,15 +92,17 @@ def test_the_kernel_period_finds_the_loop_that_holds_the_most_time(torch_doc, tm
     """No ranges at all: the GPU's repeating kernel sequence (kernel-period) finds the host_preprocess loop, the
     phase that holds the most time, with its steps."""
     tl = _without(torch_doc, tmp_path, lambda e: e.get("cat") != "user_annotation")
-    (fam,) = tl["step_families"]
+    fam, graphed = tl["step_families"]
     assert fam["source"] == "kernel-period" and "23 kernels per iteration" in fam["found_by"]
     _check(fam, torch_doc, "host_preprocess")
+    assert graphed["source"] == "graph-replay"  # the graph_replay phase, beside it
+    _check(graphed, torch_doc, "graph_replay")
     assert tl["verdict"] == "cpu-bound"
 
 
 def test_the_kernel_period_of_an_nsys_recording_without_nvtx(tmp_path):
     db = tmp_path / "node.sqlite"
-    with gzip.open(MULTI_NODE, "rb") as src, db.open("wb") as dst:
+    with fixture_open(MULTI_NODE, "rb") as src, db.open("wb") as dst:
         shutil.copyfileobj(src, dst)
     con = sqlite3.connect(db)
     name = "COALESCE(text, (SELECT value FROM StringIds WHERE id = textId))"
@@ -109,7 +115,8 @@ def test_the_kernel_period_of_an_nsys_recording_without_nvtx(tmp_path):
     con.commit()
     con.close()
     tl = nsighttc.analyze([db]).to_json()["timeline"]
-    (fam,) = tl["step_families"]
+    fam, graphed = tl["step_families"]
+    assert graphed["source"] == "graph-replay"  # the program's graph_replay phase
     assert fam["source"] == "kernel-period" and fam["count"] == len(marked)
     lo, hi = fam["steady_window_ns"]
     assert fam["steady_gpu_busy_share"] == pytest.approx(_busy_share(gpu, lo, hi), abs=0.05)
@@ -179,7 +186,7 @@ def _strip_nvtx(src_dir, dest):
     for r in ("rank0", "rank1"):
         (dest / r).mkdir(parents=True)
         db = dest / r / "nsys.sqlite"
-        with gzip.open(next((src_dir / r).glob("*")), "rb") as a, db.open("wb") as b:
+        with fixture_open(next((src_dir / r).glob("*")), "rb") as a, db.open("wb") as b:
             shutil.copyfileobj(a, b)
         con = sqlite3.connect(db)
         con.execute("DELETE FROM NVTX_EVENTS WHERE eventType IN (59, 60)")

@@ -20,13 +20,14 @@ from nsighttc.experiment.auto import choose
 from nsighttc.experiment.rows import apply_noise, row as make_row, unchanged_noise
 from nsighttc.experiment.options import TryOptions
 from nsighttc.runtime import variants
+from tests.conftest import fixture_open
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 INF = FIX / "inference"
-NESTED_HOOK = INF / "llm_nested_hook_marks_nsys.sqlite.gz"   # an NVTX `nsighttc.forward` around every module
-NESTED_USER = INF / "llm_nested_forward_nsys.sqlite.gz"      # an NVTX `forward` around every module
-GRAPHED = INF / "llm_static_graphs_nsys.sqlite.gz"           # a static cache: the decode replayed as CUDA graphs
-DYNAMIC = INF / "llm_generate_user_nsys.sqlite.gz"           # the same loop with its dynamic cache (call49)
+NESTED_HOOK = INF / "llm_nested_hook_marks_nsys.sqlite.xz"   # an NVTX `nsighttc.forward` around every module
+NESTED_USER = INF / "llm_nested_forward_nsys.sqlite.xz"      # an NVTX `forward` around every module
+GRAPHED = INF / "llm_static_graphs_nsys.sqlite.xz"           # a static cache: the decode replayed as CUDA graphs
+DYNAMIC = INF / "llm_generate_user_nsys.sqlite.xz"           # the same loop with its dynamic cache (call49)
 UNCHANGED = FIX / "try" / "h100_generate_unchanged"
 # the recorded program: wrappers/llm_generate.py --requests 3 --warmup 1 --new-tokens 24 (README)
 MODEL_CALLS = (3 + 1) * 24
@@ -34,7 +35,7 @@ MODEL_CALLS = (3 + 1) * 24
 
 def _sqlite(path: Path, tmp_path: Path) -> sqlite3.Connection:
     dest = tmp_path / path.name.removesuffix(".gz")
-    with gzip.open(path) as src, dest.open("wb") as out:
+    with fixture_open(path) as src, dest.open("wb") as out:
         shutil.copyfileobj(src, out)
     return sqlite3.connect(dest)
 
@@ -110,7 +111,7 @@ def test_the_same_loop_without_graphs_is_still_told_to_replay_them():
 def test_the_training_fix_leaves_out_what_the_program_does_already():
     """The Trainer fine-tune steps AdamW with foreach kernels (multi_tensor_apply): its launch fix no longer tells it to
     adopt a foreach or fused optimizer."""
-    doc = analyze([FIX / "unmarked" / "trainer_torch.json.gz"], jobs=1).to_json()
+    doc = analyze([FIX / "unmarked" / "trainer_torch.json.xz"], jobs=1).to_json()
     in_use = doc["timeline"]["in_use"]
     assert "foreach_optimizer" in in_use and "cuda_graphs" not in in_use
     fix = launch_fix("training", in_use, {})

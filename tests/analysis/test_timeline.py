@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import nsighttc
-from tests.conftest import KINETO
+from tests.conftest import KINETO, fixture_open
 
 
 def _sweep_busy(intervals, lo, hi):
@@ -47,7 +47,7 @@ def _nsys_truth(db, doc):
 
 
 def _kineto_truth(path, doc):
-    ev = json.load(gzip.open(path))["traceEvents"]
+    ev = json.load(fixture_open(path))["traceEvents"]
     gpu = [(e["ts"], e["ts"] + e["dur"]) for e in ev
            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     ranges = {e["name"]: _clip((e["ts"], e["ts"] + e["dur"]), _steady(doc, e["name"], 1e3)) for e in ev
@@ -59,7 +59,7 @@ def _kineto_truth(path, doc):
 def nsys_doc(tmp_path_factory):
     from tests.conftest import NSYS_SQLITE_GZ
     db = tmp_path_factory.mktemp("nsys") / "run.sqlite"
-    db.write_bytes(gzip.open(NSYS_SQLITE_GZ).read())
+    db.write_bytes(fixture_open(NSYS_SQLITE_GZ).read())
     return db, nsighttc.analyze([db]).to_json()
 
 
@@ -199,7 +199,7 @@ def test_empty_timeline_does_not_swallow_ncu_evidence(tmp_path):
     """Under ncu, torch.profiler records no GPU events (CUPTI refuses a second subscriber): the verdict
     must then come from the counters, not from the empty timeline."""
     from tests.conftest import RAW
-    doc = json.load(gzip.open(KINETO))
+    doc = json.load(fixture_open(KINETO))
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in
                           ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation", "cuda_runtime", "cuda_driver")]
     f = tmp_path / "empty_trace.json"

@@ -18,6 +18,7 @@ import nsighttc
 from nsighttc.render.markdown import headline_lines
 
 from .test_steps import _busy_share
+from tests.conftest import fixture_open
 
 U = Path(__file__).resolve().parents[1] / "fixtures" / "unmarked"
 TORCH = ["trainer", "compile", "lightning", "dataloader"]
@@ -26,7 +27,7 @@ STEPS = {"trainer": 12, "compile": 12, "lightning": 16, "dataloader": 12}  # eac
 
 
 def _torch_raw(name: str):
-    doc = json.load(gzip.open(U / f"{name}_torch.json.gz"))
+    doc = json.load(fixture_open(U / f"{name}_torch.json.xz"))
     ev = doc["traceEvents"]
     gpu = [(e["ts"] * 1e3, (e["ts"] + e["dur"]) * 1e3) for e in ev
            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X"]
@@ -37,7 +38,7 @@ def _torch_raw(name: str):
 
 def _nsys_raw(name: str, tmp_path: Path):
     db = tmp_path / f"{name}.sqlite"
-    with gzip.open(U / f"{name}_nsys.sqlite.gz", "rb") as a, db.open("wb") as b:
+    with fixture_open(U / f"{name}_nsys.sqlite.xz", "rb") as a, db.open("wb") as b:
         shutil.copyfileobj(a, b)
     con = sqlite3.connect(db)
     text = "COALESCE(text, (SELECT value FROM StringIds WHERE id = textId))"
@@ -63,7 +64,7 @@ def _check(doc: dict, gpu, optimizer_steps: int, step_starts: list[float], progr
     # start-up is reported, the whole process is not the headline, and a slow step names its steady cause
     st = tl["startup"]
     assert st["seconds"] > 0 and 0 < st["first_step_ns"] <= st["seconds"] * 1e9
-    assert tl["basis"] == "median step iteration"
+    assert tl["basis"] == "steady steps, time-weighted" and tl["gpu_busy_share"] == steps["steady_gpu_busy_share"]
     lines = headline_lines(doc)
     assert any(line.startswith("Start-up ") and "nsighttc's hooks" in line for line in lines)
     if tl["verdict"] in ("cpu-bound", "mixed"):
@@ -74,7 +75,7 @@ def _check(doc: dict, gpu, optimizer_steps: int, step_starts: list[float], progr
 @pytest.mark.parametrize("program", TORCH)
 def test_torch_profiler_recordings_of_unmarked_programs(program):
     gpu, optimizer_steps, step_starts = _torch_raw(program)
-    doc = nsighttc.analyze([U / f"{program}_torch.json.gz"]).to_json()
+    doc = nsighttc.analyze([U / f"{program}_torch.json.xz"]).to_json()
     tl = _check(doc, gpu, optimizer_steps, step_starts, program)
     if program == "compile":  # the first step compiled; start-up says how long
         assert "torch.compile" in tl["steps"]["warmup_reasons"][0] and tl["startup"]["compile_seconds"] > 1
@@ -98,7 +99,7 @@ def test_the_same_program_by_both_engines_gets_the_same_steps(tmp_path):
     """The Trainer fine-tune recorded by torch.profiler and by nsys (two runs): the same number of steps, step
     times within 15% (the profilers' own overhead differs)."""
     db, *_ = _nsys_raw("trainer", tmp_path)
-    a = nsighttc.analyze([U / "trainer_torch.json.gz"]).to_json()["timeline"]["steps"]
+    a = nsighttc.analyze([U / "trainer_torch.json.xz"]).to_json()["timeline"]["steps"]
     b = nsighttc.analyze([db]).to_json()["timeline"]["steps"]
     assert a["count"] == b["count"] == 12
     assert a["median_iteration_ns"] == pytest.approx(b["median_iteration_ns"], rel=0.15)
@@ -114,7 +115,7 @@ def test_an_unmarked_ddp_job_with_an_uneven_rank(tmp_path):
     expected = {}
     for r in ("rank0", "rank1"):
         db = tmp_path / f"{r}.sqlite"
-        with gzip.open(ranks / r / "nsys.sqlite.gz", "rb") as a, db.open("wb") as b:
+        with fixture_open(ranks / r / "nsys.sqlite.xz", "rb") as a, db.open("wb") as b:
             shutil.copyfileobj(a, b)
         con = sqlite3.connect(db)
         expected[r] = con.execute("SELECT COUNT(*) FROM NVTX_EVENTS WHERE COALESCE(text, (SELECT value FROM StringIds "

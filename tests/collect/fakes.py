@@ -9,7 +9,7 @@ import stat
 import sys
 from pathlib import Path
 
-from tests.conftest import NCU_REP, NSYS_SQLITE_GZ, RAW
+from tests.conftest import NCU_REP, NSYS_SQLITE_GZ, RAW, fixture_open
 
 
 def _write(path: Path, body: str) -> Path:
@@ -38,9 +38,9 @@ def make_bin(tmp: Path, *, gpu: bool = True, ncu: str | None = "ok", nsys: str |
     b.mkdir(exist_ok=True)
     log = tmp / "calls.log"
     raw_csv = tmp / "raw.csv"
-    raw_csv.write_text(gzip.open(RAW, "rt").read())
+    raw_csv.write_text(fixture_open(RAW, "rt").read())
     sqlite = tmp / "fixture.sqlite"
-    with gzip.open(NSYS_SQLITE_GZ, "rb") as src, sqlite.open("wb") as dst:
+    with fixture_open(NSYS_SQLITE_GZ, "rb") as src, sqlite.open("wb") as dst:
         shutil.copyfileobj(src, dst)
     if nsys_drop:
         drop_kernels(sqlite, nsys_drop)
@@ -69,12 +69,13 @@ i = next(j for j, a in enumerate(args) if a == sys.executable or a.endswith("pyt
 for k in range(3):
     print(f'==PROF== Profiling "kernel_{{k}}" - {{k}}: 0%....50%....100% - 7 passes', flush=True)
 rc = subprocess.call(args[i:], env=dict(os.environ, FAKE_TOOL="ncu"))
+import lzma  # (the real report this fake writes is kept xz-compressed in the fixtures)
+data = lzma.decompress(open({str(NCU_REP)!r}, "rb").read())
 if {ncu!r} == "dies":  # half the report written, then killed (an OOM kill, a crash)
-    data = open({str(NCU_REP)!r}, "rb").read()
     open(out + ".ncu-rep", "wb").write(data[: len(data) // 2])
     import signal
     os.kill(os.getpid(), signal.SIGKILL)
-shutil.copy({str(NCU_REP)!r}, out + ".ncu-rep")
+open(out + ".ncu-rep", "wb").write(data)
 sys.exit(rc)
 """)
     if nsys:

@@ -220,7 +220,7 @@ def test_passed_stop_when_the_run_goes_past_a_kernel_it_did_not_choose():
     from nsighttc.analysis.tensor_cores import classify_launches
     from nsighttc.collect.hardware_pass import first_launch_order
     from nsighttc.parse import load
-    launches = classify_launches(load(FIXTURES / "multi_phase_torch.json.gz").kernels)
+    launches = classify_launches(load(FIXTURES / "multi_phase_torch.json.xz").kernels)
     order = first_launch_order(launches)
     need = needs_hardware(launches)
     names = list(dict.fromkeys(need["name"]))
@@ -258,7 +258,7 @@ def test_the_stop_rule_counts_the_demangled_names_a_filtered_pass_prints():
     timeline's: the needed kernels of the real Trainer trace, chosen by the real pass's filter, are counted."""
     win = FIXTURES / "window"
     rx = _ecma_to_python((win / "h100_trainer_after_pass_kernel_name.txt").read_text().strip())
-    names = load(win / "trainer_window_torch.json.gz").kernels["name"].astype(str).unique()
+    names = load(win / "trainer_window_torch.json.xz").kernels["name"].astype(str).unique()
     needed = [n for n in names if rx.search(n)]
     log = (win / "h100_trainer_after_pass_ncu.log").read_text().splitlines()
     printed = [ln for ln in log if "==PROF== Profiling" in ln]

@@ -11,7 +11,7 @@ from nsighttc.executors import Failed, Local
 from nsighttc.profile.evidence import planned_needs
 
 FSDP = Path(__file__).resolve().parents[1] / "fixtures" / "fsdp" / "even_cached"
-RANKS = [FSDP / f"rank{r}" / "torch_trace.json.gz" for r in (0, 1)]
+RANKS = [FSDP / f"rank{r}" / "torch_trace.json.xz" for r in (0, 1)]
 
 
 class _Counting(Local):

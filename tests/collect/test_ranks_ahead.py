@@ -19,7 +19,7 @@ from nsighttc.profile.ranks_ahead import EVIDENCE_FILE, RanksAhead, replay_evide
 from ..conftest import RESNET_REPLAY_NCU
 
 JOB = Path(__file__).resolve().parents[1] / "fixtures" / "ddp" / "straggler_torch"
-RANKS = [JOB / f"rank{r}" / "torch_trace.json.gz" for r in (0, 1)]
+RANKS = [JOB / f"rank{r}" / "torch_trace.json.xz" for r in (0, 1)]
 
 
 def _same_verdict(ahead, reference) -> None:

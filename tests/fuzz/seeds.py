@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from tests.conftest import DETAILS, KINETO, NCU_REP, NSYS_SQLITE_GZ, RAW
+from tests.conftest import DETAILS, KINETO, NCU_REP, NSYS_SQLITE_GZ, RAW, fixture_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 VERDICT = ROOT / "reports" / "examples" / "nsys_plus_ncu_merged" / "verdict.json"
@@ -59,5 +59,5 @@ def seed_bytes(kind: str) -> bytes:
     if kind == "verdict":
         return VERDICT.read_bytes()
     if kind == "ncu-rep":
-        return NCU_REP.read_bytes()
+        return fixture_bytes(NCU_REP)  # (the report itself, not its xz-compressed file)
     raise KeyError(kind)

@@ -18,7 +18,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures"
 @pytest.fixture(scope="module")
 def doc():
     # multi_phase's second run on H100 (its window recorded with the ranges only): activity and ranges to draw
-    return analyze([FIX / "window" / "multi_window_torch.json.gz"]).to_json()
+    return analyze([FIX / "window" / "multi_window_torch.json.xz"]).to_json()
 
 
 def _written(doc: dict, d: Path) -> Path:

@@ -7,7 +7,7 @@ import pytest
 
 import nsighttc
 from nsighttc.render import markdown
-from tests.conftest import DETAILS, KINETO, NCU_REP, RAW, VGG_BASIC
+from tests.conftest import DETAILS, KINETO, NCU_REP, RAW, VGG_BASIC, fixture_open
 
 SCHEMA = json.loads((Path(nsighttc.__file__).parent / "schema" / "verdict-1.json").read_text())
 
@@ -17,7 +17,7 @@ def docs(tmp_path_factory):
     import gzip
     from tests.conftest import NSYS_SQLITE_GZ
     db = tmp_path_factory.mktemp("db") / "nsys.sqlite"
-    db.write_bytes(gzip.open(NSYS_SQLITE_GZ).read())
+    db.write_bytes(fixture_open(NSYS_SQLITE_GZ).read())
     cases = {"ncu_raw": [RAW], "ncu_details": [DETAILS], "ncu_vgg_basic": [VGG_BASIC], "ncu_rep": [NCU_REP],
              "nsys": [db], "kineto": [KINETO], "nsys_plus_ncu": [db, RAW]}
     return {k: nsighttc.analyze(v).to_json() for k, v in cases.items()}

@@ -10,13 +10,14 @@ import pytest
 
 from nsighttc.render.markdown.headlines import recording_cost_words, startup_line
 from nsighttc.render.markdown.tables import inference_section
+from tests.conftest import fixture_open
 
 RUNS = Path(__file__).resolve().parents[2] / "reports" / "host_frames" / "call_verify51b"
 
 
 @pytest.mark.parametrize("run", ["llm_first", "llm_cached"])
 def test_the_report_gives_the_recorded_and_the_unrecorded_speed(run):
-    tl = json.loads(gzip.open(RUNS / run / "verdict.json.gz").read())["timeline"]
+    tl = json.loads(fixture_open(RUNS / run / "verdict.json.gz").read())["timeline"]
     u, inf = tl["steps"]["unrecorded"], tl["inference"]
     line = startup_line(tl)
     assert " recorded, " in line and " unrecorded (the recording's slowdown " in line

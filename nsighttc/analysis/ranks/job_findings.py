@@ -63,7 +63,7 @@ def findings(rows: list[dict], dist: dict) -> list[Finding]:
             "exposed-communication", "medium", "Communication is not overlapped with compute",
             f"the ranks spend {100 * ex:.0f}% of their step time (mean over ranks, max "
             f"{100 * dist['exposed_comm_share_max']:.0f}%) in communication kernels with no compute beside them; "
-            f"NCCL kernels are {100 * dist['nccl_time_share']:.0f}% of all kernel time" + waiting_words(dist),
+            f"communication kernels are {100 * dist['nccl_time_share']:.0f}% of all kernel time" + waiting_words(dist),
             "Let DDP overlap the all-reduce with backward: smaller buckets start it earlier "
             "(`DistributedDataParallel(..., bucket_cap_mb=...)`), `gradient_as_bucket_view=True` saves a copy, "
             "`static_graph=True` for fixed graphs; with gradient accumulation use `no_sync()` on all but the last "

@@ -28,6 +28,7 @@ from . import busy, comm as comm_mod, host_frames, idle, in_use, inference as in
     steps as steps_mod
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
+from .steps import slow as slow_mod
 from .steps.period import TRAINING_KERNEL
 
 __all__ = ["GRAPH_LAUNCH_CALLS", "STEP_PATTERN", "SYNC_CALLS", "Thresholds", "TimelineResult", "analyze_timelines",
@@ -83,13 +84,14 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     work_end = (launches["start_ns"] + launches["duration_ns"]).to_numpy(dtype="float64") \
         if "start_ns" in launches else np.full(len(launches), np.nan)
     with stages.stage("timeline.steps"):
-        step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range)
+        step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range, api)
     generated = next((st.calls for st in step_sets if st.calls is not None), None)  # calls found from kernels
     compiles = steps_mod.compile_union(tl.marks)
     with stages.stage("timeline.steps"):
         fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api),
                                   steps_mod.window_starts(tl.marks))
     del work_end, step_sets  # 16 B per launch, not needed past the step families
+    _account_steps(fams, launches, launch_start)
     steady = _union_of(fams, "_steady")
     with stages.stage("timeline.range_stats"):
         rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
@@ -179,6 +181,8 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
                          causes, busy.devices(ops, tl.devices, lo, hi, u), _sync(pieces), _pageable(pieces),
                          _launch(pieces, launches), busy.graphs(ops, api, u, launches), n_kernels, notes=list(tl.notes))
     res.headline_cause = idle.headline(causes, verdict, dom.get("host_frames") if dom else None)
+    if dom and dom.get("shape_churn"):  # the loop's first cause: what its steps at new shapes cost beyond its median
+        res.headline_cause = shape_churn_words(dom["shape_churn"])
     res.communication = communication
     res.inference = inference
     res.training = _training(tl.marks, ranges, launches)
@@ -190,7 +194,9 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
         res.host_frames = host_frames.summary(att, hs, basis, rows or [])
         res.host_collapsed = host_frames.collapsed(att, hs, dom["_steady"] if dom else window_scope)
     if dom:
-        res.startup = steps_mod.startup(dom, _first_time(ops, api, ranges, lo), compiles)
+        first_time = _first_time(ops, api, ranges, lo)
+        res.startup = steps_mod.startup(dom, first_time, compiles)
+        res.loop_time = slow_mod.split(dom, first_time, _last_time(ops, api, ranges, hi))
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
     a_lo, a_hi = dom["steady_window_ns"] if dom else (lo, hi)
     res.activity = busy.activity(u, launches, ranges, a_lo, a_hi)
@@ -200,6 +206,37 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
         res.activity["phase"] = dom["phase"] or dom["name"]
     return res
 
+
+
+def shape_churn_words(acc: dict) -> str:
+    """The headline's cause for a loop of changing input shapes (``steps.slow``)."""
+    from ...durations import duration
+    per = acc["new_shape_excess_ns"] / max(acc["new_shape_steps"], 1)
+    return (f"new input shapes ({acc['new_shape_steps']} of {acc['steps']} steady steps at a shape not seen before, "
+            f"{duration(per)} beyond a step at a known shape ({duration(acc['base_ns'])}) each: "
+            f"{100 * acc['new_shape_excess_ns'] / acc['loop_ns']:.0f}% of the loop's time)")
+
+
+def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.ndarray) -> None:
+    """Each family's steady time split into its steps at the median and its slow steps' excess (``steps.slow``). Where
+    the slow steps are new input shapes (``shape_churn``), the idle causes and the frames are those of its other
+    steps: what a typical step waits for, beside what the new shapes cost (counted once, in ``shape_churn``)."""
+    if not fams:
+        return
+    first = slow_mod.first_seen(launches, launch_start)
+    for f in fams:
+        acc = slow_mod.account(f, first)
+        if acc is None:
+            continue
+        f["time_accounting"] = acc
+        if slow_mod.new_shapes(acc):
+            f["shape_churn"] = acc
+            starts, ends = f["_iterations"]
+            it = ends - starts
+            keep = it <= slow_mod.SLOW_FACTOR * acc["base_ns"]
+            if keep.sum() >= 2:
+                u = intervals.union(starts[keep], ends[keep])
+                f["_steady"] = (u.starts, u.ends)
 
 
 # A step family whose GPU is busy enough to be called GPU-bound is not, while one cause of its idle time holds at least
@@ -308,6 +345,14 @@ def _first_time(ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame, lo: 
     firsts = [float(t["start_ns"].min()) for t in (ops, api, ranges) if len(t)]
     firsts = [f for f in firsts if np.isfinite(f)]
     return min(firsts + [lo]) if firsts else lo
+
+
+def _last_time(ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame, hi: float) -> float:
+    """The last moment the recording holds (its GPU's last work or its host's last call): where the loop's time
+    accounting ends."""
+    lasts = [float(t["end_ns"].max()) for t in (ops, api, ranges) if len(t)]
+    lasts = [x for x in lasts if np.isfinite(x)]
+    return max(lasts + [hi])
 
 
 def refresh_tensor_cores(res: TimelineResult, launches: pd.DataFrame) -> TimelineResult:
@@ -436,6 +481,7 @@ def to_json(res: TimelineResult) -> dict:
         "sync": res.sync, "pageable_copies": res.pageable, "launch": res.launch, "graphs": res.graphs,
         "notes": res.notes, "activity": res.activity,
         **({"startup": res.startup} if res.startup else {}),
+        **({"loop_time": res.loop_time} if res.loop_time else {}),
         **({"communication": res.communication} if res.communication else {}),
         **({"inference": res.inference} if res.inference else {}),
         **({"in_use": res.in_use} if res.in_use else {}),

@@ -66,6 +66,7 @@ class TimelineResult:
     communication: dict = field(default_factory=dict)  # comm.py: compute busy and exposed communication
     activity_window: tuple[float, float] = (0.0, 0.0)  # what the activity picture covers
     startup: dict = field(default_factory=dict)        # steps.startup: before the steady steps
+    loop_time: dict = field(default_factory=dict)      # steps.slow.split: the recording's time, part by part
     inference: dict | None = None                      # inference.summarize: a generation loop's prefill/decode
     training: bool | None = None                       # optimizer steps or a backward pass in the recording
     in_use: dict = field(default_factory=dict)         # fixes the recording shows in use (``in_use.detect``)
@@ -78,12 +79,15 @@ class TimelineResult:
 
     @property
     def busy_share(self) -> float:
-        """The headline number: the dominant step family's median iteration busy share when the run has
-        steps (steady state), else the whole profiled window's."""
+        """The headline number: the dominant step family's GPU busy time over its steady steps' wall time (time-weighted,
+        the GPU's work after the host's last step included) when the run has steps, else the whole profiled window's.
+        Not the median step's: a loop whose steps differ is what its time says (a training trace with 15 of 29 steps
+        99% busy and the rest 19-56% is 47% busy, not 99%), and the compute share said beside it for a rank that
+        communicates is over the same steps (it read "GPU busy 18% (compute 19%)" with the median)."""
         if self.steps.get("count"):
-            return self.steps["median_gpu_busy_share"]
+            return self.steps.get("steady_gpu_busy_share", self.steps["median_gpu_busy_share"])
         return self.window_busy_share
 
     @property
     def basis(self) -> str:
-        return "median step iteration" if self.steps.get("count") else "profiled window"
+        return "steady steps, time-weighted" if self.steps.get("count") else "profiled window"

@@ -17,13 +17,37 @@ from .base import GRAPH_LAUNCH_CALLS
 
 
 def window(ops: pd.DataFrame, ranges: pd.DataFrame) -> tuple[float, float]:
-    """Profiled window: the span of top-level ranges when the workload is annotated, else of GPU work."""
+    """Profiled window: the span of top-level ranges when the workload is annotated, else of GPU work. The GPU's
+    work belongs to the window that launched it: a host that finishes launching before its GPU does (an inference
+    trace from another project: the host done after 29 ms, its GPU running 494 ms more) ends the window where the
+    GPU work begun in it ends, not where its last range closes."""
     if not ranges.empty:
         top = ranges[~labels.per_category(ranges["path"], lambda p: "/" in p, dtype=bool)]
-        return float(top["start_ns"].min()), float(top["end_ns"].max())
+        lo, hi = float(top["start_ns"].min()), float(top["end_ns"].max())
+        return lo, gpu_drain_end(ops, hi)
     if ops.empty:
         return 0.0, 0.0
     return float(ops["start_ns"].min()), float(ops["end_ns"].max())
+
+
+# A GPU draining the queue its host filled runs kernel after kernel: gaps of microseconds. A gap this long after the
+# host's last range ends the drain (what follows is other work, not the window's).
+DRAIN_GAP_NS = 100_000.0
+
+
+def gpu_drain_end(ops: pd.DataFrame, hi: float) -> float:
+    """Where the GPU work running at ``hi`` (the host's last range end) finishes: the busy stretch from ``hi`` on,
+    through gaps shorter than ``DRAIN_GAP_NS``."""
+    if ops.empty:
+        return hi
+    u = intervals.union(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy())
+    i = int(np.searchsorted(u.ends, hi, side="right"))  # the first busy stretch ending after hi
+    if i >= len(u.starts) or u.starts[i] > hi:
+        return hi
+    gaps = u.starts[i + 1:] - u.ends[i:-1]
+    far = np.flatnonzero(gaps > DRAIN_GAP_NS)
+    j = i + (int(far[0]) if len(far) else len(gaps))
+    return max(hi, float(u.ends[j]))
 
 
 def devices(ops: pd.DataFrame, devs: dict, lo: float, hi: float, all_devices: intervals.Union) -> list[dict]:

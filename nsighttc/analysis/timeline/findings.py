@@ -35,6 +35,14 @@ LAUNCH_ADVICE = {
                  "input shapes), fuse small ops (`torch.compile(model)`), and give each launch more work (larger "
                  "batches). `nsighttc try --variant compile-reduce-overhead` measures it.",
 }
+# The same where the loop's input shapes keep changing (``steps.slow``): a CUDA graph replays one shape, so the advice
+# is fusion with the changing dimension dynamic, and more work per launch.
+LAUNCH_ADVICE_CHANGING_SHAPES = {
+    "generation": "Give each launch more work: more sequences per `generate()` call (a larger batch), and fuse small "
+                  "ops (`torch.compile(model.forward, dynamic=True)`).",
+    "inference": "Fuse small ops with the changing dimension dynamic (`torch.compile(model, dynamic=True)`), and give "
+                 "each launch more work (larger batches). `nsighttc try --variant compile` measures it.",
+}
 # The training fix in parts, each left out where the recording shows it in use (``in_use``: the key it needs absent).
 TRAINING_FIX = (("torch_compile", "`torch.compile(model)` fuses the small ops"),
                 ("foreach_optimizer", "a fused or foreach optimizer (`torch.optim.AdamW(..., fused=True)`) replaces a "
@@ -44,11 +52,41 @@ TRAINING_FIX = (("torch_compile", "`torch.compile(model)` fuses the small ops"),
                                 "shapes are fixed"))
 
 
-def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None) -> str:
+SHAPE_FIX = ("Give the model a few input shapes, not one per batch: pad (or bucket) each batch to one of a few lengths "
+             "(`pad_to_multiple_of=64` in a tokenizer's padding, or batches grouped by length); for compiled code "
+             "mark the changing dimension dynamic (`torch.compile(model, dynamic=True)`, "
+             "`torch._dynamo.mark_dynamic(x, 1)`), else each new shape recompiles. No CUDA graphs or `reduce-overhead` "
+             "here: a graph replays one shape, and these change.")
+NO_GRAPHS_FOR_CHANGING_SHAPES = (" (no CUDA graphs or `reduce-overhead` while its input shapes keep changing: a graph "
+                                 "replays one shape)")
+
+
+def shape_churn_finding(f: dict) -> Finding | None:
+    """The loop's steps at new input shapes (``steps.slow``): what they cost beyond the median step, which kernels
+    were first launched there, and the fix (a few shapes)."""
+    acc = f.get("shape_churn")
+    if not acc:
+        return None
+    share = acc["new_shape_excess_ns"] / acc["loop_ns"]
+    per = acc["new_shape_excess_ns"] / max(acc["new_shape_steps"], 1)
+    kernels = [k["name"] for k in acc.get("new_shape_kernels") or []]
+    named = (", first launched there: " + ", ".join(f"`{_short(k)}`" for k in kernels[:2])) if kernels else ""
+    return Finding(
+        "shape-churn", "high" if share >= 0.3 else "medium",
+        f"New input shapes hold {100 * share:.0f}% of `{f['name']}`'s time",
+        f"{acc['new_shape_steps']} of {acc['steps']} steady steps ran at an input shape the recording had not seen "
+        f"before (each launched a kernel configuration first seen there{named}) and took {duration(per)} more than "
+        f"a step at a known shape ({duration(acc['base_ns'])}; the median step {duration(acc['median_ns'])}): {duration(acc['new_shape_excess_ns'])} of the loop's "
+        f"{duration(acc['loop_ns'])} (its mean step {duration(acc['mean_ns'])}); the host prepares each new shape "
+        "(a cuDNN/cuBLAS plan, autotuning, a recompilation) while the GPU idles",
+        SHAPE_FIX, acc["new_shape_excess_ns"], kernels, per_step_ns=None)
+
+
+def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, shapes_change: bool = False) -> str:
     """What removes launch overhead in this workload, less what the recording shows the program already does
     (a decode already replayed as CUDA graphs was told to replay the decoding step as a CUDA graph).
     ``scope``: the step family the finding is about; graphs count where its steady steps replay them (any scope
-    when None)."""
+    when None). ``shapes_change``: the loop meets new input shapes as it runs, so no CUDA-graph advice."""
     if "cuda_graphs" in in_use and (scope is None or in_use_mod.graphed(in_use, scope)):
         top = graphs.get("outside_top") or []
         names = ", ".join(f"`{_short(o['name'])}` ×{o['count']:,}" for o in top)
@@ -61,16 +99,20 @@ def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None) 
                 "(Python logits processors, stopping criteria, streamers, `.item()` per token), and give each replay "
                 f"more work ({more}).")
     if work != "training":
-        return LAUNCH_ADVICE[work]
-    in_use = {k: v for k, v in in_use.items() if k != "cuda_graphs"}  # (not in this scope)
-    kept = [text for key, text in TRAINING_FIX if key is None or key not in in_use]
-    body = ", ".join(kept[:2]) + (", and " + kept[2] if len(kept) > 2 else "")
+        return (LAUNCH_ADVICE_CHANGING_SHAPES if shapes_change else LAUNCH_ADVICE)[work]
+    # graphs replayed in another phase of the program: it knows them; its other phases are not told to adopt them
+    # (a training step captured after three eager steps was told to capture its eager steps)
+    kept = [text for key, text in TRAINING_FIX
+            if (key is None or key not in in_use) and not (shapes_change and key == "cuda_graphs")]
+    body = (", ".join(kept[:2]) + (", and " + kept[2] if len(kept) > 2 else "")) if len(kept) != 2 \
+        else f"{kept[0]}, and {kept[1]}"
     if len(kept) == 4:  # nothing in use: the sentence as it always read
         body = f"{kept[0]}, {kept[1]}, and {kept[2]}; {kept[3]}"
     done = [in_use[k]["seen"] for k, _ in TRAINING_FIX if k and k in in_use]
     try_ = "compile-reduce-overhead" if "torch_compile" in in_use else "compile"
     return (f"Cut per-kernel host cost: {body}. " + (f"(Already in use: {'; '.join(done)}.) " if done else "")
-            + f"`nsighttc try --variant {try_}` measures it.")
+            + f"`nsighttc try --variant {try_}` measures it."
+            + (NO_GRAPHS_FOR_CHANGING_SHAPES if shapes_change else ""))
 
 
 def _short(name: str, width: int = 60) -> str:
@@ -204,8 +246,13 @@ def findings(res: TimelineResult) -> list[Finding]:
 
     sync_top = []
     work = workload(res)
+    churn = {f["name"] for f in res.families if f.get("shape_churn")}
+    for f in res.families:
+        sc = shape_churn_finding(f)
+        if sc is not None:
+            out.append(sc)
     for label, scope, verdict, causes, n_steady, rows in _scopes(res):
-        fix = launch_fix(work, res.in_use, res.graphs, scope)
+        fix = launch_fix(work, res.in_use, res.graphs, scope, shapes_change=scope in churn)
         if verdict not in ("cpu-bound", "mixed") or not causes:
             continue
         idle_total = sum(c["idle_ns"] for c in causes) or 1.0

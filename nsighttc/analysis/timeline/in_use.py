@@ -10,7 +10,7 @@ A plain ``nsys`` recording of a ``generate()`` loop with a static cache replays 
   ranges, folded by ``parse.marks``) or Inductor's generated kernels (``triton_poi_*``, ``triton_red_*``, ``triton_per_*``, ``triton_tem_*``:
   the names Inductor gives them, seen in every compiled fixture, torch 2.11 and 2.13);
 - a foreach or fused optimizer: torch's ``multi_tensor_apply_kernel`` (``torch.optim`` with ``foreach=True``, the
-  default on CUDA, and ``fused=True``; the Trainer fine-tune's AdamW, tests/fixtures/unmarked/trainer_torch.json.gz).
+  default on CUDA, and ``fused=True``; the Trainer fine-tune's AdamW, tests/fixtures/unmarked/trainer_torch.json.xz).
 
 Each entry says what was seen, in words the findings quote.
 """

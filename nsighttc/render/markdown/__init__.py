@@ -17,7 +17,7 @@ from .. import host_frames_md
 from ..fmt import flop, ns, pct
 from ..names import short_name
 from .headlines import (EVIDENCE_WORDS, distributed_headline, evidence_sources_text, first_fix,
-                        gain_text, headline_lines, peak_text, startup_line, tc_headline, tc_line, timeline_headline)
+                        gain_text, headline_lines, loop_time_line, peak_text, startup_line, tc_headline, tc_line, timeline_headline)
 from .tables import (_cell, _dtype_mix, _kernel_cell, _kernel_table, _phase_table, _range_table, _rank_table,
                      inference_section)
 
@@ -91,12 +91,19 @@ def render_ranges(doc: dict) -> str:
     return "\n".join([f"# All {len(ranges)} ranges", "", _range_table(ranges, bool(doc.get("timeline"))), ""])
 
 
-def write_beside(doc: dict, directory, prefix: str = "", top: int = 15) -> dict:
+STACKS_FILE = "host_idle_stacks.collapsed"  # the idle samples' stacks, for speedscope and flame graphs
+
+
+def write_beside(doc: dict, directory, prefix: str = "", top: int = 15, stacks: str = "") -> dict:
     """Write kernels.md and ranges.md (``prefix`` before each name: a report written with ``-o NAME.md`` gets
     NAME.kernels.md beside it, never another file of the user's) into ``directory`` where the summary cuts their
-    tables; returns what was written ({"kernels": "kernels.md", ...}) for ``render(beside=...)``."""
+    tables, and the idle samples' ``stacks`` where there are any; returns what was written ({"kernels":
+    "kernels.md", ...}) for ``render(beside=...)``: a report names no file it does not have beside it."""
     from pathlib import Path
     made = {}
+    if stacks:
+        made["stacks"] = prefix + STACKS_FILE
+        (Path(directory) / made["stacks"]).write_text(stacks)
     if len(doc["kernels"]) > top:
         made["kernels"] = prefix + BESIDE["kernels"]
         (Path(directory) / made["kernels"]).write_text(render_kernels(doc))
@@ -113,13 +120,18 @@ def beside_prefix(path) -> str:
     return "" if Path(path).name == "report.md" else Path(path).stem + "."
 
 
-def write_report(doc: dict, path, plots: dict | None = None, detail: str = "summary", beside: bool = True) -> None:
-    """report.md (or ``-o FILE``) with its kernels.md / ranges.md beside it (summary detail)."""
+def write_report(doc: dict, path, plots: dict | None = None, detail: str = "summary", beside: bool = True,
+                 stacks: str = "") -> None:
+    """report.md (or ``-o FILE``) with its kernels.md / ranges.md beside it (summary detail), and the idle samples'
+    ``stacks`` (``host_idle_stacks.collapsed``)."""
     from pathlib import Path
     path = Path(path)
     made = {}
     if detail != "full" and beside:
-        made = write_beside(doc, path.resolve().parent, beside_prefix(path))
+        made = write_beside(doc, path.resolve().parent, beside_prefix(path), stacks=stacks)
+    elif stacks:
+        made = {"stacks": beside_prefix(path) + STACKS_FILE}
+        (path.resolve().parent / made["stacks"]).write_text(stacks)
     path.write_text(render(doc, plots=plots, detail=detail, beside=made))
 
 
@@ -131,6 +143,8 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
         out += [f"**{timeline_headline(tl)}**", ""]
         if startup_line(tl):
             out += [startup_line(tl), ""]
+        if loop_time_line(tl):
+            out += [loop_time_line(tl), ""]
     if distributed_headline(doc):
         out += [f"**{distributed_headline(doc)}**", ""]
     if first_fix(doc):
@@ -165,8 +179,9 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
             warm = f"; first {steps['warmup_steps']} left out as warm-up" if steps.get("warmup_steps") else ""
             found = f"; found by {steps['found_by']}" if steps.get("found_by") else ""
             rows.append(("Steps", f"{steps['count']} × `{steps['name']}`: median iteration {ns(steps['median_iteration_ns'])} "
-                                  f"(step range {ns(steps['median_ns'])}), GPU busy {pct(steps.get('median_gpu_busy_share'))} "
-                                  f"of it{warm}{found}"))
+                                  f"(step range {ns(steps['median_ns'])}), GPU busy "
+                                  f"{pct(steps.get('steady_gpu_busy_share', steps.get('median_gpu_busy_share')))} of the "
+                                  f"steady steps' time (median step {pct(steps.get('median_gpu_busy_share'))}){warm}{found}"))
     out += ["| | |", "|---|---|"] + [f"| {k} | {_cell(v)} |" for k, v in rows] + [""]
     if plots:
         out += [f"![{alt}]({path})" for alt, path in plots.items()] + [""]
@@ -175,8 +190,8 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
         d = doc.get("distributed") or {}
         out += ["## Ranks", "", "Each rank judged on its own. *Own work* is the median step minus the time the rank "
                 "waited in communication with no compute beside it: the straggler is the rank whose own work is "
-                "longest; the others wait for it. NCCL kernels are "
-                f"{pct(d.get('nccl_time_share'))} of all kernel time; the timeline sections below are rank "
+                "longest; the others wait for it. Communication kernels (NCCL and other collectives) are "
+                f"{pct(d.get('nccl_time_share'), 0)} of all kernel time; the timeline sections below are rank "
                 f"{d.get('timeline_rank')}'s" + (f" ({d['timeline_rank_why']})" if d.get("timeline_rank_why") else "")
                 + ".", "", _rank_table(doc["ranks"]), ""]
         s_ = d.get("straggler") or d.get("launch_imbalance")
@@ -200,7 +215,7 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
     inf = (tl or {}).get("inference")
     if inf:
         out += inference_section(inf)
-    out += host_frames_md.section((tl or {}).get("host_frames"), full)
+    out += host_frames_md.section((tl or {}).get("host_frames"), full, stacks=(beside or {}).get("stacks"))
     fams = (tl or {}).get("step_families") or []
     if fams:
         rule = ((tl or {}).get("steps") or {}).get("rule")

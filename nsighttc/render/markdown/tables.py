@@ -49,10 +49,11 @@ def _cause_cell(causes: list[dict] | None) -> str:
 
 
 def _phase_table(fams: list[dict]) -> str:
-    head = ("| Phase (step family) | Steps | Median iteration | Warm-up left out | GPU busy | Verdict | First cause of idle time |\n"
-            "|---|---:|---:|---:|---:|---|---|")
+    head = ("| Phase (step family) | Steps | Median iteration | Warm-up left out | GPU busy (time-weighted) | Verdict | "
+            "First cause of idle time |\n|---|---:|---:|---:|---:|---|---|")
     rows = [f"| `{_cell(f['name'])}` | {f['count']} | {ns(f['median_iteration_ns'])} | {f.get('warmup_steps', 0)} | "
-            f"{pct(f.get('median_gpu_busy_share'))} | {VERDICT_WORDS.get(f['verdict'], f['verdict'])} | "
+            f"{pct(f.get('steady_gpu_busy_share', f.get('median_gpu_busy_share')))} | "
+            f"{VERDICT_WORDS.get(f['verdict'], f['verdict'])} | "
             f"{_cause_cell(f.get('causes')) if f['verdict'] in ('cpu-bound', 'mixed') else ''} |" for f in fams]
     return "\n".join([head] + rows)
 

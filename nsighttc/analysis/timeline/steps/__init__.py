@@ -16,28 +16,32 @@ from ....record_format import COMPILE, WINDOW
 from ... import intervals, name_rules
 from ..base import Thresholds, classify
 from . import find as find_mod, generation, period, steady
-from .find import EXPLICIT, HOOK, KERNEL_PERIOD, PROFILER_OP, StepSet, step_paths
+from .find import EXPLICIT, GRAPH_REPLAY, HOOK, KERNEL_PERIOD, PROFILER_OP, StepSet, step_paths
 from .steady import RULE, malloc_times
 
-__all__ = ["EXPLICIT", "HOOK", "KERNEL_PERIOD", "PROFILER_OP", "RULE", "StepSet", "compile_union", "families", "find",
+__all__ = ["EXPLICIT", "GRAPH_REPLAY", "HOOK", "KERNEL_PERIOD", "PROFILER_OP", "RULE", "StepSet", "compile_union", "families", "find",
            "malloc_times", "public", "startup", "step_paths", "window_starts"]
 
 
 def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, launch_start: np.ndarray,
-         step_range: str | None) -> list[StepSet]:
-    """The step families of a recording, from the first source that has any (``find`` module docstring)."""
+         step_range: str | None, api: pd.DataFrame | None = None) -> list[StepSet]:
+    """The step families of a recording, from the first source that has any, and the program's CUDA graph replays
+    beside them (``find`` module docstring)."""
     sets = find_mod.explicit(ranges, step_range)
     if sets or step_range:
         return sets
+    from ..base import GRAPH_LAUNCH_CALLS
+    replays = find_mod.graph_replays(api, GRAPH_LAUNCH_CALLS) if api is not None else []
     sets = find_mod.hooks(marks)
     if sets:
-        return sets
+        return find_mod.with_graph_replays(sets, replays)
     ok = ~np.isnan(launch_start)
     first_launch = float(launch_start[ok].min()) if ok.any() else np.inf
     sets = find_mod.profiler_ops(ranges, first_launch)
     if sets:
-        return sets
-    return _from_kernels(launches, launch_start)
+        return find_mod.with_graph_replays(sets, replays)
+    kernel_sets = _from_kernels(launches, launch_start)
+    return replays + find_mod.outside(kernel_sets, replays) if replays else kernel_sets
 
 
 def _from_kernels(launches: pd.DataFrame, launch_start: np.ndarray) -> list[StepSet]:
@@ -116,7 +120,8 @@ def families(sets: list[StepSet], u: intervals.Union, launch_start: np.ndarray, 
     del k_order
     np.maximum.accumulate(k_end_max, out=k_end_max)
     windows = windows if windows is not None else np.array([])
-    out = [_family(st, u, k_start, k_end_max, th, compiles, mallocs, windows) for st in sets if len(st.starts) >= 2]
+    out = [_family(st, u, k_start, k_end_max, th, compiles, mallocs, windows) for st in sets
+           if len(st.starts) >= 2 or (len(st.starts) == 1 and st.source == "explicit")]  # (one ProfilerStep#)
     total = sum(f["steady_wall_ns"] for f in out) or 1.0
     for f in out:
         f["wall_share_of_steps"] = f["steady_wall_ns"] / total

@@ -38,11 +38,11 @@ MAX_CANDIDATES = 64    # periods tried, smallest first
 # An inner loop (a decoder's layers) repeats through most of each iteration, so its stretch can hold as much time as
 # the iteration's own period; its kernels equal one period later far less often over that stretch: a 4-layer
 # decoder's layer period (41 kernels) matched 60% of one generate() request's kernels, the model call's period
-# (223) 98% (tests/fixtures/inference/llm_generate_user_torch.json.gz cut to one request). A multiple of the true
+# (223) 98% (tests/fixtures/inference/llm_generate_user_torch.json.xz cut to one request). A multiple of the true
 # period matches as well as the period itself, so the smallest period within this of the best match still wins.
 MATCH_SLACK = 0.05
 # Kernels of optimizer steps (torch 2.11 foreach AdamW/SGD: multi_tensor_apply_kernel<...Functor...>, seen in
-# tests/fixtures/multi_phase_torch.json.gz; fused Adam/AdamW: fused_adam*/FusedAdam*, apex multi_tensor_*): they
+# tests/fixtures/multi_phase_torch.json.xz; fused Adam/AdamW: fused_adam*/FusedAdam*, apex multi_tensor_*): they
 # close an iteration, so the one after them starts it. Not "lamb" inside "lambda": nearly every PyTorch elementwise
 # kernel's name holds a `{lambda()#1}` (an HF generate() loop's, tests/fixtures/inference/), and "lion" only as a
 # word of its own.

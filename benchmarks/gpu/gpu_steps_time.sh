@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Programs whose time is not in a typical step (issue: steps and time right on every program), on the GPU machine:
+# a loop replaying its own CUDA graph, inference on requests of many lengths (and the same padded to three lengths),
+# gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
+# recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
+# as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify   (source .device-carry/setup.sh first: nsys on PATH)
+# runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
+# verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
+# cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only
+set -u
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record}; PART=${2:-runs}
+mkdir -p "$OUT"
+. "$(dirname "$0")/gpu_lib.sh"
+G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
+
+if [ "$PART" = runs ]; then
+plain graph_replay $G --steps 2000
+plain graph_eager $G --steps 300 --eager
+plain varlen $V
+plain varlen_bucket $V --bucket
+plain accum $A
+plain accum_tf32 $A --tf32
+plain accum_workers $A --workers 4
+plain accum_tf32_workers $A --tf32 --workers 4
+
+for n in graph varlen accum; do
+  case $n in graph) cmd="$G --steps 2000";; varlen) cmd="$V";; accum) cmd="$A";; esac
+  profile "${n}_first" 300 -- $cmd
+  profile "${n}_cached" 300 -- $cmd
+done
+fi
+
+if [ "$PART" = verify ] || [ "$PART" = varlen ]; then
+  [ "$PART" = verify ] && for i in 1 2; do plain "varlen_$i" $V; plain "varlen_bucket_$i" $V --bucket; done
+  names="graph varlen"; [ "$PART" = varlen ] && names=varlen
+  for n in $names; do
+    case $n in graph) cmd="$G --steps 2000";; varlen) cmd="$V";; esac
+    profile "${n}_first" 300 -- $cmd
+    profile "${n}_cached" 300 -- $cmd
+  done
+fi
+
+record() {  # name script args...: torch.profiler by hand, then nsys, each stripped and xz-compressed into W/fix
+  local name=$1; shift
+  local t0; t0=$(date +%s.%N)
+  timeout 240 python3 benchmarks/gpu/record_torch.py "$W/$name.torch.json" "$@" > "$W/$name.torch.log" 2>&1
+  echo "torch.profiler $name: rc=$? $(secs "$t0" "$(date +%s.%N)") s" >> "$S"
+  t0=$(date +%s.%N)
+  timeout 240 nsys profile -t cuda,nvtx --cuda-graph-trace=node -f true -o "$W/$name.nsys" python3 "$@" \
+    > "$W/$name.nsys.log" 2>&1 && nsys export --type sqlite -f true -o "$W/$name.nsys.sqlite" "$W/$name.nsys.nsys-rep" \
+    >> "$W/$name.nsys.log" 2>&1
+  echo "nsys $name: rc=$? $(secs "$t0" "$(date +%s.%N)") s" >> "$S"
+  [ -f "$W/$name.torch.json" ] && python3 benchmarks/strip_fixture.py --keep-events "$W/$name.torch.json" \
+    "$W/fix/${name}_torch.json.xz" >> "$S" 2>&1
+  [ -f "$W/$name.nsys.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/$name.nsys.sqlite" \
+    "$W/fix/${name}_nsys.sqlite.xz" >> "$S" 2>&1
+  for f in "$W/$name.torch.json" "$W/$name.nsys.sqlite"; do  # what each plain recording says today
+    [ -f "$f" ] && { echo "analyze $(basename "$f"):"; timeout 120 python3 -m nsighttc analyze "$f" --format json \
+      -o "$W/fix/$(basename "$f").verdict.json" -q; python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}; s=t.get('steps') or {}
+print('  ', d['tensor_cores']['headline']); print('  ', t.get('verdict'), round(t.get('gpu_busy_share') or 0, 3), s.get('count'), s.get('name'), s.get('median_iteration_ns'), t.get('headline_cause'))
+print('   first fix:', next((f['title'] + ' ' + str(f.get('gain')) for f in d['findings'] if f.get('gain')), None))" \
+      "$W/fix/$(basename "$f").verdict.json"; } >> "$S" 2>&1
+  done
+}
+if [ "$PART" = record ]; then
+  record graph wrappers/graph_replay.py --steps 300
+  record varlen wrappers/varlen_infer.py --batches 60
+  record accum wrappers/grad_accum.py --steps 12
+fi
+pack
+cat "$S"

@@ -1,0 +1,132 @@
+"""Every second of a loop accounted for: its steady steps at their median, and the slow steps beyond it, with why.
+
+The median step says what a typical step costs; a loop whose steps are not alike spends its time elsewhere. Inference
+on requests of many lengths (BERT-base fp16, batches padded to their longest request, one H200): model calls of 9 ms at
+a length seen before, 51-58 ms at a new one, where the attention backend builds its plan for the new shape; the median
+step (9.9 ms) hid two thirds of the loop's time, and the report's first fix was the launch overhead of the 9 ms steps.
+
+``account`` splits a family's steady time into the steps at the median and each slow step's excess (a step over
+``SLOW_FACTOR`` times the median), and tells which slow steps launched a kernel configuration (name, grid, block) the
+recording had not seen before: a new input shape. ``new_shapes`` is the one cause a loop of changing shapes has that
+no idle-time cause names: the GPU idles while the host prepares the new shape's kernels (cuDNN/cuBLAS plans,
+autotuning, a recompilation), and padding to a few lengths removes it, where CUDA graphs cannot (they need fixed
+shapes).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .... import labels
+from ... import name_rules
+
+SLOW_FACTOR = 1.5          # a steady step this many times the median is slow
+NEW_SHAPE_SHARE = 0.2      # slow steps at new shapes holding this share of the steady time make a finding
+MIN_STEPS = 6              # a family this short has no median to stand on
+MIN_KNOWN = 3              # steps at known shapes that make a baseline of their own
+
+
+def first_seen(launches: pd.DataFrame, launch_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(when each kernel configuration (name, grid, block) was first launched, sorted; its kernel's name): a
+    configuration first seen in the steady steps is a new input shape (or a new code path)."""
+    none = (np.array([]), np.array([], dtype=object))
+    if launches.empty or len(launch_start) != len(launches):
+        return none
+    names = labels.as_categorical(launches["name"])
+    parts = [names.cat.codes.to_numpy().astype(np.int64)]
+    for col in ("grid", "block"):
+        if col in launches:
+            parts.append(labels.as_categorical(launches[col]).cat.codes.to_numpy().astype(np.int64))
+    key = parts[0]
+    for p in parts[1:]:
+        key = key * (int(p.max(initial=0)) + 2) + (p + 1)
+    t = np.asarray(launch_start, dtype="float64")
+    ok = ~np.isnan(t)
+    if not ok.any():
+        return none
+    frame = pd.DataFrame({"key": key[ok], "t": t[ok], "name": parts[0][ok]})
+    first = frame.sort_values("t", kind="stable").drop_duplicates("key")
+    cats = np.asarray(list(names.cat.categories) + [""], dtype=object)
+    return first["t"].to_numpy(), cats[first["name"].to_numpy()]
+
+
+def account(fam: dict, seen: tuple[np.ndarray, np.ndarray]) -> dict | None:
+    """The family's steady time: ``loop_ns`` (its steady iterations' wall time); the steps that launched a kernel
+    configuration first seen there (new input shapes) and the others (known shapes); ``base_ns``, the median step at a
+    known shape (the median of all steps where fewer than ``MIN_KNOWN`` are known: a loop whose window sees mostly
+    new shapes has a median that is itself a new shape's step); ``slow_steps`` over ``SLOW_FACTOR`` x that base and
+    their ``excess_ns`` beyond it; of those, the steps at new shapes (``new_shape_steps``, ``new_shape_excess_ns``),
+    beside the new-shape steps that cost nothing (``normal_new_shape_steps``: a shape the recording had not seen but
+    the program had, before a window recorded from its start) and the slow steps at known shapes."""
+    it = np.asarray(fam.get("iteration_ns") or [], dtype="float64")[int(fam.get("warmup_steps", 0)):]
+    if len(it) < MIN_STEPS:
+        return None
+    med = float(np.median(it))
+    first, first_names = seen
+    starts, ends = fam["_iterations"]
+    lo, hi = np.searchsorted(first, starts, side="left"), np.searchsorted(first, ends, side="left")
+    new = (hi - lo) > 0 if len(first) else np.zeros(len(it), dtype=bool)
+    base = float(np.median(it[~new])) if (~new).sum() >= MIN_KNOWN else med
+    slow = it > SLOW_FACTOR * base
+    # the kernels whose new configurations the slow steps launched: what the new shapes were paid for
+    at_new = np.concatenate([np.arange(a, b) for a, b in zip(lo[slow & new], hi[slow & new])] or [np.array([], int)])
+    kernels = pd.Series(dtype=int)
+    if len(at_new):  # matrix work first (attention, GEMMs: where a backend plans per shape), then by count
+        counts = pd.Series(first_names[at_new]).value_counts()
+        matrix = name_rules.is_matrix_work(pd.Series(counts.index, dtype=object)).to_numpy()
+        kernels = pd.concat([counts[matrix], counts[~matrix]]).head(3)
+    excess = np.where(slow, it - base, 0.0)
+    loop = float(it.sum())
+    return {"loop_ns": loop, "steps": int(len(it)), "median_ns": med, "base_ns": base, "at_median_ns": med * len(it),
+            "slow_steps": int(slow.sum()), "slow_excess_ns": float(excess.sum()),
+            "slow_share": float(excess.sum()) / loop if loop else 0.0,
+            "new_steps": int(new.sum()), "known_slow_steps": int((slow & ~new).sum()),
+            "new_shape_steps": int((slow & new).sum()), "new_shape_excess_ns": float(excess[slow & new].sum()),
+            "normal_new_shape_steps": int((~slow & new).sum()),
+            "new_shape_kernels": [{"name": str(n), "configurations": int(c)} for n, c in kernels.items()],
+            "mean_ns": float(it.mean()), "slow_factor": SLOW_FACTOR}
+
+
+def new_shapes(acc: dict | None) -> bool:
+    """Whether a family's slow steps are its new input shapes, and hold enough of its time to be its first cause:
+    most slow steps launch a configuration not seen before, a step at a new shape is slow far more often than one at
+    a known shape, and their excess is at least ``NEW_SHAPE_SHARE`` of the steady time."""
+    if not acc or not acc["slow_steps"] or not acc["loop_ns"]:
+        return False
+    most = acc["new_shape_steps"] >= 0.6 * acc["slow_steps"]
+    known = acc["steps"] - acc.get("new_steps", acc["new_shape_steps"] + acc["normal_new_shape_steps"])
+    new_slow = acc["new_shape_steps"] / max(acc["new_shape_steps"] + acc["normal_new_shape_steps"], 1)
+    known_slow = acc.get("known_slow_steps", acc["slow_steps"] - acc["new_shape_steps"]) / max(known, 1)
+    return most and new_slow >= 0.4 and known_slow <= 0.25 and acc["new_shape_excess_ns"] / acc["loop_ns"] >= NEW_SHAPE_SHARE
+
+
+def split(fam: dict, trace_start: float, trace_end: float) -> dict:
+    """The recording's wall time, every second of it, by where it went: start-up before the first step, the warm-up
+    steps, the steady steps at or near their median, the slow steps (and how much of them is beyond the median, and
+    at new input shapes), the GPU still running the last step's work after the host's last step, and what follows
+    the steps. The parts add up to the recording's span by construction: a reader checks them against the loop's
+    wall time of a plain run."""
+    starts, ends = fam["_iterations"]
+    it = ends - starts
+    warm_from, steady_from = float(fam["first_step_start_ns"]), float(fam["steady_window_ns"][0])
+    span_end = float(fam["steady_window_ns"][1])
+    last_host = float(ends[-1]) if len(ends) else steady_from
+    acc = fam.get("time_accounting") or {}
+    med = float(acc.get("base_ns") or (np.median(it) if len(it) else 0.0))  # (the known-shape step, ``account``)
+    slow = it > SLOW_FACTOR * med
+    end = max(trace_end, span_end)
+    parts = [("before the first step", max(warm_from - trace_start, 0.0)),
+             ("warm-up steps", max(steady_from - warm_from, 0.0)),
+             ("steady steps", float(it[~slow].sum())), ("slow steps", float(it[slow].sum())),
+             ("between steps", max(last_host - steady_from - float(it.sum()), 0.0)),
+             ("GPU after the host's last step", max(span_end - last_host, 0.0)),
+             ("after the steps", max(end - span_end, 0.0))]
+    total = max(end - min(trace_start, warm_from), 0.0)
+    out = {"total_ns": total, "parts": [{"part": p, "ns": v, "share": v / total if total else 0.0} for p, v in parts],
+           "steady_steps": int((~slow).sum()), "slow_steps": int(slow.sum()),
+           "slow_beyond_median_ns": float(np.where(slow, it - med, 0.0).sum()), "slow_factor": SLOW_FACTOR,
+           "typical_step_ns": med}
+    if acc.get("new_shape_steps") and acc.get("slow_steps"):
+        out["new_shape_steps"] = int(acc["new_shape_steps"])
+        out["new_shape_beyond_median_ns"] = float(acc["new_shape_excess_ns"])
+    return out

@@ -1,0 +1,150 @@
+"""Steps and time on programs whose time is not in a typical step: the unit the program repeats, and every second of
+its loop accounted for.
+
+The recordings are plain torch.profiler runs on one H200 (``benchmarks/gpu/gpu_steps_time.sh record``: torch 2.11,
+``benchmarks/gpu/record_torch.py``, no nsighttc in the program), trimmed by ``benchmarks/strip_fixture.py``:
+
+- ``graph_replay_torch``: ``wrappers/graph_replay.py`` (a whole training step captured with ``torch.cuda.graph`` after
+  three eager steps, then replayed; kept to its first 0.8 s). Plain runs: 1.119 ms a replay, 3.893 ms the same step
+  eager. Before: "3 steady steps" of the eager warm-up, "GPU busy 4-5%".
+- ``varlen_infer_torch``: ``wrappers/varlen_infer.py --batches 60`` (BERT-base fp16, batches padded to their longest
+  request, 28 new lengths in 60 batches). Its model calls take ~10 ms at a length seen before, 50 ms and more at a new
+  one (the attention backend plans each shape). Before: "CPU-bound: launch overhead", first fix CUDA graphs.
+- ``grad_accum_torch``: ``wrappers/grad_accum.py`` (4 micro-batches per optimizer step; kept to its first 2 s). Plain:
+  242 ms per optimizer step.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+import nsighttc
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "steps"
+HTA = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hta"
+PLAIN_REPLAY_NS = 1.119e6        # plain run, wrappers/graph_replay.py --steps 2000 (H200)
+PLAIN_ACCUM_STEP_NS = 242.1e6    # plain run, wrappers/grad_accum.py (H200)
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return nsighttc.analyze([FIX / "graph_replay_torch.json.xz"]).to_json()
+
+
+@pytest.fixture(scope="module")
+def varlen():
+    return nsighttc.analyze([FIX / "varlen_infer_torch.json.xz"]).to_json()
+
+
+@pytest.fixture(scope="module")
+def accum():
+    return nsighttc.analyze([FIX / "grad_accum_torch.json.xz"]).to_json()
+
+
+def _parts(tl: dict) -> dict[str, float]:
+    return {p["part"]: p["ns"] for p in tl["loop_time"]["parts"]}
+
+
+def test_a_loop_replaying_its_cuda_graph_is_judged_on_the_replays(graph):
+    tl = graph["timeline"]
+    st = tl["steps"]
+    assert st["source"] == "graph-replay", st["source"]
+    assert st["count"] - st["warmup_steps"] >= 150
+    # the replay as a plain run times it (the recording adds little to a graph launch)
+    assert abs(st["median_iteration_ns"] / PLAIN_REPLAY_NS - 1) < 0.10, st["median_iteration_ns"]
+    assert tl["verdict"] == "gpu-bound" and tl["gpu_busy_share"] > 0.75
+    # the eager warm-up steps before the capture are a phase of their own, never the one the headline judges
+    eager = [f for f in tl["step_families"] if f["source"] != "graph-replay"]
+    assert eager and all(f["steady_wall_ns"] < st["steady_wall_ns"] for f in eager)
+
+
+def test_no_graph_advice_to_a_loop_that_already_replays_one(graph):
+    for f in graph["findings"]:
+        assert "reduce-overhead" not in f["advice"] or "already replays" in f["advice"], f["advice"]
+
+
+def test_the_loop_time_adds_up_to_the_recording(graph, varlen, accum):
+    for doc in (graph, varlen, accum):
+        lt = doc["timeline"]["loop_time"]
+        assert lt["total_ns"] > 0
+        assert sum(p["ns"] for p in lt["parts"]) == pytest.approx(lt["total_ns"], rel=0.01)
+        assert abs(sum(p["share"] for p in lt["parts"]) - 1) < 0.01
+
+
+def test_gradient_accumulation_steps_are_optimizer_steps_timed_as_a_plain_run(accum):
+    tl = accum["timeline"]
+    st = tl["steps"]
+    assert st["source"] == "profiler-op"
+    assert abs(st["median_iteration_ns"] / PLAIN_ACCUM_STEP_NS - 1) < 0.10, st["median_iteration_ns"]
+    parts = _parts(tl)
+    steps = tl["loop_time"]["steady_steps"] + tl["loop_time"]["slow_steps"]
+    loop = parts["steady steps"] + parts["slow steps"] + parts["GPU after the host's last step"]
+    # every steady step's time accounted for: within 5% of what the plain run's steps took
+    assert abs(loop / (steps * PLAIN_ACCUM_STEP_NS) - 1) < 0.05, loop / steps
+
+
+def test_variable_length_inference_is_held_back_by_its_new_shapes(varlen):
+    tl = varlen["timeline"]
+    assert tl["headline_cause"].startswith("new input shapes")
+    lt = tl["loop_time"]
+    parts = _parts(tl)
+    # the slow steps hold more of the loop than the typical ones, and most of them are at new shapes
+    assert parts["slow steps"] > parts["steady steps"]
+    assert lt["new_shape_steps"] >= 0.8 * lt["slow_steps"]
+    first = varlen["findings"][0]
+    assert first["id"] == "shape-churn"
+    assert "pad" in first["advice"] and "dynamic=True" in first["advice"]
+    # the matrix kernels first launched at the new shapes name what paid for them
+    churn = next(f for f in tl["step_families"] if f.get("shape_churn"))["shape_churn"]
+    assert any("nvjet" in k["name"] or "sdpa" in k["name"] for k in churn["new_shape_kernels"])
+
+
+def test_no_cuda_graph_advice_to_a_loop_whose_shapes_change(varlen):
+    for f in varlen["findings"]:
+        fix = f["advice"]
+        assert "mode=\"reduce-overhead\"" not in fix and "Replay the" not in fix, fix
+
+
+def test_varlen_gain_range_is_actionable(varlen):
+    g = varlen["findings"][0]["gain"]
+    assert g["high"] / g["low"] <= 3.0
+    assert g["low"] > 1.2  # a new shape's cost is real time: removing half of it is a gain
+
+
+@pytest.mark.skipif(not (HTA / "nccl_parser_config" / "nccl_data.json.gz").exists(),
+                    reason="the shared HTA traces are not beside this checkout")
+def test_one_profiler_step_is_the_step(tmp_path):
+    """A trace recorded elsewhere with one ``ProfilerStep#N`` (a single-step inference trace, one step per rank):
+    the program's mark is its step, not a repeating kernel sequence inside it or its optimizer's ranges. The HTA test
+    trace (three ProfilerSteps of a DDP job) with two of its marks taken out."""
+    d = json.load(gzip.open(HTA / "nccl_parser_config" / "nccl_data.json.gz"))
+    steps = [e for e in d["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
+    keep = steps[1]
+    d["traceEvents"] = [e for e in d["traceEvents"] if e not in steps or e is keep]
+    path = tmp_path / "one_step.json.gz"
+    with gzip.open(path, "wt") as fh:
+        json.dump(d, fh)
+    st = nsighttc.analyze([path]).to_json()["timeline"]["steps"]
+    assert st["source"] == "explicit" and st["count"] == 1
+    assert st["median_iteration_ns"] == pytest.approx(keep["dur"] * 1e3, rel=0.02)
+
+
+@pytest.mark.skipif(not (HTA / "ns_resolution_trace").exists(), reason="the shared HTA traces are not beside this checkout")
+def test_the_window_holds_the_gpu_work_launched_in_it():
+    """A trace recorded elsewhere (HTA's test data: a CNN rank, 5 ProfilerSteps) whose host closes its last step
+    89 ms before its GPU finishes the work that step launched: the window ends where that work ends, and the loop's
+    time says the GPU ran on after the host."""
+    path = next((HTA / "ns_resolution_trace").glob("*.json.gz"))
+    doc = json.load(gzip.open(path))
+    gpu = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    steps = [e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
+    gpu_end_us = max(e["ts"] + e["dur"] for e in gpu)
+    host_end_us = max(e["ts"] + e["dur"] for e in steps)
+    assert gpu_end_us - host_end_us > 50e3  # (the case: the GPU ran on for longer than 50 ms)
+    tl = nsighttc.analyze([path]).to_json()["timeline"]
+    assert tl["window"]["end_ns"] / 1e3 == pytest.approx(gpu_end_us, abs=1.0)
+    after = _parts(tl)["GPU after the host's last step"]
+    assert after / 1e3 == pytest.approx(gpu_end_us - host_end_us, rel=0.05)
