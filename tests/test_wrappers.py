@@ -33,7 +33,8 @@ CASES = {
     "graph_replay.py": (["--steps", "20", "--width", "64", "--layers", "2"], r"steps/s, [\d.]+ ms/step \(eager\)"),
     "varlen_infer.py": (["--batches", "3", "--batch", "2", "--layers", "1", "--max-len", "32"],
                         r"requests/s over 6 requests \(padded to each batch"),
-    "grad_accum.py": (["--steps", "2", "--batch", "2", "--size", "32"], r"ms per optimizer step \(4 micro-batches\)"),
+    "grad_accum.py": (["--steps", "1", "--accum", "2", "--batch", "2", "--size", "32"],
+                      r"ms per optimizer step \(2 micro-batches\)"),
 }
 NEEDS = {"trainer_finetune.py": "transformers", "lightning_module.py": "lightning", "llm_generate.py": "transformers",
          "varlen_infer.py": "transformers"}
