@@ -37,8 +37,11 @@ def free_port() -> str:
         return str(s.getsockname()[1])
 
 
-def pick_device(name: str):
+def pick_device(name: str | None):
+    """The device asked for (``--device``); ``None``: CUDA where there is one, else the CPU."""
     import torch
+    if name is None:
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda but no CUDA device is available (use --device cpu for a smoke run)")
     return torch.device(name)

@@ -8,7 +8,12 @@ marks. ``--tf32`` and ``--workers N`` are the two fixes (TF32 Tensor Cores, load
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import pick_device, sync  # noqa: E402
 
 
 class Images:
@@ -52,7 +57,7 @@ def main() -> None:
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda where there is one")
     a = ap.parse_args()
     import torch
-    dev = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dev = pick_device(a.device)
     if a.tf32:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -74,8 +79,7 @@ def main() -> None:
         if (i + 1) % a.accum == 0:
             opt.step()
             opt.zero_grad(set_to_none=True)
-    if dev == "cuda":
-        torch.cuda.synchronize()
+    sync(dev)
     dt = time.perf_counter() - t0
     print(f"{seen / dt:.1f} samples/s, {1e3 * dt / a.steps:.1f} ms per optimizer step ({a.accum} micro-batches); "
           f"loss {float(loss.detach()) * a.accum:.3f}", flush=True)

@@ -9,7 +9,12 @@ launches one graph. Written as PyTorch's CUDA graph documentation shows (whole-n
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import pick_device, sync  # noqa: E402
 
 
 def main() -> None:
@@ -23,7 +28,7 @@ def main() -> None:
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda where there is one")
     a = ap.parse_args()
     import torch
-    dev = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dev = pick_device(a.device)
     torch.manual_seed(0)
     layers = []
     for _ in range(a.layers):
@@ -43,7 +48,7 @@ def main() -> None:
         return loss
 
     graph = None
-    if dev == "cuda" and not a.eager:
+    if dev.type == "cuda" and not a.eager:
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
@@ -57,8 +62,7 @@ def main() -> None:
     else:
         for _ in range(a.warmup):
             step(static_x, static_y)
-    if dev == "cuda":
-        torch.cuda.synchronize()
+    sync(dev)
     t0 = time.perf_counter()
     for i in range(a.steps):
         x, y = data[i % len(data)]
@@ -68,8 +72,7 @@ def main() -> None:
             graph.replay()
         else:
             static_loss = step(x, y)
-    if dev == "cuda":
-        torch.cuda.synchronize()
+    sync(dev)
     dt = time.perf_counter() - t0
     print(f"loss {float(static_loss.detach()):.4f}; {a.steps / dt:.1f} steps/s, {1e3 * dt / a.steps:.3f} ms/step "
           f"({'eager' if graph is None else 'graph replay'})", flush=True)

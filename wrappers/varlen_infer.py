@@ -10,7 +10,12 @@ No nsighttc marks. Prints requests/s.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import pick_device  # noqa: E402
 
 BUCKETS = (64, 128, 256)
 
@@ -29,8 +34,8 @@ def main() -> None:
 
     import torch
     from transformers import BertConfig, BertModel
-    dev = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.float16 if dev == "cuda" else torch.float32
+    dev = pick_device(a.device)
+    dtype = torch.float16 if dev.type == "cuda" else torch.float32
     torch.manual_seed(0)
     cfg = BertConfig(num_hidden_layers=a.layers)  # BERT-base: 768 wide, 12 heads
     model = BertModel(cfg).to(dev, dtype).eval()

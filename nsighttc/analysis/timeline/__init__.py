@@ -69,7 +69,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     tl.marks = without_clock_marks(tl.marks)  # less the host sampler's clock marks (they placed the samples)
     ops, ranges, api = tl.gpu_ops, tl.ranges, tl.api
     u = intervals.union(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy())
-    lo, hi = busy.window(ops, ranges)
+    lo, hi = busy.window(ops, ranges, u)
     # the idle pieces need no steps but the last rule (``idle.finish``): on a big recording they are cut on another
     # core while the steps are found (1M-kernel benchmark: ~0.2 s of wall time); numpy lets go of the interpreter
     paths = np.array(sorted(set(labels.strings(ranges["path"]))) if not ranges.empty else [],

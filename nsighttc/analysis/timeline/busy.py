@@ -16,15 +16,15 @@ from .. import function_names, intervals
 from .base import GRAPH_LAUNCH_CALLS
 
 
-def window(ops: pd.DataFrame, ranges: pd.DataFrame) -> tuple[float, float]:
+def window(ops: pd.DataFrame, ranges: pd.DataFrame, u: intervals.Union) -> tuple[float, float]:
     """Profiled window: the span of top-level ranges when the workload is annotated, else of GPU work. The GPU's
     work belongs to the window that launched it: a host that finishes launching before its GPU does (an inference
     trace from another project: the host done after 29 ms, its GPU running 494 ms more) ends the window where the
-    GPU work begun in it ends, not where its last range closes."""
+    GPU work begun in it ends, not where its last range closes. ``u``: the GPU's busy intervals (of ``ops``)."""
     if not ranges.empty:
         top = ranges[~labels.per_category(ranges["path"], lambda p: "/" in p, dtype=bool)]
         lo, hi = float(top["start_ns"].min()), float(top["end_ns"].max())
-        return lo, gpu_drain_end(ops, hi)
+        return lo, gpu_drain_end(u, hi)
     if ops.empty:
         return 0.0, 0.0
     return float(ops["start_ns"].min()), float(ops["end_ns"].max())
@@ -35,12 +35,9 @@ def window(ops: pd.DataFrame, ranges: pd.DataFrame) -> tuple[float, float]:
 DRAIN_GAP_NS = 100_000.0
 
 
-def gpu_drain_end(ops: pd.DataFrame, hi: float) -> float:
-    """Where the GPU work running at ``hi`` (the host's last range end) finishes: the busy stretch from ``hi`` on,
-    through gaps shorter than ``DRAIN_GAP_NS``."""
-    if ops.empty:
-        return hi
-    u = intervals.union(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy())
+def gpu_drain_end(u: intervals.Union, hi: float) -> float:
+    """Where the GPU work running at ``hi`` (the host's last range end) finishes: the busy stretch of ``u`` (the
+    GPU's busy intervals) from ``hi`` on, through gaps shorter than ``DRAIN_GAP_NS``."""
     i = int(np.searchsorted(u.ends, hi, side="right"))  # the first busy stretch ending after hi
     if i >= len(u.starts) or u.starts[i] > hi:
         return hi

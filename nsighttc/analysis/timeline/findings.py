@@ -62,8 +62,8 @@ NO_GRAPHS_FOR_CHANGING_SHAPES = (" (no CUDA graphs or `reduce-overhead` while it
 
 
 def shape_churn_finding(f: dict) -> Finding | None:
-    """The loop's steps at new input shapes (``steps.slow``): what they cost beyond the median step, which kernels
-    were first launched there, and the fix (a few shapes)."""
+    """The loop's steps at new input shapes (``steps.slow``): what they cost beyond a step at a known shape, which
+    kernels were first launched there, and the fix (a few shapes)."""
     acc = f.get("shape_churn")
     if not acc:
         return None
@@ -76,8 +76,9 @@ def shape_churn_finding(f: dict) -> Finding | None:
         f"New input shapes hold {100 * share:.0f}% of `{f['name']}`'s time",
         f"{acc['new_shape_steps']} of {acc['steps']} steady steps ran at an input shape the recording had not seen "
         f"before (each launched a kernel configuration first seen there{named}) and took {duration(per)} more than "
-        f"a step at a known shape ({duration(acc['base_ns'])}; the median step {duration(acc['median_ns'])}): {duration(acc['new_shape_excess_ns'])} of the loop's "
-        f"{duration(acc['loop_ns'])} (its mean step {duration(acc['mean_ns'])}); the host prepares each new shape "
+        f"a step at a known shape ({duration(acc['base_ns'])}; the median step {duration(acc['median_ns'])}): "
+        f"{duration(acc['new_shape_excess_ns'])} of the loop's {duration(acc['loop_ns'])} (its mean step "
+        f"{duration(acc['mean_ns'])}); the host prepares each new shape "
         "(a cuDNN/cuBLAS plan, autotuning, a recompilation) while the GPU idles",
         SHAPE_FIX, acc["new_shape_excess_ns"], kernels, per_step_ns=None)
 
@@ -104,10 +105,12 @@ def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, 
     # (a training step captured after three eager steps was told to capture its eager steps)
     kept = [text for key, text in TRAINING_FIX
             if (key is None or key not in in_use) and not (shapes_change and key == "cuda_graphs")]
-    body = (", ".join(kept[:2]) + (", and " + kept[2] if len(kept) > 2 else "")) if len(kept) != 2 \
-        else f"{kept[0]}, and {kept[1]}"
     if len(kept) == 4:  # nothing in use: the sentence as it always read
         body = f"{kept[0]}, {kept[1]}, and {kept[2]}; {kept[3]}"
+    elif len(kept) == 3:
+        body = f"{kept[0]}, {kept[1]}, and {kept[2]}"
+    else:
+        body = ", and ".join(kept)
     done = [in_use[k]["seen"] for k, _ in TRAINING_FIX if k and k in in_use]
     try_ = "compile-reduce-overhead" if "torch_compile" in in_use else "compile"
     return (f"Cut per-kernel host cost: {body}. " + (f"(Already in use: {'; '.join(done)}.) " if done else "")

@@ -172,10 +172,10 @@ def _seconds(v: float) -> str:
 
 
 def loop_time_line(tl: dict) -> str | None:
-    """'Where the recording's 2.11 s went: start-up 0.60 s (28%), 33 steady steps 321 ms (15%), 25 slow steps
-    1.10 s (52%: 1.09 s beyond the median, 25 at new input shapes), ...': every second of the loop, so a reader sees
-    when the median step is not where the time is. Parts under half a percent are left out of the sentence (not
-    of the JSON)."""
+    """'Where the recording's 2.25 s went: before the first step 0.48 s (21%), ..., 33 steady steps 0.30 s (13%),
+    25 slow steps (over 1.5x the typical step of 9.3 ms) 1.34 s (59%: 1.11 s beyond it, 25 at new input shapes)': every
+    second of the loop, so a reader sees when the median step is not where the time is. Parts under half a percent are left
+    out of the sentence (not of the JSON)."""
     lt = tl.get("loop_time") or {}
     if not lt.get("total_ns"):
         return None
@@ -185,7 +185,7 @@ def loop_time_line(tl: dict) -> str | None:
             continue
         label = p["part"]
         if label == "steady steps":
-            label = f"{lt.get('steady_steps', 0)} steady step{'s' if lt.get('steady_steps', 0) != 1 else ''}"
+            label = f"{lt['steady_steps']} steady step{'s' if lt['steady_steps'] != 1 else ''}"
         elif label == "slow steps":
             label = (f"{lt['slow_steps']} slow step{'s' if lt['slow_steps'] != 1 else ''} (over "
                      f"{lt.get('slow_factor', 1.5):g}x the typical step of {ns(lt.get('typical_step_ns'))})")

@@ -5,12 +5,12 @@ on requests of many lengths (BERT-base fp16, batches padded to their longest req
 a length seen before, 51-58 ms at a new one, where the attention backend builds its plan for the new shape; the median
 step (9.9 ms) hid two thirds of the loop's time, and the report's first fix was the launch overhead of the 9 ms steps.
 
-``account`` splits a family's steady time into the steps at the median and each slow step's excess (a step over
-``SLOW_FACTOR`` times the median), and tells which slow steps launched a kernel configuration (name, grid, block) the
-recording had not seen before: a new input shape. ``new_shapes`` is the one cause a loop of changing shapes has that
-no idle-time cause names: the GPU idles while the host prepares the new shape's kernels (cuDNN/cuBLAS plans,
-autotuning, a recompilation), and padding to a few lengths removes it, where CUDA graphs cannot (they need fixed
-shapes).
+``account`` splits a family's steady time into its typical steps and each slow step's excess (a step over
+``SLOW_FACTOR`` times the median step at a known shape), and tells which slow steps launched a kernel configuration
+(name, grid, block) the recording had not seen before: a new input shape. ``new_shapes`` is the one cause a loop of
+changing shapes has that no idle-time cause names: the GPU idles while the host prepares the new shape's kernels
+(cuDNN/cuBLAS plans, autotuning, a recompilation), and padding to a few lengths removes it, where CUDA graphs cannot
+(they need fixed shapes).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pandas as pd
 from .... import labels
 from ... import name_rules
 
-SLOW_FACTOR = 1.5          # a steady step this many times the median is slow
+SLOW_FACTOR = 1.5          # a steady step this many times the typical step is slow
 NEW_SHAPE_SHARE = 0.2      # slow steps at new shapes holding this share of the steady time make a finding
 MIN_STEPS = 6              # a family this short has no median to stand on
 MIN_KNOWN = 3              # steps at known shapes that make a baseline of their own
@@ -94,18 +94,18 @@ def new_shapes(acc: dict | None) -> bool:
     if not acc or not acc["slow_steps"] or not acc["loop_ns"]:
         return False
     most = acc["new_shape_steps"] >= 0.6 * acc["slow_steps"]
-    known = acc["steps"] - acc.get("new_steps", acc["new_shape_steps"] + acc["normal_new_shape_steps"])
-    new_slow = acc["new_shape_steps"] / max(acc["new_shape_steps"] + acc["normal_new_shape_steps"], 1)
-    known_slow = acc.get("known_slow_steps", acc["slow_steps"] - acc["new_shape_steps"]) / max(known, 1)
-    return most and new_slow >= 0.4 and known_slow <= 0.25 and acc["new_shape_excess_ns"] / acc["loop_ns"] >= NEW_SHAPE_SHARE
+    new_slow = acc["new_shape_steps"] / max(acc["new_steps"], 1)
+    known_slow = acc["known_slow_steps"] / max(acc["steps"] - acc["new_steps"], 1)
+    costly = acc["new_shape_excess_ns"] / acc["loop_ns"] >= NEW_SHAPE_SHARE
+    return most and new_slow >= 0.4 and known_slow <= 0.25 and costly
 
 
 def split(fam: dict, trace_start: float, trace_end: float) -> dict:
     """The recording's wall time, every second of it, by where it went: start-up before the first step, the warm-up
-    steps, the steady steps at or near their median, the slow steps (and how much of them is beyond the median, and
-    at new input shapes), the GPU still running the last step's work after the host's last step, and what follows
-    the steps. The parts add up to the recording's span by construction: a reader checks them against the loop's
-    wall time of a plain run."""
+    steps, the typical steady steps, the slow steps (over ``SLOW_FACTOR`` x the typical step: ``account``'s step at a
+    known shape, else the median; how much of them is beyond it, and how many ran at new input shapes), the GPU still
+    running the last step's work after the host's last step, and what follows the steps. The parts add up to the
+    recording's span by construction: a reader checks them against the loop's wall time of a plain run."""
     starts, ends = fam["_iterations"]
     it = ends - starts
     warm_from, steady_from = float(fam["first_step_start_ns"]), float(fam["steady_window_ns"][0])
