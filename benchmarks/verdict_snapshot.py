@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 def cases() -> dict[str, list[Path]]:
     singles = sorted(p for p in FIX.glob("*") if p.is_file() and not p.name.startswith(("README", "replay_ops")))
     out = {p.name: [p] for p in singles}
-    out["nsys+ncu"] = [FIX / "nsys_mm_relu_loops.sqlite.gz", FIX / "ncu_raw_tensor_metrics.csv.gz"]
+    out["nsys+ncu"] = [FIX.parents[1] / "nsighttc" / "data" / "h200_loops_nsys.sqlite.gz", FIX / "ncu_raw_tensor_metrics.csv.gz"]
     for d in sorted(p for p in (FIX / "ddp").iterdir() if not p.name.endswith(".md")):
         out[f"ddp_{d.name}"] = [d]
     # the unannotated programs' recordings and the windows of steady steps (issues 28, 29)

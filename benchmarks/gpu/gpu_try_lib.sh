@@ -14,7 +14,8 @@ run_try() {
     find "$OUT/$name" -name 'torch_trace.json' -delete
     sed -n '/^| variant/,/^$/p' "$OUT/$name/try.md" >> "$S"
     grep -A9 "^Chosen by" "$OUT/$name/try.md" >> "$S"
-    grep -E "^The baseline's findings|^Predictions" "$OUT/$name/try.md" >> "$S"
+    grep -E "^The baseline's findings|^Predictions|^\*\*Next|^- stopped|not clear" "$OUT/$name/try.md" >> "$S"
+    [ -n "${KEEP:-}" ] && tar czf "$KEEP/$name.tgz" -C "$OUT" "$name"  # back at once: a later step may time out
   else
     tail -5 "$OUT/$name.log" >> "$S"
   fi

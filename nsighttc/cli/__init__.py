@@ -13,6 +13,7 @@ from ..errors import NsighttcError
 from .common import _LEVEL
 from .files import analyze, demo, diff, report
 from .run import doctor, profile, try_
+from .fix import fix
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -26,7 +27,7 @@ def cli() -> None:
     """
 
 
-for _command in (analyze, report, diff, demo, profile, try_, doctor):
+for _command in (analyze, report, diff, demo, profile, try_, fix, doctor):
     cli.add_command(_command)
 
 

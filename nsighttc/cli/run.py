@@ -188,12 +188,19 @@ def _variant_names() -> str:
 @click.option("--timeout", type=Finite(min=1), metavar="SECONDS", help="Stop each run after this long.")
 @click.option("--annotate", type=click.Choice(["none", "script", "modules"]), default="script", show_default=True)
 @click.option("--no-cache", "no_cache", is_flag=True, help="Do not read Tensor Core evidence from the cache.")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
-              help="Rounds of plain runs, baseline and variants alternating; the spread of each speed-up is its lowest "
-                   "and highest round.")
+@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Exactly N rounds of plain runs, baseline and variants alternating (default: rounds until each "
+                   "speed-up's 90% interval excludes 1.00x or lies within 5% of it, at least 2, at most 6, within "
+                   "--budget).")
+@click.option("--budget", type=Finite(min=1), default=None, metavar="SECONDS",
+              help="Time the plain runs' rounds may take, all together (default 600); a round that would pass it "
+                   "is not started, and what is still unclear is said so.")
 @click.option("--explain", is_flag=True,
               help="Also profile every variant once (torch.profiler): its Tensor Core share, dtypes and timeline "
                    "verdict explain its speed-up (never used to measure it).")
+@click.option("--fix", "fix_", is_flag=True,
+              help="Also each variant's edit of the program's source (a unified diff), run as a patched copy beside "
+                   "the variant (nsighttc fix: the same, and --apply).")
 @click.option("--full-run", is_flag=True,
               help="Let every plain run finish (default: stop once a window of steady steps is timed; --metric "
                    "implies this).")
@@ -203,8 +210,8 @@ def _variant_names() -> str:
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default=None,
               help="Print the comparison (default: a summary; the files are always written).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="PROGRAM [ARGS]... | -- COMMAND [ARGS]...")
-def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, annotate, no_cache, repeat, explain,
-         full_run, verdict_file, fmt, args) -> None:
+def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, annotate, no_cache, repeat, budget,
+         explain, fix_, full_run, verdict_file, fmt, args) -> None:
     """Run a program as it is and under variants, and compare what each bought.
 
     \b
@@ -227,11 +234,14 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     
     Speed is measured without a profiler: each run is plain, its steps timed at their boundaries (CUDA
     events), and stops once a window of steady steps is timed (--full-run or --metric: runs to the end).
-    The speed-up is the baseline's mean steady step over the variant's (with --repeat, the median of the
-    rounds' steps); one inside its spread is "no measurable change".
+    Rounds (baseline, then each variant) repeat until each answer is clear: a round's speed-up is the
+    baseline's mean steady step over the variant's; the speed-up is the rounds' geometric mean with its 90%
+    interval (at least 2 rounds, at most 6, within --budget; --repeat N: exactly N). An interval that holds
+    1.00x is "no measurable change".
     The baseline is also profiled once: its findings' estimated gains are the predictions shown beside
-    each measured speed-up, and what --variant auto runs (the top findings' variants, then the best two
-    combined). Writes try.json (schema nsighttc.try/1), try.md and try.png, and one directory per variant,
+    each measured speed-up, and what --variant auto runs (the top findings' variants). After the first
+    round, what holds the fastest variant's steps (data loading, timed in its plain runs; else its own
+    profiled run's verdict) is said, and auto adds the fastest variant combined with the fix for it. Writes try.json (schema nsighttc.try/1), try.md and try.png, and one directory per variant,
     in nsighttc-runs/<time>-try-<name>/. A variant that crashes is reported as failed; the others still run.
     """
     from ..experiment import TryOptions, run_try
@@ -242,8 +252,8 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
         raise UsageError("nothing to try: give SCRIPT.py [ARGS] or -- python -m MODULE [ARGS]")
     target = resolve_target(args[0], args[1:], None) if args[0].endswith(".py") else resolve_target(None, [], args)
     opts = TryOptions(variants=list(variants), metric=metric, step_range=step_range, out=out, timeout=timeout,
-                      annotate=annotate, cache=not no_cache, workers=workers, repeat=repeat, explain=explain,
-                      full_run=full_run, verdict=verdict_file)
+                      annotate=annotate, cache=not no_cache, workers=workers, repeat=repeat, budget=budget,
+                      explain=explain, full_run=full_run, verdict=verdict_file, fix=fix_)
 
     from ..render.progress import Progress
     say = Progress(_LEVEL["value"], echo=lambda s: click.echo(s, err=True))
@@ -251,6 +261,11 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
         result = run_try(target, opts, say=say)
     finally:
         say.close()
+    report_try(result, fmt, fail_if_slower)
+
+
+def report_try(result, fmt: str | None, fail_if_slower: bool = False) -> None:
+    """What ``try`` (and ``fix``) print once the comparison is written, and their exit code."""
     doc = result.doc
     if fmt == "json":
         from ..render import json_out

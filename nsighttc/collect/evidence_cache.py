@@ -159,6 +159,17 @@ class EvidenceCache:
         names = pd.Series(list(names), dtype=object)
         return set(names[merge_key(names).isin(gone).to_numpy()])
 
+    def known(self, names) -> set[str]:
+        """The names the cache holds an entry for: measured, or asked for and not measurable."""
+        self._rekey()
+        keys = {k.split("|", 1)[0] for k in self._doc["kernels"]}
+        if not keys:
+            return set()
+        import pandas as pd
+        from ..analysis.merge import merge_key
+        names = pd.Series(list(names), dtype=object)
+        return set(names[merge_key(names).isin(keys).to_numpy()])
+
     def add_unmeasured(self, names, source: str) -> None:
         import pandas as pd
         from ..analysis.merge import merge_key

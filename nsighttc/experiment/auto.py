@@ -49,6 +49,12 @@ def choose(verdict: dict, record: dict | None, workers: int | None = None) -> li
         add("pin-memory", f"{loaders['pin_memory_default']} DataLoader(s) with pin_memory=False"
                           + (f" and {pageable:,} pageable host-to-device copies" if pageable else
                              f", timeline {tl.get('verdict')}"))
+    restarts = (loaders.get("iterators") or 0) - (loaders.get("built") or 0)
+    if loaders.get("persistent_default") and restarts > 0:
+        # (the workers of a loader iterated again start again: each epoch's first batch waits for all of them)
+        add("persistent-workers", f"{loaders['persistent_default']} DataLoader(s) with workers and "
+                                  f"persistent_workers=False, iterated {loaders['iterators']} times: their workers "
+                                  "start again at each epoch")
     graph_variant = "static-cache" if tl.get("inference") else "compile-reduce-overhead"
     if "launch-bound" in found and host and not adopted(verdict, graph_variant):
         # CUDA graphs remove the launch gaps: for generate(), a static KV cache; never offered where the recording

@@ -9,9 +9,10 @@ phases weighed together, speed-ups with their spread, and whether a difference i
 - Several phases: the program's step is the mean of the phases' steps weighted by how many steady steps
   the *baseline* ran in each, so a variant is weighed on the baseline's mix and a phase it ran more steps of does
   not count more.
-- Spread: with ``--repeat N`` (N >= 2), the lowest and highest of the N speed-ups, each against the baseline run
-  of the same round; with one run, the quartiles of the steps (baseline's upper quartile over the variant's lower,
-  and the other way round), which is wider than the median's own uncertainty: a change inside it is not claimed.
+- Speed-up and spread: with two rounds or more, the geometric mean of the rounds' speed-ups (each against the
+  baseline run of the same round) and its 90% interval (``experiment.rounds``: the stopping rule); with one run, the
+  ratio of the mean steps and the quartiles of the steps (baseline's upper quartile over the variant's lower, and the
+  other way round), widened to hold the ratio: a change inside it is not claimed.
 """
 from __future__ import annotations
 
@@ -47,6 +48,14 @@ def read(path: Path) -> dict | None:
                      "warmup_ns": float(sum(all_times[:first]))}
         if first_half is not None:  # the steady steps' first half ran at another rate: left out
             out[name]["first_half_ratio"] = round(first_half, 3)
+        data = ph.get("data_ns") or []
+        if len(data) == len(all_times) and sum(times) > 0:  # the host's wait in DataLoader fetches, those steps
+            kept = data[first:first + len(times)]
+            out[name]["data_share"] = round(min(1.0, sum(kept) / sum(times)), 4)
+            fetched = (ph.get("fetches_gpu") or [])[first:first + len(times)]
+            idle = (ph.get("fetches_gpu_idle") or [])[first:first + len(times)]
+            if sum(fetched):  # the share of fetches after which the GPU had run dry: it waited on them
+                out[name]["data_starved"] = round(sum(idle) / sum(fetched), 4)
         compiled = (ph.get("compiled") or [])[first:first + len(times)]
         if any(compiled):  # torch.compile compiled again during the timed steps: it never stopped
             out[name]["compiled_steps"] = int(sum(1 for c in compiled if c))
@@ -111,28 +120,40 @@ def compare(base_runs: list[dict | None], runs: list[dict | None]) -> dict:
     if not rounds:
         return {"speedup": None, "spread": None, "change": None, "rounds": [], "step_ns": None,
                 "note": "the variant did not run every phase the baseline ran"}
-    base_step = median([r["baseline_step_ns"] for r in rounds])
-    step = median([r["step_ns"] for r in rounds])
-    sp = base_step / step
-    if len(rounds) >= 2:
-        vals = [r["speedup"] for r in rounds]
-        spread = {"low": min(vals), "high": max(vals), "basis": f"lowest and highest of {len(rounds)} rounds"}
-    else:
-        lo, hi = rounds[0]["_q"]
-        spread = {"low": min(lo, hi), "high": max(lo, hi), "basis": "quartiles of the steps (one run each)"}
+    from . import rounds as rounds_mod
     note = None
-    if spread["low"] <= 1.0 <= spread["high"]:
-        change = "no measurable change"
-    elif len(rounds) == 1 and abs(sp - 1.0) < ONE_ROUND_NOISE:
-        # one run of each: the steps' quartiles say how steady each run was, not how far two runs of the same program
-        # land apart (plain runs of one program on the H100 moved 2-10% between runs)
-        change = "no measurable change"
-        note = (f"one round: a change under {ONE_ROUND_NOISE:.0%} cannot be told from run-to-run noise "
-                "(--repeat 3 measures it)")
+    if len(rounds) >= 2:
+        # the geometric mean of the rounds' ratios and its 90% interval, never narrower than the baseline's own
+        # run-to-run noise (``experiment.rounds``)
+        noise = rounds_mod.run_noise([r["baseline_step_ns"] for r in rounds])
+        sp, lo, hi = rounds_mod.interval([r["speedup"] for r in rounds], noise)
+        step = median([r["step_ns"] for r in rounds])
+        spread = {"low": lo, "high": hi, "basis": f"90% interval of the mean of {len(rounds)} rounds"}
+        change = rounds_mod.state(lo, hi, len(rounds))
+        clear = change is not None
+        if change is None:  # not clear when the rounds stopped: the interval holds 1.00x
+            change = "no measurable change"
+            note = (f"not clear after {len(rounds)} rounds: the interval {lo:.2f}-{hi:.2f}x holds 1.00x (the runs "
+                    "varied too much to tell; --budget or --repeat runs more rounds)")
     else:
-        change = "faster" if sp > 1 else "slower"
+        sp = rounds[0]["speedup"]
+        step = rounds[0]["step_ns"]
+        lo, hi = rounds[0]["_q"]
+        # (the steps' quartiles say how steady each run was; the speed-up itself, a ratio of means, is kept inside)
+        spread = {"low": min(lo, hi, sp), "high": max(lo, hi, sp), "basis": "quartiles of the steps (one run each)"}
+        clear = False
+        if spread["low"] <= 1.0 <= spread["high"]:
+            change = "no measurable change"
+        elif abs(sp - 1.0) < ONE_ROUND_NOISE:
+            # one run of each: the steps' quartiles say how steady each run was, not how far two runs of the same
+            # program land apart (plain runs of one program on the H100 moved 2-10% between runs)
+            change = "no measurable change"
+            note = (f"one round: a change under {ONE_ROUND_NOISE:.0%} cannot be told from run-to-run noise "
+                    "(--repeat 3 measures it)")
+        else:
+            change = "faster" if sp > 1 else "slower"
     out = {"speedup": sp, "spread": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in spread.items()},
-           "change": change, "step_ns": step,
+           "change": change, "step_ns": step, "clear": clear,
            "rounds": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rounds]}
     if note:
         out["note"] = note

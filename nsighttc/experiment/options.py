@@ -11,6 +11,7 @@ from ..runtime import variants as variants_mod
 
 SCHEMA_ID = "nsighttc.try/1"
 AUTOCASTS = ("bf16-autocast", "fp16-autocast")
+PATCH = "patch:"  # a row that runs the program's patched copy (``nsighttc.fix``), no launcher variant
 
 
 @dataclass
@@ -23,10 +24,13 @@ class TryOptions:
     annotate: str = "script"
     cache: bool = True
     workers: int | None = None                           # for auto's workers=N (default: min(8, cores))
-    repeat: int = 1                                      # rounds of plain runs (baseline and variants alternating)
+    repeat: int | None = None                            # rounds of plain runs (baseline and variants alternating);
+                                                         # None: until each answer is clear (experiment.rounds)
+    budget: float | None = None                          # seconds of plain runs the rounds may take (None: default)
     explain: bool = False                                # a profiled run of every variant too
     full_run: bool = False                               # plain runs to the program's end (else a window of steps)
     verdict: Path | None = None                          # the baseline's verdict from an earlier profile
+    fix: bool = False                                    # also each variant's source edit, run as a patched copy
 
 
 @dataclass
@@ -60,10 +64,14 @@ def validate(target, opts: TryOptions) -> list[str]:
             re.compile(opts.metric)
         except re.error as exc:
             raise UsageError(f"--metric {opts.metric!r} is not a regular expression ({exc})") from None
-    if opts.repeat < 1:
+    if opts.repeat is not None and opts.repeat < 1:
         raise UsageError(f"--repeat {opts.repeat}: at least 1")
+    if opts.budget is not None and not opts.budget > 0:
+        raise UsageError(f"--budget {opts.budget}: a number of seconds above 0")
     names = list(dict.fromkeys(opts.variants or ["auto"]))
     for n in names:
+        if n.startswith(PATCH):
+            raise UsageError(f"{n}: patch rows come from --fix (nsighttc fix), not --variant")
         if n not in ("auto", "baseline"):
             try:
                 [variants_mod.parse(part) for part in n.split("+")]

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from . import measure
-from .options import AUTOCASTS, TryOptions
+from .options import TryOptions
 
 def unchanged_noise(rows: list[dict]) -> tuple[float, str] | None:
     """The widest ratio runs of the unchanged program measured against the baseline (variants that applied nowhere
@@ -34,19 +34,28 @@ def apply_noise(rows: list[dict], noise: tuple[float, str]) -> None:
                 "against the baseline in the same round; --repeat 3 measures the spread")
 
 
-def best_two(base: list[dict], runs: dict[str, list[dict]]) -> str | None:
-    """The two variants that made the program measurably faster, best first, as one ``A+B`` (not two autocasts)."""
+def ranked(base: list[dict], runs: dict[str, list[dict]]) -> list[tuple[float, str]]:
+    """The single variants that made the program measurably faster, fastest first: [(speed-up, name)]."""
     scored = []
     for n, rs in runs.items():
-        if "+" in n or any(r["status"] != "ok" for r in rs) or not_applied(rs[0].get("applied") if rs else None):
+        if "+" in n or n.startswith("patch:") or any(r["status"] != "ok" for r in rs) or \
+                not_applied(rs[0].get("applied") if rs else None):
             continue
         m = measure.compare([b.get("_steps") for b in base], [r.get("_steps") for r in rs])
         if m["change"] == "faster":
             scored.append((m["speedup"], n))
     scored.sort(reverse=True)
+    return scored
+
+
+def best_two(base: list[dict], runs: dict[str, list[dict]]) -> str | None:
+    """The two variants that made the program measurably faster, best first, as one ``A+B``, never two fixes of one
+    cause (``next_cause.FAMILY``: bf16-autocast and tf32 both move the matrix work, and together measured less than
+    either alone on an fp32 accumulation loop)."""
+    from .next_cause import families
     picked: list[str] = []
-    for _, n in scored:
-        if n in AUTOCASTS and any(p in AUTOCASTS for p in picked):
+    for _, n in ranked(base, runs):
+        if any(families(n) & families(p) for p in picked):
             continue
         picked.append(n)
         if len(picked) == 2:
@@ -54,7 +63,8 @@ def best_two(base: list[dict], runs: dict[str, list[dict]]) -> str | None:
     return None
 
 
-PHASE_KEYS = ("step_ns", "steps", "warmup", "clock", "first_half_ratio", "warmup_ns", "compiled_steps", "inference")
+PHASE_KEYS = ("step_ns", "steps", "warmup", "clock", "first_half_ratio", "warmup_ns", "compiled_steps", "inference",
+              "data_share", "data_starved")
 
 
 def not_applied(applied: list[dict] | None) -> str | None:
@@ -103,12 +113,15 @@ def row(name: str, why: str | None, base: list[dict], rs: list[dict], explained:
         if m.get("speedup"):
             row["unchanged_run"] = {"speedup": m["speedup"], "rounds": len(m["rounds"])}
         return row
+    held = held_note(row["applied"])
+    if held:
+        row["note"] = ((row.get("note") + "; ") if row.get("note") else "") + held
     idle_parts = [i for i in row["applied"] or [] if i.get("applied") is False]
     if idle_parts:  # a combination of which a part changed nothing: measured, the part named
         row["note"] = "; ".join(f"`{i['variant']}` applied nowhere ({i.get('not_applied')})" for i in idle_parts)
-    row.update({k: m.get(k) for k in ("step_ns", "speedup", "spread", "change", "rounds")})
+    row.update({k: m.get(k) for k in ("step_ns", "speedup", "spread", "change", "rounds", "clear")})
     if m.get("note"):
-        row["note"] = m["note"]
+        row["note"] = ((row.get("note") + "; ") if row.get("note") else "") + m["note"]
     steps = rs[0].get("_steps") or {}
     row["phases"] = {p: {k: v[k] for k in PHASE_KEYS if k in v} for p, v in steps.items()} or None
     gen = [ph["inference"] for r in rs for ph in (r.get("_steps") or {}).values() if ph.get("inference")]
@@ -132,10 +145,25 @@ def row(name: str, why: str | None, base: list[dict], rs: list[dict], explained:
     if name == "baseline":
         row["speedup"] = 1.0 if row["step_ns"] else None
     if predicted and row["speedup"]:
+        # outside only where the measurement's spread is: a speed-up whose interval reaches the range is within it
         sp = row["speedup"]
-        row["prediction"] = "within" if predicted["low"] - 1e-9 <= sp <= predicted["high"] + 1e-9 else \
-            ("below" if sp < predicted["low"] else "above")
+        spread = row.get("spread") or {}
+        lo, hi = min(sp, spread.get("low") or sp), max(sp, spread.get("high") or sp)
+        row["prediction"] = "within" if lo <= predicted["high"] + 1e-9 and hi >= predicted["low"] - 1e-9 else \
+            ("below" if hi < predicted["low"] else "above")
     return row
+
+
+def held_note(applied: list[dict] | None) -> str | None:
+    """Where the program set back what a variant holds (``runtime.held_flags``): the line a user's edit would change."""
+    said = []
+    for i in applied or []:
+        for what, at in ((i.get("set") or {}).get("held") or {}).items():
+            where = f" at {at['where']}" if at.get("where") else ""
+            times = f" ({at['times']} times)" if at.get("times", 1) > 1 else ""
+            said.append(f"the program sets `{what}` itself{where}{times}; `{i['variant']}` held its own value there, "
+                        "as an edit of that line would")
+    return "; ".join(said) or None
 
 
 def schema_problem(doc: dict) -> str | None:

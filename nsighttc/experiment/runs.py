@@ -19,6 +19,7 @@ class Runner:
 
     def __init__(self, target, opts: TryOptions, run_dir: Path, cache, say):
         self.target, self.opts, self.run_dir, self.cache, self.say = target, opts, run_dir, cache, say
+        self.patched: dict[str, object] = {}  # "patch:V" -> the target of the program's patched copy
 
     def _dir(self, name: str, kind: str) -> Path:
         from ..profile import safe_name
@@ -64,12 +65,14 @@ class Runner:
         """One plain run, its steps timed (``_steps``: ``measure.read``)."""
         from ..collect import engines
         d = self._dir(name, f"plain{round_ + 1}")
-        argv = engines.launcher_argv(self.target.argv, module=self.target.module, annotate=self.opts.annotate,
-                                     variants=[] if name == "baseline" else name.split("+"),
+        target = self.patched.get(name, self.target)
+        argv = engines.launcher_argv(target.argv, module=target.module, annotate=self.opts.annotate,
+                                     variants=[] if name == "baseline" or name in self.patched else name.split("+"),
                                      applied=d / "applied.json", window=self._window(False))
         i = argv.index("--annotate")
         argv[i:i] = ["--step-times", str(d / "step_times.json")]
-        self.say(f"[try {name}] plain run {round_ + 1}/{self.opts.repeat} ...")
+        of = f"/{self.opts.repeat}" if self.opts.repeat is not None else ""
+        self.say(f"[try {name}] plain run, round {round_ + 1}{of} ...")
         row, p = self._run(name, d, argv, None)
         row["_steps"] = measure.read(d / "step_times.json") if row["status"] == "ok" else None
         if row["status"] != "ok":

@@ -296,7 +296,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             from ..api import TimelineAhead
             out.ahead = TimelineAhead([out.parsed[p] for p in out.inputs if p in out.parsed])
         names, cached, have, tried, missing = missing_evidence(need, out, opts)
-        out.evidence = cached
+        out.evidence, out.planned_names = cached, names
         out.marks["planned"] = round(time.monotonic() - started, 3)
         info.update({"counters": opts.counters,
                      "kernels_needing_hardware": len(names), "from_cache": len(have), "to_measure": len(missing),

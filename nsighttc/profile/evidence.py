@@ -40,6 +40,9 @@ class Outcome:
     plotters: object | None = None  # render.plot_workers.PlotWorkers warming up while the program runs
     rank_workers: object | None = None  # executors.Processes a torchrun job's ranks are analysed in (default.rank_workers)
     ranks_ahead: object | None = None  # profile.ranks_ahead.RanksAhead: those analyses, started before the plan
+    # every kernel the plan found needing evidence, on every rank (``planned_needs``): what ``remember`` marks as
+    # asked for, so a cached run never launches the job again for kernels no pass could measure
+    planned_names: list = field(default_factory=list)
 
 
 def export(p: Pass, run_dir: Path, notes: list[str]) -> list[Path]:
@@ -174,8 +177,13 @@ def remember(out: Outcome, verdict, target: Target) -> None:
     from ..collect.hardware_pass import needs_hardware
     still = needs_hardware(verdict.launches)
     ncu_had_its_chance = any(p.engine == "ncu" and p.returncode is not None for p in out.done)
-    if ncu_had_its_chance and not still.empty:  # asked for, not measured: do not rerun ncu for them every time
-        out.cache.add_unmeasured(list(dict.fromkeys(still["name"])), source)
+    if ncu_had_its_chance:  # asked for, not measured: do not rerun ncu for them every time
+        # (every rank's: the verdict's launches are one rank's where a job's headline shows one, and a kernel only
+        # another rank launched, left unmarked, sent the cached run of a DDP job back under Nsight Compute: 2 x H200)
+        asked = list(dict.fromkeys(list(still["name"]) + list(out.planned_names)))
+        never = [n for n in asked if n not in out.cache.known(asked)]
+        if never:
+            out.cache.add_unmeasured(never, source)
     from .window import had_window, last_optimizer_step_seen, warmup_seen, window_steps_seen
     timed = [p for p in out.done if p.mode == "timeline" and had_window(p)]
     warmups = [warmup_seen(p.window_events) for p in timed]

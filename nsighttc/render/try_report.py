@@ -17,7 +17,8 @@ def _dtypes(by: dict | None) -> str:
 
 def _applied(v: dict) -> str:
     items = v.get("applied") or []
-    text = "; ".join(", ".join(f"{k}={val}" for k, val in (i.get("set") or {}).items()) for i in items) or "—"
+    text = "; ".join(", ".join(f"{k}={val}" for k, val in (i.get("set") or {}).items() if k != "held")
+                     for i in items) or "—"
     return text.replace("|", "\\|")
 
 
@@ -42,6 +43,8 @@ def _predicted(v: dict) -> str:
     return f"{p['low']:.2f}-{p['high']:.2f}x"
 
 
+WIDE = 3.0  # a predicted range wider than this (high over low) says where its width comes from
+
 PREDICTION_WORDS = {"within": "within", "below": "**below the range**", "above": "**above the range**"}
 
 
@@ -56,9 +59,21 @@ def markdown(doc: dict, plot: str | None = None) -> str:
         lines += [f"**Fastest: `{best['name']}` — {best['speedup']:.2f}x the baseline's step "
                   f"({ns(step_ns(base))} → {ns(step_ns(best))})**", ""]
     rounds = doc.get("repeat", 1)
-    lines += [f"Speed from plain runs ({rounds} round{'s' if rounds != 1 else ''}, baseline and variants alternating; "
-              "steps timed at their boundaries, no profiler); predicted: the baseline's findings' estimated gain "
-              "(`analysis.gain`).", ""]
+    rule = f"; {doc['rounds_rule']}" if doc.get("rounds_rule") else ""
+    lines += [f"Speed from plain runs ({rounds} round{'s' if rounds != 1 else ''}{rule}, baseline and variants "
+              "alternating; steps timed at their boundaries, no profiler); predicted: the baseline's findings' "
+              "estimated gain (`analysis.gain`).", ""]
+    nxt = doc.get("next")
+    if nxt:
+        then = ""
+        if nxt.get("variant"):
+            combo = f"{nxt['after']}+{nxt['variant']}"
+            then = (f" → `{combo}` measured {nxt['measured_speedup']:.2f}x ({nxt.get('measured_change')})"
+                    if nxt.get("measured_speedup") else f" → the fix: `{nxt['variant']}`")
+        elif nxt.get("advice"):
+            then = f" → {nxt['advice']}"
+        lines += [f"**Next bottleneck after `{nxt['after']}`: {nxt['cause']}** — {nxt['evidence']} "
+                  f"(from {nxt['measured']}){then}", ""]
     has_metric = any(v.get("metric") is not None for v in vs)
     has_gen = any(v.get("inference") for v in vs)
     has_compile = any((v.get("compile") or {}).get("compile_s") for v in vs)
@@ -110,6 +125,18 @@ def markdown(doc: dict, plot: str | None = None) -> str:
         lines += ["Metric changed by more than 5% (a speed metric should; an accuracy or a loss should not, or the "
                   "variant changed what the program computes): "
                   + "; ".join(f"`{n}` {b:g} → {m:g}" for n, b, m in changed), ""]
+    patched = [v for v in vs if v.get("patch")]
+    if patched:
+        lines += ["## Patches", "", "Each edit made to a copy of the program (the program's own files untouched), run "
+                  "in the same rounds as the baseline; kept where it ran and made the program measurably faster. "
+                  "`nsighttc fix --apply` writes the kept ones into the program's files, each with a backup.", ""]
+        for v in patched:
+            p = v["patch"]
+            measured = (f"{v['speedup']:.2f}x ({v['spread']['low']:.2f}-{v['spread']['high']:.2f}), {v.get('change')}"
+                        if v.get("speedup") and v.get("spread") else (v.get("error") or v.get("status")))
+            lines += [f"### `{p['variant']}` — {'**kept**' if p.get('kept') else 'not kept'}: {measured}", ""]
+            lines += [f"- {e}" for e in p["edits"]] + [""]
+            lines += ["```diff", p["diff"].rstrip("\n"), "```", ""]
     noted = [v for v in vs if v.get("note")]
     if noted:
         lines += [f"- `{v['name']}`: {v['note']}" for v in noted] + [""]
@@ -118,6 +145,12 @@ def markdown(doc: dict, plot: str | None = None) -> str:
         lines += ["Chosen by `--variant auto`:", ""] + [f"- `{v['name']}`: {v['chosen_by']}" for v in chosen] + [""]
     preds = [v for v in vs if v.get("predicted")]
     if preds:
+        wide = [v for v in preds if v["predicted"]["high"] > WIDE * v["predicted"]["low"]]
+        if wide:
+            lines += ["Predictions wider than 3x (" + ", ".join(f"`{v['name']}`" for v in wide) + "): the recording "
+                      "does not say how much faster those kernels get (the low end: small or memory-bound work; the "
+                      "high end: the ratio of the peaks) nor how much of the idle time a fix removes; the measured "
+                      "speed-up beside each is what to rank by.", ""]
         lines += ["<details><summary>How each prediction was made</summary>", ""] + [
             f"- `{v['name']}`: {v['predicted']['basis']}" for v in preds] + ["", "</details>", ""]
     if doc.get("findings"):
@@ -132,8 +165,9 @@ def markdown(doc: dict, plot: str | None = None) -> str:
     if doc.get("notes"):
         lines += ["## Notes", ""] + [f"- {n}" for n in doc["notes"]] + [""]
     lines += ["<sub>Speed-up: the baseline's mean steady step over the variant's (several phases: weighed by the "
-              "baseline's steps; several rounds: the median of the rounds' steps), from plain runs; spread: lowest-highest round, or the steps' quartiles with one "
-              "round; a spread that holds 1.00x is no measurable change. Not applied: the variant changed nothing in "
+              "baseline's steps), from plain runs; several rounds: the geometric mean of the rounds' speed-ups, its spread the "
+              "90% interval of that mean (never narrower than the baseline's own run-to-run noise); one round: the steps' "
+              "quartiles. A spread that holds 1.00x is no measurable change. Not applied: the variant changed nothing in "
               "its runs, so they measured the program unchanged (no speed-up). tokens/s, TTFT (the prefill call), "
               "TPOT (the decode calls' mean): a generation loop's steady model calls. Compile: torch.compile's time in "
               "the run, all of it before the timed steps unless a note says it kept recompiling. Tensor Core columns: a profiled run with "

@@ -169,7 +169,7 @@ class OperatorsUntilWindow:
         self.let_pass = 1 if after_lead else 0
         installed = self.elsewhere.install()
         self.state = ("lead" if lead is not None else "operators") if installed else "off"
-        # -> pending -> (lead: operators ->) ranges | failed; kept
+        # -> pending -> (lead: operators ->) ranges | failed; kept (a window holds the session: nothing changes)
         self._from = self.state  # (what a pending change started from)
         self.switched_at: float | None = None  # when the session now recording began
         self.writing = None  # the operators' trace's writing (``trace_writer.Writing``), once it began
@@ -189,6 +189,26 @@ class OperatorsUntilWindow:
         self.elsewhere.cancel()
         if self.state in ("operators", "pending"):
             self.state = "kept"
+
+    def hold_window(self) -> None:
+        """A window starts while a change asked for before it still waits for a ``record_function`` of the program's
+        to close: the change is given up and the session recording now holds the window, to the end. By
+        construction, then, once a window has started no change of sessions can stop or replace the session that
+        records it, whatever the program's ranges and whether or not the window ever ends. Why: a DDP job with
+        ``train`` open around its loop (2 x H200, ``ddp_w.py``) left the change pending into rank 0's window; when
+        ``train`` closed after the loop the change ran, stopped the session that held the window and dropped it
+        ("rank 0: 0 of the window's 11 steps recorded"). What the replay then lacks is said."""
+        self.elsewhere.cancel()
+        if self.state != "pending":
+            return
+        was, self.state = self._from, "kept"
+        said = (f"nsighttc.launch: the change of sessions waited for the program's record_function "
+                f"({self.elsewhere.count} open) across the steps, and the window began first: the "
+                "change is given up; the window's steps are in the session recording since "
+                + ("the program's start (the ranges only), kept to the end; no operators were recorded for the "
+                   "replay: the kernels that need evidence are measured on the program itself, or named"
+                   if was == "lead" else "the program's start (with the operators), kept to the end"))
+        say(said)
 
     def cancel(self) -> None:
         """The window ended (or the program did) before the change: keep the one session."""

@@ -13,7 +13,9 @@ variant without a profiler, and the launcher times its steps here instead:
   the GPU's are what the loop costs. Without CUDA (a CPU run), the host's times are used.
 
 ``write`` puts ``{"phases": {phase: {"host_ns": [...], "gpu_ns": [...] | None, "compiled": [...]}}}`` in the file
-(a generation loop's phase also ``"kinds"``: "prefill"/"decode" per step, and ``"batch"``: its sequences)
+(a generation loop's phase also ``"kinds"``: "prefill"/"decode" per step, and ``"batch"``: its sequences; a loop
+that fetches from a DataLoader also ``"data_ns"``: the host's time inside the fetches of each step, and on a GPU
+``"fetches_gpu"`` / ``"fetches_gpu_idle"``: its fetches, and those after which the GPU had run out of work)
 ``--step-times`` names (schema ``nsighttc.step-times/1``); ``steady`` picks the steady steps with the window's own
 warm-up rule.
 """
@@ -32,7 +34,7 @@ MAX_STEPS = 20_000   # per phase: a run of hours keeps its first steps' times (t
 
 
 class _Phase:
-    __slots__ = ("host", "events", "compiled", "compiles_at", "full", "kinds", "batch")
+    __slots__ = ("host", "events", "compiled", "compiles_at", "full", "kinds", "batch", "data", "drained")
 
     def __init__(self, compiles: int):
         self.host: list[float] = []
@@ -42,6 +44,8 @@ class _Phase:
         self.full = False
         self.kinds: list[str | None] = []   # a generation loop's: what the step starting at each boundary is
         self.batch: list[int | None] = []   # and how many sequences it takes (tokens per decode call)
+        self.data: list[float] = []         # host ns spent in DataLoader fetches so far, at each boundary
+        self.drained: list[tuple] = []      # (fetches, fetches after which the GPU was idle) so far, at each boundary
 
 
 class StepTimer:
@@ -55,6 +59,18 @@ class StepTimer:
         self.explicit = False
         # set by the step hooks before each main-model call's boundary (``runtime.steps.model_enter``)
         self.generation, self.next_step, self.next_batch = False, None, None
+        self.data_ns = 0.0   # host time the program waited in DataLoader fetches (``add_data``), all steps so far
+        self.fetches = [0, 0]  # fetches timed on a GPU, and those after which the GPU's stream was idle
+
+    def add_data(self, ns: float, drained: bool | None = None) -> None:
+        """A DataLoader fetch took ``ns`` of the host's time (the step hooks time each ``__next__``) and, on a GPU,
+        the stream had (``drained``) or had not run out of work when it returned: what tells, without a profiler,
+        whether the loader holds the steps (``try``'s next bottleneck). A host busy fetching while the GPU still
+        works through the queue costs nothing: a GPU-bound fp32 loop spent 53% of its step in fetches (H200)."""
+        self.data_ns += ns
+        if drained is not None:
+            self.fetches[0] += 1
+            self.fetches[1] += int(drained)
 
     # -- what the launcher's hooks call ------------------------------------------------------------------
     def hook_boundary(self, last: bool = False) -> None:
@@ -92,6 +108,8 @@ class StepTimer:
             ph.full = True
             return
         ph.host.append(self.clock())
+        ph.data.append(self.data_ns)
+        ph.drained.append(tuple(self.fetches))
         ph.kinds.append(self.next_step)
         ph.batch.append(self.next_batch)
         self.next_step = self.next_batch = None  # (a boundary the hooks did not announce is no model call)
@@ -138,6 +156,13 @@ class StepTimer:
                     gpu = None
             phases["/".join(key)] = {"host_ns": host, "gpu_ns": gpu, "compiled": ph.compiled[:len(host)],
                                      "truncated": ph.full}
+            data = [b - a for a, b in zip(ph.data, ph.data[1:])]
+            if any(data):  # host time in DataLoader fetches during each step
+                phases["/".join(key)]["data_ns"] = data
+                fetched = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(ph.drained, ph.drained[1:])]
+                if any(f for f, _ in fetched):  # per step: fetches timed on the GPU, and after which it was idle
+                    phases["/".join(key)]["fetches_gpu"] = [f for f, _ in fetched]
+                    phases["/".join(key)]["fetches_gpu_idle"] = [i for _, i in fetched]
             if any(k is not None for k in ph.kinds):  # a generation loop: step i's kind and sequences
                 phases["/".join(key)].update({"kinds": ph.kinds[:len(host)], "batch": ph.batch[:len(host)]})
         return {"schema": SCHEMA_ID, "phases": phases}
@@ -163,6 +188,11 @@ class Fanout:
     def explicit_end(self, open_ranges: list) -> None:
         for x in self.listeners:
             x.explicit_end(open_ranges)
+
+    def add_data(self, ns: float, drained: bool | None = None) -> None:
+        for x in self.listeners:
+            if hasattr(x, "add_data"):
+                x.add_data(ns, drained)
 
 
 def steady(phase: dict) -> tuple[list[float], int]:

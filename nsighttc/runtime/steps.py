@@ -54,6 +54,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import time
 
 from . import host_samples
 from .after_import import AfterImport
@@ -330,13 +331,29 @@ def _hook_dataloaders(marks: StepMarks) -> None:
         marks.counts["fetches"] += 1
         marks.activity(kind="fetch")
         m = marks.mark(DATA)
+        t0 = time.perf_counter_ns()
         try:
             return original(self)
         finally:
             m.end(marks._end)
+            add = getattr(marks.window, "add_data", None)  # the step timer: the loader's share of each step
+            if add is not None:
+                add(time.perf_counter_ns() - t0, _gpu_drained())
 
     cls.__next__ = __next__
     marks._undo.append(lambda: setattr(cls, "__next__", original))
+
+
+def _gpu_drained() -> bool | None:
+    """Whether the GPU had run out of queued work when a DataLoader fetch returned (the current stream idle: it
+    waited on the fetch), or None without CUDA. A stream query, no synchronisation (~µs)."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return None
+        return bool(torch.cuda.current_stream().query())
+    except Exception:  # noqa: BLE001 - a query that fails tells nothing
+        return None
 
 
 def _hook_backward(marks: StepMarks) -> None:

@@ -38,11 +38,13 @@ process (graphs, compile seconds: ``compile_record``).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import re
 import sys
 import warnings
 from dataclasses import dataclass
+
+from . import held_flags
+from .variant_hooks import _fused_optimizers, watch_dataloaders
 
 # name -> what it does (shown by `nsighttc try --help` and written beside each result)
 VARIANTS = {
@@ -56,6 +58,10 @@ VARIANTS = {
     "cudnn-benchmark": "torch.backends.cudnn.benchmark = True (cuDNN times its algorithms per input shape)",
     "workers=N": "DataLoaders built with num_workers=0 (the default) get N worker processes",
     "pin-memory": "DataLoaders built with pin_memory=False (the default) pin their batches",
+    "fused-optimizer": "torch.optim.Adam, AdamW and SGD built without fused= or foreach= get fused=True (one kernel "
+                       "per parameter group's update instead of several per parameter)",
+    "persistent-workers": "DataLoaders with workers built with persistent_workers=False (the default) keep them "
+                          "between epochs (no restart of every worker at each epoch's first batch)",
     "compile": "the main model's forward through torch.compile (Inductor's fused kernels; the first calls compile)",
     "compile-reduce-overhead": "the main model's forward through torch.compile(mode='reduce-overhead'), each call a "
                                "new CUDA-graph step: graphs replay each call's kernels without the host launching "
@@ -143,9 +149,11 @@ def apply(names: list[str], applied: Applied, marks=None) -> contextlib.Abstract
             torch.backends.cuda.matmul.allow_tf32 = on
             torch.backends.cudnn.allow_tf32 = on
             torch.set_float32_matmul_precision("high" if on else "highest")
-            applied.items.append({"variant": v.name, "set": {"torch.backends.cuda.matmul.allow_tf32": on,
-                                                              "torch.backends.cudnn.allow_tf32": on,
-                                                              "float32_matmul_precision": "high" if on else "highest"}})
+            item = {"variant": v.name, "set": {"torch.backends.cuda.matmul.allow_tf32": on,
+                                               "torch.backends.cudnn.allow_tf32": on,
+                                               "float32_matmul_precision": "high" if on else "highest"}}
+            applied.items.append(item)
+            held_flags.hold(torch, {"tf32": on}, item)  # the program's own `allow_tf32 = False` cannot undo it
         elif v.key in ("bf16-autocast", "fp16-autocast"):
             dtype = torch.bfloat16 if v.key == "bf16-autocast" else torch.float16
             device = "cuda" if torch.cuda.is_available() else "cpu"  # CPU: what CI can check
@@ -155,13 +163,23 @@ def apply(names: list[str], applied: Applied, marks=None) -> contextlib.Abstract
             applied.items.append({"variant": v.name, "set": {"autocast": device, "dtype": str(dtype).replace("torch.", "")}})
         elif v.key == "cudnn-benchmark":
             torch.backends.cudnn.benchmark = True
-            applied.items.append({"variant": v.name, "set": {"torch.backends.cudnn.benchmark": True}})
+            item = {"variant": v.name, "set": {"torch.backends.cudnn.benchmark": True}}
+            applied.items.append(item)
+            held_flags.hold(torch, {"benchmark": True}, item)
         elif v.key == "workers=N":
             loader_changes["num_workers"] = v.arg
             applied.items.append({"variant": v.name, "set": {"DataLoader num_workers (where 0)": v.arg}})
         elif v.key == "pin-memory":
             loader_changes["pin_memory"] = True
             applied.items.append({"variant": v.name, "set": {"DataLoader pin_memory (where False)": True}})
+        elif v.key == "fused-optimizer":
+            item = {"variant": v.name, "set": {"optimizers built with fused=True": 0}}
+            applied.items.append(item)
+            _fused_optimizers(torch, item)
+        elif v.key == "persistent-workers":
+            loader_changes["persistent_workers"] = True
+            applied.items.append({"variant": v.name, "set": {"DataLoader persistent_workers (where False, with "
+                                                             "workers)": True}})
         elif v.key in MODEL_VARIANTS:
             if marks is None:
                 raise ValueError(f"variant {v.name} changes the main model, which the step hooks find: "
@@ -187,11 +205,14 @@ def _applied(item: dict, loaders: dict) -> tuple[bool, str | None]:
     name = item["variant"]
     key = parse(name).key
     st = item.get("set") or {}
-    if key in ("workers=N", "pin-memory"):
+    if key in ("workers=N", "pin-memory", "persistent-workers"):
         if loaders.get("changed"):
             return True, None
         if not loaders.get("built"):
             return False, "the program built no DataLoader"
+        if key == "persistent-workers":
+            return False, (f"no DataLoader the program built ({loaders['built']}) had workers and "
+                           "persistent_workers=False")
         arg = "num_workers" if key == "workers=N" else "pin_memory=True"
         return False, f"every DataLoader the program built ({loaders['built']}) set {arg} itself"
     if key == "static-cache" or (key == "compile-reduce-overhead" and "model" not in st):
@@ -202,6 +223,8 @@ def _applied(item: dict, loaders: dict) -> tuple[bool, str | None]:
                            "(past_key_values), which the variant leaves alone")
         if key == "static-cache":
             return False, "no transformers generate() call ran"
+    if key == "fused-optimizer" and not st.get("optimizers built with fused=True"):
+        return False, "the program built no Adam, AdamW or SGD without fused= or foreach="
     if key in MODEL_VARIANTS:
         if not st.get("model"):
             return False, ("the step hooks found no main model (a module with parameters the program calls from "
@@ -325,30 +348,3 @@ def _graphed_generate(item: dict, compile_config: bool) -> None:
     patch_generate(make, "_nsighttc_static_" + item["variant"].replace("-", "_"))
 
 
-def watch_dataloaders(applied: Applied, changes: dict | None = None) -> None:
-    """Wrap DataLoader.__init__: count loaders built and those left at the defaults variants change (the
-    baseline's record, for ``--variant auto``), and give the arguments the program left at their defaults
-    (num_workers 0, pin_memory False) the ``changes``; arguments it set otherwise are kept."""
-    from torch.utils.data import DataLoader
-    original = getattr(DataLoader.__init__, "__wrapped__", DataLoader.__init__)
-    sig = inspect.signature(original)
-    changes = changes or {}
-
-    def __init__(self, *args, **kwargs):
-        bound = sig.bind_partial(self, *args, **kwargs)
-        applied.loaders["built"] += 1
-        for name, key in (("num_workers", "workers_default"), ("pin_memory", "pin_memory_default")):
-            if bound.arguments.get(name, sig.parameters[name].default) == sig.parameters[name].default:
-                applied.loaders[key] += 1
-        changed = False
-        for name, value in changes.items():
-            current = bound.arguments.get(name, sig.parameters[name].default)
-            if current == sig.parameters[name].default:
-                bound.arguments[name] = value
-                changed = True
-        if changed:
-            applied.loaders["changed"] += 1
-        original(*bound.args, **bound.kwargs)
-
-    __init__.__wrapped__ = original  # type: ignore[attr-defined]
-    DataLoader.__init__ = __init__

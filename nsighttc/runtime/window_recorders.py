@@ -101,6 +101,10 @@ class TorchRecorder(Recorder):
         self._begin()  # (where no step before the window started it: ``prepare``, ``settled``)
         if self.sessions is not None and self.sessions.ops_trace is None:
             self.sessions.keep()  # a rank that drops its first session does so before a window only, never inside
+        elif self.sessions is not None and self.sessions.state == "pending":
+            # a change asked for before the window still waits (a record_function of the program's is open): it is
+            # given up, so no session that records a window is ever stopped or replaced (``hold_window``)
+            self.sessions.hold_window()
         elif self.sessions is not None and (last or self.sessions.any_window) and not self.finished:
             self.sessions.request()  # a first run: the operators until here, the window with the ranges only
 

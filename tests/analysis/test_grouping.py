@@ -14,6 +14,7 @@ from nsighttc.analysis.grouping import aggregate
 from nsighttc.parse import load
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
+from tests.conftest import NSYS_SQLITE_GZ  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def test_aggregate_refuses_what_it_does_not_know(kernels):
 
 
 @pytest.mark.parametrize("recording", ["window/multi_window_torch.json.xz", "unmarked/lightning_torch.json.xz",
-                                       "nsys_mm_relu_loops.sqlite.gz"])
+                                       str(NSYS_SQLITE_GZ)])
 def test_one_side_after_the_other_is_the_same_verdict_as_side_by_side(recording, monkeypatch):
     parsed = load(FIX / recording)
     monkeypatch.setattr(api, "SIDE_BY_SIDE_MIN_LAUNCHES", 0)  # every recording side by side

@@ -23,4 +23,4 @@ def test_usage_lines_name_the_program(run_cli):
 def test_command_descriptions_fit_whole(run_cli):
     code, out, _ = run_cli("--help")
     commands = out.split("Commands:", 1)[1].strip().splitlines()
-    assert len(commands) == 7 and not [c for c in commands if c.rstrip().endswith("...")]
+    assert len(commands) == 8 and not [c for c in commands if c.rstrip().endswith("...")]

@@ -274,3 +274,22 @@ def test_the_stop_rule_counts_the_demangled_names_a_filtered_pass_prints():
     assert w.covered == len(needed) - len(w.remaining) > 0
     assert w.remaining and not {ncu_token(n) for n in w.remaining} & seen, sorted(w.remaining)
     assert {ncu_token(n) for n in needed} - {ncu_token(n) for n in w.remaining} == seen
+
+
+def test_a_run_whose_ncu_pass_measured_some_kernels_marks_every_ranks_others_as_asked_for(tmp_path):
+    """The cache learns what every rank launched, not only the rank the verdict shows: a kernel the plan asked for
+    on another rank that no pass measured is marked, so the cached run never launches the job again for it (2 x
+    H200, a DDP job's cached run went back under Nsight Compute: "89% ncu earlier, 11% ncu in this run")."""
+    from types import SimpleNamespace
+    from nsighttc.profile.evidence import Outcome, missing_evidence, remember
+    shown = classify_launches(load(RAW).kernels)       # the rank the verdict shows: measured by ncu
+    other = needs_hardware(classify_launches(load(KINETO).kernels))  # another rank's kernels, never measured
+    cache = EvidenceCache("NVIDIA H200", "580.159.03", root=tmp_path)
+    ncu = SimpleNamespace(engine="ncu", returncode=0, log=tmp_path / "ncu.log", mode="ncu", window_events=[])
+    out = Outcome(done=[ncu], cache=cache, program="job", planned_names=list(other["name"]))
+    remember(out, SimpleNamespace(launches=shown), SimpleNamespace(label="job"))
+    again = EvidenceCache("NVIDIA H200", "580.159.03", root=tmp_path)
+    opts = SimpleNamespace(hardware=False, counters="tensor")
+    names, cached, have, tried, missing = missing_evidence(other, Outcome(cache=again), opts)
+    assert names and not missing  # found in the cache, or asked for before: nothing sends the job back under ncu
+    assert tried and set(tried) | have == set(names)

@@ -171,3 +171,54 @@ def test_calls_the_program_compiles_itself_are_left_to_the_compiler():
         outs = [compiled(x) for _ in range(cg.EAGER_CALLS + 2)]  # past the calls after which it would capture
     assert all(torch.equal(o, model(x)) for o in outs) and calls == [] and item["set"]["left eager"] == {}
     assert f.seen == {}  # never even counted
+
+
+def test_the_capture_leaves_the_programs_other_threads_alone(monkeypatch):
+    """The capture asks CUDA to check only its own thread: in the default "global" mode a DataLoader's pin-memory
+    thread pinning the next batch meanwhile was refused and the program died (H200, timm ViT-B/16 evaluation with
+    ``pin_memory=True, num_workers=4``: "operation not permitted when stream is capturing" in the pin-memory thread).
+    A stand-in for ``torch.cuda`` records how the capture was opened."""
+    import contextlib
+    opened = []
+
+    class Stream:
+        def wait_stream(self, other):
+            pass
+
+    class Graph:
+        def replay(self):
+            pass
+
+    @contextlib.contextmanager
+    def graph(g, stream=None, **kw):
+        opened.append(kw)
+        yield
+
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Graph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: Stream())
+    replay, s_args, _, out = cg.cuda_capture(lambda x: x * 2, (torch.ones(2),), {})
+    assert opened == [{"capture_error_mode": "thread_local"}]
+    assert torch.equal(out, torch.full((2,), 2.0)) and torch.equal(s_args[0], torch.ones(2))
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_capture_beside_a_pin_memory_thread_replays_and_the_loader_keeps_going():
+    """The real case: evaluation batches from a DataLoader with workers and pinned memory (its pin-memory thread
+    works while the main thread captures); every batch arrives and the calls after the warm-up replay."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from torch.utils.data import DataLoader, TensorDataset
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 8)).cuda().eval()
+    item = {"variant": "cuda-graphs", "set": {"model": "Sequential"}}
+    f = cg.GraphedForward(model.forward, item)
+    dl = DataLoader(TensorDataset(torch.randn(64 * 40, 256)), batch_size=64, num_workers=2, pin_memory=True)
+    n = 0
+    with torch.inference_mode():
+        for (x,) in dl:
+            f(x.cuda(non_blocking=True))
+            n += 1
+    assert n == 40 and not item["set"].get("capture failed")
+    assert item["set"]["graphed calls"] == 40 - cg.EAGER_CALLS

@@ -393,3 +393,54 @@ def test_a_job_whose_end_is_known_records_a_short_window_and_every_rank_runs_to_
     steps = [sum(1 for e in json.loads((tmp_path / f"rank{r}.json").read_text())["traceEvents"]
                  if e.get("name") == "nsighttc.step") for r in (0, 1)]
     assert steps[0] == steps[1] and sizing.END_WINDOW_STEPS <= steps[0] <= sizing.END_WINDOW_STEPS + 1, steps
+
+
+# A job as users write them (../shared/programs/ddp_w.py's shape): `train` open around the whole loop, `data` and
+# `step` ranges of its own, rank 1 slower in `data`; 24 steps, so the program ends inside its window.
+USER_RANGES = """
+import time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+m = torch.nn.Linear(16, 16); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+with torch.profiler.record_function("train"):
+    for i in range(24):
+        with torch.profiler.record_function("data"):
+            x = torch.randn(8, 16); time.sleep(0.03 if rank == 1 else 0.002)
+        with torch.profiler.record_function("step"):
+            opt.zero_grad(); m(x).sum().backward(); opt.step()
+        dist.barrier()
+print("RAN TO THE END", rank, flush=True)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.torch
+def test_a_user_range_open_across_every_step_and_a_program_ending_inside_its_window_keeps_every_ranks_window(
+        tmp_path):
+    """A first run (rank 0 records the operators for the replay): rank 0's change of sessions waits while the user's
+    `train` range is open, and the window starts first. Before, the change ran when `train` closed after the loop,
+    stopping the session that held rank 0's window and throwing it away ("rank 0: 0 of the window's 11 steps
+    recorded", 2 x H200, ddp_w.py). Now a change still waiting when the window starts is given up: the session
+    recording then holds the window, on every rank, to the end."""
+    import json
+    prog = tmp_path / "prog.py"
+    prog.write_text(USER_RANGES)
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                        "--no-python", sys.executable, "-m", "nsighttc.runtime.rankexec", "--", sys.executable,
+                        "-m", "nsighttc.runtime.launch", "--window", "--window-end", "stop", "--torch-trace",
+                        str(tmp_path / "rank{nsighttc_rank}" / "trace.json"), "--record-shapes", "--shapes-rank", "0",
+                        "--no-operators", "--ops-trace", str(tmp_path / "rank{nsighttc_rank}" / "ops.json"), "--",
+                        str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    events = win.read_events((r.stdout + r.stderr).splitlines())
+    starts = [e for e in events if e["event"] == "start"]
+    assert len(starts) == 2 and starts[0]["step"] == starts[1]["step"], events
+    in_window = []
+    for rank in (0, 1):
+        trace = json.loads((tmp_path / f"rank{rank}" / "trace.json").read_text())["traceEvents"]
+        steps = [e for e in trace if e.get("cat") == "user_annotation" and e["name"] == "step"]
+        in_window.append(len(steps))
+    # both ranks hold the window's steps (to the program's end), the same ones give or take the step before it
+    assert min(in_window) >= 24 - starts[0]["step"] - 1 and abs(in_window[0] - in_window[1]) <= 1, (in_window, starts)
+    assert "the window's steps are in the session recording since" in r.stderr or "given up" in r.stderr

@@ -1,0 +1,102 @@
+"""What every edit of ``nsighttc fix`` shares: the edit's record, names of call targets, literal checks, adding
+keyword arguments in the call's own layout, and a transformer that knows each node's line."""
+from __future__ import annotations
+
+import libcst as cst
+from dataclasses import dataclass, field
+
+from libcst.metadata import PositionProvider
+
+
+@dataclass
+class Edit:
+    """One fix kind applied to one file's source: the new source, what changed, why something was left."""
+    kind: str
+    source: str
+    done: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.done)
+
+
+def _dotted(node) -> str | None:
+    """``a.b.c`` of a Name/Attribute chain, or None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        left = _dotted(node.value)
+        return f"{left}.{node.attr.value}" if left else None
+    return None
+
+
+def _is_false(node) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
+
+
+def _is_true(node) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _is_zero(node) -> bool:
+    return isinstance(node, cst.Integer) and node.value == "0"
+
+
+def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(keyword=cst.Name(name), value=value,
+                   equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                         whitespace_after=cst.SimpleWhitespace("")))
+
+
+def _add_args(call: cst.Call, new: list[cst.Arg]) -> cst.Call:
+    """``call`` with keyword arguments appended in the call's own layout: on the same line after a space, or, in a
+    call with one argument per line and a trailing comma, each on a line of its own with the same indentation and
+    the trailing comma kept."""
+    args = list(call.args)
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    last = args[-1] if args else None
+    if last is not None and isinstance(last.comma, cst.Comma) and \
+            isinstance(last.comma.whitespace_after, cst.ParenthesizedWhitespace):
+        # one per line, trailing comma: the new ones take the line breaks the others have
+        prev = args[-2].comma.whitespace_after if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) \
+            else None
+        closing = last.comma.whitespace_after
+        if not isinstance(prev, cst.ParenthesizedWhitespace):
+            prev = closing
+        clean = cst.TrailingWhitespace(newline=cst.Newline())  # (a comment stays on the line it was written on)
+        between = cst.ParenthesizedWhitespace(first_line=clean, empty_lines=[], indent=prev.indent,
+                                              last_line=prev.last_line)
+        args[-1] = last.with_changes(comma=last.comma.with_changes(
+            whitespace_after=closing.with_changes(empty_lines=[], indent=prev.indent, last_line=prev.last_line)))
+        for i, a in enumerate(new):
+            ws = closing.with_changes(first_line=clean) if i == len(new) - 1 else between
+            args.append(a.with_changes(comma=cst.Comma(whitespace_after=ws)))
+        return call.with_changes(args=args)
+    if last is not None:
+        if isinstance(last.comma, cst.Comma):  # a trailing comma on one line: keep it after the new ones
+            args[-1] = last.with_changes(comma=space)
+            new = new[:-1] + [new[-1].with_changes(comma=cst.Comma())]
+        else:
+            args[-1] = last.with_changes(comma=space)
+    for i, a in enumerate(new):
+        if i < len(new) - 1:
+            a = a.with_changes(comma=space)
+        args.append(a)
+    return call.with_changes(args=args)
+
+
+class _Located(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, filename: str):
+        super().__init__()
+        self.filename = filename
+        self.done: list[str] = []
+        self.skipped: list[str] = []
+
+    def at(self, node) -> str:
+        try:
+            return f"{self.filename}:{self.get_metadata(PositionProvider, node).start.line}"
+        except KeyError:
+            return self.filename

@@ -1,0 +1,204 @@
+"""``nsighttc fix``'s source edits (nsighttc/fix/edits.py) on the call styles programs use: keyword and positional
+arguments, a loader built in a helper module, Lightning's ``LightningDataModule``, transformers' ``TrainingArguments``,
+the program's own ``--option``, flags set in a branch; the user's formatting kept (only the edited lines differ), and
+where no safe edit exists the reason. The repository's own wrappers (``wrappers/``) are read as they are."""
+from __future__ import annotations
+
+import ast
+import difflib
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("libcst")
+
+from nsighttc import fix  # noqa: E402
+from nsighttc.fix import edits  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def changed_lines(old: str, new: str) -> list[str]:
+    return [l for l in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
+            if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+
+
+def test_keyword_positional_and_missing_num_workers():
+    src = ("from torch.utils.data import DataLoader\n"
+           "a = DataLoader(ds, batch_size=8, num_workers=0)  # keep me\n"
+           "b = DataLoader(ds, 4, False, None, None, 0)\n"
+           "c = DataLoader(ds, batch_size=2)\n"
+           "d = DataLoader(ds, num_workers=4)\n")
+    e = edits.apply("workers=N", src, "train.py", workers=8)
+    assert ast.parse(e.source)
+    assert "a = DataLoader(ds, batch_size=8, num_workers=8)  # keep me" in e.source
+    assert "b = DataLoader(ds, 4, False, None, None, 8)" in e.source
+    assert "c = DataLoader(ds, batch_size=2, num_workers=8)" in e.source
+    assert "d = DataLoader(ds, num_workers=4)" in e.source  # a loader with workers is the program's choice
+    assert len(changed_lines(src, e.source)) == 6  # three lines out, three in: nothing else touched
+    assert [d.split(":")[1] for d in e.done] == ["2", "3", "4"]
+
+
+def test_a_call_over_several_lines_keeps_its_layout_and_comments():
+    src = ("loader = torch.utils.data.DataLoader(\n"
+           "    ds,\n"
+           "    batch_size=32,  # per device\n"
+           "    shuffle=True,  # mix\n"
+           ")\n")
+    e = edits.apply("pin-memory", src, "t.py")
+    assert e.source == ("loader = torch.utils.data.DataLoader(\n"
+                        "    ds,\n"
+                        "    batch_size=32,  # per device\n"
+                        "    shuffle=True,  # mix\n"
+                        "    pin_memory=True,\n"
+                        ")\n")
+
+
+def test_kwargs_and_expressions_are_left_with_the_reason():
+    src = "dl = DataLoader(ds, **cfg)\nel = DataLoader(ds, num_workers=cfg.n if x else 0)\n"
+    e = edits.apply("workers=N", src, "t.py", workers=8)
+    assert not e.changed and e.source == src
+    assert "**kwargs" in e.skipped[0] and "`cfg.n if x else 0` already" in e.skipped[1]
+
+
+def test_a_value_from_the_programs_own_option_moves_its_default():
+    """grad_accum.py passes ``num_workers=a.workers``: the option's default changes, so ``--workers`` still works."""
+    src = (ROOT / "wrappers" / "grad_accum.py").read_text()
+    e = edits.apply("workers=N", src, "grad_accum.py", workers=8)
+    assert changed_lines(src, e.source) == ['-    ap.add_argument("--workers", type=int, default=0)',
+                                            '+    ap.add_argument("--workers", type=int, default=8)']
+    assert "num_workers at grad_accum.py:" in e.done[0]
+
+
+def test_trainer_arguments_get_the_loader_settings():
+    src = ("args = TrainingArguments(output_dir='o', per_device_train_batch_size=8,\n"
+           "                         dataloader_num_workers=0)\n"
+           "b = TrainingArguments('o')\n")
+    e = edits.apply("workers=N", src, "t.py", workers=4)
+    assert "dataloader_num_workers=4)" in e.source and "b = TrainingArguments('o', dataloader_num_workers=4)" in e.source
+    p = edits.apply("persistent-workers", e.source, "t.py")
+    assert p.source.count("dataloader_persistent_workers=True") == 2
+
+
+def test_lightning_datamodule_loaders_keep_their_workers():
+    src = ("class Data(L.LightningDataModule):\n"
+           "    def train_dataloader(self):\n"
+           "        return DataLoader(self.train, batch_size=64, shuffle=True, num_workers=4)\n"
+           "    def val_dataloader(self):\n"
+           "        return DataLoader(self.val, batch_size=64)\n")
+    e = edits.apply("persistent-workers", src, "dm.py")
+    assert "num_workers=4, persistent_workers=True)" in e.source
+    assert "DataLoader(self.val, batch_size=64)\n" in e.source  # no workers: nothing to keep
+    assert "needs num_workers > 0" in e.skipped[0]
+
+
+def test_flags_the_program_sets_back_are_flipped_where_they_are_else_set_after_import_torch():
+    src = (ROOT / "wrappers" / "grad_accum.py").read_text()
+    e = edits.apply("tf32", src, "grad_accum.py")
+    diff = changed_lines(src, e.source)
+    assert "-        torch.backends.cudnn.allow_tf32 = False" in diff
+    assert "+        torch.backends.cudnn.allow_tf32 = True" in diff
+    assert "+    torch.backends.cuda.matmul.allow_tf32 = True" in diff and len(diff) == 3
+    src2 = "import os\nimport torch\ntorch.set_float32_matmul_precision('highest')\n"
+    e2 = edits.apply("tf32", src2, "t.py")
+    assert e2.source == ("import os\nimport torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n"
+                         "torch.backends.cudnn.allow_tf32 = True\ntorch.set_float32_matmul_precision('high')\n")
+    b = edits.apply("cudnn-benchmark", "import torch\ntorch.backends.cudnn.benchmark = False\n", "t.py")
+    assert b.source == "import torch\ntorch.backends.cudnn.benchmark = True\n"
+
+
+def test_static_cache_where_the_program_names_its_cache_else_at_generate():
+    named = "kw = dict(max_new_tokens=8, cache_implementation=a.cache)\nout = model.generate(x, **kw)\n"
+    e = edits.apply("static-cache", named, "g.py")
+    assert e.source == 'kw = dict(max_new_tokens=8, cache_implementation="static")\nout = model.generate(x, **kw)\n'
+    lit = 'opts = {"cache_implementation": "dynamic"}\n'
+    assert edits.apply("static-cache", lit, "g.py").source == 'opts = {"cache_implementation": "static"}\n'
+    plain = "out = model.generate(x, max_new_tokens=8)\n"
+    assert edits.apply("static-cache", plain, "g.py").source == \
+        'out = model.generate(x, max_new_tokens=8, cache_implementation="static")\n'
+
+
+def test_fused_optimizers_and_kinds_without_a_safe_edit():
+    src = "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\nother = torch.optim.SGD(p, foreach=True)\n"
+    e = edits.apply("fused-optimizer", src, "t.py")
+    assert "AdamW(model.parameters(), lr=1e-3, fused=True)" in e.source and "SGD(p, foreach=True)" in e.source
+    none = edits.apply("bf16-autocast", src, "t.py")
+    assert not none.changed and "autocast around the step" in none.skipped[0]
+
+
+def test_a_loader_built_in_a_helper_module_is_edited_there_and_the_users_files_are_untouched(tmp_path):
+    (tmp_path / "data.py").write_text("from torch.utils.data import DataLoader\n\n"
+                                      "def make_loader(ds):\n    return DataLoader(ds, batch_size=16)\n")
+    (tmp_path / "unused.py").write_text("from torch.utils.data import DataLoader\nx = DataLoader([1])\n")
+    (tmp_path / "train.py").write_text("from data import make_loader\nloader = make_loader(list(range(64)))\n")
+    (tmp_path / "table.csv").write_text("a,b\n")
+    before = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    p = fix.plan(tmp_path / "train.py", "workers=4")
+    assert list(p.files) == ["data.py"] and "data.py:4" in p.done[0]  # the program's files, not every file beside it
+    assert p.diff().startswith("--- a/data.py\n+++ b/data.py\n")
+    copy = fix.materialize(p, tmp_path / "runs" / "patched")
+    assert copy.read_text() == before["train.py"] and "num_workers=4" in (copy.parent / "data.py").read_text()
+    assert (copy.parent / "table.csv").is_symlink()
+    assert {q.name: q.read_text() for q in tmp_path.iterdir() if q.is_file()} == before
+    written = fix.apply([p])
+    assert written == [str(tmp_path / "data.py")] and "num_workers=4" in (tmp_path / "data.py").read_text()
+    assert (tmp_path / "data.py.nsighttc-bak").read_text() == before["data.py"]
+    with pytest.raises(Exception, match="changed since the patch was made"):
+        fix.apply([p])
+
+
+LOADER_PROGRAM = """
+import time, torch
+from data import make_loader
+loader = make_loader()
+x = torch.ones(8, 8)
+for epoch in range(2):
+    for batch in loader:
+        x = torch.tanh(x @ x)
+print("done")
+"""
+LOADER_HELPER = """
+import time
+from torch.utils.data import DataLoader, Dataset
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 96
+
+    def __getitem__(self, i):
+        time.sleep(0.004)  # host work per sample: 4 samples a batch, 16 ms without workers
+        return i
+
+
+def make_loader():
+    return DataLoader(Slow(), batch_size=4)
+"""
+
+
+def test_fix_runs_the_patched_copy_beside_the_variant_and_applies_it_only_when_asked(tmp_path, run_cli):
+    """`nsighttc fix --variant workers=2`: the edit (in the helper module that builds the loader) runs as a copy in the
+    same round as the baseline and the launcher's variant, is kept (faster), try.md shows its diff; the program's
+    files change only with --apply, each with a backup."""
+    pytest.importorskip("torch")
+    import json
+    prog = tmp_path / "prog"
+    prog.mkdir()
+    (prog / "train.py").write_text(LOADER_PROGRAM)
+    (prog / "data.py").write_text(LOADER_HELPER)
+    code, out, err = run_cli("fix", "--out", tmp_path / "runs", "--repeat", "1", "--variant", "workers=2",
+                             "--apply", str(prog / "train.py"))
+    assert code == 0, err
+    run = next((tmp_path / "runs").iterdir())
+    doc = json.loads((run / "try.json").read_text())
+    rows = {v["name"]: v for v in doc["variants"]}
+    assert list(rows) == ["baseline", "workers=2", "patch:workers=2"]
+    patch = rows["patch:workers=2"]["patch"]
+    assert patch["files"] == ["data.py"] and "num_workers=2" in patch["diff"] and patch["kept"]
+    assert rows["patch:workers=2"]["speedup"] > 1.3 and rows["workers=2"]["speedup"] > 1.3
+    md = (run / "try.md").read_text()
+    assert "## Patches" in md and "```diff\n--- a/data.py" in md and "**kept**" in md
+    assert (run / "patched" / "workers_2.diff").read_text() == patch["diff"]
+    assert "return DataLoader(Slow(), batch_size=4, num_workers=2)" in (prog / "data.py").read_text()
+    assert (prog / "data.py.nsighttc-bak").read_text() == LOADER_HELPER
+    assert (prog / "train.py").read_text() == LOADER_PROGRAM and "patched" in err
