@@ -16,7 +16,7 @@ from .run import report_try
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="The fix to write (repeatable; default auto: what the baseline's findings point to): tf32, "
                    "no-tf32, cudnn-benchmark, workers=N, pin-memory, persistent-workers, static-cache, "
-                   "fused-optimizer.")
+                   "fused-optimizer, bf16-autocast, fp16-autocast.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="N for workers=N (default: min(8, cores)).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),
               show_default=True, help="Parent of the run directory (<time>-try-<script>).")
@@ -44,8 +44,9 @@ def fix(variants, workers, out, timeout, repeat, budget, apply_, fmt, args) -> N
     The edits keep the program's formatting (LibCST): DataLoader(num_workers=, pin_memory=,
     persistent_workers=) where the loader is built (or the default of the program's own --option that sets
     it), TF32 and cuDNN flags where the program sets them (else after its `import torch`),
-    cache_implementation="static" where generate()'s arguments are, fused=True on Adam/AdamW/SGD. Where no
-    safe edit exists (autocast around a step, compile, channels-last, a call built from **kwargs) the note
+    cache_implementation="static" where generate()'s arguments are, fused=True on Adam/AdamW/SGD, bf16
+    autocast as TrainingArguments(bf16=True), Lightning's precision, or around the loss before its
+    .backward(). Where no safe edit exists (compile, channels-last, a call built from **kwargs) the note
     says why and the advice stands. The program's files are only read: each patch runs as a copy in the run
     directory (patched/), its diff beside it, and try.md shows diff, speed-up and spread.
     """

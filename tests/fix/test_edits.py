@@ -122,8 +122,8 @@ def test_fused_optimizers_and_kinds_without_a_safe_edit():
     src = "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\nother = torch.optim.SGD(p, foreach=True)\n"
     e = edits.apply("fused-optimizer", src, "t.py")
     assert "AdamW(model.parameters(), lr=1e-3, fused=True)" in e.source and "SGD(p, foreach=True)" in e.source
-    none = edits.apply("bf16-autocast", src, "t.py")
-    assert not none.changed and "autocast around the step" in none.skipped[0]
+    none = edits.apply("channels-last", src, "t.py")
+    assert not none.changed and "not one line" in none.skipped[0]
 
 
 def test_a_loader_built_in_a_helper_module_is_edited_there_and_the_users_files_are_untouched(tmp_path):
@@ -201,3 +201,26 @@ def test_fix_runs_the_patched_copy_beside_the_variant_and_applies_it_only_when_a
     assert "return DataLoader(Slow(), batch_size=4, num_workers=2)" in (prog / "data.py").read_text()
     assert (prog / "data.py.nsighttc-bak").read_text() == LOADER_HELPER
     assert (prog / "train.py").read_text() == LOADER_PROGRAM and "patched" in err
+
+
+def test_autocast_where_the_program_says_where_its_step_is():
+    """bf16 autocast: transformers' TrainingArguments(bf16=True), Lightning's precision (here the default of the
+    program's --precision option), and a loop of its own: the loss's statements before `loss.backward()` wrapped, the
+    batch's move to the device and the backward left outside; fp16 in such a loop needs a GradScaler: not written."""
+    src = (ROOT / "wrappers" / "grad_accum.py").read_text()
+    e = edits.apply("bf16-autocast", src, "grad_accum.py")
+    assert changed_lines(src, e.source) == [
+        "-        loss = loss_fn(model(x), y) / a.accum",
+        '+        with torch.autocast("cuda", dtype=torch.bfloat16):',
+        "+            loss = loss_fn(model(x), y) / a.accum"]
+    assert "GradScaler" in edits.apply("fp16-autocast", src, "grad_accum.py").skipped[0]
+    lit = (ROOT / "wrappers" / "lightning_module.py").read_text()
+    e = edits.apply("bf16-autocast", lit, "lightning_module.py")
+    assert len(changed_lines(lit, e.source)) == 2 and 'default="bf16-mixed"' in e.source
+    hf = ("args = TrainingArguments(output_dir='o', bf16=a.bf16)\n"
+          "other = TrainingArguments('o')\n")
+    assert edits.apply("bf16-autocast", hf, "t.py").source == ("args = TrainingArguments(output_dir='o', bf16=True)\n"
+                                                               "other = TrainingArguments('o', bf16=True)\n")
+    already = (ROOT / "wrappers" / "mnist_mlp.py").read_text()  # its loss is computed inside an autocast of its own
+    none = edits.apply("bf16-autocast", already, "mnist_mlp.py")
+    assert not none.changed and "not in one place" in none.skipped[0]

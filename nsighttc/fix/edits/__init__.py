@@ -27,17 +27,16 @@ from libcst.metadata import MetadataWrapper
 from .calls import _Fused, _Generate
 from .flags import BENCHMARK_FLAG, TF32_FLAGS, _AfterImport, _Flags, _mentions_torch_import, _top_level_sets
 from .loaders import _Loader, _OptionDefault
+from .precision import _LoopAutocast, _OptionString, _Precision
 from .syntax import Edit
 
 __all__ = ["Edit", "KINDS", "NO_EDIT", "apply", "kind_of"]
 
 
 KINDS = ("tf32", "no-tf32", "cudnn-benchmark", "workers=N", "pin-memory", "persistent-workers", "static-cache",
-         "fused-optimizer")
+         "fused-optimizer", "bf16-autocast", "fp16-autocast")
 # try variants without a source edit, and why (the advice stays)
-NO_EDIT = {"bf16-autocast": "autocast around the step needs the step's extent and the backward outside it",
-           "fp16-autocast": "autocast around the step needs the step's extent, and fp16 training a GradScaler",
-           "compile": "torch.compile of the model: where the model is built and called is not one line",
+NO_EDIT = {"compile": "torch.compile of the model: where the model is built and called is not one line",
            "compile-reduce-overhead": "torch.compile of the model: where the model is built and called is not one line",
            "cuda-graphs": "capturing the evaluation calls needs static input buffers the program does not have",
            "channels-last": "the model and every input converted: not one line"}
@@ -87,6 +86,25 @@ def apply(kind: str, source: str, filename: str, workers: int | None = None, ins
         if not t.named:
             t = _Generate(filename, add=True)
             new = MetadataWrapper(module).visit(t)
+    elif kind in ("bf16-autocast", "fp16-autocast"):
+        dtype = "bf16" if kind == "bf16-autocast" else "fp16"
+        t = _Precision(filename, dtype)
+        new = wrapper.visit(t)
+        if t.options:  # Lightning's precision from the program's own option: its default moves
+            o = _OptionString(filename, t.options)
+            new = MetadataWrapper(new).visit(o)
+            t.done += o.done
+        if not t.done and _mentions_torch_import(new):  # no trainer: the program's own loop, if it has one
+            if dtype == "bf16":
+                loop = _LoopAutocast(filename)
+                new = new.visit(loop)
+                t.done += loop.done
+            elif ".backward(" in source:
+                t.skipped.append(f"{filename}: fp16 autocast in the program's own training loop needs a GradScaler "
+                                 "around its backward and optimizer step: not written (bf16-autocast needs none)")
+        if not t.done and not t.skipped:
+            t.skipped.append(f"{filename}: no TrainingArguments, Lightning Trainer, or loop that computes its loss "
+                             "in the block of its `.backward()`: where the step is, is not in one place")
     elif kind == "fused-optimizer":
         t = _Fused(filename)
         new = wrapper.visit(t)
