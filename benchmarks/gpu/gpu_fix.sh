@@ -30,5 +30,5 @@ case $PART in
   a) run_fix hf_bert --budget 240 --variant workers=8 --variant tf32 "$P/hf_bert.py"
      run_fix lit_cifar --budget 240 --variant persistent-workers "$P/lit_cifar.py";;
   b) run_fix llm_generate --budget 240 --variant static-cache "$P/llm_generate.py"
-     run_fix grad_accum --budget 240 --variant tf32 --variant workers=8 wrappers/grad_accum.py;;
+     run_fix grad_accum --budget 240 --variant tf32 --variant workers=8 --variant bf16-autocast wrappers/grad_accum.py;;
 esac

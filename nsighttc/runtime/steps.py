@@ -32,6 +32,12 @@ user's push/pop range off its stack):
   one token while its KV cache grows. ``nsighttc.request``: each ``transformers`` ``generate()`` call. Models
   compiled by ``transformers`` itself (a static KV cache compiles the decoding call) are seen through the
   compiled callable, whose inside dynamo traces without our hooks.
+- CUDA graph replays: a loop that captured its step once (``torch.cuda.graph``) and replays it (``g.replay()``) calls
+  no optimizer, fetch or model hook per iteration, and was read as its few eager warm-up steps (H200: "3 steady
+  steps", 2,000 replays unseen, recorded whole with every operator's arguments). A replay from the program's own
+  loop (not inside a main-model call, an optimizer step or compiled code: torch.compile's CUDA-graph trees replay
+  there) ends the open step when that step holds a replay already and no optimizer stepped since it, and after an
+  optimizer step as any activity does: each replay is an iteration.
 - ``nsighttc.backward``: each ``backward`` call from the program (the host launching the backward pass: where an
   un-annotated program's GPU waits for its host is often here).
 - ``nsighttc.compile``: torch.compile's compilations (``torch._dynamo.callback_handler``'s start/end callbacks:
@@ -140,6 +146,8 @@ class StepMarks:
         self.on_main: list = []               # called with the main model when it is found (try's model variants)
         self._depth = 0                       # main-model calls under way (a model calling itself: 2)
         self._call_marks: list[list[Mark]] = []
+        self._replays = 0                     # the program's CUDA graph replays in the open step
+        self._opt_at_replay = 0               # optimizer steps counted at the last of them
 
     def mark(self, name: str) -> Mark:
         if host_samples._ACTIVE:
@@ -171,6 +179,7 @@ class StepMarks:
                 self._end_step(tell=not (inference_end and self.counts["optimizers"]))
             self.pending = False
             self._tops = int(top)
+            self._replays = 0
             self.step = self.mark(STEP)
 
     def _inference_boundary(self, kind: str) -> bool:
@@ -264,6 +273,23 @@ class StepMarks:
         if self.window is not None and tell:
             self.window.hook_boundary(last=last)  # may stop the program here (runtime.window.WindowDone)
 
+    # -- CUDA graph replays ------------------------------------------------------------------------------
+    def graph_replay(self) -> None:
+        """The program replays a CUDA graph from its own loop (module docstring): an iteration's boundary where the
+        open step holds a replay already and no optimizer stepped since, or an optimizer step ended it."""
+        if _compiling() or self._depth > 0 or self._optimizer is not None:
+            return  # (a model's compiled graphs, make_graphed_callables inside a model call, an optimizer's own)
+        with self._lock:
+            self.counts["replays"] = self.counts.get("replays", 0) + 1
+            again = self._replays and self.counts["optimizer_steps"] == self._opt_at_replay
+            if self.step is not None and (self.pending or again):
+                self._end_step(tell=True)  # may stop the program here (the window's WindowDone)
+            if self.step is None:
+                self.pending, self._tops, self._replays = False, 1, 0
+                self.step = self.mark(STEP)
+            self._replays += 1
+            self._opt_at_replay = self.counts["optimizer_steps"]
+
     # -- compilation ----------------------------------------------------------------------------------
     def compile_start(self, *_):
         self._compiles.append(self.mark(COMPILE))
@@ -356,6 +382,22 @@ def _gpu_drained() -> bool | None:
         return None
 
 
+def _hook_graph_replays(marks: StepMarks, cls=None) -> None:
+    """``torch.cuda.CUDAGraph.replay`` (``cls``: a stand-in in tests): the program's replays as its iterations."""
+    if cls is None:
+        import torch
+        cls = torch.cuda.CUDAGraph
+    original = cls.replay
+
+    @functools.wraps(original)
+    def replay(self, *args, **kwargs):
+        marks.graph_replay()
+        return original(self, *args, **kwargs)
+
+    cls.replay = replay
+    marks._undo.append(lambda: setattr(cls, "replay", original))
+
+
 def _hook_backward(marks: StepMarks) -> None:
     """``loss.backward()`` (``Tensor.backward`` calls ``torch.autograd.backward``): an activity of the loop where
     neither a DataLoader nor a hook on the model is seen (``module.compile()``: dynamo traces its hooks)."""
@@ -423,7 +465,7 @@ def install(marks: StepMarks | None = None) -> StepMarks | None:
         return None
     marks = marks if marks is not None else StepMarks()
     for hook in (_hook_optimizers, _hook_optimizer_construction, _hook_dataloaders, hook_main_model, _hook_backward,
-                 _hook_compile, hook_generate):
+                 _hook_compile, hook_generate, _hook_graph_replays):
         try:
             hook(marks)
         except Exception as exc:  # noqa: BLE001 - a torch without this API: that source of marks is missing

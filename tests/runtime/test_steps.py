@@ -217,3 +217,81 @@ def test_the_launcher_marks_a_program_that_imports_torch_itself(tmp_path):
     off = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--step-marks", "off", "--", str(script)],
                          capture_output=True, text=True, timeout=180, env=env)
     assert off.returncode == 0 and "step marks" not in off.stderr
+
+
+class _Graph:
+    """A stand-in for ``torch.cuda.CUDAGraph`` on the CPU: its replay runs the captured step's math (a real replay
+    launches the captured kernels; the optimizer's step inside it calls no hook)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def replay(self):
+        self.fn()
+
+
+def test_a_loop_replaying_its_own_graph_has_one_step_per_replay(tmp_path):
+    """The H200 case: three eager warm-up steps, then the captured step replayed (2,000 times there): read before as
+    3 steady steps with the replays unseen. Each replay from the program's loop is an iteration now."""
+    m = _model()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+
+    def step():
+        torch.nn.functional.cross_entropy(m(x), y).backward()
+
+    def program():
+        for _ in range(3):
+            step()
+            opt.step()
+            opt.zero_grad()
+        g = _Graph(lambda: (torch.tanh(x @ x.T), None))
+        for _ in range(12):
+            x.copy_(torch.randn(8, 16))
+            g.replay()
+    marks = hooks.install()
+    hooks._hook_graph_replays(marks, cls=_Graph)
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            program()
+            marks.finish()
+    finally:
+        counts = marks.record()
+        marks.remove()
+    assert counts["replays"] == 12 and counts["optimizer_steps"] == 3
+    assert counts["steps"] == 3 + 11 and counts["open_step_at_exit"]  # the last replay's step: nothing closed it
+    assert _Graph.replay.__name__ == "replay" and not hasattr(_Graph.replay, "__wrapped__")  # hook removed
+    trace = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    tl = load(trace).timeline
+    assert int((tl.marks["name"] == hooks.STEP).sum()) >= 14
+
+
+def test_replays_inside_a_model_call_are_the_models_not_the_loops(tmp_path):
+    """CUDA graphs a model replays inside its own call (torch.compile's CUDA-graph trees, make_graphed_callables):
+    the loop's iterations stay the model's calls."""
+    class Graphed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(16, 4)
+            self.g = _Graph(lambda: None)
+
+        def forward(self, x):
+            self.g.replay()
+            self.g.replay()
+            return self.lin(x)
+    m = Graphed()
+
+    def program():
+        with torch.no_grad():
+            for _ in range(6):
+                m(torch.randn(2, 16))
+    marks = hooks.install()
+    hooks._hook_graph_replays(marks, cls=_Graph)
+    try:
+        program()
+        marks.finish()
+    finally:
+        counts = marks.record()
+        marks.remove()
+    assert counts.get("replays", 0) == 0 and counts["model_calls"] == 6 and counts["steps"] == 5
