@@ -393,29 +393,28 @@ def test_try_end_to_end_on_cpu(tmp_path, run_cli):
 
 
 def test_repeat_alternates_and_gives_the_spread_of_rounds(tmp_path, run_cli):
-    """--repeat 2: two plain rounds each, paired by round; a variant that changes nothing is "no measurable change"
-    when its rounds straddle 1.0, and --explain profiles the variant too."""
+    """--repeat 2: two plain rounds each, paired by round, the speed-up's 90% interval around the rounds; --explain
+    profiles the variant too. (Runs of an unchanged program read as no change: tests/test_try_rounds.py.)"""
     pytest.importorskip("torch")
     from nsighttc.experiment import schema_problem
     script = tmp_path / "stepped.py"
     script.write_text(STEPPED.replace('raise RuntimeError("expected scalar type Float but found BFloat16")', "pass"))
-    code, _, err = run_cli("try", "--out", tmp_path / "runs", "--repeat", "2", "--explain", "--variant", "tf32",
+    code, _, err = run_cli("try", "--out", tmp_path / "runs", "--repeat", "2", "--explain",
                            "--variant", "cudnn-benchmark", str(script))
     assert code == 0, err
     run = next((tmp_path / "runs").iterdir())
     doc = json.loads((run / "try.json").read_text())
-    assert schema_problem(doc) is None and doc["repeat"] == 2
+    assert schema_problem(doc) is None and doc["repeat"] == 2 and doc["rounds_rule"] == "--repeat 2"
     rows = {v["name"]: v for v in doc["variants"]}
-    for name in ("baseline", "tf32", "cudnn-benchmark"):
+    for name in ("baseline", "cudnn-benchmark"):
         assert len(rows[name]["run_dirs"]) == 2 and (run / name / "plain2" / "step_times.json").exists()
     slow = rows["cudnn-benchmark"]
     assert len(slow["rounds"]) == 2 and slow["spread"]["basis"] == "90% interval of the mean of 2 rounds"
     ratios = [r["speedup"] for r in slow["rounds"]]
     assert slow["spread"]["low"] < min(ratios) <= slow["speedup"] <= max(ratios) < slow["spread"]["high"]
     assert slow["change"] == "slower" and slow["spread"]["high"] < 1.0
-    tf32 = rows["tf32"]  # on the CPU the TF32 flags change nothing: its speed-up is within the noise
-    assert 0.7 < tf32["speedup"] < 1.4
-    assert tf32["explained"] and tf32["explained"]["verdict"] and (run / "tf32" / "profiled" / "verdict.json").exists()
+    assert slow["explained"] and slow["explained"]["verdict"] and \
+        (run / "cudnn-benchmark" / "profiled" / "verdict.json").exists()
     assert any("rounds" in n for n in doc["notes"])
 
 
@@ -423,7 +422,8 @@ def test_combined_variant_applies_both(tmp_path, run_cli):
     pytest.importorskip("torch")
     script = tmp_path / "stepped.py"
     script.write_text(STEPPED.replace('raise RuntimeError("expected scalar type Float but found BFloat16")', "pass"))
-    code, _, err = run_cli("try", "--out", tmp_path / "runs", "--variant", "tf32+cudnn-benchmark", str(script))
+    code, _, err = run_cli("try", "--out", tmp_path / "runs", "--repeat", "1", "--variant", "tf32+cudnn-benchmark",
+                           str(script))
     assert code == 0, err
     doc = json.loads((next((tmp_path / "runs").iterdir()) / "try.json").read_text())
     both = doc["variants"][1]

@@ -185,7 +185,7 @@ def test_fix_runs_the_patched_copy_beside_the_variant_and_applies_it_only_when_a
     prog.mkdir()
     (prog / "train.py").write_text(LOADER_PROGRAM)
     (prog / "data.py").write_text(LOADER_HELPER)
-    code, out, err = run_cli("fix", "--out", tmp_path / "runs", "--repeat", "1", "--variant", "workers=2",
+    code, out, err = run_cli("fix", "--out", tmp_path / "runs", "--budget", "60", "--variant", "workers=2",
                              "--apply", str(prog / "train.py"))
     assert code == 0, err
     run = next((tmp_path / "runs").iterdir())
@@ -195,6 +195,9 @@ def test_fix_runs_the_patched_copy_beside_the_variant_and_applies_it_only_when_a
     patch = rows["patch:workers=2"]["patch"]
     assert patch["files"] == ["data.py"] and "num_workers=2" in patch["diff"] and patch["kept"]
     assert rows["patch:workers=2"]["speedup"] > 1.3 and rows["workers=2"]["speedup"] > 1.3
+    # the default rounds: two at least, and a change this large is clear after them
+    assert doc["repeat"] >= 2 and rows["patch:workers=2"]["change"] == "faster" and rows["patch:workers=2"]["clear"]
+    assert rows["patch:workers=2"]["spread"]["basis"].startswith("90% interval of the mean of")
     md = (run / "try.md").read_text()
     assert "## Patches" in md and "```diff\n--- a/data.py" in md and "**kept**" in md
     assert (run / "patched" / "workers_2.diff").read_text() == patch["diff"]
