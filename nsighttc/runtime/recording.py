@@ -202,9 +202,9 @@ class OperatorsUntilWindow:
         if self.state != "pending":
             return
         was, self.state = self._from, "kept"
-        said = (f"nsighttc.launch: the change of sessions waited for the program's record_function "
-                f"({self.elsewhere.count} open) across the steps, and the window began first: the "
-                "change is given up; the window's steps are in the session recording since "
+        said = (f"nsighttc.launch: the change of sessions could not run before the window (the program's "
+                f"record_function open across the steps: {self.elsewhere.count}): the change is given up; the "
+                "window's steps are in the session recording since "
                 + ("the program's start (the ranges only), kept to the end; no operators were recorded for the "
                    "replay: the kernels that need evidence are measured on the program itself, or named"
                    if was == "lead" else "the program's start (with the operators), kept to the end"))

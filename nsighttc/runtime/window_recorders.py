@@ -45,6 +45,9 @@ class Recorder:
     def window_end(self) -> None:
         pass
 
+    def step_in_window(self) -> None:
+        """A step boundary inside a window (its first step ended, or a later one)."""
+
     def finish(self) -> None:
         """Nothing more will be recorded: the recording may end now (the program runs on)."""
 
@@ -107,6 +110,14 @@ class TorchRecorder(Recorder):
             self.sessions.hold_window()
         elif self.sessions is not None and (last or self.sessions.any_window) and not self.finished:
             self.sessions.request()  # a first run: the operators until here, the window with the ranges only
+
+    def step_in_window(self) -> None:
+        """A change asked for at the window's start may run until its first step ends (a boundary inside
+        ``Optimizer.step#...`` runs it when that range closes, at once); one still waiting then (a range of the
+        program's open across the steps) is given up: it would otherwise run when that range closes, inside or
+        after the window, stopping the session that records it (``OperatorsUntilWindow.hold_window``)."""
+        if self.sessions is not None and self.sessions.state == "pending":
+            self.sessions.hold_window()
 
     def settled(self) -> None:
         self._begin()  # --record-from window: the recording runs before the request that starts the window

@@ -167,3 +167,24 @@ def test_a_generation_loops_first_run_records_operators_only_until_its_warm_up_i
     assert sum(e.get("name") == "nsighttc.forward" for e in after) >= end["steps"]
     assert max(e["ts"] for e in before if e.get("ph") == "X") <= min(
         e["ts"] for e in after if e.get("name") == "nsighttc.forward")
+
+
+def test_a_record_function_open_across_the_window_of_a_program_that_ends_inside_it_keeps_the_window(tmp_path):
+    """The program's `outer` range stays open to its end and the program ends inside its window: the change of
+    sessions asked for at the window's start cannot run then, and before, it ran when `outer` closed after the loop,
+    stopping the session that held the window (its steps went into the operators' trace, the timeline had none).
+    Now it is given up at once: one session holds the window to the end."""
+    import os
+    import subprocess
+    import sys
+    prog = tmp_path / "prog.py"
+    prog.write_text(TWO_SESSIONS)
+    trace, ops = tmp_path / "outer.json", tmp_path / "outer.ops.json"
+    proc = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--window", "--window-warmup", "4",
+                           "--window-steps", "200", "--window-end", "stop", "--torch-trace", str(trace),
+                           "--record-shapes", "--ops-trace", str(ops), "--", str(prog)],
+                          capture_output=True, text=True, env={**os.environ, "MODE": "outer"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert not ops.exists() and "the change is given up" in proc.stderr
+    steps = [e for e in _events(trace) if e.get("name") == "nsighttc.step"]
+    assert len(steps) >= 30  # the window's steps (from the 5th to the program's end) are in the timeline
