@@ -7,7 +7,7 @@ import click
 
 from ..errors import UsageError
 from .common import Finite, note, verbosity
-from .run import report_try
+from .run import report_try, rounds_options
 
 
 @click.command("fix", short_help="Write the advice as a patch of the program, run it, and measure it.",
@@ -21,10 +21,7 @@ from .run import report_try
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("nsighttc-runs"),
               show_default=True, help="Parent of the run directory (<time>-try-<script>).")
 @click.option("--timeout", type=Finite(min=1), metavar="SECONDS", help="Stop each run after this long.")
-@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Exactly N rounds (default: until each answer is clear, within --budget).")
-@click.option("--budget", type=Finite(min=1), default=None, metavar="SECONDS",
-              help="Time the rounds may take, all together (default 600).")
+@rounds_options
 @click.option("--apply", "apply_", is_flag=True,
               help="Write the kept patches into the program's files, each file's original kept beside it "
                    "(FILE.nsighttc-bak).")

@@ -170,6 +170,17 @@ def _variant_names() -> str:
     return ", ".join(n for n in VARIANTS if n != "baseline")
 
 
+def rounds_options(f):
+    """``--repeat`` and ``--budget``: how many rounds ``try`` and ``fix`` run (``experiment.rounds``)."""
+    f = click.option("--budget", type=Finite(min=1), default=None, metavar="SECONDS",
+                     help="Time the plain runs' rounds may take, all together (default 600); a round that would pass "
+                          "it is not started, and what is still unclear is said so.")(f)
+    return click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N",
+                        help="Exactly N rounds of plain runs, baseline and variants alternating (default: rounds until "
+                             "each speed-up's 90% interval excludes 1.00x or lies within 5% of it, at least 2, at most "
+                             "6, within --budget).")(f)
+
+
 @click.command("try", short_help="Run the advice as variants of the program and compare.", epilog=_variants_epilog(),
                context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @verbosity
@@ -188,13 +199,7 @@ def _variant_names() -> str:
 @click.option("--timeout", type=Finite(min=1), metavar="SECONDS", help="Stop each run after this long.")
 @click.option("--annotate", type=click.Choice(["none", "script", "modules"]), default="script", show_default=True)
 @click.option("--no-cache", "no_cache", is_flag=True, help="Do not read Tensor Core evidence from the cache.")
-@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Exactly N rounds of plain runs, baseline and variants alternating (default: rounds until each "
-                   "speed-up's 90% interval excludes 1.00x or lies within 5% of it, at least 2, at most 6, within "
-                   "--budget).")
-@click.option("--budget", type=Finite(min=1), default=None, metavar="SECONDS",
-              help="Time the plain runs' rounds may take, all together (default 600); a round that would pass it "
-                   "is not started, and what is still unclear is said so.")
+@rounds_options
 @click.option("--explain", is_flag=True,
               help="Also profile every variant once (torch.profiler): its Tensor Core share, dtypes and timeline "
                    "verdict explain its speed-up (never used to measure it).")
