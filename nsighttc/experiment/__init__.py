@@ -32,7 +32,7 @@ from ..durations import duration
 from ..runtime import variants as variants_mod
 from . import measure, rounds as rounds_mod
 from .options import AUTOCASTS, PATCH, SCHEMA_ID, Outcome, TryOptions, read_metric, validate
-from .rows import apply_noise, best_two, row as make_row, schema_problem, unchanged_noise, write
+from .rows import add_note, apply_noise, best_two, row as make_row, schema_problem, unchanged_noise, write
 from .runs import Runner
 
 __all__ = ["AUTOCASTS", "SCHEMA_ID", "Outcome", "TryOptions", "read_metric", "run_try", "schema_problem"]
@@ -197,10 +197,9 @@ def _patch_row(row: dict, patch, rows: list[dict]) -> None:
     sp, tsp = row.get("spread") or {}, (twin or {}).get("spread") or {}
     if twin and row.get("speedup") and twin.get("speedup") and sp and tsp and \
             (sp["high"] < tsp["low"] or tsp["high"] < sp["low"]):
-        row["note"] = ((row.get("note") + "; ") if row.get("note") else "") + (
-            f"the edit measured {row['speedup']:.2f}x and the launcher's `{patch.variant}` {twin['speedup']:.2f}x: they "
-            "do not do the same (the variant applies from the start to every loader and flag; the edit where the "
-            "program sets it)")
+        add_note(row, f"the edit measured {row['speedup']:.2f}x and the launcher's `{patch.variant}` "
+                      f"{twin['speedup']:.2f}x: they do not do the same (the variant applies from the start to every "
+                      "loader and flag; the edit where the program sets it)")
 
 
 def _aligned(base_runs: dict[int, dict], runs: dict[int, dict]) -> tuple[list[dict], list[dict]]:

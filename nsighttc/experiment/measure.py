@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from ..runtime.step_timer import median, quartiles, settled, settled_at_end, steady
+from . import rounds as rounds_mod
 
 
 def read(path: Path) -> dict | None:
@@ -120,7 +121,6 @@ def compare(base_runs: list[dict | None], runs: list[dict | None]) -> dict:
     if not rounds:
         return {"speedup": None, "spread": None, "change": None, "rounds": [], "step_ns": None,
                 "note": "the variant did not run every phase the baseline ran"}
-    from . import rounds as rounds_mod
     note = None
     if len(rounds) >= 2:
         # the geometric mean of the rounds' ratios and its 90% interval, never narrower than the baseline's own

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 
+from ..durations import duration
+
 DATA_SHARE = 0.25   # the host spent at least this share of the step in DataLoader fetches ...
 STARVED = 0.5       # ... and, on a GPU, the GPU had run out of work after at least this share of them
 
@@ -82,7 +84,7 @@ def from_plain(best: str, runs: list[dict], workers: int | None = None) -> dict 
     step = _step_ns(runs)
     out = {"after": best, "cause": "data loading", "share": round(share, 3), "measured": "plain runs",
            "evidence": (f"the host waited in DataLoader fetches for {100 * share:.0f}% of the step"
-                        + (f" ({_ms(share * step)} of {_ms(step)})" if step else "")
+                        + (f" ({duration(share * step)} of {duration(step)})" if step else "")
                         + (f", and the GPU had run out of work after {100 * starved:.0f}% of them" if starved is not None
                            else "")),
            "variant": None}
@@ -116,8 +118,3 @@ def from_verdict(best: str, verdict: dict, record: dict | None, workers: int | N
 def _step_ns(runs: list[dict]) -> float | None:
     steps = [r.get("step_ns") for r in runs if r.get("step_ns")]
     return sum(steps) / len(steps) if steps else None
-
-
-def _ms(ns: float) -> str:
-    from ..durations import duration
-    return duration(ns)

@@ -9,6 +9,11 @@ from pathlib import Path
 from . import measure
 from .options import TryOptions
 
+def add_note(row: dict, text: str) -> None:
+    """Append ``text`` to a row's note (notes from several sources are kept, joined by "; ")."""
+    row["note"] = f"{row['note']}; {text}" if row.get("note") else text
+
+
 def unchanged_noise(rows: list[dict]) -> tuple[float, str] | None:
     """The widest ratio runs of the unchanged program measured against the baseline (variants that applied nowhere
     ran it as it is), as (ratio, variant), or None. A speed-up inside it is no measurable change: on the H100 an
@@ -29,9 +34,8 @@ def apply_noise(rows: list[dict], noise: tuple[float, str]) -> None:
         if abs(math.log(r["speedup"])) <= bound and r.get("change") in ("faster", "slower"):
             r["change"] = "no measurable change"
             r["prediction"] = None
-            r["note"] = ((r.get("note") + "; ") if r.get("note") else "") + (
-                f"inside run-to-run noise: the unchanged program (`{who}` applied nowhere) measured {ratio:.2f}x "
-                "against the baseline in the same round; --repeat 3 measures the spread")
+            add_note(r, f"inside run-to-run noise: the unchanged program (`{who}` applied nowhere) measured "
+                        f"{ratio:.2f}x against the baseline in the same round; --repeat 3 measures the spread")
 
 
 def ranked(base: list[dict], runs: dict[str, list[dict]]) -> list[tuple[float, str]]:
@@ -115,13 +119,13 @@ def row(name: str, why: str | None, base: list[dict], rs: list[dict], explained:
         return row
     held = held_note(row["applied"])
     if held:
-        row["note"] = ((row.get("note") + "; ") if row.get("note") else "") + held
+        add_note(row, held)
     idle_parts = [i for i in row["applied"] or [] if i.get("applied") is False]
     if idle_parts:  # a combination of which a part changed nothing: measured, the part named
-        row["note"] = "; ".join(f"`{i['variant']}` applied nowhere ({i.get('not_applied')})" for i in idle_parts)
+        add_note(row, "; ".join(f"`{i['variant']}` applied nowhere ({i.get('not_applied')})" for i in idle_parts))
     row.update({k: m.get(k) for k in ("step_ns", "speedup", "spread", "change", "rounds", "clear")})
     if m.get("note"):
-        row["note"] = ((row.get("note") + "; ") if row.get("note") else "") + m["note"]
+        add_note(row, m["note"])
     steps = rs[0].get("_steps") or {}
     row["phases"] = {p: {k: v[k] for k in PHASE_KEYS if k in v} for p, v in steps.items()} or None
     gen = [ph["inference"] for r in rs for ph in (r.get("_steps") or {}).values() if ph.get("inference")]
@@ -141,7 +145,7 @@ def row(name: str, why: str | None, base: list[dict], rs: list[dict], explained:
             said = (f"torch.compile's compile callback fired during {recompiled} of the timed steps, though the run "
                     f"compiled {graphs or 'no'} graph in all: no recompilation, but their time (a re-capture or a "
                     "cache check) is part of the step")
-        row["note"] = ((row.get("note") + "; ") if row.get("note") else "") + said
+        add_note(row, said)
     if name == "baseline":
         row["speedup"] = 1.0 if row["step_ns"] else None
     if predicted and row["speedup"]:

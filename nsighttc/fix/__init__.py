@@ -88,13 +88,18 @@ def program_files(script: Path) -> list[Path]:
     return out
 
 
+def _workers(variant: str, default: int | None = None) -> int | None:
+    """N of ``workers=N``; else ``default``."""
+    return int(variant.split("=", 1)[1]) if edits.kind_of(variant) == "workers=N" else default
+
+
 def plan(script: Path, variant: str, workers: int | None = None) -> Patch:
     """The edit for ``variant`` over the program's files (none changed where no safe edit exists: ``skipped`` says
     why)."""
     script = script.resolve()
     patch = Patch(variant, script.parent, script)
     kind = edits.kind_of(variant)
-    n = int(variant.split("=", 1)[1]) if kind == "workers=N" else workers
+    n = _workers(variant, workers)
     if kind not in edits.KINDS:
         patch.skipped.append(f"`{variant}`: no source edit ({edits.NO_EDIT.get(kind, 'not a fix kind')})")
         return patch
@@ -159,8 +164,7 @@ def apply(patches: list[Patch]) -> list[str]:
             path = p.root / rel
             if path in merged:  # a second patch of the same file: its edit applied on top of the first
                 base_new = merged[path][1]
-                e = edits.apply(edits.kind_of(p.variant), base_new, rel,
-                                workers=int(p.variant.split("=", 1)[1]) if p.variant.startswith("workers=") else None)
+                e = edits.apply(edits.kind_of(p.variant), base_new, rel, workers=_workers(p.variant))
                 merged[path] = (merged[path][0], e.source)
             else:
                 merged[path] = (old, new)

@@ -67,38 +67,41 @@ def _hold_cudnn_prop(torch, name: str, value: bool, attempt) -> None:
     setattr(cls, name, _HeldProp(prop, name, value, attempt))
 
 
-def _hold_cublas(torch, on: bool, attempt) -> None:
-    cls = type(torch.backends.cuda.matmul)
+def _hold_setattr(cls, refused, attempt) -> None:
+    """``cls.__setattr__`` wrapped: a set ``refused(self, name, value)`` describes (what the program asked) is
+    skipped and reported; every other set goes through."""
     original = cls.__setattr__
     if getattr(original, "_nsighttc_held", False):
         return
 
     def __setattr__(self, name, value):
-        if name == "allow_tf32" and bool(value) != on:
-            return attempt(f"torch.backends.cuda.matmul.allow_tf32 = {value!r}")
-        if name == "fp32_precision" and _turns(value) not in (None, on):
-            return attempt(f"torch.backends.cuda.matmul.fp32_precision = {value!r}")
-        return original(self, name, value)
+        what = refused(self, name, value)
+        return attempt(what) if what else original(self, name, value)
     __setattr__._nsighttc_held = True
     cls.__setattr__ = __setattr__
+
+
+def _hold_cublas(torch, on: bool, attempt) -> None:
+    def refused(self, name, value):
+        if (name == "allow_tf32" and bool(value) != on) or \
+                (name == "fp32_precision" and _turns(value) not in (None, on)):
+            return f"torch.backends.cuda.matmul.{name} = {value!r}"
+        return None
+    _hold_setattr(type(torch.backends.cuda.matmul), refused, attempt)
 
 
 def _hold_fp32_precision(torch, on: bool, attempt) -> None:
     cls = getattr(torch.backends, "_FP32Precision", None)
     if cls is None:  # before torch 2.9
         return
-    original = cls.__setattr__
-    if getattr(original, "_nsighttc_held", False):
-        return
 
-    def __setattr__(self, name, value):
-        if name == "fp32_precision" and _turns(value) not in (None, on):
-            where = ".".join(p for p in ("torch.backends", getattr(self, "backend", ""), getattr(self, "op", ""))
-                             if p and p != "all")
-            return attempt(f"{where}.fp32_precision = {value!r}")
-        return original(self, name, value)
-    __setattr__._nsighttc_held = True
-    cls.__setattr__ = __setattr__
+    def refused(self, name, value):
+        if name != "fp32_precision" or _turns(value) in (None, on):
+            return None
+        where = ".".join(p for p in ("torch.backends", getattr(self, "backend", ""), getattr(self, "op", ""))
+                         if p and p != "all")
+        return f"{where}.fp32_precision = {value!r}"
+    _hold_setattr(cls, refused, attempt)
 
 
 def _hold_matmul_precision(torch, on: bool, attempt) -> None:

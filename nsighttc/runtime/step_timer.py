@@ -34,7 +34,7 @@ MAX_STEPS = 20_000   # per phase: a run of hours keeps its first steps' times (t
 
 
 class _Phase:
-    __slots__ = ("host", "events", "compiled", "compiles_at", "full", "kinds", "batch", "data", "drained")
+    __slots__ = ("host", "events", "compiled", "compiles_at", "full", "kinds", "batch", "fetched")
 
     def __init__(self, compiles: int):
         self.host: list[float] = []
@@ -44,8 +44,7 @@ class _Phase:
         self.full = False
         self.kinds: list[str | None] = []   # a generation loop's: what the step starting at each boundary is
         self.batch: list[int | None] = []   # and how many sequences it takes (tokens per decode call)
-        self.data: list[float] = []         # host ns spent in DataLoader fetches so far, at each boundary
-        self.drained: list[tuple] = []      # (fetches, fetches after which the GPU was idle) so far, at each boundary
+        self.fetched: list[tuple] = []      # the timer's ``fetched`` totals so far, at each boundary
 
 
 class StepTimer:
@@ -59,18 +58,19 @@ class StepTimer:
         self.explicit = False
         # set by the step hooks before each main-model call's boundary (``runtime.steps.model_enter``)
         self.generation, self.next_step, self.next_batch = False, None, None
-        self.data_ns = 0.0   # host time the program waited in DataLoader fetches (``add_data``), all steps so far
-        self.fetches = [0, 0]  # fetches timed on a GPU, and those after which the GPU's stream was idle
+        # DataLoader fetches (``add_data``), all steps so far: host ns in them, those timed on a GPU, and those of
+        # them after which the GPU's stream was idle
+        self.fetched = [0.0, 0, 0]
 
     def add_data(self, ns: float, drained: bool | None = None) -> None:
         """A DataLoader fetch took ``ns`` of the host's time (the step hooks time each ``__next__``) and, on a GPU,
         the stream had (``drained``) or had not run out of work when it returned: what tells, without a profiler,
         whether the loader holds the steps (``try``'s next bottleneck). A host busy fetching while the GPU still
         works through the queue costs nothing: a GPU-bound fp32 loop spent 53% of its step in fetches (H200)."""
-        self.data_ns += ns
+        self.fetched[0] += ns
         if drained is not None:
-            self.fetches[0] += 1
-            self.fetches[1] += int(drained)
+            self.fetched[1] += 1
+            self.fetched[2] += int(drained)
 
     # -- what the launcher's hooks call ------------------------------------------------------------------
     def hook_boundary(self, last: bool = False) -> None:
@@ -108,8 +108,7 @@ class StepTimer:
             ph.full = True
             return
         ph.host.append(self.clock())
-        ph.data.append(self.data_ns)
-        ph.drained.append(tuple(self.fetches))
+        ph.fetched.append(tuple(self.fetched))
         ph.kinds.append(self.next_step)
         ph.batch.append(self.next_batch)
         self.next_step = self.next_batch = None  # (a boundary the hooks did not announce is no model call)
@@ -156,13 +155,14 @@ class StepTimer:
                     gpu = None
             phases["/".join(key)] = {"host_ns": host, "gpu_ns": gpu, "compiled": ph.compiled[:len(host)],
                                      "truncated": ph.full}
-            data = [b - a for a, b in zip(ph.data, ph.data[1:])]
-            if any(data):  # host time in DataLoader fetches during each step
+            # per step: host time in DataLoader fetches, the fetches timed on the GPU, those after which it was idle
+            per_step = [[b - a for a, b in zip(x, y)] for x, y in zip(ph.fetched, ph.fetched[1:])]
+            data, on_gpu, idle = ([s[i] for s in per_step] for i in range(3))
+            if any(data):
                 phases["/".join(key)]["data_ns"] = data
-                fetched = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(ph.drained, ph.drained[1:])]
-                if any(f for f, _ in fetched):  # per step: fetches timed on the GPU, and after which it was idle
-                    phases["/".join(key)]["fetches_gpu"] = [f for f, _ in fetched]
-                    phases["/".join(key)]["fetches_gpu_idle"] = [i for _, i in fetched]
+                if any(on_gpu):
+                    phases["/".join(key)]["fetches_gpu"] = on_gpu
+                    phases["/".join(key)]["fetches_gpu_idle"] = idle
             if any(k is not None for k in ph.kinds):  # a generation loop: step i's kind and sequences
                 phases["/".join(key)].update({"kinds": ph.kinds[:len(host)], "batch": ph.batch[:len(host)]})
         return {"schema": SCHEMA_ID, "phases": phases}

@@ -43,6 +43,27 @@ def test_explicit_steps_replace_hook_steps_and_keep_phases_apart():
     assert res["p.py/b"]["host_ns"] == pytest.approx([0.5e9])
 
 
+def test_each_steps_fetch_time_and_how_often_the_gpu_ran_dry_are_the_fetches_between_its_boundaries():
+    """What try's next bottleneck reads (``data_ns``, ``fetches_gpu``, ``fetches_gpu_idle``): the fetches timed between
+    two boundaries belong to the step they end, told through the Fanout as the step hooks tell it."""
+    t = StepTimer(clock=_clock([0.0, 1.0, 2.0, 3.0]), cuda=False)
+    f = Fanout(t)
+    f.hook_boundary()
+    f.add_data(100.0, True)
+    f.add_data(50.0, False)
+    f.hook_boundary()                    # step 1: 150 ns in two fetches, the GPU dry after one
+    f.hook_boundary()                    # step 2: no fetch
+    f.add_data(30.0, None)               # (no CUDA: timed, not asked)
+    f.hook_boundary()
+    ph = t.result()["phases"]["nsighttc.step"]
+    assert ph["data_ns"] == [150.0, 0.0, 30.0]
+    assert ph["fetches_gpu"] == [2, 0, 0] and ph["fetches_gpu_idle"] == [1, 0, 0]
+    plain = StepTimer(clock=_clock([0.0, 1.0]), cuda=False)  # a loop without a DataLoader: nothing written
+    plain.hook_boundary()
+    plain.hook_boundary()
+    assert "data_ns" not in plain.result()["phases"]["nsighttc.step"]
+
+
 def test_fanout_reaches_every_listener_in_order():
     seen = []
 

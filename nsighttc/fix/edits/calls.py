@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .syntax import _Located, _add_args, _dotted, _kw
+from .syntax import _Located, _add_args, _code, _dotted, _keywords, _kw
 
 OPTIMIZERS = ("Adam", "AdamW", "SGD")
 
@@ -21,8 +21,7 @@ class _Generate(_Located):
         if original.keyword is not None and original.keyword.value == "cache_implementation":
             self.named += 1
             if not (isinstance(original.value, cst.SimpleString) and original.value.evaluated_value == "static"):
-                self.done.append(f"{self.at(original)}: cache_implementation="
-                                 f"{cst.Module([]).code_for_node(original.value)} -> \"static\"")
+                self.done.append(f"{self.at(original)}: cache_implementation={_code(original.value)} -> \"static\"")
                 return updated.with_changes(value=cst.SimpleString('"static"'))
         return updated
 
@@ -37,7 +36,7 @@ class _Generate(_Located):
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         if not self.add or not isinstance(original.func, cst.Attribute) or original.func.attr.value != "generate":
             return updated
-        if any(a.keyword is not None and a.keyword.value == "cache_implementation" for a in original.args):
+        if "cache_implementation" in _keywords(original):
             return updated
         self.done.append(f"{self.at(original)}: .generate(..., cache_implementation=\"static\")")
         return _add_args(updated, [_kw("cache_implementation", cst.SimpleString('"static"'))])
@@ -52,7 +51,7 @@ class _Fused(_Located):
         if any(a.star == "**" for a in original.args):
             self.skipped.append(f"{self.at(original)}: {name}(...) takes **kwargs")
             return updated
-        if any(a.keyword is not None and a.keyword.value in ("fused", "foreach") for a in original.args):
+        if {"fused", "foreach"} & set(_keywords(original)):
             return updated
         self.done.append(f"{self.at(original)}: {name}(..., fused=True)")
         return _add_args(updated, [_kw("fused", cst.Name("True"))])

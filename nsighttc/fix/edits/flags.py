@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .syntax import _Located, _dotted, _is_false, _is_true
+from .syntax import _Located, _code, _dotted, _is_false, _is_true
 
 TF32_FLAGS = ("torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.allow_tf32")
 BENCHMARK_FLAG = "torch.backends.cudnn.benchmark"
@@ -32,7 +32,7 @@ class _Flags(_Located):
             return updated.with_changes(value=cst.Name(str(want)))
         if not (_is_true(original.value) or _is_false(original.value)):
             self.skipped.append(f"{self.at(original)}: {name} is set from "
-                                f"`{cst.Module([]).code_for_node(original.value)}`: left as it is")
+                                f"`{_code(original.value)}`: left as it is")
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .syntax import _Located, _add_args, _dotted, _is_false, _is_true, _is_zero, _kw
+from .syntax import (_Located, _add_args, _code, _dotted, _is_false, _is_true, _is_zero, _keywords, _kw, _option,
+                     _option_names, _with_keyword)
 
 # DataLoader's positional parameters (torch.utils.data.DataLoader.__init__, torch 2.1-2.13)
 LOADER_POSITIONS = {"num_workers": 5, "pin_memory": 7}
@@ -18,13 +19,12 @@ class _Loader(_Located):
                  persistent: bool = False):
         super().__init__(filename)
         self.num_workers, self.pin_memory, self.persistent = num_workers, pin_memory, persistent
-        self._origin: dict[int, str] = {}
         self.options: dict[str, tuple] = {}  # a value from the program's own option: --NAME -> (what, value, where)
 
     def _trainer_args(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         """``TrainingArguments(dataloader_num_workers=..., dataloader_pin_memory=..., dataloader_persistent_workers=...)``."""
-        where = self._origin.get(id(original), self.filename)
-        kws = {a.keyword.value: a for a in original.args if a.keyword is not None}
+        where = self.at(original)
+        kws = _keywords(original)
         want = []
         if self.num_workers is not None:
             want.append(("dataloader_num_workers", cst.Integer(str(self.num_workers)), _is_zero))
@@ -37,21 +37,16 @@ class _Loader(_Located):
             if key not in kws:
                 if key != "dataloader_pin_memory":
                     added.append(_kw(key, value))
-                    self.done.append(f"{where}: TrainingArguments(..., {key}={cst.Module([]).code_for_node(value)})")
+                    self.done.append(f"{where}: TrainingArguments(..., {key}={_code(value)})")
             elif replaceable(kws[key].value):
-                args = [a.with_changes(value=value) if a.keyword is not None and a.keyword.value == key else a
-                        for a in out.args]
-                out = out.with_changes(args=args)
-                self.done.append(f"{where}: TrainingArguments {key} -> {cst.Module([]).code_for_node(value)}")
+                out = _with_keyword(out, key, value)
+                self.done.append(f"{where}: TrainingArguments {key} -> {_code(value)}")
             elif _option(kws[key].value) is not None and key == "dataloader_num_workers":
                 self.options[_option(kws[key].value)] = (key, self.num_workers, where)
             else:
                 self.skipped.append(f"{where}: TrainingArguments {key} is "
-                                    f"`{cst.Module([]).code_for_node(kws[key].value)}`: set from elsewhere")
+                                    f"`{_code(kws[key].value)}`: set from elsewhere")
         return _add_args(out, added) if added else out
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self._origin[id(node)] = self.at(node)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         name = _dotted(original.func) or ""
@@ -60,12 +55,12 @@ class _Loader(_Located):
             return self._trainer_args(original, updated)
         if short != "DataLoader":
             return updated
-        where = self._origin.get(id(original), self.filename)
+        where = self.at(original)
         if any(a.star == "**" for a in original.args):
             self.skipped.append(f"{where}: DataLoader(...) takes **kwargs: its arguments are built elsewhere")
             return updated
         positional = [a for a in original.args if a.keyword is None and not a.star]
-        kws = {a.keyword.value: a for a in original.args if a.keyword is not None}
+        kws = _keywords(original)
 
         def current(param: str):
             if param in kws:
@@ -76,11 +71,10 @@ class _Loader(_Located):
             return None, None
 
         def set_value(call: cst.Call, param: str, how: str, value: cst.BaseExpression) -> cst.Call:
-            args = list(call.args)
             if how == "kw":
-                idx = next(i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == param)
-            else:
-                idx = [i for i, a in enumerate(args) if a.keyword is None and not a.star][LOADER_POSITIONS[param]]
+                return _with_keyword(call, param, value)
+            args = list(call.args)
+            idx = [i for i, a in enumerate(args) if a.keyword is None and not a.star][LOADER_POSITIONS[param]]
             args[idx] = args[idx].with_changes(value=value)
             return call.with_changes(args=args)
 
@@ -100,7 +94,7 @@ class _Loader(_Located):
                 self.options[_option(value)] = ("num_workers", self.num_workers, where)
                 workers_after = self.num_workers
             else:
-                self.skipped.append(f"{where}: DataLoader num_workers is `{cst.Module([]).code_for_node(value)}` "
+                self.skipped.append(f"{where}: DataLoader num_workers is `{_code(value)}` "
                                     "already: left as it is")
         if self.pin_memory:
             value, how = current("pin_memory")
@@ -111,12 +105,11 @@ class _Loader(_Located):
                 out = set_value(out, "pin_memory", how, cst.Name("True"))
                 self.done.append(f"{where}: DataLoader pin_memory False -> True")
             elif not _is_true(value):
-                self.skipped.append(f"{where}: DataLoader pin_memory is `{cst.Module([]).code_for_node(value)}`: "
+                self.skipped.append(f"{where}: DataLoader pin_memory is `{_code(value)}`: "
                                     "set from elsewhere")
         if self.persistent:
             workers, _ = current("num_workers")
-            has_workers = workers_after or (isinstance(workers, cst.Integer) and workers.value != "0") or \
-                (workers is not None and not _is_zero(workers))
+            has_workers = workers_after or (workers is not None and not _is_zero(workers))
             value, how = current("persistent_workers")
             if not has_workers:
                 self.skipped.append(f"{where}: DataLoader without workers: persistent_workers needs num_workers > 0")
@@ -130,13 +123,6 @@ class _Loader(_Located):
         return _add_args(out, added) if added else out
 
 
-def _option(value) -> str | None:
-    """``args.workers`` -> "workers": a value read from the program's parsed options (an attribute of a name)."""
-    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):
-        return value.attr.value
-    return None
-
-
 class _OptionDefault(_Located):
     """``add_argument("--NAME", ..., default=0)``: the default changed where a DataLoader's value comes from the
     program's own option, so the option still works and only its default moves."""
@@ -147,25 +133,15 @@ class _OptionDefault(_Located):
         self.found: set[str] = set()
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        if not isinstance(original.func, cst.Attribute) or original.func.attr.value != "add_argument":
-            return updated
-        flags = [a.value.evaluated_value for a in original.args if a.keyword is None
-                 and isinstance(a.value, cst.SimpleString)]
-        dest = next((a.value.evaluated_value for a in original.args if a.keyword is not None
-                     and a.keyword.value == "dest" and isinstance(a.value, cst.SimpleString)), None)
-        names = {dest} if dest else {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")}
-        hit = next((n for n in names if n in self.options), None)
+        hit = next((n for n in _option_names(original) or () if n in self.options), None)
         if hit is None:
             return updated
+        self.found.add(hit)
         what, value, used = self.options[hit]
-        default = next((a for a in original.args if a.keyword is not None and a.keyword.value == "default"), None)
+        default = _keywords(original).get("default")
         if default is None or not _is_zero(default.value):
             self.skipped.append(f"{self.at(original)}: --{hit} (used for {what} at {used}) has default "
-                                f"`{cst.Module([]).code_for_node(default.value) if default else 'None'}`: left as it is")
-            self.found.add(hit)
+                                f"`{_code(default.value) if default else 'None'}`: left as it is")
             return updated
-        self.found.add(hit)
         self.done.append(f"{self.at(original)}: --{hit} default 0 -> {value} (its value is {what} at {used})")
-        at = list(original.args).index(default)
-        args = [a.with_changes(value=cst.Integer(str(value))) if i == at else a for i, a in enumerate(updated.args)]
-        return updated.with_changes(args=args)
+        return _with_keyword(updated, "default", cst.Integer(str(value)))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .syntax import _Located, _add_args, _dotted, _is_false, _kw
+from .syntax import _Located, _add_args, _code, _dotted, _is_false, _keywords, _kw, _option, _option_names, _with_keyword
 
 LIGHTNING = {"bf16": "bf16-mixed", "fp16": "16-mixed"}
 LIGHTNING_FULL = ("32", "32-true", "64", "64-true")
@@ -32,7 +32,7 @@ class _Precision(_Located):
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         name = _dotted(original.func) or ""
         short = name.rsplit(".", 1)[-1]
-        kws = {a.keyword.value: a for a in original.args if a.keyword is not None}
+        kws = _keywords(original)
         if short == "TrainingArguments":
             key = self.dtype  # bf16= / fp16=
             if key not in kws:
@@ -40,11 +40,8 @@ class _Precision(_Located):
                 return _add_args(updated, [_kw(key, cst.Name("True"))])
             value = kws[key].value
             if _is_false(value) or not isinstance(value, cst.Name):
-                self.done.append(f"{self.at(original)}: TrainingArguments {key}="
-                                 f"{cst.Module([]).code_for_node(value)} -> True")
-                return updated.with_changes(args=[a.with_changes(value=cst.Name("True"))
-                                                  if a.keyword is not None and a.keyword.value == key else a
-                                                  for a in updated.args])
+                self.done.append(f"{self.at(original)}: TrainingArguments {key}={_code(value)} -> True")
+                return _with_keyword(updated, key, cst.Name("True"))
             return updated
         if short == "Trainer" and (name.split(".")[0] in ("L", "pl", "lightning", "pytorch_lightning")
                                    or {"max_steps", "max_epochs", "accelerator", "devices", "precision"} & set(kws)) \
@@ -57,11 +54,9 @@ class _Precision(_Located):
             if isinstance(value, (cst.SimpleString, cst.Integer)) and \
                     str(getattr(value, "evaluated_value", value.value)) in LIGHTNING_FULL:
                 self.done.append(f"{self.at(original)}: Trainer precision -> \"{want}\"")
-                return updated.with_changes(args=[a.with_changes(value=cst.SimpleString(f'"{want}"'))
-                                                  if a.keyword is not None and a.keyword.value == "precision" else a
-                                                  for a in updated.args])
-            if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):
-                self.options[value.attr.value] = want
+                return _with_keyword(updated, "precision", cst.SimpleString(f'"{want}"'))
+            if _option(value) is not None:
+                self.options[_option(value)] = want
         return updated
 
 
@@ -73,23 +68,14 @@ class _OptionString(_Located):
         self.options = options
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        if not isinstance(original.func, cst.Attribute) or original.func.attr.value != "add_argument":
+        hit = next((n for n in _option_names(original) or () if n in self.options), None)
+        default = _keywords(original).get("default")
+        if hit is None or default is None or not isinstance(default.value, cst.SimpleString) \
+                or default.value.evaluated_value not in LIGHTNING_FULL:
             return updated
-        flags = [a.value.evaluated_value for a in original.args
-                 if a.keyword is None and isinstance(a.value, cst.SimpleString)]
-        hit = next((f.lstrip("-").replace("-", "_") for f in flags
-                    if f.startswith("--") and f.lstrip("-").replace("-", "_") in self.options), None)
-        if hit is None:
-            return updated
-        want = self.options[hit]
-        args = list(updated.args)
-        for i, a in enumerate(original.args):
-            if a.keyword is not None and a.keyword.value == "default" and isinstance(a.value, cst.SimpleString) \
-                    and a.value.evaluated_value in LIGHTNING_FULL:
-                args[i] = args[i].with_changes(value=cst.SimpleString(f'{a.value.quote}{want}{a.value.quote}'))
-                self.done.append(f"{self.at(original)}: --{hit} default {a.value.value} -> \"{want}\"")
-                return updated.with_changes(args=args)
-        return updated
+        want, quote = self.options[hit], default.value.quote
+        self.done.append(f"{self.at(original)}: --{hit} default {default.value.value} -> \"{want}\"")
+        return _with_keyword(updated, "default", cst.SimpleString(f"{quote}{want}{quote}"))
 
 
 def _backward_of(stmt) -> str | None:

@@ -43,6 +43,40 @@ def _is_zero(node) -> bool:
     return isinstance(node, cst.Integer) and node.value == "0"
 
 
+def _code(node) -> str:
+    """The source text of one node, as the program wrote it."""
+    return cst.Module([]).code_for_node(node)
+
+
+def _keywords(call: cst.Call) -> dict[str, cst.Arg]:
+    return {a.keyword.value: a for a in call.args if a.keyword is not None}
+
+
+def _with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """``call`` with the value of its keyword argument ``name`` replaced (its layout kept)."""
+    return call.with_changes(args=[a.with_changes(value=value) if a.keyword is not None and a.keyword.value == name
+                                   else a for a in call.args])
+
+
+def _option(value) -> str | None:
+    """``args.workers`` -> "workers": a value read from the program's parsed options (an attribute of a name)."""
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name):
+        return value.attr.value
+    return None
+
+
+def _option_names(call: cst.Call) -> set[str] | None:
+    """The names an ``add_argument(...)`` call's option is read by (``dest=``, else its ``--long`` flags with ``-``
+    as ``_``): where a value like ``args.workers`` comes from. None for any other call."""
+    if not isinstance(call.func, cst.Attribute) or call.func.attr.value != "add_argument":
+        return None
+    dest = _keywords(call).get("dest")
+    if dest is not None and isinstance(dest.value, cst.SimpleString):
+        return {dest.value.evaluated_value}
+    return {a.value.evaluated_value.lstrip("-").replace("-", "_") for a in call.args if a.keyword is None
+            and isinstance(a.value, cst.SimpleString) and a.value.evaluated_value.startswith("--")}
+
+
 def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
     return cst.Arg(keyword=cst.Name(name), value=value,
                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
