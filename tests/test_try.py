@@ -458,3 +458,37 @@ def test_auto_picks_cuda_graphs_for_a_launch_bound_generation_loop():
     assert "static-cache" in picked and "launch-bound" in picked["static-cache"]
     v["timeline"].pop("inference")  # the same loop without its generation marks: CUDA graphs through torch.compile
     assert "compile-reduce-overhead" in dict(choose(v, {}))
+
+
+TOKENIZING = """
+import json
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast, DataCollatorWithPadding
+vocab = {"[PAD]": 0, "[UNK]": 1, **{w: i + 2 for i, w in enumerate("a b c d e".split())}}
+t = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+t.pre_tokenizer = pre_tokenizers.Whitespace()
+tok = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="[PAD]", unk_token="[UNK]")
+texts = ["a b c", "a b c d e a b c d e a"]
+longest = tok(texts, padding=True)["input_ids"]
+fixed = tok(texts, padding="max_length", max_length=20)["input_ids"]
+own = tok(texts, padding=True, pad_to_multiple_of=16)["input_ids"]
+unpadded = tok(texts)["input_ids"]
+collated = DataCollatorWithPadding(tok)([{"input_ids": x} for x in unpadded])["input_ids"]
+print(json.dumps({"longest": len(longest[0]), "fixed": len(fixed[0]), "own": len(own[0]),
+                  "unpadded": [len(x) for x in unpadded], "collated": list(collated.shape)}))
+"""
+
+
+def test_pad_buckets_pads_a_tokenizers_batches_to_a_multiple_from_the_launcher(tmp_path):
+    """pad-buckets from the launcher: transformers' tokenizer calls that pad to the longest (and its collators, through
+    tokenizer.pad) pad to a multiple of 64; fixed-length padding, the program's own multiple and unpadded calls are
+    left; the record counts the calls. Without a tokenizer it says it applied nowhere."""
+    pytest.importorskip("transformers")
+    plain, _, _ = _probe(tmp_path, program=TOKENIZING)
+    assert plain == {"longest": 11, "fixed": 20, "own": 16, "unpadded": [3, 11], "collated": [2, 11]}
+    seen, record, _ = _probe(tmp_path, "pad-buckets", program=TOKENIZING)
+    assert seen == {"longest": 64, "fixed": 20, "own": 16, "unpadded": [3, 11], "collated": [2, 64]}
+    item = record["variants"][0]
+    assert item["applied"] and item["set"]["tokenizer calls padded to a multiple"] == 2
+    _, none, _ = _probe(tmp_path, "pad-buckets")
+    assert not none["variants"][0]["applied"] and "padding written by hand" in none["variants"][0]["not_applied"]

@@ -151,3 +151,50 @@ def test_the_held_flag_is_reported_at_the_programs_line(accum):
     r = make_row("tf32", None, [runs_of(accum, "baseline")[i] for i in sorted(rs)], [rs[i] for i in sorted(rs)],
                  None, None, TryOptions())
     assert "torch.backends.cudnn.allow_tf32 = False` itself at grad_accum.py:65" in r["note"]
+
+
+def test_the_baselines_row_never_says_it_is_unclear_against_itself():
+    """The baseline over several rounds, compared with itself, holds 1.00x by construction: its row carries no "not
+    clear" note (an H200 fix run listed `baseline`: not clear after 3 rounds among the unclear variants)."""
+    from nsighttc.experiment.rows import row
+    d = FIX / "h100_generate_unchanged"
+    runs = [{"status": "ok", "seconds": 1.0, "run_dir": str(d / n), "applied": None,
+             "_steps": measure.read(d / n / "step_times.json")} for n in ("baseline", "workers_2", "static-cache")]
+    base = row("baseline", None, runs, runs, None, None, TryOptions())
+    assert base["speedup"] == pytest.approx(1.0) and "not clear" not in (base.get("note") or "")
+    other = row("workers=2", None, runs, runs[1:] + runs[:1], None, None, TryOptions())
+    assert "not clear after 3 rounds" in other["note"]
+
+
+@pytest.fixture(scope="module")
+def varlen(tmp_path_factory) -> Path:
+    """``nsighttc fix --budget 150 --full-run --metric '([\\d.]+) requests/s' --variant pad-buckets
+    wrappers/varlen_infer.py`` on one H200 (``bash benchmarks/gpu/gpu_fix.sh OUT b``): each plain run's step times and
+    its requests/s line, three rounds of the baseline and of the patched copy (batches padded to a multiple of 64)."""
+    dest = tmp_path_factory.mktemp("varlen")
+    with tarfile.open(FIX / "h200_varlen_fix.tar.xz") as tf:
+        tf.extractall(dest, filter="data")
+    return dest / "h200_varlen_fix"
+
+
+def test_a_loop_whose_time_is_in_its_slow_steps_is_compared_whole(varlen):
+    """Variable-length inference: its steady steps are a few % of the loop (each new length's first batch took
+    0.1-1.1 s), so the steady step said 1.22x "no measurable change" while requests/s went 521 -> 1,861 (median of 3
+    rounds). Full runs of the same 118 steps are compared whole: faster, and the interval holds what requests/s
+    measured round by round."""
+    import re
+    runs = {n: [measure.read(varlen / n / f"plain{i}" / "step_times.json") for i in (1, 2, 3)]
+            for n in ("baseline", "patch_pad-buckets")}
+    rate = {n: [float(re.match(r"([\d.]+) requests/s", (varlen / n / f"plain{i}" / "program.log").read_text())[1])
+                for i in (1, 2, 3)] for n in runs}
+    m = measure.compare(runs["baseline"], runs["patch_pad-buckets"])
+    assert m["whole_loop"].startswith("the baseline's slow steps") and m["change"] == "faster"
+    per_round = [v / b for b, v in zip(rate["baseline"], rate["patch_pad-buckets"])]
+    assert m["spread"]["low"] <= min(per_round) and max(per_round) <= m["spread"]["high"] * 1.05
+    assert m["speedup"] > 3
+    steady = [{p: {k: v for k, v in ph.items() if k not in ("loop_ns", "loop_steps", "slow_share")}
+               for p, ph in r.items()} for r in runs["baseline"]]
+    assert measure.compare(steady, runs["patch_pad-buckets"]).get("whole_loop") is None  # (what today's main did)
+    # window runs (different step counts) stay on the steady step
+    short = [{p: {**ph, "loop_steps": ph["loop_steps"] // 2} for p, ph in r.items()} for r in runs["patch_pad-buckets"]]
+    assert measure.compare(runs["baseline"], short).get("whole_loop") is None

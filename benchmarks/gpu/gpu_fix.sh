@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `nsighttc fix` on programs it had not seen, on the GPU machine: each patch applied to a copy, run in rounds beside
 # the launcher's variant of the same fix (source .device-carry/setup.sh first; P: ../shared/programs' copy).
-#   bash benchmarks/gpu/gpu_fix.sh OUT [a|b]
+#   bash benchmarks/gpu/gpu_fix.sh OUT [a|b|c]
 # a: hf_bert.py (num_workers, TF32), lit_cifar.py (persistent_workers); b: llm_generate.py (static cache),
-#    wrappers/grad_accum.py (TF32 set back by the program, workers through its --workers option)
+#    wrappers/varlen_infer.py (padding to a multiple of 64, written by hand); c: wrappers/grad_accum.py (workers
+#    through its --workers option, bf16 autocast in its own loop, fused SGD), wrappers/vgg16.py (channels-last)
 set -u
 OUT=${1:?usage: gpu_fix.sh OUT [a|b]}; PART=${2:-a}
 P=${P:-.device-carry/programs}
@@ -14,6 +15,10 @@ CMD=fix; KEEP=$OUT; OUT=$W/fix; mkdir -p "$OUT"
 case $PART in
   a) run_try hf_bert --budget 240 --variant workers=8 --variant tf32 "$P/hf_bert.py"
      run_try lit_cifar --budget 240 --variant persistent-workers "$P/lit_cifar.py";;
-  b) run_try llm_generate --budget 240 --variant static-cache "$P/llm_generate.py"
-     run_try grad_accum --budget 240 --variant tf32 --variant workers=8 --variant bf16-autocast wrappers/grad_accum.py;;
+  b) run_try llm_generate --budget 180 --variant static-cache "$P/llm_generate.py"
+     run_try varlen --budget 150 --full-run --metric '([\d.]+) requests/s' --variant pad-buckets \
+       wrappers/varlen_infer.py;;
+  c) run_try grad_accum --budget 200 --variant workers=8 --variant bf16-autocast --variant fused-optimizer \
+       wrappers/grad_accum.py
+     run_try vgg16 --budget 100 --variant channels-last wrappers/vgg16.py --batch 32 --iters 60;;
 esac

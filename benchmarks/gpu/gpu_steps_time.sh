@@ -4,10 +4,11 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify   (source .device-carry/setup.sh first: nsys on PATH)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
-# cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only
+# cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
+# graph: the graph-replay loop plain, first run, plain, cached run
 set -u
 OUT=${1:?usage: gpu_steps_time.sh OUT runs|record}; PART=${2:-runs}
 mkdir -p "$OUT"
@@ -64,6 +65,13 @@ print('   first fix:', next((f['title'] + ' ' + str(f.get('gain')) for f in d['f
       "$W/fix/$(basename "$f").verdict.json"; } >> "$S" 2>&1
   done
 }
+if [ "$PART" = graph ]; then  # the graph-replay loop only: plain, first, plain, cached (alternating)
+  plain graph_replay_1 $G --steps 2000
+  profile graph_first 240 -- $G --steps 2000
+  plain graph_replay_2 $G --steps 2000
+  profile graph_cached 240 -- $G --steps 2000
+fi
+
 if [ "$PART" = record ]; then
   record graph wrappers/graph_replay.py --steps 300
   record varlen wrappers/varlen_infer.py --batches 60

@@ -14,7 +14,8 @@ VARIANT_FINDING = {"tf32": [("fp32-matmul-on-cuda-cores", "tf32")],
                    # CUDA graphs replay a call's kernels without the host launching them: the launch gaps go
                    "compile-reduce-overhead": [("launch-bound", None), ("host-bound-model-code", None)],
                    "static-cache": [("launch-bound", None)], "compile": [("host-bound-model-code", None)],
-                   "cuda-graphs": [("launch-bound", None)]}
+                   "cuda-graphs": [("launch-bound", None)],
+                   "channels-last": [("nchw-layout-transposes", None)], "pad-buckets": [("shape-churn", None)]}
 AUTOCAST = ("bf16-autocast", "fp16-autocast")
 # variants that compile (transformers compiles a static cache's decoding step itself): Inductor fuses the kernels
 # that are not matrix work, so their prediction's high end lets that GPU time go too. A static cache on the H100 ran

@@ -234,7 +234,7 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     CUDA graphs), the main model's evaluation calls captured and replayed as CUDA graphs without the compiler
     (cuda-graphs: autograd off, static shapes; the rest runs as written and the table says how much), the main
     model in the channels-last memory format (channels-last), transformers' generate() with a static KV cache
-    (static-cache). Steps still getting faster at a run's end give no number: "never settled".
+    (static-cache), transformers tokenizers' padding to a multiple of 64 tokens (pad-buckets). Steps still getting faster at a run's end give no number: "never settled".
 
     
     Speed is measured without a profiler: each run is plain, its steps timed at their boundaries (CUDA

@@ -56,11 +56,17 @@ def choose(verdict: dict, record: dict | None, workers: int | None = None) -> li
                                   f"persistent_workers=False, iterated {loaders['iterators']} times: their workers "
                                   "start again at each epoch")
     graph_variant = "static-cache" if tl.get("inference") else "compile-reduce-overhead"
-    if "launch-bound" in found and host and not adopted(verdict, graph_variant):
+    if "launch-bound" in found and host and not adopted(verdict, graph_variant) and "shape-churn" not in found:
         # CUDA graphs remove the launch gaps: for generate(), a static KV cache; never offered where the recording
         # shows graphs replayed already (only variants that change something)
         why = f"finding `launch-bound`: {found['launch-bound']['evidence'][:160]}"
         add(graph_variant, why)
+    if "shape-churn" in found:
+        # a few input shapes instead of one per batch (a tokenizer's padding from the launcher; `fix` also edits
+        # padding written by hand); never a CUDA-graph variant for a loop whose shapes keep changing
+        add("pad-buckets", f"finding `shape-churn`: {found['shape-churn']['evidence'][:160]}")
+    if "nchw-layout-transposes" in found:
+        add("channels-last", f"finding `nchw-layout-transposes`: {found['nchw-layout-transposes']['evidence'][:160]}")
     convs = [k for k in verdict.get("kernels") or [] if any(w in k["name"].lower() for w in
                                                                  ("conv", "fprop", "dgrad", "wgrad"))]
     if convs and not flags.get("torch.backends.cudnn.benchmark", False):

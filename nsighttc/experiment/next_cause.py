@@ -28,7 +28,8 @@ FAMILY = {"tf32": "precision", "no-tf32": "precision", "bf16-autocast": "precisi
           "fused-optimizer": "optimizer kernels",
           "compile": "launch and kernel count", "compile-reduce-overhead": "launch and kernel count",
           "cuda-graphs": "launch and kernel count", "static-cache": "launch and kernel count",
-          "cudnn-benchmark": "convolution algorithms", "channels-last": "convolution layout"}
+          "cudnn-benchmark": "convolution algorithms", "channels-last": "convolution layout",
+          "pad-buckets": "input shapes"}
 
 
 def family(part: str) -> str:

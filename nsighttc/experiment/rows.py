@@ -124,7 +124,10 @@ def row(name: str, why: str | None, base: list[dict], rs: list[dict], explained:
     if idle_parts:  # a combination of which a part changed nothing: measured, the part named
         add_note(row, "; ".join(f"`{i['variant']}` applied nowhere ({i.get('not_applied')})" for i in idle_parts))
     row.update({k: m.get(k) for k in ("step_ns", "speedup", "spread", "change", "rounds", "clear")})
-    if m.get("note"):
+    if m.get("whole_loop"):
+        row["whole_loop"] = m["whole_loop"]
+        add_note(row, m["whole_loop"])
+    if m.get("note") and name != "baseline":  # (the baseline against itself holds 1.00x by construction)
         add_note(row, m["note"])
     steps = rs[0].get("_steps") or {}
     row["phases"] = {p: {k: v[k] for k in PHASE_KEYS if k in v} for p, v in steps.items()} or None

@@ -140,7 +140,7 @@ def markdown(doc: dict, plot: str | None = None) -> str:
     noted = [v for v in vs if v.get("note")]
     if noted:
         lines += [f"- `{v['name']}`: {v['note']}" for v in noted] + [""]
-    chosen = [v for v in vs if v.get("chosen_by")]
+    chosen = [v for v in vs if v.get("chosen_by") and not v.get("patch")]  # (a patch row's is its edit, shown above)
     if chosen:
         lines += ["Chosen by `--variant auto`:", ""] + [f"- `{v['name']}`: {v['chosen_by']}" for v in chosen] + [""]
     preds = [v for v in vs if v.get("predicted")]

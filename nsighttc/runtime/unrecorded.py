@@ -25,6 +25,11 @@ call_fullrun51); the time cap keeps the cost of long steps to about a second.
 """
 from __future__ import annotations
 
+# Steps timed on the host are the GPU's only where the host waits for it (a sync, or a launch queue that is full). A
+# loop that replays one CUDA graph a step launches one thing per step: the host runs about a thousand steps ahead, and
+# its step boundaries came 61.6 us apart while each replay took 1.13 ms on the GPU (H200, wrappers/graph_replay.py:
+# "the recording's slowdown 13.72x", reports/steps_time graph). So the stretch after the window is timed between two
+# device synchronisations (``synced``): its steps' host times are scaled to the synchronised span, once, at its end.
 UNRECORDED_STEPS = 24
 UNRECORDED_MIN = 2
 UNRECORDED_MAX_S = 1.0
@@ -45,25 +50,49 @@ class AfterWindow:
     loop's "prefill"/"decode"); ``then``: "stop" (the program is stopped after them) or "continue"; ``count``: exactly
     so many steps (a distributed job's ranks, the first included), else as many as the time allows."""
 
-    def __init__(self, key: tuple, now: float, kind: str | None, then: str, count: int | None = None):
+    def __init__(self, key: tuple, now: float, kind: str | None, then: str, count: int | None = None,
+                 sync=None, clock=None):
         self.key, self.last, self.kind, self.then, self.count = key, now, kind, then, count
         self.durations: list[float] = []
         self.kinds: list[str | None] = []
         self.first_at: float | None = None
+        self.sync, self.clock = sync, clock  # the device's synchronisation and the clock (``synced``)
+        self.synced_from: float | None = None
+        self.synced: bool = False
 
     def step(self, now: float, took: float | None, next_kind: str | None) -> bool:
         """A step of the phase ended at ``now`` (``took``: its own time where known): True once enough are timed."""
         self.durations.append(took if took is not None else now - self.last)
         self.kinds.append(self.kind)
         self.last, self.kind = now, next_kind
+        if len(self.durations) == 1 and self.sync is not None and took is None:
+            # the skipped first step ends: the GPU drains here, so the counted steps start with an empty queue
+            self.sync()
+            self.synced_from = self.last = self.clock()
         if len(self.durations) == 2:
             self.first_at = now - self.durations[-1]
         if self.count is not None:
-            return len(self.durations) >= self.count
-        counted = len(self.durations) - 1  # (the first held the profiler's stop)
-        spent = now - self.first_at if self.first_at is not None else 0.0
-        return counted >= UNRECORDED_STEPS or (counted >= UNRECORDED_MIN and spent >= UNRECORDED_MAX_S) or \
-            (counted >= 1 and spent >= 3 * UNRECORDED_MAX_S)  # (steps of seconds: one is enough)
+            done = len(self.durations) >= self.count
+        else:
+            counted = len(self.durations) - 1  # (the first held the profiler's stop)
+            spent = now - self.first_at if self.first_at is not None else 0.0
+            done = counted >= UNRECORDED_STEPS or (counted >= UNRECORDED_MIN and spent >= UNRECORDED_MAX_S) or \
+                (counted >= 1 and spent >= 3 * UNRECORDED_MAX_S)  # (steps of seconds: one is enough)
+        if done:
+            self._synchronised()
+        return done
+
+    def _synchronised(self) -> None:
+        """The counted steps' host times scaled to the span between the two synchronisations (the GPU's time for
+        them), where the stretch began with one."""
+        if self.synced_from is None or len(self.durations) < 2 or self.sync is None:
+            return
+        self.sync()
+        span = self.clock() - self.synced_from
+        host = sum(self.durations[1:])
+        if host > 0 and span > 0:
+            self.durations[1:] = [d * span / host for d in self.durations[1:]]
+            self.synced = True
 
     def event(self, recorder: str) -> dict | None:
         """The ``unrecorded`` event (what the profile run reads: ``profile.window.unrecorded_steps``), None before
@@ -73,6 +102,8 @@ class AfterWindow:
         doc = {"event": "unrecorded", "phase": "/".join(self.key), "recorder": recorder,
                "steps": len(self.durations) - 1, "durations_ms": [round(d * 1e3, 4) for d in self.durations[1:]],
                "skipped_ms": round(self.durations[0] * 1e3, 3)}
+        if self.synced:
+            doc["synced"] = True
         if any(self.kinds[1:]):
             doc["kinds"] = self.kinds[1:]
         return doc

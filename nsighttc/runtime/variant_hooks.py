@@ -61,3 +61,41 @@ def watch_dataloaders(applied, changes: dict | None = None) -> None:
         return it_original(self)
     _get_iterator.__wrapped__ = it_original  # type: ignore[attr-defined]
     DataLoader._get_iterator = _get_iterator
+
+
+PAD_MULTIPLE = 64  # the same multiple as ``nsighttc fix``'s pad-buckets edit (fix.edits.padding.MULTIPLE)
+
+
+def pad_buckets(item: dict) -> None:
+    """transformers' tokenizers pad to a multiple of ``PAD_MULTIPLE`` wherever the program asks them to pad to the
+    longest (``tokenizer(..., padding=True | "longest")``, ``tokenizer.pad(...)``, which its collators call) and sets
+    no ``pad_to_multiple_of``: a few input shapes instead of one per batch. Counted in the record; installed when the
+    program imports ``transformers.tokenization_utils_base`` (nothing here imports it). Padding written by hand is
+    out of the launcher's reach (``nsighttc fix`` edits it)."""
+    import sys
+
+    from .after_import import when_imported
+
+    def longest(padding) -> bool:
+        return padding is True or padding == "longest" or getattr(padding, "value", None) == "longest"
+
+    def wrap(cls, method: str, default_padding) -> None:
+        original = getattr(cls, method, None)
+        if original is None or getattr(original, "_nsighttc_pad_buckets", False):
+            return
+
+        def padded(self, *args, **kwargs):
+            if kwargs.get("pad_to_multiple_of") is None and longest(kwargs.get("padding", default_padding)):
+                kwargs["pad_to_multiple_of"] = PAD_MULTIPLE
+                item["set"]["tokenizer calls padded to a multiple"] += 1
+            return original(self, *args, **kwargs)
+        padded._nsighttc_pad_buckets = True  # type: ignore[attr-defined]
+        padded.__wrapped__ = original  # type: ignore[attr-defined]
+        setattr(cls, method, padded)
+
+    def install() -> None:
+        cls = getattr(sys.modules.get("transformers.tokenization_utils_base"), "PreTrainedTokenizerBase", None)
+        if cls is not None:
+            wrap(cls, "__call__", False)  # (padding=False by default: only calls that ask to pad)
+            wrap(cls, "pad", True)
+    when_imported("transformers.tokenization_utils_base", install)

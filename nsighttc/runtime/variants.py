@@ -44,7 +44,7 @@ import warnings
 from dataclasses import dataclass
 
 from . import held_flags
-from .variant_hooks import _fused_optimizers, watch_dataloaders
+from .variant_hooks import PAD_MULTIPLE, _fused_optimizers, pad_buckets, watch_dataloaders
 
 # name -> what it does (shown by `nsighttc try --help` and written beside each result)
 VARIANTS = {
@@ -72,6 +72,8 @@ VARIANTS = {
                    "generate() and calls whose capture fails run as written, and the table says how many",
     "static-cache": "transformers generate() calls with cache_implementation='static', also where the program named "
                     "another cache (transformers then compiles the decoding step with CUDA graphs)",
+    "pad-buckets": f"transformers tokenizers asked to pad to the longest pad to a multiple of {PAD_MULTIPLE} tokens "
+                   "(a few input shapes, not one per batch; padding written by hand: nsighttc fix edits it)",
 }
 MODEL_VARIANTS = ("compile", "compile-reduce-overhead", "channels-last", "cuda-graphs")
 FP16_WARNING = ("fp16-autocast: training needs a torch.amp.GradScaler, which the program may not have; without "
@@ -196,6 +198,10 @@ def apply(names: list[str], applied: Applied, marks=None) -> contextlib.Abstract
             item = {"variant": v.name, "set": {"generate(cache_implementation)": "static", "generate calls": 0}}
             applied.items.append(item)
             _graphed_generate(item, compile_config=False)
+        elif v.key == "pad-buckets":
+            item = {"variant": v.name, "set": {"tokenizer calls padded to a multiple": 0, "multiple": PAD_MULTIPLE}}
+            applied.items.append(item)
+            pad_buckets(item)
     watch_dataloaders(applied, loader_changes)
     return stack
 
@@ -223,6 +229,9 @@ def _applied(item: dict, loaders: dict) -> tuple[bool, str | None]:
                            "(past_key_values), which the variant leaves alone")
         if key == "static-cache":
             return False, "no transformers generate() call ran"
+    if key == "pad-buckets" and not st.get("tokenizer calls padded to a multiple"):
+        return False, ("no transformers tokenizer was asked to pad to the longest (padding written by hand is out of "
+                       "the launcher's reach: nsighttc fix edits it)")
     if key == "fused-optimizer" and not st.get("optimizers built with fused=True"):
         return False, "the program built no Adam, AdamW or SGD without fused= or foreach="
     if key in MODEL_VARIANTS:

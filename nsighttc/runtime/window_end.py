@@ -25,6 +25,7 @@ import threading
 
 from ..record_format import HOOK_PHASE, WINDOW_EVENT as EVENT_PREFIX
 from .unrecorded import BEFORE_WINDOW_MIN, UNRECORDED_MIN, AfterWindow, after_steps, before_window
+from .window_recorders import _synchronize
 from .window_sizing import END_SLACK, MIN_STEPS, MIN_WARMUP, PHASE_GRACE_S, Phase
 
 
@@ -104,14 +105,16 @@ class WindowEnd:
         if not self.stop:
             self.recorder.finish()
             if timed:  # --full-run: the program runs on unrecorded; its first steps are timed all the same
-                self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="continue", count=count)
+                self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="continue", count=count,
+                                          sync=_synchronize, clock=self.clock)
             else:
                 self.enabled = False
             return
         if timed:
             self.recorder.follow = True  # the profiler stops now, its trace is written after the unrecorded steps
             self.recorder.finish()
-            self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="stop", count=count)
+            self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="stop", count=count,
+                                      sync=_synchronize, clock=self.clock)
             return
         if program_end:
             self.recorder.finish()

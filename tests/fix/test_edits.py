@@ -122,7 +122,7 @@ def test_fused_optimizers_and_kinds_without_a_safe_edit():
     src = "opt = torch.optim.AdamW(model.parameters(), lr=1e-3)\nother = torch.optim.SGD(p, foreach=True)\n"
     e = edits.apply("fused-optimizer", src, "t.py")
     assert "AdamW(model.parameters(), lr=1e-3, fused=True)" in e.source and "SGD(p, foreach=True)" in e.source
-    none = edits.apply("channels-last", src, "t.py")
+    none = edits.apply("compile", src, "t.py")
     assert not none.changed and "not one line" in none.skipped[0]
 
 
@@ -200,6 +200,7 @@ def test_fix_runs_the_patched_copy_beside_the_variant_and_applies_it_only_when_a
     assert rows["patch:workers=2"]["spread"]["basis"].startswith("90% interval of the mean of")
     md = (run / "try.md").read_text()
     assert "## Patches" in md and "```diff\n--- a/data.py" in md and "**kept**" in md
+    assert "Chosen by `--variant auto`" not in md  # (the variant was named; the patch row's edit is shown above)
     assert (run / "patched" / "workers_2.diff").read_text() == patch["diff"]
     assert "return DataLoader(Slow(), batch_size=4, num_workers=2)" in (prog / "data.py").read_text()
     assert (prog / "data.py.nsighttc-bak").read_text() == LOADER_HELPER
@@ -227,3 +228,104 @@ def test_autocast_where_the_program_says_where_its_step_is():
     already = (ROOT / "wrappers" / "mnist_mlp.py").read_text()  # its loss is computed inside an autocast of its own
     none = edits.apply("bf16-autocast", already, "mnist_mlp.py")
     assert not none.changed and "not in one place" in none.skipped[0]
+
+
+def test_channels_last_where_each_program_builds_its_model():
+    """channels-last: the model's first build in the scope that trains or evaluates it (a `.to(...)` gets the keyword,
+    else a statement after it, a model built inside `.fit(...)` converted there); a builder function's empty
+    `nn.Sequential()` is not the build; a model whose layout the program sets from its own option is left, with the
+    line. Read on the repository's wrappers as they are."""
+    vgg = (ROOT / "wrappers" / "vgg16.py").read_text()
+    e = edits.apply("channels-last", vgg, "vgg16.py")
+    assert changed_lines(vgg, e.source) == ["+        model = model.to(memory_format=torch.channels_last)"]
+    assert e.done[0].startswith("vgg16.py:70: model = model.to(memory_format=torch.channels_last) after it is built")
+    accum = (ROOT / "wrappers" / "grad_accum.py").read_text()
+    e = edits.apply("channels-last", accum, "grad_accum.py")
+    assert changed_lines(accum, e.source) == ["-    model = convnet(torch).to(dev)",
+                                              "+    model = convnet(torch).to(dev, memory_format=torch.channels_last)"]
+    lit = (ROOT / "wrappers" / "lightning_module.py").read_text()
+    e = edits.apply("channels-last", lit, "lightning_module.py")
+    assert "trainer.fit(Classifier(a.width).to(memory_format=torch.channels_last), loader)" in e.source
+    amp = (ROOT / "wrappers" / "resnet_amp.py").read_text()
+    e = edits.apply("channels-last", amp, "resnet_amp.py")
+    assert not e.changed and "program's own (line 84: memory_format=`fmt`)" in e.skipped[0]
+    helper = ("import torch\n\n"
+              "def train(net, data):\n"
+              "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n\n"
+              "def main():\n"
+              "    net = Net()  # built here, trained in the helper\n"
+              "    net = net.cuda()\n"
+              "    train(net, data)\n")
+    e = edits.apply("channels-last", helper, "t.py")
+    assert changed_lines(helper, e.source) == ["+    net = net.to(memory_format=torch.channels_last)"]
+    assert e.source.index("net = net.to(memory_format") < e.source.index("net = net.cuda()")
+    assert ast.parse(e.source)
+
+
+def test_pad_buckets_at_a_tokenizers_padding_and_at_padding_written_by_hand():
+    """pad-buckets: `pad_to_multiple_of=64` where a tokenizer or collator pads to the longest; padding by hand
+    (`max(len(x) for x in batch)` sizing the batch's tensors) rounded up on the next line; a `max(len(...))` that sizes
+    no tensor, padding to a fixed length and a call with **kwargs are left."""
+    src = ("import torch\n"
+           "from transformers import DataCollatorWithPadding\n\n"
+           "def collate(batch):\n"
+           "    L = max(len(b['input_ids']) for b in batch)\n"
+           "    ids = torch.zeros(len(batch), L, dtype=torch.long)\n"
+           "    return ids\n\n"
+           "def report(rows):\n"
+           "    width = max(len(r) for r in rows)\n"
+           "    print('-' * width)\n\n"
+           "enc = tokenizer(texts, padding=True, return_tensors='pt')\n"
+           "enc2 = tokenizer(texts,\n"
+           "                 padding='longest',\n"
+           "                 return_tensors='pt',\n"
+           "                 )\n"
+           "fixed = tokenizer(texts, padding='max_length', max_length=128)\n"
+           "kw = tokenizer(texts, **opts)\n"
+           "c = DataCollatorWithPadding(tokenizer)\n"
+           "p = tokenizer.pad(features)\n")
+    e = edits.apply("pad-buckets", src, "t.py")
+    assert changed_lines(src, e.source) == [
+        "+    L = -(-L // 64) * 64  # padded to a multiple of 64: a few input shapes, not one per batch",
+        "-enc = tokenizer(texts, padding=True, return_tensors='pt')",
+        "+enc = tokenizer(texts, padding=True, return_tensors='pt', pad_to_multiple_of=64)",
+        "+                 pad_to_multiple_of=64,",
+        "-c = DataCollatorWithPadding(tokenizer)",
+        "-p = tokenizer.pad(features)",
+        "+c = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=64)",
+        "+p = tokenizer.pad(features, pad_to_multiple_of=64)"]
+    assert any("t.py:10: `width = max(len(r) for r in rows)` sizes no tensor" in s for s in e.skipped)
+    loop = (ROOT / "wrappers" / "varlen_infer.py").read_text()
+    e = edits.apply("pad-buckets", loop, "varlen_infer.py")
+    assert changed_lines(loop, e.source) == [
+        "+            n = -(-n // 64) * 64  # padded to a multiple of 64: a few input shapes, not one per batch"]
+    ns = {}
+    exec("n = 65\nn = -(-n // 64) * 64\nm = 64\nm = -(-m // 64) * 64", ns)
+    assert (ns["n"], ns["m"]) == (128, 64)
+
+
+def test_the_patched_variable_length_loop_runs_with_fewer_shapes(tmp_path):
+    """The pad-buckets patch of wrappers/varlen_infer.py (padding written by hand) runs as a copy on CPU, and its
+    model sees lengths that are multiples of 64 only; the user's file is untouched."""
+    pytest.importorskip("transformers")
+    import subprocess
+    import sys
+    original = (ROOT / "wrappers" / "varlen_infer.py").read_text()
+    p = fix.plan(ROOT / "wrappers" / "varlen_infer.py", "pad-buckets")
+    assert p.files == {"varlen_infer.py": (original, p.files["varlen_infer.py"][1])}
+    script = fix.materialize(p, tmp_path / "patched")
+    probe = tmp_path / "probe.py"
+    probe.write_text("import runpy, sys, torch\nseen = set()\n"
+                     "orig = torch.randint\n"
+                     "def randint(*a, **k):\n"
+                     "    seen.add(a[2][1]); return orig(*a, **k)\n"
+                     "torch.randint = randint\n"
+                     f"sys.argv = [{str(script)!r}, '--device', 'cpu', '--batches', '6', '--layers', '1', "
+                     "'--batch', '2']\n"
+                     f"runpy.run_path({str(script)!r}, run_name='__main__')\n"
+                     "print('lengths', sorted(seen))\n")
+    r = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lengths = eval(r.stdout.strip().splitlines()[-1].split(" ", 1)[1])
+    assert lengths and all(n % 64 == 0 for n in lengths)
+    assert (ROOT / "wrappers" / "varlen_infer.py").read_text() == original

@@ -85,3 +85,50 @@ def test_a_cached_runs_few_steps_after_its_window_count_with_its_unrecorded_warm
     gen = [events[0], {**events[2], "kinds": ["decode", "decode"]}]
     g = unrecorded_steps(gen)
     assert g["when"] == "after" and g["median_ms"] == pytest.approx(71.7) and g["decode_median_ms"] == pytest.approx(71.7)
+
+
+def test_steps_after_the_window_are_timed_between_two_synchronisations():
+    """A loop that replays one CUDA graph a step: its host's step boundaries came 57-141 us apart after the window
+    (H200, wrappers/graph_replay.py, each replay 1.13 ms on the GPU: "the recording's slowdown 13.72x"). The stretch
+    now starts after a device synchronisation and its host times are scaled to the span up to a second one at its end:
+    here a clock the fake synchronisation moves as the GPU's queue would drain."""
+    from nsighttc.runtime.unrecorded import AfterWindow
+    host = [0.1407, 0.0733, 0.0674, 0.0623, 0.0621, 0.0597, 0.0617, 0.0824, 0.0686, 0.0614, 0.0597, 0.0625, 0.0582,
+            0.0615, 0.0796, 0.0635, 0.0628, 0.0575, 0.0565, 0.057, 0.0559, 0.0584, 0.0568, 0.0574]  # (that run, ms)
+    gpu_ms = 1.13
+    t = {"now": 0.0, "queued": 0.0}
+
+    def clock():
+        return t["now"]
+
+    def sync():  # the host waits until the GPU has run what was queued
+        t["now"] = max(t["now"], t["queued"])
+    a = AfterWindow(("nsighttc.step",), clock(), None, then="stop", sync=sync, clock=clock)
+    done = False
+    for ms in [5.3] + host:
+        t["now"] += ms / 1e3
+        t["queued"] = max(t["queued"], t["now"]) + gpu_ms / 1e3  # each step queues one replay
+        done = a.step(clock(), None, None)
+    assert done
+    e = a.event("torch")
+    assert e["synced"] and e["steps"] == 24
+    assert sum(e["durations_ms"]) == pytest.approx(24 * gpu_ms, rel=0.02)
+    plain = AfterWindow(("nsighttc.step",), 0.0, None, then="stop")  # no device: host times as they came
+    for i, ms in enumerate([5.3] + host):
+        plain.step(sum([5.3] + host[:i]) / 1e3 + ms / 1e3, None, None)
+    assert "synced" not in plain.event("torch") and max(plain.event("torch")["durations_ms"]) < 0.2
+
+
+def test_a_warm_up_the_host_ran_ahead_in_is_left_out_beside_synchronised_steps():
+    """A cached run of the graph-replaying loop: the warm-up's unrecorded steps before the window were launch times
+    (the host ahead of the GPU); beside synchronised steps after the window under half their time, they are left
+    out, and the report says why; where the steps after it are not synchronised, both stretches count as before."""
+    from nsighttc.profile.window import unrecorded_steps
+    before = {"event": "start", "phase": "nsighttc.step", "unrecorded_before_ms": [0.1269, 0.0731, 0.0702, 0.0699]}
+    after = {"event": "unrecorded", "phase": "nsighttc.step", "steps": 2, "durations_ms": [1.12, 1.14],
+             "synced": True}
+    u = unrecorded_steps([before, after])
+    assert u["median_ms"] == pytest.approx(1.13) and u["when"] == "after" and "ran ahead of the GPU" in u["how"]
+    unsynced = {**after}
+    unsynced.pop("synced")
+    assert unrecorded_steps([before, unsynced])["when"] == "before and after"

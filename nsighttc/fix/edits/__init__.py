@@ -18,6 +18,9 @@ elsewhere: the user's option, a config), a call the program never makes. Kinds (
 - ``static-cache``: ``cache_implementation=`` set to ``"static"`` where the program names it (a ``generate()`` call,
   a ``dict(...)`` or ``{...}`` of its arguments), else added to every ``.generate(...)`` call.
 - ``fused-optimizer``: ``fused=True`` on ``torch.optim.Adam`` / ``AdamW`` / ``SGD`` constructions.
+- ``channels-last``: the main model converted to ``torch.channels_last`` where it is built (``layout``).
+- ``pad-buckets``: batches padded to a multiple of 64 tokens, at a tokenizer's or collator's padding or after a
+  hand-written ``max(len(x) for x in batch)`` that sizes the batch's tensors (``padding``).
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper
 
 from .calls import _Fused, _Generate
+from .layout import _ChannelsLast, first_builds, model_names
+from .padding import _PadBuckets, _Uses
 from .flags import BENCHMARK_FLAG, TF32_FLAGS, _AfterImport, _Flags, _mentions_torch_import, _top_level_sets
 from .loaders import _Loader, _OptionDefault
 from .precision import _LoopAutocast, _OptionString, _Precision
@@ -34,12 +39,11 @@ __all__ = ["Edit", "KINDS", "NO_EDIT", "apply", "kind_of"]
 
 
 KINDS = ("tf32", "no-tf32", "cudnn-benchmark", "workers=N", "pin-memory", "persistent-workers", "static-cache",
-         "fused-optimizer", "bf16-autocast", "fp16-autocast")
+         "fused-optimizer", "bf16-autocast", "fp16-autocast", "channels-last", "pad-buckets")
 # try variants without a source edit, and why (the advice stays)
 NO_EDIT = {"compile": "torch.compile of the model: where the model is built and called is not one line",
            "compile-reduce-overhead": "torch.compile of the model: where the model is built and called is not one line",
-           "cuda-graphs": "capturing the evaluation calls needs static input buffers the program does not have",
-           "channels-last": "the model and every input converted: not one line"}
+           "cuda-graphs": "capturing the evaluation calls needs static input buffers the program does not have"}
 
 
 def kind_of(variant: str) -> str:
@@ -107,6 +111,19 @@ def apply(kind: str, source: str, filename: str, workers: int | None = None, ins
                              "in the block of its `.backward()`: where the step is, is not in one place")
     elif kind == "fused-optimizer":
         t = _Fused(filename)
+        new = wrapper.visit(t)
+    elif kind == "channels-last":
+        targets, own = first_builds(wrapper.module, model_names(wrapper.module))
+        t = _ChannelsLast(filename, targets)
+        new = wrapper.visit(t) if _mentions_torch_import(module) else module
+        t.skipped += [f"{filename}: {w}" for w in own]
+        if not t.done and not t.skipped and ".fit(" not in source and not targets and "torch" in source:
+            t.skipped.append(f"{filename}: no model found (a name whose .parameters(), .train() or .eval() the "
+                             "program calls, or one handed to .fit()): where it is built is not known")
+    elif kind == "pad-buckets":
+        uses = _Uses()
+        wrapper.visit(uses)
+        t = _PadBuckets(filename, uses.sized)
         new = wrapper.visit(t)
     else:
         return Edit(kind, source, skipped=[f"{kind}: no source edit ({NO_EDIT.get(kind, 'not a fix kind')})"])
