@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..runtime.unrecorded import BEFORE_WINDOW_MIN  # unrecorded warm-up steps enough for a median
 from ..record_format import HOOK_PHASE
+from ..step_time import typical_step
 from .passes import Options, Pass
 
 HOOK_PHASE_NAME = "/".join(HOOK_PHASE)  # (the step hooks' phase, as the window's events name it)
@@ -211,7 +212,7 @@ def unrecorded_speed(verdict, done: list[Pass]) -> bool:
     if not u:
         return False
     st = tl["steps"]
-    recorded = float(st["median_iteration_ns"])
+    recorded = typical_step(st)[0]  # (the GPU's step where the host ran ahead of it: ``step_time``)
     unrec = u["median_ms"] * 1e6
     inf = tl.get("inference") or {}
     if inf and u.get("decode_median_ms") and inf.get("tpot_ns"):

@@ -132,3 +132,26 @@ def test_a_warm_up_the_host_ran_ahead_in_is_left_out_beside_synchronised_steps()
     unsynced = {**after}
     unsynced.pop("synced")
     assert unrecorded_steps([before, unsynced])["when"] == "before and after"
+
+
+@pytest.mark.parametrize("run, recorded_ms, unrecorded_ms", [("first", 1.112, 0.9296), ("cached", 1.2009, 1.1602)])
+def test_a_loop_whose_host_runs_ahead_is_shown_and_costed_at_the_gpus_step(run, recorded_ms, unrecorded_ms):
+    """The graph-replaying loop on the H200 (reports/steps_time/graph_sync: plain 1.12 ms a step): the host started a
+    replay every 386-670 us, the GPU finished one every 1.11-1.20 ms. The startup line shows the GPU's step and says
+    the host's, and the recording's cost compares it with the synchronised steps after the window (it read 0.41x and
+    0.58x, "no faster", on the host's step)."""
+    import gzip
+    import json
+    from types import SimpleNamespace
+    from nsighttc.profile.window import unrecorded_speed
+    d = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "graph_sync"
+    doc = json.loads(gzip.decompress((d / f"{run}_verdict.json.gz").read_bytes()))
+    events = [json.loads(line) for line in (d / f"{run}_window_events.jsonl").read_text().splitlines()]
+    tl = doc["timeline"]
+    tl["steps"].pop("unrecorded", None)
+    assert unrecorded_speed(SimpleNamespace(timeline=tl), [SimpleNamespace(mode="timeline", window_events=events)])
+    u = tl["steps"]["unrecorded"]
+    assert u["median_ns"] == pytest.approx(unrecorded_ms * 1e6, rel=1e-3)
+    assert u["recording_slowdown"] == pytest.approx(recorded_ms / unrecorded_ms, rel=1e-3) and u["recording_slowdown"] > 1
+    line = startup_line(tl)
+    assert f"steady steps of {recorded_ms:.3g} ms as the GPU finished them (the host started one every" in line

@@ -3,6 +3,7 @@ the first fix, where the evidence came from), worded from the verdict JSON; the 
 (``headline_lines``)."""
 from __future__ import annotations
 
+from ...step_time import typical_step
 from ..fmt import ns, pct
 
 
@@ -163,8 +164,11 @@ def startup_line(tl: dict) -> str | None:
     speed = (f" recorded, {ns(u['median_ns'])} unrecorded ({recording_cost_words(u['recording_slowdown'])}, "
              f"{u['steps']} steps timed {u.get('when') or 'after'} "
              "the window)") if u else ""
+    step, gpu = typical_step(steps)
+    ahead = f" as the GPU finished them (the host started one every {ns(steps.get('median_iteration_ns'))})" \
+        if gpu else ""
     return (f"Start-up {st['seconds']:.1f} s{comp}, then {steady} steady step{'s' if steady != 1 else ''} of "
-            f"{ns(steps.get('median_iteration_ns'))}{speed} (steps from {src}{warm})")
+            f"{ns(step)}{ahead}{speed} (steps from {src}{warm})")
 
 
 def _seconds(v: float) -> str:
