@@ -4,7 +4,8 @@
 #   bash benchmarks/gpu/gpu_fix.sh OUT [a|b|c]
 # a: hf_bert.py (num_workers, TF32), lit_cifar.py (persistent_workers); b: llm_generate.py (static cache),
 #    wrappers/varlen_infer.py (padding to a multiple of 64, written by hand); c: wrappers/grad_accum.py (workers
-#    through its --workers option, bf16 autocast in its own loop, fused SGD), wrappers/vgg16.py (channels-last)
+#    through its --workers option, bf16 autocast in its own loop, fused SGD), wrappers/vgg16.py (channels-last);
+# d: wrappers/grad_accum.py --workers 8 (pin_memory at its DataLoader)
 set -u
 OUT=${1:?usage: gpu_fix.sh OUT [a|b]}; PART=${2:-a}
 P=${P:-.device-carry/programs}
@@ -21,4 +22,5 @@ case $PART in
   c) run_try grad_accum --budget 200 --variant workers=8 --variant bf16-autocast --variant fused-optimizer \
        wrappers/grad_accum.py
      run_try vgg16 --budget 100 --variant channels-last wrappers/vgg16.py --batch 32 --iters 60;;
+  d) run_try grad_accum_pin --budget 90 --variant pin-memory wrappers/grad_accum.py --workers 8;;
 esac
