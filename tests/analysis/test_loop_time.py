@@ -148,3 +148,30 @@ def test_the_window_holds_the_gpu_work_launched_in_it():
     assert tl["window"]["end_ns"] / 1e3 == pytest.approx(gpu_end_us, abs=1.0)
     after = _parts(tl)["GPU after the host's last step"]
     assert after / 1e3 == pytest.approx(gpu_end_us - host_end_us, rel=0.05)
+
+
+def test_steps_a_host_ran_ahead_of_are_accounted_on_the_gpus_clock():
+    """The graph-replaying loop under nsighttc on the H200 (reports/steps_time/graph_sync): the host started a replay
+    every 386 us while the GPU finished one every 1.11 ms, and "Where the recording's time went" read 37 "slow steps"
+    (41%) and 35% "GPU after the host's last step". Where the GPU finished the steps slower than the host started
+    them, each step runs from one step's work done on the GPU to the next's: the parts still add up to the span, the
+    steps hold the GPU's time, and nothing is left "after the host's last step". (A family built here: the host's and
+    the GPU's step times of that run.)"""
+    import numpy as np
+    from nsighttc.analysis.timeline.steps import slow
+    n, host, gpu = 100, 0.386e6, 1.112e6
+    s = 10e6 + host * np.arange(n)
+    it_end = s + host
+    done = 10e6 + gpu * np.arange(1, n + 1)
+    fam = {"_iterations": (s, it_end), "_gpu_done": done, "first_step_start_ns": 9e6,
+           "steady_window_ns": [float(s[0]), float(done[-1])], "median_iteration_ns": host,
+           "median_effective_ns": gpu, "time_accounting": {"base_ns": host}}
+    lt = slow.split(fam, 0.0, float(done[-1]) + 1e6)
+    parts = {p["part"]: p["ns"] for p in lt["parts"]}
+    assert lt["clock"] == "gpu" and lt["slow_steps"] == 0 and lt["steady_steps"] == n
+    assert parts["steady steps"] == pytest.approx(n * gpu) and parts["GPU after the host's last step"] == 0
+    assert sum(parts.values()) == pytest.approx(lt["total_ns"])
+    assert lt["typical_step_ns"] == pytest.approx(gpu)
+    host_only = slow.split({**fam, "median_effective_ns": host * 1.05}, 0.0, float(done[-1]) + 1e6)
+    assert "clock" not in host_only and {p["part"]: p["ns"] for p in host_only["parts"]}[
+        "GPU after the host's last step"] > 0  # (a host that waits for the GPU: as before)

@@ -199,7 +199,8 @@ def loop_time_line(tl: dict) -> str | None:
             if lt.get("new_shape_steps"):
                 extra += f", {lt['new_shape_steps']} at new input shapes"
         words.append(f"{label} {_seconds(p['ns'])} ({100 * p['share']:.0f}%{extra})")
-    return f"Where the recording's {_seconds(lt['total_ns'])} went: " + ", ".join(words)
+    clock = " (steps as the GPU finished them: the host ran ahead)" if lt.get("clock") == "gpu" else ""
+    return f"Where the recording's {_seconds(lt['total_ns'])} went{clock}: " + ", ".join(words)
 
 
 def distributed_headline(doc: dict) -> str | None:

@@ -171,7 +171,8 @@ def _family(st: StepSet, u: intervals.Union, k_start: np.ndarray, k_end_max: np.
            "steady_window_ns": [float(s[warm]), span_end],
            "_steady": _disjoint(np.append(s[steady_part], it_end[-1]), np.append(it_end[steady_part], span_end)),
            "_warm": (s[:warm].astype("float64"), it_end[:warm].astype("float64")),
-           "_iterations": (s[steady_part].astype("float64"), it_end[steady_part].astype("float64"))}
+           "_iterations": (s[steady_part].astype("float64"), it_end[steady_part].astype("float64")),
+           "_gpu_done": gpu_done[steady_part].astype("float64")}  # (each steady step's work done on the GPU)
     fam["median_verdict"] = classify(med_share, span, int(np.sum(k_in[steady_part])), th)
     q25, q75 = (float(x) for x in np.percentile(share[steady_part], [25, 75]))
     fam["busy_quartiles"] = [q25, q75]

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .... import labels
+from ....step_time import typical_step
 from ... import name_rules
 
 SLOW_FACTOR = 1.5          # a steady step this many times the typical step is slow
@@ -107,12 +108,20 @@ def split(fam: dict, trace_start: float, trace_end: float) -> dict:
     running the last step's work after the host's last step, and what follows the steps. The parts add up to the
     recording's span by construction: a reader checks them against the loop's wall time of a plain run."""
     starts, ends = fam["_iterations"]
-    it = ends - starts
     warm_from, steady_from = float(fam["first_step_start_ns"]), float(fam["steady_window_ns"][0])
     span_end = float(fam["steady_window_ns"][1])
-    last_host = float(ends[-1]) if len(ends) else steady_from
     acc = fam.get("time_accounting") or {}
-    med = float(acc.get("base_ns") or (np.median(it) if len(it) else 0.0))  # (the known-shape step, ``account``)
+    done = fam.get("_gpu_done")
+    gpu_clock = typical_step(fam)[1] and done is not None and len(done) == len(starts) and len(done) > 0
+    if gpu_clock:
+        # the host ran ahead of the GPU (``step_time``): each step ends when its work is done on the GPU, the next
+        # starts there, so the steps' time is the GPU's and no "GPU after the host's last step" is left over
+        ends = np.maximum.accumulate(np.fmax(np.asarray(done, dtype="float64"), ends))
+        starts = np.concatenate([[steady_from], ends[:-1]])
+    it = ends - starts
+    last_host = float(ends[-1]) if len(ends) else steady_from
+    med = float(np.median(it) if gpu_clock or not acc.get("base_ns") else acc["base_ns"]) if len(it) else 0.0
+    # (the known-shape step, ``account``; the GPU's median step where it is the clock)
     slow = it > SLOW_FACTOR * med
     end = max(trace_end, span_end)
     parts = [("before the first step", max(warm_from - trace_start, 0.0)),
@@ -126,6 +135,8 @@ def split(fam: dict, trace_start: float, trace_end: float) -> dict:
            "steady_steps": int((~slow).sum()), "slow_steps": int(slow.sum()),
            "slow_beyond_median_ns": float(np.where(slow, it - med, 0.0).sum()), "slow_factor": SLOW_FACTOR,
            "typical_step_ns": med}
+    if gpu_clock:
+        out["clock"] = "gpu"
     if acc.get("new_shape_steps") and acc.get("slow_steps"):
         out["new_shape_steps"] = int(acc["new_shape_steps"])
         out["new_shape_beyond_median_ns"] = float(acc["new_shape_excess_ns"])
