@@ -57,4 +57,8 @@ WRITE_FAILED = "nsighttc.launch: could not write "
 # + the rank's trace path: a distributed first run's other rank changed sessions with the rank that records operators,
 # and dropped what it had recorded before (``runtime.recording.OperatorsUntilWindow``)
 DROPPED_BEFORE_WINDOW = "nsighttc.launch: dropped the recording before the window, for "
+# + the rank's trace path: a change of sessions still waiting when the window started was given up, and the session
+# recording then holds the window to the end (``runtime.recording.OperatorsUntilWindow.hold_window``); the line says
+# whether operators were recorded for the replay ("no operators were recorded" where none were)
+SESSION_KEPT = "nsighttc.launch: kept the window's session, for "
 WINDOW_EVENT = "nsighttc.launch: window "  # + a JSON object: what the window did (start/end/stop per phase)

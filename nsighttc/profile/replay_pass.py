@@ -121,6 +121,7 @@ def run_replay(rp: Pass, rp_run: process.Running, run_dir: Path, need: pd.DataFr
     if not found["calls"]:
         rp_run.kill(grace_s=2.0)
         info["replay"] = {**found, "measured": 0}
+        out.notes.append(no_operators_note(out, len(missing)))
         return missing, []
     say(f"[2/2 ncu] replaying {found['calls']} operator call(s) for {found['kernels_with_operator']} of the "
         f"{len(missing)} kernel(s) needing hardware evidence ... {time.monotonic() - started:.0f}s")
@@ -166,3 +167,18 @@ def run_replay(rp: Pass, rp_run: process.Running, run_dir: Path, need: pd.DataFr
     say(f"[2/2 ncu] replay measured {len(measured)} of {len(missing)} kernel(s) in {time.monotonic() - t0:.1f}s"
         + (f"; {len(rest)} left for the program's ncu pass" if rest else ""))
     return rest, measured
+
+
+def no_operators_note(out, missing: int) -> str:
+    """Why the replay had no operator calls for the kernels that need evidence: a rank whose change of sessions was
+    given up at its window (a record_function of the program's open across its steps, ``runtime.recording``) never
+    recorded its operators; else their first launches were not in the operators' recording. What answered instead
+    follows in the run's notes (ncu on the program, the evidence cache, or the kernels' names)."""
+    timeline = next((p for p in out.done if getattr(p, "mode", None) == "timeline"), None)
+    ranks = getattr(timeline, "ranks_recorded", None) or {}
+    kept = sorted((r for r, v in ranks.items() if v.get("operators_for_replay") is False), key=int)
+    why = (f"rank {', '.join(kept)} recorded no operators: a record_function of the program's stayed open across its "
+           "steps, so its change to the operators' recording was given up and the session holding its window was kept"
+           if kept else "their first launches were not in the operators' recording")
+    return (f"the replay had no operator calls for the {missing} kernel(s) needing hardware evidence ({why}); "
+            "they are measured on the program by Nsight Compute where that pass runs, else answered by their names")

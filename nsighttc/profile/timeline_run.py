@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..record_format import (DROPPED_BEFORE_WINDOW, EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, TRACE_WRITING,
-                             TRACE_WRITTEN, WRITE_FAILED)
+from ..record_format import (DROPPED_BEFORE_WINDOW, EXIT_SAID, NOTHING_RECORDED, OPS_WRITTEN, SESSION_KEPT,
+                             TRACE_WRITING, TRACE_WRITTEN, WRITE_FAILED)
 from .passes import Pass
 from .running import finish_pass, start_pass
 
@@ -83,7 +83,7 @@ def rank_recording(line: str, into: dict, at_s: float | None = None) -> None:
     before the window; a rank whose recording differs from the others' in the steps compared would be judged on the
     profiler's load, not its own)."""
     kind = "operators" if line.startswith(OPS_WRITTEN) else "trace" if line.startswith(TRACE_WRITTEN) else \
-        "dropped" if line.startswith(DROPPED_BEFORE_WINDOW) else None
+        "dropped" if line.startswith(DROPPED_BEFORE_WINDOW) else "kept" if line.startswith(SESSION_KEPT) else None
     m = _RANK_DIR.search(line) if kind else None
     if m is None:
         return
@@ -92,6 +92,10 @@ def rank_recording(line: str, into: dict, at_s: float | None = None) -> None:
     if kind == "operators":
         r["operators_with_arguments_until_s"] = float(prog.group(1)) if prog else None
         r["operators_stop_s"] = float(stop.group(1)) if stop else None
+        return
+    if kind == "kept":  # its change of sessions was given up at the window: one session holds it to the end
+        r["session_kept_s"] = float(prog.group(1)) if prog else None
+        r["operators_for_replay"] = "no operators were recorded" not in line
         return
     if kind == "dropped":  # the ranges until the step before the window, dropped as rank 0 changed sessions there
         r["dropped_until_s"] = float(prog.group(1)) if prog else None

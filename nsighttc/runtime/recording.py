@@ -202,7 +202,9 @@ class OperatorsUntilWindow:
         if self.state != "pending":
             return
         was, self.state = self._from, "kept"
-        said = (f"nsighttc.launch: the change of sessions could not run before the window (the program's "
+        from ..record_format import SESSION_KEPT
+        said = (f"{SESSION_KEPT}{self.trace_for or self.ops_trace} (program {self.clock() - self.t_start:.2f} s): "
+                f"the change of sessions could not run before the window (the program's "
                 f"record_function open across the steps: {self.elsewhere.count}): the change is given up; the "
                 "window's steps are in the session recording since "
                 + ("the program's start (the ranges only), kept to the end; no operators were recorded for the "

@@ -444,3 +444,14 @@ def test_a_user_range_open_across_every_step_and_a_program_ending_inside_its_win
     # both ranks hold the window's steps (to the program's end), the same ones give or take the step before it
     assert min(in_window) >= 24 - starts[0]["step"] - 1 and abs(in_window[0] - in_window[1]) <= 1, (in_window, starts)
     assert "the change is given up; the window's steps are in the session recording since" in r.stderr
+    # the profile run learns from the launcher's line which rank kept its session and recorded no operators for the
+    # replay, and the replay's note says why it had no calls
+    from types import SimpleNamespace
+    from nsighttc.profile.replay_pass import no_operators_note
+    from nsighttc.profile.timeline_run import rank_recording
+    ranks: dict = {}
+    for line in r.stderr.splitlines():
+        rank_recording(line[line.find("nsighttc.launch:"):] if "nsighttc.launch:" in line else line, ranks)
+    assert ranks["0"]["operators_for_replay"] is False and ranks["0"]["session_kept_s"] > 0, ranks
+    note = no_operators_note(SimpleNamespace(done=[SimpleNamespace(mode="timeline", ranks_recorded=ranks)]), 3)
+    assert note.startswith("the replay had no operator calls for the 3 kernel(s)") and "rank 0 recorded no operators" in note
