@@ -198,3 +198,40 @@ def test_a_loop_whose_time_is_in_its_slow_steps_is_compared_whole(varlen):
     # window runs (different step counts) stay on the steady step
     short = [{p: {**ph, "loop_steps": ph["loop_steps"] // 2} for p, ph in r.items()} for r in runs["patch_pad-buckets"]]
     assert measure.compare(runs["baseline"], short).get("whole_loop") is None
+
+
+def _varlen_shapes(steps: int) -> tuple[list[int], list[bool]]:
+    """Each step's input shape as the step timer numbers them, for the H200 runs of wrappers/varlen_infer.py, and
+    whether the program had not seen it before: the program draws its requests' lengths from random.Random(0)
+    (batches of 16, lengths 16-256), each batch padded to its longest, and step i of the hooks' steps is batch i + 1
+    (the first call finds the main model: its shape is not a step's)."""
+    import random
+    rnd = random.Random(0)
+    lengths = [max(rnd.randint(16, 256) for _ in range(16)) for _ in range(120)]
+    ids: dict[int, int] = {}
+    shapes = [ids.setdefault(n, len(ids)) for n in lengths[1:steps + 1]]
+    return shapes, [n not in lengths[:i + 1] for i, n in enumerate(lengths[1:steps + 1])]
+
+
+def test_auto_pads_a_loop_its_plain_run_shows_held_back_by_new_shapes(varlen):
+    """The baseline's profiled window (a window of steady steps, most lengths seen before it) found no shape churn
+    and named "Launch-bound in `model calls`"; auto offered nothing for the shapes, and would have offered CUDA graphs
+    to a loop whose shapes keep changing. The plain run's step timer now numbers each step's input shapes: its slow
+    steps at new lengths held most of the loop, so auto runs pad-buckets and no graph variant."""
+    verdict = json.loads((varlen / "baseline" / "profiled" / "verdict.json").read_text())
+    record = json.loads((varlen / "baseline" / "profiled" / "applied.json").read_text())
+    doc = json.loads((varlen / "baseline" / "plain1" / "step_times.json").read_text())
+    ph = doc["phases"]["nsighttc.step"]
+    ph["shapes"], new = _varlen_shapes(len(ph["host_ns"]))
+    assert [t > 50e6 for t in ph["gpu_ns"]] == new  # (the reconstruction checked on the run itself)
+    path = varlen / "plain1_shapes.json"
+    path.write_text(json.dumps(doc))
+    steps = measure.read(path)
+    st = steps["nsighttc.step"]
+    assert st["shapes"] == len(set(ph["shapes"])) and st["new_shape_share"] > 0.5
+    from nsighttc.experiment.auto import choose
+    before = [n for n, _ in choose(verdict, record)]
+    assert "pad-buckets" not in before and "shape-churn" not in {f["id"] for f in verdict["findings"]}
+    picked = dict(choose(verdict, record, plain=steps))
+    assert "pad-buckets" in picked and f"{st['shapes']} shapes" in picked["pad-buckets"]
+    assert not {"compile-reduce-overhead", "static-cache", "cuda-graphs"} & set(picked)

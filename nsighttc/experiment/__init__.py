@@ -88,7 +88,7 @@ def run_try(target, opts: TryOptions, say: Callable[[str], None] = lambda s: Non
     for n in names:
         if n == "auto":
             from .auto import choose
-            picked = choose(base_doc or {}, base_plain[0].get("_record"), opts.workers) \
+            picked = choose(base_doc or {}, base_plain[0].get("_record"), opts.workers, base_plain[0].get("_steps")) \
                 if base_plain[0]["status"] == "ok" else []
             picked.sort(key=lambda p: -((predict(p[0]) or {}).get("high") or 0.0))
             if not picked:

@@ -13,10 +13,14 @@ import os
 from ..analysis.variant_gain import adopted
 
 HOST_BOUND = ("cpu-bound", "mixed")
+NEW_SHAPE_SHARE = 0.2  # slow steps at new input shapes holding this share of a plain run's loop: pad-buckets
 
 
-def choose(verdict: dict, record: dict | None, workers: int | None = None) -> list[tuple[str, str]]:
-    """[(variant, why)] in the order they should run."""
+def choose(verdict: dict, record: dict | None, workers: int | None = None,
+           plain: dict | None = None) -> list[tuple[str, str]]:
+    """[(variant, why)] in the order they should run. ``plain``: the baseline's plain run's steps
+    (``experiment.measure.read``), where the step timer saw its inputs' shapes: a profiled window of steady steps
+    may start after most new shapes were seen, the plain run holds them all."""
     record = record or {}
     flags = record.get("flags_at_exit") or {}
     loaders = record.get("dataloaders") or {}
@@ -56,7 +60,10 @@ def choose(verdict: dict, record: dict | None, workers: int | None = None) -> li
                                   f"persistent_workers=False, iterated {loaders['iterators']} times: their workers "
                                   "start again at each epoch")
     graph_variant = "static-cache" if tl.get("inference") else "compile-reduce-overhead"
-    if "launch-bound" in found and host and not adopted(verdict, graph_variant) and "shape-churn" not in found:
+    churn = next(((p, ph) for p, ph in (plain or {}).items()
+                  if (ph.get("new_shape_share") or 0) >= NEW_SHAPE_SHARE), None)
+    if "launch-bound" in found and host and not adopted(verdict, graph_variant) and "shape-churn" not in found \
+            and churn is None:
         # CUDA graphs remove the launch gaps: for generate(), a static KV cache; never offered where the recording
         # shows graphs replayed already (only variants that change something)
         why = f"finding `launch-bound`: {found['launch-bound']['evidence'][:160]}"
@@ -65,6 +72,11 @@ def choose(verdict: dict, record: dict | None, workers: int | None = None) -> li
         # a few input shapes instead of one per batch (a tokenizer's padding from the launcher; `fix` also edits
         # padding written by hand); never a CUDA-graph variant for a loop whose shapes keep changing
         add("pad-buckets", f"finding `shape-churn`: {found['shape-churn']['evidence'][:160]}")
+    elif churn is not None:
+        p, ph = churn
+        add("pad-buckets", f"the plain run's `{p}` steps: the main model's inputs took {ph['shapes']} shapes, and the "
+                           f"slow steps at a new one held {100 * ph['new_shape_share']:.0f}% of the loop beyond a "
+                           "typical step")
     if "nchw-layout-transposes" in found:
         add("channels-last", f"finding `nchw-layout-transposes`: {found['nchw-layout-transposes']['evidence'][:160]}")
     convs = [k for k in verdict.get("kernels") or [] if any(w in k["name"].lower() for w in

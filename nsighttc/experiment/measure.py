@@ -51,6 +51,7 @@ def read(path: Path) -> dict | None:
             slow = sum(t for t in all_times if t > SLOW_STEP * q[1])
             out[name].update({"loop_ns": sum(all_times) / len(all_times), "loop_steps": len(all_times),
                               "slow_share": round(slow / sum(all_times), 4)})
+            out[name].update(new_shapes(ph.get("shapes") or [], all_times, q[1]))
         if first_half is not None:  # the steady steps' first half ran at another rate: left out
             out[name]["first_half_ratio"] = round(first_half, 3)
         data = ph.get("data_ns") or []
@@ -69,6 +70,22 @@ def read(path: Path) -> dict | None:
         if gen:
             out[name]["inference"] = gen
     return out or None
+
+
+def new_shapes(shapes: list, times: list[float], typical: float) -> dict:
+    """Where the step timer saw the main model's inputs change shape (``runtime.step_timer``'s ``shapes``): how many
+    shapes, and the share of the loop the slow steps (over ``SLOW_STEP`` x ``typical``) at a shape not seen before
+    took beyond a typical step: a loop held back by its new input shapes, told without a profiler."""
+    if len(shapes) != len(times) or not times or sum(times) <= 0:
+        return {}
+    seen: set = set()
+    excess = 0.0
+    for x, t in zip(shapes, times):
+        if x is not None and x not in seen and t > SLOW_STEP * typical:
+            excess += t - typical
+        seen.add(x)
+    seen.discard(None)
+    return {"shapes": len(seen), "new_shape_share": round(excess / sum(times), 4)}
 
 
 def generation(times: list[float], kinds: list, batch: list) -> dict | None:

@@ -17,7 +17,9 @@ variant without a profiler, and the launcher times its steps here instead:
 that fetches from a DataLoader also ``"data_ns"``: the host's time inside the fetches of each step, and on a GPU
 ``"fetches_gpu"`` / ``"fetches_gpu_idle"``: its fetches, and those after which the GPU had run out of work)
 ``--step-times`` names (schema ``nsighttc.step-times/1``); ``steady`` picks the steady steps with the window's own
-warm-up rule.
+warm-up rule. Where the main model's calls take inputs of several shapes, ``"shapes"``: each step's first call's
+input shapes as a number (0 for the first signature seen, 1 for the next new one, ...), so ``try`` can tell a loop
+whose slow steps are its new input shapes without a profiler (``experiment.measure``).
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ MAX_STEPS = 20_000   # per phase: a run of hours keeps its first steps' times (t
 
 
 class _Phase:
-    __slots__ = ("host", "events", "compiled", "compiles_at", "full", "kinds", "batch", "fetched")
+    __slots__ = ("host", "events", "compiled", "compiles_at", "full", "kinds", "batch", "fetched", "shapes")
 
     def __init__(self, compiles: int):
         self.host: list[float] = []
@@ -45,6 +47,7 @@ class _Phase:
         self.kinds: list[str | None] = []   # a generation loop's: what the step starting at each boundary is
         self.batch: list[int | None] = []   # and how many sequences it takes (tokens per decode call)
         self.fetched: list[tuple] = []      # the timer's ``fetched`` totals so far, at each boundary
+        self.shapes: list = []              # the input shapes of the step's first main-model call (``note_shape``)
 
 
 class StepTimer:
@@ -61,6 +64,16 @@ class StepTimer:
         # DataLoader fetches (``add_data``), all steps so far: host ns in them, those timed on a GPU, and those of
         # them after which the GPU's stream was idle
         self.fetched = [0.0, 0, 0]
+        self._open: _Phase | None = None  # the phase whose step the last boundary opened
+        self._signatures: dict = {}       # input shapes -> their number, in the order first seen
+
+    def note_shape(self, signature) -> None:
+        """The main model is called with inputs of these shapes (``runtime.steps.model_enter``, after the call's
+        boundary): the open step's shapes, where it has none yet."""
+        ph = self._open
+        if ph is None or not ph.shapes or ph.shapes[-1] is not None or ph.full:
+            return
+        ph.shapes[-1] = self._signatures.setdefault(signature, len(self._signatures))
 
     def add_data(self, ns: float, drained: bool | None = None) -> None:
         """A DataLoader fetch took ``ns`` of the host's time (the step hooks time each ``__next__``) and, on a GPU,
@@ -111,6 +124,8 @@ class StepTimer:
         ph.fetched.append(tuple(self.fetched))
         ph.kinds.append(self.next_step)
         ph.batch.append(self.next_batch)
+        ph.shapes.append(None)
+        self._open = ph
         self.next_step = self.next_batch = None  # (a boundary the hooks did not announce is no model call)
         if self._cuda_ok():
             try:
@@ -163,6 +178,8 @@ class StepTimer:
                 if any(on_gpu):
                     phases["/".join(key)]["fetches_gpu"] = on_gpu
                     phases["/".join(key)]["fetches_gpu_idle"] = idle
+            if len({x for x in ph.shapes if x is not None}) > 1:  # inputs of several shapes: step i's
+                phases["/".join(key)]["shapes"] = ph.shapes[:len(host)]
             if any(k is not None for k in ph.kinds):  # a generation loop: step i's kind and sequences
                 phases["/".join(key)].update({"kinds": ph.kinds[:len(host)], "batch": ph.batch[:len(host)]})
         return {"schema": SCHEMA_ID, "phases": phases}
@@ -193,6 +210,11 @@ class Fanout:
         for x in self.listeners:
             if hasattr(x, "add_data"):
                 x.add_data(ns, drained)
+
+    def note_shape(self, signature) -> None:
+        for x in self.listeners:
+            if hasattr(x, "note_shape"):
+                x.note_shape(signature)
 
 
 def steady(phase: dict) -> tuple[list[float], int]:

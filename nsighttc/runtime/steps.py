@@ -218,6 +218,9 @@ class StepMarks:
         except BaseException:
             self._depth -= 1  # the call never ran: a later one is no nested call
             raise
+        note = getattr(self.window, "note_shape", None)
+        if note is not None:  # (the step timer: each step's input shapes, ``step_timer.note_shape``)
+            note(shape_signature(args, kwargs))
         self.counts["model_calls"] += 1
         _compiled(self)
         opened = [self.mark(FORWARD)]
@@ -484,3 +487,18 @@ def install_when_torch_imports() -> StepMarks:
         sys.meta_path.insert(0, finder)
         marks._undo.append(finder.remove)
     return marks
+
+
+def shape_signature(args, kwargs) -> tuple:
+    """The shapes of a call's tensor arguments (positional, then keyword by name; one level into lists and tuples):
+    what makes a new input shape for the kernels the call launches. Cheap: attribute reads only."""
+    def shapes(x):
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return tuple(x.shape)
+        if isinstance(x, (list, tuple)) and x and len(x) <= 64:
+            inner = tuple(tuple(v.shape) for v in x if hasattr(v, "shape") and hasattr(v, "dtype"))
+            return inner or None
+        return None
+    out = [sh for sh in (shapes(a) for a in args) if sh is not None]
+    out += [(k, sh) for k in sorted(kwargs) if (sh := shapes(kwargs[k])) is not None]
+    return tuple(out)

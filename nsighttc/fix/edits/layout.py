@@ -140,7 +140,8 @@ class _ChannelsLast(_Located):
     def __init__(self, filename: str, targets: dict[int, tuple]):
         super().__init__(filename)
         self.targets = {i: n for i, (n, _) in targets.items()}
-        self.to_calls = {id(st.body[0].value): n for n, st in targets.values() if _to_call(st.body[0].value) is not None}
+        self.to_calls = {id(st.body[0].value): n for n, st in targets.values()
+                         if _to_call(st.body[0].value) is not None}
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         name = self.to_calls.get(id(original))
