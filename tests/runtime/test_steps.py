@@ -72,7 +72,9 @@ def test_a_plain_loop_has_one_step_per_optimizer_step_and_the_evaluation_after_i
     # steps are back to back (one ends, the next starts in the same hook call), each holds its optimizer step's end
     s = sets[0]
     gap = s.starts[1:] - s.ends[:-1]
-    assert (gap >= 0).all() and (gap < 1e6).all()
+    # (microseconds; one gap of 4.1 ms was seen on a 2-core machine running the suite in parallel: the host preempted
+    # between the end mark and the next start mark of one hook call)
+    assert (gap >= 0).all() and sorted(gap)[len(gap) // 2] < 1e5 and (gap < 50e6).all(), gap
     opt_end = tl.marks.loc[tl.marks["name"] == hooks.OPTIMIZER, "end_ns"].sort_values().to_numpy()
     assert ((opt_end > s.starts) & (opt_end <= s.ends)).all()
 
