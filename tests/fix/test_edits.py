@@ -304,28 +304,30 @@ def test_pad_buckets_at_a_tokenizers_padding_and_at_padding_written_by_hand():
     assert (ns["n"], ns["m"]) == (128, 64)
 
 
-def test_the_patched_variable_length_loop_runs_with_fewer_shapes(tmp_path):
-    """The pad-buckets patch of wrappers/varlen_infer.py (padding written by hand) runs as a copy on CPU, and its
-    model sees lengths that are multiples of 64 only; the user's file is untouched."""
+def test_the_patched_variable_length_loop_runs_with_fewer_shapes_and_the_step_timer_numbers_them(tmp_path):
+    """The pad-buckets patch of wrappers/varlen_infer.py (padding written by hand) runs as a copy on CPU under the
+    launcher's step timer (what `try` and `fix` run): each step's input shapes are numbered in the order first seen,
+    and they follow the batches' lengths as the program draws them (random.Random(0)), each rounded up to a multiple
+    of 64; the user's file is untouched."""
     pytest.importorskip("transformers")
+    import json
+    import random
     import subprocess
     import sys
     original = (ROOT / "wrappers" / "varlen_infer.py").read_text()
     p = fix.plan(ROOT / "wrappers" / "varlen_infer.py", "pad-buckets")
     assert p.files == {"varlen_infer.py": (original, p.files["varlen_infer.py"][1])}
     script = fix.materialize(p, tmp_path / "patched")
-    probe = tmp_path / "probe.py"
-    probe.write_text("import runpy, sys, torch\nseen = set()\n"
-                     "orig = torch.randint\n"
-                     "def randint(*a, **k):\n"
-                     "    seen.add(a[2][1]); return orig(*a, **k)\n"
-                     "torch.randint = randint\n"
-                     f"sys.argv = [{str(script)!r}, '--device', 'cpu', '--batches', '6', '--layers', '1', "
-                     "'--batch', '2']\n"
-                     f"runpy.run_path({str(script)!r}, run_name='__main__')\n"
-                     "print('lengths', sorted(seen))\n")
-    r = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, timeout=300)
+    out = tmp_path / "steps.json"
+    r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--step-times", str(out), "--", str(script),
+                        "--device", "cpu", "--batches", "10", "--layers", "1", "--batch", "2"],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                       env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr[-2000:]
-    lengths = eval(r.stdout.strip().splitlines()[-1].split(" ", 1)[1])
-    assert lengths and all(n % 64 == 0 for n in lengths)
+    ph = json.loads(out.read_text())["phases"]["nsighttc.step"]
+    rnd = random.Random(0)
+    padded = [-(-max(rnd.randint(16, 256) for _ in range(2)) // 64) * 64 for _ in range(10)]
+    ids: dict[int, int] = {}
+    want = [ids.setdefault(n, len(ids)) for n in padded[1:1 + len(ph["host_ns"])]]  # (the first call finds the model)
+    assert len(ph["host_ns"]) >= 7 and ph["shapes"] == want and len(set(want)) <= 4
     assert (ROOT / "wrappers" / "varlen_infer.py").read_text() == original
