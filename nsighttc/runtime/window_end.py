@@ -106,7 +106,7 @@ class WindowEnd:
             self.recorder.finish()
             if timed:  # --full-run: the program runs on unrecorded; its first steps are timed all the same
                 self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="continue", count=count,
-                                          sync=_synchronize, clock=self.clock)
+                                          sync=_device_sync(), clock=self.clock)
             else:
                 self.enabled = False
             return
@@ -114,7 +114,7 @@ class WindowEnd:
             self.recorder.follow = True  # the profiler stops now, its trace is written after the unrecorded steps
             self.recorder.finish()
             self._after = AfterWindow(ph.key, self.clock(), self.next_step, then="stop", count=count,
-                                      sync=_synchronize, clock=self.clock)
+                                      sync=_device_sync(), clock=self.clock)
             return
         if program_end:
             self.recorder.finish()
@@ -159,3 +159,16 @@ class WindowEnd:
                 ph.state == "window" or (ph.state == "done" and (self._ended_at == ph.n or a is not None))):
             self._event("ended", ph.key, ph, optimizer_steps=int(optimizer_steps))
         self.recorder.flush()  # the trace, written once they are over
+
+
+def _device_sync():
+    """The device's synchronisation for timing the steps after a window (``unrecorded.AfterWindow``), where the
+    program uses CUDA; None elsewhere (a CPU program's host times are its steps' own)."""
+    import sys
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            return _synchronize
+    except Exception:  # noqa: BLE001 - no device to wait for: host times
+        pass
+    return None

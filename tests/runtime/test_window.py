@@ -169,6 +169,7 @@ def test_the_launcher_stops_a_hooked_loop_after_its_window(tmp_path):
     # unrecorded (the first, which held the profiler's stop, left out), then its trace was written (nothing reads it
     # while those steps run) and it was stopped
     assert after["event"] == "unrecorded" and after["steps"] == len(after["durations_ms"])
+    assert "synced" not in after  # (a CPU program: no device to wait for, its host times are its steps')
     assert after["steps"] == unrecorded.UNRECORDED_STEPS or (  # or the time cap came first (a loaded machine)
         after["steps"] >= unrecorded.UNRECORDED_MIN and sum(after["durations_ms"]) >= 1e3 * unrecorded.UNRECORDED_MAX_S * 0.9)
     written = next(ln for ln in r.stderr.splitlines() if ln.startswith("nsighttc.launch: wrote"))
