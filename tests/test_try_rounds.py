@@ -235,3 +235,15 @@ def test_auto_pads_a_loop_its_plain_run_shows_held_back_by_new_shapes(varlen):
     picked = dict(choose(verdict, record, plain=steps))
     assert "pad-buckets" in picked and f"{st['shapes']} shapes" in picked["pad-buckets"]
     assert not {"compile-reduce-overhead", "static-cache", "cuda-graphs"} & set(picked)
+
+
+def test_a_plain_run_whose_steps_never_settled_gives_no_prediction_and_no_crash(varlen):
+    """A short run (CPU, a few steps) whose steps were still getting faster: measure.read gives the phase no step
+    (``settled: False``). Predicting a variant from it crashed `nsighttc fix` ("unsupported operand type(s) for *:
+    'NoneType' and 'int'"); the phase now weighs nothing and the prediction stands on the recording alone."""
+    from nsighttc.analysis import variant_gain
+    verdict = json.loads((varlen / "baseline" / "profiled" / "verdict.json").read_text())
+    unsettled = {"nsighttc.step": {"step_ns": None, "steps": 5, "warmup": 0, "settled": False, "clock": "host"}}
+    with_plain = variant_gain.for_variant(verdict, "static-cache", unsettled)
+    alone = variant_gain.for_variant(verdict, "static-cache", None)
+    assert with_plain is not None and (with_plain["low"], with_plain["high"]) == (alone["low"], alone["high"])

@@ -147,7 +147,8 @@ def _calibrate(out: list[Scope], plain: dict[str, dict]) -> None:
     if match:
         for s in out:
             p = plain.get(match.get(s.name, ""))
-            s.weight = p["step_ns"] * p.get("steps", 1) if p else 0.0
+            # (a phase whose steps never settled has no step: ``experiment.measure.read``)
+            s.weight = p["step_ns"] * p.get("steps", 1) if p and p.get("step_ns") else 0.0
     for s in out:
         t0 = (plain.get(match.get(s.name, "")) or {}).get("step_ns")
         if not t0 or t0 <= 0 or s.T <= 0:
