@@ -7,7 +7,7 @@ import click
 
 from ..errors import UsageError
 from .common import Finite, note, verbosity
-from .run import report_try, rounds_options
+from .run import report_try, rounds_options, with_progress
 
 
 @click.command("fix", short_help="Write the advice as a patch of the program, run it, and measure it.",
@@ -51,13 +51,11 @@ def fix(variants, workers, out, timeout, repeat, budget, metric, full_run, apply
     .backward(), memory_format=torch.channels_last where the model is built, pad_to_multiple_of=64 at a
     tokenizer's padding or a batch's length rounded up where the program pads by hand
     (max(len(x) for x in batch)). Where no safe edit exists (compile, cuda-graphs, a call built from
-    **kwargs) the note says why and the advice stands. The program's files are only read: each patch runs as a copy in the run
-    directory (patched/), its diff beside it, and try.md shows diff, speed-up and spread.
+    **kwargs) the note says why and the advice stands. The program's files are only read: each patch runs
+    as a copy in the run directory (patched/), its diff beside it, and try.md shows diff, speed-up and spread.
     """
     from ..experiment import TryOptions, run_try
     from ..profile import resolve_target
-    from ..render.progress import Progress
-    from .common import _LEVEL
 
     args = list(args)
     if not args or not args[0].endswith(".py"):
@@ -65,11 +63,7 @@ def fix(variants, workers, out, timeout, repeat, budget, metric, full_run, apply
     target = resolve_target(args[0], args[1:], None)
     opts = TryOptions(variants=list(variants), out=out, timeout=timeout, workers=workers, repeat=repeat,
                       budget=budget, fix=True, metric=metric, full_run=full_run)
-    say = Progress(_LEVEL["value"], echo=lambda s: click.echo(s, err=True))
-    try:
-        result = run_try(target, opts, say=say)
-    finally:
-        say.close()
+    result = with_progress(run_try, target, opts)
     kept = [v for v in result.doc["variants"] if (v.get("patch") or {}).get("kept")]
     if apply_:
         from .. import fix as fix_mod

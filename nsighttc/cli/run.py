@@ -234,7 +234,8 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     CUDA graphs), the main model's evaluation calls captured and replayed as CUDA graphs without the compiler
     (cuda-graphs: autograd off, static shapes; the rest runs as written and the table says how much), the main
     model in the channels-last memory format (channels-last), transformers' generate() with a static KV cache
-    (static-cache), transformers tokenizers' padding to a multiple of 64 tokens (pad-buckets). Steps still getting faster at a run's end give no number: "never settled".
+    (static-cache), transformers tokenizers' padding to a multiple of 64 tokens (pad-buckets). Steps still
+    getting faster at a run's end give no number: "never settled".
 
     
     Speed is measured without a profiler: each run is plain, its steps timed at their boundaries (CUDA
@@ -259,14 +260,17 @@ def try_(variants, metric, step_range, fail_if_slower, workers, out, timeout, an
     opts = TryOptions(variants=list(variants), metric=metric, step_range=step_range, out=out, timeout=timeout,
                       annotate=annotate, cache=not no_cache, workers=workers, repeat=repeat, budget=budget,
                       explain=explain, full_run=full_run, verdict=verdict_file, fix=fix_)
+    report_try(with_progress(run_try, target, opts), fmt, fail_if_slower)
 
+
+def with_progress(run, target, opts):
+    """``run(target, opts, say=...)`` (``experiment.run_try``) with its progress lines on stderr (``try``, ``fix``)."""
     from ..render.progress import Progress
     say = Progress(_LEVEL["value"], echo=lambda s: click.echo(s, err=True))
     try:
-        result = run_try(target, opts, say=say)
+        return run(target, opts, say=say)
     finally:
         say.close()
-    report_try(result, fmt, fail_if_slower)
 
 
 def report_try(result, fmt: str | None, fail_if_slower: bool = False) -> None:

@@ -146,11 +146,11 @@ def run_try(target, opts: TryOptions, say: Callable[[str], None] = lambda s: Non
         notes.append(f"`{r['name']}` not applied: {r['not_applied']}; its run was the program unchanged, so no "
                      "speed-up is given" + (f" (it measured {r['unchanged_run']['speedup']:.2f}x against the "
                                             "baseline: run-to-run noise)" if r.get("unchanged_run") else ""))
-    if rows[0]["step_ns"] is None and rows[0]["status"] == "ok" and rows[0].get("change") == "never settled":
+    if rows[0]["step_ns"] is None and rows[0]["status"] == "ok":
         notes.append("the baseline's steps were still getting faster when its runs ended (no steady rate after the "
-                     "last fall): no speed-up can be given; run it longer (more steps, or --full-run)")
-    elif rows[0]["step_ns"] is None and rows[0]["status"] == "ok":
-        notes.append("the baseline has no steps: no optimizer step, DataLoader iteration or model call was seen by the "
+                     "last fall): no speed-up can be given; run it longer (more steps, or --full-run)"
+                     if rows[0].get("change") == "never settled" else
+                     "the baseline has no steps: no optimizer step, DataLoader iteration or model call was seen by the "
                      "launcher's hooks, and the program marks none; mark them with nsighttc.annotate.step(): "
                      "speed-ups need them")
     if any(r["name"].split("+")[0] == "fp16-autocast" or "fp16-autocast" in r["name"].split("+") for r in rows):

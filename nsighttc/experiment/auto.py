@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 
+from ..analysis.timeline.steps.slow import NEW_SHAPE_SHARE  # (the shape-churn finding's share, on a plain run)
 from ..analysis.variant_gain import adopted
 
 HOST_BOUND = ("cpu-bound", "mixed")
-NEW_SHAPE_SHARE = 0.2  # slow steps at new input shapes holding this share of a plain run's loop: pad-buckets
 
 
 def choose(verdict: dict, record: dict | None, workers: int | None = None,

@@ -104,26 +104,21 @@ def generation(times: list[float], kinds: list, batch: list) -> dict | None:
     return out
 
 
-def program_step(phases: dict, weights: dict[str, int]) -> tuple[float, float, float] | None:
+def program_step(phases: dict, weights: dict[str, int], whole: bool = False) -> tuple[float, float, float] | None:
     """(step, lower quartile, upper quartile) of the program's step: the phases' weighted by ``weights`` (the
-    baseline's steady step counts); None when a weighted phase is missing."""
+    baseline's steady step counts); None when a weighted phase is missing. ``whole``: every step of the loop
+    (``loop_ns``), its quartiles the step itself (the loop's slow steps are the point, not noise around a typical
+    one)."""
     total = sum(weights.values())
-    if not total or any(p not in phases or phases[p].get("step_ns") is None for p in weights):
+    key = "loop_ns" if whole else "step_ns"
+    if not total or any(p not in phases or phases[p].get(key) is None for p in weights):
         return None
-    step = sum(w * phases[p]["step_ns"] for p, w in weights.items()) / total
+    step = sum(w * phases[p][key] for p, w in weights.items()) / total
+    if whole:
+        return step, step, step
     q1 = sum(w * phases[p]["q1_ns"] for p, w in weights.items()) / total
     q3 = sum(w * phases[p]["q3_ns"] for p, w in weights.items()) / total
     return step, q1, q3
-
-
-def loop_step(phases: dict, weights: dict[str, int]) -> tuple[float, float, float] | None:
-    """(step, step, step) of the program's whole loop: every step's mean, phases weighted by ``weights`` (no
-    quartiles: the loop's slow steps are the point, not noise around a typical one)."""
-    total = sum(weights.values())
-    if not total or any(p not in phases or phases[p].get("loop_ns") is None for p in weights):
-        return None
-    step = sum(w * phases[p]["loop_ns"] for p, w in weights.items()) / total
-    return step, step, step
 
 
 def weights_of(base: dict, whole: bool = False) -> dict[str, int]:
@@ -176,7 +171,7 @@ def compare(base_runs: list[dict | None], runs: list[dict | None]) -> dict:
     w = weights_of(pairs[0][0], bool(whole))
     rounds = []
     for b, v in pairs:
-        bs, vs = (program_step(b, w), program_step(v, w)) if not whole else (loop_step(b, w), loop_step(v, w))
+        bs, vs = program_step(b, w, bool(whole)), program_step(v, w, bool(whole))
         if bs and vs:
             rounds.append({"baseline_step_ns": bs[0], "step_ns": vs[0], "speedup": bs[0] / vs[0],
                            "_q": (bs[1] / vs[2], bs[2] / vs[1])})
@@ -214,13 +209,12 @@ def compare(base_runs: list[dict | None], runs: list[dict | None]) -> dict:
                     "(--repeat 3 measures it)")
         else:
             change = "faster" if sp > 1 else "slower"
-    if whole:
-        spread["basis"] += "; whole loops"
     out = {"speedup": sp, "spread": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in spread.items()},
            "change": change, "step_ns": step, "clear": clear,
            "rounds": [{k: v for k, v in r.items() if not k.startswith("_")} for r in rounds]}
     if whole:
         out["whole_loop"] = whole
+        out["spread"]["basis"] += "; whole loops"
     if note:
         out["note"] = note
     return out

@@ -140,6 +140,9 @@ def summary(p: Pass) -> dict | None:
             **({"unrecorded": u} if (u := unrecorded_steps(ev)) else {})}
 
 
+AHEAD = 0.5  # warm-up steps timed under this share of the synchronised steps after the window: launch times only
+
+
 def unrecorded_steps(events: list[dict]) -> dict | None:
     """The steps the program ran after its window with the recording stopped (``runtime.window``'s ``unrecorded``
     event): how many, their median, and a generation loop's decode calls' median apart."""
@@ -156,9 +159,11 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     # unrecorded steps (runtime.unrecorded): both stretches count; a generation loop's decode calls after it only (the
     # hooks call a training step's model call "prefill" too: two H200s, FSDP2's cached runs, call 9)
     before = [] if decode else [float(x) for x in _before_ms(events, e.get("phase"))]
-    ahead = bool(before) and all(r.get("synced") for r in ranks) and statistics.median(before) < AHEAD * statistics.median(d)
-    if ahead:  # the warm-up's host times were launch times (the host ran ahead of the GPU): the synced stretch only
-        before = []
+    # the warm-up's host times were launch times where they are far under the synchronised steps after the window
+    # (the host ran ahead of the GPU there): the synchronised stretch only
+    ahead = bool(before) and all(r.get("synced") for r in ranks) and \
+        statistics.median(before) < AHEAD * statistics.median(d)
+    before = [] if ahead else before
     out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]) + len(before) // max(1, len(ranks)),
            "median_ms": round(statistics.median(d + before), 4), "when": "before and after" if before else "after",
            "how": ("the warm-up's last steps before the window and the steps after it, unrecorded, this run"
@@ -171,8 +176,6 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
         out["decode_median_ms"] = round(statistics.median(decode), 4)
     return out
 
-
-AHEAD = 0.5  # warm-up steps timed under this share of the synchronised steps after the window: launch times only
 
 
 def _before_ms(events: list[dict], phase) -> list:

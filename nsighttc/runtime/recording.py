@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from ..record_format import DROPPED_BEFORE_WINDOW, OPS_WRITTEN  # (the tool reads these lines)
+from ..record_format import DROPPED_BEFORE_WINDOW, OPS_WRITTEN, SESSION_KEPT  # (the tool reads these lines)
 from .lines import say
 
 
@@ -202,7 +202,6 @@ class OperatorsUntilWindow:
         if self.state != "pending":
             return
         was, self.state = self._from, "kept"
-        from ..record_format import SESSION_KEPT
         said = (f"{SESSION_KEPT}{self.trace_for or self.ops_trace} (program {self.clock() - self.t_start:.2f} s): "
                 f"the change of sessions could not run before the window (the program's "
                 f"record_function open across the steps: {self.elsewhere.count}): the change is given up; the "

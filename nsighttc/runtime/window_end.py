@@ -25,7 +25,7 @@ import threading
 
 from ..record_format import HOOK_PHASE, WINDOW_EVENT as EVENT_PREFIX
 from .unrecorded import BEFORE_WINDOW_MIN, UNRECORDED_MIN, AfterWindow, after_steps, before_window
-from .window_recorders import _synchronize
+from .window_recorders import _cuda_in_use, _synchronize
 from .window_sizing import END_SLACK, MIN_STEPS, MIN_WARMUP, PHASE_GRACE_S, Phase
 
 
@@ -161,14 +161,8 @@ class WindowEnd:
         self.recorder.flush()  # the trace, written once they are over
 
 
+
 def _device_sync():
     """The device's synchronisation for timing the steps after a window (``unrecorded.AfterWindow``), where the
     program uses CUDA; None elsewhere (a CPU program's host times are its steps' own)."""
-    import sys
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-            return _synchronize
-    except Exception:  # noqa: BLE001 - no device to wait for: host times
-        pass
-    return None
+    return _synchronize if _cuda_in_use() else None

@@ -52,13 +52,21 @@ class Recorder:
         """Nothing more will be recorded: the recording may end now (the program runs on)."""
 
 
-def _synchronize() -> None:
+def _cuda_in_use() -> bool:
+    """Whether the program has initialised CUDA (nothing here initialises it)."""
     torch = sys.modules.get("torch")
     try:
-        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-            torch.cuda.synchronize()
+        return torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized()
     except Exception:
-        pass
+        return False
+
+
+def _synchronize() -> None:
+    if _cuda_in_use():
+        try:
+            sys.modules["torch"].cuda.synchronize()
+        except Exception:
+            pass
 
 
 class TorchRecorder(Recorder):

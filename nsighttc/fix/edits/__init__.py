@@ -113,7 +113,7 @@ def apply(kind: str, source: str, filename: str, workers: int | None = None, ins
         t = _Fused(filename)
         new = wrapper.visit(t)
     elif kind == "channels-last":
-        targets, own = first_builds(wrapper.module, model_names(wrapper.module))
+        targets, own = first_builds(wrapper, model_names(wrapper.module))
         t = _ChannelsLast(filename, targets)
         new = wrapper.visit(t) if _mentions_torch_import(module) else module
         t.skipped += [f"{filename}: {w}" for w in own]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .syntax import _Located, _code, _dotted, _is_false, _is_true
+from .syntax import _EachBlock, _Located, _code, _dotted, _is_false, _is_true
 
 TF32_FLAGS = ("torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.allow_tf32")
 BENCHMARK_FLAG = "torch.backends.cudnn.benchmark"
@@ -49,27 +49,21 @@ class _Flags(_Located):
         return updated
 
 
-class _AfterImport(cst.CSTTransformer):
+class _AfterImport(_EachBlock, cst.CSTTransformer):
     """Statements inserted after the first ``import torch`` (at whatever block level it is)."""
 
     def __init__(self, lines: list[str]):
         super().__init__()
         self.lines, self.done = lines, False
 
-    def _insert(self, body):
+    def _block(self, original_body, updated_body):
         out = []
-        for stmt in body:
+        for stmt in updated_body:
             out.append(stmt)
             if not self.done and _imports_torch(stmt):
                 out += [cst.parse_statement(line + "\n") for line in self.lines]
                 self.done = True
         return out
-
-    def leave_Module(self, original, updated):
-        return updated.with_changes(body=self._insert(updated.body))
-
-    def leave_IndentedBlock(self, original, updated):
-        return updated.with_changes(body=self._insert(updated.body))
 
 
 def _imports_torch(stmt) -> bool:

@@ -15,27 +15,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .syntax import _Located, _add_args, _code, _dotted, _keywords, _kw
+from .syntax import _EachBlock, _Located, _Scoped, _add_args, _code, _dotted, _keywords, _kw
 
 MEMORY_FORMAT = "torch.channels_last"
-
-
-class _Scoped(cst.CSTVisitor):
-    """A visitor that knows the function it is in (``scope``: the ``def`` node's id; the module: None)."""
-
-    def __init__(self):
-        super().__init__()
-        self._stack: list = [None]
-
-    @property
-    def scope(self):
-        return self._stack[-1]
-
-    def visit_FunctionDef(self, node) -> None:
-        self._stack.append(id(node))
-
-    def leave_FunctionDef(self, node) -> None:
-        self._stack.pop()
 
 
 def model_names(module: cst.Module) -> dict[str, set]:
@@ -89,16 +71,15 @@ def _assigned(stmt, models: set[str]) -> str | None:
     return None
 
 
-def first_builds(module: cst.Module, models: dict[str, set]) -> tuple[dict[int, tuple], list[str]]:
+def first_builds(wrapper, models: dict[str, set]) -> tuple[dict[int, tuple], list[str]]:
     """({id of the statement that first assigns a model from a call, per scope: (model name, that statement)} (nodes
-    of ``module``),
+    of ``wrapper.module``, the ``MetadataWrapper`` the edit visits),
     [why a model is left: the program sets its memory format itself, with the line]).
 
     Which scopes: those that use the name as a model (``models``); where none of the scopes that assign it does (the
     model is handed to a helper that trains it), every scope that assigns it except builder functions that
     ``return`` it (``model = nn.Sequential()`` inside ``build()`` is empty when it is assigned)."""
-    from libcst.metadata import MetadataWrapper, PositionProvider
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    from libcst.metadata import PositionProvider
     pos = wrapper.resolve(PositionProvider)
     first: dict[tuple, cst.SimpleStatementLine] = {}
     returned: set[tuple] = set()
@@ -134,7 +115,7 @@ def first_builds(module: cst.Module, models: dict[str, set]) -> tuple[dict[int, 
     return out, why
 
 
-class _ChannelsLast(_Located):
+class _ChannelsLast(_EachBlock, _Located):
     """The edit (module docstring) at ``targets`` (``first_builds``: nodes of the module this transformer visits)."""
 
     def __init__(self, filename: str, targets: dict[int, tuple]):
@@ -178,9 +159,3 @@ class _ChannelsLast(_Located):
             self.done.append(f"{self.at(old)}: {name} = {name}.to(memory_format={MEMORY_FORMAT}) after it is built "
                              "(its convolutions' inputs follow the weights' layout, as the launcher's variant does)")
         return out
-
-    def leave_Module(self, original, updated):
-        return updated.with_changes(body=self._block(original.body, updated.body))
-
-    def leave_IndentedBlock(self, original, updated):
-        return updated.with_changes(body=self._block(original.body, updated.body))

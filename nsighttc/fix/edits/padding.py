@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .syntax import _Located, _add_args, _code, _dotted, _keywords, _kw
+from ...runtime.variant_hooks import PAD_MULTIPLE
+from .syntax import _EachBlock, _Located, _Scoped, _add_args, _code, _dotted, _keywords, _kw
 
-MULTIPLE = 64  # tokens: 16-256 becomes 4 shapes; a multiple of 8 keeps fp16/bf16 Tensor Core tiles aligned
+# tokens: 16-256 becomes 4 shapes; a multiple of 8 keeps fp16/bf16 Tensor Core tiles aligned (the launcher's
+# pad-buckets variant pads to the same multiple)
+MULTIPLE = PAD_MULTIPLE
 COLLATORS = ("DataCollatorWithPadding", "DataCollatorForTokenClassification", "DataCollatorForSeq2Seq",
              "DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask")
 # calls that size a tensor from their arguments (torch.*, Tensor.new_*, F.pad)
@@ -54,24 +57,17 @@ def _pads_to_longest(call: cst.Call) -> bool:
         (isinstance(v, cst.SimpleString) and v.evaluated_value == "longest")
 
 
-class _Uses(cst.CSTVisitor):
+class _Uses(_Scoped):
     """Per function (by its ``def`` node; the module: None), the names that appear in a tensor-sizing call."""
 
     def __init__(self):
         super().__init__()
-        self.scope: list = [None]
         self.sized: dict[int | None, set[str]] = {}
-
-    def visit_FunctionDef(self, node) -> None:
-        self.scope.append(id(node))
-
-    def leave_FunctionDef(self, node) -> None:
-        self.scope.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
         if (_dotted(node.func) or "").rsplit(".", 1)[-1] not in SIZERS:
             return
-        names = self.sized.setdefault(self.scope[-1], set())
+        names = self.sized.setdefault(self.scope, set())
 
         class N(cst.CSTVisitor):
             def visit_Name(self, n: cst.Name) -> None:
@@ -80,7 +76,7 @@ class _Uses(cst.CSTVisitor):
             a.value.visit(N())
 
 
-class _PadBuckets(_Located):
+class _PadBuckets(_EachBlock, _Located):
     """The edit (module docstring); ``sized``: ``_Uses.sized`` of the same module."""
 
     def __init__(self, filename: str, sized: dict):
@@ -120,10 +116,4 @@ class _PadBuckets(_Located):
             self.done.append(f"{self.at(old)}: {name} rounded up to a multiple of {MULTIPLE} after "
                              f"`{_code(old.body[0].value)}` (a few input shapes, not one per batch)")
         return out
-
-    def leave_Module(self, original, updated):
-        return updated.with_changes(body=self._block(original.body, updated.body))
-
-    def leave_IndentedBlock(self, original, updated):
-        return updated.with_changes(body=self._block(original.body, updated.body))
 

@@ -134,3 +134,35 @@ class _Located(cst.CSTTransformer):
             return f"{self.filename}:{self.get_metadata(PositionProvider, node).start.line}"
         except KeyError:
             return self.filename
+
+
+class _EachBlock:
+    """A transformer mixin that rewrites each block's statement list (the module's and every indented block's) with
+    ``_block(original_statements, updated_statements)``: statements added after some of them, the others kept."""
+
+    def _block(self, original_body, updated_body) -> list:
+        raise NotImplementedError
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(body=self._block(original.body, updated.body))
+
+    def leave_IndentedBlock(self, original, updated):
+        return updated.with_changes(body=self._block(original.body, updated.body))
+
+
+class _Scoped(cst.CSTVisitor):
+    """A visitor that knows the function it is in (``scope``: the ``def`` node's id; the module: None)."""
+
+    def __init__(self):
+        super().__init__()
+        self._stack: list = [None]
+
+    @property
+    def scope(self):
+        return self._stack[-1]
+
+    def visit_FunctionDef(self, node) -> None:
+        self._stack.append(id(node))
+
+    def leave_FunctionDef(self, node) -> None:
+        self._stack.pop()

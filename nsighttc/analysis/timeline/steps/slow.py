@@ -120,8 +120,11 @@ def split(fam: dict, trace_start: float, trace_end: float) -> dict:
         starts = np.concatenate([[steady_from], ends[:-1]])
     it = ends - starts
     last_host = float(ends[-1]) if len(ends) else steady_from
-    med = float(np.median(it) if gpu_clock or not acc.get("base_ns") else acc["base_ns"]) if len(it) else 0.0
-    # (the known-shape step, ``account``; the GPU's median step where it is the clock)
+    # the typical step: the known-shape step (``account``), else the median; the GPU's median where it is the clock
+    if acc.get("base_ns") and not gpu_clock:
+        med = float(acc["base_ns"])
+    else:
+        med = float(np.median(it)) if len(it) else 0.0
     slow = it > SLOW_FACTOR * med
     end = max(trace_end, span_end)
     parts = [("before the first step", max(warm_from - trace_start, 0.0)),
