@@ -58,9 +58,27 @@ PROGRAMS = {
     # the same for 300 steps (~30 s of training): the window stops both ranks long before the job's end
     "ddp_shared_gpu_long": ["-m", "torch.distributed.run", "--nproc-per-node", "2", "wrappers/ddp_train.py",
                             "--no-annotate", "--share-gpu", "--steps", "300"],
+    # issue 73's own loops: launch-heavy with two optimizers, a graph replayed 2,000 times, 4 micro-batches a step
+    "gan_loop": ["wrappers/gan_loop.py"],
+    "graph_replay": ["wrappers/graph_replay.py"],
+    "grad_accum": ["wrappers/grad_accum.py"],
+    # programs as users write them (../shared/programs, or $NSIGHTTC_PROGRAMS: .device-carry/programs on the GPU
+    # machine, where the checkout travels without ../shared)
+    **{f"shared_{name}": [f"{{programs}}/{name}.py"] for name in ("vit_eval", "hf_bert", "lit_cifar", "llm_generate")},
 }
 # NCCL settings for the lent multi-GPU machines (no NVLink multicast: the machines' notes say why)
 DISTRIBUTED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def programs_dir() -> str:
+    """Where the shared programs are: $NSIGHTTC_PROGRAMS, else ../shared/programs beside the checkout, else the
+    copy that travels to the GPU machine (.device-carry/programs)."""
+    if os.environ.get("NSIGHTTC_PROGRAMS"):
+        return os.environ["NSIGHTTC_PROGRAMS"]
+    for d in (ROOT.parent / "shared" / "programs", ROOT / ".device-carry" / "programs"):
+        if d.is_dir():
+            return str(d)
+    raise SystemExit("error: no shared programs: set NSIGHTTC_PROGRAMS to ../shared/programs' copy")
 
 
 def byte_compile(*packages: Path) -> None:
@@ -159,12 +177,14 @@ def main() -> int:
     warm_cache = Path(tempfile.mkdtemp(prefix="nsighttc-warm-"))
     extra = shlex.split(a.profile_args)
     for program in a.programs:
-        prog = PROGRAMS[program]
+        prog = PROGRAMS[program]  # (as the summary shows it: the shared programs as ../shared/programs/NAME.py)
+        run_prog = [programs_dir() + a_[len("{programs}"):] if a_.startswith("{programs}") else a_ for a_ in prog]
+        prog = [a_.replace("{programs}", "../shared/programs") for a_ in prog]
         name = program + a.tag
-        plain_cmd = [py, *prog]
+        plain_cmd = [py, *run_prog]
         runs = a.out / f"runs_{name}"
         command = prog[0] == "-m"  # a distributed launcher: profiled as a command, behind `--`
-        prof_args = ["--", py, *prog] if command else prog
+        prof_args = ["--", py, *run_prog] if command else run_prog
         prof_cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *extra, *prof_args]
         plain_s, cold_s, warm_s, full_s, rcs, phases = [], [], [], [], [], {"cold": [], "warm": []}
         cold_doc = warm_doc = None

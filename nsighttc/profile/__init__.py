@@ -167,7 +167,7 @@ def _finish(run_dir: Path, target: Target, opts: Options, done: list, gpus: list
     if outcome is not None and outcome.marks:
         phases["marks"] = dict(outcome.marks)
     try:
-        verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome, phases)
+        verdict = _conclude(run_dir, target, opts, done, gpus, notes, inputs, outcome, phases, started)
     finally:
         if outcome is not None and outcome.ranks_ahead is not None:  # not taken (no inputs, an error): end them
             outcome.ranks_ahead.finish_abandoned("no verdict was made from them")
@@ -190,7 +190,10 @@ def _rewrite_provenance(run_dir: Path, target: Target, opts: Options, done: list
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
         return
+    cost = (doc.get("provenance") or {}).get("run_cost")  # (as the report said it, at the verdict)
     doc["provenance"] = provenance(run_dir, target, opts, done, gpus, notes, outcome.info if outcome else None)
+    if cost is not None:
+        doc["provenance"]["run_cost"] = cost
     path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
 
@@ -207,7 +210,7 @@ def _ranks_ahead_verdict(ranks_ahead, parsed: dict):
 
 
 def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: list, notes: list[str],
-              inputs: list, outcome, phases: dict | None = None) -> object | None:
+              inputs: list, outcome, phases: dict | None = None, started: float | None = None) -> object | None:
     """Analyse what was recorded and write verdict.json, report.md and the plots."""
     verdict = None
     phases = {} if phases is None else phases
@@ -252,6 +255,11 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             verdict.tensor_cores["evidence_sources"] = evidence_sources(verdict.launches)
             verdict.provenance = provenance(run_dir, target, opts, done, gpus, notes,
                                              outcome.info if outcome else None)
+            if started is not None:  # what this run cost, against a plain run of what the program ran (run_cost)
+                from .run_cost import run_cost
+                cost = run_cost(verdict.timeline, done, time.monotonic() - started)
+                if cost is not None:
+                    verdict.provenance["run_cost"] = cost
             verdict.warnings = list(verdict.warnings) + notes
             doc = verdict.to_json()
             (run_dir / "verdict.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n")

@@ -216,6 +216,8 @@ class StreamPlan:
         return list(self._calls.values())
 
     def _run(self) -> None:
+        from ..collect.yield_cores import idle_thread
+        idle_thread()  # planned beside the program: no core taken from it (collect.yield_cores)
         try:
             while True:
                 item = self._q.get()

@@ -36,6 +36,8 @@ class _WhileWritten:
         raise NotImplementedError
 
     def _run(self) -> None:
+        from ..collect.yield_cores import idle_thread
+        idle_thread()  # read beside the program: no core taken from it (collect.yield_cores)
         try:
             fh = self._open()
             if fh is not None:

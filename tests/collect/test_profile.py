@@ -214,6 +214,16 @@ def test_the_default_run_records_a_window_and_stops_the_program(env, tmp_path, m
     steps = res.verdict.to_json()["timeline"]["steps"]
     assert steps["source"] == "hook" and steps["count"] - steps["warmup_steps"] >= 15
     assert any(n.startswith("recorded a window of steady steps: 15 steps") for n in res.notes)
+    # the run's own cost beside the verdict (profile.run_cost): its time to the verdict, the program's part of it and
+    # a plain run of what it ran, estimated from the steps it ran unrecorded
+    cost = json.loads((res.run_dir / "verdict.json").read_text())["provenance"]["run_cost"]
+    assert 0 < cost["program_s"] <= cost["elapsed_s"] < 60
+    assert abs(cost["elapsed_s"] - cost["program_s"] - cost["after_program_s"]) < 0.02
+    assert steps["unrecorded"]["median_ns"] > 0 and 0 < cost["plain_estimate_s"] <= cost["program_s"]
+    assert cost["ratio"] == pytest.approx(cost["elapsed_s"] / cost["plain_estimate_s"], abs=0.01)
+    assert cost["lower_bound"] is False  # (--fast: no operators recorded before the window)
+    assert f"This run took {cost['elapsed_s']:.1f} s to its verdict, {cost['ratio']:.2f}x a plain run" in \
+        (res.run_dir / "report.md").read_text()
     # --full-run: the program finishes (its own exit code), the window alone is recorded: 400 of its 4 ms steps (not
     # the 3000 a stopped run never reaches: 12 s of sleeping)
     monkeypatch.setenv("ITERATIONS", "400")

@@ -16,8 +16,9 @@ from __future__ import annotations
 from .. import host_frames_md
 from ..fmt import flop, ns, pct
 from ..names import short_name
-from .headlines import (EVIDENCE_WORDS, distributed_headline, evidence_sources_text, first_fix,
-                        gain_text, headline_lines, loop_time_line, peak_text, startup_line, tc_headline, tc_line, timeline_headline)
+from .headlines import (EVIDENCE_WORDS, distributed_headline, evidence_sources_text, first_fix, gain_text,
+                        headline_lines, loop_time_line, peak_text, run_cost_line, startup_line, tc_headline, tc_line,
+                        timeline_headline)
 from .tables import (_cell, _dtype_mix, _kernel_cell, _kernel_table, _phase_table, _range_table, _rank_table,
                      inference_section)
 
@@ -145,6 +146,8 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
             out += [startup_line(tl), ""]
         if loop_time_line(tl):
             out += [loop_time_line(tl), ""]
+    if run_cost_line(doc):
+        out += [run_cost_line(doc), ""]
     if distributed_headline(doc):
         out += [f"**{distributed_headline(doc)}**", ""]
     if first_fix(doc):

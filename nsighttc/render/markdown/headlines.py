@@ -203,6 +203,21 @@ def loop_time_line(tl: dict) -> str | None:
     return f"Where the recording's {_seconds(lt['total_ns'])} went{clock}: " + ", ".join(words)
 
 
+def run_cost_line(doc: dict) -> str | None:
+    """The run's own cost (``provenance.run_cost``, nsighttc.profile.run_cost): 'This run took 19.2 s to its verdict,
+    1.30x a plain run of what the program ran (~14.8 s: ...): the program 16.4 s under the recording, then 2.8 s for
+    the hardware evidence and the analysis'."""
+    c = (doc.get("provenance") or {}).get("run_cost")
+    if not c:
+        return None
+    head = f"This run took {c['elapsed_s']:.1f} s to its verdict"
+    if c.get("ratio"):
+        head += (f", {'at least ' if c.get('lower_bound') else ''}{c['ratio']:.2f}x a plain run of what the program "
+                 f"ran (~{c['plain_estimate_s']:.1f} s: {c['how']})")
+    return (head + f": the program {c['program_s']:.1f} s under the recording, then {c['after_program_s']:.1f} s for "
+            "the hardware evidence and the analysis")
+
+
 def distributed_headline(doc: dict) -> str | None:
     """One line for the distributed question: who holds the job back, and how much waiting is exposed."""
     d = doc.get("distributed")
