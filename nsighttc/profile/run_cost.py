@@ -1,6 +1,6 @@
 """What this run cost, said beside the verdict: its time to the verdict against a plain run of what the program ran.
 
-Why: a user who pays 1.8-2.4x a plain run on a first run stops running the tool by default (issue 73); the report says
+Why: a user who pays 1.8-2.4x a plain run on a first run stops running the tool by default; the report says
 what the run took and where the extra went, so that a costly run is seen, and why. A plain run of the program is
 not made: it is estimated from this run's own measurements. The program ran ``program_s`` (to its trace, or its
 end) under the recording; the steps recorded in the window were timed against steps the program ran unrecorded
@@ -35,11 +35,10 @@ def run_cost(timeline: dict | None, done: list, elapsed_s: float) -> dict | None
         out["ratio"] = round(elapsed_s / plain, 2) if plain > 0 else None
         first = getattr(p, "operators_until_s", None) is not None  # (operators recorded until the window)
         out["lower_bound"] = first
-        out["how"] = ("the program's time under the recording, its window's steps counted at the speed of the steps "
-                      f"it ran unrecorded ({slow:.2f}x faster)" if slow > 1 else
-                      "the program's time under the recording (its unrecorded steps were no faster)")
+        out["how"] = (f"its window's steps at the speed of its unrecorded ones, {slow:.2f}x faster" if slow > 1 else
+                      "its unrecorded steps were no faster than its recorded ones")
         if first:
-            out["how"] += ("; its start-up and warm-up counted as they ran, recorded with the operators' arguments for "
-                           "the replay (slower than plain): the ratio is a lower bound")
+            out["how"] += ("; its start-up and warm-up as they ran, recorded with the operators' arguments for the "
+                           "replay, so the ratio is a lower bound")
     return out
 

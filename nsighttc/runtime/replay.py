@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from .lines import say
+from .replay_settings import set_globals, settings  # noqa: F401 - (settings: read by the tests too)
 
 from ..record_format import REPLAY_RANGE as RANGE, WARM_RANGE  # noqa: F401 - (WARM_RANGE: the warm-up's profile)
 OPS_WAIT_S = 120.0
@@ -213,15 +214,6 @@ def in_safe_order(torch, calls):
     yield from held
 
 
-def settings(call: dict) -> list[dict]:
-    """Global switches the kernel choice depends on but the call does not record: fp32 matmuls are run with
-    TF32 off and on (``torch.backends.cuda.matmul.allow_tf32``); the kernel names then tell which ran."""
-    if call["name"] in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::matmul",
-                        "aten::linear", "aten::_addmm_activation") and "float" in call["types"]:
-        return [{"tf32": False}, {"tf32": True}]
-    return [{}]
-
-
 class _profiled:
     """The NVTX range ncu profiles, around the operator alone (its inputs are made and filled before)."""
 
@@ -252,11 +244,8 @@ def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
         # said before the call: should it crash the process, nsighttc names it (``CALLING``)
         print(f"{CALLING}{call['name']}", file=log, flush=True)
         for s in settings(call):
-            prev = torch.backends.cuda.matmul.allow_tf32
             try:
-                if "tf32" in s:
-                    torch.backends.cuda.matmul.allow_tf32 = s["tf32"]
-                with torch.no_grad():
+                with set_globals(torch, s), torch.no_grad():
                     prepared = prepare(torch, call, device)
                     made = time.monotonic()
                     overload = call_op(torch, call, device, prepared, around=lambda: _profiled(torch, device))
@@ -267,8 +256,6 @@ def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
             except Exception as exc:
                 failed += 1
                 print(f"nsighttc.replay: could not call {call['name']}: {str(exc).splitlines()[0][:200]}", file=log)
-            finally:
-                torch.backends.cuda.matmul.allow_tf32 = prev
     return {"called": done, "failed": failed}
 
 

@@ -840,3 +840,32 @@ def test_a_warm_up_whose_gate_opened_already_leaves_what_only_some_lists_need_to
     made = {c for c in fake.calls if isinstance(c, tuple) and c[0] in ("ones", "randn")}
     assert ("ones", torch.bfloat16) not in made and not any(c[0] == "randn" for c in made)
     assert {("ones", torch.float16), ("ones", torch.float32)} <= made and ("push", replay.WARM_RANGE) in fake.calls
+
+
+def test_fp32_convolutions_that_read_cudnns_flag_are_replayed_with_tf32_off_and_on():
+    """H200, wrappers/grad_accum.py (``torch.backends.cudnn.allow_tf32 = False``): its replay list as the first run wrote
+    it. ``aten::convolution_backward`` carries no TF32 argument, so the replay ran it with cuDNN's default (TF32 on)
+    and launched other kernels than the program; 5 of 13 kernels went to the program's ncu pass. Each such call is now
+    made with the flag off and on; ``aten::cudnn_convolution`` carries its own ``allow_tf32`` and is made once."""
+    import lzma
+    torch = pytest.importorskip("torch")
+    from nsighttc.runtime.replay_settings import set_globals, settings
+    listed = Path(__file__).resolve().parents[1] / "fixtures" / "h200_grad_accum_replay_ops.jsonl.xz"
+    calls = [json.loads(line) for line in lzma.open(listed, "rt") if '"name"' in line]
+    by_name = {}
+    for c in calls:
+        by_name.setdefault(c["name"], []).append(settings(c))
+    assert by_name["aten::convolution_backward"] == [[{"cudnn_tf32": False}, {"cudnn_tf32": True}]] * 5
+    assert by_name["aten::cudnn_convolution"] == [[{}]] * 4 and \
+        all("False" in c["concrete"] for c in calls if c["name"] == "aten::cudnn_convolution")  # (its allow_tf32)
+    assert by_name["aten::mm"] == [[{"tf32": False}, {"tf32": True}]] * 2
+    half = {**calls[2], "types": ["c10::Half" if t == "float" else t for t in calls[2]["types"]]}
+    assert settings(half) == [{}]  # (TF32 is for fp32 inputs only)
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    with set_globals(torch, {"cudnn_tf32": not before[1]}):
+        assert torch.backends.cudnn.allow_tf32 is (not before[1])
+        assert torch.backends.cuda.matmul.allow_tf32 is before[0]
+    assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
+    with pytest.raises(RuntimeError), set_globals(torch, {"tf32": not before[0]}):
+        raise RuntimeError("the call failed")
+    assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before  # put back regardless
