@@ -50,12 +50,15 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
     programs = sorted(e["program"] for e in doc)
     assert programs == ["compile", "dataloader", "ddp", "ddp_compiled", "ddp_shared_gpu", "ddp_shared_gpu_long",
                         "ddp_shared_gpu_long_torch", "ddp_shared_gpu_torch", "eval_loop", "fsdp2", "fsdp2_compiled",
-                        "lightning", "llm_generate", "long_resnet", "multi_phase", "resnet_amp", "trainer", "vgg16"]
+                        "gan_loop", "grad_accum", "graph_replay", "lightning", "llm_generate", "long_resnet",
+                        "multi_phase", "resnet_amp", "shared_hf_bert", "shared_vit_eval", "trainer", "vgg16"]
     for e in doc:
         assert e["gpu"].startswith("NVIDIA ")
         if e["program"].startswith(("ddp", "fsdp")):  # a torchrun job: profiled as a command
             assert e["command"].startswith("nsighttc profile ") and " -- python3 -m torch.distributed.run " in \
                 e["command"] and ("wrappers/ddp_train.py" in e["command"] or "wrappers/fsdp2_train.py" in e["command"])
+        elif e["program"].startswith("shared_"):  # programs as users write them (../shared/programs)
+            assert e["command"] == f"nsighttc profile ../shared/programs/{e['program'][len('shared_'):]}.py"
         else:
             assert e["command"].startswith("nsighttc profile wrappers/")
         assert len(e["plain_s"]) == len(e["default_s"]) >= 1
@@ -71,6 +74,12 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
     for name in ("ddp_compiled", "fsdp2_compiled"):  # issue 50: the torchrun wrappers byte-compiled, as installed
         compiled = next(e for e in doc if e["program"] == name)
         assert compiled["environment"].startswith("compiled") and len(compiled["plain_s"]) >= 3
+    # the first-run cost check: alternating rounds, first and cached, each run's verdict kept (what "verdicts
+    # unchanged" is read from)
+    for name in ("gan_loop", "grad_accum", "graph_replay", "shared_hf_bert", "shared_vit_eval"):
+        e = next(e for e in doc if e["program"] == name)
+        assert len(e["plain_s"]) == len(e["default_s"]) == len(e["warm_s"]) >= 3 and e["gpu"] == "NVIDIA H200, 580.159.04"
+        assert e["cold"]["timeline_verdict"] and e["warm"]["timeline_verdict"]
     long = next(e for e in doc if e["program"] == "long_resnet")
     assert long["time_to_verdict_s"]["first"] < long["startup_s"] + 60 < long["plain_s"][0]
     assert long["time_to_verdict_s"]["ratio_full_run"] <= 1.05
