@@ -104,6 +104,13 @@ def test_the_launch_bound_finding_names_the_generation_fix_and_its_range_holds_w
     g = gain.estimate(f, llm, gain.scopes(llm, {"nsighttc.step": {"step_ns": base["step_ns"], "steps": 100}}))
     assert g["low"] <= static["speedup"] <= g["high"], (g, static["speedup"])
     assert variant_gain.VARIANT_FINDING["static-cache"] == [("launch-bound", None)]
+    # a range wider than 3x says what its ends assume, where a reader looks first (the first fix's line)
+    from nsighttc.render.markdown.headlines import WIDE_GAIN, first_fix
+    line = first_fix(llm)
+    wide = f["gain"]["high"] / f["gain"]["low"]
+    assert (wide > WIDE_GAIN) == ("x wide: the ends are " in line), (line, f["gain"])
+    if wide > WIDE_GAIN:
+        assert f["gain"]["basis"] in line and "`nsighttc try` measures it" in line
 
 
 def test_the_evaluation_loop_gets_a_window_of_dataloader_iterations(evaluation):

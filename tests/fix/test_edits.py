@@ -185,7 +185,7 @@ def test_fix_runs_the_patched_copy_beside_the_variant_and_applies_it_only_when_a
     prog.mkdir()
     (prog / "train.py").write_text(LOADER_PROGRAM)
     (prog / "data.py").write_text(LOADER_HELPER)
-    code, out, err = run_cli("fix", "--out", tmp_path / "runs", "--budget", "60", "--variant", "workers=2",
+    code, out, err = run_cli("fix", "--out", tmp_path / "runs", "--budget", "150", "--variant", "workers=2",
                              "--apply", str(prog / "train.py"))
     assert code == 0, err
     run = next((tmp_path / "runs").iterdir())

@@ -305,7 +305,22 @@ def first_fix(doc: dict) -> str | None:
         return None
     g = best["gain"]
     return (f"First fix: {best['title']} — {gain_text(g)} (estimated {g['low']:.2f}x to {g['high']:.2f}x of the "
-            "steady step)")
+            f"steady step{width_words(g)})")
+
+
+# A gain range wider than this (high over low) is one a user cannot act on without knowing why it is wide: the
+# first fix's line then says what its ends assume, and that `nsighttc try` measures the fix.
+WIDE_GAIN = 3.0
+
+
+def width_words(g: dict) -> str:
+    """'; wider than 3x: <what its ends assume> — `nsighttc try` measures it' where the range is that wide: a recording
+    tells the time a cause costs, not how much of it a fix removes (launch overhead: half of the launch gaps to all of
+    them down to the GPU's own work; matrix work: a memory-bound GEMM's speed-up to the Tensor Cores' peak)."""
+    if not g.get("low") or not g.get("high") or g["high"] / g["low"] <= WIDE_GAIN:
+        return ""
+    return (f"; {g['high'] / g['low']:.1f}x wide: the ends are {g['basis']}; a recording cannot tell which end the fix "
+            "reaches, `nsighttc try` measures it")
 
 
 def headline_lines(doc: dict) -> list[str]:
