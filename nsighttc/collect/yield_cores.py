@@ -34,16 +34,35 @@ POLL_S = 0.02
 
 
 def children(pid: int) -> list[int]:
-    """The processes ``pid`` started (Linux /proc; none where it cannot be read)."""
+    """The processes ``pid`` started (Linux /proc; none where it cannot be read). Read from each thread's
+    ``children`` file; a kernel built without it (``CONFIG_PROC_CHILDREN``) has every process's parent read instead."""
     kids: list[int] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return kids
+    listed = False
     for tid in tasks:
         try:
             kids += [int(x) for x in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
+            listed = True
         except (OSError, ValueError):
+            continue
+    return kids if listed else children_by_parent(pid)
+
+
+def children_by_parent(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, from each process's ``stat`` (its 4th field, after the name in
+    parentheses, which may hold spaces and parentheses itself)."""
+    kids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                kids.append(int(entry))
+        except (OSError, ValueError, IndexError):
             continue
     return kids
 

@@ -90,3 +90,14 @@ def test_a_reading_thread_puts_itself_in_the_idle_class_and_the_others_keep_thei
     t.join()
     assert seen == {"lowered": True, "policy": os.SCHED_IDLE}
     assert os.sched_getscheduler(threading.get_native_id()) == os.SCHED_OTHER  # (this thread: untouched)
+
+
+def test_a_kernel_without_children_files_has_the_processes_found_by_their_parent():
+    proc = _front_with_program()
+    try:
+        assert _until(lambda: len(children(proc.pid)) == 1)
+        assert yield_cores.children_by_parent(proc.pid) == children(proc.pid)
+        assert yield_cores.children_by_parent(os.getpid()).count(proc.pid) == 1
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
