@@ -30,7 +30,7 @@ from pathlib import Path
 
 # How long the lowering waits for the program to appear under the frontend (ncu starts it within a second or two)
 FIND_PROGRAM_S = 60.0
-POLL_S = 0.02
+POLL_S = 0.05
 
 
 def children(pid: int) -> list[int]:
@@ -121,6 +121,7 @@ class IdleFrontend:
             threading.Thread(target=self._lower_when_started, daemon=True, name=f"nsighttc-idle-{name}").start()
 
     def _lower_when_started(self) -> None:
+        idle_thread()  # (the looking, too, is beside the program)
         deadline = time.monotonic() + FIND_PROGRAM_S
         while time.monotonic() < deadline:
             with self._lock:
