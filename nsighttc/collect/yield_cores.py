@@ -12,8 +12,8 @@ the cached run, which starts no ncu, read 94% GPU-bound; and the program under n
 ran at the same 2.3 s a step. With the frontends idle (restored once the trace was written), the first run's
 window read 229 ms steps, but its ncu pass still took 16-26 s after the timeline, its program again beside its
 spinning frontend, and 3 of the window's 10 steps were slow (272-348 ms) with nsighttc's reader parsing the
-operators' trace beside it (as it does by design); with both lowered for good: the pass 10.5-11.3 s, the first run 1.53x plain instead of
-1.84x (reports/profile_overhead/first_run_2026-11-29).
+operators' trace beside it (as it does by design); with both lowered for good: the pass 10.5-11.3 s, the first
+run 1.53x plain instead of 1.84x (reports/profile_overhead/first_run_2026-11-29).
 
 ``SCHED_IDLE`` (Linux): a thread of that class runs only on a core no other thread wants, so it still has every idle
 core, and nothing of nsighttc competes with the program for a busy one. Lowered: the ncu frontends (``IdleFrontend``:
