@@ -1,8 +1,9 @@
 """nsighttc's own work beside a recorded program runs in the idle scheduling class: the program keeps every core.
 
 Why: a program whose host work runs in OpenMP parallel regions on every core (torch's CPU ops: a DataLoader's collate
-without workers) waits at each region's barrier for the thread that lost its core, so one busy core of someone else's
-slows it several times over. Seen on the H200 (16 cores, ncu 2025.3.1, ``benchmarks/probes/gpu_ncu_neighbour_probe.sh``):
+without workers) waits at each region's barrier for the thread that lost its core, so one busy core of someone
+else's slows it several times over. Seen on the H200 (16 cores, ncu 2025.3.1,
+``benchmarks/probes/gpu_ncu_neighbour_probe.sh``):
 Nsight Compute's frontend (the ``ncu`` binary, which forks the program and talks to it) spins one core at 100% while
 its program sleeps, and ``wrappers/grad_accum.py`` took **2,303 ms an optimizer step beside one waiting ncu** against
 310-401 ms alone, 315 ms beside a process waiting with a CUDA context and no ncu, and 307 ms beside the ncu with
