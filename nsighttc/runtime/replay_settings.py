@@ -7,7 +7,7 @@ from __future__ import annotations
 # ``allow_tf32``). Seen on the H200 (torch 2.11, wrappers/grad_accum.py, which sets the flag off as fp32 programs do):
 # the replay's ``aten::convolution_backward`` ran TF32 kernels (``sm90_xmma_dgrad_..._tf32f32``, ``..._wgrad_...``)
 # where the program had run ``dgrad_engine``, ``wgrad_alg0_engine``, FFT and Winograd kernels, so 5 of its 13 kernels
-# were left to the program's own ncu pass: 11-12 s of a 29-31 s first run against a 19-21 s plain run
+# were left to the program's own ncu pass: 10.5-11.3 s of a 29-32 s first run against a 19-22 s plain run
 # (reports/profile_overhead/first_run_2026-11-29).
 CUDNN_GLOBAL_TF32_OPS = frozenset({"aten::convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d",
                                    "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
