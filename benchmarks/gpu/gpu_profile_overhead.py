@@ -178,7 +178,7 @@ def main() -> int:
     extra = shlex.split(a.profile_args)
     for program in a.programs:
         prog = PROGRAMS[program]  # (as the summary shows it: the shared programs as ../shared/programs/NAME.py)
-        run_prog = [programs_dir() + a_[len("{programs}"):] if a_.startswith("{programs}") else a_ for a_ in prog]
+        run_prog = [a_.replace("{programs}", programs_dir()) if "{programs}" in a_ else a_ for a_ in prog]
         prog = [a_.replace("{programs}", "../shared/programs") for a_ in prog]
         name = program + a.tag
         plain_cmd = [py, *run_prog]

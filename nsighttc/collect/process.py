@@ -82,6 +82,7 @@ class Running:
         self.argv, self.proc, self._threads, self._files = argv, proc, threads, files
         self._start, self.stdout_path, self.stderr_path = start, stdout_path, stderr_path
         self.killed = False
+        self.frontend = None  # a profiler's frontend put in the idle class (collect.yield_cores), where one is
 
     @property
     def pid(self) -> int:

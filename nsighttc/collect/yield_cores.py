@@ -139,8 +139,7 @@ class IdleFrontend:
                 return
             time.sleep(POLL_S)
 
-    def _set(self, pids: list[int], policy: int) -> bool:
-        ok = True
+    def _set(self, pids: list[int], policy: int) -> None:
         for pid in pids:
             for tid in _threads(pid):
                 try:
@@ -148,9 +147,7 @@ class IdleFrontend:
                 except ProcessLookupError:
                     continue
                 except OSError as exc:  # (a frontend of another user's: left as it is, said in run.json)
-                    ok = False
                     self.error = f"{type(exc).__name__}: {exc}"
-        return ok
 
     def stop(self) -> None:
         """Stop looking for the program (the pass ended or was stood down before its program appeared)."""

@@ -54,7 +54,6 @@ from typing import Callable
 
 from ..collect import tools
 from ..collect.evidence_cache import EvidenceCache, program_key
-from ..collect.yield_cores import IdleFrontend
 from ..errors import NsighttcError, UsageError
 from . import replay_pass
 from .evidence import (NCU_RERUN_MIN_SHARE, Outcome, export, missing_evidence, missing_matrix_share,
@@ -165,7 +164,6 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         out.inputs += export(p, run_dir, out.notes)
         return out
     program = ProgramPass(ncu, opts, target, run_dir, cc, say)
-    frontends: list[IdleFrontend] = []  # the ncu passes started beside the timeline (collect.yield_cores)
     # A distributed job's ncu pass never starts beside it: two torchrun jobs would contend for the rendezvous port and
     # the GPUs (its replay, one process on rank 0's GPU, does: it waits at its gate until the job has ended).
     # With the replay pass, the program's ncu pass waits beside the timeline too (on hosts with the cores for a
@@ -183,8 +181,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
         rp = replay_pass.replay_pass(ncu, run_dir, cc, opts, rp_gate)
         say("[ncu] the replay process starts now and waits at its gate while the timeline runs")
         rp_run = start_pass(rp, say=lambda s: None if s.startswith("[ncu] running") else say(s))
-        # ncu's frontend spins a core while its program waits: in the idle class (collect.yield_cores)
-        frontends.append(IdleFrontend(rp_run.pid, "replay"))
+
+    def ncu_frontends() -> list:
+        """The idle-class frontends (``running.start_pass``) of the replay and of the program's ncu pass, as started."""
+        return [r.frontend for r in (rp_run, program.running) if r is not None and r.frontend is not None]
 
     def readers_of_the_trace(gate: Path | None) -> ReadersOfTheTrace:
         # the launcher lists its kernels before writing the trace: the replay starts from that
@@ -248,8 +248,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
             write_gate(rp_gate, "stop")
             rp_run.kill(grace_s=2.0)
         raise
-    for f in frontends:  # (a frontend whose program never appeared: no longer looked for)
-        f.stop()
+    for f in ncu_frontends():  # (of the passes started beside the timeline: a program that never appeared under one
+        f.stop()               # is no longer looked for)
     out.done.append(tl)
     if tl.ranks_left_running_s is not None:
         out.notes.append(f"a rank of the job still ran {tl.ranks_left_running_s:.0f} s after another rank's window had "
@@ -374,9 +374,8 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     else:
         tl_run.finish(remaining())
     program.clean_up()
-    lowered = frontends + ([program.frontend] if program.frontend is not None else [])
-    if lowered:  # which ncu frontends were put in the idle class (run.json)
-        out.info["ncu_frontends"] = [f.record() for f in lowered]
+    if ncu_frontends():  # which ncu frontends were put in the idle class (run.json)
+        out.info["ncu_frontends"] = [f.record() for f in ncu_frontends()]
     try:
         rp_gate.unlink()
     except OSError:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..collect import process
+from ..collect.yield_cores import IdleFrontend
 from ..errors import NsighttcError
 from ..runtime.window import EVENT_PREFIX, read_events
 from .evidence import export
@@ -86,8 +87,11 @@ def start_pass(p: Pass, *, say: Callable[[str], None]) -> process.Running:
             say(f"  | {line}")
 
     say(f"[{p.mode or p.engine}] running: {shlex.join(p.argv)}")
-    return process.start(p.argv, stdout_path=p.log, stderr_path=p.log.with_suffix(".stderr.log"),
-                         env=pass_env(), on_line=on_line)
+    running = process.start(p.argv, stdout_path=p.log, stderr_path=p.log.with_suffix(".stderr.log"),
+                            env=pass_env(), on_line=on_line)
+    if p.engine == "ncu":  # ncu's frontend spins a core while its program runs or waits (collect.yield_cores)
+        running.frontend = IdleFrontend(running.pid, p.mode or p.engine)
+    return running
 
 
 def finish_pass(p: Pass, running: process.Running, timeout: float | None) -> Pass:

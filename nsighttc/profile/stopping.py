@@ -102,7 +102,6 @@ class ProgramPass:
         self._relay: _Relay | None = None
         self.opened_at: float | None = None  # when the gate opened early (the timeline just ended)
         self.timeline_events: list[dict] | None = None  # the timeline run's window events, once it ended
-        self.frontend = None  # its ncu frontend, put in the idle class (collect.yield_cores)
 
     def start_beside(self, gate_at: str) -> None:
         """Start now; the launcher waits at the gate (``gate_at``) while the timeline pass runs."""
@@ -113,8 +112,6 @@ class ProgramPass:
         self.p.on_prof = self._relay = _Relay()  # kept for the stop rule (the gate may open before the plan exists)
         self.say("[ncu] starting now and waiting at the gate while the timeline runs (start-up overlaps)")
         self.running = start_pass(self.p, say=lambda s: None if s.startswith("[ncu] running") else self.say(s))
-        from ..collect.yield_cores import IdleFrontend
-        self.frontend = IdleFrontend(self.running.pid, "program")  # ncu's frontend spins a core while it waits
 
     def _go(self) -> str:
         """'go', with the window the timeline run found (its warm-up steps, or none: profile from the start)."""
@@ -172,8 +169,6 @@ class ProgramPass:
         if self.running is None:
             p.on_prof = progress
             self.running = start_pass(p, say=say)
-            from ..collect.yield_cores import IdleFrontend
-            self.frontend = IdleFrontend(self.running.pid, "program")  # (its spinning slowed its own program)
             watcher.started = time.monotonic()
         else:
             if self.opened_at is None:

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from .lines import say
-from .replay_settings import set_globals, settings  # noqa: F401 - (settings: read by the tests too)
+from .replay_settings import set_globals, settings
 
 from ..record_format import REPLAY_RANGE as RANGE, WARM_RANGE  # noqa: F401 - (WARM_RANGE: the warm-up's profile)
 OPS_WAIT_S = 120.0

@@ -72,6 +72,9 @@ def test_default_run_is_timeline_then_ncu_for_the_missing_kernels_stopped_early(
     ev = doc["provenance"]["evidence"]
     assert ev["kernels_needing_hardware"] == 3 and ev["from_cache"] == 0 and ev["to_measure"] == 3
     assert ev["hardware_pass"] == "overlapped" and ev["stopped_early"] and ev["measured"] == 3
+    # every ncu pass's frontend is looked for (running.start_pass, collect.yield_cores): this fake ncu is Python
+    # itself, so nothing stands between it and the program and nothing is lowered
+    assert ev["ncu_frontends"] == [{"pass": "overlapped", "supported": True, "lowered_processes": 0}]
     assert doc["timeline"]["verdict"] == "cpu-bound"  # the real nsys recording's verdict
     # nvjet is in the ncu recording: its time is hardware-confirmed; the other two keep their names' answer
     src = doc["tensor_cores"]["evidence_sources"]

@@ -314,7 +314,8 @@ WIDE_GAIN = 3.0
 
 
 def width_words(g: dict) -> str:
-    """'; wider than 3x: <what its ends assume> — `nsighttc try` measures it' where the range is that wide: a recording
+    """'; 6.2x wide: the ends are <the gain's basis>; ... `nsighttc try` measures it' where the range is wider than
+    ``WIDE_GAIN``: a recording
     tells the time a cause costs, not how much of it a fix removes (launch overhead: half of the launch gaps to all of
     them down to the GPU's own work; matrix work: a memory-bound GEMM's speed-up to the Tensor Cores' peak)."""
     if not g.get("low") or not g.get("high") or g["high"] / g["low"] <= WIDE_GAIN:
