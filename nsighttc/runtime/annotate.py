@@ -60,7 +60,7 @@ class range(contextlib.ContextDecorator):  # noqa: A001 - the natural name for u
 
     def __enter__(self) -> "range":
         if host_samples._ACTIVE:  # the host samples' clock, tied to the recording's (a program without step hooks)
-            from .steps import OpenMark
+            from .mark_ranges import OpenMark
             host_samples.maybe_anchor(OpenMark)
         _push(self.name)
         _open.append(self)

@@ -15,7 +15,7 @@ What is switched is a ``Recorder`` (``window_recorders``): torch.profiler (never
 window), ``cudaProfilerStart``/``Stop`` around the window for the Nsight Compute pass, or nothing to switch (nsys). A
 recorder with work to do before a window (``Recorder.wants_prepare``: a distributed first run's rank 0, which changes
 profiler sessions) gets a ``prepare`` decision one step before the window's ``start``. Each window is also a
-``nsighttc.window`` mark in the recording (``runtime.steps.WINDOW``), from which the analysis leaves every earlier
+``nsighttc.window`` mark in the recording (``record_format.WINDOW``), from which the analysis leaves every earlier
 step out of the steady state. Each event is printed as one line (``EVENT_PREFIX`` + JSON) for the profile run to
 read (``profile.window``).
 """
@@ -298,10 +298,11 @@ class Window(WindowEnd):
             self._stop(ph, grace=True)
 
     def _open_mark(self) -> None:
-        """The window's ``nsighttc.window`` mark (``runtime.steps.WINDOW``), opened after the recorder's start so that
+        """The window's ``nsighttc.window`` mark (``record_format.WINDOW``), opened after the recorder's start so that
         a recording that starts with the window holds it; a recording stopped while it is open closes it."""
         if self.mark_windows:
-            from .steps import WINDOW, OpenMark
+            from .mark_ranges import OpenMark
+            from ..record_format import WINDOW
             self._close_mark()
             self._mark = OpenMark(WINDOW)
 

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from nsighttc.analysis.timeline import steps as steps_mod  # noqa: E402
 from nsighttc.parse import load  # noqa: E402
-from nsighttc.runtime import steps as hooks  # noqa: E402
+from nsighttc.runtime import loop_hooks, steps as hooks  # noqa: E402
 
 pytestmark = pytest.mark.torch
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,7 +252,7 @@ def test_a_loop_replaying_its_own_graph_has_one_step_per_replay(tmp_path):
             x.copy_(torch.randn(8, 16))
             g.replay()
     marks = hooks.install()
-    hooks._hook_graph_replays(marks, cls=_Graph)
+    loop_hooks._hook_graph_replays(marks, cls=_Graph)
     try:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             program()
@@ -289,7 +289,7 @@ def test_replays_inside_a_model_call_are_the_models_not_the_loops(tmp_path):
             for _ in range(6):
                 m(torch.randn(2, 16))
     marks = hooks.install()
-    hooks._hook_graph_replays(marks, cls=_Graph)
+    loop_hooks._hook_graph_replays(marks, cls=_Graph)
     try:
         program()
         marks.finish()
