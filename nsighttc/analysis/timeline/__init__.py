@@ -6,7 +6,9 @@ Split by question:
 - ``ranges``: per-range wall time, busy share, kernels and verdict;
 - ``idle``: the cause of every idle moment (sync, pageable copy, launch overhead, host range, GPU wait),
   summed per range, per step family and per window;
-- ``findings``: causes turned into fixes.
+- ``findings``: causes turned into fixes;
+- ``comm``: a rank's compute apart from its communication; ``held_back``: a GPU-bound family one cause holds back;
+- ``extent``: where the recording's time begins and ends, and whose; ``call_summaries``: syncs, copies, launches.
 
 Definitions (thresholds configurable through ``Thresholds``): a verdict is ``insufficient-data`` if the
 scope lasts < 2 ms in total or launches < 10 kernels, else ``cpu-bound`` (busy < 50%), ``gpu-bound``
@@ -23,9 +25,10 @@ from ...parse.timeline import Timeline, launch_starts
 from ...record_format import DECODE
 from ... import labels, stages
 from .. import intervals
-from ..grouping import aggregate
-from . import busy, comm as comm_mod, host_frames, idle, in_use, inference as inference_mod, ranges as ranges_mod, \
+from . import busy, call_summaries, comm as comm_mod, host_frames, idle, in_use, inference as inference_mod, ranges as ranges_mod, \
     steps as steps_mod
+from .extent import first_time, last_time, launching_threads, union_of
+from .held_back import held_back
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
 from .steps import slow as slow_mod
@@ -92,7 +95,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
                                   steps_mod.window_starts(tl.marks))
     del work_end, step_sets  # 16 B per launch, not needed past the step families
     _account_steps(fams, launches, launch_start)
-    steady = _union_of(fams, "_steady")
+    steady = union_of(fams, "_steady")
     with stages.stage("timeline.range_stats"):
         rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
 
@@ -117,12 +120,12 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
         if not rstats.empty:
             # ranges judged on the steady steps: their idle pieces outside them are left out; ranges outside the
             # steady steps (start-up, between phases): their warm-up iterations are left out, as before
-            warm = _union_of(fams, "_warm")
+            warm = union_of(fams, "_warm")
             names = rstats["name"].tolist()
             in_steps = (rstats["scope"] == ranges_mod.STEADY).to_numpy()
             by_warm = idle.range_scopes(pieces, names, (warm.starts, warm.ends))
             by_steps = idle.range_scopes(pieces, names, intervals.gaps(steady, -np.inf, np.inf)) if in_steps.any() else {}
-            steady_busy = np.where(in_steps, rstats["busy_ns"], rstats["busy_ns"] - _busy_in(ranges, rstats["name"], u, warm))
+            steady_busy = np.where(in_steps, rstats["busy_ns"], rstats["busy_ns"] - ranges_mod.busy_in(ranges, rstats["name"], u, warm))
             rstats["causes"] = [idle.causes((by_steps if s else by_warm)[n], b, paths, rinfo)
                                 for n, b, s in zip(names, steady_busy, in_steps)]
         else:
@@ -134,7 +137,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     scope = (steady.starts, steady.ends) if fams else window_scope
     att = None
     if hs is not None:  # (a recording without host stacks pays nothing here: a million API calls' thread ids)
-        threads = _launching_threads(api)
+        threads = launching_threads(api)
         if hs.calls is not None:  # recorded calls: read them in the idle time
             hs = host_frames.sample_calls(hs, pieces, scope, threads)
         att = host_frames.attribute(hs, pieces, threads, scope)
@@ -153,7 +156,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     inference = inference_mod.summarize(gen_marks, u, launches, launch_start, pieces, paths, rinfo, th, steady_from,
                                         found_by)
     work = comm_mod.Work(ops, launches)
-    communication = _communication(work, fams, window_causes, lo, hi, n_kernels, th, api) if work.any else {}
+    communication = comm_mod.judge(work, fams, window_causes, lo, hi, n_kernels, th, api) if work.any else {}
     if communication:
         dom_ = fams[0] if fams else None
         communication["collectives"] = work.collectives(
@@ -161,7 +164,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
             dom_["count"] - dom_["warmup_steps"] if dom_ else 1)
     del launch_start
     for f in fams:
-        _held_back(f)
+        held_back(f)
 
     if n_kernels == 0 and ops.empty:
         verdict = "no-gpu-work"
@@ -178,8 +181,8 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
         steps["rule"] = steps_mod.RULE
     causes = dom.get("causes", window_causes) if dom else window_causes
     res = TimelineResult(wall, busy_ns, (lo, hi), verdict, rstats, steps, fams, busy.top_gaps(u, lo, hi, ranges),
-                         causes, busy.devices(ops, tl.devices, lo, hi, u), _sync(pieces), _pageable(pieces),
-                         _launch(pieces, launches), busy.graphs(ops, api, u, launches), n_kernels, notes=list(tl.notes))
+                         causes, busy.devices(ops, tl.devices, lo, hi, u), call_summaries.sync_summary(pieces), call_summaries.pageable_summary(pieces),
+                         call_summaries.launch_summary(pieces, launches), busy.graphs(ops, api, u, launches), n_kernels, notes=list(tl.notes))
     res.headline_cause = idle.headline(causes, verdict, dom.get("host_frames") if dom else None)
     if dom and dom.get("shape_churn"):  # the loop's first cause: what its steps at new shapes cost beyond its median
         res.headline_cause = shape_churn_words(dom["shape_churn"])
@@ -194,9 +197,9 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
         res.host_frames = host_frames.summary(att, hs, basis, rows or [])
         res.host_collapsed = host_frames.collapsed(att, hs, dom["_steady"] if dom else window_scope)
     if dom:
-        first_time = _first_time(ops, api, ranges, lo)
-        res.startup = steps_mod.startup(dom, first_time, compiles)
-        res.loop_time = slow_mod.split(dom, first_time, _last_time(ops, api, ranges, hi))
+        first = first_time(ops, api, ranges, lo)
+        res.startup = steps_mod.startup(dom, first, compiles)
+        res.loop_time = slow_mod.split(dom, first, last_time(ops, api, ranges, hi))
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
     a_lo, a_hi = dom["steady_window_ns"] if dom else (lo, hi)
     res.activity = busy.activity(u, launches, ranges, a_lo, a_hi)
@@ -237,31 +240,6 @@ def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.nd
             if keep.sum() >= 2:
                 u = intervals.union(starts[keep], ends[keep])
                 f["_steady"] = (u.starts, u.ends)
-
-
-# A step family whose GPU is busy enough to be called GPU-bound is not, while one cause of its idle time holds at least
-# this much of its steps: removing that cause alone would make the steps this much faster (1 / (1 - share) >= 1.1x).
-# the same Trainer program (a dataset built in Python) measured 69% busy on one H100 run and 80% on the next,
-# "mixed" with its data loading named, then "GPU-bound" with no cause, while DataLoader workers made plain runs 1.22x
-# faster; a threshold on the busy share alone flips on run-to-run noise and hides the cause.
-HELD_BACK_GAIN = 1.1
-HOLDING_KINDS = ("host-range", "sync", "launch-overhead", "pageable-copy", "communication")
-
-
-def _held_back(f: dict) -> None:
-    """A GPU-bound family one of whose idle causes holds its steps back by ``HELD_BACK_GAIN`` or more is "mixed"
-    (``held_back_by`` says by what, and how much removing it alone could give), and its headline names that cause."""
-    if f.get("verdict") not in ("gpu-bound", "mixed") or f.get("median_verdict", f.get("verdict")) != "gpu-bound" \
-            or not f.get("steady_wall_ns"):
-        return  # (busy enough by its median step, whether or not three steps in four were: steps.most_steps_agree)
-    c = next((c for c in f.get("causes") or () if c["kind"] in HOLDING_KINDS and c["idle_ns"] > 0), None)
-    share = c["idle_ns"] / f["steady_wall_ns"] if c else 0.0
-    if share <= 0 or 1 / max(1 - share, 1e-9) < HELD_BACK_GAIN:
-        return
-    f["verdict"] = "mixed"
-    f["held_back_by"] = {"kind": c["kind"], "name": c["name"], "step_share": float(share),
-                         "gain_up_to": float(1 / (1 - share)), "busy_verdict": "gpu-bound"}
-    f["headline_cause"] = idle.headline(f["causes"], f["verdict"], f.get("host_frames"))
 
 
 # Launches for which the idle pieces are cut on a thread of their own: below, the hand-over costs more than it saves;
@@ -315,46 +293,6 @@ def _model_phases(marks: pd.DataFrame) -> dict:
     return out
 
 
-def _launching_threads(api: pd.DataFrame) -> set[int]:
-    """The host threads that made the recording's CUDA calls (at least a tenth of them each): whose stacks count."""
-    if api.empty or "tid" not in api:
-        return set()
-    counts = pd.to_numeric(api["tid"], errors="coerce").dropna().astype("int64").value_counts()
-    return {int(t) for t, n in counts.items() if n >= 0.1 * counts.sum()}
-
-
-def _api_union(api: pd.DataFrame) -> intervals.Union | None:
-    """The launching threads' CUDA calls as one union of intervals (None without calls or their threads)."""
-    threads = _launching_threads(api)
-    if not threads or "end_ns" not in api:
-        return None
-    tid = pd.to_numeric(api["tid"], errors="coerce").to_numpy()
-    mine = np.isin(tid, np.array(sorted(threads), dtype="float64"))
-    return intervals.union(api["start_ns"].to_numpy(dtype="float64")[mine], api["end_ns"].to_numpy(dtype="float64")[mine])
-
-
-def _union_of(fams: list[dict], key: str) -> intervals.Union:
-    """The families' ``_steady`` (or ``_warm``) intervals, merged."""
-    return intervals.union(np.concatenate([f[key][0] for f in fams] or [np.array([])]),
-                           np.concatenate([f[key][1] for f in fams] or [np.array([])]))
-
-
-def _first_time(ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame, lo: float) -> float:
-    """The earliest moment the recording holds: where start-up is counted from (the launcher's range opens
-    before the program's first line; a recording made elsewhere starts where its profiler started)."""
-    firsts = [float(t["start_ns"].min()) for t in (ops, api, ranges) if len(t)]
-    firsts = [f for f in firsts if np.isfinite(f)]
-    return min(firsts + [lo]) if firsts else lo
-
-
-def _last_time(ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame, hi: float) -> float:
-    """The last moment the recording holds (its GPU's last work or its host's last call): where the loop's time
-    accounting ends."""
-    lasts = [float(t["end_ns"].max()) for t in (ops, api, ranges) if len(t)]
-    lasts = [x for x in lasts if np.isfinite(x)]
-    return max(lasts + [hi])
-
-
 def refresh_tensor_cores(res: TimelineResult, launches: pd.DataFrame) -> TimelineResult:
     """A timeline analysed before the Tensor Core evidence was final (``api.TimelineAhead``): redraw the
     one thing of it that depends on that evidence, the activity picture's Tensor Core row. Everything else
@@ -363,93 +301,6 @@ def refresh_tensor_cores(res: TimelineResult, launches: pd.DataFrame) -> Timelin
         res.activity["tensor_core_busy"] = busy.tensor_core_busy(launches, *res.activity_window,
                                                                  len(res.activity["busy"]))
     return res
-
-
-def _communication(work: comm_mod.Work, fams: list[dict], window_causes: list[dict], lo: float, hi: float,
-                   n_kernels: int, th: Thresholds, api: pd.DataFrame) -> dict:
-    """A rank that communicates is judged on its compute: each step family's verdict and causes, and the
-    window's causes, gain the communication time no compute overlapped (``comm``); each family gains its launching
-    threads' time inside CUDA calls per steady step (where a rank ahead of a straggler blocks: a sync, a full launch
-    queue), which the ranks compare for the straggler's own excess (``analysis.ranks.own_excess``)."""
-    def add_cause(causes: list[dict], exposed: float) -> list[dict]:
-        if exposed <= 0:
-            return causes
-        return sorted(causes + [comm_mod.cause(exposed, work.comm_launches)], key=lambda c: -c["idle_ns"])
-
-    in_api = _api_union(api) if fams else None
-    for f in fams:
-        n_steady = f["count"] - f["warmup_steps"]
-        f["steady_host_api_per_step_ns"] = float(intervals.busy_within(in_api, *f["_steady"]).sum()) / max(
-            n_steady, 1) if in_api is not None else None
-        sc = work.scope(*f["_steady"], steps=n_steady)
-        f["compute_busy_share"] = sc["compute_busy_share"]
-        f["exposed_comm_share"] = sc["exposed_comm_share"]
-        f["exposed_comm_per_step_ns"] = sc["exposed_comm_per_step_ns"]
-        # each steady step's wait: whether a rank's lag holds step by step (analysis.ranks)
-        f["exposed_comm_ns_per_iteration"] = [float(x) for x in work.exposed_each(*f["_iterations"])]
-        f["gpu_busy_verdict"] = f["verdict"]  # what the raw busy share (communication counted) said
-        if f["verdict"] != "insufficient-data":
-            f["verdict"] = classify(sc["compute_busy_share"], sc["wall_ns"], th.min_kernels, th)
-        f["causes"] = add_cause(f["causes"], sc["exposed_comm_ns"])
-        f["headline_cause"] = idle.headline(f["causes"], f["verdict"], f.get("host_frames"))
-    window = work.scope(np.array([lo]), np.array([hi]))
-    window_causes[:] = add_cause(window_causes, window["exposed_comm_ns"])
-    dom = fams[0] if fams else None
-    scope = work.scope(*dom["_steady"], steps=dom["count"] - dom["warmup_steps"]) if dom else window
-    return {"basis": f"steady-state steps of `{dom['name']}`" if dom else "profiled window",
-            "communication_launches": work.comm_launches, "peer_copies": work.peer_copies,
-            "communication_kernel_ns": work.comm_kernel_ns,
-            "communication_kernel_share": work.comm_kernel_ns / work.kernel_ns if work.kernel_ns else 0.0,
-            **scope, "window": window}
-
-
-def _busy_in(ranges: pd.DataFrame, names: pd.Series, u: intervals.Union, w: intervals.Union) -> np.ndarray:
-    """Per range path: GPU busy time of its instances that fell inside the intervals ``w`` (warm-up)."""
-    if len(w.starts) == 0 or ranges.empty:
-        return np.zeros(len(names))
-    s, e = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy()
-    tot = np.zeros(len(ranges))
-    for ws, we in zip(w.starts, w.ends):  # a handful of warm-up iterations
-        a, b = np.maximum(s, ws), np.minimum(e, we)
-        tot += np.where(b > a, intervals.busy_within(u, a, np.maximum(a, b)), 0.0)
-    per = pd.Series(tot).groupby(labels.strings(ranges["path"])).sum()
-    return per.reindex(names.astype(str).to_numpy()).fillna(0.0).to_numpy()
-
-
-def _by_range(paths: np.ndarray, pc: np.ndarray, values: dict[str, np.ndarray]) -> dict[str, dict]:
-    names = np.where(pc >= 0, paths[np.clip(pc, 0, None)] if len(paths) else "", "(no range)")
-    frame = pd.DataFrame({"range": names, **values})
-    g = aggregate(frame.groupby("range"), **{k: (k, "sum") for k in values}, n=("range", "size"))
-    return {str(r): {"calls": int(row.n), **{k: float(getattr(row, k)) for k in values}} for r, row in g.iterrows()}
-
-
-def _sync(p: idle.Idle) -> dict:
-    """Synchronising calls and device-to-host copies over the whole run, by name and by innermost range."""
-    s, d = p.calls.sync, p.calls.dtoh
-    by_name = aggregate(s.groupby("name"), calls=("ns", "size"), ns=("ns", "sum"))
-    by_range = {r: {"calls": v["calls"], "ns": v["ns"]} for r, v in
-                _by_range(p.paths, s["pc"].to_numpy(), {"ns": s["ns"].to_numpy()}).items()} if len(s) else {}
-    dtoh = {r: v["calls"] for r, v in _by_range(p.paths, d["pc"].to_numpy(), {}).items()} if len(d) else {}
-    return {"calls": int(len(s)), "host_blocked_ns": float(s["ns"].sum()),
-            "by_name": {str(n): {"calls": int(r.calls), "ns": float(r.ns)} for n, r in by_name.iterrows()},
-            "by_range": by_range, "dtoh_copies": int(len(d)), "dtoh_by_range": dtoh}
-
-
-def _pageable(p: idle.Idle) -> dict:
-    g = p.calls.pageable
-    by_range = {r: {"copies": v["calls"], "bytes": v["bytes"], "ns": v["ns"]} for r, v in
-                _by_range(p.paths, g["pc"].to_numpy(), {"bytes": g["bytes"].to_numpy(), "ns": g["ns"].to_numpy()}).items()} \
-        if len(g) else {}
-    return {"copies": int(len(g)), "bytes": float(g["bytes"].sum()), "ns": float(g["ns"].sum()), "by_range": by_range}
-
-
-def _launch(p: idle.Idle, launches: pd.DataFrame) -> dict:
-    """Launch overhead over the window: idle gaps the host caused by launching too slowly."""
-    m = p.kind == idle.LAUNCH
-    dur = launches["duration_ns"] if "duration_ns" in launches else pd.Series(dtype=float)
-    return {"kernels": int(len(launches)), "launch_bound_gaps": int(p.first[m].sum()),
-            "short_gaps_ns": float((p.end[m] - p.start[m]).sum()),
-            "median_kernel_ns": float(dur.median()) if len(dur.dropna()) else None}
 
 
 # --- ranges, JSON ---------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ peer-to-peer copies) is kept apart from compute (every other kernel, copy, set a
 - ``exposed``: communication time not overlapped by compute on the same GPU: what the rank waited, or
   what overlap would have hidden. Computed per device as busy(compute ∪ comm) − busy(compute) over the
   scope, so every scope (steady steps, the window) costs two binary searches per interval.
+
+``judge`` applies both to a rank's step families and window: verdicts on compute, exposed communication as a cause.
 """
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ import pandas as pd
 from ...durations import duration
 from .. import intervals
 from ..name_rules import is_communication
+from . import idle
+from .base import Thresholds, classify
+from .extent import api_union
 
 
 def _launch_intervals(launches: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -165,3 +170,41 @@ def cause(exposed_ns: float, comm_launches: int) -> dict:
                       f"({comm_launches:,} communication kernel launches in the run) with no compute running "
                       "beside them: waiting for the other ranks to arrive, or transfers that overlap with compute "
                       "would hide"}
+
+
+def judge(work: Work, fams: list[dict], window_causes: list[dict], lo: float, hi: float,
+                   n_kernels: int, th: Thresholds, api: pd.DataFrame) -> dict:
+    """A rank that communicates is judged on its compute: each step family's verdict and causes, and the
+    window's causes, gain the communication time no compute overlapped (``comm``); each family gains its launching
+    threads' time inside CUDA calls per steady step (where a rank ahead of a straggler blocks: a sync, a full launch
+    queue), which the ranks compare for the straggler's own excess (``analysis.ranks.own_excess``)."""
+    def add_cause(causes: list[dict], exposed: float) -> list[dict]:
+        if exposed <= 0:
+            return causes
+        return sorted(causes + [cause(exposed, work.comm_launches)], key=lambda c: -c["idle_ns"])
+
+    in_api = api_union(api) if fams else None
+    for f in fams:
+        n_steady = f["count"] - f["warmup_steps"]
+        f["steady_host_api_per_step_ns"] = float(intervals.busy_within(in_api, *f["_steady"]).sum()) / max(
+            n_steady, 1) if in_api is not None else None
+        sc = work.scope(*f["_steady"], steps=n_steady)
+        f["compute_busy_share"] = sc["compute_busy_share"]
+        f["exposed_comm_share"] = sc["exposed_comm_share"]
+        f["exposed_comm_per_step_ns"] = sc["exposed_comm_per_step_ns"]
+        # each steady step's wait: whether a rank's lag holds step by step (analysis.ranks)
+        f["exposed_comm_ns_per_iteration"] = [float(x) for x in work.exposed_each(*f["_iterations"])]
+        f["gpu_busy_verdict"] = f["verdict"]  # what the raw busy share (communication counted) said
+        if f["verdict"] != "insufficient-data":
+            f["verdict"] = classify(sc["compute_busy_share"], sc["wall_ns"], th.min_kernels, th)
+        f["causes"] = add_cause(f["causes"], sc["exposed_comm_ns"])
+        f["headline_cause"] = idle.headline(f["causes"], f["verdict"], f.get("host_frames"))
+    window = work.scope(np.array([lo]), np.array([hi]))
+    window_causes[:] = add_cause(window_causes, window["exposed_comm_ns"])
+    dom = fams[0] if fams else None
+    scope = work.scope(*dom["_steady"], steps=dom["count"] - dom["warmup_steps"]) if dom else window
+    return {"basis": f"steady-state steps of `{dom['name']}`" if dom else "profiled window",
+            "communication_launches": work.comm_launches, "peer_copies": work.peer_copies,
+            "communication_kernel_ns": work.comm_kernel_ns,
+            "communication_kernel_share": work.comm_kernel_ns / work.kernel_ns if work.kernel_ns else 0.0,
+            **scope, "window": window}

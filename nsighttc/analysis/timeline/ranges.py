@@ -124,3 +124,16 @@ def _child_splits(st: pd.DataFrame) -> list[list[dict]]:
                         "median_idle_ns": None, "share_of_idle": outside / total_idle if total_idle else 0.0})
         out.append(sorted(lst, key=lambda c: -c["idle_ns"]))
     return out
+
+
+def busy_in(ranges: pd.DataFrame, names: pd.Series, u: intervals.Union, w: intervals.Union) -> np.ndarray:
+    """Per range path: GPU busy time of its instances that fell inside the intervals ``w`` (warm-up)."""
+    if len(w.starts) == 0 or ranges.empty:
+        return np.zeros(len(names))
+    s, e = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy()
+    tot = np.zeros(len(ranges))
+    for ws, we in zip(w.starts, w.ends):  # a handful of warm-up iterations
+        a, b = np.maximum(s, ws), np.minimum(e, we)
+        tot += np.where(b > a, intervals.busy_within(u, a, np.maximum(a, b)), 0.0)
+    per = pd.Series(tot).groupby(labels.strings(ranges["path"])).sum()
+    return per.reindex(names.astype(str).to_numpy()).fillna(0.0).to_numpy()
