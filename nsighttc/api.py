@@ -22,7 +22,6 @@ import pandas as pd
 
 from . import allocator, stages
 from .analysis import findings as findings_mod, gain
-from .analysis import ranks as ranks_mod
 from .parse import ranks as rank_inputs
 from .analysis import tensor_cores
 from .errors import InputError, NsighttcError, ParseError, UsageError
@@ -31,7 +30,9 @@ from .collect.readable import load  # parse.load, with a tool's export in front 
 from .job_inputs import job_groups, no_recording_twice, rank_groups
 from .later_evidence import LaterEvidence
 from .parse import Parsed
-from .verdict import Verdict
+from .verdict import Verdict, with_gains
+from .job_verdict import concat
+from . import job_verdict
 
 if TYPE_CHECKING:
     from .analysis.timeline import Thresholds
@@ -125,7 +126,7 @@ class TimelineAhead:
 
     def _run(self, thresholds, step_range):
         from .analysis import timeline as timeline_mod
-        launches = tensor_cores.classify_launches(_concat([p.kernels for p in self.timelines]))
+        launches = tensor_cores.classify_launches(concat([p.kernels for p in self.timelines]))
         return launches, timeline_mod.analyze_timelines([p.timeline for p in self.timelines], launches, thresholds,
                                                         step_range)
 
@@ -204,9 +205,6 @@ def analyze_jobs(paths: Iterable[str | Path], **kwargs) -> list[Verdict]:
 
 
 # --- several ranks: each analysed on its own (rank_map: here, in processes or on a cluster), then reduced ----------
-# The ranks' per-kernel rows are combined this many ranks at a time, then the batches' results: a job of thousands of
-# ranks never holds every rank's table at once (a job of up to this many gets the one combination it always had).
-REDUCE_BATCH = 256
 def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | None, kwargs: dict,
                    unread: list | None = None, executor=None, progress=None) -> Verdict:
     """Every rank on its own (``rank_map``), then the job: rank table, distributed verdict, cross-rank
@@ -215,85 +213,7 @@ def _analyze_ranks(by_rank: dict, counters: list, infos: dict, *, jobs: int | No
     ``unread``: ranks whose files could not even be opened (``rank_map.RankFailure``), named like the failed ones."""
     from . import rank_map
     with rank_map.RankMap(by_rank, counters, jobs, kwargs, analyze, executor, progress) as m:
-        return _reduce_ranks(m, infos, kwargs, unread or [])
-
-
-def _reduce_ranks(m, infos: dict, kwargs: dict, unread: list) -> Verdict:
-    """The job's verdict from the ranks' summaries (``rank_map.summarize``), with the full verdicts of the rank it
-    shows and of the lowest rank brought from where they were made."""
-    from .analysis import peak
-    failures = sorted([*unread, *m.failures], key=lambda f: f.rank)
-    if not m.summaries:  # no rank could be analysed: the first one's error, as a single bad input's
-        first = failures[0]
-        if first.error is not None and isinstance(first.error, NsighttcError):
-            raise first.error
-        raise ParseError(f"no rank could be analysed; rank {first.rank}: {first.reason}")
-    # the summaries unpacked one at a time (rank order): their rows first, which say the ranks that are complete
-    ok_rows, warnings, inputs = [], [], []
-    for s in m.unpacked():
-        ok_rows.append(s["row"])
-        warnings += [w for w in s["warnings"] if w not in warnings]
-        inputs += [i for i in s["inputs"] if i["kind"] not in ("ncu-csv", "ncu-rep")]
-    rows = sorted([*ok_rows, *(ranks_mod.failed_row(f.rank, f.inputs, f.reason) for f in failures)],
-                  key=lambda r: r["rank"])
-    results = m.summaries
-    sizes = {i.world_size for i in infos.values() if i.world_size}
-    dist = ranks_mod.distributed(rows, sizes.pop() if len(sizes) == 1 else None)
-    # then the job's Tensor Core numbers over the complete ranks, as every other job-wide number (a rank whose window
-    # was lost holds whatever else it recorded: its kernels read 85% communication against the complete ranks' 81%
-    # in the same report), folded a batch at a time
-    complete = {r["rank"] for r in rows if r["complete"]}
-    kernel_batches, compacted_batches, kernels, compacted = [], [], [], []
-    for s in m.unpacked():
-        if complete and s["rank"] not in complete:
-            continue
-        kernels.append(s["kernels"])
-        compacted.append(s["compacted"])
-        if len(kernels) == REDUCE_BATCH:
-            kernel_batches.append(tensor_cores.combine_kernel_rows(kernels))
-            compacted_batches.append(pd.concat(compacted, ignore_index=True))
-            kernels, compacted = [], []
-    if kernels:
-        kernel_batches.append(tensor_cores.combine_kernel_rows(kernels))
-        compacted_batches.append(pd.concat(compacted, ignore_index=True))
-    del kernels, compacted
-    shown, why_shown = ranks_mod.shown_rank(rows, dist)
-    if shown is None or shown not in results:  # (no complete rank: the lowest one analysed)
-        shown, why_shown = min(results), "the lowest rank"
-    sv = m.verdict(shown)
-    low = sv if min(results) == shown else m.verdict(min(results))
-    shown_tl, apart = ranks_mod.waits_apart(sv.timeline, next((r for r in rows if r["rank"] == shown), None), dist) \
-        if sv.timeline is not None else (None, None)
-    if apart:
-        dist["headline_waits_apart"] = apart
-    compacted = _concat(compacted_batches)
-    summary = tensor_cores.rollup(tensor_cores.compact(compacted), yes_threshold=kwargs["yes_threshold"])
-    kernel_rows = kernel_batches[0] if len(kernel_batches) == 1 else tensor_cores.combine_kernel_rows(kernel_batches)
-    gpu_name = (sv.device or {}).get("name")
-    gpu_peak = peak.match(gpu_name)
-    kernel_rows["pct_of_peak"] = peak.pct_of_peak(kernel_rows["tflops"], kernel_rows["dtype"], gpu_peak)
-    summary["peak"] = peak.summary(kernel_rows, gpu_peak, gpu_name)
-    summary["off_tc_dtypes"] = tensor_cores.off_tc_dtypes(kernel_rows)
-    summary["unknown_kernels"] = tensor_cores.unknown_kernels(kernel_rows)
-    if complete:  # one number, said in the headline, the ranks section and the findings alike
-        dist["nccl_time_share"] = summary["denominator"]["communication_share"]
-    found = sorted(ranks_mod.findings(rows, dist) + list(sv.findings), key=lambda f: -f.time_ns)
-    warnings += [f"rank {r['rank']}: {r['reason']}; left out of the job's verdict" for r in dist["incomplete_ranks"]]
-    # (which rank's launch table ``Verdict.launches`` holds is the Python API's business, not the verdict's: the lowest
-    # rank's, or none where the ranks ran on a cluster and sent back their summaries only; docs/api.md)
-    warnings.append(f"{len(rows)} ranks analysed each on its own; the timeline, ranges and findings shown are rank "
-                    f"{shown}'s ({why_shown}); the Tensor Core numbers cover every rank")
-    dist["timeline_rank"], dist["timeline_rank_why"] = shown, why_shown
-    inputs += [i for i in low.inputs if i["kind"] in ("ncu-csv", "ncu-rep")]
-    v = Verdict(inputs, sv.device, summary, kernel_rows, sv.ranges, found, low.launches, warnings, shown_tl)
-    v.ranks = [ranks_mod.public(r) for r in rows]
-    v.distributed = dist
-    return with_gains(v)
-
-
-def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """One table from several; a single one as it is (a concat would copy a million rows)."""
-    return tables[0] if len(tables) == 1 else pd.concat(tables, ignore_index=True)
+        return job_verdict.reduce_ranks(m, infos, kwargs, unread or [])
 
 
 def _in_range(launches: pd.DataFrame, name: str) -> pd.Series:
@@ -307,7 +227,7 @@ def hardware_rows(counter_kernels: list[pd.DataFrame], evidence: pd.DataFrame | 
     """The hardware evidence merged into a timeline's launches: the Nsight Compute inputs' kernels classified, then
     the rows measured earlier (``evidence``), or None where there is neither. The default run hands a job's rank
     analyses the same rows made from its replay's reports (``profile.ranks_ahead.replay_evidence``)."""
-    hw = [tensor_cores.classify_launches(_concat(counter_kernels))] if counter_kernels else []
+    hw = [tensor_cores.classify_launches(concat(counter_kernels))] if counter_kernels else []
     if evidence is not None and not evidence.empty:
         hw.append(evidence)
     return pd.concat(hw, ignore_index=True) if hw else None
@@ -344,7 +264,7 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         from .analysis import merge, timeline as timeline_mod
         from .parse.ncu_csv import NO_DURATION
         warnings = [w for w in warnings if NO_DURATION not in w]  # the timeline's kernel times weigh the shares
-        kernels = _concat([p.kernels for p in timelines])
+        kernels = concat([p.kernels for p in timelines])
         hw = hardware_rows([p.kernels for p in counters], evidence)
         with stages.stage("classify"):
             launches = early[0] if early is not None else tensor_cores.classify_launches(kernels)
@@ -352,7 +272,7 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
             launches, merge_note = merge.apply_hardware_evidence(launches, hw)
             warnings.append(merge_note)
     else:
-        kernels = _concat([p.kernels for p in parsed]) if parsed else empty_kernel_table()
+        kernels = concat([p.kernels for p in parsed]) if parsed else empty_kernel_table()
         launches = tensor_cores.classify_launches(kernels)
     all_launches = launches  # the timeline judges the whole run; --range narrows the Tensor Core verdicts
     if range_name:
@@ -420,17 +340,3 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
     v = Verdict(inputs, device, summary, kernel_rows, ranges, found, launches, warnings, tl_doc)
     v.host_collapsed = timeline.host_collapsed if timeline is not None else ""
     return with_gains(v)
-
-
-def with_gains(v: Verdict) -> Verdict:
-    """Each finding's estimated speed-up (``analysis.gain``), and the findings ordered by it; again after the profile
-    run adds what the analysis could not know (the program's unrecorded step: ``profile.window.unrecorded_speed``)."""
-    total = float(v.kernels["total_time_ns"].sum()) if "total_time_ns" in v.kernels else 0.0
-    doc = {"timeline": v.timeline, "device": v.device, "distributed": v.distributed,
-           "kernels": [{"total_time_ns": total}], "findings": [f.to_dict() for f in v.findings]}
-    ss = gain.scopes(doc)
-    for f, d in zip(v.findings, doc["findings"]):
-        f.gain = d["gain"] = gain.estimate(d, doc, ss)
-    rank = {id(d): i for i, d in enumerate(gain.order(doc["findings"]))}
-    v.findings = [f for _, f in sorted(zip([rank[id(d)] for d in doc["findings"]], v.findings), key=lambda x: x[0])]
-    return v

@@ -174,3 +174,18 @@ def schema_problem(doc: dict) -> str | None:
     first = min(errors, key=lambda e: (len(e.absolute_path), [str(x) for x in e.absolute_path]))
     msg = first.message if len(first.message) <= 160 else first.message[:157] + "..."
     return f"at {first.json_path}: {msg}"
+
+
+def with_gains(v: Verdict) -> Verdict:
+    """Each finding's estimated speed-up (``analysis.gain``), and the findings ordered by it; again after the profile
+    run adds what the analysis could not know (the program's unrecorded step: ``profile.window.unrecorded_speed``)."""
+    total = float(v.kernels["total_time_ns"].sum()) if "total_time_ns" in v.kernels else 0.0
+    doc = {"timeline": v.timeline, "device": v.device, "distributed": v.distributed,
+           "kernels": [{"total_time_ns": total}], "findings": [f.to_dict() for f in v.findings]}
+    from .analysis import gain
+    ss = gain.scopes(doc)
+    for f, d in zip(v.findings, doc["findings"]):
+        f.gain = d["gain"] = gain.estimate(d, doc, ss)
+    rank = {id(d): i for i, d in enumerate(gain.order(doc["findings"]))}
+    v.findings = [f for _, f in sorted(zip([rank[id(d)] for d in doc["findings"]], v.findings), key=lambda x: x[0])]
+    return v
