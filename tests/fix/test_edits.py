@@ -199,7 +199,7 @@ def test_fix_runs_the_patched_copy_beside_the_variant_and_applies_it_only_when_a
     # of its steps late in the run (CI: the suite's other worker beside it), the tool's honest "never settled"
     launcher = rows["workers=2"]
     assert launcher["status"] == "ok" and ((launcher["speedup"] or 0) > 1.3 or launcher["change"] == "never settled"), \
-        {k: launcher.get(k) for k in ("status", "error", "speedup", "change", "note", "rounds")}
+        {k: launcher.get(k) for k in ("status", "error", "not_applied", "speedup", "change", "note", "rounds")}
     # the default rounds: two at least, and a change this large is clear after them
     assert doc["repeat"] >= 2 and rows["patch:workers=2"]["change"] == "faster" and rows["patch:workers=2"]["clear"]
     assert rows["patch:workers=2"]["spread"]["basis"].startswith("90% interval of the mean of")
