@@ -10,10 +10,10 @@ import sys
 
 import torch
 
-from nsighttc import replay
+from nsighttc.runtime import replay_args
 
 calls = [c for c in json.load(open(sys.argv[1])) if c["name"] == "aten::cudnn_convolution"]
-orig = replay.make_tensor
+orig = replay_args.make_tensor
 for shift in (0, 1, 2, 4):
     def shifted(torch_, dtype_name, dims, strides, device, _s=shift):
         t = orig(torch_, dtype_name, [d for d in dims], strides, device)
@@ -23,10 +23,10 @@ for shift in (0, 1, 2, 4):
         out = base.as_strided(t.shape, t.stride(), _s)
         out.copy_(t)
         return out
-    replay.make_tensor = shifted
+    replay_args.make_tensor = shifted
     for c in calls:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as p:
-            replay.call_op(torch, c, torch.device("cuda"))
+            replay_args.call_op(torch, c, torch.device("cuda"))
             torch.cuda.synchronize()
         names = sorted({e.name for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA})
         print(f"shift {shift} dims {c['dims'][:2]} wanted {[k[:60] for k in c['kernels']]}")

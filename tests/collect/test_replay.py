@@ -2,7 +2,6 @@
 an H100: multi_phase's timeline with operator arguments, the operator list, ncu's page of the replay."""
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import threading
@@ -90,33 +89,33 @@ def test_a_trace_without_record_shapes_gives_no_operators():
 
 def test_replayed_calls_rebuild_on_meta_tensors():
     torch = pytest.importorskip("torch")
-    from nsighttc.runtime import replay
+    from nsighttc.runtime import replay_args
     for fixture in (MULTI_REPLAY_OPS, RESNET_REPLAY_OPS):
         calls = json.loads(fixture.read_text())
         for call in calls:
-            args = replay.rebuild(torch, call, torch.device("meta"))
+            args = replay_args.rebuild(torch, call, torch.device("meta"))
             for a, t, d, s in zip(args, call["types"], call["dims"], call["strides"]):
-                if t in replay.DTYPE_NAMES:
+                if t in replay_args.DTYPE_NAMES:
                     assert list(a.shape) == d and (not s or list(a.stride()) == s)
-                    assert str(a.dtype) == "torch." + replay.DTYPE_NAMES[t]
+                    assert str(a.dtype) == "torch." + replay_args.DTYPE_NAMES[t]
             if call["name"] in ("aten::mm", "aten::addmm", "aten::bmm", "aten::convolution_backward"):
-                assert replay.call_op(torch, call, torch.device("meta")) in ("default",)
+                assert replay_args.call_op(torch, call, torch.device("meta")) in ("default",)
 
 
 def test_recorded_values_and_scalar_types():
     torch = pytest.importorskip("torch")
-    from nsighttc.runtime import replay
-    assert replay._concrete("[2, 2]") == [2, 2] and replay._concrete("0.") == 0.0
-    assert replay._concrete("True") is True and replay._concrete("") is None
-    with pytest.raises(replay.CannotRebuild):
-        replay.rebuild(torch, {"name": "aten::cat", "types": ["TensorList"], "dims": [[[2], [2]]], "strides": [[]],
+    from nsighttc.runtime import replay_args
+    assert replay_args._concrete("[2, 2]") == [2, 2] and replay_args._concrete("0.") == 0.0
+    assert replay_args._concrete("True") is True and replay_args._concrete("") is None
+    with pytest.raises(replay_args.CannotRebuild):
+        replay_args.rebuild(torch, {"name": "aten::cat", "types": ["TensorList"], "dims": [[[2], [2]]], "strides": [[]],
                                "concrete": [""]}, torch.device("meta"))
     # aten::_to_copy records dtype=float16 as "5" (torch 2.13 trace): the enum becomes the dtype again
     call = {"name": "aten::_to_copy", "types": ["float", "Scalar", "", "", "", "Scalar", ""], "dims": [[2], [], [], [], [], [], []],
             "strides": [[1], [], [], [], [], [], []], "concrete": ["", "5", "", "", "", "False", ""]}
-    assert replay.call_op(torch, call, torch.device("meta")) == "default"
+    assert replay_args.call_op(torch, call, torch.device("meta")) == "default"
     # an overlapping view (stride 0) gets storage of the right size
-    t = replay.make_tensor(torch, "c10::Half", [4, 3], [0, 1], torch.device("cpu"))
+    t = replay_args.make_tensor(torch, "c10::Half", [4, 3], [0, 1], torch.device("cpu"))
     assert t.shape == (4, 3) and t.stride() == (0, 1) and t.untyped_storage().nbytes() == 3 * 2
 
 
@@ -269,7 +268,7 @@ def test_the_launchers_operator_calls_read_like_the_traces():
     torch = pytest.importorskip("torch")
     from torch.autograd import DeviceType
     from nsighttc.runtime import kernel_ops
-    from nsighttc.runtime.replay import _concrete
+    from nsighttc.runtime.replay_args import _concrete
     a, b = torch.randn(64, 32), torch.randn(16, 32).t()
     x, w = torch.randn(2, 3, 16, 16), torch.randn(4, 3, 3, 3)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
@@ -562,24 +561,24 @@ def _trainer_calls() -> list[dict]:
 
 def test_host_side_seeds_are_made_on_the_host_and_risky_calls_go_last():
     torch = pytest.importorskip("torch")
-    from nsighttc.runtime import replay
+    from nsighttc.runtime import replay_args
     calls = _trainer_calls()
     backward = next(c for c in calls if c["name"] == "aten::_efficient_attention_backward")
     schema = torch.ops.aten._efficient_attention_backward.default._schema
-    values = replay.rebuild(torch, backward, torch.device("meta"))
-    pos, kw, moved = replay._fit(torch, schema, values)
+    values = replay_args.rebuild(torch, backward, torch.device("meta"))
+    pos, kw, moved = replay_args._fit(torch, schema, values)
     by_name = dict(zip([a.name for a in schema.arguments if not a.kwarg_only], pos)) | kw
     assert moved and by_name["philox_seed"].device.type == "cpu" and by_name["philox_offset"].device.type == "cpu"
     assert by_name["query"].device.type == "meta" and by_name["logsumexp"].device.type == "meta"
-    pos, kw, moved = replay._fit(torch, schema, values, host=False)  # the second placement: with the others
+    pos, kw, moved = replay_args._fit(torch, schema, values, host=False)  # the second placement: with the others
     assert not moved and all(v.device.type == "meta" for v in pos + list(kw.values()) if isinstance(v, torch.Tensor))
     # a call with a 0-dim integer tensor the table does not name (here index_select's `index`, by its schema) is made
     # after every other call, in list order
     odd = {"name": "aten::index_select", "types": ["float", "Scalar", "long int"], "dims": [[4, 4], [], []],
            "strides": [[4, 1], [], []], "concrete": ["", "0", ""]}
-    order = [c["name"] for c in replay.in_safe_order(torch, [odd] + calls)]
+    order = [c["name"] for c in replay_args.in_safe_order(torch, [odd] + calls)]
     assert order[-1] == "aten::index_select" and order[:-1] == [c["name"] for c in calls]
-    assert replay.risky(torch, odd) and not any(replay.risky(torch, c) for c in calls)
+    assert replay_args.risky(torch, odd) and not any(replay_args.risky(torch, c) for c in calls)
 
 
 def test_the_operator_a_crashed_replay_was_calling_is_named(tmp_path):
@@ -693,7 +692,7 @@ def test_an_operator_that_wants_its_seeds_on_the_gpu_is_called_again_with_them_t
     """cuDNN's attention backward refuses host seeds with an error (H100, the torch.compile loop): the call is made
     again with them beside the other tensors; an operator that took them on the host is called once."""
     torch = pytest.importorskip("torch")
-    from nsighttc.runtime import replay
+    from nsighttc.runtime import replay_args
     real = torch.ops.aten._efficient_attention_backward.default
     seen: list[str] = []
 
@@ -717,11 +716,11 @@ def test_an_operator_that_wants_its_seeds_on_the_gpu_is_called_again_with_them_t
         def overloads(self):
             return ["default"]
     call = next(c for c in _trainer_calls() if c["name"] == "aten::_efficient_attention_backward")
-    values = replay.rebuild(torch, call, torch.device("meta"))
-    assert replay.call_op(torch, call, torch.device("meta"), (Packet(Op(True)), values)) == "default"
+    values = replay_args.rebuild(torch, call, torch.device("meta"))
+    assert replay_args.call_op(torch, call, torch.device("meta"), (Packet(Op(True)), values)) == "default"
     assert seen == ["cpu", "meta"]
     seen.clear()
-    assert replay.call_op(torch, call, torch.device("meta"), (Packet(Op(False)), values)) == "default"
+    assert replay_args.call_op(torch, call, torch.device("meta"), (Packet(Op(False)), values)) == "default"
     assert seen == ["cpu"]
 
 
