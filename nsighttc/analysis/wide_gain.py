@@ -1,0 +1,69 @@
+"""Gains on more than one step (``gain.estimate`` for findings of ``gain.KIND`` "loop" and "job"): a loop's new input
+shapes on the loop's whole time (what the median step leaves out), a job's straggler and exposed communication on the
+slowest rank's step. Each ``{low, high, basis}`` as ``gain``'s."""
+from __future__ import annotations
+
+from ..durations import duration
+from .ranks.communication import hideable  # (what overlapping could hide: the transfers)
+
+
+def loop(f: dict, doc: dict) -> dict:
+    """What a loop gains from its new input shapes' cost removed (``shape-churn``): at most all of it (every step then
+    at the loop's median), at least half (a few shapes left, each paid once, and padded steps a little longer). On the
+    loop's time, not the median step's: this cost is what the median leaves out."""
+    fam = next((x for x in (doc.get("timeline") or {}).get("step_families") or []
+                if x.get("shape_churn") and f"`{x['name']}`" in f.get("title", "")), None)
+    acc = (fam or {}).get("shape_churn")
+    if not acc or not acc.get("loop_ns"):
+        return {"low": None, "high": None, "basis": "no loop accounting in this verdict"}
+    loop, cost = acc["loop_ns"], acc["new_shape_excess_ns"]
+    return {"low": round(loop / max(loop - 0.5 * cost, 1.0), 3), "high": round(loop / max(loop - cost, 1.0), 3),
+            "basis": f"`shape-churn`: half to all of the {duration(cost)} the steps at new shapes took beyond a "
+                     f"step at a known shape removed, of the loop's {duration(loop)} over {acc['steps']} steady steps"}
+
+
+def _own_excess(s: dict) -> float:
+    """What a straggler's fix can remove per step (``ranks.own_excess``); a verdict saved before it had only the
+    own-step gap (``excess_ns``), which also holds the other ranks' host time they waited through."""
+    return float(s.get("own_excess_ns", s.get("excess_ns")) or 0.0)
+
+
+def _of_transfers(dist: dict) -> str:
+    return ", its transfers only (not the ranks' waits for each other)" if dist.get("exposed_transfer") else ""
+
+
+def job(f: dict, doc: dict, low_fraction: float) -> dict:
+    """``low_fraction``: the share of the wait the low end removes (``gain.HOST_LOW_FRACTION``)."""
+    dist = doc.get("distributed") or {}
+    T = dist.get("slowest_rank_step_ns")
+    if not T:
+        return {"low": None, "high": None, "basis": "no step time of the job"}
+    if f["id"] == "straggler-rank":
+        s = dist.get("straggler") or {}
+        wait = min(_own_excess(s), T)
+        what = "the straggler's own work beyond the median rank's"
+    elif f["id"] == "exposed-sharded-communication":  # the gathers and scatters the finding names (its top three)
+        wait = min(hideable(sum(x["exposed_per_step_ns"] for x in (dist.get("sharded_collectives") or [])[:3]),
+                              dist), T)
+        what = "the exposed all-gathers and reduce-scatters" + _of_transfers(dist)
+    elif dist.get("straggler"):  # what stays exposed after the straggler's fix, on the step that fix leaves
+        s = dist["straggler"]
+        T = max(T - min(_own_excess(s), T), 1.0)
+        wait = min(s.get("own_wait_per_step_ns") or 0.0, T)
+        what = "the communication the straggler itself waits in, once it is fixed"
+    else:
+        wait = hideable(T * (dist.get("exposed_comm_share") or 0.0), dist)
+        what = "the communication no compute overlaps" + _of_transfers(dist)
+    if wait <= 0:
+        return {"low": None, "high": None, "basis": f"{what}: none"}
+    low, high = T / (T - low_fraction * wait), T / max(T - wait, 1.0)
+    basis = f"half to all of {what} ({duration(wait)} of the slowest rank's {duration(T)} step) removed"
+    u = ((((doc.get("timeline") or {}).get("steps") or {}).get("unrecorded")) or {}).get("median_ns")
+    if f["id"] == "straggler-rank" and u and wait < u < T:
+        # the recording slowed the step (its launches, CUPTI) but not all of the excess (a sleep, Python work): the
+        # step it leaves, at the program's own speed, is between the recorded rest scaled down and the unrecorded
+        # step less the whole excess (DDP with a 30 ms sleep on a rank, two H200s: 92 ms recorded, 67 ms plain,
+        # 28 ms balanced: 2.4x, where the recorded step alone bounds it at 1.7x)
+        high = u / (u - wait)
+        basis += f"; at the program's unrecorded step ({duration(u)}, measured in this run) up to {high:.2f}x"
+    return {"low": round(low, 3), "high": round(max(high, low), 3), "basis": basis}
