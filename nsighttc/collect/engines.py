@@ -31,9 +31,10 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
                   record_shapes: bool = False, kernel_ops: Path | None = None, step_marks: bool = True,
                   window: dict | None = None, operators: bool = True, ops_trace: Path | None = None,
                   shapes_rank: int | None = None, host_samples: Path | None = None,
-                  sample_ms: float | None = None) -> list[str]:
+                  sample_ms: float | None = None, backend_flags: Path | None = None) -> list[str]:
     """``kernel_ops`` (with ``record_shapes``): where the launcher writes the early kernel list
-    (``nsighttc.runtime.kernel_ops``). ``ops_trace`` (with ``record_shapes`` and a ``window``): the operators with
+    (``nsighttc.runtime.kernel_ops``); ``backend_flags`` (with ``record_shapes``): the program's kernel-choosing
+    switches, for the replay (``nsighttc.runtime.backend_flags``). ``ops_trace`` (with ``record_shapes`` and a ``window``): the operators with
     their arguments are recorded until the window and written there, the window with the ranges only
     (``nsighttc.runtime.recording.OperatorsUntilWindow``). ``operators=False``: torch.profiler records the ranges, CUDA calls and GPU
     activities only (``nsighttc.runtime.recording``; operators are recorded anyway with ``record_shapes``).
@@ -83,6 +84,8 @@ def launcher_argv(target: list[str], *, module: bool = False, annotate: str = "s
             argv += ["--shapes-rank", str(int(shapes_rank))]
         if record_shapes and kernel_ops is not None:
             argv += ["--kernel-ops", str(kernel_ops)]
+        if record_shapes and backend_flags is not None:
+            argv += ["--backend-flags", str(backend_flags)]
         if record_shapes and ops_trace is not None and window is not None:
             argv += ["--ops-trace", str(ops_trace)]
         if not operators and (not record_shapes or shapes_rank is not None):
@@ -98,10 +101,14 @@ def _auto(n) -> str:
     return "auto" if n is None else str(int(n))
 
 
-def replay_argv(ops: Path, *, python: str | None = None, gate: Path | None = None, gate_at: str = "start") -> list[str]:
+def replay_argv(ops: Path, *, python: str | None = None, gate: Path | None = None, gate_at: str = "start",
+                backend_flags: Path | None = None) -> list[str]:
     """``nsighttc.runtime.replay``: the operators that launched the kernels still lacking evidence, called again
-    (``nsighttc/runtime/replay.py``); behind a gate like the launcher's."""
+    (``nsighttc/runtime/replay.py``); behind a gate like the launcher's; under the program's backend switches where
+    its launcher wrote them (``backend_flags``: ``runtime.backend_flags``)."""
     argv = [python or sys.executable, "-m", "nsighttc.runtime.replay", "--ops", str(ops)]
+    if backend_flags is not None:
+        argv += ["--backend-flags", str(backend_flags)]
     if gate is not None:
         argv += ["--wait-for", str(gate), "--gate-at", gate_at]
     return argv

@@ -58,7 +58,7 @@ from ..errors import NsighttcError, UsageError
 from . import replay_pass
 from .evidence import (NCU_RERUN_MIN_SHARE, Outcome, export, missing_evidence, missing_matrix_share,
                        planned_needs)
-from .passes import KERNEL_OPS_FILE, Options, Pass
+from .passes import BACKEND_FLAGS_FILE, KERNEL_OPS_FILE, Options, Pass
 from .planning import plan, rank_file, timeline_pass
 from .running import run_pass, start_pass
 from .stopping import ProgramPass, write_gate
@@ -178,7 +178,7 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     rp = rp_run = None
     rp_gate = run_dir / ".replay-gate"
     if replay_first:
-        rp = replay_pass.replay_pass(ncu, run_dir, cc, opts, rp_gate)
+        rp = replay_pass.replay_pass(ncu, run_dir, cc, opts, rp_gate, rank_file(run_dir, BACKEND_FLAGS_FILE, target))
         say("[ncu] the replay process starts now and waits at its gate while the timeline runs")
         rp_run = start_pass(rp, say=lambda s: None if s.startswith("[ncu] running") else say(s))
 

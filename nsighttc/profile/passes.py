@@ -133,6 +133,7 @@ OPS_TRACE_FILE = "torch_ops_trace.json"  # a first run's operators until its win
 # samples taken while the GPU idled, collapsed (speedscope, flame graphs)
 HOST_SAMPLES_FILE = "host_samples.json"
 KERNEL_OPS_FILE = "kernel_ops.json"  # the timeline launcher's early kernel list (nsighttc.runtime.kernel_ops)
+BACKEND_FLAGS_FILE = "backend_flags.json"  # the program's kernel-choosing switches (nsighttc.runtime.backend_flags)
 
 
 # What a program prints on its way out that is not its own words: the launcher's lines, the profiler's USDT probes,

@@ -16,7 +16,7 @@ from .. import ncu_metrics
 from ..collect import engines, process, tools
 from ..errors import UsageError
 from .distributed import distribute
-from .passes import HOST_SAMPLES_FILE, KERNEL_OPS_FILE, OPS_TRACE_FILE, Options, Pass
+from .passes import BACKEND_FLAGS_FILE, HOST_SAMPLES_FILE, KERNEL_OPS_FILE, OPS_TRACE_FILE, Options, Pass
 from .target import Target
 
 
@@ -42,7 +42,8 @@ def plan(opts: Options, target: Target, cc: str | None, run_dir: Path,
                                      record_shapes=opts.record_shapes and torch_trace is not None,
                                      operators=opts.operators,
                                      kernel_ops=run_dir / KERNEL_OPS_FILE, window=window,
-                                     ops_trace=ops_trace, shapes_rank=SHAPES_RANK if target.distributed else None)
+                                     ops_trace=ops_trace, shapes_rank=SHAPES_RANK if target.distributed else None,
+                                     backend_flags=run_dir / BACKEND_FLAGS_FILE)
 
     if engine == "ncu":
         ncu = tools.find("ncu", opts.ncu)  # raises ToolNotFound naming where we looked

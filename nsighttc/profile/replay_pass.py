@@ -46,9 +46,12 @@ WAIT_BASE_S = 60.0      # the replay's own time limit: start-up left over, plus
 WAIT_PER_CALL_S = 5.0   # each call (a profile is ~0.1 s on H100; cudnn benchmark mode tries many algorithms)
 
 
-def replay_pass(ncu, run_dir: Path, cc: str | None, opts: Options, gate: Path) -> Pass:
+def replay_pass(ncu, run_dir: Path, cc: str | None, opts: Options, gate: Path, backend_flags: Path | None = None) -> Pass:
+    """``backend_flags``: where the timeline's launcher writes the program's kernel-choosing switches (its rank's
+    directory in a distributed job), which the replay sets before its calls (``runtime.backend_flags``)."""
     inner = engines.replay_argv(run_dir / OPS_FILE, python=opts.python, gate=gate,
-                                gate_at="warm" if opts.overlap in ("cuda", "context") else "start")
+                                gate_at="warm" if opts.overlap in ("cuda", "context") else "start",
+                                backend_flags=backend_flags)
     metrics = ncu_metrics.one_pass_metrics_for_cc(cc) if opts.counters == "fast" else None
     # Every launch in the replay's range (and the warm-up's one profile, which pays ncu's one-time set-up before
     # the gate and which the parsers drop: nsighttc.runtime.replay.WARM_RANGE), not each launch configuration once: ncu's

@@ -61,6 +61,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--kernel-ops", type=Path,
                     help="with --record-shapes: when the program ends, write each distinct kernel with the "
                          "operator call of its first launch here (JSON, nsighttc.runtime.kernel_ops) before the trace")
+    ap.add_argument("--backend-flags", type=Path,
+                    help="with --record-shapes: write the program's global backend switches that choose kernels "
+                         "(cudnn.benchmark, deterministic algorithms, ...) here where the operators' recording stops "
+                         "(JSON, nsighttc.runtime.backend_flags): the replay makes its calls under them")
     ap.add_argument("--shapes-rank", type=int, default=None, metavar="R",
                     help="with --record-shapes in a distributed job: only rank R records operators with their "
                          "arguments (and writes --ops-trace/--kernel-ops); the other ranks record as without "
@@ -124,6 +128,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
             # (but it changes sessions where that rank does: ``drop_before_window``)
             ns.drop_before_window = bool(ns.record_shapes and ns.ops_trace is not None)
             ns.record_shapes, ns.ops_trace, ns.kernel_ops = False, None, None
+    if ns.record_shapes and ns.backend_flags is not None:
+        from . import backend_flags
+        backend_flags.remember(ns.backend_flags)
     if ns.target and ns.target[0] == "--":
         ns.target = ns.target[1:]
     if not ns.module and not ns.target:

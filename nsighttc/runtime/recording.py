@@ -234,6 +234,9 @@ class OperatorsUntilWindow:
         moved = rf_labels.suspend()
         try:
             try:
+                if self.ops_trace is not None:  # the switches the operators were recorded under, for the replay
+                    from . import backend_flags
+                    backend_flags.write_once()
                 self.prof.__exit__(None, None, None)
                 t_stop = self.clock()
                 if self.ops_trace is not None:

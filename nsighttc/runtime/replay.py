@@ -53,10 +53,13 @@ class _profiled:
         return False
 
 
-def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
+def replay(calls: list[dict], device_index: int = 0, log=sys.stderr, flags: dict | None = None) -> dict:
     """Call each operator (inside the NVTX range ncu profiles); what could not be called is reported and
-    skipped. Returns counts for the log."""
+    skipped. Returns counts for the log. ``flags``: the program's switches (``backend_flags``, set already); a call
+    whose kernel they choose by timing is made once outside the range first (``backend_flags.autotuned``)."""
     import torch
+    from .backend_flags import autotuned
+    flags = flags or {}
     done = failed = 0
     t0 = time.monotonic()
     for call in in_safe_order(torch, calls):
@@ -68,12 +71,16 @@ def replay(calls: list[dict], device_index: int = 0, log=sys.stderr) -> dict:
             try:
                 with set_globals(torch, s), torch.no_grad():
                     prepared = prepare(torch, call, device)
+                    tuned = autotuned(call, flags)
+                    if tuned:  # the algorithms tried, unprofiled; the profiled call runs the one kept
+                        call_op(torch, call, device, prepared)
                     made = time.monotonic()
                     overload = call_op(torch, call, device, prepared, around=lambda: _profiled(torch, device))
                 done += 1
                 # (its inputs' making apart: what a slow call spent before ncu's profiles)
                 print(f"nsighttc.replay: +{waited - t0:.3f}s {call['name']}.{overload} {s or ''} "
-                      f"({time.monotonic() - waited:.3f} s; inputs {made - waited:.3f} s)", file=log)
+                      f"({time.monotonic() - waited:.3f} s; inputs{' and autotuning' if tuned else ''} "
+                      f"{made - waited:.3f} s)", file=log)
             except Exception as exc:
                 failed += 1
                 print(f"nsighttc.replay: could not call {call['name']}: {str(exc).splitlines()[0][:200]}", file=log)
@@ -153,6 +160,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m nsighttc.runtime.replay", description=__doc__.split("\n")[0])
     ap.add_argument("--ops", type=Path, required=True, help="the operators to call (JSON list; written by nsighttc)")
     ap.add_argument("--wait-for", type=Path, help="wait until FILE says 'go' (replay) or 'stop' (exit 0 at once)")
+    ap.add_argument("--backend-flags", type=Path,
+                    help="the program's kernel-choosing switches (JSON, written by its launcher: "
+                         "nsighttc.runtime.backend_flags), set before the first call where the file exists by then")
     ap.add_argument("--gate-at", choices=["start", "warm"], default="start",
                     help="wait before CUDA is touched (start), or once the CUDA context exists and cuBLAS/cuDNN "
                          "are loaded (warm: a few tiny kernels outside the profiled range)")
@@ -179,7 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         say(f"nsighttc.replay: {exc}")
         return 4
     t_list = time.monotonic()
-    counts = replay(_chain(first, calls))
+    from . import backend_flags
+    flags = backend_flags.read(ns.backend_flags)  # (written before the list: where the operators' recording stopped)
+    set_now = backend_flags.apply(torch, flags)
+    if set_now:
+        say(f"nsighttc.replay: the program's switches: {', '.join(set_now)}")
+    counts = replay(_chain(first, calls), flags=flags)
     say(f"nsighttc.replay: {counts['called']} call(s) made, {counts['failed']} could not be made; the list came "
           f"{t_list - t_gate:.2f} s after the gate, the calls took {time.monotonic() - t_list:.2f} s")
     return 0

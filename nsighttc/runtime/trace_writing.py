@@ -150,6 +150,9 @@ def write_trace(prof, ns: argparse.Namespace, t_start: float, trace_only, record
               f"(--record-from window; program {time.perf_counter() - t_start:.2f} s)")
         return
     add_rank_metadata(prof)
+    if operators and ns.record_shapes:  # the switches the operators were recorded under, for the replay
+        from . import backend_flags
+        backend_flags.write_once()
     runs_on = bool(getattr(recorder, "finished", False))  # stopped at the window's end: the program goes on
     # (a window that ended at the step where the program's last run ended: its end follows, as at the program's end)
     ends = not runs_on or getattr(recorder, "at_program_end", False)
