@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--tf32", action="store_true",
                     help="allow TF32 for fp32 matmuls and convolutions (the change `nsighttc try --variant tf32` makes)")
+    ap.add_argument("--cudnn-benchmark", action="store_true",
+                    help="torch.backends.cudnn.benchmark = True, as image-model training scripts set it: cuDNN times "
+                         "its algorithms per shape and keeps the fastest (nsighttc's replay must then do the same)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: smoke mode, tiny net and images")
     ap.add_argument("--minutes", type=float, default=None,
                     help="a long-running job: train for this long instead of --steps (a real run lasts hours)")
@@ -74,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         torch.set_float32_matmul_precision("high")
     import torch
+    if a.cudnn_benchmark:
+        torch.backends.cudnn.benchmark = True
     device = pick_device(a.device)
     smoke = device.type == "cpu"
     if smoke:

@@ -62,6 +62,8 @@ PROGRAMS = {
     "gan_loop": ["wrappers/gan_loop.py"],
     "graph_replay": ["wrappers/graph_replay.py"],
     "grad_accum": ["wrappers/grad_accum.py"],
+    # fp32 ResNet-50 with cudnn.benchmark on (the replay under the program's switches: no ncu pass after the timeline)
+    "resnet_fp32_benchmark": ["wrappers/resnet_amp.py", "--precision", "fp32", "--cudnn-benchmark"],
     # programs as users write them (../shared/programs, or $NSIGHTTC_PROGRAMS: .device-carry/programs on the GPU
     # machine, where the checkout travels without ../shared)
     **{f"shared_{name}": [f"{{programs}}/{name}.py"] for name in ("vit_eval", "hf_bert", "lit_cifar", "llm_generate")},
