@@ -165,3 +165,31 @@ def test_where_no_copy_can_be_forked_the_process_writes_and_the_trace_is_complet
     for i, line in enumerate(lines):
         writers.line(line)
         assert bool(writers.pending()) == (i < len(lines) - 1), (i, line)  # complete with the last line only
+
+
+# A writer that says its own scheduling class, forked beside the program (an operators' trace written while the window
+# it precedes runs) or at its end (the last trace, which the verdict waits for).
+POLICY = r"""
+import os, sys
+from nsighttc.runtime import trace_writer
+w = trace_writer.apart(sys.argv[1], lambda: f"POLICY {os.sched_getscheduler(0)} NICE {os.nice(0)}", 60,
+                       beside_program=sys.argv[2] == "beside")
+w.wait(30)
+print(f"PARENT POLICY {os.sched_getscheduler(0)}", file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="the idle scheduling class is Linux's")
+def test_a_trace_written_beside_the_programs_steps_takes_no_core_from_them(tmp_path):
+    prog = tmp_path / "policy.py"
+    prog.write_text(POLICY)
+    env = {k: v for k, v in os.environ.items() if k != "NSIGHTTC_WRITE_INLINE"}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    seen = {}
+    for where in ("beside", "end"):
+        r = subprocess.run([sys.executable, str(prog), str(tmp_path / "t.json"), where], capture_output=True,
+                           text=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr
+        seen[where] = r.stderr
+    assert f"POLICY {os.SCHED_IDLE} " in seen["beside"] and f"PARENT POLICY {os.SCHED_OTHER}" in seen["beside"]
+    assert f"POLICY {os.SCHED_OTHER} " in seen["end"]  # the last trace, which the verdict waits for: as it was
