@@ -45,6 +45,21 @@ def fixture_open(path, mode: str = "rb", **kw):
     return gzip.open(path, mode, **kw) if head[:2] == b"\x1f\x8b" else open(path, mode, **kw)
 
 
+def extract_fixture(archive: Path, dest: Path) -> None:
+    """Unpack a fixture archive of this repository: with the tarfile ``data`` filter where this Python has it
+    (3.11.4+), else after checking that every member stays under ``dest`` as a plain file or folder (3.11.0-3.11.3)."""
+    import tarfile
+    with tarfile.open(archive) as tf:
+        if hasattr(tarfile, "data_filter"):
+            tf.extractall(dest, filter="data")
+            return
+        root = Path(dest).resolve()
+        for m in tf.getmembers():
+            if not (m.isfile() or m.isdir()) or not (root / m.name).resolve().is_relative_to(root):
+                raise ValueError(f"{archive}: {m.name} is not a plain file under the archive's folder")
+        tf.extractall(dest)
+
+
 def fixture_bytes(path) -> bytes:
     """A fixture's decompressed content (``fixture_open``)."""
     with fixture_open(path) as fh:

@@ -140,10 +140,8 @@ def test_the_spy_phases_probe_reads_the_committed_call_17_stacks(tmp_path):
     torch.profiler's stop in C++ (its one Python frame, ``_disable_profiler``'s line), and the plain ranks importing
     torch in the program itself (the cached ranks in the launcher)."""
     import importlib.util
-    import tarfile
-    tgz = ROOT / "tests" / "fixtures" / "torchrun_cost" / "call17_spy_raw.tar.xz"
-    with tarfile.open(tgz) as tf:
-        tf.extractall(tmp_path, filter="data")
+    from tests.conftest import extract_fixture
+    extract_fixture(ROOT / "tests" / "fixtures" / "torchrun_cost" / "call17_spy_raw.tar.xz", tmp_path)
     spec = importlib.util.spec_from_file_location("spy_phases", ROOT / "benchmarks/probes/spy_phases.py")
     spy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(spy)

@@ -10,7 +10,6 @@ changes made by hand on the same machine: TF32 1.37x (244.4 -> 178.8 ms a step),
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from nsighttc.experiment import measure, next_cause, rounds
 from nsighttc.experiment.rows import best_two, row as make_row
 from nsighttc.experiment.options import TryOptions
+from tests.conftest import extract_fixture
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "try"
 
@@ -25,8 +25,7 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "try"
 @pytest.fixture(scope="module")
 def accum(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("try")
-    with tarfile.open(FIX / "h200_accum_auto.tar.xz") as tf:
-        tf.extractall(dest, filter="data")
+    extract_fixture(FIX / "h200_accum_auto.tar.xz", dest)
     return dest / "h200_accum_auto"
 
 
@@ -172,8 +171,7 @@ def varlen(tmp_path_factory) -> Path:
     wrappers/varlen_infer.py`` on one H200 (``bash benchmarks/gpu/gpu_fix.sh OUT b``): each plain run's step times and
     its requests/s line, three rounds of the baseline and of the patched copy (batches padded to a multiple of 64)."""
     dest = tmp_path_factory.mktemp("varlen")
-    with tarfile.open(FIX / "h200_varlen_fix.tar.xz") as tf:
-        tf.extractall(dest, filter="data")
+    extract_fixture(FIX / "h200_varlen_fix.tar.xz", dest)
     return dest / "h200_varlen_fix"
 
 
