@@ -35,6 +35,7 @@ from ..record_format import REPLAY_RANGE as RANGE, WARM_RANGE  # noqa: F401 - (W
 OPS_WAIT_S = 120.0
 CALLING = "nsighttc.replay: calling "  # printed before each call
 
+
 class _profiled:
     """The NVTX range ncu profiles, around the operator alone (its inputs are made and filled before)."""
 

@@ -25,8 +25,8 @@ from ...parse.timeline import Timeline, launch_starts
 from ...record_format import DECODE
 from ... import labels, stages
 from .. import intervals
-from . import busy, call_summaries, comm as comm_mod, host_frames, idle, in_use, inference as inference_mod, ranges as ranges_mod, \
-    steps as steps_mod
+from . import busy, call_summaries, comm as comm_mod, host_frames, idle, in_use, inference as inference_mod, \
+    ranges as ranges_mod, steps as steps_mod
 from .extent import first_time, last_time, launching_threads, union_of
 from .held_back import held_back
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
@@ -125,7 +125,8 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
             in_steps = (rstats["scope"] == ranges_mod.STEADY).to_numpy()
             by_warm = idle.range_scopes(pieces, names, (warm.starts, warm.ends))
             by_steps = idle.range_scopes(pieces, names, intervals.gaps(steady, -np.inf, np.inf)) if in_steps.any() else {}
-            steady_busy = np.where(in_steps, rstats["busy_ns"], rstats["busy_ns"] - ranges_mod.busy_in(ranges, rstats["name"], u, warm))
+            warm_busy = ranges_mod.busy_in(ranges, rstats["name"], u, warm)
+            steady_busy = np.where(in_steps, rstats["busy_ns"], rstats["busy_ns"] - warm_busy)
             rstats["causes"] = [idle.causes((by_steps if s else by_warm)[n], b, paths, rinfo)
                                 for n, b, s in zip(names, steady_busy, in_steps)]
         else:
@@ -181,8 +182,9 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
         steps["rule"] = steps_mod.RULE
     causes = dom.get("causes", window_causes) if dom else window_causes
     res = TimelineResult(wall, busy_ns, (lo, hi), verdict, rstats, steps, fams, busy.top_gaps(u, lo, hi, ranges),
-                         causes, busy.devices(ops, tl.devices, lo, hi, u), call_summaries.sync_summary(pieces), call_summaries.pageable_summary(pieces),
-                         call_summaries.launch_summary(pieces, launches), busy.graphs(ops, api, u, launches), n_kernels, notes=list(tl.notes))
+                         causes, busy.devices(ops, tl.devices, lo, hi, u), call_summaries.sync_summary(pieces),
+                         call_summaries.pageable_summary(pieces), call_summaries.launch_summary(pieces, launches),
+                         busy.graphs(ops, api, u, launches), n_kernels, notes=list(tl.notes))
     res.headline_cause = idle.headline(causes, verdict, dom.get("host_frames") if dom else None)
     if dom and dom.get("shape_churn"):  # the loop's first cause: what its steps at new shapes cost beyond its median
         res.headline_cause = shape_churn_words(dom["shape_churn"])
