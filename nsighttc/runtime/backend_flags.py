@@ -4,10 +4,10 @@ The replay (``runtime.replay``) calls each recorded operator again in a process 
 torch's default. Some switches choose kernels without any argument of the call saying so: ``cudnn.benchmark`` (cuDNN
 times its algorithms and keeps the fastest: image-model training scripts and Lightning's ``Trainer(benchmark=True)``
 turn it on; off, cuDNN's heuristics choose), ``cudnn.deterministic`` and ``use_deterministic_algorithms`` (only
-deterministic algorithms), the reduced-precision reductions of fp16/bf16 GEMMs (cuBLAS's split-K choices) and the
-preferred BLAS library (cuBLAS or cuBLASLt). A replay made under other switches launches other kernels, which then
-go unmeasured and are left to Nsight Compute on the whole program (the pass a first run pays most for:
-reports/profile_overhead). The TF32 switches are not carried: the replay makes each fp32 call with TF32 off and on
+deterministic algorithms), the reduced-precision reductions of fp16/bf16 GEMMs (cuBLAS's split-K choices), fp16
+accumulation of fp16 GEMMs and the preferred BLAS library (cuBLAS or cuBLASLt). A replay made under other switches
+launches other kernels, which then go unmeasured and are left to Nsight Compute on the whole program (the pass a first
+run pays most for: reports/profile_overhead). The TF32 switches are not carried: the replay makes each fp32 call with TF32 off and on
 (``runtime.replay_settings``), and the program may have changed them after the operators were recorded.
 
 The launcher writes them once (``write_once``) where a profiler session that recorded the operators with their
@@ -36,6 +36,9 @@ _SWITCHES = {
     "matmul.bf16_reduced_precision_reduction": (
         lambda t: bool(t.backends.cuda.matmul.allow_bf16_reduced_precision_reduction),
         lambda t, v: setattr(t.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction", bool(v))),
+    # fp16 GEMMs accumulating in fp16 (torch 2.7+; cuBLAS then runs other kernels)
+    "matmul.fp16_accumulation": (lambda t: bool(t.backends.cuda.matmul.allow_fp16_accumulation),
+                                 lambda t, v: setattr(t.backends.cuda.matmul, "allow_fp16_accumulation", bool(v))),
     "blas_library": (lambda t: str(t.backends.cuda.preferred_blas_library()).rpartition(".")[2].lower(),
                      lambda t, v: t.backends.cuda.preferred_blas_library(str(v))),
 }
