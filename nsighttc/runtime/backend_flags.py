@@ -7,8 +7,9 @@ turn it on; off, cuDNN's heuristics choose), ``cudnn.deterministic`` and ``use_d
 deterministic algorithms), the reduced-precision reductions of fp16/bf16 GEMMs (cuBLAS's split-K choices), fp16
 accumulation of fp16 GEMMs and the preferred BLAS library (cuBLAS or cuBLASLt). A replay made under other switches
 launches other kernels, which then go unmeasured and are left to Nsight Compute on the whole program (the pass a first
-run pays most for: reports/profile_overhead). The TF32 switches are not carried: the replay makes each fp32 call with TF32 off and on
-(``runtime.replay_settings``), and the program may have changed them after the operators were recorded.
+run pays most for: reports/profile_overhead). The TF32 switches are not carried: the replay makes each fp32 call
+with TF32 off and on (``runtime.replay_settings``), and the program may have changed them after the operators were
+recorded.
 
 The launcher writes them once (``write_once``) where a profiler session that recorded the operators with their
 arguments stops, before the operators' trace or kernel list exists, so the file is there before the replay's first
