@@ -166,7 +166,12 @@ def test_profile_of_a_torchrun_job_records_every_rank(tmp_path, monkeypatch):
     assert "--no-operators" in timeline and timeline[timeline.index("--shapes-rank") + 1] == "0"
     assert timeline[timeline.index("--ops-trace") + 1] == str(res.run_dir / "rank{nsighttc_rank}" / "torch_ops_trace.json")
     # ... and its process (under ncu, one process on rank 0's GPU) waited beside the job; no kernel: stood down
-    assert [c for c in calls(tmp_path) if Path(c[0]).name == "ncu" and "nsighttc.runtime.replay" in c]
+    replays = [c for c in calls(tmp_path) if Path(c[0]).name == "ncu" and "nsighttc.runtime.replay" in c]
+    assert replays
+    # the switches the recording rank's launcher writes are the ones the replay reads (runtime.backend_flags)
+    assert timeline[timeline.index("--backend-flags") + 1] == str(res.run_dir / "rank{nsighttc_rank}" /
+                                                                   "backend_flags.json")
+    assert replays[0][replays[0].index("--backend-flags") + 1] == str(res.run_dir / "rank0" / "backend_flags.json")
     assert [r["rank"] for r in analyze([res.run_dir], jobs=1).ranks] == [0, 1]
     before = len(calls(tmp_path))
     # where the torch timeline would record every operator (no step hooks), nsys records every rank instead, and
