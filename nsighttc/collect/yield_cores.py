@@ -31,6 +31,8 @@ import threading
 import time
 from pathlib import Path
 
+from ..runtime import idle_class
+
 # How long the lowering waits for the program to appear under the frontend (ncu starts it within a second or two)
 FIND_PROGRAM_S = 60.0
 POLL_S = 0.05
@@ -161,11 +163,6 @@ class IdleFrontend:
 
 def idle_thread() -> bool:
     """Put the calling thread in the idle class (a thread of nsighttc's that reads or plans while the program runs);
-    False where this system has no such class or refuses."""
-    if not hasattr(os, "SCHED_IDLE") or not hasattr(threading, "get_native_id"):
-        return False
-    try:
-        os.sched_setscheduler(threading.get_native_id(), os.SCHED_IDLE, os.sched_param(0))
-        return True
-    except OSError:
-        return False
+    False where this system has no such class or refuses (``runtime.idle_class``, which the launcher's trace writer
+    uses too)."""
+    return idle_class.enter()

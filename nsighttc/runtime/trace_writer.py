@@ -94,9 +94,8 @@ def _yield_cores() -> None:
     collate, a DataLoader without workers) waits in each region for its slowest thread, and one busy process beside
     it slowed such a loop 7x (H200: 2,303 ms a step against 310-401, reports/profile_overhead/first_run_2026-11-29);
     a first run's operators' trace is written while the window it times runs."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):
+    from .idle_class import enter
+    if not enter():
         try:
             os.nice(19)
         except (AttributeError, OSError):
