@@ -177,7 +177,6 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     return out
 
 
-
 def _before_ms(events: list[dict], phase) -> list:
     """Every rank's unrecorded warm-up steps said at the window's start of ``phase`` (milliseconds)."""
     return [x for e in events if e.get("event") == "start" and e.get("phase") == phase

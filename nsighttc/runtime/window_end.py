@@ -161,7 +161,6 @@ class WindowEnd:
         self.recorder.flush()  # the trace, written once they are over
 
 
-
 def _device_sync():
     """The device's synchronisation for timing the steps after a window (``unrecorded.AfterWindow``), where the
     program uses CUDA; None elsewhere (a CPU program's host times are its steps' own)."""

@@ -315,9 +315,9 @@ WIDE_GAIN = 3.0
 
 def width_words(g: dict) -> str:
     """'; 6.2x wide: the ends are <the gain's basis>; ... `nsighttc try` measures it' where the range is wider than
-    ``WIDE_GAIN``: a recording
-    tells the time a cause costs, not how much of it a fix removes (launch overhead: half of the launch gaps to all of
-    them down to the GPU's own work; matrix work: a memory-bound GEMM's speed-up to the Tensor Cores' peak)."""
+    ``WIDE_GAIN``: a recording tells the time a cause costs, not how much of it a fix removes (launch overhead: half
+    of the launch gaps to all of them down to the GPU's own work; matrix work: a memory-bound GEMM's speed-up to the
+    Tensor Cores' peak)."""
     if not g.get("low") or not g.get("high") or g["high"] / g["low"] <= WIDE_GAIN:
         return ""
     return (f"; {g['high'] / g['low']:.1f}x wide: the ends are {g['basis']}; a recording cannot tell which end the fix "
