@@ -2,7 +2,9 @@
 """Make a test fixture from a real recording by removing what nsighttc never reads, nothing else.
 
 - nsys SQLite: drops the OS-runtime tables (``OSRT_API``, ``OSRT_CALLCHAINS``: 276,795 rows and 10 MB of a
-  13 MB DDP rank; NCCL's polling threads), then VACUUM; every table the parser reads is unchanged.
+  13 MB DDP rank; NCCL's polling threads) and the CPU-sampling ones (``SAMPLING_CALLCHAINS``, ``COMPOSITE_EVENTS``,
+  ``SCHED_EVENTS``: 3.7 MB of a 6.9 MB recording of BERT inference, `nsys profile` by default; nsighttc's host
+  samples come from its own sampler), then VACUUM; every table the parser reads is unchanged.
 - torch.profiler JSON: drops ``cpu_op``, ``ac2g`` (flow arrows) and ``fwdbwd`` events (the parser reads
   kernels, copies, sets, CUDA runtime/driver calls and user annotations), except the ``cpu_op`` events that span
   a torch.compile compilation (``parse.marks.COMPILE_OPS``: the parser reads those); with ``--keep-events`` every
@@ -13,8 +15,9 @@
   that launch, copy, wait for or order nothing (``nsighttc.runtime.cupti_quiet.QUIET``: what nsighttc's own recordings
   leave out since; a third of an FSDP2 rank's runtime calls, ~20% of its compressed trace).
 
-``--until SECONDS`` (torch.profiler JSON): also drops the events that begin more than SECONDS after the recording's
-first event (a loop of 300 CUDA-graph replays kept to its first 120; every kept event unchanged).
+``--until SECONDS``: also drops the events that begin more than SECONDS after the recording's first event (a loop of
+300 CUDA-graph replays kept to its first 120; every kept event unchanged); in an nsys SQLite, the rows of every table
+with a ``start`` column, measured from the first kernel's or runtime call's start.
 
 Output is compressed by its name: ``.xz`` (what the fixtures use: ~40% smaller than gzip, decoded at ~150 MB/s) or
 ``.gz``. Usage: strip_fixture.py [--keep-events|--as-is] [--until SECONDS] IN OUT.xz   (IN may be gzip- or xz-compressed)
@@ -30,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-DROP_TABLES = ("OSRT_API", "OSRT_CALLCHAINS")
+DROP_TABLES = ("OSRT_API", "OSRT_CALLCHAINS", "SAMPLING_CALLCHAINS", "COMPOSITE_EVENTS", "SCHED_EVENTS")
 DROP_CATS = {"cpu_op", "ac2g", "fwdbwd"}
 # Kineto's arguments of kernels, copies, sets and API calls that no reader of nsighttc takes (parse.kineto_scan.Args
 # holds what the readers read: correlation, device, stream, bytes, grid, block; kineto_ops reads "External id")
@@ -63,6 +66,19 @@ def _quiet() -> dict:
     return QUIET
 
 
+def _cut_sqlite(con: sqlite3.Connection, until: float) -> None:
+    """Rows starting more than ``until`` seconds after the first kernel or runtime call, out of every timed table."""
+    firsts = [con.execute(f'SELECT MIN(start) FROM "{t}"').fetchone()[0]
+              for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME") if _has(con, t)]
+    firsts = [x for x in firsts if x is not None]
+    if not firsts:
+        return
+    end = min(firsts) + int(until * 1e9)
+    for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+        if any(c[1] == "start" for c in con.execute(f'PRAGMA table_info("{t}")')):
+            con.execute(f'DELETE FROM "{t}" WHERE start > ?', (end,))
+
+
 def main(argv: list[str]) -> None:
     keep_events = "--keep-events" in argv
     until = None
@@ -86,6 +102,8 @@ def main(argv: list[str]) -> None:
                    if re.sub(r"_v\d+$", "", v) in quiet] if _has(con, "StringIds") else []
             if ids and _has(con, "CUPTI_ACTIVITY_KIND_RUNTIME"):
                 con.execute(f"DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN ({','.join(map(str, ids))})")
+            if until is not None:
+                _cut_sqlite(con, until)
             con.commit()
             con.execute("VACUUM")
             con.close()

@@ -51,7 +51,8 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
     assert programs == ["compile", "dataloader", "ddp", "ddp_compiled", "ddp_shared_gpu", "ddp_shared_gpu_long",
                         "ddp_shared_gpu_long_torch", "ddp_shared_gpu_torch", "eval_loop", "fsdp2", "fsdp2_compiled",
                         "gan_loop", "grad_accum", "graph_replay", "lightning", "llm_generate", "long_resnet",
-                        "multi_phase", "resnet_amp", "shared_hf_bert", "shared_vit_eval", "trainer", "vgg16"]
+                        "multi_phase", "resnet_amp", "resnet_fp32_benchmark", "shared_hf_bert", "shared_lit_cifar",
+                        "shared_llm_generate", "shared_vit_eval", "trainer", "vgg16"]
     for e in doc:
         assert e["gpu"].startswith("NVIDIA ")
         if e["program"].startswith(("ddp", "fsdp")):  # a torchrun job: profiled as a command
@@ -76,10 +77,18 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
         assert compiled["environment"].startswith("compiled") and len(compiled["plain_s"]) >= 3
     # the first-run cost check: alternating rounds, first and cached, each run's verdict kept (what "verdicts
     # unchanged" is read from)
-    for name in ("gan_loop", "grad_accum", "graph_replay", "shared_hf_bert", "shared_vit_eval"):
+    for name in ("gan_loop", "grad_accum", "graph_replay", "shared_hf_bert", "shared_vit_eval", "shared_lit_cifar",
+                 "shared_llm_generate"):
         e = next(e for e in doc if e["program"] == name)
         assert len(e["plain_s"]) == len(e["default_s"]) == len(e["warm_s"]) >= 3 and e["gpu"] == "NVIDIA H200, 580.159.04"
         assert e["cold"]["timeline_verdict"] and e["warm"]["timeline_verdict"]
+    # every round's verdict, first and cached, where a call was folded in (benchmarks/gpu/fold_overhead_rounds.py)
+    rounds = json.loads((Path(__file__).resolve().parents[1] / "reports/profile_overhead/first_run_2026-11-29/"
+                         "rounds.json").read_text())
+    for r in (r for r in rounds if "verdicts_each_round" in r):
+        each = r["verdicts_each_round"]
+        assert len(each["first"]) == len(r["default_s"]) and len(each["cached"]) == len(r["warm_s"]), r["program"]
+        assert all(v["timeline_verdict"] for v in each["first"] + each["cached"])
     long = next(e for e in doc if e["program"] == "long_resnet")
     assert long["time_to_verdict_s"]["first"] < long["startup_s"] + 60 < long["plain_s"][0]
     assert long["time_to_verdict_s"]["ratio_full_run"] <= 1.05
@@ -153,3 +162,30 @@ def test_the_spy_phases_probe_reads_the_committed_call_17_stacks(tmp_path):
     assert all(0.1 <= c["launch:_let_go"] <= 0.3 for c in cached), [c["launch:_let_go"] for c in cached]
     assert all(c["launch:main+profiler:profile.__exit__"] >= 0.1 for c in cached)
     assert all(c["prog:main:66"] > 0.5 and "launch:_let_go" not in c for c in plain)
+
+
+def test_strip_fixture_cuts_an_nsys_recording_at_a_time_and_keeps_what_the_parser_reads(tmp_path):
+    """``--until`` on an nsys SQLite (the variable-length loop's committed recording): every timed table keeps only the
+    rows that start within 2.5 s of its first kernel or runtime call; the kernels kept are unchanged."""
+    import lzma
+    import sqlite3
+    root = Path(__file__).resolve().parents[1]
+    src = root / "tests" / "fixtures" / "steps" / "varlen_infer_nsys.sqlite.xz"
+    out = tmp_path / "cut.sqlite.xz"
+    subprocess.run([sys.executable, str(root / "benchmarks" / "strip_fixture.py"), "--until", "2.5", str(src), str(out)],
+                   check=True, capture_output=True)
+
+    def kernels(path: Path, db: Path) -> list[tuple]:
+        db.write_bytes(lzma.decompress(path.read_bytes()))
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT start, end, shortName FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start").fetchall()
+        first = min(con.execute("SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0],
+                    con.execute("SELECT MIN(start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        con.close()
+        return rows, first, tables
+    full, first, _ = kernels(src, tmp_path / "full.sqlite")
+    cut, first_cut, tables = kernels(out, tmp_path / "cut.sqlite")
+    assert first_cut == first and 0 < len(cut) < len(full)
+    assert cut == [r for r in full if r[0] <= first + 2.5e9]
+    assert "SAMPLING_CALLCHAINS" not in tables and "CUPTI_ACTIVITY_KIND_KERNEL" in tables

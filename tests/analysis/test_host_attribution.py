@@ -82,3 +82,23 @@ def test_a_busy_gpu_held_back_by_one_cause_is_not_called_gpu_bound():
     # at the usual threshold it was mixed by its busy share: no held-back note
     assert "held_back_by" not in nsighttc.analyze([FIX / "trainer_first" / "torch_trace.json.xz"]).to_json()[
         "timeline"]["steps"]
+
+
+def test_a_launch_bound_headline_names_the_programs_line_its_samples_sit_at():
+    """Launch gaps are host work too: where most of their host samples sit at one line of the program, the headline
+    says so, as it does for host work in a range, so one program's runs name one line whichever cause leads
+    (Lightning's ResNet-18 on an H200: first runs "host busy in `lit_cifar.py:18`", cached runs "launch overhead" with
+    the same line under 95-100% of its samples). FSDP2's ranks, cached runs: the launch cause of the even job's rank 1
+    sits at `fsdp2_train.py:63` for 65% of its samples and is named; the 30 ms job's rank 1 for 48%, and is not."""
+    import importlib
+    causes_mod = importlib.import_module("nsighttc.analysis.timeline.idle.causes")  # (the package's `causes` is a function)
+    fsdp = FIX.parent / "fsdp"
+    for job, named in (("even_cached", True), ("extra_cached", False)):
+        tl = nsighttc.analyze([fsdp / job / "rank1"]).to_json()["timeline"]
+        launch = next(c for c in tl["causes"] if c["kind"] == "launch-overhead")
+        top = launch["frames"][0]
+        assert (top["share"] >= causes_mod.LAUNCH_SITE_SHARE) is named and top["program_line"]
+        head = causes_mod.headline([launch, *[c for c in tl["causes"] if c is not launch]], "cpu-bound")
+        assert head.startswith("launch overhead")
+        assert (f"launch overhead in {causes_mod.frame_words(top)} (" in head) is named, head
+        assert ("fsdp2_train.py" in head) is named  # (the cause's own words name no file)

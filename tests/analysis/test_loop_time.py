@@ -12,6 +12,8 @@ The recordings are plain torch.profiler runs on one H200 (``benchmarks/gpu/gpu_s
   one (the attention backend plans each shape). Before: "CPU-bound: launch overhead", first fix CUDA graphs.
 - ``grad_accum_torch``: ``wrappers/grad_accum.py`` (4 micro-batches per optimizer step; kept to its first 2 s). Plain:
   242 ms per optimizer step.
+- ``varlen_infer_nsys``: the variable-length program again, recorded by a plain ``nsys profile -t cuda,nvtx`` (no
+  Python calls, no input shapes, no ranges: kernels and runtime calls only; 2026-11-29; kept to its first 3.5 s).
 """
 from __future__ import annotations
 
@@ -100,6 +102,25 @@ def test_variable_length_inference_is_held_back_by_its_new_shapes(varlen):
     # the matrix kernels first launched at the new shapes name what paid for them
     churn = next(f for f in tl["step_families"] if f.get("shape_churn"))["shape_churn"]
     assert any("nvjet" in k["name"] or "sdpa" in k["name"] for k in churn["new_shape_kernels"])
+
+
+def test_new_shapes_are_found_from_kernels_alone_in_an_nsys_recording(varlen):
+    """Nsight Systems records no operator and no input shape: a step is a repeating kernel sequence, one per batch,
+    as many kernels as the torch recording's model call, and a new shape shows as kernel configurations launched
+    for the first time. The same cause, finding and advice as from the torch recording; every second accounted for."""
+    doc = nsighttc.analyze([FIX / "varlen_infer_nsys.sqlite.xz"]).to_json()
+    tl, st = doc["timeline"], doc["timeline"]["steps"]
+    assert st["source"] == "kernel-period" and st["name"] == varlen["timeline"]["steps"]["name"], st["name"]
+    assert st["count"] >= 15
+    assert tl["headline_cause"].startswith("new input shapes"), tl["headline_cause"]
+    first = doc["findings"][0]
+    assert first["id"] == "shape-churn" and "pad" in first["advice"]
+    churn = next(f for f in tl["step_families"] if f.get("shape_churn"))["shape_churn"]
+    assert any("nvjet" in k["name"] for k in churn["new_shape_kernels"])
+    lt = tl["loop_time"]
+    assert lt["new_shape_steps"] >= 0.8 * lt["slow_steps"] > 0
+    assert sum(p["ns"] for p in lt["parts"]) == pytest.approx(lt["total_ns"], rel=0.01)
+    assert not any('mode="reduce-overhead"' in f["advice"] or "Replay the" in f["advice"] for f in doc["findings"])
 
 
 def test_no_cuda_graph_advice_to_a_loop_whose_shapes_change(varlen):

@@ -107,6 +107,23 @@ def _pm(row: dict) -> str:
     return f"{100 * row['share']:.0f}%" + (f" ± {100 * err:.0f}" if err is not None and err >= 0.005 else "")
 
 
+LAUNCH_SITE_SHARE = 0.5  # a launch gap's host samples named a site this often, or the headline names none
+
+
+def _launching_from(c: dict) -> str:
+    """Where the host was while the GPU waited in launch gaps, where its stack samples name one place of the program
+    for most of them: " in `lit_cifar.py:18` in `Net.training_step`, under ...". A launch-bound loop is host work too,
+    and its line is what the user edits. Without it, one program's two runs read as two causes: Lightning's
+    ResNet-18 (`../shared/programs/lit_cifar.py`, H200, 2026-11-29) had its first runs' windows span two epoch
+    boundaries (DataLoader workers restarted), so the host-range cause led with "host busy in `lit_cifar.py:18` in
+    `Net.training_step`", and its cached runs' 12-step windows led with "launch overhead", whose samples sat at the
+    same line 95-100% of the time."""
+    f = (c.get("frames") or [None])[0]
+    if not f or not f.get("program_line") or (f.get("share") or 0.0) < LAUNCH_SITE_SHARE:
+        return ""
+    return f" in {frame_words(f)}"
+
+
 HOST_KINDS = ("host-range", "drained", "sync")  # the idle kinds a host sample explains (not launch gaps, not waits)
 
 
@@ -144,7 +161,7 @@ def headline(causes_: list[dict], verdict: str, rows: list[dict] | None = None) 
         where = "outside any range" if c["name"] == NO_RANGE else f"in `{c['name']}`"
         return f"host busy {where} ({of}, {_ms(c['idle_ns'])})"
     if c["kind"] == "launch-overhead":
-        return f"launch overhead ({of}: {c['detail']})"
+        return f"launch overhead{_launching_from(c)} ({of}: {c['detail']})"
     if c["kind"] == "communication":
         return f"waiting in communication not overlapped by compute ({of}, {_ms(c['idle_ns'])}): another rank is late, or the transfers are not overlapped"
     if c["kind"] == "sync":
