@@ -102,3 +102,31 @@ def test_a_launch_bound_headline_names_the_programs_line_its_samples_sit_at():
         assert head.startswith("launch overhead")
         assert (f"launch overhead in {causes_mod.frame_words(top)} (" in head) is named, head
         assert ("fsdp2_train.py" in head) is named  # (the cause's own words name no file)
+
+
+def test_the_trunk_never_goes_into_the_work_that_is_the_cause():
+    """The trunk (the functions on 90% of the idle samples' stacks) is the program's loop; when the data loading
+    itself is on that many stacks, the trunk stays out of it, so one cause keeps one site whatever its share (an
+    accumulation loop's six runs on an H200 named three sites for its DataLoader, with 87-90% of their idle samples
+    in it). The Trainer's runs, their main thread's samples under `Trainer.get_batch_samples` (all of them on the
+    fetch's path): the site is the Trainer's line that fetches the batch, with the dataset's line of the program,
+    in both runs; the cached run's site used to be accelerate's `DataLoaderShard.__iter__`, with no program line."""
+    import importlib
+    from nsighttc.parse import host_samples
+    host_frames = importlib.import_module("nsighttc.analysis.timeline.host_frames")
+    topics = importlib.import_module("nsighttc.analysis.timeline.host_topics")
+    sites = []
+    for run in ("trainer_first", "trainer_cached"):
+        hs = host_samples.read(FIX / run / "host_samples.json.gz")
+        fn = hs.frames["function"].to_numpy()
+        fetching = [k for k, s in enumerate(hs.stacks) if any(fn[int(x)] == "Trainer.get_batch_samples" for x in s)]
+        main = hs.samples[(hs.samples["tid"] == hs.main_tid) & hs.samples["stack"].isin(fetching)]
+        assert len(main) >= 30
+        _, rows, _ = host_frames._rows(hs, main["stack"].to_numpy())
+        top = rows.iloc[0]
+        site = hs.frames[(hs.frames["function"] == top["frame"]) & (hs.frames["file"] == top["file"])].index[0]
+        assert topics.topics(hs.frames)[site] not in topics.CAUSE_TOPICS
+        assert top["frame"] == "Trainer.get_batch_samples" and top["calls"] == "DataLoaderShard.__iter__", top
+        assert top["program_line"].startswith("wrappers/trainer_finetune.py:4"), top
+        sites.append((top["frame"], top["line"], top["program_line"]))
+    assert sites[0] == sites[1]

@@ -55,7 +55,7 @@ def test_the_calls_and_their_kinds(trace):
     assert (fr.loc[fr["file"] == "<built-in>", "kind"] == hs_mod.STDLIB).all()
     assert hs.placed and len(hs.calls) > 100 and (hs.calls["parent"] >= -1).all()
     # the calls into C are there too: `.item()` is a synchronising call by its name
-    from nsighttc.analysis.timeline.host_frames import _topics
+    from nsighttc.analysis.timeline.host_topics import topics as _topics
     item = fr["function"].str.contains("method item of").to_numpy()
     assert item.any() and (_topics(fr)[item] == "sync").all()
 

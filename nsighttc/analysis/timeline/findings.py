@@ -126,7 +126,7 @@ DATA_FIX = ("Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin
             "persistent_workers=True, prefetch_factor=4)`; move host preprocessing off the critical path "
             "(GPU transforms, or pre-processed data), and do not compute in numpy float16 on the CPU "
             "(it is emulated and slow): preprocess in float32 and cast on the GPU.")
-# What the host's stacks say it was doing (host_frames.TOPICS) -> (finding id, severity, what to do). "forward" and
+# What the host's stacks say it was doing (host_topics.TOPICS) -> (finding id, severity, what to do). "forward" and
 # "backward" are the model's Python launching kernels one by one: the launch-bound fix of the workload.
 TOPIC_FIX = {
     "data": ("gpu-starved-by-data-loading", "high", DATA_FIX),

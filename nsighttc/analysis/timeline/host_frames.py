@@ -5,7 +5,9 @@ an equal part of that scope's idle time. Samples are put down to a *site* and wh
 
 - the *trunk* is the chain of functions on the stack of nearly every idle sample (``TRUNK_SHARE``): the program's
   ``main``, a Trainer's ``_inner_training_loop``, Lightning's loops. It is the program, not a cause: a range that
-  spans the whole program is what the analysis named before, and nobody could act on it;
+  spans the whole program is what the analysis named before, and nobody could act on it. It never goes into a
+  function whose topic is a cause (``CAUSE_TOPICS``: a DataLoader's ``__next__``, an optimizer's ``step``), however
+  many samples sit there, so the site of the same work does not move with its share;
 - a sample's *site* is its frame in the trunk's last function, at its line (``for batch in epoch_iterator``,
   ``loss.item()``, ``self.optimizer.step()``); a sample that left the trunk earlier is sited at the last trunk
   function it was in;
@@ -19,15 +21,14 @@ since the sampler's previous tick, ``parse.host_samples.tick_spans``) is of the 
 idle time is an estimate stratified by those pairs, the numbers the causes (``idle.causes``) are made of, and its
 95% error comes from the samples' count in each pair (``share_error``); idle time no sample fell in stays with the
 causes the pieces give (launch gaps, ranges).
-Wrappers every call goes through (``PLUMBING``) and nsighttc's own frames are never sites.
+Wrappers every call goes through (``host_topics.PLUMBING``) and nsighttc's own frames are never sites.
 
-Each sample's stack also says what kind of work it was (``TOPICS``): data loading, an optimizer step, logging, a
-synchronising call on the program's line, the model's forward or backward. Findings take their fix from it.
+Each sample's stack also says what kind of work it was (``host_topics.TOPICS``): data loading, an optimizer step,
+logging, a synchronising call on the program's line, the model's forward or backward. Findings take their fix from it.
 All of it works on the distinct stacks (a few thousand), weighted by their samples: no loop over samples.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,41 +37,10 @@ import pandas as pd
 from ...parse.host_samples import LIBRARY, OWN, STDLIB, TOOL, HostSamples, sampler_cost_share
 from .. import intervals
 from . import idle
+from .host_topics import CAUSE_TOPICS, SYNC_SOURCE, plumbing as _plumbing, topics as _topics
 
 TRUNK_SHARE = 0.9   # a function on the stacks of this share of the idle samples is the program's loop, not a cause
 TOP_ROWS = 8        # rows the report shows (the JSON keeps TOP_ROWS * 2)
-
-# Wrappers every call passes through: never a site, never what a site "calls" (seen in stacks of torch 2.11 programs
-# sampled on the H100, reports/host_frames).
-PLUMBING = (
-    (re.compile(r"/torch/nn/modules/module\.py$"), re.compile(r"_wrapped_call_impl|_call_impl|inner$")),
-    (re.compile(r"/torch/utils/_contextlib\.py$"), re.compile(r".")),
-    (re.compile(r"/torch/_dynamo/eval_frame\.py$"), re.compile(r"_fn$|__call__$")),
-    (re.compile(r"/torch/optim/optimizer\.py$"), re.compile(r"wrapper$|_use_grad$|maybe_fallback$")),
-    (re.compile(r"/torch/autograd/profiler\.py$"), re.compile(r".")),
-    (re.compile(r"/(?:runpy|threading|contextlib|functools)\.py$"), re.compile(r".")),
-)
-
-# What a stack was doing, from its frames, innermost first: the first frame that matches decides. (file pattern,
-# function pattern, topic). Sources: stacks of wrappers/dataloader_bound.py, trainer_finetune.py and
-# lightning_module.py sampled on the H100 (reports/host_frames); logging and optimizer modules by their paths.
-TOPICS = (
-    # a recording's calls into C (torch.profiler with_stack names them `<built-in method item of Tensor object ...>`)
-    (r"<built-in>$", r"method (?:item|cpu|tolist|numpy) of|synchronize", "sync"),
-    (r"/torch/utils/data/|/torchvision/transforms/|/PIL/|/datasets/|/accelerate/data_loader\.py$|"
-     r"/lightning/pytorch/loops/fetchers\.py$|/lightning/pytorch/utilities/combined_loader\.py$", r"", "data"),
-    (r"/torch/optim/|/torch/amp/grad_scaler\.py$|/apex/optimizers/|/accelerate/optimizer\.py$", r"", "optimizer"),
-    (r"/logging/__init__\.py$|/torch/utils/tensorboard/|/tensorboardX/|/wandb/|/lightning/pytorch/loggers/|"
-     r"/lightning/pytorch/trainer/connectors/logger_connector/|/lightning/pytorch/callbacks/progress/|/tqdm/",
-     r"", "logging"),
-    (r"/torch/autograd/|/torch/_tensor\.py$", r"backward", "backward"),
-    # (before the rules on function names: a ModuleList's __getitem__ is the model's, not a dataset's)
-    (r"/torch/nn/|/transformers/models/|/timm/models/|/torchvision/models/", r"", "forward"),
-    (r"", r"collate|__getitem__|(?:^|\.)transform", "data"),
-    (r"", r"(?:^|\.)(?:_maybe_log_save_evaluate|log|_log\w*|log_\w+)$", "logging"),
-)
-# A program line that synchronises with the GPU when it runs (the C call below it shows no Python frame)
-SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist|numpy)\(\s*\)|\bsynchronize\(|\bprint\(|float\(\s*\w[\w.]*\s*\)")
 
 
 @dataclass
@@ -101,28 +71,6 @@ def sample_calls(hs: HostSamples, pieces: idle.Idle, scope: tuple[np.ndarray, np
     tid = next((int(x) for x in counts.index if int(x) in tids), int(counts.index[0]) if len(counts) else -1)
     hs.main_tid = tid
     return python_calls.stacks_at(hs, t, tid)
-
-
-def _plumbing(files: pd.Series, funcs: pd.Series) -> np.ndarray:
-    files = "/" + files  # paths torch.profiler cut at their sys.path entry (torch/nn/...) match as absolute ones do
-    out = np.zeros(len(files), dtype=bool)
-    for fp, fn in PLUMBING:
-        out |= files.str.contains(fp).to_numpy() & funcs.str.contains(fn).to_numpy()
-    return out
-
-
-def _topics(frames: pd.DataFrame) -> np.ndarray:
-    """Per frame, the topic its file or function says (or "")."""
-    out = np.full(len(frames), "", dtype=object)
-    files, funcs = "/" + frames["file"].astype(str), frames["function"].astype(str)
-    for fp, fn, topic in reversed(TOPICS):  # the first rule that matches wins
-        m = np.ones(len(frames), dtype=bool)
-        if fp:
-            m &= files.str.contains(fp).to_numpy()
-        if fn:
-            m &= funcs.str.contains(fn).to_numpy()
-        out[m] = topic
-    return out
 
 
 def attribute(hs: HostSamples, pieces: idle.Idle, tids: set[int] | None, scope: tuple[np.ndarray, np.ndarray]) \
@@ -157,6 +105,7 @@ def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame,
     eligible = (fr["kind"] != TOOL).to_numpy() & ~_plumbing(files, funcs)
     fn_id = pd.factorize(files + "\x00" + funcs)[0]
     frame_topic = _topics(fr)
+    cause_fn = set(np.unique(fn_id[np.isin(frame_topic, CAUSE_TOPICS)]).tolist())  # functions the trunk never enters
     own = (fr["kind"] == OWN).to_numpy()
     sources = fr["source"].fillna("").astype(str).to_numpy()
     weight = np.bincount(stack, minlength=len(hs.stacks)).astype("float64")
@@ -172,7 +121,7 @@ def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame,
             break
         w = pd.Series(weight[nxt.index.to_numpy()], index=nxt.to_numpy()).groupby(level=0).sum()
         best = int(w.idxmax())
-        if w.max() < TRUNK_SHARE * total:
+        if w.max() < TRUNK_SHARE * total or best in cause_fn:
             break
         trunk.append(best)
         live = [k for k in live if len(paths[k]) > d and fn_id[paths[k][d]] == best]

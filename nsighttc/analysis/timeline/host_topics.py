@@ -1,0 +1,74 @@
+"""What a host frame is: plumbing every call passes through (never a site), and the kind of work its stack was doing
+(a topic: data loading, an optimizer step, logging, a synchronising call, the model's forward or backward).
+
+``host_frames`` sites the host's idle samples with these rules; findings take their fix from the topic. The rule
+tables say where each rule was seen.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+# Wrappers every call passes through: never a site, never what a site "calls" (seen in stacks of torch 2.11 programs
+# sampled on the H100, reports/host_frames).
+PLUMBING = (
+    (re.compile(r"/torch/nn/modules/module\.py$"), re.compile(r"_wrapped_call_impl|_call_impl|inner$")),
+    (re.compile(r"/torch/utils/_contextlib\.py$"), re.compile(r".")),
+    (re.compile(r"/torch/_dynamo/eval_frame\.py$"), re.compile(r"_fn$|__call__$")),
+    (re.compile(r"/torch/optim/optimizer\.py$"), re.compile(r"wrapper$|_use_grad$|maybe_fallback$")),
+    (re.compile(r"/torch/autograd/profiler\.py$"), re.compile(r".")),
+    (re.compile(r"/(?:runpy|threading|contextlib|functools)\.py$"), re.compile(r".")),
+)
+
+# What a stack was doing, from its frames, innermost first: the first frame that matches decides. (file pattern,
+# function pattern, topic). Sources: stacks of wrappers/dataloader_bound.py, trainer_finetune.py and
+# lightning_module.py sampled on the H100 (reports/host_frames); logging and optimizer modules by their paths.
+TOPICS = (
+    # a recording's calls into C (torch.profiler with_stack names them `<built-in method item of Tensor object ...>`)
+    (r"<built-in>$", r"method (?:item|cpu|tolist|numpy) of|synchronize", "sync"),
+    (r"/torch/utils/data/|/torchvision/transforms/|/PIL/|/datasets/|/accelerate/data_loader\.py$|"
+     r"/lightning/pytorch/loops/fetchers\.py$|/lightning/pytorch/utilities/combined_loader\.py$", r"", "data"),
+    (r"/torch/optim/|/torch/amp/grad_scaler\.py$|/apex/optimizers/|/accelerate/optimizer\.py$", r"", "optimizer"),
+    (r"/logging/__init__\.py$|/torch/utils/tensorboard/|/tensorboardX/|/wandb/|/lightning/pytorch/loggers/|"
+     r"/lightning/pytorch/trainer/connectors/logger_connector/|/lightning/pytorch/callbacks/progress/|/tqdm/",
+     r"", "logging"),
+    (r"/torch/autograd/|/torch/_tensor\.py$", r"backward", "backward"),
+    # (before the rules on function names: a ModuleList's __getitem__ is the model's, not a dataset's)
+    (r"/torch/nn/|/transformers/models/|/timm/models/|/torchvision/models/", r"", "forward"),
+    (r"", r"collate|__getitem__|(?:^|\.)transform", "data"),
+    (r"", r"(?:^|\.)(?:_maybe_log_save_evaluate|log|_log\w*|log_\w+)$", "logging"),
+)
+# A program line that synchronises with the GPU when it runs (the C call below it shows no Python frame)
+SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist|numpy)\(\s*\)|\bsynchronize\(|\bprint\(|float\(\s*\w[\w.]*\s*\)")
+
+# Topics of functions the trunk never enters: where the work is the cause itself. An accumulation loop without
+# DataLoader workers (wrappers/grad_accum.py, H200, 2026-11-29) had 87-90% of its idle samples in the DataLoader, so
+# the trunk went into it in some runs and not in others, and one program's six runs named three sites for one cause
+# (`main` (grad_accum.py:74) → `__next__`; `fetch` (fetch.py:57) → `default_collate`; `__next__` → `_next_data`,
+# with a 3%-of-samples `__getitem__` as its program line).
+CAUSE_TOPICS = ("data", "optimizer", "logging", "sync")
+
+
+def plumbing(files: pd.Series, funcs: pd.Series) -> np.ndarray:
+    """Per frame, whether it is a wrapper every call passes through (``PLUMBING``)."""
+    files = "/" + files  # paths torch.profiler cut at their sys.path entry (torch/nn/...) match as absolute ones do
+    out = np.zeros(len(files), dtype=bool)
+    for fp, fn in PLUMBING:
+        out |= files.str.contains(fp).to_numpy() & funcs.str.contains(fn).to_numpy()
+    return out
+
+
+def topics(frames: pd.DataFrame) -> np.ndarray:
+    """Per frame, the topic its file or function says (or "")."""
+    out = np.full(len(frames), "", dtype=object)
+    files, funcs = "/" + frames["file"].astype(str), frames["function"].astype(str)
+    for fp, fn, topic in reversed(TOPICS):  # the first rule that matches wins
+        m = np.ones(len(frames), dtype=bool)
+        if fp:
+            m &= files.str.contains(fp).to_numpy()
+        if fn:
+            m &= funcs.str.contains(fn).to_numpy()
+        out[m] = topic
+    return out
