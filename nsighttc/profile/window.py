@@ -141,6 +141,22 @@ def summary(p: Pass) -> dict | None:
 
 
 AHEAD = 0.5  # warm-up steps timed under this share of the synchronised steps after the window: launch times only
+# An unrecorded step this many times the median is slow: the bar the recorded loop's slow steps are held to
+# (analysis.timeline.steps.slow.SLOW_FACTOR; a test keeps the two equal).
+UNRECORDED_SLOW = 1.5
+
+
+def _slow_after(durations_ms: list[float], median_ms: float) -> dict:
+    """The slow ones among one rank's steps timed after the window: how many, their time beyond the median, and the
+    time of all of them. A window of a dozen steps holds no periodic cost (a DataLoader restarting its workers every
+    epoch: Lightning's ResNet-18 on an H200, 2026-11-29, 182 and 195 ms steps among 62 of 20 ms after a 12-step
+    window), and the report would say nothing of it: these numbers let it say how much of the time it did not see."""
+    d = [float(x) for x in durations_ms]
+    slow = [x for x in d if x > UNRECORDED_SLOW * median_ms]
+    if not slow:
+        return {}
+    return {"slow_steps": len(slow), "slow_beyond_ms": round(sum(x - median_ms for x in slow), 4),
+            "after_ms": round(sum(d), 4), "slow_max_ms": round(max(slow), 4)}
 
 
 def unrecorded_steps(events: list[dict]) -> dict | None:
@@ -174,6 +190,8 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
                        "times were under half the synchronised steps')")
     if decode:
         out["decode_median_ms"] = round(statistics.median(decode), 4)
+    else:  # (one rank's: a job's ranks time the same steps in lock-step)
+        out.update(_slow_after(e["durations_ms"], out["median_ms"]))
     return out
 
 
@@ -224,7 +242,10 @@ def unrecorded_speed(verdict, done: list[Pass]) -> bool:
                              **({"tokens_per_s": round(float(inf["tokens_per_s"]) * slow, 2)}
                                 if inf.get("tokens_per_s") else {})}
     st["unrecorded"] = {"median_ns": unrec, "steps": u["steps"], "recording_slowdown": round(recorded / unrec, 3),
-                        "when": u["when"], "how": u["how"]}  # when: the steps timed "after" the window or "before" it
+                        "when": u["when"], "how": u["how"],  # when: the steps timed "after" the window or "before" it
+                        **({"slow_steps": u["slow_steps"], "slow_beyond_ns": u["slow_beyond_ms"] * 1e6,
+                            "slow_max_ns": u["slow_max_ms"] * 1e6, "after_ns": u["after_ms"] * 1e6,
+                            "slow_factor": UNRECORDED_SLOW} if u.get("slow_steps") else {})}
     return True
 
 

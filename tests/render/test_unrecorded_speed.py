@@ -155,3 +155,44 @@ def test_a_loop_whose_host_runs_ahead_is_shown_and_costed_at_the_gpus_step(run, 
     assert u["recording_slowdown"] == pytest.approx(recorded_ms / unrecorded_ms, rel=1e-3) and u["recording_slowdown"] > 1
     line = startup_line(tl)
     assert f"steady steps of {recorded_ms:.3g} ms as the GPU finished them (the host started one every" in line
+
+
+def test_slow_steps_timed_after_a_short_window_are_said_with_the_time_the_window_did_not_see():
+    """Lightning's ResNet-18 (`../shared/programs/lit_cifar.py`: 32 steps an epoch, DataLoader workers restarted each
+    epoch), four cached runs on an H200 (2026-11-29, their launchers' window events): a 12-step window, then 62 steps
+    timed unrecorded, two of them epoch boundaries of 118-195 ms among steps of 13-20 ms. The recorded window held
+    none; the report now says how much time the steps after it spent beyond their median."""
+    from types import SimpleNamespace
+    from nsighttc import analyze
+    from nsighttc.analysis.timeline.steps.slow import SLOW_FACTOR
+    from nsighttc.profile import window as window_mod
+    from nsighttc.runtime.window import read_events
+    assert window_mod.UNRECORDED_SLOW == SLOW_FACTOR  # (one bar for a slow step, recorded or not)
+    runs: dict[str, list[str]] = {}
+    for line in fixture_open(Path(__file__).resolve().parents[1] / "fixtures" / "window" /
+                             "lit_cifar_cached_events.log.gz").read().decode().splitlines():
+        if line.startswith("# run "):
+            runs[line.split()[-1]] = []
+        else:
+            runs[list(runs)[-1]].append(line)
+    assert len(runs) == 4
+    tl = analyze([Path(__file__).resolve().parents[1] / "fixtures" / "host_frames" / "lightning" /
+                  "torch_trace.json.xz"]).timeline
+    for name, lines in runs.items():
+        events = read_events(lines)
+        after = next(e for e in events if e["event"] == "unrecorded")["durations_ms"]
+        u = window_mod.unrecorded_steps(events)
+        boundaries = [x for x in after if x > 5 * u["median_ms"]]
+        assert len(boundaries) == 2, (name, sorted(after)[-4:])
+        assert u["slow_steps"] >= 2 and u["slow_max_ms"] == max(after)
+        assert u["slow_beyond_ms"] >= sum(boundaries) - 2 * u["median_ms"] and u["after_ms"] == pytest.approx(sum(after))
+        assert u["slow_beyond_ms"] / u["after_ms"] > 0.1, name  # a tenth of the time after the window and more
+        tl["steps"].pop("unrecorded", None)
+        assert window_mod.unrecorded_speed(SimpleNamespace(timeline=tl), [SimpleNamespace(mode="timeline",
+                                                                                          window_events=events)])
+        line = startup_line(tl)
+        assert f"; {u['slow_steps']} of those after it over 1.5x their median (up to " in line, line
+        assert "which no recorded step shows" in line
+    # steps with none slow after the window (the DDP job's): no such words
+    quiet = [{"event": "unrecorded", "phase": "nsighttc.step", "durations_ms": after[:10]}]
+    assert "slow_steps" not in window_mod.unrecorded_steps(quiet)

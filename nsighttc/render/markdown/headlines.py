@@ -147,6 +147,18 @@ SOURCE_OF_STEPS = {"explicit": "the program's step ranges", "hook": "nsighttc's 
                    "graph-replay": "the program's CUDA graph replays"}
 
 
+def _unrecorded_slow_words(u: dict) -> str:
+    """'; 4 of those after it over 1.5x their median (up to 195 ms): 359 ms beyond it, 22% of their 1.62 s, which no
+    recorded step shows': time the verdict's window did not see, said where it was timed (``profile.window``)."""
+    if not u.get("slow_steps") or not u.get("after_ns"):
+        return ""
+    n = u["slow_steps"]
+    return (f"; {n} of those after it over {u.get('slow_factor', 1.5):g}x their median (up to "
+            f"{ns(u['slow_max_ns'])}): {_seconds(u['slow_beyond_ns'])} beyond it, "
+            f"{pct(u['slow_beyond_ns'] / u['after_ns'], 0)} of their {_seconds(u['after_ns'])}, which no recorded "
+            "step shows")
+
+
 def startup_line(tl: dict) -> str | None:
     """'Start-up 18.2 s (torch.compile 9.1 s), then 40 steps of 15.1 ms (steps from nsighttc's hooks; 2 warm-up
     steps left out)': what the steady-state verdict leaves out, and where the steps came from."""
@@ -163,7 +175,7 @@ def startup_line(tl: dict) -> str | None:
     u = steps.get("unrecorded")
     speed = (f" recorded, {ns(u['median_ns'])} unrecorded ({recording_cost_words(u['recording_slowdown'])}, "
              f"{u['steps']} steps timed {u.get('when') or 'after'} "
-             "the window)") if u else ""
+             f"the window{_unrecorded_slow_words(u)})") if u else ""
     step, gpu = typical_step(steps)
     ahead = f" as the GPU finished them (the host started one every {ns(steps.get('median_iteration_ns'))})" \
         if gpu else ""
