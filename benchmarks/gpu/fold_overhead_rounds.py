@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tarfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_profile_overhead import ROOT, write_rows  # noqa: E402 - (the summary's own writer, beside this script)
+
 REPORTS = ROOT / "reports" / "profile_overhead"
 
 
@@ -68,8 +71,8 @@ def main() -> int:
                 summary = [x for x in summary if x["program"] != prog] + [r]
             print(f"{prog}: first {r['ratio']}x, cached {r['ratio_warm']}x; verdicts first "
                   f"{[x['timeline_verdict'] for x in each[0::2]]}, cached {[x['timeline_verdict'] for x in each[1::2]]}")
-    for path, rows_ in ((rounds_path, rounds), (summary_path, summary)):  # one row a line, as the files are kept
-        path.write_text("[\n" + ",\n".join(json.dumps(x, separators=(",", ":")) for x in rows_) + "\n]\n")
+    write_rows(rounds_path, rounds)
+    write_rows(summary_path, summary)
     return 0
 
 

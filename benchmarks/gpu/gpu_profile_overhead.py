@@ -137,6 +137,12 @@ def latest_phases(runs: Path) -> dict | None:
     return phases
 
 
+def write_rows(path: Path, rows: list[dict]) -> None:
+    """A JSON list written one entry per line (compact: the repository's files stay small, and a diff still shows a
+    program per line): ``summary.json`` here, and ``rounds.json`` by ``fold_overhead_rounds.py``."""
+    path.write_text("[\n" + ",\n".join(json.dumps(e, separators=(",", ":")) for e in rows) + "\n]\n")
+
+
 def latest_verdict(runs: Path) -> dict | None:
     dirs = sorted((d for d in runs.iterdir() if (d / "verdict.json").exists()), key=lambda d: d.stat().st_mtime) \
         if runs.exists() else []
@@ -255,8 +261,7 @@ def main() -> int:
         entry["has_timeline"] = bool(cold_doc and cold_doc.get("timeline"))
         entry["tc_evidence"] = cold_doc["tensor_cores"]["evidence"] if cold_doc else None
         summary = [e for e in summary if e["program"] != name] + [entry]
-        # one entry per line (compact: the repository's files stay small, and a diff still shows a program per line)
-        summary_path.write_text("[\n" + ",\n".join(json.dumps(e, separators=(",", ":")) for e in summary) + "\n]\n")
+        write_rows(summary_path, summary)
         print(json.dumps({k: entry[k] for k in ("program", "plain_s", "default_s", "ratio", "warm_s", "ratio_warm")}))
     return 0
 
