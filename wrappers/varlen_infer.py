@@ -5,7 +5,8 @@ requests padded to the longest request of each batch (lengths 16-256), one model
 Each new sequence length is a new input shape: the attention backend builds its plan per shape (cuDNN's SDPA on
 Hopper), so the first batches at each length cost far more than the rest, and with lengths drawn at random most
 batches are new for a long while. ``--bucket`` pads every batch to the first of 64/128/256 that holds it: three shapes.
-No nsighttc marks. Prints requests/s.
+``--attention efficient`` keeps every length but runs attention on PyTorch's memory-efficient kernels (no plan per
+shape); ``math``: PyTorch's unfused attention. No nsighttc marks. Prints requests/s.
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ def main() -> None:
     ap.add_argument("--min-len", type=int, default=16)
     ap.add_argument("--max-len", type=int, default=256)
     ap.add_argument("--bucket", action="store_true", help="pad each batch to 64, 128 or 256 tokens")
+    ap.add_argument("--attention", choices=["default", "efficient", "math"], default="default",
+                    help="the attention backend (default: PyTorch's choice, cuDNN's on Hopper)")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda where there is one")
     a = ap.parse_args()
@@ -43,8 +46,14 @@ def main() -> None:
     # each request a list of token ids (their values do not matter here: only the lengths shape the work)
     batches = [[[101] * rnd.randint(a.min_len, a.max_len) for _ in range(a.batch)] for _ in range(a.batches)]
     served = 0
+    import contextlib
+    backend = contextlib.nullcontext()
+    if a.attention != "default":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        chosen = {"efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}[a.attention]
+        backend = sdpa_kernel([chosen] + ([SDPBackend.MATH] if dev.type == "cpu" else []))  # (no fused CPU kernel)
     t0 = time.perf_counter()
-    with torch.inference_mode():
+    with torch.inference_mode(), backend:
         for batch in batches:
             n = max(len(r) for r in batch)  # padded to the batch's longest request
             if a.bucket:
@@ -58,7 +67,8 @@ def main() -> None:
             served += len(batch)
     dt = time.perf_counter() - t0
     print(f"{served / dt:.1f} requests/s over {served} requests ({'buckets' if a.bucket else 'padded to each batch'}, "
-          f"{len({max(map(len, b)) for b in batches})} batch lengths); last {pooled:.3f}", flush=True)
+          f"{len({max(map(len, b)) for b in batches})} batch lengths, attention {a.attention}); last {pooled:.3f}",
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,16 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
-# graph: the graph-replay loop plain, first run, plain, cached run
+# graph: the graph-replay loop plain, first run, plain, cached run; truth: the variable-length loop plain and bucketed
+# in three alternating rounds (the speed-up bucketing measures, each round's pair on the same host state); attention:
+# it plain, bucketed and on the memory-efficient attention backend twice, then profiled first and cached; static: a
+# generate() loop with a static cache (its decoding step replayed as CUDA graphs) plain, under nsys and torch.profiler
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -70,6 +73,41 @@ if [ "$PART" = graph ]; then  # the graph-replay loop only: plain, first, plain,
   profile graph_first 240 -- $G --steps 2000
   plain graph_replay_2 $G --steps 2000
   profile graph_cached 240 -- $G --steps 2000
+fi
+
+if [ "$PART" = truth ]; then
+  for i in 1 2 3; do plain "varlen_$i" $V; plain "varlen_bucket_$i" $V --bucket; done
+fi
+
+if [ "$PART" = attention ]; then  # the variable-length loop: padding, bucketing and another attention backend, then
+  # nsighttc's first and cached runs (the op that paid: the host's pauses before a kernel)
+  for i in 1 2; do
+    plain "varlen_$i" $V; plain "varlen_bucket_$i" $V --bucket; plain "varlen_efficient_$i" $V --attention efficient
+  done
+  CUDA_CACHE_DISABLE=1 plain varlen_nojitcache $V  # (the driver's JIT cache off: what a fresh machine's first run meets?)
+  profile varlen_first 300 -- $V
+  profile varlen_cached 300 -- $V
+fi
+
+if [ "$PART" = static ]; then  # generate() replaying its decoding step as CUDA graphs: plain, then recorded by hand
+  L="wrappers/llm_generate.py --requests 3 --warmup 1 --new-tokens 24 --prompt 128 --layers 4 --cache static"
+  plain llm_static python3 $L
+  timeout 240 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none --cuda-graph-trace=node -f true \
+    -o "$W/static.nsys" python3 $L > "$W/static.nsys.log" 2>&1 && nsys export --type sqlite -f true \
+    -o "$W/static.nsys.sqlite" "$W/static.nsys.nsys-rep" >> "$W/static.nsys.log" 2>&1
+  echo "nsys static: rc=$? | $(grep '"wrapper"' "$W/static.nsys.log" | head -1)" >> "$S"
+  timeout 240 python3 $L --trace "$W/static.torch.json" > "$W/static.torch.log" 2>&1
+  echo "torch.profiler static (the program's own --trace): rc=$? | $(grep '"wrapper"' "$W/static.torch.log" | head -1)" >> "$S"
+  for f in "$W/static.nsys.sqlite" "$W/static.torch.json"; do
+    [ -f "$f" ] && { timeout 120 python3 -m nsighttc analyze "$f" --format json -o "$W/fix/$(basename "$f").verdict.json" -q
+      python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}; s=t.get('steps') or {}; i=t.get('inference') or {}
+print('  ', sys.argv[1].rsplit('/',1)[-1], s.get('count'), s.get('name'), t.get('verdict'))
+print('   inference:', {k: i.get(k) for k in ('requests', 'requests_recorded', 'model_calls', 'ttft_ns', 'tpot_ns', 'request_source')})
+print('   calls:', {p: (i.get(p) or {}).get('calls') for p in ('prefill', 'decode')})" "$W/fix/$(basename "$f").verdict.json"; } >> "$S" 2>&1
+  done
+  [ -f "$W/static.nsys.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/static.nsys.sqlite" \
+    "$W/fix/llm_static_h200_nsys.sqlite.xz" >> "$S" 2>&1
 fi
 
 if [ "$PART" = record ]; then

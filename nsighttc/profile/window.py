@@ -141,6 +141,11 @@ def summary(p: Pass) -> dict | None:
 
 
 AHEAD = 0.5  # warm-up steps timed under this share of the synchronised steps after the window: launch times only
+# A synchronised stretch after the window whose host times covered under this share of its span: the host ran ahead of
+# the GPU, and each scaled step is a launch time stretched, not a step. Its steps' time is their span over their count
+# (the graph-replaying loop on an H200, 2026-11-29: host times 585-752 us a replay; the median of the scaled times 977
+# us and one "slow" step of 3.58 ms, their mean 1.12 ms, the plain run's 1.120 ms; reports/steps_time/graph_ahead).
+HOST_AHEAD_SHARE = 0.8
 # An unrecorded step this many times the median is slow: the bar the recorded loop's slow steps are held to
 # (analysis.timeline.steps.slow.SLOW_FACTOR; a test keeps the two equal).
 UNRECORDED_SLOW = 1.5
@@ -159,9 +164,26 @@ def _slow_after(durations_ms: list[float], median_ms: float) -> dict:
             "after_ms": round(sum(d), 4), "slow_max_ms": round(max(slow), 4)}
 
 
-def unrecorded_steps(events: list[dict]) -> dict | None:
+def _host_ahead(ranks: list[dict], recorded_ahead: bool) -> bool:
+    """Whether the steps timed after the window were the host's launches rather than the GPU's steps: synchronised
+    on every rank, and each rank's host times under ``HOST_AHEAD_SHARE`` of its span (``host_share``; events without
+    it: where the recorded steps' host ran ahead of the GPU, ``recorded_ahead``)."""
+    if not ranks or not all(r.get("synced") for r in ranks):
+        return False
+    shares = [r.get("host_share") for r in ranks]
+    if all(x is not None for x in shares):
+        return all(float(x) < HOST_AHEAD_SHARE for x in shares)
+    return recorded_ahead
+
+
+def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
+                     known_under_ms: float | None = None) -> dict | None:
     """The steps the program ran after its window with the recording stopped (``runtime.window``'s ``unrecorded``
-    event): how many, their median, and a generation loop's decode calls' median apart."""
+    event): how many, their median, and a generation loop's decode calls' median apart. Where the host ran ahead of
+    the GPU in them (``_host_ahead``; ``recorded_ahead``: the recorded steps' host did) their time is their mean: the
+    synchronised span over the steps, no step's own time said. ``known_under_ms``: a loop of changing input shapes
+    (its recorded slow steps are its new shapes): only the steps under it count, the steps at shapes already seen
+    (a new shape's cost is no recording's)."""
     import statistics
     e = next((e for e in events if e.get("event") == "unrecorded" and e.get("durations_ms")), None)
     if e is None:
@@ -180,17 +202,35 @@ def unrecorded_steps(events: list[dict]) -> dict | None:
     ahead = bool(before) and all(r.get("synced") for r in ranks) and \
         statistics.median(before) < AHEAD * statistics.median(d)
     before = [] if ahead else before
+    known = None
+    if known_under_ms is not None and not decode:
+        kept, kept_before = [x for x in d if x <= known_under_ms], [x for x in before if x <= known_under_ms]
+        if not kept and not kept_before:
+            return None  # (every unrecorded step met a new shape: nothing to compare the recorded steps with)
+        known = (len(kept) + len(kept_before), len(d) + len(before))
+        d, before = (kept, kept_before) if kept else (kept_before, [])
+    launches = not decode and _host_ahead(ranks, recorded_ahead)
+    mid = statistics.fmean(d) if launches else statistics.median(d + before)
     out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]) + len(before) // max(1, len(ranks)),
-           "median_ms": round(statistics.median(d + before), 4), "when": "before and after" if before else "after",
+           "median_ms": round(mid, 4), "when": "before and after" if before else "after",
            "how": ("the warm-up's last steps before the window and the steps after it, unrecorded, this run"
                    if before else "steps the program ran after its window with the recording stopped, this run")
                   + (f", {len(ranks)} ranks" if len(ranks) > 1 else "")}
     if ahead:
         out["how"] += ("; the warm-up's unrecorded steps left out: the host ran ahead of the GPU there (their host "
                        "times were under half the synchronised steps')")
+    if known is not None:
+        out["how"] += (f"; the {known[0]} of those {known[1]} steps at shapes already seen (the others met new input "
+                       "shapes, whose cost is the program's, not the recording's)")
+        out["steps"] = known[0] // max(1, len(ranks))
+    if launches:
+        out["how"] += ("; the host ran ahead of the GPU in them, so their time is their span between two device "
+                       "synchronisations over their count")
+        out["span_mean"] = True
     if decode:
         out["decode_median_ms"] = round(statistics.median(decode), 4)
-    else:  # (one rank's: a job's ranks time the same steps in lock-step)
+    elif not launches and known is None:  # (one rank's: a job's ranks time the same steps in lock-step; no step's
+        # own time where the host ran ahead (its scaled launch times), nor slow ones among a new shape's steps)
         out.update(_slow_after(e["durations_ms"], out["median_ms"]))
     return out
 
@@ -228,11 +268,15 @@ def unrecorded_speed(verdict, done: list[Pass]) -> bool:
     p = next((p for p in done if p.mode == "timeline"), None)
     if not tl or p is None or not (tl.get("steps") or {}).get("median_iteration_ns"):
         return False
-    u = unrecorded_steps(p.window_events or [])
+    st = tl["steps"]
+    recorded, ahead = typical_step(st)  # (the GPU's step where the host ran ahead of it: ``step_time``)
+    churn = st.get("shape_churn") or {}
+    if churn.get("base_ns"):  # a loop of changing shapes: its step at a known shape against the unrecorded ones'
+        recorded = float(churn["base_ns"])
+    u = unrecorded_steps(p.window_events or [], recorded_ahead=ahead,
+                         known_under_ms=UNRECORDED_SLOW * recorded / 1e6 if churn.get("base_ns") else None)
     if not u:
         return False
-    st = tl["steps"]
-    recorded = typical_step(st)[0]  # (the GPU's step where the host ran ahead of it: ``step_time``)
     unrec = u["median_ms"] * 1e6
     inf = tl.get("inference") or {}
     if inf and u.get("decode_median_ms") and inf.get("tpot_ns"):
@@ -243,6 +287,8 @@ def unrecorded_speed(verdict, done: list[Pass]) -> bool:
                                 if inf.get("tokens_per_s") else {})}
     st["unrecorded"] = {"median_ns": unrec, "steps": u["steps"], "recording_slowdown": round(recorded / unrec, 3),
                         "when": u["when"], "how": u["how"],  # when: the steps timed "after" the window or "before" it
+                        **({"known_shape_ns": recorded} if churn.get("base_ns") else {}),  # (the recorded step so
+                        # compared: at a shape seen before)
                         **({"slow_steps": u["slow_steps"], "slow_beyond_ns": u["slow_beyond_ms"] * 1e6,
                             "slow_max_ns": u["slow_max_ms"] * 1e6, "after_ns": u["after_ms"] * 1e6,
                             "slow_factor": UNRECORDED_SLOW} if u.get("slow_steps") else {})}

@@ -30,6 +30,8 @@ from __future__ import annotations
 # its step boundaries came 61.6 us apart while each replay took 1.13 ms on the GPU (H200, wrappers/graph_replay.py:
 # "the recording's slowdown 13.72x", reports/steps_time graph). So the stretch after the window is timed between two
 # device synchronisations (``synced``): its steps' host times are scaled to the synchronised span, once, at its end.
+# Scaled, they are still launch times where the host ran ahead: only their sum is the GPU's (``host_share``, the host's
+# times over the span, tells; ``profile.window.unrecorded_steps`` then takes the span over the steps).
 UNRECORDED_STEPS = 24
 UNRECORDED_MIN = 2
 UNRECORDED_MAX_S = 1.0
@@ -59,6 +61,7 @@ class AfterWindow:
         self.sync, self.clock = sync, clock  # the device's synchronisation and the clock (``synced``)
         self.synced_from: float | None = None
         self.synced: bool = False
+        self.host_share: float | None = None  # the counted steps' host times over the synchronised span
 
     def step(self, now: float, took: float | None, next_kind: str | None) -> bool:
         """A step of the phase ended at ``now`` (``took``: its own time where known): True once enough are timed."""
@@ -92,7 +95,7 @@ class AfterWindow:
         host = sum(self.durations[1:])
         if host > 0 and span > 0:
             self.durations[1:] = [d * span / host for d in self.durations[1:]]
-            self.synced = True
+            self.synced, self.host_share = True, host / span
 
     def event(self, recorder: str) -> dict | None:
         """The ``unrecorded`` event (what the profile run reads: ``profile.window.unrecorded_steps``), None before
@@ -104,6 +107,7 @@ class AfterWindow:
                "skipped_ms": round(self.durations[0] * 1e3, 3)}
         if self.synced:
             doc["synced"] = True
+            doc["host_share"] = round(self.host_share, 4)  # (under 1: the host ran ahead, ``profile.window``)
         if any(self.kinds[1:]):
             doc["kinds"] = self.kinds[1:]
         return doc

@@ -141,3 +141,37 @@ def test_no_kernel_of_a_generate_loop_is_taken_for_an_optimizer_s():
     assert len(lambdas) > 10 and not any(period.OPTIMIZER_KERNEL.search(n) for n in names)
     multi = nsighttc.analyze(["tests/fixtures/multi_phase_torch.json.xz"]).launches["name"].astype(str).unique()
     assert any(period.OPTIMIZER_KERNEL.search(n) for n in multi)  # torch's foreach optimizer kernels still are
+
+
+STATIC, NESTED = FIX + "llm_static_graphs_nsys.sqlite.xz", FIX + "llm_nested_hook_marks_nsys.sqlite.xz"
+
+
+def test_a_loop_replaying_its_decoding_step_as_a_cuda_graph_has_its_requests(tmp_path):
+    """transformers' static KV cache under torch.compile (a plain nsys run, 4 requests of 24 calls): every decode
+    call is a graph replay and the sampling launched after it, each request's prompt runs eagerly between two
+    replays. The steps are the replays; the requests, TTFT and TPOT came from none of it before (91 steps, no
+    requests). The first request's first decode call ran before any replay (the graph's capture), so its request is
+    not in the replayed loop: three requests, every one of its calls found."""
+    truth = _truth(_kernels_nsys(STATIC, tmp_path))
+    assert truth["requests"] == 4 and truth["calls"] == 96
+    tl = nsighttc.analyze([STATIC]).to_json()["timeline"]
+    inf = tl["inference"]
+    assert tl["steps"]["name"] == "CUDA graph replays" and inf["found_by"] == generation.FOUND_BY
+    assert inf["requests_recorded"] == inf["requests"] == truth["requests"] - 1
+    assert inf["prefill"]["calls"] == 3 and inf["decode"]["calls"] == 3 * (truth["calls"] // truth["requests"] - 1)
+    assert abs(inf["tpot_ns"] / np.median(truth["spacing"][1:]) - 1) < 0.05
+    assert inf["prefill"]["gpu_ns_per_call"] > inf["decode"]["gpu_ns_per_call"] and inf["ttft_ns"] > inf["tpot_ns"]
+
+
+def test_model_calls_without_prefill_and_decode_marks_are_split_from_their_kernels(tmp_path):
+    """A recording whose only marks are model calls named like the hooks' (an earlier nsighttc's, or a program's own
+    NVTX ranges so named: 96 calls, dynamic KV cache): each step is one call, and its prompt call is found by the
+    same rule as a kernel period's. Before, 96 model calls and no requests."""
+    truth = _truth(_kernels_nsys(NESTED, tmp_path))
+    tl = nsighttc.analyze([NESTED]).to_json()["timeline"]
+    inf = tl["inference"]
+    assert tl["steps"]["name"] == "model calls" and inf["model_calls"] == truth["calls"] == tl["steps"]["count"]
+    assert inf["requests_recorded"] == truth["requests"] and inf["prefill"]["calls"] + 1 == truth["requests"]
+    # the first request ran every call ~8x slower (each new KV length a new shape): warm-up, as in the plain run
+    assert truth["spacing"][0] > 5 * np.median(truth["spacing"][1:]) and inf["requests"] == truth["requests"] - 1
+    assert abs(inf["tpot_ns"] / np.median(truth["spacing"][1:]) - 1) < 0.05

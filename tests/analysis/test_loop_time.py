@@ -196,3 +196,38 @@ def test_steps_a_host_ran_ahead_of_are_accounted_on_the_gpus_clock():
     host_only = slow.split({**fam, "median_effective_ns": host * 1.05}, 0.0, float(done[-1]) + 1e6)
     assert "clock" not in host_only and {p["part"]: p["ns"] for p in host_only["parts"]}[
         "GPU after the host's last step"] > 0  # (a host that waits for the GPU: as before)
+
+
+@pytest.mark.parametrize("name", ["varlen_infer_torch.json.xz", "varlen_infer_nsys.sqlite.xz"])
+def test_the_op_that_paid_for_the_new_shapes_is_the_one_the_host_paused_before(name):
+    """The steps at new lengths first launched new GEMM tiles (`nvjet`), but the time went elsewhere: a plain
+    torch.profiler recording of this program showed `aten::_cudnn_attention_forward` taking 50-107 ms at each new
+    length (median 105 us), cuDNN building its attention plan. From the launch times alone (both recording kinds),
+    the host's pauses before cuDNN's attention kernel hold most of the new shapes' cost; the headline names it, and
+    the fix offers an attention backend with no plan per shape beside padding."""
+    doc = nsighttc.analyze([FIX / name]).to_json()
+    tl = doc["timeline"]
+    churn = next(f for f in tl["step_families"] if f.get("shape_churn"))["shape_churn"]
+    paid = churn["paid_before"]
+    assert "sdpa" in paid[0]["name"] and paid[0]["ns"] > 0.8 * churn["new_shape_excess_ns"], paid
+    assert all(p["ns"] < 0.05 * churn["new_shape_excess_ns"] for p in paid[1:])  # (the GEMMs' new tiles: cheap)
+    assert paid[0]["launches"] >= churn["new_shape_steps"]  # (one attention a layer: a pause at each new shape)
+    assert "the host's pauses before `cudnn_generated_fort_native_sdpa" in tl["headline_cause"]
+    assert "cuDNN's attention" in tl["headline_cause"]
+    first = doc["findings"][0]
+    assert first["id"] == "shape-churn" and "SDPBackend.EFFICIENT_ATTENTION" in first["advice"]
+    assert "builds a plan for each new shape" in first["evidence"]
+
+
+def test_a_live_run_of_the_loop_named_the_op_on_the_gpu_machine():
+    """`nsighttc profile wrappers/varlen_infer.py`, cached run on the H200 (reports/steps_time/shape_costs): the
+    launcher's hooks made the steps (model calls), the launch times the op: 92% of the new shapes' cost was the
+    host's pause before cuDNN's attention kernel. The first run's report said 97% (its report.md.gz there)."""
+    d = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "shape_costs"
+    tl = json.loads(gzip.decompress((d / "varlen_cached_verdict.json.gz").read_bytes()))["timeline"]
+    churn = tl["steps"]["shape_churn"]
+    assert tl["steps"]["source"] == "hook" and "sdpa" in churn["paid_before"][0]["name"]
+    assert churn["paid_before"][0]["ns"] > 0.8 * churn["new_shape_excess_ns"]
+    assert tl["headline_cause"].startswith("new input shapes") and "cuDNN's attention" in tl["headline_cause"]
+    first = gzip.decompress((d / "varlen_first_report.md.gz").read_bytes()).decode()
+    assert "of it the host's pauses before `cudnn_generated_fort_native_sdpa" in first

@@ -216,10 +216,12 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
 def shape_churn_words(acc: dict) -> str:
     """The headline's cause for a loop of changing input shapes (``steps.slow``)."""
     from ...durations import duration
+    from .steps import shape_costs
     per = acc["new_shape_excess_ns"] / max(acc["new_shape_steps"], 1)
     return (f"new input shapes ({acc['new_shape_steps']} of {acc['steps']} steady steps at a shape not seen before, "
             f"{duration(per)} beyond a step at a known shape ({duration(acc['base_ns'])}) each: "
-            f"{100 * acc['new_shape_excess_ns'] / acc['loop_ns']:.0f}% of the loop's time)")
+            f"{100 * acc['new_shape_excess_ns'] / acc['loop_ns']:.0f}% of the loop's time"
+            f"{shape_costs.headline_words(acc)})")
 
 
 def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.ndarray) -> None:
@@ -229,8 +231,9 @@ def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.nd
     if not fams:
         return
     first = slow_mod.first_seen(launches, launch_start)
+    order = slow_mod.launch_order(launches, launch_start)
     for f in fams:
-        acc = slow_mod.account(f, first)
+        acc = slow_mod.account(f, first, order)
         if acc is None:
             continue
         f["time_accounting"] = acc

@@ -13,6 +13,7 @@ from .base import TimelineResult
 from . import in_use as in_use_mod
 from .idle import frame_words
 from .idle.causes import top_host_row
+from .steps import shape_costs
 from .steps.steady import BEFORE_WINDOW
 
 FINDING_SHARE = 0.2  # a cause (or a host-frames row) holding this share of a scope's idle time gets a finding
@@ -79,8 +80,8 @@ def shape_churn_finding(f: dict) -> Finding | None:
         f"a step at a known shape ({duration(acc['base_ns'])}; the median step {duration(acc['median_ns'])}): "
         f"{duration(acc['new_shape_excess_ns'])} of the loop's {duration(acc['loop_ns'])} (its mean step "
         f"{duration(acc['mean_ns'])}); the host prepares each new shape "
-        "(a cuDNN/cuBLAS plan, autotuning, a recompilation) while the GPU idles",
-        SHAPE_FIX, acc["new_shape_excess_ns"], kernels, per_step_ns=None)
+        "(a cuDNN/cuBLAS plan, autotuning, a recompilation) while the GPU idles" + shape_costs.evidence_words(acc),
+        SHAPE_FIX + shape_costs.fix_words(acc), acc["new_shape_excess_ns"], kernels, per_step_ns=None)
 
 
 def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, shapes_change: bool = False) -> str:

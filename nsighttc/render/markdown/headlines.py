@@ -173,8 +173,10 @@ def startup_line(tl: dict) -> str | None:
             if steps.get("warmup_steps") else "")
     src = SOURCE_OF_STEPS.get(steps.get("source"), steps.get("source") or "")
     u = steps.get("unrecorded")
-    speed = (f" recorded, {ns(u['median_ns'])} unrecorded ({recording_cost_words(u['recording_slowdown'])}, "
-             f"{u['steps']} steps timed {u.get('when') or 'after'} "
+    known = (f" ({ns(u['known_shape_ns'])} at a shape seen before)", " at one") \
+        if u and u.get("known_shape_ns") else ("", "")
+    speed = (f" recorded{known[0]}, {ns(u['median_ns'])} unrecorded{known[1]} "
+             f"({recording_cost_words(u['recording_slowdown'])}, {u['steps']} steps timed {u.get('when') or 'after'} "
              f"the window{_unrecorded_slow_words(u)})") if u else ""
     step, gpu = typical_step(steps)
     ahead = f" as the GPU finished them (the host started one every {ns(steps.get('median_iteration_ns'))})" \

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .... import labels
-from ....record_format import COMPILE, WINDOW
+from ....record_format import COMPILE, DECODE, PREFILL, WINDOW
 from ... import intervals, name_rules
 from ..base import Thresholds, classify
 from . import find as find_mod, generation, period, steady
@@ -34,30 +34,63 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     replays = find_mod.graph_replays(api, GRAPH_LAUNCH_CALLS) if api is not None else []
     sets = find_mod.hooks(marks)
     if sets:
-        return find_mod.with_graph_replays(sets, replays)
+        sets = find_mod.with_graph_replays(sets, replays)
+        # the hooks labelled the calls (a live run): they saw a generation loop's cache or knew it was none (a
+        # variable-length loop's calls are "prefill" each, its new shapes other tiles and heavier: no requests)
+        return sets if marks["name"].isin([DECODE, PREFILL]).any() else _with_calls(sets, launches, launch_start)
     ok = ~np.isnan(launch_start)
     first_launch = float(launch_start[ok].min()) if ok.any() else np.inf
     sets = find_mod.profiler_ops(ranges, first_launch)
     if sets:
-        return find_mod.with_graph_replays(sets, replays)
-    kernel_sets = _from_kernels(launches, launch_start)
-    return replays + find_mod.outside(kernel_sets, replays) if replays else kernel_sets
+        return _with_calls(find_mod.with_graph_replays(sets, replays), launches, launch_start)
+    if replays:
+        order = _LaunchOrder.of(launches, launch_start)
+        return _with_calls(replays + find_mod.outside(_from_kernels(order), replays), launches, launch_start, order)
+    return _from_kernels(_LaunchOrder.of(launches, launch_start))
 
 
-def _from_kernels(launches: pd.DataFrame, launch_start: np.ndarray) -> list[StepSet]:
-    """Steps from the repeating kernel sequence (``period``), kernels in launch order (the launch call's time where
-    the host side was recorded, else the kernel's start)."""
-    if launches.empty or "name" not in launches:
+class _LaunchOrder:
+    """The kernels in launch order (the launch call's time where the host side was recorded, else the kernel's
+    start): their name codes, names, times, durations and ends on the GPU, and which names are matrix work."""
+
+    def __init__(self, codes, names, times, dur, gpu_end, is_matrix):
+        self.codes, self.names, self.times, self.dur, self.gpu_end, self.is_matrix = \
+            codes, names, times, dur, gpu_end, is_matrix
+
+    @classmethod
+    def of(cls, launches: pd.DataFrame, launch_start: np.ndarray) -> "_LaunchOrder | None":
+        if launches.empty or "name" not in launches:
+            return None
+        t = np.where(np.isnan(launch_start), launches["start_ns"].to_numpy(dtype="float64"), launch_start) \
+            if len(launch_start) == len(launches) else launches["start_ns"].to_numpy(dtype="float64")
+        ok = ~np.isnan(t)
+        order = np.argsort(t[ok], kind="stable")
+        name = labels.as_categorical(launches["name"])  # a million launches share a few hundred names: their codes
+        names = [str(c) for c in name.cat.categories] + [""]
+        codes = name.cat.codes.to_numpy().astype(np.int64)[ok][order]
+        codes[codes < 0] = len(names) - 1
+        times = t[ok][order]
+        dur = launches["duration_ns"].to_numpy(dtype="float64")[ok][order] if "duration_ns" in launches \
+            else np.zeros(len(codes))
+        gpu_start = launches["start_ns"].to_numpy(dtype="float64")[ok][order] if "start_ns" in launches else times
+        is_matrix = name_rules.is_matrix_work(pd.Series(names)).to_numpy()
+        return cls(codes, names, times, np.nan_to_num(dur), np.nan_to_num(gpu_start + dur, nan=0.0), is_matrix)
+
+    def trains(self, a: int, b: int) -> bool:
+        """Whether launches ``a:b`` (a step's) step an optimizer or run a backward pass: no generation loop."""
+        body = np.unique(self.codes[a:b])
+        return bool(name_rules.name_mask(pd.Series([self.names[int(c)] for c in body], dtype=object),
+                                         period.TRAINING_KERNEL).any())
+
+    def split(self, at: np.ndarray, end: int, mode: str):
+        return generation.split(self.codes, self.is_matrix, self.times, self.dur, self.gpu_end, at, end, mode)
+
+
+def _from_kernels(order: _LaunchOrder | None) -> list[StepSet]:
+    """Steps from the repeating kernel sequence (``period``)."""
+    if order is None:
         return []
-    t = np.where(np.isnan(launch_start), launches["start_ns"].to_numpy(dtype="float64"), launch_start) \
-        if len(launch_start) == len(launches) else launches["start_ns"].to_numpy(dtype="float64")
-    ok = ~np.isnan(t)
-    order = np.argsort(t[ok], kind="stable")
-    name = labels.as_categorical(launches["name"])  # a million launches share a few hundred names: their codes
-    names = [str(c) for c in name.cat.categories] + [""]
-    codes = name.cat.codes.to_numpy().astype(np.int64)[ok][order]
-    codes[codes < 0] = len(names) - 1
-    times = t[ok][order]
+    codes, names, times = order.codes, order.names, order.times
     found = period.find(codes, names, times)
     if found is None:
         return []
@@ -67,19 +100,35 @@ def _from_kernels(launches: pd.DataFrame, launch_start: np.ndarray) -> list[Step
     ends = np.append(starts[1:], times[end_at])
     anchor = str(names[found["anchor"]])
     short = anchor if len(anchor) <= 60 else anchor[:57] + "..."
-    dur = launches["duration_ns"].to_numpy(dtype="float64")[ok][order] if "duration_ns" in launches \
-        else np.zeros(len(codes))
-    gpu_start = launches["start_ns"].to_numpy(dtype="float64")[ok][order] if "start_ns" in launches else times
-    is_matrix = name_rules.is_matrix_work(pd.Series(names)).to_numpy()
     # a loop that steps an optimizer or runs a backward pass trains: no generation loop to split
-    body = np.unique(codes[at[0]:at[1]]) if len(at) > 1 else np.array([], dtype=np.int64)
-    trains = bool(name_rules.name_mask(pd.Series([names[int(c)] for c in body], dtype=object),
-                                       period.TRAINING_KERNEL).any())
-    calls = None if trains else generation.split(codes, is_matrix, times, np.nan_to_num(dur),
-                                                 np.nan_to_num(gpu_start + dur, nan=0.0), at, int(found["end"]))
+    trains = len(at) > 1 and order.trains(int(at[0]), int(at[1]))
+    calls = None if trains else order.split(at, int(found["end"]), generation.PERIOD)
     return [StepSet(f"kernel period ({found['period']} kernels)", None, starts, ends, KERNEL_PERIOD,
                     f"the repeating kernel sequence ({found['period']} kernels per iteration, each starting with "
                     f"`{short}`): the recording has no step marks", calls)]
+
+
+def _with_calls(sets: list[StepSet], launches: pd.DataFrame, launch_start: np.ndarray,
+                order: _LaunchOrder | None = None) -> list[StepSet]:
+    """``sets``, the first family of model calls (the hooks' calls, drawn without their prefill and decode marks: a
+    recording by an earlier nsighttc, or a program's own ranges named so) or of CUDA graph replays given the
+    prefill and decode calls of a generation loop where its kernels show one (``generation.split``)."""
+    fam = next((st for st in sets if st.calls is None and len(st.starts) >= 3 and
+                (st.source == GRAPH_REPLAY or (st.source == HOOK and st.name == find_mod.MODEL_CALLS))), None)
+    if fam is None:
+        return sets
+    order = order if order is not None else _LaunchOrder.of(launches, launch_start)
+    if order is None:
+        return sets
+    at = np.searchsorted(order.times, fam.starts, side="left")
+    if fam.source == HOOK:
+        end = int(np.searchsorted(order.times, float(fam.ends[-1]), side="right"))
+    else:  # the last replay and what the host launched after it, as much as a typical step holds
+        end = int(min(at[-1] + np.median(np.diff(at)), len(order.times)))
+    if len(np.unique(at)) < len(at) or at[-1] >= len(order.times) or order.trains(int(at[0]), int(at[1])):
+        return sets
+    fam.calls = order.split(at, end, generation.CALLS if fam.source == HOOK else generation.REPLAYS)
+    return sets
 
 
 def window_starts(marks: pd.DataFrame) -> np.ndarray:

@@ -34,6 +34,7 @@ from ..base import is_step_leaf
 EXPLICIT, HOOK, PROFILER_OP, KERNEL_PERIOD = "explicit", "hook", "profiler-op", "kernel-period"
 GRAPH_REPLAY = "graph-replay"
 MIN_REPLAYS = 10  # graph launches that make a loop (a model captured once and replayed a handful of times is no loop)
+MODEL_CALLS = "model calls"               # the hooks' family of the main model's calls (``hooks``)
 PROFILER_STEP = "ProfilerStep"            # torch.profiler's step mark ``ProfilerStep#N`` (profile.step(); a schedule's steps)
 OPTIMIZER_OP = "Optimizer.step#"          # torch/optim/optimizer.py profile_hook_step (torch 2.11, 2.13)
 DATALOADER_OP = "enumerate(DataLoader)#"  # torch/utils/data/dataloader.py _BaseDataLoaderIter.__next__
@@ -146,7 +147,7 @@ def hooks(marks: pd.DataFrame) -> list[StepSet]:
                         "DataLoader iterations (no optimizer steps), marked by nsighttc's hooks inside the program")]
     fwd = _named(marks, FORWARD)
     if len(fwd) >= 2:
-        return [StepSet("model calls", None, fwd["start_ns"].to_numpy(dtype="float64"), fwd["end_ns"].to_numpy(dtype="float64"),
+        return [StepSet(MODEL_CALLS, None, fwd["start_ns"].to_numpy(dtype="float64"), fwd["end_ns"].to_numpy(dtype="float64"),
                         HOOK, "calls of the main model (no optimizer, no DataLoader), marked by nsighttc's hooks")]
     return []
 

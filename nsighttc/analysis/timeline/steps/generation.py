@@ -20,6 +20,14 @@ previous call's tail (sampling, the stopping check), so every call is taken to s
 anchor. The first request's prefill comes before the loop's first step (its GEMMs break the period), and counts
 where its kernels match a prefill found in the loop, or are a prefill by the step's rule.
 
+The same rule splits steps found another way (``mode``): a hook's model calls without the hooks' prefill and decode
+marks (each step one call: no tail to skip), and a generation loop that replays its decoding step as a CUDA graph (a
+static KV cache, transformers' compiled ``generate()``): each replay, with the eager sampling after it, is a decode
+call, and the prompt's call runs eagerly between two replays. There the step that holds a prefill is the previous
+request's last replay, its tail, then the prefill: the decode call starts at the replay and the prefill where the
+step stops repeating a decode step. On the H100, ``llm_static_graphs_nsys``: 78 graph nodes and 49 eager kernels a
+decode call, 256 kernels more for each prefill, 91 replays for 4 requests; read as 91 steps and no requests before.
+
 The result is marks as the hooks would have drawn them (``nsighttc.forward``/``prefill``/``decode``/``request``),
 for ``inference.summarize``. Array passes over the launches; one small loop over the prefills.
 """
@@ -40,6 +48,7 @@ LEAD_MATCH = 0.8        # share of a prefill found in the loop that the kernels 
 
 FOUND_BY = ("prefill calls found from the kernels: a call whose matrix kernels are other tiles than the loop's "
             "typical call (the prompt's tokens at once) and heavier on the GPU; the calls after it are decode calls")
+PERIOD, CALLS, REPLAYS = "period", "calls", "replays"  # what a step is (``split``'s ``mode``)
 
 
 @dataclass
@@ -50,12 +59,14 @@ class Calls:
 
 
 def split(codes: np.ndarray, is_matrix: np.ndarray, times: np.ndarray, dur: np.ndarray, gpu_end: np.ndarray,
-          at: np.ndarray, end: int) -> Calls | None:
-    """The calls of a loop found by ``period.find`` when they are a generation loop's, else None.
+          at: np.ndarray, end: int, mode: str = PERIOD) -> Calls | None:
+    """The calls of a loop when they are a generation loop's, else None.
 
     ``codes``: kernel name codes in launch order; ``is_matrix[c]``: whether name c is matrix work; ``times``,
     ``dur``, ``gpu_end``: each launch's time, its kernel's duration and end on the GPU; ``at``: the launch indices
-    that start the steps; ``end``: the index after the loop."""
+    that start the steps; ``end``: the index after the loop. ``mode``: what a step is: ``PERIOD``, a kernel period
+    (``period.find``: its anchor anywhere in a call); ``CALLS``, one model call (the hooks'); ``REPLAYS``, a graph
+    replay and what the host launched after it (module docstring)."""
     n = len(at)
     if n < 3:
         return None
@@ -85,21 +96,59 @@ def split(codes: np.ndarray, is_matrix: np.ndarray, times: np.ndarray, dur: np.n
     decode = np.flatnonzero(~odd)[:MAX_COMPARED]
     # (without a prefill in the loop: the loop's last step, where it is short, is the last call's tail alone)
     last = int(bounds[-1] - bounds[-2])
-    offset = int(np.median([max(_common_prefix(codes, bounds[i], bounds[i + 1], bounds[j], bounds[j + 1])
-                                for j in decode) for i in pre[:MAX_COMPARED]])) if len(pre) else \
-        last if last < 0.5 * np.median(np.diff(bounds)) else 0
-    starts_at = bounds[:-1] + offset
+    if mode == CALLS:  # (each step is a call: nothing of the previous one is in it)
+        offset = 0
+    elif len(pre):
+        offset = int(np.median([max(_common_prefix(codes, bounds[i], bounds[i + 1], bounds[j], bounds[j + 1])
+                                    for j in decode) for i in pre[:MAX_COMPARED]]))
+    else:
+        offset = last if mode == PERIOD and last < 0.5 * np.median(np.diff(bounds)) else 0
+    i = int(pre[0]) if len(pre) else 0
+    if mode == REPLAYS:  # every replay starts a decode call; a prefill step's prefill starts after its repeated part
+        own = np.zeros(len(is_matrix), dtype=bool)  # (the loop's own names, by code: as long as ``is_matrix``)
+        own[:min(len(typical), len(own))] = typical[:len(own)]
+        starts_at = np.r_[bounds[:-1], _new_requests(codes, times, bounds, pre, offset, is_matrix & ~own)]
+        is_prefill = np.r_[np.zeros(n, dtype=bool), np.ones(len(pre), dtype=bool)]
+        order = np.argsort(starts_at, kind="stable")
+        starts_at, is_prefill = starts_at[order], is_prefill[order]
+        first, ref = int(bounds[0]), codes[bounds[i] + offset:bounds[i + 1]]  # (the prefill runs to the next replay)
+    else:
+        starts_at, is_prefill = bounds[:-1] + offset, prefill
+        first, ref = int(bounds[0]) + offset, codes[bounds[i] + offset:bounds[i + 1] + offset]
     # the first request's prefill, before the loop
-    lead = _lead(codes, bounds, pre, offset, is_matrix, typical, dur, typical_gpu)
-    is_prefill = prefill
+    lead = _lead(codes, first, ref if len(pre) else ref[:0], int(bounds[1] - bounds[0]), is_matrix, typical, dur,
+                 typical_gpu)
     if lead is not None:
-        starts_at, is_prefill = np.r_[lead, starts_at], np.r_[True, prefill]
+        starts_at, is_prefill = np.r_[lead, starts_at], np.r_[True, is_prefill]
     inside = starts_at < end  # (the loop's last step can be the last call's tail alone)
     starts_at, is_prefill = starts_at[inside], is_prefill[inside]
     n_pre = int(is_prefill.sum())
     if n_pre == 0 or (len(is_prefill) - n_pre) / n_pre < MIN_DECODE:
         return None
     return Calls(_marks(times, gpu_end, starts_at, is_prefill, end), FOUND_BY)
+
+
+def _new_requests(codes: np.ndarray, times: np.ndarray, bounds: np.ndarray, pre: np.ndarray, offset: int,
+                  foreign: np.ndarray) -> np.ndarray:
+    """Where each prefill step's request starts, a graph replay's loop: at the longest pause of the host's launches
+    between the replay's own kernels (launched at its ``cudaGraphLaunch``'s time) and the prompt's first matrix kernel
+    of its own (``foreign``, by name code): the pause between two ``generate()`` calls. The last decode call's tail
+    differs from the others' (the end of generation), so the common prefix (``offset``) stops early: on the H200, 3
+    ms before the request's start, where the program's own time to first token under nsys was 13.9 ms. Where the
+    step shows no such stretch: ``offset``."""
+    out = bounds[pre] + offset
+    for k, i in enumerate(pre):
+        a, b = int(bounds[i]), int(bounds[i + 1])
+        own = a + int(np.searchsorted(times[a:b], times[a], side="right"))  # (the replay's kernels)
+        first = np.flatnonzero(foreign[codes[own:b]])
+        if own >= b or not len(first):
+            continue
+        stop = own + int(first[0])
+        if stop - own < 1:
+            continue
+        gaps = np.diff(times[own - 1:stop + 1])  # the pause before each launch from ``own`` to ``stop``
+        out[k] = own + int(np.argmax(gaps))
+    return out
 
 
 def _other_tiles(foreign_matrix, matrix_n):
@@ -114,18 +163,15 @@ def _common_prefix(codes: np.ndarray, a0: int, a1: int, b0: int, b1: int) -> int
     return int(diff[0]) if len(diff) else m
 
 
-def _lead(codes: np.ndarray, bounds: np.ndarray, pre: np.ndarray, offset: int, is_matrix: np.ndarray,
+def _lead(codes: np.ndarray, first: int, ref: np.ndarray, size: int, is_matrix: np.ndarray,
           typical: np.ndarray, dur: np.ndarray, typical_gpu: float) -> int | None:
-    """Where the prefill before the loop's first step starts (a launch index), or None: where the kernels just
-    before the first call's start repeat a prefill found in the loop; else (one request recorded, or a first prompt
-    of another length: other tiles) a prefill's worth of kernels before it (a found prefill's length, else a
-    step's; the recording's start at the earliest), when they are a prefill by the same rule as a step."""
-    first = int(bounds[0]) + offset
-    size = int(bounds[1] - bounds[0])  # (a prefill launches about a decode call's kernels)
-    if len(pre):
-        i = int(pre[0])
-        ref = codes[bounds[i] + offset:bounds[i + 1] + offset]
-        size = len(ref) or size
+    """Where the prefill before the loop's first call (at launch index ``first``) starts, or None: where the kernels
+    just before it repeat a prefill found in the loop (``ref``, its codes; empty where none was found); else (one
+    request recorded, or a first prompt of another length: other tiles) a prefill's worth of kernels before it (a
+    found prefill's length, else ``size``, a step's; the recording's start at the earliest), when they are a prefill
+    by the same rule as a step."""
+    if len(ref):
+        size = len(ref)
         if len(ref) and first - len(ref) >= 0 and (codes[first - len(ref):first] == ref).mean() >= LEAD_MATCH:
             return int(first - len(ref))
     a = max(first - size, 0)

@@ -22,6 +22,7 @@ from ....step_time import typical_step
 from ... import name_rules
 
 SLOW_FACTOR = 1.5          # a steady step this many times the typical step is slow
+PAID_TOP = 3               # kernels named as the ones a new shape's preparation came before
 NEW_SHAPE_SHARE = 0.2      # slow steps at new shapes holding this share of the steady time make a finding
 MIN_STEPS = 6              # a family this short has no median to stand on
 MIN_KNOWN = 3              # steps at known shapes that make a baseline of their own
@@ -51,7 +52,53 @@ def first_seen(launches: pd.DataFrame, launch_start: np.ndarray) -> tuple[np.nda
     return first["t"].to_numpy(), cats[first["name"].to_numpy()]
 
 
-def account(fam: dict, seen: tuple[np.ndarray, np.ndarray]) -> dict | None:
+def launch_order(launches: pd.DataFrame, launch_start: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(each launch's time, sorted; its kernel name's code; the names by code): the host's pauses between launches
+    (``paid_before``)."""
+    if launches.empty or len(launch_start) != len(launches):
+        return np.array([]), np.array([], dtype=np.int64), np.array([], dtype=object)
+    names = labels.as_categorical(launches["name"])
+    t = np.asarray(launch_start, dtype="float64")
+    ok = ~np.isnan(t)
+    order = np.argsort(t[ok], kind="stable")
+    return t[ok][order], names.cat.codes.to_numpy().astype(np.int64)[ok][order], \
+        np.asarray(list(names.cat.categories) + [""], dtype=object)
+
+
+def paid_before(order: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.ndarray, ends: np.ndarray,
+                paid: np.ndarray, known: np.ndarray) -> list[dict]:
+    """Which kernels the host paused before, in the steps ``paid`` (the slow ones at new shapes), beyond its pause
+    before the same kernel in the steps ``known`` (at known shapes): the op that launches it prepared the new shape
+    there (a cuDNN plan, cuBLAS's heuristics, autotuning, a recompilation), whatever the recording kind (the launch
+    times are in every one). ``[{"name", "ns", "launches"}]``, the most first, ``PAID_TOP`` at most.
+
+    Why not the kernels first launched there: a new shape launches new GEMM tiles too, which cost nothing to choose.
+    BERT-base fp16 at 36 lengths on an H200 (``varlen_infer``): the steps at new lengths first launched `nvjet` GEMM
+    configurations, and the host's pauses were before cuDNN's attention kernel, 50 ms and more each (cuDNN builds a
+    plan per shape; a plain torch.profiler recording: `aten::_cudnn_attention_forward` up to 107 ms, median 105 us)."""
+    t, codes, names = order
+    if len(t) < 2 or not paid.any() or not known.any():
+        return []
+    gap = np.diff(t, prepend=t[0])
+    step = np.searchsorted(starts, t, side="right") - 1
+    inside = (step >= 0) & (t < ends[np.clip(step, 0, None)])
+    step = np.where(inside, step, -1)
+    in_paid = inside & paid[np.clip(step, 0, None)]
+    in_known = inside & known[np.clip(step, 0, None)]
+    k = len(names)
+    base = pd.Series(gap[in_known]).groupby(codes[in_known]).median().reindex(range(k))
+    base = base.fillna(float(np.median(gap[in_known])) if in_known.any() else 0.0).to_numpy()
+    excess = np.clip(gap[in_paid] - base[codes[in_paid]], 0.0, None)
+    if not len(excess):
+        return []
+    per = np.bincount(codes[in_paid], weights=excess, minlength=k)
+    n = np.bincount(codes[in_paid], weights=(excess > 0).astype(float), minlength=k)
+    top = np.argsort(-per, kind="stable")[:PAID_TOP]
+    return [{"name": str(names[c]), "ns": float(per[c]), "launches": int(n[c])} for c in top if per[c] > 0]
+
+
+def account(fam: dict, seen: tuple[np.ndarray, np.ndarray],
+            order: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> dict | None:
     """The family's steady time: ``loop_ns`` (its steady iterations' wall time); the steps that launched a kernel
     configuration first seen there (new input shapes) and the others (known shapes); ``base_ns``, the median step at a
     known shape (the median of all steps where fewer than ``MIN_KNOWN`` are known: a loop whose window sees mostly
@@ -78,6 +125,7 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray]) -> dict | None:
         kernels = pd.concat([counts[matrix], counts[~matrix]]).head(3)
     excess = np.where(slow, it - base, 0.0)
     loop = float(it.sum())
+    paid = paid_before(order, starts, ends, slow & new, ~slow & ~new) if order is not None else []
     return {"loop_ns": loop, "steps": int(len(it)), "median_ns": med, "base_ns": base, "at_median_ns": med * len(it),
             "slow_steps": int(slow.sum()), "slow_excess_ns": float(excess.sum()),
             "slow_share": float(excess.sum()) / loop if loop else 0.0,
@@ -85,6 +133,7 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray]) -> dict | None:
             "new_shape_steps": int((slow & new).sum()), "new_shape_excess_ns": float(excess[slow & new].sum()),
             "normal_new_shape_steps": int((~slow & new).sum()),
             "new_shape_kernels": [{"name": str(n), "configurations": int(c)} for n, c in kernels.items()],
+            "paid_before": paid,  # (the kernels the host paused before there: ``paid_before``)
             "mean_ns": float(it.mean()), "slow_factor": SLOW_FACTOR}
 
 
