@@ -231,7 +231,12 @@ def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.nd
     if not fams:
         return
     first = slow_mod.first_seen(launches, launch_start)
-    order = slow_mod.launch_order(launches, launch_start)
+    memo: list = []
+
+    def order():  # the launches in time order, sorted once and only where a family has slow steps at new shapes
+        if not memo:
+            memo.append(slow_mod.launch_order(launches, launch_start))
+        return memo[0]
     for f in fams:
         acc = slow_mod.account(f, first, order)
         if acc is None:

@@ -97,8 +97,7 @@ def paid_before(order: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.nda
     return [{"name": str(names[c]), "ns": float(per[c]), "launches": int(n[c])} for c in top if per[c] > 0]
 
 
-def account(fam: dict, seen: tuple[np.ndarray, np.ndarray],
-            order: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> dict | None:
+def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None) -> dict | None:
     """The family's steady time: ``loop_ns`` (its steady iterations' wall time); the steps that launched a kernel
     configuration first seen there (new input shapes) and the others (known shapes); ``base_ns``, the median step at a
     known shape (the median of all steps where fewer than ``MIN_KNOWN`` are known: a loop whose window sees mostly
@@ -125,7 +124,9 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray],
         kernels = pd.concat([counts[matrix], counts[~matrix]]).head(3)
     excess = np.where(slow, it - base, 0.0)
     loop = float(it.sum())
-    paid = paid_before(order, starts, ends, slow & new, ~slow & ~new) if order is not None else []
+    # (``order``: a callable giving ``launch_order``'s tuple, called only where there is something to pay for)
+    paid = paid_before(order(), starts, ends, slow & new, ~slow & ~new) if order is not None and (slow & new).any() \
+        else []
     return {"loop_ns": loop, "steps": int(len(it)), "median_ns": med, "base_ns": base, "at_median_ns": med * len(it),
             "slow_steps": int(slow.sum()), "slow_excess_ns": float(excess.sum()),
             "slow_share": float(excess.sum()) / loop if loop else 0.0,
