@@ -4,16 +4,17 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
 # graph: the graph-replay loop plain, first run, plain, cached run; truth: the variable-length loop plain and bucketed
 # in three alternating rounds (the speed-up bucketing measures, each round's pair on the same host state); attention:
 # it plain, bucketed and on the memory-efficient attention backend twice, then profiled first and cached; static: a
-# generate() loop with a static cache (its decoding step replayed as CUDA graphs) plain, under nsys and torch.profiler
+# generate() loop with a static cache (its decoding step replayed as CUDA graphs) plain, under nsys and torch.profiler;
+# graphtrace: the graph-replaying loop under nsys with graphs traced whole and node by node, twice each, between plains
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -108,6 +109,23 @@ print('   calls:', {p: (i.get(p) or {}).get('calls') for p in ('prefill', 'decod
   done
   [ -f "$W/static.nsys.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/static.nsys.sqlite" \
     "$W/fix/llm_static_h200_nsys.sqlite.xz" >> "$S" 2>&1
+fi
+
+if [ "$PART" = graphtrace ]; then  # the graph-replaying loop under nsys, graphs traced whole and node by node: what
+  # each costs a replay against the plain run (the recording's own cost, which no reading removes)
+  plain graph_replay_1 $G --steps 2000
+  for mode in graph node graph node; do
+    t0=$(date +%s.%N)
+    timeout 240 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none --cuda-graph-trace=$mode -f true \
+      -o "$W/gt_$mode" python3 wrappers/graph_replay.py --steps 2000 > "$W/gt_$mode.log" 2>&1 && nsys export \
+      --type sqlite -f true -o "$W/gt_$mode.sqlite" "$W/gt_$mode.nsys-rep" >> "$W/gt_$mode.log" 2>&1
+    echo "nsys --cuda-graph-trace=$mode: rc=$? $(secs "$t0" "$(date +%s.%N)") s | $(grep 'ms/step' "$W/gt_$mode.log" | tail -1)" >> "$S"
+    timeout 120 python3 -m nsighttc analyze "$W/gt_$mode.sqlite" --format json -o "$W/gt_$mode.verdict.json" -q
+    python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}; s=t.get('steps') or {}
+print('   read:', s.get('count'), s.get('name'), 'median', s.get('median_iteration_ns'), 'effective', s.get('median_effective_ns'), t.get('verdict'), round(t.get('gpu_busy_share') or 0, 3))" "$W/gt_$mode.verdict.json" >> "$S" 2>&1
+  done
+  plain graph_replay_2 $G --steps 2000
 fi
 
 if [ "$PART" = record ]; then

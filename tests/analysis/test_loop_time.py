@@ -235,3 +235,24 @@ def test_a_live_run_of_the_loop_named_the_op_on_the_gpu_machine():
     assert tl["headline_cause"].startswith("new input shapes") and "cuDNN's attention" in tl["headline_cause"]
     first = gzip.decompress((d / "varlen_first_report.md.gz").read_bytes()).decode()
     assert "of it the host's pauses before `cudnn_generated_fort_native_sdpa" in first
+
+
+def test_graphs_traced_whole_by_nsys_default_are_the_steps():
+    """nsys's default records each CUDA graph launch as one operation (``--cuda-graph-trace=graph``): the
+    graph-replaying loop on the H200 under `nsys profile -t cuda,nvtx` (300 replays; the program timed 1.133 ms a
+    replay under it, plain runs 1.132). A kernel period found in the eager warm-up ran its last iteration over every
+    replay after it and won the headline: "12 steps of kernel period (11 kernels), CPU-bound", a 312 ms step read as a
+    new input shape. Now the replays are the steps, at the program's own speed, and the warm-up's period ends where
+    they begin."""
+    doc = nsighttc.analyze([FIX / "graph_replay_nsys_graphs.sqlite.xz"]).to_json()
+    tl, st = doc["timeline"], doc["timeline"]["steps"]
+    assert st["name"] == "CUDA graph replays" and st["count"] == 300
+    assert abs(st["median_iteration_ns"] / 1.133e6 - 1) < 0.03 and tl["verdict"] == "gpu-bound"
+    first_replay = st["first_step_start_ns"]
+    for f in tl["step_families"][1:]:  # (its iterations end by the first replay; the GPU may finish their work after)
+        assert f["first_step_start_ns"] + f["wall_ns"] <= first_replay + 1 and "shape_churn" not in f, f["name"]
+        assert f["steady_wall_ns"] < 0.1 * st["steady_wall_ns"]
+    assert not (tl.get("headline_cause") or "").startswith("new input shapes")
+    # the warm-up family (5% of the steps' time) is no program's shape churn, and no gain is judged on it alone
+    assert not any(f["id"] == "shape-churn" for f in doc["findings"])
+    assert all((f.get("gain") or {}).get("high") is None or f["gain"]["high"] < 1.1 for f in doc["findings"])

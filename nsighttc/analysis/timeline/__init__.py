@@ -242,7 +242,8 @@ def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.nd
         if acc is None:
             continue
         f["time_accounting"] = acc
-        if slow_mod.new_shapes(acc):
+        others = sum(float(x.get("steady_wall_ns") or 0.0) for x in fams if x is not f)
+        if slow_mod.new_shapes(acc, others):
             f["shape_churn"] = acc
             starts, ends = f["_iterations"]
             it = ends - starts

@@ -114,11 +114,30 @@ def with_graph_replays(sets: list[StepSet], replays: list[StepSet]) -> list[Step
 def outside(sets: list[StepSet], replays: list[StepSet]) -> list[StepSet]:
     """The families of ``sets`` whose steps mostly fall outside the span of the graph replays: the program's other
     loops (a multi-phase program's eager phases beside its replayed one); a kernel period found in the replays
-    themselves is the replays again."""
+    themselves is the replays again. Each is cut where the replays begin: its steps before them end there at the
+    latest (an iteration runs to the next step's start, the last to its end), and its steps inside the span go.
+    Why: nsys's default (``--cuda-graph-trace=graph``) records each replay as one operation, so a kernel period found
+    in the eager warm-up before them ran its last iteration over the 300 replays that followed (H200,
+    wrappers/graph_replay.py: "12 steps of kernel period (11 kernels), CPU-bound", one step 312 ms at "a new shape",
+    where the program replayed its graph 300 times at 1.13 ms)."""
     if not replays:
         return sets
     lo, hi = float(replays[0].starts[0]), float(replays[0].ends[-1])
-    return [st for st in sets if ((st.starts >= lo) & (st.starts <= hi)).mean() < 0.5]
+    out = []
+    for st in sets:
+        inside = (st.starts >= lo) & (st.starts <= hi)
+        if inside.mean() >= 0.5:
+            continue
+        before, after = st.starts < lo, st.starts > hi
+        keep = before if before.sum() >= after.sum() else after
+        if keep.sum() < 2:
+            continue
+        starts = st.starts[keep]
+        ends = st.ends[keep].copy()
+        if keep is before:  # (the last iteration, and any step's end, stop where the replays begin)
+            ends = np.minimum(ends, lo)
+        out.append(StepSet(st.name, st.phase, starts, ends, st.source, st.detail, st.calls))
+    return out
 
 
 def _named(marks: pd.DataFrame, name: str) -> pd.DataFrame:
