@@ -105,9 +105,7 @@ def split(codes: np.ndarray, is_matrix: np.ndarray, times: np.ndarray, dur: np.n
         offset = last if mode == PERIOD and last < 0.5 * np.median(np.diff(bounds)) else 0
     i = int(pre[0]) if len(pre) else 0
     if mode == REPLAYS:  # every replay starts a decode call; a prefill step's prefill starts after its repeated part
-        own = np.zeros(len(is_matrix), dtype=bool)  # (the loop's own names, by code: as long as ``is_matrix``)
-        own[:min(len(typical), len(own))] = typical[:len(own)]
-        starts_at = np.r_[bounds[:-1], _new_requests(codes, times, bounds, pre, offset, is_matrix & ~own)]
+        starts_at = np.r_[bounds[:-1], bounds[pre] + offset]
         is_prefill = np.r_[np.zeros(n, dtype=bool), np.ones(len(pre), dtype=bool)]
         order = np.argsort(starts_at, kind="stable")
         starts_at, is_prefill = starts_at[order], is_prefill[order]
@@ -126,29 +124,6 @@ def split(codes: np.ndarray, is_matrix: np.ndarray, times: np.ndarray, dur: np.n
     if n_pre == 0 or (len(is_prefill) - n_pre) / n_pre < MIN_DECODE:
         return None
     return Calls(_marks(times, gpu_end, starts_at, is_prefill, end), FOUND_BY)
-
-
-def _new_requests(codes: np.ndarray, times: np.ndarray, bounds: np.ndarray, pre: np.ndarray, offset: int,
-                  foreign: np.ndarray) -> np.ndarray:
-    """Where each prefill step's request starts, a graph replay's loop: at the longest pause of the host's launches
-    between the replay's own kernels (launched at its ``cudaGraphLaunch``'s time) and the prompt's first matrix kernel
-    of its own (``foreign``, by name code): the pause between two ``generate()`` calls. The last decode call's tail
-    differs from the others' (the end of generation), so the common prefix (``offset``) stops early: on the H200, 3
-    ms before the request's start, where the program's own time to first token under nsys was 13.9 ms. Where the
-    step shows no such stretch: ``offset``."""
-    out = bounds[pre] + offset
-    for k, i in enumerate(pre):
-        a, b = int(bounds[i]), int(bounds[i + 1])
-        own = a + int(np.searchsorted(times[a:b], times[a], side="right"))  # (the replay's kernels)
-        first = np.flatnonzero(foreign[codes[own:b]])
-        if own >= b or not len(first):
-            continue
-        stop = own + int(first[0])
-        if stop - own < 1:
-            continue
-        gaps = np.diff(times[own - 1:stop + 1])  # the pause before each launch from ``own`` to ``stop``
-        out[k] = own + int(np.argmax(gaps))
-    return out
 
 
 def _other_tiles(foreign_matrix, matrix_n):
