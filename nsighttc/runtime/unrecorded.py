@@ -60,8 +60,7 @@ class AfterWindow:
         self.first_at: float | None = None
         self.sync, self.clock = sync, clock  # the device's synchronisation and the clock (``synced``)
         self.synced_from: float | None = None
-        self.synced: bool = False
-        self.host_share: float | None = None  # the counted steps' host times over the synchronised span
+        self.host_share: float | None = None  # the counted steps' host times over the synchronised span, once scaled
 
     def step(self, now: float, took: float | None, next_kind: str | None) -> bool:
         """A step of the phase ended at ``now`` (``took``: its own time where known): True once enough are timed."""
@@ -95,7 +94,7 @@ class AfterWindow:
         host = sum(self.durations[1:])
         if host > 0 and span > 0:
             self.durations[1:] = [d * span / host for d in self.durations[1:]]
-            self.synced, self.host_share = True, host / span
+            self.host_share = host / span
 
     def event(self, recorder: str) -> dict | None:
         """The ``unrecorded`` event (what the profile run reads: ``profile.window.unrecorded_steps``), None before
@@ -105,7 +104,7 @@ class AfterWindow:
         doc = {"event": "unrecorded", "phase": "/".join(self.key), "recorder": recorder,
                "steps": len(self.durations) - 1, "durations_ms": [round(d * 1e3, 4) for d in self.durations[1:]],
                "skipped_ms": round(self.durations[0] * 1e3, 3)}
-        if self.synced:
+        if self.host_share is not None:  # (synchronised: the steps' times scaled to the span)
             doc["synced"] = True
             doc["host_share"] = round(self.host_share, 4)  # (under 1: the host ran ahead, ``profile.window``)
         if any(self.kinds[1:]):

@@ -32,6 +32,7 @@ from .held_back import held_back
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
 from .steps import slow as slow_mod
+from .steps.launch_order import LaunchOrder
 from .steps.period import TRAINING_KERNEL
 
 __all__ = ["GRAPH_LAUNCH_CALLS", "STEP_PATTERN", "SYNC_CALLS", "Thresholds", "TimelineResult", "analyze_timelines",
@@ -235,15 +236,15 @@ def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.nd
 
     def order():  # the launches in time order, sorted once and only where a family has slow steps at new shapes
         if not memo:
-            memo.append(slow_mod.launch_order(launches, launch_start))
+            memo.append(LaunchOrder.of(launches, launch_start))
         return memo[0]
+    total = sum(float(x.get("steady_wall_ns") or 0.0) for x in fams)
     for f in fams:
         acc = slow_mod.account(f, first, order)
         if acc is None:
             continue
         f["time_accounting"] = acc
-        others = sum(float(x.get("steady_wall_ns") or 0.0) for x in fams if x is not f)
-        if slow_mod.new_shapes(acc, others):
+        if slow_mod.new_shapes(acc, total - float(f.get("steady_wall_ns") or 0.0)):
             f["shape_churn"] = acc
             starts, ends = f["_iterations"]
             it = ends - starts

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .... import labels
 from ....record_format import COMPILE, DECODE, PREFILL, WINDOW
-from ... import intervals, name_rules
+from ... import intervals
 from ..base import Thresholds, classify
 from . import find as find_mod, generation, period, steady
+from .launch_order import LaunchOrder
 from .find import EXPLICIT, GRAPH_REPLAY, HOOK, KERNEL_PERIOD, PROFILER_OP, StepSet, step_paths
 from .steady import RULE, malloc_times
 
@@ -44,49 +44,12 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     if sets:
         return _with_calls(find_mod.with_graph_replays(sets, replays), launches, launch_start)
     if replays:
-        order = _LaunchOrder.of(launches, launch_start)
+        order = LaunchOrder.of(launches, launch_start)
         return _with_calls(replays + find_mod.outside(_from_kernels(order), replays), launches, launch_start, order)
-    return _from_kernels(_LaunchOrder.of(launches, launch_start))
+    return _from_kernels(LaunchOrder.of(launches, launch_start))
 
 
-class _LaunchOrder:
-    """The kernels in launch order (the launch call's time where the host side was recorded, else the kernel's
-    start): their name codes, names, times, durations and ends on the GPU, and which names are matrix work."""
-
-    def __init__(self, codes, names, times, dur, gpu_end, is_matrix):
-        self.codes, self.names, self.times, self.dur, self.gpu_end, self.is_matrix = \
-            codes, names, times, dur, gpu_end, is_matrix
-
-    @classmethod
-    def of(cls, launches: pd.DataFrame, launch_start: np.ndarray) -> "_LaunchOrder | None":
-        if launches.empty or "name" not in launches:
-            return None
-        t = np.where(np.isnan(launch_start), launches["start_ns"].to_numpy(dtype="float64"), launch_start) \
-            if len(launch_start) == len(launches) else launches["start_ns"].to_numpy(dtype="float64")
-        ok = ~np.isnan(t)
-        order = np.argsort(t[ok], kind="stable")
-        name = labels.as_categorical(launches["name"])  # a million launches share a few hundred names: their codes
-        names = [str(c) for c in name.cat.categories] + [""]
-        codes = name.cat.codes.to_numpy().astype(np.int64)[ok][order]
-        codes[codes < 0] = len(names) - 1
-        times = t[ok][order]
-        dur = launches["duration_ns"].to_numpy(dtype="float64")[ok][order] if "duration_ns" in launches \
-            else np.zeros(len(codes))
-        gpu_start = launches["start_ns"].to_numpy(dtype="float64")[ok][order] if "start_ns" in launches else times
-        is_matrix = name_rules.is_matrix_work(pd.Series(names)).to_numpy()
-        return cls(codes, names, times, np.nan_to_num(dur), np.nan_to_num(gpu_start + dur, nan=0.0), is_matrix)
-
-    def trains(self, a: int, b: int) -> bool:
-        """Whether launches ``a:b`` (a step's) step an optimizer or run a backward pass: no generation loop."""
-        body = np.unique(self.codes[a:b])
-        return bool(name_rules.name_mask(pd.Series([self.names[int(c)] for c in body], dtype=object),
-                                         period.TRAINING_KERNEL).any())
-
-    def split(self, at: np.ndarray, end: int, mode: str):
-        return generation.split(self.codes, self.is_matrix, self.times, self.dur, self.gpu_end, at, end, mode)
-
-
-def _from_kernels(order: _LaunchOrder | None) -> list[StepSet]:
+def _from_kernels(order: LaunchOrder | None) -> list[StepSet]:
     """Steps from the repeating kernel sequence (``period``)."""
     if order is None:
         return []
@@ -109,7 +72,7 @@ def _from_kernels(order: _LaunchOrder | None) -> list[StepSet]:
 
 
 def _with_calls(sets: list[StepSet], launches: pd.DataFrame, launch_start: np.ndarray,
-                order: _LaunchOrder | None = None) -> list[StepSet]:
+                order: LaunchOrder | None = None) -> list[StepSet]:
     """``sets``, the first family of model calls (the hooks' calls, drawn without their prefill and decode marks: a
     recording by an earlier nsighttc, or a program's own ranges named so) or of CUDA graph replays given the
     prefill and decode calls of a generation loop where its kernels show one (``generation.split``)."""
@@ -117,7 +80,7 @@ def _with_calls(sets: list[StepSet], launches: pd.DataFrame, launch_start: np.nd
                 (st.source == GRAPH_REPLAY or (st.source == HOOK and st.name == find_mod.MODEL_CALLS))), None)
     if fam is None:
         return sets
-    order = order if order is not None else _LaunchOrder.of(launches, launch_start)
+    order = order if order is not None else LaunchOrder.of(launches, launch_start)
     if order is None:
         return sets
     at = np.searchsorted(order.times, fam.starts, side="left")

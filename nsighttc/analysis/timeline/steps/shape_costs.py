@@ -19,13 +19,14 @@ SMALL = 0.05  # kernels after the first named only where their pauses hold this 
 @dataclass(frozen=True)
 class Preparer:
     pattern: re.Pattern
-    what: str        # the op's library and what it does at a new shape
+    who: str         # the op's library, as the headline names it
+    what: str        # ... and what it does at a new shape
     fix: str         # beside padding: what else removes the per-shape cost ("" where padding is the fix)
     seen: str
 
 
 PREPARERS = (
-    Preparer(re.compile(r"cudnn.*(sdpa|fmha|flash|attention)|fort_native_sdpa", re.I),
+    Preparer(re.compile(r"cudnn.*(sdpa|fmha|flash|attention)|fort_native_sdpa", re.I), "cuDNN's attention",
              "cuDNN's attention (`aten::_cudnn_attention_forward`), which builds a plan for each new shape",
              "Or keep the shapes and run attention on a backend with no plan per shape: "
              "`with torch.nn.attention.sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):` around the model call "
@@ -35,14 +36,14 @@ PREPARERS = (
              "torch.profiler and an nsys recording (tests/fixtures/steps/varlen_infer_*), 92-97% in live runs; "
              "plain runs: padded 372-649 requests/s, EFFICIENT_ATTENTION 1,627-1,883, bucketed 1,461-2,283 "
              "(reports/steps_time/shape_costs)"),
-    Preparer(re.compile(r"^triton_|triton", re.I),
+    Preparer(re.compile(r"^triton_|triton", re.I), "a kernel torch.compile generated",
              "a kernel torch.compile generated (each new shape recompiles, unless the dimension is dynamic)",
              "", "peer knowledge: torch.compile specialises on shapes and recompiles on a new one"),
-    Preparer(re.compile(r"cudnn|conv|dgrad|wgrad|fprop", re.I),
+    Preparer(re.compile(r"cudnn|conv|dgrad|wgrad|fprop", re.I), "cuDNN's convolution",
              "cuDNN's convolution (an algorithm chosen per shape; timed for each new one under "
              "`torch.backends.cudnn.benchmark = True`)",
              "", "peer knowledge: PyTorch's documentation of cudnn.benchmark"),
-    Preparer(re.compile(r"nvjet|gemm|cublas|cutlass|xmma", re.I),
+    Preparer(re.compile(r"nvjet|gemm|cublas|cutlass|xmma", re.I), "cuBLAS's matrix multiply",
              "cuBLAS's matrix multiply (a kernel chosen per shape by its heuristics)",
              "", "H200: the GEMMs' pauses at new shapes were 1-2% of their cost in wrappers/varlen_infer.py"),
 )
@@ -71,7 +72,7 @@ def headline_words(acc: dict) -> str:
         return ""
     p = preparer(t[0]["name"])
     return (f"; {100 * t[1]:.0f}% of it the host's pauses before `{_short(t[0]['name'])}`"
-            + (f": {p.what.split(' (')[0].split(',')[0]}" if p else ""))
+            + (f": {p.who}" if p else ""))
 
 
 def evidence_words(acc: dict) -> str:

@@ -52,21 +52,7 @@ def first_seen(launches: pd.DataFrame, launch_start: np.ndarray) -> tuple[np.nda
     return first["t"].to_numpy(), cats[first["name"].to_numpy()]
 
 
-def launch_order(launches: pd.DataFrame, launch_start: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(each launch's time, sorted; its kernel name's code; the names by code): the host's pauses between launches
-    (``paid_before``)."""
-    if launches.empty or len(launch_start) != len(launches):
-        return np.array([]), np.array([], dtype=np.int64), np.array([], dtype=object)
-    names = labels.as_categorical(launches["name"])
-    t = np.asarray(launch_start, dtype="float64")
-    ok = ~np.isnan(t)
-    order = np.argsort(t[ok], kind="stable")
-    return t[ok][order], names.cat.codes.to_numpy().astype(np.int64)[ok][order], \
-        np.asarray(list(names.cat.categories) + [""], dtype=object)
-
-
-def paid_before(order: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.ndarray, ends: np.ndarray,
-                paid: np.ndarray, known: np.ndarray) -> list[dict]:
+def paid_before(order, starts: np.ndarray, ends: np.ndarray, paid: np.ndarray, known: np.ndarray) -> list[dict]:
     """Which kernels the host paused before, in the steps ``paid`` (the slow ones at new shapes), beyond its pause
     before the same kernel in the steps ``known`` (at known shapes): the op that launches it prepared the new shape
     there (a cuDNN plan, cuBLAS's heuristics, autotuning, a recompilation), whatever the recording kind (the launch
@@ -76,7 +62,9 @@ def paid_before(order: tuple[np.ndarray, np.ndarray, np.ndarray], starts: np.nda
     BERT-base fp16 at 36 lengths on an H200 (``varlen_infer``): the steps at new lengths first launched `nvjet` GEMM
     configurations, and the host's pauses were before cuDNN's attention kernel, 50 ms and more each (cuDNN builds a
     plan per shape; a plain torch.profiler recording: `aten::_cudnn_attention_forward` up to 107 ms, median 105 us)."""
-    t, codes, names = order
+    if order is None:
+        return []
+    t, codes, names = order.times, order.codes, order.names  # (``launch_order.LaunchOrder``)
     if len(t) < 2 or not paid.any() or not known.any():
         return []
     gap = np.diff(t, prepend=t[0])
@@ -124,7 +112,7 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None) -> dict 
         kernels = pd.concat([counts[matrix], counts[~matrix]]).head(3)
     excess = np.where(slow, it - base, 0.0)
     loop = float(it.sum())
-    # (``order``: a callable giving ``launch_order``'s tuple, called only where there is something to pay for)
+    # (``order``: a callable giving the recording's ``LaunchOrder``, called only where there is something to pay for)
     paid = paid_before(order(), starts, ends, slow & new, ~slow & ~new) if order is not None and (slow & new).any() \
         else []
     return {"loop_ns": loop, "steps": int(len(it)), "median_ns": med, "base_ns": base, "at_median_ns": med * len(it),
