@@ -17,16 +17,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import pick_device, sync  # noqa: E402
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The options this program and ``graph_partial.py`` share (the same model, data and steps)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--eager", action="store_true", help="no graph: the same steps launched one kernel at a time")
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda where there is one")
-    a = ap.parse_args()
+    return ap
+
+
+def build(a):
+    """(device, model, 16 batches on the device): ``--layers`` blocks of Linear, LayerNorm, GELU, then a 10-way head."""
     import torch
     dev = pick_device(a.device)
     torch.manual_seed(0)
@@ -34,10 +38,19 @@ def main() -> None:
     for _ in range(a.layers):
         layers += [torch.nn.Linear(a.width, a.width), torch.nn.LayerNorm(a.width), torch.nn.GELU()]
     model = torch.nn.Sequential(*layers, torch.nn.Linear(a.width, 10)).to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
     data = [(torch.randn(a.batch, a.width, device=dev), torch.randint(0, 10, (a.batch,), device=dev))
             for _ in range(16)]
+    return dev, model, data
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--eager", action="store_true", help="no graph: the same steps launched one kernel at a time")
+    a = ap.parse_args()
+    import torch
+    dev, model, data = build(a)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
     static_x, static_y = data[0][0].clone(), data[0][1].clone()
 
     def step(x, y):

@@ -4,7 +4,7 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
@@ -12,9 +12,14 @@
 # in three alternating rounds (the speed-up bucketing measures, each round's pair on the same host state); attention:
 # it plain, bucketed and on the memory-efficient attention backend twice, then profiled first and cached; static: a
 # generate() loop with a static cache (its decoding step replayed as CUDA graphs) plain, under nsys and torch.profiler;
-# graphtrace: the graph-replaying loop under nsys with graphs traced whole and node by node, twice each, between plains
+# graphtrace: the graph-replaying loop under nsys with graphs traced whole and node by node, twice each, between plains;
+# probe: wrappers/graph_partial.py and wrappers/varlen_conv.py plain, profiled first and cached, and recorded by hand;
+# final: the graph-replaying, variable-length and image-size loops plain and profiled (first, cached), a smaller image
+# loop plain and under nsys (the fixture), each profiled run's verdict and window events kept; then the shared programs;
+# final2: the image loop profiled first and cached again (verdicts and events kept), then the shared vit_eval.py
+# (NO_SHARED=1: not)
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -126,6 +131,77 @@ import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}; s=t.
 print('   read:', s.get('count'), s.get('name'), 'median', s.get('median_iteration_ns'), 'effective', s.get('median_effective_ns'), t.get('verdict'), round(t.get('gpu_busy_share') or 0, 3))" "$W/gt_$mode.verdict.json" >> "$S" 2>&1
   done
   plain graph_replay_2 $G --steps 2000
+fi
+
+if [ "$PART" = probe ]; then  # programs of kinds no fixture holds: a model graphed by make_graphed_callables (two graphs
+  # and eager kernels a step) and image inference at 25 sizes under cudnn.benchmark (cuDNN times algorithms per shape)
+  P="python3 wrappers/graph_partial.py"; C="python3 wrappers/varlen_conv.py"
+  plain partial $P; plain partial_eager $P --eager
+  profile partial_first 200 -- $P
+  profile partial_cached 200 -- $P
+  record partial wrappers/graph_partial.py --steps 300
+  timeout 200 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none -f true -o "$W/partial_g.nsys" $P --steps 300 \
+    > "$W/partial_g.log" 2>&1 && nsys export --type sqlite -f true -o "$W/fix/partial_graphs.nsys.sqlite" \
+    "$W/partial_g.nsys.nsys-rep" >> "$W/partial_g.log" 2>&1
+  echo "nsys graph-level partial: rc=$?" >> "$S"
+  plain conv $C; plain conv_bucket $C --bucket; plain conv_nobench $C --no-benchmark; plain conv_2 $C
+  plain conv_bucket_2 $C --bucket
+  profile conv_first 240 -- $C
+  profile conv_cached 240 -- $C
+  record conv wrappers/varlen_conv.py
+  for f in "$W/fix/partial_graphs.nsys.sqlite"; do
+    [ -f "$f" ] && timeout 120 python3 -m nsighttc analyze "$f" -q > "$W/partial_graphs.analyze.txt" 2>&1
+    head -12 "$W/partial_graphs.analyze.txt" >> "$S"
+    python3 benchmarks/strip_fixture.py "$f" "$W/fix/partial_graphs_nsys.sqlite.xz" >> "$S" 2>&1; rm -f "$f"
+  done
+fi
+
+if [ "$PART" = final ]; then
+  T0=$(date +%s)
+  plain graph_1 $G --steps 2000
+  profile graph_first 200 -- $G --steps 2000
+  profile graph_cached 200 -- $G --steps 2000
+  plain varlen_warm $V  # (the driver's JIT cache filled: the runs below are all warm-cache ones)
+  plain varlen_1 $V; plain varlen_bucket_1 $V --bucket
+  profile varlen_first 240 -- $V
+  profile varlen_cached 240 -- $V
+  plain varlen_2 $V; plain varlen_bucket_2 $V --bucket
+  C="python3 wrappers/varlen_conv.py"; CS="$C --batches 80 --size-step 16"
+  profile conv_first 200 -- $C
+  profile conv_cached 200 -- $C
+  plain conv_small $CS; plain conv_small_bucket $CS --bucket; plain conv_small_nobench $CS --no-benchmark
+  timeout 200 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none -f true -o "$W/conv_small.nsys" $CS \
+    > "$W/conv_small.nsys.log" 2>&1 && nsys export --type sqlite -f true -o "$W/conv_small.nsys.sqlite" \
+    "$W/conv_small.nsys.nsys-rep" >> "$W/conv_small.nsys.log" 2>&1
+  echo "nsys conv_small: rc=$? | $(grep 'images/s' "$W/conv_small.nsys.log" | tail -1)" >> "$S"
+  [ -f "$W/conv_small.nsys.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/conv_small.nsys.sqlite" \
+    "$W/fix/varlen_conv_nsys.sqlite.xz" >> "$S" 2>&1 && timeout 120 python3 -m nsighttc analyze \
+    "$W/fix/varlen_conv_nsys.sqlite.xz" -q 2>&1 | head -12 >> "$S"
+  for n in graph_first graph_cached varlen_first varlen_cached conv_first conv_cached; do  # (for the CPU tests)
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
+    [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
+  done
+  echo "final part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  if [ $(( $(date +%s) - T0 )) -lt 330 ] && [ -d .device-carry/programs ]; then
+    timeout $(( 540 - $(date +%s) + T0 )) bash .device-carry/programs/run_on_gpu.sh "$W/sp" hf_bert.py llm_generate.py vit_eval.py \
+      > "$W/sp.log" 2>&1
+    echo "shared programs: rc=$?" >> "$S"; cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
+  fi
+fi
+
+if [ "$PART" = final2 ]; then
+  plain conv_1 python3 wrappers/varlen_conv.py
+  profile conv_first 200 -- python3 wrappers/varlen_conv.py
+  profile conv_cached 200 -- python3 wrappers/varlen_conv.py
+  for n in conv_first conv_cached; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
+    [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
+  done
+  [ -d .device-carry/programs ] && [ -z "${NO_SHARED:-}" ] && timeout 300 bash .device-carry/programs/run_on_gpu.sh \
+    "$W/sp" vit_eval.py > "$W/sp.log" 2>&1; echo "shared programs: rc=$?" >> "$S"
+  cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
 fi
 
 if [ "$PART" = record ]; then

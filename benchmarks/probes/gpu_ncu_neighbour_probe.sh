@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU probe (issue 73): why a first run's accumulation loop (wrappers/grad_accum.py: numpy per sample, DataLoader
 # without workers) took 2.2-2.3 s an optimizer step in the timeline pass against 0.24 s plain and in the cached run
-# (reports/steps_time/runs_summary.txt, reports/profile_overhead/rounds). The first run differs by its neighbours: the
+# (reports/steps_time/runs_summary.txt.gz, reports/profile_overhead/rounds). The first run differs by its neighbours: the
 # Nsight Compute pass's program and the replay, each under ncu, waiting at a gate. Runs the loop plain beside each kind
 # of neighbour alone, and the first run itself with the processes' CPU use sampled.
 #   bash benchmarks/probes/gpu_ncu_neighbour_probe.sh OUT   (source .device-carry/setup.sh first)

@@ -226,6 +226,11 @@ RULES: tuple[NameRule, ...] = (
        _typed_dtype, H200 + ": sm90_xmma_gemm/fprop f16f16, tf32f32, f64f64 tensor16x8x16"),
     _r("cudnn-sdpa-mma", r"cudnn_generated_fort_native_sdpa.*(wgmma|hmma|mma)", True, None,
        H200 + ": ..._sdpa_sm90_flash_fprop_wgmma_f16_... ran a bf16 input: the name's f16 is not the dtype"),
+    # cuDNN 9's CUTLASS 2 kernels launch through a template whose argument is the kernel's own name
+    _r("cutlass-kernel-tensorop", r"::Kernel2?<\s*cutlass_tensorop_", True, _typed_dtype,
+       H200 + ": cutlass__5x_cudnn::Kernel<cutlass_tensorop_f16_s16816fprop_optimized_f16_128x128_32x5_nhwc_align8>, "
+       "<cutlass_tensorop_s1688fprop_optimized_tf32_...> (cuDNN's trials under cudnn.benchmark, wrappers/varlen_conv.py)",
+       on="signature"),
     _r("cutlass-tensorop", r"(^|_|\b)tensorop_|wmma_tensorop", True, _typed_dtype,
        H200 + ": cutlass_75_tensorop_f16_s1688gemm, cutlass_80_wmma_tensorop_i161616gemm_s8"),
     # cuDNN's own copy of CUTLASS (cutlass_cudnn_infer/_train) names its kernels mangled, its Tensor Core operand

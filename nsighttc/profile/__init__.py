@@ -238,9 +238,13 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             notes.append(f"analysis failed: {exc}")
         phases["analyze"] = round(time.monotonic() - t, 3)  # of "analysis": the rules alone (the rest: cache, JSON)
         if verdict is not None:
-            from .window import unrecorded_speed, unrecorded_startup
+            from .window import churn_before_window, unrecorded_speed, unrecorded_startup
             unrecorded_startup(verdict, done)
-            if unrecorded_speed(verdict, done) and verdict.distributed:  # (the straggler's fix, at that speed)
+            sped = unrecorded_speed(verdict, done)
+            churn = bool((verdict.timeline.get("steps") or {}).get("shape_churn")) if verdict.timeline else False
+            # the straggler's fix at that speed; a loop's new shapes: their cost before the window, its known steps
+            # at that speed (``analysis.wide_gain.loop``)
+            if churn_before_window(verdict, done) or (sped and (verdict.distributed or churn)):
                 from ..api import with_gains
                 verdict = with_gains(verdict)
             sampled = any(p.engine == "ncu" for p in done) and not any(p.engine in ("nsys", "torch") for p in done)

@@ -17,6 +17,8 @@ from ..step_time import typical_step
 from .passes import Options, Pass
 
 HOOK_PHASE_NAME = "/".join(HOOK_PHASE)  # (the step hooks' phase, as the window's events name it)
+SLOW_FACTOR_OF_CHURN = 1.5  # a step before the window over this many times the known-shape step paid for its shape
+                            # (the analysis' ``steps.slow.SLOW_FACTOR``, not imported: analysis is imported lazily here)
 
 
 def timeline_window(opts: Options, python_program: bool, from_window: bool = False,
@@ -187,7 +189,7 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
     import statistics
     e = next((e for e in events if e.get("event") == "unrecorded" and e.get("durations_ms")), None)
     if e is None:
-        return before_window(events)
+        return before_window(events, known_under_ms)
     ranks = [x for x in events if x.get("event") == "unrecorded" and x.get("durations_ms")
              and x.get("phase") == e.get("phase")]  # (a distributed job: every rank's, the same steps in lock-step)
     d = [float(x) for r in ranks for x in r["durations_ms"]]
@@ -241,16 +243,21 @@ def _before_ms(events: list[dict], phase) -> list:
             for x in e.get("unrecorded_before_ms") or []]
 
 
-def before_window(events: list[dict]) -> dict | None:
-    """Where no steps ran after the window (a distributed job, whose ranks stop together): the warm-up's last steps
-    before the first window, where the recording started with the window (``runtime.unrecorded.before_window``;
-    every rank's, a job's ranks running in lock-step), at least ``BEFORE_WINDOW_MIN`` of them."""
+def before_window(events: list[dict], known_under_ms: float | None = None) -> dict | None:
+    """Where no steps ran after the window (a distributed job, whose ranks stop together; a window that ran to the
+    program's end): the warm-up's last steps before the first window, where the recording started with the window
+    (``runtime.unrecorded.before_window``; every rank's, a job's ranks running in lock-step), at least
+    ``BEFORE_WINDOW_MIN`` of them; in a loop of changing shapes, those under ``known_under_ms`` only (an image loop's
+    cached run: 8 such steps, 5 of them new sizes at 173-309 ms, read "207 ms unrecorded ... no faster (0.01x)" against
+    1.69 ms recorded; H200, reports/steps_time/final2)."""
     import statistics
     starts = [e for e in events if e.get("event") == "start" and e.get("unrecorded_before_ms")]
     if not starts:
         return None
     phase = starts[0].get("phase")
     d = [float(x) for x in _before_ms(events, phase)]
+    if known_under_ms is not None:
+        d = [x for x in d if x <= known_under_ms]
     if len(d) < BEFORE_WINDOW_MIN:
         return None
     return {"phase": phase, "steps": len(d), "median_ms": round(statistics.median(d), 4), "when": "before",
@@ -359,3 +366,37 @@ def unrecorded_startup(verdict, done: list[Pass]) -> None:
     st = tl["startup"]
     st["unrecorded_s"] = p.recorded_from_s
     st["seconds"] = float(st.get("seconds") or 0.0) + p.recorded_from_s
+
+
+def churn_before_window(verdict, done: list[Pass]) -> bool:
+    """A loop of changing input shapes (``timeline.steps.shape_churn``) recorded from its window: the steps before it
+    met most of its new shapes, and the launcher timed them (the window's start event: ``warmup_ms``, ``warmup_new``,
+    ``runtime.window._warmup_shapes``). Their time and what their new shapes cost beyond the step at a known shape go
+    into ``shape_churn.before_window`` (the first step left out: the process' own set-up), which the shape-churn
+    gain counts (``analysis.wide_gain.loop``). True where it set it (the gains are then estimated again).
+    Why: BERT-base at 36 lengths on an H200, a first run recorded from its 10th step: its steady steps gave up to
+    2.23x where bucketing measured 2.3-2.5x over the whole plain loop (reports/steps_time)."""
+    tl = getattr(verdict, "timeline", None)
+    p = next((p for p in done if p.mode == "timeline"), None)
+    if not tl or p is None or not p.recorded_from_s:
+        return False
+    churn = (tl.get("steps") or {}).get("shape_churn") or {}
+    base = float(churn.get("base_ns") or 0.0)
+    phase = HOOK_PHASE_NAME if tl["steps"].get("source") == "hook" else None
+    start = next((e for e in p.window_events or [] if e.get("event") == "start" and e.get("warmup_ms")
+                  and (phase is None or e.get("phase") == phase)), None)
+    if not base or start is None:
+        return False
+    d = [float(x) * 1e6 for x in start["warmup_ms"]][1:]
+    new = [bool(x) for x in start.get("warmup_new") or []][1:]
+    if not d or len(new) != len(d):
+        return False
+    slow = SLOW_FACTOR_OF_CHURN * base
+    paid = [x - base for x, n in zip(d, new) if n and x > slow]
+    before = {"steps": len(d), "ns": sum(d), "new_shape_steps": len(paid), "new_shape_excess_ns": sum(paid),
+              "how": "the launcher's times of the steps before the window (the first left out), at new input shapes "
+                     "where the main model's first call of the step met shapes not seen before"}
+    for fam in [tl["steps"]] + [f for f in tl.get("step_families") or [] if f.get("name") == tl["steps"].get("name")]:
+        if fam.get("shape_churn") is not None:
+            fam["shape_churn"]["before_window"] = before
+    return True

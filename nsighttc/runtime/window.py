@@ -32,7 +32,10 @@ from .window_end import WindowEnd
 from .window_recorders import CudaProfilerRecorder, Recorder
 from .window_sizing import (END_WINDOW_STEPS, GEN_REQUESTS, GEN_WINDOW_S, MAX_WARMUP_S, MAX_WARMUP_STEPS, MIN_STEPS,
                             MIN_WARMUP, PHASE_GRACE_S, PREPARE_WAIT_STEPS, STEADY_RUN, STEADY_TOLERANCE, Phase,
-                            is_steady, recent_median, window_steps)
+                            is_steady, known_shape_steps, recent_median, window_steps)
+
+SHAPES_MAX = 10_000  # input-shape signatures remembered (a loop whose every call is new stops adding at this many)
+WARMUP_SAID_MAX = 200  # warm-up step times said at the window's start (the last ones)
 
 
 class Window(WindowEnd):
@@ -67,6 +70,8 @@ class Window(WindowEnd):
         # optimizer steps left until the one the program's last run ended after, inside or just after its window (the
         # step hooks' ``StepMarks.optimizer_steps_left``, given --window-last-optimizer-step); None: not known
         self.steps_left = None
+        self._shapes: set = set()  # the main model's input-shape signatures seen so far (``note_shape``)
+        self._step_new: bool | None = None  # the open step's first model call met a new signature (None: no call yet)
 
     def disable(self) -> None:
         """No window (the program has no steps to choose from, as the timeline run found): every step is
@@ -79,6 +84,17 @@ class Window(WindowEnd):
         self._event("off", (), None)
 
     # -- what the launcher's hooks call --------------------------------------------------------------
+    def note_shape(self, signature) -> None:
+        """The main model is called with inputs of these shapes (``runtime.steps.model_enter``, after the boundary
+        that opened the step): the open step met a new input shape where its first call's signature is new. Not in
+        a generation loop, whose calls change shapes every token by design (its window holds whole requests)."""
+        if self._step_new is not None or self.generation:
+            return
+        new = signature not in self._shapes
+        if new and len(self._shapes) < SHAPES_MAX:
+            self._shapes.add(signature)
+        self._step_new = new
+
     def hook_boundary(self, last: bool = False) -> None:
         """A hook step ended (``runtime.steps``); ignored once the program marks its own steps. ``last``: it ended with
         the optimizer step the program's last run ended after (``_at_last_step``)."""
@@ -140,9 +156,11 @@ class Window(WindowEnd):
                 ph.durations.append(duration)
                 ph.compiled.append(compiles > ph.compiles_at)
                 ph.recorded.append(self.recorder.recording())
+                ph.new_shape.append(bool(self._step_new))
             ph.compiles_at = compiles
             if ph.state == "window":
                 self.recorder.step_in_window()  # (a change of sessions still waiting is given up here)
+        self._step_new = None  # (the next step's first model call says its shapes)
         # Inside a window the ranks agreed to start, they do not agree: its end is counted alike on every rank (they
         # started it at the same boundary with the same length), and waiting there for rank 0 would put rank 0's
         # lateness into every other rank's host time: two H100s, call47, rank 0 sleeping 30 ms a step made rank 1
@@ -184,7 +202,7 @@ class Window(WindowEnd):
                     return ["prepare"] if ph.n - ph.prepared_n >= OPERATOR_STEPS else None
                 return ["start", self._window_steps(ph), self._after_count(ph)]
             ready = (ph.n >= self.warmup) if self.warmup is not None else (
-                is_steady(ph.durations, ph.compiled, ph.n) or ph.n >= MAX_WARMUP_STEPS
+                is_steady(*known_shape_steps(ph), ph.n) or ph.n >= MAX_WARMUP_STEPS
                 or (now - ph.first_at >= MAX_WARMUP_S and ph.n >= MIN_WARMUP)
                 or self._past_last_warmup(ph))
             if not ready:
@@ -274,7 +292,8 @@ class Window(WindowEnd):
             # keeps, ``profile.window.window_steps_seen``, for a run whose end is not known)
             sized = self._sized_steps(ph) if self._end_known(ph) is not None else ph.steps
             self._event("start", ph.key, ph, **({"sized_steps": sized} if sized != ph.steps else {}),
-                        **({"unrecorded_before_ms": [round(d * 1e3, 4) for d in before]} if before else {}))
+                        **({"unrecorded_before_ms": [round(d * 1e3, 4) for d in before]} if before else {}),
+                        **_warmup_shapes(ph))
         elif what == "end" and ph.state == "window":
             ph.state = "done"
             program_end = action[1:2] == ["program_end"]
@@ -320,6 +339,16 @@ class Window(WindowEnd):
         doc.update(extra)
         self.events.append(doc)
         self.emit(EVENT_PREFIX + json.dumps(doc))
+
+
+def _warmup_shapes(ph: Phase) -> dict:
+    """A warm-up whose steps met new input shapes after the first: every warm-up step's time (``warmup_ms``, the last
+    ``WARMUP_SAID_MAX``) and which met a new shape (``warmup_new``, 0/1), for the profile run to count what the new
+    shapes cost before the window (``profile.window.churn_before_window``); else nothing."""
+    if not any(ph.new_shape[1:]) or len(ph.new_shape) != len(ph.durations):
+        return {}
+    return {"warmup_ms": [round(d * 1e3, 4) for d in ph.durations[-WARMUP_SAID_MAX:]],
+            "warmup_new": [int(x) for x in ph.new_shape[-WARMUP_SAID_MAX:]]}
 
 
 def _sampler_budget(on: bool) -> None:

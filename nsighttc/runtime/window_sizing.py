@@ -82,7 +82,7 @@ class Phase:
     hook steps are one phase)."""
     __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
                  "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests", "settled",
-                 "prepared_n", "recorded", "after_steps", "sized_s")
+                 "prepared_n", "recorded", "after_steps", "sized_s", "new_shape")
 
     def __init__(self, key: tuple, now: float, compiles: int):
         self.key = key
@@ -90,6 +90,7 @@ class Phase:
         self.durations: list[float] = []
         self.compiled: list[bool] = []
         self.recorded: list[bool] = []  # whether the recorder recorded each step (``Recorder.recording``)
+        self.new_shape: list[bool] = []  # whether each step's main-model call met input shapes not seen before
         self.after_steps: int | None = None  # unrecorded steps timed after the window, as the ranks agreed
         self.state = "warmup"          # warmup -> window -> done
         self.left = 0
@@ -108,7 +109,20 @@ class Phase:
         self.settled = False           # the recorder was told the warm-up is steady before the window could start
 
 
+def known_shape_steps(ph: Phase) -> tuple[list[float], list[bool]]:
+    """(step times, compiled) of the phase's steps at input shapes seen before, where its main model's input shapes
+    changed after its first step; else all of them. A step at a new shape is no sign of the loop's pace: an image
+    loop at 25 sizes under cudnn.benchmark took 150-350 ms at each new size and 1.7 ms at a size seen before (H200,
+    wrappers/varlen_conv.py), and its first steps, nearly all new sizes, agreed within 20%: the window started on them
+    and was sized on them (10 steps, all new sizes; "the recording's slowdown 132x" against the steps after it)."""
+    flags = ph.new_shape
+    if not any(flags[1:]) or len(flags) != len(ph.durations):
+        return ph.durations, ph.compiled
+    keep = [i for i, new in enumerate(flags) if not new]
+    return [ph.durations[i] for i in keep], [ph.compiled[i] for i in keep]
+
+
 def recent_median(ph: Phase) -> float | None:
-    """The median of a phase's last ``STEADY_RUN`` step times."""
-    recent = sorted(ph.durations[-STEADY_RUN:])
+    """The median of a phase's last ``STEADY_RUN`` step times (at known shapes: ``known_shape_steps``)."""
+    recent = sorted(known_shape_steps(ph)[0][-STEADY_RUN:])
     return recent[len(recent) // 2] if recent else None

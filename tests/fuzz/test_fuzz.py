@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from .harness import BAD, check, seed_of_bad_file
+from .harness import BAD, bad_bytes, check, seed_of_bad_file
 from .mutators import mutate
 from .seeds import BY_KIND, SEEDS, seed_bytes
 
@@ -49,4 +49,4 @@ def test_mutated_inputs_keep_every_promise(kind, tmp_path_factory):
 def test_every_case_that_ever_failed(bad: Path, tmp_path):
     if bad.name.startswith("ncu-rep"):
         pytest.importorskip("ncu_report")
-    assert check(seed_of_bad_file(bad), bad.read_bytes(), tmp_path) == []
+    assert check(seed_of_bad_file(bad), bad_bytes(bad), tmp_path) == []

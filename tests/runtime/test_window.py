@@ -821,3 +821,39 @@ def test_a_prepared_window_whose_steps_fall_inside_it_extends_once_at_the_new_ra
     start = next(e for e in w.events if e["event"] == "start")
     assert start["steps"] == sizing.window_steps(0.2)  # sized on the warm-up
     assert stopped_at < start["warmup"] + sizing.window_steps(0.05) + 10  # then a window's worth at the new rate
+
+
+def test_steps_at_new_input_shapes_do_not_start_the_window_and_are_said_at_its_start():
+    """An image loop under cudnn.benchmark (H200, wrappers/varlen_conv.py): each new size 150-350 ms, a size seen
+    before 1.7 ms. Its first steps, nearly all new sizes, agreed within 20% and started a 10-step window of new sizes
+    only. Steps at new shapes are no sign of the loop's pace: the warm-up waits for three agreeing steps at known
+    shapes, the window is sized on them, and the start event carries every warm-up step with its new-shape flag."""
+    sizes = [128, 136, 144, 152, 160, 136, 168, 128, 144, 176, 136, 128, 144] + [136] * 60
+    took = {n: 0.2 for n in set(sizes)}
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None)
+    seen = set()
+    stopped = None
+    for i, n in enumerate(sizes):
+        try:
+            w.hook_boundary()  # the step before ends where this model call begins
+        except window_end.WindowDone:
+            stopped = i
+            break
+        w.note_shape(((32, 3, n, n),))
+        clock.t += took[n] if n not in seen else 0.002
+        seen.add(n)
+    start = next(e for e in w.events if e["event"] == "start")
+    # new sizes at steps 1-5, 7, 10: the three known-size steps 6, 8, 9 agree only at step 9's end (boundary 10)
+    assert start["warmup"] == 10 and start["median_ms"] == 2.0
+    assert start["steps"] == sizing.MAX_STEPS  # sized on the 2 ms steps, not on the 200 ms ones
+    assert start["warmup_new"] == [1, 1, 1, 1, 1, 0, 1, 0, 0]
+    assert start["warmup_ms"][:2] == [200.0, 200.0] and start["warmup_ms"][5] == 2.0
+    assert stopped is None  # (the program ended first)
+    # without shapes the same times start the window on the new sizes' plateau
+    clock2 = Clock()
+    w2 = win.Window(clock=clock2, emit=lambda s: None)
+    for n in sizes[:8]:
+        w2.hook_boundary()
+        clock2.t += took[n] if n not in sizes[:sizes.index(n)] else 0.002
+    assert next(e for e in w2.events if e["event"] == "start")["median_ms"] == 200.0

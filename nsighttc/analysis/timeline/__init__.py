@@ -88,7 +88,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     work_end = (launches["start_ns"] + launches["duration_ns"]).to_numpy(dtype="float64") \
         if "start_ns" in launches else np.full(len(launches), np.nan)
     with stages.stage("timeline.steps"):
-        step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range, api)
+        step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range, api, ops)
     generated = next((st.calls for st in step_sets if st.calls is not None), None)  # calls found from kernels
     compiles = steps_mod.compile_union(tl.marks)
     with stages.stage("timeline.steps"):

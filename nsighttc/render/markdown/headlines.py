@@ -144,6 +144,7 @@ def recording_cost_words(slowdown: float) -> str:
 SOURCE_OF_STEPS = {"explicit": "the program's step ranges", "hook": "nsighttc's hooks in the program",
                    "profiler-op": "torch.profiler's optimizer/DataLoader ranges",
                    "kernel-period": "the repeating kernel sequence",
+                   "result-copy": "the copies of each iteration's result to the host",
                    "graph-replay": "the program's CUDA graph replays"}
 
 
@@ -208,6 +209,9 @@ def loop_time_line(tl: dict) -> str | None:
             label = (f"{lt['slow_steps']} slow step{'s' if lt['slow_steps'] != 1 else ''} (over "
                      f"{lt.get('slow_factor', 1.5):g}x the typical step of {ns(lt.get('typical_step_ns'))})")
         extra = ""
+        if p["part"] == "warm-up steps" and lt.get("warmup_new_shape_steps"):
+            extra = (f": {_seconds(lt['warmup_new_shape_beyond_ns'])} beyond a step at a known shape, "
+                     f"{lt['warmup_new_shape_steps']} at new input shapes")
         if p["part"] == "slow steps":
             extra = f": {_seconds(lt['slow_beyond_median_ns'])} beyond it"
             if lt.get("new_shape_steps"):

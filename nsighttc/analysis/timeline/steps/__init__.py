@@ -16,15 +16,15 @@ from ... import intervals
 from ..base import Thresholds, classify
 from . import find as find_mod, generation, period, steady
 from .launch_order import LaunchOrder
-from .find import EXPLICIT, GRAPH_REPLAY, HOOK, KERNEL_PERIOD, PROFILER_OP, StepSet, step_paths
+from .find import EXPLICIT, GRAPH_REPLAY, HOOK, KERNEL_PERIOD, PROFILER_OP, RESULT_COPY, StepSet, step_paths
 from .steady import RULE, malloc_times
 
-__all__ = ["EXPLICIT", "GRAPH_REPLAY", "HOOK", "KERNEL_PERIOD", "PROFILER_OP", "RULE", "StepSet", "compile_union", "families", "find",
+__all__ = ["EXPLICIT", "GRAPH_REPLAY", "HOOK", "KERNEL_PERIOD", "PROFILER_OP", "RESULT_COPY", "RULE", "StepSet", "compile_union", "families", "find",
            "malloc_times", "public", "startup", "step_paths", "window_starts"]
 
 
 def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, launch_start: np.ndarray,
-         step_range: str | None, api: pd.DataFrame | None = None) -> list[StepSet]:
+         step_range: str | None, api: pd.DataFrame | None = None, ops: pd.DataFrame | None = None) -> list[StepSet]:
     """The step families of a recording, from the first source that has any, and the program's CUDA graph replays
     beside them (``find`` module docstring)."""
     sets = find_mod.explicit(ranges, step_range)
@@ -46,7 +46,7 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     if replays:
         order = LaunchOrder.of(launches, launch_start)
         return _with_calls(replays + find_mod.outside(_from_kernels(order), replays), launches, launch_start, order)
-    return _from_kernels(LaunchOrder.of(launches, launch_start))
+    return find_mod.wider_loop(_from_kernels(LaunchOrder.of(launches, launch_start)), find_mod.result_copies(ops))
 
 
 def _from_kernels(order: LaunchOrder | None) -> list[StepSet]:

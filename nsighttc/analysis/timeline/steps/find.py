@@ -11,7 +11,8 @@
    ``enumerate(DataLoader)#...`` ranges, read with the hooks' rule (a step ends at the first fetch after an
    optimizer step, else at the optimizer step's end); DataLoader iterations without an optimizer.
 4. ``kernel-period``: from the GPU alone (an nsys recording of a program that marks nothing): the repeating
-   kernel sequence (``period``).
+   kernel sequence (``period``); or ``result-copy``: the copies that bring each iteration's result back to the host,
+   where the kernel sequence does not repeat through the loop (``result_copies``).
 
 Beside them, ``graph-replay``: a program that replays its own CUDA graph (``cudaGraphLaunch`` again and again) repeats
 the replay, whatever else it marks: its eager warm-up steps are a few optimizer steps before the graph was captured,
@@ -32,6 +33,9 @@ from ....record_format import DATA, FORWARD, OPTIMIZER, STEP
 from ..base import is_step_leaf
 
 EXPLICIT, HOOK, PROFILER_OP, KERNEL_PERIOD = "explicit", "hook", "profiler-op", "kernel-period"
+RESULT_COPY = "result-copy"
+MIN_COPIES = 6        # result copies that make a loop
+COPY_MATCH = 0.9      # copies per iteration: the byte counts repeat with this period for this share of the copies
 GRAPH_REPLAY = "graph-replay"
 MIN_REPLAYS = 10  # graph launches that make a loop (a model captured once and replayed a handful of times is no loop)
 MODEL_CALLS = "model calls"               # the hooks' family of the main model's calls (``hooks``)
@@ -227,3 +231,50 @@ def _phase_start(ranges: pd.DataFrame, path: np.ndarray, parent: str, first_opt:
     inst = ranges[path == parent]
     inst = inst[(inst["start_ns"] <= first_opt).to_numpy() & (inst["end_ns"] >= first_opt).to_numpy()]
     return float(inst["start_ns"].min()) if len(inst) else min(first_launch, first_opt)
+
+
+def result_copies(ops: pd.DataFrame | None) -> list[StepSet]:
+    """Steps bounded by the device-to-host copies that bring each iteration's result back (``loss.item()``,
+    ``logits.argmax(1).cpu()``): the host's boundary of a loop whose kernels do not repeat. Where an iteration copies
+    more than one result, the copies' byte counts repeat with that period, and one copy in each period bounds the
+    iterations (the one followed by the longest time, the median over the loop).
+
+    Why: an image loop at 25 sizes under ``cudnn.benchmark`` launches other kernels at each size (cuDNN's trials,
+    another algorithm per shape), so no kernel sequence repeats until the sizes do: a plain torch.profiler recording
+    gave "52 steady steps of 1.63 ms", the last 1% of a 6.1 s loop, and left 96% of it "before the first step"; its
+    150 batches each ended with one 256-byte copy of the answers (H200, wrappers/varlen_conv.py,
+    tests/fixtures/steps/varlen_conv_torch.json.xz)."""
+    if ops is None or ops.empty or "copy_kind" not in ops:
+        return []
+    dtoh = (ops["kind"] == "memcpy").to_numpy() & (ops["copy_kind"] == "DtoH").to_numpy()
+    if dtoh.sum() < MIN_COPIES + 1:
+        return []
+    c = ops.loc[dtoh, ["end_ns", "bytes"]].sort_values("end_ns", kind="stable")
+    ends = c["end_ns"].to_numpy(dtype="float64")
+    size = np.nan_to_num(c["bytes"].to_numpy(dtype="float64"), nan=-1.0)
+    k = next((k for k in range(1, 9) if len(size) > 2 * k and (size[k:] == size[:-k]).mean() >= COPY_MATCH), None)
+    if k is None:
+        return []
+    if k > 1:  # the copy of each period followed by the longest time: where one iteration ends and the next begins
+        after = np.diff(ends)
+        phase = int(np.argmax([np.median(after[j::k]) for j in range(k)]))
+        ends = ends[phase::k]
+    if len(ends) < MIN_COPIES + 1:
+        return []
+    return [StepSet("result copies", None, ends[:-1], ends[1:], RESULT_COPY,
+                    f"the device-to-host copies that end each iteration ({k} a step), where no kernel sequence repeats "
+                    "through the loop: the recording has no step marks")]
+
+
+def wider_loop(kernels: list[StepSet], copies: list[StepSet]) -> list[StepSet]:
+    """The kernel period's family, or the result copies' where they span at least ``COPIES_SPAN`` times the loop the
+    kernel period found (the kernels repeat in a corner of the loop only)."""
+    if not copies:
+        return kernels
+    if not kernels:
+        return copies
+    span = lambda st: float(st.ends[-1] - st.starts[0])  # noqa: E731
+    return copies if span(copies[0]) >= COPIES_SPAN * max(span(kernels[0]), 1.0) else kernels
+
+
+COPIES_SPAN = 2.0

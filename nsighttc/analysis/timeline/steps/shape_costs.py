@@ -42,7 +42,8 @@ PREPARERS = (
     Preparer(re.compile(r"cudnn|conv|dgrad|wgrad|fprop", re.I), "cuDNN's convolution",
              "cuDNN's convolution (an algorithm chosen per shape; timed for each new one under "
              "`torch.backends.cudnn.benchmark = True`)",
-             "", "peer knowledge: PyTorch's documentation of cudnn.benchmark"),
+             "", "peer knowledge: PyTorch's documentation of cudnn.benchmark; H200 (wrappers/varlen_conv.py): the "
+             "host's pauses before 30 and more of cuDNN's convolution kernels at each new size"),
     Preparer(re.compile(r"nvjet|gemm|cublas|cutlass|xmma", re.I), "cuBLAS's matrix multiply",
              "cuBLAS's matrix multiply (a kernel chosen per shape by its heuristics)",
              "", "H200: the GEMMs' pauses at new shapes were 1-2% of their cost in wrappers/varlen_infer.py"),
@@ -57,6 +58,49 @@ def _short(name: str) -> str:
     return name if len(name) <= 60 else name[:57] + "..."
 
 
+# A new shape's steps launching this many times the kernels of a step at a known shape: the library tried kernels
+# there (autotuning). H200, an image loop at 25 sizes under cudnn.benchmark (wrappers/varlen_conv.py): 11x; BERT-base
+# at 36 lengths, cuDNN's attention building plans (varlen_infer.py): about 1x.
+TRIALS = 2.0
+BENCHMARK_FIX = ("Or keep the sizes and let cuDNN choose its convolution algorithms by its heuristics: "
+                 "`torch.backends.cudnn.benchmark = False` times nothing per shape (H200, an image loop at 25 sizes: "
+                 "5,279 images/s with it off, 768-783 with it on, 2,983-3,445 padded to three sizes; "
+                 "reports/steps_time/probe).")
+# ... where the recording shows no trials (a first run's window recorded a new size's steps with as many launches as
+# a known size's: H200, reports/steps_time/final3), the same fix, said as the likely one: with its heuristics alone
+# cuDNN's new sizes cost little (the loop at 25 sizes: 4,350-5,279 images/s without cudnn.benchmark).
+BENCHMARK_IF = ("Where the program sets `torch.backends.cudnn.benchmark = True` (cuDNN then times its algorithms at "
+                "each new shape), turning it off keeps the sizes and removes that cost: " + BENCHMARK_FIX.split(": ", 1)[1])
+
+
+@dataclass(frozen=True)
+class Leader:
+    """What the new shapes were paid for, as the headline names it: one kernel (``name``) or, where no kernel holds
+    ``MOST`` of the cost, one library's kernels (``kernels`` of them); ``share`` of the cost; ``trials``: the steps
+    at new shapes launched ``TRIALS`` times the kernels of a step at a known shape or more."""
+    name: str | None
+    preparer: Preparer | None
+    share: float
+    kernels: int
+    trials: float | None
+
+
+def leader(acc: dict) -> Leader | None:
+    paid = acc.get("paid_before") or []
+    cost = acc.get("new_shape_excess_ns") or 0.0
+    if not paid or not cost:
+        return None
+    ratio = acc.get("new_shape_launch_ratio")
+    trials = float(ratio) if ratio and ratio >= TRIALS else None
+    if paid[0]["ns"] >= MOST * cost:
+        return Leader(paid[0]["name"], preparer(paid[0]["name"]), paid[0]["ns"] / cost, 1, trials)
+    libs = acc.get("paid_by_library") or []
+    if libs and libs[0]["ns"] >= MOST * cost:
+        p = next((x for x in PREPARERS if x.who == libs[0]["who"]), None)
+        return Leader(None, p, libs[0]["ns"] / cost, int(libs[0]["kernels"]), trials)
+    return None
+
+
 def top(acc: dict) -> tuple[dict, float] | None:
     """(the kernel the host paused before most at new shapes, its share of their cost), or None."""
     paid = acc.get("paid_before") or []
@@ -65,14 +109,22 @@ def top(acc: dict) -> tuple[dict, float] | None:
     return paid[0], paid[0]["ns"] / acc["new_shape_excess_ns"]
 
 
+def _trials_words(lead: Leader) -> str:
+    return (f" (the steps at new shapes launched {lead.trials:.0f}x the kernels of a step at a known one: it tried "
+            "kernels there)") if lead.trials else ""
+
+
 def headline_words(acc: dict) -> str:
-    """'; paid before `<kernel>` (cuDNN's attention ...)' where one kernel holds ``MOST`` of the cost, else ''."""
-    t = top(acc)
-    if t is None or t[1] < MOST:
+    """'; 94% of it the host's pauses before `<kernel>`: cuDNN's attention' (one kernel holds ``MOST`` of the cost), or
+    '; 90% of it the host's pauses before 31 of cuDNN's convolution kernels' (one library's do), else ''."""
+    lead = leader(acc)
+    if lead is None:
         return ""
-    p = preparer(t[0]["name"])
-    return (f"; {100 * t[1]:.0f}% of it the host's pauses before `{_short(t[0]['name'])}`"
-            + (f": {p.who}" if p else ""))
+    if lead.name is not None:
+        return (f"; {100 * lead.share:.0f}% of it the host's pauses before `{_short(lead.name)}`"
+                + (f": {lead.preparer.who}" if lead.preparer else "") + _trials_words(lead))
+    return (f"; {100 * lead.share:.0f}% of it the host's pauses before {lead.kernels} kernels of "
+            f"{lead.preparer.who if lead.preparer else 'one library'}" + _trials_words(lead))
 
 
 def evidence_words(acc: dict) -> str:
@@ -84,18 +136,22 @@ def evidence_words(acc: dict) -> str:
     paid = paid[:1] + [p for p in paid[1:] if p["ns"] >= SMALL * cost]
     parts = [f"`{_short(p['name'])}` {duration(p['ns'])} ({100 * p['ns'] / cost:.0f}%, over {p['launches']} "
              "launches)" for p in paid]
-    first = preparer(paid[0]["name"])
     said = f". The host paused at the new shapes before launching {'; '.join(parts)}, beyond its pause before the " \
            "same kernel at a known shape"
-    if first is not None and paid[0]["ns"] >= MOST * cost:
-        said += f": the first is {first.what}"
-    return said + "."
+    lead = leader(acc)
+    if lead is not None and lead.preparer is not None:
+        said += (f": the first is {lead.preparer.what}" if lead.name is not None else
+                 f"; before {lead.kernels} kernels of {lead.preparer.who}, {100 * lead.share:.0f}% of it: "
+                 f"{lead.preparer.what}")
+    return said + _trials_words(lead or Leader(None, None, 0.0, 0, None)) + "."
 
 
 def fix_words(acc: dict) -> str:
-    """What else removes the cost, where the kernel paid before most has a fix of its own beside padding."""
-    t = top(acc)
-    if t is None or t[1] < MOST:
+    """What else removes the cost, where the kernel paid before most has a fix of its own beside padding; cuDNN
+    timing its convolutions per shape (``TRIALS``): turning the timing off."""
+    lead = leader(acc)
+    if lead is None or lead.preparer is None:
         return ""
-    p = preparer(t[0]["name"])
-    return f" {p.fix}" if p and p.fix else ""
+    if lead.preparer.who == "cuDNN's convolution":  # (without cudnn.benchmark a new size costs cuDNN little)
+        return f" {BENCHMARK_FIX}" if lead.trials else f" {BENCHMARK_IF}"
+    return f" {lead.preparer.fix}" if lead.preparer.fix else ""
