@@ -130,3 +130,30 @@ def test_the_trunk_never_goes_into_the_work_that_is_the_cause():
         assert top["program_line"].startswith("wrappers/trainer_finetune.py:4"), top
         sites.append((top["frame"], top["line"], top["program_line"]))
     assert sites[0] == sites[1]
+
+
+def test_the_trunk_stops_at_the_call_of_the_model_whose_forward_holds_the_samples():
+    """The model's forward is a cause too: an evaluation loop whose idle samples were nearly all under the model's
+    call was sited at the program's line calling it in one run ("`<module>` (vit_eval.py:13) →
+    `VisionTransformer.forward`") and, where 90% went on into it, deep in timm in the next ("`Block.forward` →
+    `Attention.forward`", no program line; H200, ../shared/programs/vit_eval.py, reports/steps_time/final3). Here the
+    Trainer run's main-thread samples under the BERT model's forward: all of them in it, so the trunk used to follow
+    them into transformers' layers; it stops where the model is called, outside the model's code."""
+    import importlib
+    from nsighttc.parse import host_samples
+    host_frames = importlib.import_module("nsighttc.analysis.timeline.host_frames")
+    topics = importlib.import_module("nsighttc.analysis.timeline.host_topics")
+    hs = host_samples.read(FIX / "trainer_first" / "host_samples.json.gz")
+    files, funcs = hs.frames["file"].astype(str).to_numpy(), hs.frames["function"].astype(str).to_numpy()
+    in_model = [k for k, s in enumerate(hs.stacks)
+                if any("/transformers/models/" in files[int(x)] and funcs[int(x)].endswith(".forward") for x in s)]
+    main = hs.samples[(hs.samples["tid"] == hs.main_tid) & hs.samples["stack"].isin(in_model)]
+    assert len(main) >= 30
+    import numpy as np
+    row_of, rows, _ = host_frames._rows(hs, main["stack"].to_numpy())
+    top = rows.iloc[int(np.argmax(np.bincount(row_of[main["stack"].to_numpy()], minlength=len(rows))))]
+    assert "/transformers/models/" not in top["file"] and "/torch/nn/" not in top["file"], top
+    assert top["frame"] == "Trainer.compute_loss" and top["calls"] == "BertForSequenceClassification.forward", top
+    assert "/transformers/models/" in (top["calls_file"] or "") or "/torch/nn/" in (top["calls_file"] or ""), top
+    site = hs.frames[(hs.frames["function"] == top["frame"]) & (hs.frames["file"] == top["file"])].index[0]
+    assert topics.topics(hs.frames)[site] != "forward"

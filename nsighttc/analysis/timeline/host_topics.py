@@ -20,6 +20,9 @@ PLUMBING = (
     (re.compile(r"/torch/optim/optimizer\.py$"), re.compile(r"wrapper$|_use_grad$|maybe_fallback$")),
     (re.compile(r"/torch/autograd/profiler\.py$"), re.compile(r".")),
     (re.compile(r"/(?:runpy|threading|contextlib|functools)\.py$"), re.compile(r".")),
+    # transformers 5's decorators around a model's forward (can_return_tuple, check_model_inputs: generic.py), seen
+    # between the Trainer's compute_loss and BertForSequenceClassification.forward (tests/fixtures/host_frames)
+    (re.compile(r"/transformers/utils/generic\.py$"), re.compile(r"wrapper$")),
 )
 
 # What a stack was doing, from its frames, innermost first: the first frame that matches decides. (file pattern,
@@ -48,7 +51,12 @@ SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist|numpy)\(\s*\)|\bsynchronize\(|\bpr
 # the trunk went into it in some runs and not in others, and one program's six runs named three sites for one cause
 # (`main` (grad_accum.py:74) → `__next__`; `fetch` (fetch.py:57) → `default_collate`; `__next__` → `_next_data`,
 # with a 3%-of-samples `__getitem__` as its program line).
-CAUSE_TOPICS = ("data", "optimizer", "logging", "sync")
+# The model's forward too: an evaluation loop whose idle samples were nearly all under the model's call sited them at
+# the program's line calling it in one run ("`<module>` (vit_eval.py:13) → `VisionTransformer.forward`") and, where
+# 90% of them went on into it, deep in timm in the next ("`Block.forward` → `Attention.forward`",
+# "`VisionTransformer.forward_features` → `Sequential.forward`"), with no program line (H200, ../shared/programs
+# vit_eval.py, reports/steps_time/final3: at the morning's main and at this code alike).
+CAUSE_TOPICS = ("data", "optimizer", "logging", "sync", "forward")
 
 
 def plumbing(files: pd.Series, funcs: pd.Series) -> np.ndarray:
