@@ -163,7 +163,7 @@ from torch.utils.data import DataLoader, Dataset
 
 class Slow(Dataset):
     def __len__(self):
-        return 320
+        return 480  # (120 batches: on a loaded 2-core CI host 80 left a 2-worker copy still speeding up at its end)
 
     def __getitem__(self, i):
         time.sleep(0.004)  # host work per sample: 4 samples a batch, 16 ms without workers
