@@ -238,7 +238,8 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             notes.append(f"analysis failed: {exc}")
         phases["analyze"] = round(time.monotonic() - t, 3)  # of "analysis": the rules alone (the rest: cache, JSON)
         if verdict is not None:
-            from .window import churn_before_window, unrecorded_speed, unrecorded_startup
+            from .churn import churn_before_window
+            from .window import unrecorded_speed, unrecorded_startup
             unrecorded_startup(verdict, done)
             sped = unrecorded_speed(verdict, done)
             churn = bool((verdict.timeline.get("steps") or {}).get("shape_churn")) if verdict.timeline else False

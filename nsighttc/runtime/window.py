@@ -344,7 +344,7 @@ class Window(WindowEnd):
 def _warmup_shapes(ph: Phase) -> dict:
     """A warm-up whose steps met new input shapes after the first: every warm-up step's time (``warmup_ms``, the last
     ``WARMUP_SAID_MAX``) and which met a new shape (``warmup_new``, 0/1), for the profile run to count what the new
-    shapes cost before the window (``profile.window.churn_before_window``); else nothing."""
+    shapes cost before the window (``profile.churn.churn_before_window``); else nothing."""
     if not any(ph.new_shape[1:]) or len(ph.new_shape) != len(ph.durations):
         return {}
     return {"warmup_ms": [round(d * 1e3, 4) for d in ph.durations[-WARMUP_SAID_MAX:]],
