@@ -247,7 +247,7 @@ def before_window(events: list[dict], known_under_ms: float | None = None) -> di
     (``runtime.unrecorded.before_window``; every rank's, a job's ranks running in lock-step), at least
     ``BEFORE_WINDOW_MIN`` of them; in a loop of changing shapes, those under ``known_under_ms`` only (an image loop's
     cached run: 8 such steps, 5 of them new sizes at 173-309 ms, read "207 ms unrecorded ... no faster (0.01x)" against
-    1.69 ms recorded; H200, reports/steps_time/final2)."""
+    1.69 ms recorded; H200, reports/steps_time/final3)."""
     import statistics
     starts = [e for e in events if e.get("event") == "start" and e.get("unrecorded_before_ms")]
     if not starts:
