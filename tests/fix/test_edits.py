@@ -163,21 +163,15 @@ from torch.utils.data import DataLoader, Dataset
 
 class Slow(Dataset):
     def __len__(self):
-        return 480
+        return 320
 
     def __getitem__(self, i):
         time.sleep(0.004)  # host work per sample: 4 samples a batch, 16 ms without workers
         return i
 
 
-def stagger(worker_id):
-    # workers half a batch apart: a batch every 8 ms, not two at once every 16 (steps alternating 0.1 and 16 ms left
-    # the patched copy "still getting faster when the run ended", not kept, in 2 of 4 full runs on a 2-core host)
-    time.sleep(0.008 * worker_id)
-
-
 def make_loader():
-    return DataLoader(Slow(), batch_size=4, worker_init_fn=stagger)
+    return DataLoader(Slow(), batch_size=4)
 """
 
 
@@ -213,7 +207,7 @@ def test_fix_runs_the_patched_copy_beside_the_variant_and_applies_it_only_when_a
     assert "## Patches" in md and "```diff\n--- a/data.py" in md and "**kept**" in md
     assert "Chosen by `--variant auto`" not in md  # (the variant was named; the patch row's edit is shown above)
     assert (run / "patched" / "workers_2.diff").read_text() == patch["diff"]
-    assert "return DataLoader(Slow(), batch_size=4, worker_init_fn=stagger, num_workers=2)" in (prog / "data.py").read_text()
+    assert "return DataLoader(Slow(), batch_size=4, num_workers=2)" in (prog / "data.py").read_text()
     assert (prog / "data.py.nsighttc-bak").read_text() == LOADER_HELPER
     assert (prog / "train.py").read_text() == LOADER_PROGRAM and "patched" in err
 

@@ -166,3 +166,24 @@ def test_every_change_compare_gives_is_one_the_try_schema_allows():
     changes = {measure.compare(b, v)["change"] for b, v in cases}
     assert changes == {"faster", "no measurable change", "slower", "never settled", None}
     assert changes <= set(allowed)
+
+
+def test_alternating_steps_of_two_loader_workers_in_phase_have_settled():
+    """The fix test's loader (tests/fix/test_edits.py: 4 samples of 4 ms a batch) with two DataLoader workers, the
+    patched copy's second round as the launcher wrote it (a CI run on a 2-core host, 2026-11-29): the workers delivered
+    batches in pairs, steps alternating about 2 and 15 ms to the end. A split before the last three steps, two of them
+    fast, was a "fall", so the run was "still getting faster when it ended" and the patch was not kept (2 of 5 full
+    runs that day). A split that short is a fall only where all its steps are under the steps before it."""
+    import gzip
+    import json
+    from nsighttc.runtime.step_timer import settled_at_end, steady, stopped_falling
+    doc = json.loads(gzip.decompress((ROOT / "tests" / "fixtures" / "try_steps" /
+                                      "two_workers_alternating_step_times.json.gz").read_bytes()))
+    ph = doc["phases"]["nsighttc.step"]
+    t = ph["host_ns"]
+    assert min(t[-6:]) < 3e6 and max(t[-6:]) > 14e6  # (the alternation, to the end)
+    times, warm = steady(ph)
+    assert settled_at_end(t, warm) and len(t) - warm >= 2 * 3
+    assert 6e6 < sum(times) / len(times) < 10e6  # (about 8 ms a step: the two workers' rate)
+    # a real fall that short is still one: a plateau, then three fast steps at the end (issue 44's case)
+    assert stopped_falling([190e6] * 6 + [40e6] * 3, 1) == 6
