@@ -22,15 +22,15 @@ MIN_AHEAD = 1.02  # ... and the GPU's step at least this much longer (two median
 def typical_step(steps: dict) -> tuple[float | None, bool]:
     """(the steady step in ns, whether it is the GPU's because the host ran ahead of it) of a step family's dict."""
     it, eff = steps.get("median_iteration_ns"), steps.get("median_effective_ns")
-    if it and eff and (eff > HOST_AHEAD * it or (eff > MIN_AHEAD * it and _queue_grew(steps, eff - it))):
+    if it and eff and (eff > HOST_AHEAD * it or (eff > MIN_AHEAD * it and _queue_grew(steps, float(eff), float(it)))):
         return float(eff), True
     return (float(it) if it else None), False
 
 
-def _queue_grew(steps: dict, per_step: float) -> bool:
-    """The GPU was behind the host at the steady steps' end by about what the steps' difference adds up to: the host
-    ran ahead all along, not one slow step's work left over (which never exceeds one step)."""
+def _queue_grew(steps: dict, eff: float, it: float) -> bool:
+    """The GPU was behind the host at the steady steps' end by about what the steps' difference (GPU step ``eff``,
+    host step ``it``) adds up to: the host ran ahead all along, not one slow step's work left over (which never
+    exceeds one step)."""
     n = int(steps.get("count") or 0) - int(steps.get("warmup_steps") or 0)
     ahead = float(steps.get("host_ahead_ns") or 0.0)
-    eff = float(steps.get("median_effective_ns") or 0.0)
-    return n >= 3 and ahead > eff and ahead >= QUEUE_GREW * per_step * n
+    return n >= 3 and ahead > eff and ahead >= QUEUE_GREW * (eff - it) * n

@@ -13,7 +13,8 @@ def loop(f: dict, doc: dict) -> dict:
     longer). On the loop's time, not the median step's: this cost is what the median leaves out. The warm-up steps
     after the first count too, with their new shapes' cost (``slow._warm_new_shapes``), and the steps before the
     recording where the launcher timed them (``before_window``): a loop meets most of its new shapes first."""
-    fam = next((x for x in (doc.get("timeline") or {}).get("step_families") or []
+    tl = doc.get("timeline") or {}
+    fam = next((x for x in tl.get("step_families") or []
                 if x.get("shape_churn") and f"`{x['name']}`" in f.get("title", "")), None)
     acc = (fam or {}).get("shape_churn")
     if not acc or not acc.get("loop_ns"):
@@ -23,16 +24,16 @@ def loop(f: dict, doc: dict) -> dict:
     pre = acc.get("before_window") or {}
     pre_ns, pre_cost = float(pre.get("ns") or 0.0), float(pre.get("new_shape_excess_ns") or 0.0)
     # the program's other step families run on as they are: the gain is on all the steps' time, not this loop's
-    fams = (doc.get("timeline") or {}).get("step_families") or []
-    others = sum(float(x.get("steady_wall_ns") or 0.0) for x in fams if x is not fam)
+    others = sum(float(x.get("steady_wall_ns") or 0.0) for x in tl.get("step_families") or [] if x is not fam)
     whole = loop + others + warm_ns + pre_ns
     paid = cost + warm_cost + pre_cost
     # the steps at known shapes at the program's unrecorded speed, where the launcher timed it (``profile.window``):
     # the recording slows their launches, not the new shapes' preparation (H200, BERT-base at 36 lengths, a cached
     # run: 8.81 ms recorded, 6.67 ms unrecorded, at a length seen before)
-    scale, u = 1.0, ((doc.get("timeline") or {}).get("steps") or {}).get("unrecorded") or {}
-    if u.get("known_shape_ns") and u.get("median_ns") and (doc.get("timeline") or {}).get("steps", {}).get("name") == \
-            (fam or {}).get("name") and 1.0 < float(u["known_shape_ns"]) / float(u["median_ns"]) <= MAX_RECORDING_COST:
+    steps = tl.get("steps") or {}
+    scale, u = 1.0, steps.get("unrecorded") or {}
+    if u.get("known_shape_ns") and u.get("median_ns") and steps.get("name") == fam["name"] and \
+            1.0 < float(u["known_shape_ns"]) / float(u["median_ns"]) <= MAX_RECORDING_COST:
         scale = float(u["median_ns"]) / float(u["known_shape_ns"])
         whole = (whole - paid) * scale + paid
     of = f"the loop's {duration(loop)} over {acc['steps']} steady steps" + \

@@ -3,10 +3,7 @@ shape-churn gain where the recording started at the window (``churn_before_windo
 from __future__ import annotations
 
 from .passes import Pass
-from .window import HOOK_PHASE_NAME
-
-SLOW_FACTOR_OF_CHURN = 1.5  # a step before the window over this many times the known-shape step paid for its shape
-                            # (the analysis' ``steps.slow.SLOW_FACTOR``, not imported: analysis is imported lazily here)
+from .window import HOOK_PHASE_NAME, UNRECORDED_SLOW  # (a step over this many times the known-shape step is slow)
 
 
 def churn_before_window(verdict, done: list[Pass]) -> bool:
@@ -32,7 +29,7 @@ def churn_before_window(verdict, done: list[Pass]) -> bool:
     new = [bool(x) for x in start.get("warmup_new") or []][1:]
     if not d or len(new) != len(d):
         return False
-    slow = SLOW_FACTOR_OF_CHURN * base
+    slow = UNRECORDED_SLOW * base
     paid = [x - base for x, n in zip(d, new) if n and x > slow]
     before = {"steps": len(d), "ns": sum(d), "new_shape_steps": len(paid), "new_shape_excess_ns": sum(paid),
               "how": "the launcher's times of the steps before the window (the first left out), at new input shapes "

@@ -364,4 +364,3 @@ def unrecorded_startup(verdict, done: list[Pass]) -> None:
     st = tl["startup"]
     st["unrecorded_s"] = p.recorded_from_s
     st["seconds"] = float(st.get("seconds") or 0.0) + p.recorded_from_s
-

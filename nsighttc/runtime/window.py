@@ -32,7 +32,7 @@ from .window_end import WindowEnd
 from .window_recorders import CudaProfilerRecorder, Recorder
 from .window_sizing import (END_WINDOW_STEPS, GEN_REQUESTS, GEN_WINDOW_S, MAX_WARMUP_S, MAX_WARMUP_STEPS, MIN_STEPS,
                             MIN_WARMUP, PHASE_GRACE_S, PREPARE_WAIT_STEPS, STEADY_RUN, STEADY_TOLERANCE, Phase,
-                            is_steady, known_shape_steps, recent_median, window_steps)
+                            is_steady, known_shape_steps, recent_median, shapes_changed, window_steps)
 
 SHAPES_MAX = 10_000  # input-shape signatures remembered (a loop whose every call is new stops adding at this many)
 WARMUP_SAID_MAX = 200  # warm-up step times said at the window's start (the last ones)
@@ -345,7 +345,7 @@ def _warmup_shapes(ph: Phase) -> dict:
     """A warm-up whose steps met new input shapes after the first: every warm-up step's time (``warmup_ms``, the last
     ``WARMUP_SAID_MAX``) and which met a new shape (``warmup_new``, 0/1), for the profile run to count what the new
     shapes cost before the window (``profile.churn.churn_before_window``); else nothing."""
-    if not any(ph.new_shape[1:]) or len(ph.new_shape) != len(ph.durations):
+    if not shapes_changed(ph):
         return {}
     return {"warmup_ms": [round(d * 1e3, 4) for d in ph.durations[-WARMUP_SAID_MAX:]],
             "warmup_new": [int(x) for x in ph.new_shape[-WARMUP_SAID_MAX:]]}

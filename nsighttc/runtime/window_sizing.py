@@ -109,16 +109,21 @@ class Phase:
         self.settled = False           # the recorder was told the warm-up is steady before the window could start
 
 
+def shapes_changed(ph: Phase) -> bool:
+    """Whether the phase's main-model input shapes changed after its first step (``Phase.new_shape``, one flag a
+    timed step)."""
+    return any(ph.new_shape[1:]) and len(ph.new_shape) == len(ph.durations)
+
+
 def known_shape_steps(ph: Phase) -> tuple[list[float], list[bool]]:
     """(step times, compiled) of the phase's steps at input shapes seen before, where its main model's input shapes
     changed after its first step; else all of them. A step at a new shape is no sign of the loop's pace: an image
     loop at 25 sizes under cudnn.benchmark took 150-350 ms at each new size and 1.7 ms at a size seen before (H200,
     wrappers/varlen_conv.py), and its first steps, nearly all new sizes, agreed within 20%: the window started on them
     and was sized on them (10 steps, all new sizes; "the recording's slowdown 132x" against the steps after it)."""
-    flags = ph.new_shape
-    if not any(flags[1:]) or len(flags) != len(ph.durations):
+    if not shapes_changed(ph):
         return ph.durations, ph.compiled
-    keep = [i for i, new in enumerate(flags) if not new]
+    keep = [i for i, new in enumerate(ph.new_shape) if not new]
     return [ph.durations[i] for i in keep], [ph.compiled[i] for i in keep]
 
 

@@ -36,6 +36,7 @@ EXPLICIT, HOOK, PROFILER_OP, KERNEL_PERIOD = "explicit", "hook", "profiler-op", 
 RESULT_COPY = "result-copy"
 MIN_COPIES = 6        # result copies that make a loop
 COPY_MATCH = 0.9      # copies per iteration: the byte counts repeat with this period for this share of the copies
+COPIES_SPAN = 2.0     # the copies' steps replace the kernel period's where they span this many times its loop
 GRAPH_REPLAY = "graph-replay"
 MIN_REPLAYS = 10  # graph launches that make a loop (a model captured once and replayed a handful of times is no loop)
 MODEL_CALLS = "model calls"               # the hooks' family of the main model's calls (``hooks``)
@@ -243,7 +244,7 @@ def result_copies(ops: pd.DataFrame | None) -> list[StepSet]:
     another algorithm per shape), so no kernel sequence repeats until the sizes do: a plain torch.profiler recording
     gave "52 steady steps of 1.63 ms", the last 1% of a 6.1 s loop, and left 96% of it "before the first step"; its
     150 batches each ended with one 256-byte copy of the answers (H200, wrappers/varlen_conv.py,
-    tests/fixtures/steps/varlen_conv_torch.json.xz)."""
+    reports/steps_time; an nsys recording of the same loop at 13 sizes: tests/fixtures/steps/varlen_conv_nsys.sqlite.xz)."""
     if ops is None or ops.empty or "copy_kind" not in ops:
         return []
     dtoh = (ops["kind"] == "memcpy").to_numpy() & (ops["copy_kind"] == "DtoH").to_numpy()
@@ -275,6 +276,3 @@ def wider_loop(kernels: list[StepSet], copies: list[StepSet]) -> list[StepSet]:
         return copies
     span = lambda st: float(st.ends[-1] - st.starts[0])  # noqa: E731
     return copies if span(copies[0]) >= COPIES_SPAN * max(span(kernels[0]), 1.0) else kernels
-
-
-COPIES_SPAN = 2.0

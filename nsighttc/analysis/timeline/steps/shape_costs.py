@@ -16,6 +16,22 @@ MOST = 0.5  # the kernel the pauses came before holds this share of the new shap
 SMALL = 0.05  # kernels after the first named only where their pauses hold this share of the cost
 
 
+# A new shape's steps launching this many times the kernels of a step at a known shape: the library tried kernels
+# there (autotuning). H200, an image loop at 25 sizes under cudnn.benchmark (wrappers/varlen_conv.py): 3.6-5x in
+# cached runs and recordings by hand; BERT-base at 36 lengths, cuDNN's attention building plans (varlen_infer.py):
+# about 1x.
+TRIALS = 2.0
+BENCHMARK_FIX = ("Or keep the sizes and let cuDNN choose its convolution algorithms by its heuristics: "
+                 "`torch.backends.cudnn.benchmark = False` times nothing per shape (H200, an image loop at 25 sizes: "
+                 "5,279 images/s with it off, 768-783 with it on, 2,983-3,445 padded to three sizes; "
+                 "reports/steps_time/final/probe_summary.txt.gz).")
+# ... where the recording shows no trials (a first run's window recorded a new size's steps with as many launches as
+# a known size's: H200, reports/steps_time/final3), the same fix, said as the likely one: with its heuristics alone
+# cuDNN's new sizes cost little (the loop at 25 sizes: 4,350-5,279 images/s without cudnn.benchmark).
+BENCHMARK_IF = ("Where the program sets `torch.backends.cudnn.benchmark = True` (cuDNN then times its algorithms at "
+                "each new shape), turning it off keeps the sizes and removes that cost: " + BENCHMARK_FIX.split(": ", 1)[1])
+
+
 @dataclass(frozen=True)
 class Preparer:
     pattern: re.Pattern
@@ -23,6 +39,7 @@ class Preparer:
     what: str        # ... and what it does at a new shape
     fix: str         # beside padding: what else removes the per-shape cost ("" where padding is the fix)
     seen: str
+    trials_fix: str = ""  # ... said instead where the steps at new shapes tried kernels (``TRIALS``)
 
 
 PREPARERS = (
@@ -42,8 +59,9 @@ PREPARERS = (
     Preparer(re.compile(r"cudnn|conv|dgrad|wgrad|fprop", re.I), "cuDNN's convolution",
              "cuDNN's convolution (an algorithm chosen per shape; timed for each new one under "
              "`torch.backends.cudnn.benchmark = True`)",
-             "", "peer knowledge: PyTorch's documentation of cudnn.benchmark; H200 (wrappers/varlen_conv.py): the "
-             "host's pauses before 30 and more of cuDNN's convolution kernels at each new size"),
+             BENCHMARK_IF, "peer knowledge: PyTorch's documentation of cudnn.benchmark; H200 (wrappers/varlen_conv.py): "
+             "the host's pauses before 40-odd of cuDNN's convolution kernels at each new size",
+             trials_fix=BENCHMARK_FIX),
     Preparer(re.compile(r"nvjet|gemm|cublas|cutlass|xmma", re.I), "cuBLAS's matrix multiply",
              "cuBLAS's matrix multiply (a kernel chosen per shape by its heuristics)",
              "", "H200: the GEMMs' pauses at new shapes were 1-2% of their cost in wrappers/varlen_infer.py"),
@@ -56,21 +74,6 @@ def preparer(name: str) -> Preparer | None:
 
 def _short(name: str) -> str:
     return name if len(name) <= 60 else name[:57] + "..."
-
-
-# A new shape's steps launching this many times the kernels of a step at a known shape: the library tried kernels
-# there (autotuning). H200, an image loop at 25 sizes under cudnn.benchmark (wrappers/varlen_conv.py): 11x; BERT-base
-# at 36 lengths, cuDNN's attention building plans (varlen_infer.py): about 1x.
-TRIALS = 2.0
-BENCHMARK_FIX = ("Or keep the sizes and let cuDNN choose its convolution algorithms by its heuristics: "
-                 "`torch.backends.cudnn.benchmark = False` times nothing per shape (H200, an image loop at 25 sizes: "
-                 "5,279 images/s with it off, 768-783 with it on, 2,983-3,445 padded to three sizes; "
-                 "reports/steps_time/probe).")
-# ... where the recording shows no trials (a first run's window recorded a new size's steps with as many launches as
-# a known size's: H200, reports/steps_time/final3), the same fix, said as the likely one: with its heuristics alone
-# cuDNN's new sizes cost little (the loop at 25 sizes: 4,350-5,279 images/s without cudnn.benchmark).
-BENCHMARK_IF = ("Where the program sets `torch.backends.cudnn.benchmark = True` (cuDNN then times its algorithms at "
-                "each new shape), turning it off keeps the sizes and removes that cost: " + BENCHMARK_FIX.split(": ", 1)[1])
 
 
 @dataclass(frozen=True)
@@ -101,17 +104,9 @@ def leader(acc: dict) -> Leader | None:
     return None
 
 
-def top(acc: dict) -> tuple[dict, float] | None:
-    """(the kernel the host paused before most at new shapes, its share of their cost), or None."""
-    paid = acc.get("paid_before") or []
-    if not paid or not acc.get("new_shape_excess_ns"):
-        return None
-    return paid[0], paid[0]["ns"] / acc["new_shape_excess_ns"]
-
-
-def _trials_words(lead: Leader) -> str:
+def _trials_words(lead: Leader | None) -> str:
     return (f" (the steps at new shapes launched {lead.trials:.0f}x the kernels of a step at a known one: it tried "
-            "kernels there)") if lead.trials else ""
+            "kernels there)") if lead is not None and lead.trials else ""
 
 
 def headline_words(acc: dict) -> str:
@@ -143,15 +138,15 @@ def evidence_words(acc: dict) -> str:
         said += (f": the first is {lead.preparer.what}" if lead.name is not None else
                  f"; before {lead.kernels} kernels of {lead.preparer.who}, {100 * lead.share:.0f}% of it: "
                  f"{lead.preparer.what}")
-    return said + _trials_words(lead or Leader(None, None, 0.0, 0, None)) + "."
+    return said + _trials_words(lead) + "."
 
 
 def fix_words(acc: dict) -> str:
-    """What else removes the cost, where the kernel paid before most has a fix of its own beside padding; cuDNN
-    timing its convolutions per shape (``TRIALS``): turning the timing off."""
+    """What else removes the cost, where the kernel (or library) paid before most has a fix of its own beside
+    padding: its ``trials_fix`` where the steps at new shapes tried kernels (cuDNN timing its convolutions per
+    shape: turning the timing off), else its ``fix``."""
     lead = leader(acc)
     if lead is None or lead.preparer is None:
         return ""
-    if lead.preparer.who == "cuDNN's convolution":  # (without cudnn.benchmark a new size costs cuDNN little)
-        return f" {BENCHMARK_FIX}" if lead.trials else f" {BENCHMARK_IF}"
-    return f" {lead.preparer.fix}" if lead.preparer.fix else ""
+    fix = lead.preparer.trials_fix if lead.trials and lead.preparer.trials_fix else lead.preparer.fix
+    return f" {fix}" if fix else ""

@@ -66,8 +66,8 @@ def paid_before(order, starts: np.ndarray, ends: np.ndarray, paid: np.ndarray, k
     configurations, and the host's pauses were before cuDNN's attention kernel, 50 ms and more each (cuDNN builds a
     plan per shape; a plain torch.profiler recording: `aten::_cudnn_attention_forward` up to 107 ms, median 105 us).
     Why by library too: where the preparation runs kernels of its own, the pauses spread over them. An image loop
-    under ``cudnn.benchmark`` (H200, ``varlen_conv``) paused before 30 and more of cuDNN's convolution kernels at
-    each new size, the first of them 26% of the cost, and its new-size steps launched 11x the kernels of a step at a
+    under ``cudnn.benchmark`` (H200, ``varlen_conv``) paused before 40-odd of cuDNN's convolution kernels at each
+    new size, the first of them 26% of the cost, and its new-size steps launched 3.6-5x the kernels of a step at a
     known size: cuDNN timing its algorithms."""
     none = {"kernels": [], "libraries": [], "launch_ratio": None}
     if order is None:
@@ -133,8 +133,8 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None) -> dict 
     loop = float(it.sum())
     warm = _warm_new_shapes(fam, first, base)
     # (``order``: a callable giving the recording's ``LaunchOrder``, called only where there is something to pay for)
-    paid = paid_before(order(), starts, ends, slow & new, ~slow & ~new) if order is not None and (slow & new).any() \
-        else {"kernels": [], "libraries": [], "launch_ratio": None}
+    paid = paid_before(order() if order is not None and (slow & new).any() else None, starts, ends, slow & new,
+                       ~slow & ~new)
     return {"loop_ns": loop, "steps": int(len(it)), "median_ns": med, "base_ns": base, "at_median_ns": med * len(it),
             "slow_steps": int(slow.sum()), "slow_excess_ns": float(excess.sum()),
             "slow_share": float(excess.sum()) / loop if loop else 0.0,
