@@ -6,7 +6,11 @@ Each new sequence length is a new input shape: the attention backend builds its 
 Hopper), so the first batches at each length cost far more than the rest, and with lengths drawn at random most
 batches are new for a long while. ``--bucket`` pads every batch to the first of 64/128/256 that holds it: three shapes.
 ``--attention efficient`` keeps every length but runs attention on PyTorch's memory-efficient kernels (no plan per
-shape); ``math``: PyTorch's unfused attention. No nsighttc marks. Prints requests/s.
+shape); ``math``: PyTorch's unfused attention. ``--compile reduce-overhead`` runs the model under
+``torch.compile(mode="reduce-overhead")``: the second length recompiles it with a dynamic length, and every new length
+after it records a CUDA graph of its own (CUDA graph trees), the per-shape cost a compiled loop pays; the rate after
+that recompile (from the batch after the second length's first, bucketed or not) is printed too. No nsighttc marks.
+Prints requests/s.
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ def main() -> None:
     ap.add_argument("--bucket", action="store_true", help="pad each batch to 64, 128 or 256 tokens")
     ap.add_argument("--attention", choices=["default", "efficient", "math"], default="default",
                     help="the attention backend (default: PyTorch's choice, cuDNN's on Hopper)")
+    ap.add_argument("--compile", choices=["none", "default", "reduce-overhead"], default="none",
+                    help="run the model under torch.compile in this mode")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda where there is one")
     a = ap.parse_args()
@@ -42,6 +48,8 @@ def main() -> None:
     torch.manual_seed(0)
     cfg = BertConfig(num_hidden_layers=a.layers)  # BERT-base: 768 wide, 12 heads
     model = BertModel(cfg).to(dev, dtype).eval()
+    if a.compile != "none":
+        model = torch.compile(model, mode=None if a.compile == "default" else a.compile)
     rnd = random.Random(0)
     # each request a list of token ids (their values do not matter here: only the lengths shape the work)
     batches = [[[101] * rnd.randint(a.min_len, a.max_len) for _ in range(a.batch)] for _ in range(a.batches)]
@@ -52,9 +60,16 @@ def main() -> None:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         chosen = {"efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}[a.attention]
         backend = sdpa_kernel([chosen] + ([SDPBackend.MATH] if dev.type == "cpu" else []))  # (no fused CPU kernel)
+    # the batch after the second length's first: a compiled model has recompiled by then (a dynamic length); the same
+    # batch bucketed, so that both rates cover the same requests
+    longest = [len(max(b, key=len)) for b in batches]
+    second = next((i + 1 for i, n in enumerate(longest) if n != longest[0]), len(batches))
     t0 = time.perf_counter()
+    t_second = None
     with torch.inference_mode(), backend:
-        for batch in batches:
+        for k, batch in enumerate(batches):
+            if k == second:
+                t_second = time.perf_counter()
             n = max(len(r) for r in batch)  # padded to the batch's longest request
             if a.bucket:
                 n = next(b for b in BUCKETS if b >= n)
@@ -65,10 +80,13 @@ def main() -> None:
             out = model(input_ids=ids, attention_mask=mask).last_hidden_state
             pooled = out[:, 0].float().sum().item()  # the request's answer leaves the GPU
             served += len(batch)
-    dt = time.perf_counter() - t0
+    t_end = time.perf_counter()
+    dt = t_end - t0
+    after = (f"; {(len(batches) - second) * a.batch / (t_end - t_second):.1f} requests/s from batch {second + 1} "
+             "(after the second length unbucketed)") if t_second is not None and a.compile != "none" else ""
     print(f"{served / dt:.1f} requests/s over {served} requests ({'buckets' if a.bucket else 'padded to each batch'}, "
-          f"{len({max(map(len, b)) for b in batches})} batch lengths, attention {a.attention}); last {pooled:.3f}",
-          flush=True)
+          f"{len({max(map(len, b)) for b in batches})} batch lengths, attention {a.attention}"
+          f"{', compiled ' + a.compile if a.compile != 'none' else ''}){after}; last {pooled:.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
@@ -17,9 +17,13 @@
 # final: the graph-replaying, variable-length and image-size loops plain and profiled (first, cached), a smaller image
 # loop plain and under nsys (the fixture), each profiled run's verdict and window events kept; then the shared programs;
 # final2: the image loop profiled first and cached again (verdicts and events kept), then the shared vit_eval.py
-# (NO_SHARED=1: not)
+# (NO_SHARED=1: not); compiled: the variable-length loop under torch.compile(mode="reduce-overhead") (a CUDA graph
+# recorded per new length) plain and bucketed, profiled first and cached, recorded by hand with torch.profiler; then
+# wrappers/compile_loop.py --mode reduce-overhead (a training step replayed as CUDA graphs) plain and profiled first;
+# final4: the compiled variable-length loop, BERT eager and the image loop, each plain and bucketed around its profiled
+# first and cached runs (verdicts and window events kept: the gain ranges against what bucketing measured)
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -202,6 +206,52 @@ if [ "$PART" = final2 ]; then
   [ -d .device-carry/programs ] && [ -z "${NO_SHARED:-}" ] && timeout 300 bash .device-carry/programs/run_on_gpu.sh \
     "$W/sp" vit_eval.py > "$W/sp.log" 2>&1; echo "shared programs: rc=$?" >> "$S"
   cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
+fi
+
+if [ "$PART" = compiled ]; then
+  T0=$(date +%s); VC="$V --compile reduce-overhead"
+  plain vc_1 $VC; plain vc_bucket_1 $VC --bucket
+  profile vc_first 240 -- $VC
+  profile vc_cached 200 -- $VC
+  t0=$(date +%s.%N)
+  timeout 200 python3 benchmarks/gpu/record_torch.py "$W/vc.torch.json" wrappers/varlen_infer.py --batches 60 \
+    --compile reduce-overhead > "$W/vc.torch.log" 2>&1
+  echo "torch.profiler vc: rc=$? $(secs "$t0" "$(date +%s.%N)") s | $(grep 'requests/s' "$W/vc.torch.log" | tail -1)" >> "$S"
+  [ -f "$W/vc.torch.json" ] && python3 benchmarks/strip_fixture.py --keep-events "$W/vc.torch.json" \
+    "$W/fix/varlen_compiled_torch.json.xz" >> "$S" 2>&1 && timeout 120 python3 -m nsighttc analyze \
+    "$W/fix/varlen_compiled_torch.json.xz" -q 2>&1 | head -12 >> "$S"
+  for n in vc_first vc_cached; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
+    [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
+  done
+  echo "compiled part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  if [ $(( $(date +%s) - T0 )) -lt 360 ]; then
+    plain cl_ro python3 wrappers/compile_loop.py --mode reduce-overhead
+    profile cl_ro_first $(( 560 - $(date +%s) + T0 )) -- python3 wrappers/compile_loop.py --mode reduce-overhead
+  fi
+fi
+
+if [ "$PART" = final4 ]; then
+  T0=$(date +%s); VC="$V --compile reduce-overhead"; C="python3 wrappers/varlen_conv.py"
+  plain vc_1 $VC; plain vc_bucket_1 $VC --bucket
+  profile vc_first 200 -- $VC
+  profile vc_cached 200 -- $VC
+  plain vc_2 $VC; plain vc_bucket_2 $VC --bucket
+  plain varlen_1 $V; plain varlen_bucket_1 $V --bucket
+  profile varlen_first 200 -- $V
+  profile varlen_cached 200 -- $V
+  plain varlen_2 $V; plain varlen_bucket_2 $V --bucket
+  plain conv_1 $C; plain conv_bucket_1 $C --bucket
+  profile conv_first 200 -- $C
+  profile conv_cached 200 -- $C
+  plain conv_2 $C; plain conv_bucket_2 $C --bucket
+  for n in vc_first vc_cached varlen_first varlen_cached conv_first conv_cached; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
+    [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
+  done
+  echo "final4 took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

@@ -32,6 +32,7 @@ def churn_before_window(verdict, done: list[Pass]) -> bool:
     slow = UNRECORDED_SLOW * base
     paid = [x - base for x, n in zip(d, new) if n and x > slow]
     before = {"steps": len(d), "ns": sum(d), "new_shape_steps": len(paid), "new_shape_excess_ns": sum(paid),
+              "new_shape_excess_each_ns": sorted(int(x) for x in paid),
               "how": "the launcher's times of the steps before the window (the first left out), at new input shapes "
                      "where the main model's first call of the step met shapes not seen before"}
     for fam in [tl["steps"]] + [f for f in tl.get("step_families") or [] if f.get("name") == tl["steps"].get("name")]:

@@ -306,7 +306,9 @@ def test_the_new_shapes_met_before_the_window_are_counted_in_the_loops_gain(run)
     p = SimpleNamespace(mode="timeline", recorded_from_s=tl["startup"]["unrecorded_s"], window_events=events)
     assert churn_before_window(SimpleNamespace(timeline=tl), [p])
     got = tl["steps"]["shape_churn"]["before_window"]
-    assert got == said
+    assert {k: got[k] for k in said} == said  # (and each new shape's cost, for the gain model: the run predates it)
+    assert got["new_shape_excess_each_ns"] == sorted(got["new_shape_excess_each_ns"])
+    assert sum(got["new_shape_excess_each_ns"]) == pytest.approx(got["new_shape_excess_ns"], abs=len(said) + 8)
     start = next(e for e in events if e["event"] == "start")
     base = tl["steps"]["shape_churn"]["base_ns"]
     assert got["steps"] == len(start["warmup_ms"]) - 1 and got["ns"] == pytest.approx(sum(start["warmup_ms"][1:]) * 1e6)
@@ -381,3 +383,42 @@ def test_the_image_loops_live_runs_name_cudnn_and_never_compare_a_new_sizes_step
             assert not unrecorded_speed(SimpleNamespace(timeline=tl), [SimpleNamespace(mode="timeline",
                                                                                        window_events=events)])
             assert "unrecorded" not in tl["steps"]
+
+
+FINAL4 = FINAL.parent / "final4"
+# Plain runs of the same call (reports/steps_time/final4/summary.txt.gz), each pair on the same host state: padded to
+# each batch -> bucketed (images/s, requests/s; the compiled loop's from its third batch, after its recompile)
+BUCKETING_MEASURED = {"conv": (3622.5 / 697.5, 4130.8 / 797.0), "varlen": (1991.2 / 589.9, 1491.8 / 785.1),
+                      "vc": (6418.2 / 409.9, 6779.5 / 850.6)}
+
+
+@pytest.mark.parametrize("run", ["conv_first", "conv_cached", "varlen_first", "varlen_cached", "vc_first",
+                                 "vc_cached"])
+def test_the_churn_gain_models_the_padded_loop_and_says_what_it_misses(run):
+    """Live runs (H200, final4): the image loop under cudnn.benchmark, BERT-base eager and under
+    torch.compile(mode="reduce-overhead"), first and cached. The range is the same steps at a few shapes (padded,
+    three shapes paid), at most about 3x wide, its basis naming the padding and the spread of a new shape's cost.
+    What it holds of the plain pairs in that call:
+    - the image loop's 5.18-5.19x, first and cached (the old range: "1.9-21.4x", half to all of the cost removed);
+    - BERT eager: the pairs measured 1.90x and 3.38x in one call; the first run's range holds 1.90x, the cached one's
+      low end is 3% above it, and neither reaches 3.38x (the plain runs' own spread is wider than the range);
+    - the compiled loop: bucketed measured 8.0x (15.7x on the machine's first run) and the range is 3.8-5.8x. Its
+      bucketed loop runs one shape whose replays take 2.36 ms, faster than the 3.2-3.5 ms of a replay at a shape
+      seen before in the padded loop: CUDA graph trees switching between the graphs of many shapes cost something
+      per replay that a recording at those shapes cannot separate from the step. Said here, not fitted."""
+    from nsighttc.analysis import wide_gain
+    doc, _ = _final(run, FINAL4)
+    first = next(f for f in doc["findings"] if f["id"] == "shape-churn")
+    gain = wide_gain.loop(first, doc)  # (the run's verdict keeps the model's inputs: read with this code's model)
+    assert 1.0 < gain["low"] <= gain["high"] <= 3.05 * gain["low"], gain
+    assert "padded to the longest known-shape step" in gain["basis"] and "The width is the padding's cost" in gain["basis"]
+    pairs = BUCKETING_MEASURED[run.split("_")[0]]
+    if run.startswith("conv"):
+        assert all(gain["low"] <= m <= gain["high"] for m in pairs), (gain, pairs)
+    elif run == "varlen_first":
+        assert gain["low"] <= min(pairs) <= gain["high"], (gain, pairs)
+    elif run == "varlen_cached":
+        assert gain["low"] <= 1.05 * min(pairs), (gain, pairs)
+    if run.startswith("vc"):  # the steps that recorded a CUDA graph for a length count with its cost
+        churn = doc["timeline"]["steps"]["shape_churn"]
+        assert churn["capture_steps"] >= 8 and "recording a CUDA graph for one" in doc["timeline"]["headline_cause"]

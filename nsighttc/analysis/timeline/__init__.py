@@ -95,7 +95,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
         fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api),
                                   steps_mod.window_starts(tl.marks))
     del work_end, step_sets  # 16 B per launch, not needed past the step families
-    _account_steps(fams, launches, launch_start)
+    _account_steps(fams, launches, launch_start, slow_mod.capture_times(api))
     steady = union_of(fams, "_steady")
     with stages.stage("timeline.range_stats"):
         rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
@@ -219,13 +219,18 @@ def shape_churn_words(acc: dict) -> str:
     from ...durations import duration
     from .steps import shape_costs
     per = acc["new_shape_excess_ns"] / max(acc["new_shape_steps"], 1)
-    return (f"new input shapes ({acc['new_shape_steps']} of {acc['steps']} steady steps at a shape not seen before, "
+    n_cap = int(acc.get("capture_steps") or 0)
+    at = (f"{acc['new_shape_steps'] - n_cap} of {acc['steps']} steady steps at a shape not seen before and {n_cap} "
+          "recording a CUDA graph for one" if n_cap else
+          f"{acc['new_shape_steps']} of {acc['steps']} steady steps at a shape not seen before")
+    return (f"new input shapes ({at}, "
             f"{duration(per)} beyond a step at a known shape ({duration(acc['base_ns'])}) each: "
             f"{100 * acc['new_shape_excess_ns'] / acc['loop_ns']:.0f}% of the loop's time"
             f"{shape_costs.headline_words(acc)})")
 
 
-def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.ndarray) -> None:
+def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.ndarray,
+                   captures: np.ndarray | None = None) -> None:
     """Each family's steady time split into its steps at the median and its slow steps' excess (``steps.slow``). Where
     the slow steps are new input shapes (``shape_churn``), the idle causes and the frames are those of its other
     steps: what a typical step waits for, beside what the new shapes cost (counted once, in ``shape_churn``)."""
@@ -240,7 +245,7 @@ def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.nd
         return memo[0]
     total = sum(float(x.get("steady_wall_ns") or 0.0) for x in fams)
     for f in fams:
-        acc = slow_mod.account(f, first, order)
+        acc = slow_mod.account(f, first, order, captures)
         if acc is None:
             continue
         f["time_accounting"] = acc

@@ -58,6 +58,15 @@ SHAPE_FIX = ("Give the model a few input shapes, not one per batch: pad (or buck
              "mark the changing dimension dynamic (`torch.compile(model, dynamic=True)`, "
              "`torch._dynamo.mark_dynamic(x, 1)`), else each new shape recompiles. No CUDA graphs or `reduce-overhead` "
              "here: a graph replays one shape, and these change.")
+# ... where the steps recorded CUDA graphs at their shapes (``slow.capture_times``): the program already replays graphs,
+# one per shape, and pays a recording for each.
+SHAPE_FIX_CAPTURES = ("Give the model a few input shapes, not one per batch: pad (or bucket) each batch to one of a few "
+                      "lengths (`pad_to_multiple_of=64` in a tokenizer's padding, or batches grouped by length). The "
+                      "program records a CUDA graph for each shape ({n} recorded in these steps; "
+                      "`torch.compile(mode=\"reduce-overhead\")` records one at a shape's second call and runs its "
+                      "first eagerly), so a few shapes also mean a few graphs; with shapes that keep changing, "
+                      "`mode=\"max-autotune-no-cudagraphs\"` or the default mode with the dimension dynamic "
+                      "(`torch._dynamo.mark_dynamic(x, 1)`) records none.")
 NO_GRAPHS_FOR_CHANGING_SHAPES = (" (no CUDA graphs or `reduce-overhead` while its input shapes keep changing: a graph "
                                  "replays one shape)")
 
@@ -75,13 +84,22 @@ def shape_churn_finding(f: dict) -> Finding | None:
     return Finding(
         "shape-churn", "high" if share >= 0.3 else "medium",
         f"New input shapes hold {100 * share:.0f}% of `{f['name']}`'s time",
-        f"{acc['new_shape_steps']} of {acc['steps']} steady steps ran at an input shape the recording had not seen "
-        f"before (each launched a kernel configuration first seen there{named}) and took {duration(per)} more than "
+        f"{acc['new_shape_steps'] - int(acc.get('capture_steps') or 0)} of {acc['steps']} steady steps ran at an "
+        f"input shape the recording had not seen before (each launched a kernel configuration first seen "
+        f"there{named})" + _captures(acc) + f"; they took {duration(per)} more each than "
         f"a step at a known shape ({duration(acc['base_ns'])}; the median step {duration(acc['median_ns'])}): "
         f"{duration(acc['new_shape_excess_ns'])} of the loop's {duration(acc['loop_ns'])} (its mean step "
         f"{duration(acc['mean_ns'])}); the host prepares each new shape "
         "(a cuDNN/cuBLAS plan, autotuning, a recompilation) while the GPU idles" + shape_costs.evidence_words(acc),
-        SHAPE_FIX + shape_costs.fix_words(acc), acc["new_shape_excess_ns"], kernels, per_step_ns=None)
+        (SHAPE_FIX_CAPTURES.format(n=acc["capture_steps"]) if acc.get("capture_steps") else SHAPE_FIX)
+        + shape_costs.fix_words(acc), acc["new_shape_excess_ns"], kernels, per_step_ns=None)
+
+
+def _captures(acc: dict) -> str:
+    """', and 7 at a shape seen once before recorded a CUDA graph for it (...)' where steps recorded graphs."""
+    n = acc.get("capture_steps") or 0
+    return (f", and {n} at a shape seen once before recorded a CUDA graph for it "
+            f"({duration(acc.get('capture_excess_ns') or 0.0)} beyond a step at a known shape)") if n else ""
 
 
 def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, shapes_change: bool = False) -> str:

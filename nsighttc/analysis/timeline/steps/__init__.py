@@ -44,6 +44,9 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     if sets:
         return _with_calls(find_mod.with_graph_replays(sets, replays), launches, launch_start)
     if replays:
+        copies = find_mod.result_copies(ops)
+        if find_mod.replays_within(copies, replays):  # (some iterations replay a graph, the others run eagerly)
+            return copies
         order = LaunchOrder.of(launches, launch_start)
         return _with_calls(replays + find_mod.outside(_from_kernels(order), replays), launches, launch_start, order)
     return find_mod.wider_loop(_from_kernels(LaunchOrder.of(launches, launch_start)), find_mod.result_copies(ops))

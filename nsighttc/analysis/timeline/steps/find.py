@@ -267,6 +267,32 @@ def result_copies(ops: pd.DataFrame | None) -> list[StepSet]:
                     "through the loop: the recording has no step marks")]
 
 
+# iterations of a wider loop inside the replays' span holding no replay: the replays are a part of it. A generation loop
+# replaying its decoding step has one prompt between replays per request: 10 of 99 copy-bounded iterations held no
+# replay (transformers' static cache under torch.compile, tests/fixtures/inference/llm_static_graphs_nsys), and its
+# steps are the replays; a compiled loop of changing lengths, 29 of 60 batches (tests/fixtures/steps)
+NO_REPLAY_SHARE = 0.25
+
+
+def replays_within(copies: list[StepSet], replays: list[StepSet]) -> bool:
+    """Whether the result copies' iterations are the loop and the replays one part of some of them: inside the
+    replays' span, at least ``NO_REPLAY_SHARE`` of the copies' iterations hold no replay and almost none (5%) two.
+    Why: ``torch.compile(mode="reduce-overhead")`` on requests of many lengths runs each new length eagerly once,
+    records its graph at the second call and replays it after (CUDA graph trees), so 31 of 60 batches replayed a
+    graph; the replays were taken as the steps and the batches between them left out (H200, a torch.profiler
+    recording of ``wrappers/varlen_infer.py --compile reduce-overhead``, tests/fixtures/steps). A loop that replays
+    its graph every iteration (one replay in each) or reads its result every N replays (many in each) keeps them."""
+    if not copies or not replays:
+        return False
+    r = np.sort(replays[0].starts)
+    s, e = copies[0].starts, copies[0].ends
+    inside = (s >= r[0]) & (e <= r[-1])
+    if inside.sum() < MIN_COPIES:
+        return False
+    n = np.searchsorted(r, e[inside], side="left") - np.searchsorted(r, s[inside], side="left")
+    return bool((n == 0).mean() >= NO_REPLAY_SHARE and (n >= 2).mean() <= 0.05)
+
+
 def wider_loop(kernels: list[StepSet], copies: list[StepSet]) -> list[StepSet]:
     """The kernel period's family, or the result copies' where they span at least ``COPIES_SPAN`` times the loop the
     kernel period found (the kernels repeat in a corner of the loop only)."""

@@ -104,14 +104,41 @@ def paid_before(order, starts: np.ndarray, ends: np.ndarray, paid: np.ndarray, k
             "launch_ratio": round(ratio, 2)}
 
 
-def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None) -> dict | None:
+# Host calls that begin recording a CUDA graph (``cudaStreamBeginCapture``; an instantiation where no capture call was
+# recorded): the step that holds one paid for a graph of its shape.
+CAPTURE_CALLS = ("cudaStreamBeginCapture", "cuStreamBeginCapture", "cudaStreamBeginCaptureToGraph",
+                 "cuStreamBeginCaptureToGraph")
+INSTANTIATE_CALLS = ("cudaGraphInstantiate", "cudaGraphInstantiateWithFlags", "cudaGraphInstantiateWithParams",
+                     "cuGraphInstantiate", "cuGraphInstantiateWithFlags", "cuGraphInstantiateWithParams")
+
+
+def capture_times(api: pd.DataFrame | None) -> np.ndarray:
+    """When the program began recording a CUDA graph, sorted (its capture calls; its instantiations where no capture
+    was recorded). ``torch.compile(mode="reduce-overhead")`` records one per input shape, at the shape's second call
+    (CUDA graph trees: the first runs eagerly), so in a loop of changing shapes a step at a shape seen once before is
+    slow too: BERT-base at 36 lengths on an H200, 13-19 ms against 3.3 ms (wrappers/varlen_infer.py --compile
+    reduce-overhead, reports/steps_time/compiled)."""
+    if api is None or api.empty or "name" not in api:
+        return np.array([])
+    names = api["name"]
+    for calls in (CAPTURE_CALLS, INSTANTIATE_CALLS):
+        hit = names.isin(calls).to_numpy()
+        if hit.any():
+            return np.sort(api.loc[hit, "start_ns"].to_numpy(dtype="float64"))
+    return np.array([])
+
+
+def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None,
+            captures: np.ndarray | None = None) -> dict | None:
     """The family's steady time: ``loop_ns`` (its steady iterations' wall time); the steps that launched a kernel
     configuration first seen there (new input shapes) and the others (known shapes); ``base_ns``, the median step at a
     known shape (the median of all steps where fewer than ``MIN_KNOWN`` are known: a loop whose window sees mostly
     new shapes has a median that is itself a new shape's step); ``slow_steps`` over ``SLOW_FACTOR`` x that base and
     their ``excess_ns`` beyond it; of those, the steps at new shapes (``new_shape_steps``, ``new_shape_excess_ns``),
     beside the new-shape steps that cost nothing (``normal_new_shape_steps``: a shape the recording had not seen but
-    the program had, before a window recorded from its start) and the slow steps at known shapes."""
+    the program had, before a window recorded from its start) and the slow steps at known shapes. ``captures``
+    (``capture_times``): a step that recorded a CUDA graph paid for its shape too, and counts with the new shapes
+    (``capture_steps`` of them at a shape seen before)."""
     it = np.asarray(fam.get("iteration_ns") or [], dtype="float64")[int(fam.get("warmup_steps", 0)):]
     if len(it) < MIN_STEPS:
         return None
@@ -119,7 +146,9 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None) -> dict 
     first, first_names = seen
     starts, ends = fam["_iterations"]
     lo, hi = np.searchsorted(first, starts, side="left"), np.searchsorted(first, ends, side="left")
-    new = (hi - lo) > 0 if len(first) else np.zeros(len(it), dtype=bool)
+    shape_new = (hi - lo) > 0 if len(first) else np.zeros(len(it), dtype=bool)
+    captured = _holds(captures, starts, ends)
+    new = shape_new | captured
     base = float(np.median(it[~new])) if (~new).sum() >= MIN_KNOWN else med
     slow = it > SLOW_FACTOR * base
     # the kernels whose new configurations the slow steps launched: what the new shapes were paid for
@@ -131,7 +160,7 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None) -> dict 
         kernels = pd.concat([counts[matrix], counts[~matrix]]).head(3)
     excess = np.where(slow, it - base, 0.0)
     loop = float(it.sum())
-    warm = _warm_new_shapes(fam, first, base)
+    warm = _warm_new_shapes(fam, first, base, captures)
     # (``order``: a callable giving the recording's ``LaunchOrder``, called only where there is something to pay for)
     paid = paid_before(order() if order is not None and (slow & new).any() else None, starts, ends, slow & new,
                        ~slow & ~new)
@@ -144,10 +173,30 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None) -> dict 
             "new_shape_kernels": [{"name": str(n), "configurations": int(c)} for n, c in kernels.items()],
             "paid_before": paid["kernels"],  # (the kernels the host paused before there: ``paid_before``)
             "paid_by_library": paid["libraries"], "new_shape_launch_ratio": paid["launch_ratio"],
+            "known_mean_ns": float(it[~slow & ~new].mean()) if (~slow & ~new).any() else base,
+            "known_high_ns": float(np.percentile(it[~slow & ~new], KNOWN_HIGH)) if (~slow & ~new).any() else base,
+            "new_shape_excess_each_ns": _each(excess[slow & new]),
+            "capture_steps": int((slow & captured & ~shape_new).sum()),
+            "capture_excess_ns": float(excess[slow & captured & ~shape_new].sum()),
             "mean_ns": float(it.mean()), "slow_factor": SLOW_FACTOR, **warm}
 
 
-def _warm_new_shapes(fam: dict, first: np.ndarray, base: float) -> dict:
+KNOWN_HIGH = 95  # the percentile of the known-shape steps that stands for the longest (a step padded to the longest shape)
+
+
+def _each(x: np.ndarray) -> list[int]:
+    """Per-step times, sorted, in whole nanoseconds: what a gain model reads of their spread (``wide_gain.loop``)."""
+    return sorted(int(v) for v in np.asarray(x, dtype="float64"))
+
+
+def _holds(times: np.ndarray | None, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which of the steps ``[starts, ends)`` hold one of ``times`` (sorted)."""
+    if times is None or not len(times):
+        return np.zeros(len(starts), dtype=bool)
+    return (np.searchsorted(times, ends, side="left") - np.searchsorted(times, starts, side="left")) > 0
+
+
+def _warm_new_shapes(fam: dict, first: np.ndarray, base: float, captures: np.ndarray | None = None) -> dict:
     """The warm-up steps after the first (which sets up the process: handles, kernels' modules) at new input shapes
     and over ``SLOW_FACTOR`` x the known-shape step: a loop meets most of its new shapes first, and the warm-up rule
     left those steps out as slow leading ones. ``warmup_ns`` (those warm-up steps' time), ``warmup_new_shape_steps``,
@@ -157,12 +206,13 @@ def _warm_new_shapes(fam: dict, first: np.ndarray, base: float) -> dict:
     s, e = fam.get("_warm") or (np.array([]), np.array([]))
     s, e = np.asarray(s, dtype="float64")[1:], np.asarray(e, dtype="float64")[1:]
     if not len(s):
-        return {"warmup_ns": 0.0, "warmup_new_shape_steps": 0, "warmup_new_shape_excess_ns": 0.0}
+        return {"warmup_ns": 0.0, "warmup_new_shape_steps": 0, "warmup_new_shape_excess_ns": 0.0,
+                "warmup_later_steps": 0, "warmup_new_shape_excess_each_ns": []}
     it = e - s
-    new = (np.searchsorted(first, e, side="left") - np.searchsorted(first, s, side="left")) > 0 if len(first) \
-        else np.zeros(len(s), dtype=bool)
+    new = _holds(first, s, e) | _holds(captures, s, e)
     paid = new & (it > SLOW_FACTOR * base)
-    return {"warmup_ns": float(it.sum()), "warmup_new_shape_steps": int(paid.sum()),
+    return {"warmup_ns": float(it.sum()), "warmup_new_shape_steps": int(paid.sum()), "warmup_later_steps": int(len(it)),
+            "warmup_new_shape_excess_each_ns": _each((it - base)[paid]),
             "warmup_new_shape_excess_ns": float((it - base)[paid].sum())}
 
 
