@@ -61,4 +61,9 @@ DROPPED_BEFORE_WINDOW = "nsighttc.launch: dropped the recording before the windo
 # recording then holds the window to the end (``runtime.recording.OperatorsUntilWindow.hold_window``); the line says
 # whether operators were recorded for the replay ("no operators were recorded" where none were)
 SESSION_KEPT = "nsighttc.launch: kept the window's session, for "
+# A rank whose lead change to the operators' session could not run records them by a dispatch mode instead
+# (``runtime.op_capture``): each call inside a range named CAPTURED_OP + its number in the list CAPTURE_FILE, beside
+# the rank's trace. The ranges are bookkeeping, not the program's: the parsers drop them (``parse.marks``).
+CAPTURED_OP = "nsighttc.op#"
+CAPTURE_FILE = "torch_ops_capture.json"
 WINDOW_EVENT = "nsighttc.launch: window "  # + a JSON object: what the window did (start/end/stop per phase)

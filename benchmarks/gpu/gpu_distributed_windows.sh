@@ -2,7 +2,7 @@
 # Issue 50 on two GPUs (kind nvidia-h100-x2): every rank's window kept, work compared by launches, a straggler named
 # with its frame. One call (the session's device time was 8 minutes).
 #   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_distributed_windows.sh OUT PART
-#   PART verify50 (the call of reports/distributed_windows), fsdp50 (FSDP2 after its fixes: even first and cached,
+#   PART capture72 (one GPU: a first run whose rank 0 records its operators by a dispatch mode), verify50 (the call of reports/distributed_windows), fsdp50 (FSDP2 after its fixes: even first and cached,
 #   extra host work on rank 1; fixtures kept), final50 (the done-when runs after the gain bound and the rest: FSDP2
 #   even / extra, the DDP straggler ending inside its window, with the plain runs their gains are checked against),
 #   cost50 (alternating plain / first / cached rounds of DDP and FSDP2; ROUNDS=3 for three), cost50e (DDP alone,
@@ -94,6 +94,24 @@ overhead() {  # name rounds programs...: alternating plain / first / cached roun
 }
 
 case "$PART" in
+capture72)  # one GPU: two gloo DDP ranks with `train` open around the loop (benchmarks/gpu/ddp_one_gpu_ranges.py):
+            # plain, first run (rank 0's operators by a dispatch mode, the replay measuring their kernels), cached,
+            # plain; each run's launcher lines on the operators and its evidence line, rank 0's list kept
+  J=(python3 -m torch.distributed.run --standalone --nproc_per_node 2 benchmarks/gpu/ddp_one_gpu_ranges.py)
+  plain one_gpu_1 "${J[@]}"
+  profile one_gpu_first 240 -- "${J[@]}"; look one_gpu_first; keep one_gpu_first
+  profile one_gpu_cached 200 -- "${J[@]}"; look one_gpu_cached
+  plain one_gpu_2 "${J[@]}"
+  for n in one_gpu_first one_gpu_cached; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    { echo "== $n"; grep -hE "dispatch mode|kept the window|\[2/2|replay|This run took" "$W/$n.profile.log" "$d"/torch.stderr.log \
+        2>/dev/null | cut -c1-400 | head -20
+      python3 -c "import json,sys; e=json.load(open(sys.argv[1]))['evidence']; print('evidence:', json.dumps({k: e.get(k) for k in ('hardware_pass', 'replay', 'kernels_needing_hardware', 'to_measure', 'measured')}))" "$d/run.json"
+    } >> "$S" 2>&1
+    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d"/verdict.json "$d"/run.json "$W/fix/$n/" 2>/dev/null && \
+      cp "$d"/rank0/torch_ops_capture.json "$W/fix/$n/" 2>/dev/null
+  done
+  ;;
 fsdp50)   # after the agreed-window fix: FSDP2 even (first, cached), rank 1 with 30 ms of host work (first)
   plain fsdp_even "${TR[@]}" "${FSDP[@]}"
   profile fsdp_even_first 200 -- "${TR[@]}" "${FSDP[@]}"; look fsdp_even_first; keep fsdp_even_first

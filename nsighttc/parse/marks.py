@@ -20,8 +20,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..record_format import (BACKWARD, CLOCK_MARK, COMPILE, DATA, FORWARD, MARK_NAMES as HOOK_NAMES, OPTIMIZER,
-                             STEP)
+from ..record_format import (BACKWARD, CAPTURED_OP, CLOCK_MARK, COMPILE, DATA, FORWARD, MARK_NAMES as HOOK_NAMES,
+                             OPTIMIZER, STEP)
 
 MARK_COLUMNS = ["pid", "tid", "start_ns", "end_ns", "name"]
 # cpu_op events of torch.compile that span a whole compilation (torch/_dynamo/utils.py dynamo_timed phase names)
@@ -92,7 +92,8 @@ def split(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _kind(name: str) -> int:
     if name in HOOK_NAMES or name in COMPILE_OPS or name.startswith(CLOCK_MARK):
         return 1  # (the host sampler's clock marks: parse.host_samples places the samples with them)
-    return 2 if is_dynamo_marker(name) else 0
+    # (the ranges around the operator calls a rank recorded by a dispatch mode for the replay: ``runtime.op_capture``)
+    return 2 if is_dynamo_marker(name) or name.startswith(CAPTURED_OP) else 0
 
 
 def sanitize(marks: pd.DataFrame, trace_end: float) -> pd.DataFrame:

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
     import pandas as pd  # imported where tables are made: the replay is planned before the analysis stack loads
 
 
-def first_launches(launches: pd.DataFrame, names) -> dict[str, tuple[str, int, int]]:
-    """Kernel name -> (input file, launch id, device) of its first launch in the timeline."""
+def first_launches(launches: pd.DataFrame, names) -> dict[str, list[tuple[str, int, int]]]:
+    """Kernel name -> [(input file, launch id, device)] of its first launch in each input of the timeline, the
+    earliest first: a job's ranks each recorded the kernel, and where one rank's recording holds no operators (its
+    change to the operators' recording was given up: ``runtime.recording.hold_window``) another rank's may."""
     import pandas as pd
     names = set(names)
     if not names or launches.empty or "launch_id" not in launches:
@@ -26,30 +28,57 @@ def first_launches(launches: pd.DataFrame, names) -> dict[str, tuple[str, int, i
     sel = launches[launches["name"].astype(str).isin(names).to_numpy() & launches["launch_id"].notna().to_numpy()]
     if sel.empty:
         return {}
-    sel = sel.sort_values("start_ns", kind="stable").drop_duplicates("name")
+    sel = sel.sort_values("start_ns", kind="stable").drop_duplicates(["name", "input"])
     dev = sel["device"] if "device" in sel else pd.Series(0, index=sel.index)
-    return {str(n): (str(i), int(l), int(d) if pd.notna(d) else 0)
-            for n, i, l, d in zip(sel["name"], sel["input"], sel["launch_id"], dev)}
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    for n, i, l, d in zip(sel["name"], sel["input"], sel["launch_id"], dev):
+        out.setdefault(str(n), []).append((str(i), int(l), int(d) if pd.notna(d) else 0))
+    return out
 
 
-def write_ops(path: Path, first: dict[str, tuple[str, int, int]], missing: list[str]) -> dict:
+def write_ops(path: Path, first: dict[str, list[tuple[str, int, int]]], missing: list[str]) -> dict:
     """Write the operator calls that made the first launch of each missing kernel (one call per distinct
-    call), read from the timeline's trace, to ``path``. Returns what was found."""
+    call), read from the timeline's trace, to ``path``: from the input that launched it first, else from the next
+    input that has the operator (another rank's recording). Returns what was found.
+
+    Why the other ranks: a DDP job with a ``record_function`` of its own open around its loop (2 x H200,
+    ``ddp_w.py``): rank 0, which records the ranges only until its lead change, could not change sessions, so its
+    recording holds no operators, while rank 1 recorded them from its start; the replay had none for 46 kernels and
+    the whole job was launched again under Nsight Compute for them (a first run at 2.07x a plain one)."""
     from ..parse.kineto_ops import launching_ops
-    by_input: dict[str, dict[int, tuple[str, int]]] = {}
-    for name in missing:
-        if name in first:
-            inp, corr, dev = first[name]
-            by_input.setdefault(inp, {})[corr] = (name, dev)
     found: list[tuple[str, dict, int]] = []
     errors: list[str] = []
-    for inp, corrs in by_input.items():
-        try:
-            ops = launching_ops(Path(inp), corrs)
-        except Exception as exc:  # an unreadable trace only means no replay: the program's ncu pass follows
-            errors.append(f"{inp}: {exc}")
-            continue
-        found += [(corrs[corr][0], call.to_json(), corrs[corr][1]) for corr, call in ops.items()]
+    left = [n for n in dict.fromkeys(missing) if first.get(n)]
+    k = 0
+    while left:
+        by_input: dict[str, dict[int, tuple[str, int]]] = {}
+        for name in left:
+            if k < len(first[name]):
+                inp, corr, dev = first[name][k]
+                by_input.setdefault(inp, {})[corr] = (name, dev)
+        if not by_input:
+            break
+        got: set[str] = set()
+        for inp, corrs in by_input.items():
+            try:
+                ops = launching_ops(Path(inp), corrs)
+            except Exception as exc:  # an unreadable trace only means no replay: the program's ncu pass follows
+                errors.append(f"{inp}: {exc}")
+                continue
+            found += [(corrs[corr][0], call.to_json(), corrs[corr][1]) for corr, call in ops.items()]
+            got |= {corrs[corr][0] for corr in ops}
+        left = [n for n in left if n not in got]
+        k += 1
+    if left:  # a rank that recorded its operators by a dispatch mode (``runtime.op_capture``): the calls around them
+        from ..parse.op_capture import captured_calls
+        inputs = list(dict.fromkeys(c[0] for n in left for c in first[n]))
+        for inp in inputs:
+            calls = captured_calls(Path(inp), left)
+            dev = {n: next((c[2] for c in first[n] if c[0] == inp), 0) for n in calls}
+            found += [(n, call, dev[n]) for n, call in calls.items()]
+            left = [n for n in left if n not in calls]
+            if not left:
+                break
     return {**_write_calls(path, found, len(missing)), "errors": errors}
 
 
@@ -229,6 +258,7 @@ class StreamPlan:
                         first = {k["name"]: k for k in self._deferred} | {k["name"]: k for k in rest}
                         self._resolve([first[n] for n in dict.fromkeys(self._missing)
                                        if n not in covered and n in first], final=True)
+                        self._captured(first)
                     return
                 self._plan(item)
         except Exception as exc:  # noqa: BLE001 - what was not planned is left to the program's pass
@@ -286,6 +316,23 @@ class StreamPlan:
         if not final:
             self._deferred += [k for k in later if k.get("external") is not None]
 
+    def _captured(self, first: dict) -> None:
+        """The kernels still without a call, from the calls this rank recorded by a dispatch mode where its trace has
+        no operators (``parse.op_capture``: a first run whose change to the operators' session could not run)."""
+        from ..parse.op_capture import capture_file, captured_calls
+        covered = {n for c in self._calls.values() for n in c["kernels"]}
+        left = [n for n in dict.fromkeys(self._missing) if n not in covered]
+        if not left or not capture_file(self.trace).exists():
+            return
+        for name, call in captured_calls(self.trace, left).items():
+            d = {**call, "device": int((first.get(name) or {}).get("device") or 0)}
+            key = json.dumps(d, sort_keys=True)
+            if key in self._calls:
+                self._calls[key]["kernels"].append(name)
+                continue
+            self._calls[key] = {**d, "kernels": [name]}
+            self._append(self._calls[key])
+
     def _append(self, entry: dict) -> None:
         if self._fh is None:
             self._fh = self.ops.open("w")
@@ -317,5 +364,10 @@ def start_from_trace(trace: Path, ops: Path, gate: Path, decide: Callable[[pd.Da
 
     def calls_for(picked: list[dict]) -> dict[str, dict]:
         ops_by_id = kineto_ops.operators(trace, [k["external"] for k in picked if k.get("external") is not None])
-        return {k["name"]: ops_by_id[k["external"]].to_json() for k in picked if k.get("external") in ops_by_id}
+        got = {k["name"]: ops_by_id[k["external"]].to_json() for k in picked if k.get("external") in ops_by_id}
+        left = [k["name"] for k in picked if k["name"] not in got]
+        if left:  # (a rank whose operators a dispatch mode recorded: ``parse.op_capture``)
+            from ..parse.op_capture import captured_calls
+            got.update(captured_calls(trace, left))
+        return got
     return start_replay(kineto_ops.kernel_launches(trace), ops, gate, decide, calls_for)

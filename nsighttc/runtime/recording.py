@@ -173,15 +173,53 @@ class OperatorsUntilWindow:
         self._from = self.state  # (what a pending change started from)
         self.switched_at: float | None = None  # when the session now recording began
         self.writing = None  # the operators' trace's writing (``trace_writer.Writing``), once it began
+        self.capture = None  # ``op_capture.OpCapture`` where the lead's change could not run (``capture_instead``)
+        self.capture_from: float | None = None
 
     def request(self) -> None:
         """The window that ends the recording starts: change sessions now, or once no other record_function is
         open (inside ``Optimizer.step#...``, where the step hooks see most boundaries, at its end)."""
+        if self.state == "capturing":  # (``capture_instead``: its steps are recorded; the session holds the window)
+            n = self.capture.end()
+            self.state = "kept"
+            from pathlib import Path
+            where = self.trace_for or self.ops_trace
+            say(f"{SESSION_KEPT}{where} (program {self.clock() - self.t_start:.2f} s): the window's steps are in the "
+                f"session recording the ranges since the program's start; {n} operator calls were recorded with "
+                f"their arguments from {self.capture_from - self.t_start:.2f} s for the replay, by a dispatch mode "
+                f"({Path(self.capture.path).name})" + (f"; {self.capture.error}" if self.capture.error else "")
+                + ("" if n else "; no operators were recorded"))
+            return
         if self.state in ("operators", "lead") and self.let_pass:
             self.let_pass -= 1
         elif self.state in ("operators", "lead"):
             self._from, self.state = self.state, "pending"
             self.elsewhere.when_none_open(self._switch)
+
+    def capture_instead(self) -> bool:
+        """The lead's change to the operators' session still waits for a ``record_function`` of the program's to
+        close, a step after it was asked for: it is given up for good, and the operators are recorded in the session
+        recording now, which goes on to hold the window (``op_capture``: a dispatch mode numbers each call in a range
+        of its own). True where that began (state ``capturing``, ended by the next ``request``). By construction, no
+        session is stopped or replaced here, and the replay still has the operators it needs."""
+        if self.state != "pending" or self._from != "lead":
+            return False
+        from pathlib import Path
+        from .op_capture import FILE, OpCapture
+        where = self.trace_for or self.ops_trace
+        if where is None:
+            return False
+        self.elsewhere.cancel()
+        self.capture = OpCapture(Path(where).parent / FILE)
+        if not self.capture.begin():
+            self.state, self.capture = self._from, None
+            return False
+        self.state, self.capture_from = "capturing", self.clock()
+        say(f"nsighttc.launch: operators recorded by a dispatch mode, for {where} (program "
+            f"{self.capture_from - self.t_start:.2f} s): the change of sessions waits for the program's "
+            f"record_function open across the steps ({self.elsewhere.count}), so the session recording the ranges "
+            "goes on and will hold the window")
+        return True
 
     def keep(self) -> None:
         """A window starts before a session that drops its first recording changed (``ops_trace`` None): that
@@ -199,6 +237,9 @@ class OperatorsUntilWindow:
         ``train`` closed after the loop the change ran, stopped the session that held the window and dropped it
         ("rank 0: 0 of the window's 11 steps recorded"). What the replay then lacks is said."""
         self.elsewhere.cancel()
+        if self.state == "capturing":  # (a window that starts before the capture's own end: it ends here)
+            self.request()
+            return
         if self.state != "pending":
             return
         was, self.state = self._from, "kept"
@@ -215,6 +256,8 @@ class OperatorsUntilWindow:
         """The window ended (or the program did) before the change: keep the one session."""
         if self.state == "pending":
             self.state = self._from
+        if self.state == "capturing":  # (the program ended while its operators were recorded: the list is kept)
+            self.request()
         self.elsewhere.cancel()
 
     def remove(self) -> None:

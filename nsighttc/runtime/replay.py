@@ -65,7 +65,10 @@ def replay(calls: list[dict], device_index: int = 0, log=sys.stderr, flags: dict
     t0 = time.monotonic()
     for call in in_safe_order(torch, calls):
         waited = time.monotonic()  # the list may still be growing: the call's arrival, for the log
-        device = torch.device("cuda", int(call.get("device", device_index) or 0))
+        # the device the recording's rank used (another rank's recording may hold the call: ``replay_plan.write_ops``),
+        # where this process sees it
+        index = int(call.get("device", device_index) or 0)
+        device = torch.device("cuda", index if index < torch.cuda.device_count() else device_index)
         # said before the call: should it crash the process, nsighttc names it (``CALLING``)
         print(f"{CALLING}{call['name']}", file=log, flush=True)
         for s in settings(call):

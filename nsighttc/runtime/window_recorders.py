@@ -151,7 +151,8 @@ class TorchRecorder(Recorder):
             return False
         if self.started_at is None:
             return True
-        return self.sessions is not None and self.sessions.any_window and self.sessions.state in ("operators", "lead")
+        return self.sessions is not None and self.sessions.any_window and \
+            self.sessions.state in ("operators", "lead", "capturing")
 
     def prepare(self) -> None:
         if self.started_at is None:
@@ -161,8 +162,12 @@ class TorchRecorder(Recorder):
 
     def ready(self) -> bool:
         """Not while a change of sessions waits for a ``record_function`` to close (``OperatorsUntilWindow``): its
-        profiler stop would come inside the window."""
-        return self.sessions is None or self.sessions.state != "pending"
+        profiler stop would come inside the window. The lead's change to the operators still waiting a step after it
+        was asked for (the program's range open across its steps) gives way to recording them in the session that
+        runs (``capture_instead``), and the window goes on as after that change."""
+        if self.sessions is not None and self.sessions.state == "pending":
+            return self.sessions.capture_instead()
+        return True
 
     def window_end(self) -> None:
         if self.sessions is not None:

@@ -293,3 +293,26 @@ def test_a_run_whose_ncu_pass_measured_some_kernels_marks_every_ranks_others_as_
     names, cached, have, tried, missing = missing_evidence(other, Outcome(cache=again), opts)
     assert names and not missing  # found in the cache, or asked for before: nothing sends the job back under ncu
     assert tried and set(tried) | have == set(names)
+
+
+def test_a_program_whose_only_missing_kernels_were_tried_before_is_covered(tmp_path):
+    """A program whose kernels an earlier run measured, but for a few that an earlier ncu pass could not measure, is
+    covered once its own run found nothing else to measure: its next run starts no replay beside the timeline for
+    them (2 x H200, a DDP job after another program's runs: 3 such kernels kept it uncovered, and its cached run
+    started the replay and stopped it again, 2 s of a 1.22x run)."""
+    from types import SimpleNamespace
+    from nsighttc.profile.evidence import Outcome, remember
+    launches = classify_launches(load(KINETO).kernels)
+    still = list(dict.fromkeys(needs_hardware(launches)["name"]))
+    assert still
+    cache = EvidenceCache("NVIDIA H200", "580.159.03", root=tmp_path)
+    remember(Outcome(done=[], cache=cache, program="job"), SimpleNamespace(launches=launches),
+             SimpleNamespace(label="job"))
+    assert not EvidenceCache("NVIDIA H200", "580.159.03", root=tmp_path).program("job")["complete"]  # (not tried)
+    cache = EvidenceCache("NVIDIA H200", "580.159.03", root=tmp_path)
+    cache.add_unmeasured(still, "an earlier ncu pass")
+    cache.save()
+    cache = EvidenceCache("NVIDIA H200", "580.159.03", root=tmp_path)
+    remember(Outcome(done=[], cache=cache, program="job"), SimpleNamespace(launches=launches),
+             SimpleNamespace(label="job"))
+    assert EvidenceCache("NVIDIA H200", "580.159.03", root=tmp_path).program("job")["complete"]

@@ -868,3 +868,114 @@ def test_fp32_convolutions_that_read_cudnns_flag_are_replayed_with_tf32_off_and_
     with pytest.raises(RuntimeError), set_globals(torch, {"tf32": not before[0]}):
         raise RuntimeError("the call failed")
     assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before  # put back regardless
+
+
+def test_a_rank_that_recorded_no_operators_takes_them_from_another_ranks_recording(planned, tmp_path):
+    """A job's rank whose change to the operators' recording was given up (a record_function of the program's open
+    around its loop: ``runtime.recording.hold_window``) recorded its window with the ranges and kernels only; another
+    rank recorded the operators. Here rank 0 is the multi-phase trace with its operators taken out (what such a
+    rank writes) and rank 1 the same trace as recorded: every kernel needing evidence gets its operator, from rank 1,
+    as from the trace alone (2 x H200, ``ddp_w.py``: none did, and the whole job ran again under Nsight Compute)."""
+    import lzma
+    need, _ = planned
+    names = list(dict.fromkeys(need["name"]))
+    trace = json.loads(fixture_bytes(MULTI_SHAPES))
+    bare = {**trace, "traceEvents": [e for e in trace["traceEvents"] if e.get("cat") != "cpu_op"]}
+    rank0, rank1 = tmp_path / "rank0" / "torch_trace.json.xz", tmp_path / "rank1" / "torch_trace.json.xz"
+    for path, doc in ((rank0, bare), (rank1, trace)):
+        path.parent.mkdir()
+        path.write_bytes(lzma.compress(json.dumps(doc).encode()))
+    job = evidence.planned_needs([rank0, rank1], {})
+    first = job.attrs["first"]
+    assert all(first[n][0][0] == str(rank0) and first[n][1][0] == str(rank1) for n in names)  # (rank 0's is first)
+    alone = replay_plan.write_ops(tmp_path / "alone.json", {n: first[n][:1] for n in names}, names)
+    assert alone["calls"] == 0  # (rank 0's recording alone: what the replay had)
+    found = replay_plan.write_ops(tmp_path / "ops.json", first, names)
+    assert found["kernels_with_operator"] == len(names) and not found["errors"]
+    reference = replay_plan.write_ops(tmp_path / "reference.json", need.attrs["first"], names)
+    assert sorted(map(_key, json.loads((tmp_path / "ops.json").read_text()))) == \
+        sorted(map(_key, json.loads((tmp_path / "reference.json").read_text()))) and reference["calls"] == found["calls"]
+
+
+def test_a_ranks_operators_recorded_by_a_dispatch_mode_are_matched_to_their_kernels(planned, tmp_path):
+    """A rank whose change to the operators' session could not run records each aten call of a step in a list
+    (``runtime.op_capture``), inside a range ``nsighttc.op#<n>`` of its ranges-only recording, whose launches carry no
+    ``External id``: the kernel's call is the range around its launch on the launching thread. Here the multi-phase
+    trace is made into what such a rank writes: the operators that launched the kernels needing evidence become those
+    ranges (same times, same thread), their arguments the list, every other operator and every launch's link to its
+    operator gone. The calls found are the ones the trace's own operators give."""
+    import lzma
+    from nsighttc.parse.op_capture import captured_calls
+    from nsighttc.record_format import CAPTURE_FILE, CAPTURED_OP
+    need, _ = planned
+    names = list(dict.fromkeys(need["name"]))
+    reference = replay_plan.write_ops(tmp_path / "reference.json", need.attrs["first"], names)
+    trace = json.loads(fixture_bytes(MULTI_SHAPES))
+    ev = trace["traceEvents"]
+    corr_ext = {e["args"]["correlation"]: e["args"].get("External id") for e in ev
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in (e.get("args") or {})}
+    first = {}
+    for e in sorted((e for e in ev if e.get("cat") == "kernel" and e.get("name") in set(names)), key=lambda e: e["ts"]):
+        first.setdefault(e["name"], corr_ext.get(e["args"]["correlation"]))
+    wanted = set(first.values())
+    calls, out = [], []
+    for e in ev:
+        args = e.get("args") or {}
+        if e.get("cat") == "cpu_op":
+            if args.get("External id") in wanted and "Input type" in args:
+                out.append({"ph": "X", "cat": "user_annotation", "name": f"{CAPTURED_OP}{len(calls)}", "pid": e["pid"],
+                            "tid": e["tid"], "ts": e["ts"], "dur": e["dur"], "args": {}})
+                calls.append({"name": e["name"], "types": args["Input type"], "dims": args.get("Input Dims", []),
+                              "strides": args.get("Input Strides", []), "concrete": args.get("Concrete Inputs", [])})
+            continue
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            e = {**e, "args": {k: v for k, v in args.items() if k != "External id"}}
+        out.append(e)
+    path = tmp_path / "rank0" / "torch_trace.json.xz"
+    path.parent.mkdir()
+    path.write_bytes(lzma.compress(json.dumps({**trace, "traceEvents": out}).encode()))
+    (path.parent / CAPTURE_FILE).write_text(json.dumps(calls))
+    got = captured_calls(path, names)
+    assert set(got) == set(names), sorted(set(names) - set(got))
+    written = {k: c for c in json.loads((tmp_path / "reference.json").read_text()) for k in c["kernels"]}
+    for n in names:
+        assert {k: v for k, v in written[n].items() if k not in ("kernels", "device")} == got[n], n
+    # the plan takes them where the rank's trace has no operators of its own (``write_ops``' last resort)
+    job = evidence.planned_needs([path], {})
+    found = replay_plan.write_ops(tmp_path / "ops.json", job.attrs["first"], names)
+    assert found["kernels_with_operator"] == len(names) and found["calls"] == reference["calls"]
+
+
+CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "ddp" / "capture_one_gpu" / "torch_trace.json.xz"
+
+
+def test_the_replay_list_takes_a_gpu_ranks_calls_recorded_by_a_dispatch_mode(tmp_path):
+    """One H200, two gloo DDP ranks with `train` open around the loop (benchmarks/gpu/ddp_one_gpu_ranges.py,
+    ``gpu_distributed_windows.sh OUT capture72``): rank 0 recorded a step's 77 calls by a dispatch mode in its
+    ranges-only session (its trace kept here around that step; the list beside it). Its first run's replay listed no
+    call for the 4 GEMMs needing evidence (the plan read only the kernels' ``External id``s, which such a recording
+    has none of) and the job ran again under Nsight Compute. Each plan the replay starts from (the trace's kernel
+    events alone; the scan while it is written) now lists their calls: the forward's two `addmm`s, the backward's
+    `mm`s, from the ranges around their launches on the main thread and autograd's."""
+    from nsighttc.parse.op_capture import captured_calls
+    need = evidence.planned_needs([CAPTURED], {})
+    names = list(dict.fromkeys(need["name"]))
+    assert len(names) == 4 and all(n.startswith("nvjet_") for n in names)
+    got = captured_calls(CAPTURED, names)
+    assert set(got) == set(names) and sorted(c["name"] for c in got.values()) == ["aten::addmm", "aten::addmm",
+                                                                                  "aten::mm", "aten::mm"]
+    assert all(t == "c10::Half" for c in got.values() for t in c["types"][:3] if t)  # (autocast's fp16 GEMMs)
+    ops, gate = tmp_path / "replay_ops.json", tmp_path / ".replay-gate"
+    found = replay_plan.start_from_trace(CAPTURED, ops, gate, lambda need: list(dict.fromkeys(need["name"])))
+    assert found["kernels_with_operator"] == 4 and found["kernels_without_operator"] == 0 and gate.read_text() == "go"
+    trace = tmp_path / "rank0" / "torch_trace.json"  # (the scan reads a plain file as the launcher writes it)
+    trace.parent.mkdir()
+    trace.write_bytes(fixture_bytes(CAPTURED))
+    (trace.parent / "torch_ops_capture.json").write_bytes((CAPTURED.parent / "torch_ops_capture.json").read_bytes())
+    whole = kineto_ops.kernel_launches(trace)
+    plan = replay_plan.StreamPlan(trace, tmp_path / "streamed.json", tmp_path / ".gate2",
+                                  lambda need: list(dict.fromkeys(need["name"]))).start()
+    plan.add(whole)
+    streamed = plan.finish(whole)
+    assert plan.errors == [] and streamed["kernels_with_operator"] == 4, streamed
+    assert sorted(k for c in plan.calls() for k in c["kernels"]) == sorted(names)
