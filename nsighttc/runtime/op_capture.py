@@ -24,6 +24,8 @@ from pathlib import Path
 
 from ..record_format import CAPTURE_FILE as FILE, CAPTURED_OP as PREFIX  # (the range's name; the list's file)
 
+__all__ = ["FILE", "PREFIX", "OpCapture", "describe"]
+
 # torch dtype -> the C++ type name torch.profiler writes in "Input type" (``replay_args.DTYPE_NAMES``, reversed)
 _TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
                "int8": "signed char", "uint8": "unsigned char", "int16": "short int", "int32": "int",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 
 from ..record_format import DROPPED_BEFORE_WINDOW, OPS_WRITTEN, SESSION_KEPT  # (the tool reads these lines)
 from .lines import say
@@ -182,7 +183,6 @@ class OperatorsUntilWindow:
         if self.state == "capturing":  # (``capture_instead``: its steps are recorded; the session holds the window)
             n = self.capture.end()
             self.state = "kept"
-            from pathlib import Path
             where = self.trace_for or self.ops_trace
             say(f"{SESSION_KEPT}{where} (program {self.clock() - self.t_start:.2f} s): the window's steps are in the "
                 f"session recording the ranges since the program's start; {n} operator calls were recorded with "
@@ -204,7 +204,6 @@ class OperatorsUntilWindow:
         session is stopped or replaced here, and the replay still has the operators it needs."""
         if self.state != "pending" or self._from != "lead":
             return False
-        from pathlib import Path
         from .op_capture import FILE, OpCapture
         where = self.trace_for or self.ops_trace
         if where is None:

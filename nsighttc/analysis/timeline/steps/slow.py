@@ -27,6 +27,7 @@ PAID_TOP = 3               # kernels named as the ones a new shape's preparation
 NEW_SHAPE_SHARE = 0.2      # slow steps at new shapes holding this share of the steady time make a finding
 MIN_STEPS = 6              # a family this short has no median to stand on
 MIN_KNOWN = 3              # steps at known shapes that make a baseline of their own
+KNOWN_HIGH = 95            # the percentile of the known-shape steps that stands for the longest (padded to the longest)
 
 
 def first_seen(launches: pd.DataFrame, launch_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -179,9 +180,6 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None,
             "capture_steps": int((slow & captured & ~shape_new).sum()),
             "capture_excess_ns": float(excess[slow & captured & ~shape_new].sum()),
             "mean_ns": float(it.mean()), "slow_factor": SLOW_FACTOR, **warm}
-
-
-KNOWN_HIGH = 95  # the percentile of the known-shape steps that stands for the longest (a step padded to the longest shape)
 
 
 def _each(x: np.ndarray) -> list[int]:
