@@ -306,13 +306,7 @@ class StreamPlan:
             if call is None:
                 later.append(k)
                 continue
-            d = {**call.to_json(), "device": int(k.get("device") or 0)}
-            key = json.dumps(d, sort_keys=True)
-            if key in self._calls:
-                self._calls[key]["kernels"].append(k["name"])
-                continue
-            self._calls[key] = {**d, "kernels": [k["name"]]}
-            self._append(self._calls[key])
+            self._list(k["name"], {**call.to_json(), "device": int(k.get("device") or 0)})
         if not final:
             self._deferred += [k for k in later if k.get("external") is not None]
 
@@ -325,13 +319,17 @@ class StreamPlan:
         if not left or not capture_file(self.trace).exists():
             return
         for name, call in captured_calls(self.trace, left).items():
-            d = {**call, "device": int((first.get(name) or {}).get("device") or 0)}
-            key = json.dumps(d, sort_keys=True)
-            if key in self._calls:
-                self._calls[key]["kernels"].append(name)
-                continue
-            self._calls[key] = {**d, "kernels": [name]}
-            self._append(self._calls[key])
+            self._list(name, {**call, "device": int((first.get(name) or {}).get("device") or 0)})
+
+    def _list(self, name: str, d: dict) -> None:
+        """Kernel ``name``'s call ``d`` (with its device) in the list: appended once per distinct call, each naming
+        every kernel it was listed for."""
+        key = json.dumps(d, sort_keys=True)
+        if key in self._calls:
+            self._calls[key]["kernels"].append(name)
+            return
+        self._calls[key] = {**d, "kernels": [name]}
+        self._append(self._calls[key])
 
     def _append(self, entry: dict) -> None:
         if self._fh is None:

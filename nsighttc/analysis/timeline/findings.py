@@ -53,16 +53,14 @@ TRAINING_FIX = (("torch_compile", "`torch.compile(model)` fuses the small ops"),
                                 "shapes are fixed"))
 
 
-SHAPE_FIX = ("Give the model a few input shapes, not one per batch: pad (or bucket) each batch to one of a few lengths "
-             "(`pad_to_multiple_of=64` in a tokenizer's padding, or batches grouped by length); for compiled code "
-             "mark the changing dimension dynamic (`torch.compile(model, dynamic=True)`, "
-             "`torch._dynamo.mark_dynamic(x, 1)`), else each new shape recompiles. No CUDA graphs or `reduce-overhead` "
-             "here: a graph replays one shape, and these change.")
+PAD_TO_FEW = ("Give the model a few input shapes, not one per batch: pad (or bucket) each batch to one of a few "
+              "lengths (`pad_to_multiple_of=64` in a tokenizer's padding, or batches grouped by length)")
+SHAPE_FIX = (PAD_TO_FEW + "; for compiled code mark the changing dimension dynamic (`torch.compile(model, "
+             "dynamic=True)`, `torch._dynamo.mark_dynamic(x, 1)`), else each new shape recompiles. No CUDA graphs or "
+             "`reduce-overhead` here: a graph replays one shape, and these change.")
 # ... where the steps recorded CUDA graphs at their shapes (``slow.capture_times``): the program already replays graphs,
 # one per shape, and pays a recording for each.
-SHAPE_FIX_CAPTURES = ("Give the model a few input shapes, not one per batch: pad (or bucket) each batch to one of a few "
-                      "lengths (`pad_to_multiple_of=64` in a tokenizer's padding, or batches grouped by length). The "
-                      "program records a CUDA graph for each shape ({n} recorded in these steps; "
+SHAPE_FIX_CAPTURES = (PAD_TO_FEW + ". The program records a CUDA graph for each shape ({n} recorded in these steps; "
                       "`torch.compile(mode=\"reduce-overhead\")` records one at a shape's second call and runs its "
                       "first eagerly), so a few shapes also mean a few graphs; with shapes that keep changing, "
                       "`mode=\"max-autotune-no-cudagraphs\"` or the default mode with the dimension dynamic "
