@@ -4,7 +4,7 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
@@ -21,9 +21,10 @@
 # recorded per new length) plain and bucketed, profiled first and cached, recorded by hand with torch.profiler; then
 # wrappers/compile_loop.py --mode reduce-overhead (a training step replayed as CUDA graphs) plain and profiled first;
 # final4: the compiled variable-length loop, BERT eager and the image loop, each plain and bucketed around its profiled
-# first and cached runs (verdicts and window events kept: the gain ranges against what bucketing measured)
+# first and cached runs (verdicts and window events kept: the gain ranges against what bucketing measured); train:
+# wrappers/varlen_train.py (a fine-tune padded to each batch's longest text) the same way, then recorded by hand
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -55,6 +56,15 @@ if [ "$PART" = verify ] || [ "$PART" = varlen ]; then
   done
 fi
 
+keep_runs() {  # name...: each profiled run's verdict and window events, into W/fix/NAME (for the CPU tests)
+  local n d
+  for n in "$@"; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
+    [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
+  done
+}
+
 record() {  # name script args...: torch.profiler by hand, then nsys, each stripped and xz-compressed into W/fix
   local name=$1; shift
   local t0; t0=$(date +%s.%N)
@@ -69,6 +79,7 @@ record() {  # name script args...: torch.profiler by hand, then nsys, each strip
     "$W/fix/${name}_torch.json.xz" >> "$S" 2>&1
   [ -f "$W/$name.nsys.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/$name.nsys.sqlite" \
     "$W/fix/${name}_nsys.sqlite.xz" >> "$S" 2>&1
+  [ "${RECORD_ANALYZE:-1}" = 0 ] && return  # (a large recording: read on the CPU from its fixture instead)
   for f in "$W/$name.torch.json" "$W/$name.nsys.sqlite"; do  # what each plain recording says today
     [ -f "$f" ] && { echo "analyze $(basename "$f"):"; timeout 120 python3 -m nsighttc analyze "$f" --format json \
       -o "$W/fix/$(basename "$f").verdict.json" -q; python3 -c "
@@ -181,11 +192,7 @@ if [ "$PART" = final ]; then
   [ -f "$W/conv_small.nsys.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/conv_small.nsys.sqlite" \
     "$W/fix/varlen_conv_nsys.sqlite.xz" >> "$S" 2>&1 && timeout 120 python3 -m nsighttc analyze \
     "$W/fix/varlen_conv_nsys.sqlite.xz" -q 2>&1 | head -12 >> "$S"
-  for n in graph_first graph_cached varlen_first varlen_cached conv_first conv_cached; do  # (for the CPU tests)
-    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
-    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
-    [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
-  done
+  keep_runs graph_first graph_cached varlen_first varlen_cached conv_first conv_cached  # (for the CPU tests)
   echo "final part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
   if [ $(( $(date +%s) - T0 )) -lt 330 ] && [ -d .device-carry/programs ]; then
     timeout $(( 540 - $(date +%s) + T0 )) bash .device-carry/programs/run_on_gpu.sh "$W/sp" hf_bert.py llm_generate.py vit_eval.py \
@@ -198,11 +205,7 @@ if [ "$PART" = final2 ]; then
   plain conv_1 python3 wrappers/varlen_conv.py
   profile conv_first 200 -- python3 wrappers/varlen_conv.py
   profile conv_cached 200 -- python3 wrappers/varlen_conv.py
-  for n in conv_first conv_cached; do
-    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
-    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
-    [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
-  done
+  keep_runs conv_first conv_cached
   [ -d .device-carry/programs ] && [ -z "${NO_SHARED:-}" ] && timeout 300 bash .device-carry/programs/run_on_gpu.sh \
     "$W/sp" vit_eval.py > "$W/sp.log" 2>&1; echo "shared programs: rc=$?" >> "$S"
   cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
@@ -220,11 +223,7 @@ if [ "$PART" = compiled ]; then
   [ -f "$W/vc.torch.json" ] && python3 benchmarks/strip_fixture.py --keep-events "$W/vc.torch.json" \
     "$W/fix/varlen_compiled_torch.json.xz" >> "$S" 2>&1 && timeout 120 python3 -m nsighttc analyze \
     "$W/fix/varlen_compiled_torch.json.xz" -q 2>&1 | head -12 >> "$S"
-  for n in vc_first vc_cached; do
-    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
-    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
-    [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
-  done
+  keep_runs vc_first vc_cached
   echo "compiled part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
   if [ $(( $(date +%s) - T0 )) -lt 360 ]; then
     plain cl_ro python3 wrappers/compile_loop.py --mode reduce-overhead
@@ -246,12 +245,23 @@ if [ "$PART" = final4 ]; then
   profile conv_first 200 -- $C
   profile conv_cached 200 -- $C
   plain conv_2 $C; plain conv_bucket_2 $C --bucket
-  for n in vc_first vc_cached varlen_first varlen_cached conv_first conv_cached; do
-    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
-    [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
-    [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
-  done
+  keep_runs vc_first vc_cached varlen_first varlen_cached conv_first conv_cached
   echo "final4 took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = train ]; then  # a fine-tune on texts of many lengths (dynamic padding): plain and bucketed around its
+  # profiled first and cached runs (verdicts and window events kept), then recorded whole by hand (torch.profiler, nsys)
+  T0=$(date +%s); VT="python3 wrappers/varlen_train.py"
+  plain vt_1 $VT; plain vt_bucket_1 $VT --bucket
+  profile vt_first 200 -- $VT
+  profile vt_cached 200 -- $VT
+  plain vt_2 $VT; plain vt_bucket_2 $VT --bucket
+  keep_runs vt_first vt_cached
+  echo "train part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack  # (what comes back if the recordings below run out of time)
+  # 40 steps recorded (60 made a 330 MB trace whose reading did not fit the call)
+  [ $(( $(date +%s) - T0 )) -lt 330 ] && RECORD_ANALYZE=0 record varlen_train wrappers/varlen_train.py --steps 40
+  echo "train took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

@@ -17,12 +17,16 @@ def loop(f: dict, doc: dict) -> dict:
     new shapes first) and the steps the launcher timed before the recording (``before_window``), not the program's
     first step (it sets the process up and, compiled, compiles: a cost of its own); the steps at known shapes at the
     program's unrecorded speed where the launcher timed it. After the fix, at the high end: every step at the known-shape
-    steps' mean (no padding cost) and ``BUCKETS`` - 1 shapes paid at the median cost of a new one (the first step met
-    one); at the low end: every step at the longest known-shape steps' time (``slow.KNOWN_HIGH``: each padded to
-    the longest shape) and ``BUCKETS`` shapes at the costliest new one's cost (padded shapes are the longest ones,
-    whose preparation costs the most: an image loop padded to three sizes measured 5.2x where its costliest size
-    set the low end at 4.6x and the 90th percentile at 5.3x), less outliers (``OUTLIER``: a compiled loop's 433 ms
-    step beside 50-80 ms for its other new lengths). What the width comes from is said in the basis.
+    steps' mean (no padding cost) and no shape paid in the loop (a loop that runs on pays its few shapes once, and
+    the recording's loop is as long as its window), as far as the range stays within ``WIDTH`` (else ``BUCKETS`` - 1
+    shapes paid at the median cost of a new one: the first step met one); at the low end: every step at the longest
+    known-shape steps' time (``slow.KNOWN_HIGH``: each padded to the longest shape) and ``BUCKETS`` shapes at the
+    costliest new one's cost (padded shapes are the longest ones, whose preparation costs the most: an image loop
+    padded to three sizes measured 5.2x where its costliest size set the low end at 4.6x and the 90th percentile at
+    5.3x), less outliers (``OUTLIER``: a compiled loop's 433 ms step beside 50-80 ms for its other new lengths), and
+    never under 1x. A first run's warm-up steps before its window, recorded with the operators' arguments for the
+    replay (``before_window.recorded``), count at a known-shape step's speed, not as they ran. What the width comes
+    from is said in the basis.
 
     Why a model of the fix, not "half to all of the new shapes' cost removed": that gave 1.9-24x for an image loop at
     25 sizes under cudnn.benchmark where padding to three sizes measured 3.8-4.5x (H200, wrappers/varlen_conv.py,
@@ -48,7 +52,10 @@ def loop(f: dict, doc: dict) -> dict:
     if u.get("known_shape_ns") and u.get("median_ns") and (tl.get("steps") or {}).get("name") == fam["name"] and \
             1.0 < float(u["known_shape_ns"]) / float(u["median_ns"]) <= MAX_RECORDING_COST:
         scale = float(u["median_ns"]) / float(u["known_shape_ns"])
-    whole = others + known * scale + (pre_ns - pre_cost) + paid  # (the launcher timed those unrecorded)
+    pre_known = pre_ns - pre_cost  # (the launcher timed those unrecorded, in a run recording from its window)
+    if pre.get("recorded"):  # ... a first run's warm-up ran under the operators' recording: at a known step's speed
+        pre_known = min(pre_known, int(pre.get("steps") or 0) * float(acc.get("base_ns") or 0.0) * scale)
+    whole = others + known * scale + pre_known + paid
     each = sorted(list(acc.get("new_shape_excess_each_ns") or []) + list(acc.get("warmup_new_shape_excess_each_ns") or [])
                   + list(pre.get("new_shape_excess_each_ns") or []))
     n = int(acc["steps"]) + int(acc.get("warmup_later_steps") or 0) + int(pre.get("steps") or 0)
@@ -66,19 +73,35 @@ def loop(f: dict, doc: dict) -> dict:
     costliest = max(x for x in each if x <= OUTLIER * tenth)  # (the costliest, less outliers)
     fast = others + n * mean + (BUCKETS - 1) * median
     slow = others + n * longest + BUCKETS * costliest
-    high = min(whole / max(fast, 1.0), all_removed)
-    low = min(whole / max(slow, 1.0), high)
+    paid_in_loop = min(whole / max(fast, 1.0), all_removed)
+    low = max(min(whole / max(slow, 1.0), paid_in_loop), 1.0)  # (a fix that pays more shapes than the loop did: none)
+    # the high end: no new shape paid in the loop, each step at the known-shape mean, where that stays within
+    # ``WIDTH`` x the low end (else the few shapes paid in the loop, or the end ``WIDTH`` x the low end allows)
+    high = min(all_removed, max(paid_in_loop, WIDTH * low))
     at = " as recorded (the recording's cost on them was not measured: a plain run's can be faster)" \
         if not u.get("median_ns") else ""  # (at the unrecorded speed: said after, with both speeds)
     total = f" ({duration(whole)})" if abs(whole - loop) > 0.01 * loop else ""
-    basis = (f"`shape-churn`: {of}{total}, against the same {n} steps at a few shapes: from each step at "
-             f"the known-shape steps' mean{at} ({duration(mean)}) and {BUCKETS - 1} more shapes paid at a new shape's "
-             f"median cost ({duration(median)}), to each padded to the longest known-shape step ({duration(longest)}) "
-             f"and {BUCKETS} shapes at the costliest new shape's ({duration(costliest)})")
+    basis = (f"`shape-churn`: {of}{total}, against the same {n} steps at a few shapes: from each padded to the "
+             f"longest known-shape step ({duration(longest)}) and {BUCKETS} shapes paid at the costliest new shape's "
+             f"cost ({duration(costliest)}), to each at the known-shape steps' mean{at} ({duration(mean)}) and ")
+    none_paid = high >= all_removed * 0.999
+    if none_paid:
+        basis += (f"no shape paid in the loop, as a loop that runs on pays its few shapes once or the per-shape work "
+                  f"turned off (as the fix below may allow) pays none ({BUCKETS - 1} more paid in it at a new shape's "
+                  f"median cost ({duration(median)}): {paid_in_loop:.2f}x)")
+    elif high > paid_in_loop * 1.001:
+        basis += (f"fewer than {BUCKETS - 1} more shapes paid in the loop ({BUCKETS - 1} at a new shape's median cost "
+                  f"({duration(median)}): {paid_in_loop:.2f}x; none: {all_removed:.2f}x; the range kept within "
+                  f"{WIDTH:g}x)")
+    else:
+        basis += f"{BUCKETS - 1} more shapes paid at a new shape's median cost ({duration(median)})"
     basis += speed + before
-    basis += (f". The width is the padding's cost ({longest / mean:.2f}x a step) and the spread of what a new shape "
-              f"costs ({duration(each[0])} to {duration(each[-1])}, {len(each)} seen); with no shape paid at all "
-              f"(the per-shape work turned off, as the fix below may allow) up to {all_removed:.1f}x")
+    basis += (f". The width is the padding's cost ({longest / mean:.2f}x a step), the spread of what a new shape "
+              f"costs ({duration(each[0])} to {duration(each[-1])}, {len(each)} seen) and how many shapes the fixed "
+              f"loop pays while it runs")
+    if not none_paid:
+        basis += (f"; with no shape paid at all (the per-shape work turned off, as the fix below may allow) up to "
+                  f"{all_removed:.1f}x")
     return {"low": round(low, 3), "high": round(high, 3), "basis": basis}
 
 
@@ -88,7 +111,8 @@ def _loop_words(acc, loop, warm_ns, warm_cost, pre, pre_ns, pre_cost, others) ->
              f"{_n_shapes(acc.get('warmup_new_shape_steps', 0))})" if warm_cost > 0 else "") +
             (f", the {duration(pre_ns)} of {pre.get('steps')} steps the program ran before the recording "
              f"({duration(pre_cost)} beyond a step at a known shape, {pre.get('new_shape_steps')} of them at new "
-             "shapes)" if pre_ns > 0 else "") +
+             "shapes" + ("; the rest at a known-shape step's speed: the operators' recording for the replay slowed "
+                         "them" if pre.get("recorded") else "") + ")" if pre_ns > 0 else "") +
             (f" and the other step families' {duration(others)}" if others > 0.01 * loop else ""))
 
 
@@ -99,6 +123,11 @@ def _loop_words(acc, loop, warm_ns, warm_cost, pre, pre_ns, pre_cost, others) ->
 BEFORE_STEADY = ("; the steps before the steady ones (warm-up, start-up) are left out, and a loop meets most of its "
                  "new shapes first, so a whole run can gain more")
 OUTLIER = 2.0  # a new shape's cost over this many times the 90th percentile of them is no padded shape's
+# The high end's fixed loop pays its few shapes once, where a loop runs on: a fine-tune on texts of 66 lengths (H200,
+# wrappers/varlen_train.py) measured 2.72x bucketed over 150 steps, where the same steps with 2 shapes paid at the
+# median cost gave 2.51x: a recording's loop is as long as its window, shorter than the program's, which nsighttc
+# stopped; the compiled loop's bucketed rate after its first batches (no shape paid) measured 8.0x against 5.4x.
+WIDTH = 3.0  # ... within this many times the low end: a range a user can act on
 BUCKETS = 3  # the shapes a padded loop keeps: "a few lengths" (BERT-base padded to 64/128/256, an image loop to
              # 192/256/320 pixels: wrappers/varlen_infer.py, wrappers/varlen_conv.py)
 MAX_RECORDING_COST = 3.0  # an unrecorded step this much faster than the recorded one is another program state, not

@@ -33,6 +33,23 @@ _DYNAMO_MARKER = re.compile(r"_data: (?:[A-Za-z_]+=[^,]*, )*compile_id=[^ ]+$")
 # H100, reports/unmarked): one row per graph and per run of the compiler; folded into one name.
 _COMPILED_CALL = re.compile(r"^## Call CompiledFxGraph \S+ ##$")
 COMPILED_GRAPH = "torch.compile graph"
+# Serving engines mark each engine iteration (one scheduled batch: prefill, decode or both) with a range whose name
+# carries that iteration's token counts, so no two share a name; folded into one name per engine, they are the
+# program's steps (``STEP_PATTERN``: each folded name holds "step"), and a recording of one iteration has one. Seen in
+# the public traces of AMD's TraceLens tests (tests/traces/: a B200 eager trace, vLLM's decode and prefill+decode
+# graph executions, SGLang's Qwen3-8B decode), where the step found without them was a transformer layer ("36 steps
+# of 1.9 ms", "36 steps of 0 ns" inside one graph launch).
+ENGINE_STEPS = (
+    # vLLM: execute_context_2(14721)_generation_0(0); with roofline counts:
+    # execute_64_context_0(sq0sk0sqsq0sqsk0)_generation_64(sq64sk131072sqsq64sqsk131072)
+    (re.compile(r"^execute_(?:\d+_)?context_\d+\([^)]*\)_generation_\d+\([^)]*\)$"),
+     "vLLM step (execute_context_*_generation_*)"),
+    # SGLang: step[DECODE bs=32], step[EXTEND bs=2 toks=14721], step[MIXED bs=2 ...]
+    (re.compile(r"^step\[(?:EXTEND|DECODE|MIXED|IDLE)\b[^\]]*\]$"), "SGLang step[...]"),
+    # ATOM: prefill[bs=2 tok=14721 ctx=[7803, 6918]], decode[bs=64 tok=64 d=64]
+    (re.compile(r"^(?:prefill|decode)\[bs=\d+.*\]$"), "ATOM step (prefill[...], decode[...])"),
+)
+ENGINE_STEP_NAMES = frozenset(name for _, name in ENGINE_STEPS)
 # Leaves that mark an iteration. torch.optim's own record_function labels (`Optimizer.step#AdamW.step`,
 # torch 2.11 traces, tests/fixtures/multi_phase_torch) contain "step" but are not iterations (they are the
 # analysis' "profiler-op" source), and nsighttc's own marks (`nsighttc.step`) are kept apart here.
@@ -65,7 +82,8 @@ def split(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
       ``Optimizer.step#...``); each opens and closes inside one call, so it holds no other range of the program;
     - ``nsighttc.forward`` and ``nsighttc.backward`` (the main model's calls, ``backward``) in a recording without
       step ranges of its own: a program that marks its steps keeps its range table as it would be without nsighttc.
-    torch.compile's per-graph ranges are folded into one name (``COMPILED_GRAPH``)."""
+    torch.compile's per-graph ranges are folded into one name (``COMPILED_GRAPH``), a serving engine's iterations into
+    one per engine (``ENGINE_STEPS``)."""
     if ranges.empty:
         return ranges, empty()
     codes, uniq = pd.factorize(ranges["name"].astype(object), use_na_sentinel=True)
@@ -78,15 +96,25 @@ def split(ranges: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     for name, keep in as_range.items():
         if keep and name in names:
             kind[names.index(name)] = 3
-    folded = [i for i, n in enumerate(names) if _COMPILED_CALL.match(n)]
-    if folded:
-        ranges = ranges.assign(name=ranges["name"].astype(object).where(~np.isin(codes, folded), COMPILED_GRAPH))
+    folds = {i: f for i, n in enumerate(names) if (f := _folded(n)) is not None}
+    if folds:
+        table = np.array([folds.get(i) for i in range(len(names))] + [None], dtype=object)
+        to = table[np.where(codes < 0, len(names), codes)]
+        ranges = ranges.assign(name=np.where(pd.isna(to), ranges["name"].astype(object).to_numpy(), to))
     k = kind[np.where(codes < 0, len(uniq), codes)]
     if not k.any():
         return ranges, empty()
     marks = ranges.loc[(k == 1) | (k == 3), ["pid", "tid", "start_ns", "end_ns", "name"]].copy()
     marks["name"] = marks["name"].astype(str).map(lambda n: COMPILE if n in COMPILE_OPS else n)
     return ranges[(k == 0) | (k == 3)].reset_index(drop=True), marks.reset_index(drop=True)
+
+
+def _folded(name: str) -> str | None:
+    """The one name a family of per-call or per-iteration names is folded into (``COMPILED_GRAPH``,
+    ``ENGINE_STEPS``), or None."""
+    if _COMPILED_CALL.match(name):
+        return COMPILED_GRAPH
+    return next((to for pattern, to in ENGINE_STEPS if pattern.match(name)), None)
 
 
 def _kind(name: str) -> int:

@@ -33,6 +33,9 @@ def churn_before_window(verdict, done: list[Pass]) -> bool:
     paid = [x - base for x, n in zip(d, new) if n and x > slow]
     before = {"steps": len(d), "ns": sum(d), "new_shape_steps": len(paid), "new_shape_excess_ns": sum(paid),
               "new_shape_excess_each_ns": sorted(int(x) for x in paid),
+              # a first run records every operator with its arguments during the warm-up (for the replay): those
+              # steps ran slower than the program's own; a run recording from its window timed its last ones unrecorded
+              "recorded": not start.get("unrecorded_before_ms"),
               "how": "the launcher's times of the steps before the window (the first left out), at new input shapes "
                      "where the main model's first call of the step met shapes not seen before"}
     for fam in [tl["steps"]] + [f for f in tl.get("step_families") or [] if f.get("name") == tl["steps"].get("name")]:

@@ -311,16 +311,18 @@ def test_cudnn_timing_its_algorithms_per_size_is_the_cause_and_turning_it_off_th
     assert "torch.backends.cudnn.benchmark = False" in first["advice"]
     assert not any(f["id"] in ("launch-bound", "cuda-graphs") and f["gain"].get("high") and
                    f["gain"]["high"] > first["gain"]["low"] for f in conv["findings"][1:])
-    # the warm-up steps met the first sizes: counted; the range models the padded loop (each step padded, three
-    # shapes paid) and is at most 3x wide, with what its width comes from; no shape paid at all (cudnn.benchmark off)
-    # is the bound the basis gives beside it, and holds what turning the timing off measured
+    # the warm-up steps met the first sizes: counted; the range models the padded loop (from each step padded and
+    # three shapes paid to no shape paid in the loop) and is at most 3x wide, with what its width comes from; no shape
+    # paid at all (cudnn.benchmark off) is the bound the basis gives beside it: turning the timing off measured 6.1x,
+    # inside the range (its high end was 4.85x while the fixed loop paid two more shapes at the median cost)
     gain = first["gain"]
     assert churn["warmup_new_shape_steps"] >= 3 and "of warm-up steps after the first" in gain["basis"]
     assert 1.0 < gain["low"] <= gain["high"] <= 3 * gain["low"], gain
-    assert "padded to the longest known-shape step" in gain["basis"] and "3 shapes at the costliest" in gain["basis"]
+    assert "padded to the longest known-shape step" in gain["basis"]
+    assert "3 shapes paid at the costliest" in gain["basis"]
     off = CONV_PLAIN["benchmark_off"][0] / CONV_PLAIN["padded"][0]
     no_shape = float(gain["basis"].rsplit("up to ", 1)[1].rstrip("x"))
-    assert no_shape >= off > gain["high"], (no_shape, off, gain)
+    assert no_shape >= gain["high"] >= off >= gain["low"], (no_shape, off, gain)
     # A known miss: bucketing measured 2.03x over this 80-batch run, under the low end (2.9x). The plain time holds
     # the first batch (cuDNN's set-up, ~0.5 s in each variant: benchmark off ran its 80 batches in 0.59 s at ~1.4 ms
     # a batch), which the loop's time leaves out, and the three padded sizes cost more each than the costliest size
@@ -363,5 +365,8 @@ def test_steps_that_record_a_graph_for_a_shape_are_its_cost_too(compiled):
     assert first["id"] == "shape-churn" and "recorded a CUDA graph for it" in first["evidence"]
     assert "records a CUDA graph for each shape" in first["advice"] and "max-autotune-no-cudagraphs" in first["advice"]
     assert "No CUDA graphs or `reduce-overhead` here" not in first["advice"]
+    # bucketed, its rate after the recompile measured 8.0x (reports/steps_time/final4: 850.6 -> 6,779.5 requests/s),
+    # no shape paid there: the high end pays none in the loop (two paid in it at the median cost gave 5.69x)
+    assert first["gain"]["low"] <= 6779.5 / 850.6 <= first["gain"]["high"] <= 3 * first["gain"]["low"], first["gain"]
     assert len(slow.capture_times(pd.DataFrame({"name": ["cudaStreamBeginCapture", "cudaLaunchKernel"],
                                                 "start_ns": [5.0, 1.0]}))) == 1

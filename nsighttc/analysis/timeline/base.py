@@ -10,11 +10,20 @@ from ...parse.marks import STEP_PATTERN  # leaves that mark an iteration (define
 # Host calls that block until the GPU (or a copy) is done. `.item()`, `.cpu()`, `print(tensor)` and
 # blocking `.to()` copies reach the driver as cudaMemcpyAsync + cudaStreamSynchronize (torch 2.11, H100,
 # tests/fixtures/multi_phase_*), older code as cudaMemcpy.
-SYNC_CALLS = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-              "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cuCtxSynchronize",
-              "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cudaMemset"}
+def with_hip(names) -> frozenset[str]:
+    """``names`` and their HIP twins: ROCm's runtime mirrors CUDA's (``cudaGraphLaunch`` is ``hipGraphLaunch``), and a
+    torch.profiler trace recorded on an AMD GPU names its runtime calls so (roctracer; public MI300 and MI355 traces of
+    AMD's TraceLens tests)."""
+    return frozenset(names) | {"hip" + n[len("cuda"):] for n in names if n.startswith("cuda")}
+
+
+SYNC_CALLS = with_hip({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+                       "cudaMemcpy2D", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbol", "cuCtxSynchronize",
+                       "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cudaMemset",
+                       # PyTorch on ROCm copies with sync by one call (memcpy_and_sync: an SGLang trace, TraceLens)
+                       "cudaMemcpyWithStream"})
 # Host calls that launch a whole CUDA graph: their correlation id is shared by every node of the graph.
-GRAPH_LAUNCH_CALLS = {"cudaGraphLaunch", "cuGraphLaunch"}
+GRAPH_LAUNCH_CALLS = with_hip({"cudaGraphLaunch", "cuGraphLaunch"})
 
 
 @dataclass

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .... import labels
+from ....parse.marks import ENGINE_STEP_NAMES
 from ....record_format import DATA, FORWARD, OPTIMIZER, STEP
 from ..base import is_step_leaf
 
@@ -66,11 +67,17 @@ def step_paths(ranges: pd.DataFrame, step_range: str | None) -> list[str]:
     if ranges.empty:
         return []
     counts = ranges["path"].value_counts()
+    leaf = lambda p: str(p).rsplit("/", 1)[-1]  # noqa: E731
     found = sorted(str(p) for p, n in counts.items()
-                   if (n >= 2 or str(p).rsplit("/", 1)[-1].rstrip("#0123456789") == PROFILER_STEP)
-                   and is_step_leaf(str(p).rsplit("/", 1)[-1], step_range))
+                   if (n >= 2 or _once_a_step(leaf(p))) and is_step_leaf(leaf(p), step_range))
     # a step range inside another family's step (a/step/step, ProfilerStep#/train_step) is part of that iteration
     return [p for p in found if not any(p.startswith(q + "/") for q in found)]
+
+
+def _once_a_step(leaf: str) -> bool:
+    """Marks that are a step even once: torch.profiler's ``ProfilerStep#N`` and a serving engine's iteration
+    (``parse.marks.ENGINE_STEPS``): a recording of one iteration has one."""
+    return leaf.rstrip("#0123456789") == PROFILER_STEP or leaf in ENGINE_STEP_NAMES
 
 
 def explicit(ranges: pd.DataFrame, step_range: str | None) -> list[StepSet]:

@@ -20,10 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from ... import intervals
+from ..base import with_hip
 
 # Host calls by which the CUDA caching allocator grows (torch 2.11 on H100: cudaMalloc; expandable segments
 # map memory with the driver's virtual memory API instead). Names as the parsers spell them (no _v2 suffix).
-ALLOCATOR_GROWTH = {"cudaMalloc", "cudaMallocAsync", "cuMemAlloc", "cuMemAllocAsync", "cuMemCreate", "cuMemMap"}
+ALLOCATOR_GROWTH = with_hip({"cudaMalloc", "cudaMallocAsync", "cuMemAlloc", "cuMemAllocAsync", "cuMemCreate",
+                             "cuMemMap"})
 RULE = ("warm-up steps: the leading steps that compile (torch.compile), last longer than 3x the median step, or "
         "last longer than 1.2x it and are the first of their phase or grow the CUDA allocator, and every step before "
         "the window of steady steps nsighttc chose, where it chose one; they are left out of every steady-state "

@@ -1,0 +1,90 @@
+"""Recordings of serving engines made elsewhere (public traces of AMD's TraceLens tests, tests/fixtures/foreign): each
+holds one engine iteration, marked by the engine's own annotation, its model replayed as one graph on an AMD GPU.
+
+Main of 2026-11-29 read neither: no step mark it knew, so the step was a kernel period found inside the one graph
+launch (every graph kernel timed at the graph's launch: "12 steps of 0 ns", "36 steps of 0 ns"), and the first finding
+"new input shapes ... up to 757,177x" / "1,823,664x" on a step of no time."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import nsighttc
+from nsighttc.analysis.timeline import steps as steps_mod
+from nsighttc.analysis.timeline.base import GRAPH_LAUNCH_CALLS, SYNC_CALLS, with_hip
+from nsighttc.parse import marks
+
+FOREIGN = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
+
+
+@pytest.fixture(scope="module")
+def vllm():
+    return nsighttc.analyze([FOREIGN / "tracelens_vllm_decode_graph_mi300.json.xz"]).to_json()
+
+
+@pytest.fixture(scope="module")
+def sglang():
+    return nsighttc.analyze([FOREIGN / "tracelens_sglang_decode_mi300.json.xz"]).to_json()
+
+
+@pytest.mark.parametrize("name, folded", [
+    ("execute_context_2(14721)_generation_0(0)", "vLLM step (execute_context_*_generation_*)"),
+    ("execute_64_context_0(sq0sk0sqsq0sqsk0)_generation_64(sq64sk131072sqsq64sqsk131072)",
+     "vLLM step (execute_context_*_generation_*)"),
+    ("step[DECODE bs=32]", "SGLang step[...]"),
+    ("step[EXTEND bs=2 toks=14721 c_sq=14721 c_sqsq=108745533 c_sqsk=108745533 c_sk=14721]", "SGLang step[...]"),
+    ("prefill[bs=2 tok=14721 ctx=[7803, 6918]]", "ATOM step (prefill[...], decode[...])"),
+    ("decode[bs=117/128 tok=117 d=117]", "ATOM step (prefill[...], decode[...])"),
+])
+def test_a_serving_engines_iterations_are_folded_into_one_step_name(name, folded):
+    ranges = pd.DataFrame({"pid": [1, 1, 1], "tid": [1, 1, 1], "start_ns": [0.0, 10.0, 20.0],
+                           "end_ns": [9.0, 19.0, 29.0], "name": [name, "aten::mm", name]})
+    kept, _ = marks.split(ranges)
+    assert list(kept["name"]) == [folded, "aten::mm", folded]
+    assert marks.STEP_PATTERN.match(folded)
+
+
+def test_names_like_an_engines_are_left_as_they_are():
+    ranges = pd.DataFrame({"pid": [1, 1], "tid": [1, 1], "start_ns": [0.0, 5.0], "end_ns": [4.0, 9.0],
+                           "name": ["decode_tokens", "execute_model"]})
+    assert list(marks.split(ranges)[0]["name"]) == ["decode_tokens", "execute_model"]
+
+
+def test_one_engine_iteration_is_the_recordings_one_step(vllm, sglang):
+    """The engine's annotation is the program's step, even once (as one ``ProfilerStep#``); SGLang's ``step[...]``
+    inside the iteration annotation is part of it."""
+    for doc in (vllm, sglang):
+        st = doc["timeline"]["steps"]
+        assert st["source"] == steps_mod.EXPLICIT and st["count"] == 1, st
+        assert st["name"].startswith("vLLM step") and st["median_iteration_ns"] > 1e6
+        assert all(f["name"] == st["name"] for f in doc["timeline"]["step_families"])
+        assert not any(f["id"] == "shape-churn" for f in doc["findings"])
+        assert all((f.get("gain") or {}).get("high") is None or f["gain"]["high"] < 100 for f in doc["findings"])
+    # the graph's one launch, and the waits, by their ROCm names
+    assert vllm["timeline"]["graphs"]["launches"] == 1 and vllm["timeline"]["graphs"]["kernels"] > 400
+    assert "hipEventSynchronize" in vllm["timeline"]["sync"]["by_name"]
+    assert sglang["timeline"]["sync"]["by_name"]["hipMemcpyWithStream"]["ns"] > 0.9 * \
+        sglang["timeline"]["steps"]["median_iteration_ns"]
+
+
+def test_a_kernel_period_inside_one_graph_launch_is_no_step(tmp_path):
+    """With the engine's annotation not recorded, the kernel period found among the graph's kernels (all timed at the
+    one launch) is no step: iterations of no time have no host boundary between them."""
+    import json
+    import lzma
+    doc = json.loads(lzma.decompress((FOREIGN / "tracelens_vllm_decode_graph_mi300.json.xz").read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "user_annotation"]
+    path = tmp_path / "no_annotation.json"
+    path.write_text(json.dumps(doc))
+    got = nsighttc.analyze([path]).to_json()
+    st = got["timeline"].get("steps") or {}
+    assert st.get("source") != steps_mod.KERNEL_PERIOD and not (st.get("median_iteration_ns") == 0), st
+    assert not any(f["id"] == "shape-churn" for f in got["findings"])
+
+
+def test_rocm_runtime_calls_are_named_with_their_cuda_twins():
+    assert {"hipGraphLaunch", "cudaGraphLaunch", "cuGraphLaunch"} <= GRAPH_LAUNCH_CALLS
+    assert {"hipStreamSynchronize", "hipDeviceSynchronize", "hipMemcpyWithStream", "cudaMemcpy"} <= SYNC_CALLS
+    assert "hipcuStreamSynchronize" not in SYNC_CALLS and with_hip({"cuLaunchKernel"}) == {"cuLaunchKernel"}
