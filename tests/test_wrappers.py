@@ -36,7 +36,7 @@ CASES = {
     "grad_accum.py": (["--steps", "1", "--accum", "2", "--batch", "2", "--size", "32"],
                       r"ms per optimizer step \(2 micro-batches\)"),
     "graph_partial.py": (["--steps", "3", "--width", "64", "--layers", "2"], r"steps/s, [\d.]+ ms/step \(eager\)"),
-    "varlen_train.py": (["--steps", "3", "--batch", "2", "--layers", "1"],
+    "varlen_train.py": (["--steps", "3", "--batch", "2", "--layers", "1", "--max-len", "32"],
                         r"samples/s over 3 steps \(padded to each batch, \d batch lengths\), [\d.]+ ms/step"),
     "varlen_conv.py": (["--batches", "3", "--batch", "2", "--size-step", "64"],
                        r"images/s over 6 images \(each batch its size, \d sizes, cudnn.benchmark on\)"),

@@ -24,12 +24,12 @@ BUCKETS = (64, 128, 256)
 
 
 class Texts:
-    """Synthetic token-id lists of skewed lengths (log-normal, 8-256 tokens) and a label each."""
+    """Synthetic token-id lists of skewed lengths (log-normal, 8 to ``longest`` tokens) and a label each."""
 
-    def __init__(self, n: int, seed: int = 0):
+    def __init__(self, n: int, longest: int = 256, seed: int = 0):
         import random
         rnd = random.Random(seed)
-        self.lengths = [min(256, max(8, int(math.exp(rnd.gauss(4.2, 0.7))))) for _ in range(n)]
+        self.lengths = [min(longest, max(8, int(math.exp(rnd.gauss(4.2, 0.7))))) for _ in range(n)]
 
     def __len__(self):
         return len(self.lengths)
@@ -45,7 +45,7 @@ def collate(bucket: bool):
     def pad(batch):
         n = max(len(ids) for ids, _ in batch)
         if bucket:
-            n = next(b for b in BUCKETS if b >= n)
+            n = next((b for b in BUCKETS if b >= n), n)
         ids = torch.zeros(len(batch), n, dtype=torch.long)
         mask = torch.zeros(len(batch), n, dtype=torch.long)
         for i, (t, _) in enumerate(batch):
@@ -60,6 +60,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--max-len", type=int, default=256, help="the longest text, in tokens")
     ap.add_argument("--bucket", action="store_true", help="pad each batch to 64, 128 or 256 tokens")
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda where there is one")
     a = ap.parse_args()
@@ -70,7 +71,7 @@ def main() -> None:
     model = BertForSequenceClassification(BertConfig(num_hidden_layers=a.layers, num_labels=2)).to(dev).train()
     opt = torch.optim.AdamW(model.parameters(), lr=2e-5)
     scaler = torch.amp.GradScaler(dev.type, enabled=dev.type == "cuda")
-    loader = torch.utils.data.DataLoader(Texts(a.steps * a.batch), batch_size=a.batch, shuffle=True,
+    loader = torch.utils.data.DataLoader(Texts(a.steps * a.batch, a.max_len), batch_size=a.batch, shuffle=True,
                                          collate_fn=collate(a.bucket), generator=torch.Generator().manual_seed(0))
     shapes = set()
     t0 = time.perf_counter()
