@@ -34,6 +34,11 @@ def present(path: Path) -> bool:
     return MARKER in textio.head_bytes(Path(path), HEAD_BYTES)
 
 
+# "<built-in method copy_ of Tensor object at 0x7ed6e00c44a0>": the address differs run to run and says nothing to a
+# reader (a headline of SGLang's public decode trace, AMD's TraceLens tests)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+$")
+
+
 def read(path: Path) -> HostSamples | None:
     """The trace's Python calls (None without any)."""
     import ijson
@@ -53,9 +58,13 @@ def read(path: Path) -> HostSamples | None:
         m = _NAME.match(u)
         if m:
             rows.append([m["file"], m["function"], int(m["line"]), recorded_kind(m["file"]), ""])
-        else:  # <built-in function sleep>: a call into C, named as Python names it
-            rows.append(["<built-in>", u.strip("<>"), 0, STDLIB, ""])
+        else:  # <built-in function sleep>: a call into C, named as Python names it (less the object's address)
+            rows.append(["<built-in>", _ADDRESS.sub("", u.strip("<>")), 0, STDLIB, ""])
     frames = pd.DataFrame(rows, columns=["file", "function", "line", "kind", "source"])
+    # one frame per name once the addresses are gone (the same method of two objects)
+    key = frames["file"] + "\x00" + frames["function"] + "\x00" + frames["line"].astype(str)
+    once, _ = pd.factorize(key)
+    frames, codes = frames.loc[~key.duplicated()].reset_index(drop=True), once[codes]
     ids = pd.to_numeric(pd.Series(pyid), errors="coerce").to_numpy()
     par = pd.to_numeric(pd.Series(parent), errors="coerce").to_numpy()
     index_of = pd.Series(np.arange(len(ids)), index=ids)

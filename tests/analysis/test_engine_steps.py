@@ -67,6 +67,9 @@ def test_one_engine_iteration_is_the_recordings_one_step(vllm, sglang):
     assert "hipEventSynchronize" in vllm["timeline"]["sync"]["by_name"]
     assert sglang["timeline"]["sync"]["by_name"]["hipMemcpyWithStream"]["ns"] > 0.9 * \
         sglang["timeline"]["steps"]["median_iteration_ns"]
+    # the host's samples there fell in that wait: a synchronising call, named without the object's address
+    assert sglang["timeline"]["headline_cause"].startswith(
+        "a synchronising call at `built-in method copy_ of Tensor object` (<built-in>:0) emptied the GPU's queue")
 
 
 def test_a_kernel_period_inside_one_graph_launch_is_no_step(tmp_path):

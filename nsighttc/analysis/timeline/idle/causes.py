@@ -151,7 +151,9 @@ def headline(causes_: list[dict], verdict: str, rows: list[dict] | None = None) 
     what = "time without compute" if waiting else "idle time"
     row = top_host_row(rows) if c["kind"] in ("host-range", "sync") else None
     if row is not None:
-        if row.get("topic") == "sync":
+        if row.get("topic") == "sync" or (row.get("idle_kinds") or {}).get("sync", 0.0) >= 0.5:
+            # (its samples fell in a wait for the GPU: a blocking copy as much as a named sync, ROCm's
+            # hipMemcpyWithStream under `Tensor.copy_` in SGLang's public decode trace)
             return f"a synchronising call at {frame_words(row)} emptied the GPU's queue ({_pm(row)} of the GPU's {what}, {_ms(row['idle_ns'])})"
         return f"host busy in {frame_words(row)} ({_pm(row)} of the GPU's {what}, {_ms(row['idle_ns'])})"
     of = f"{100 * share:.0f}% of the GPU's {what}"
