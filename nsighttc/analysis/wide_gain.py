@@ -126,7 +126,9 @@ OUTLIER = 2.0  # a new shape's cost over this many times the 90th percentile of 
 # The high end's fixed loop pays its few shapes once, where a loop runs on: a fine-tune on texts of 66 lengths (H200,
 # wrappers/varlen_train.py) measured 2.72x bucketed over 150 steps, where the same steps with 2 shapes paid at the
 # median cost gave 2.51x: a recording's loop is as long as its window, shorter than the program's, which nsighttc
-# stopped; the compiled loop's bucketed rate after its first batches (no shape paid) measured 8.0x against 5.4x.
+# stopped; a compiled loop's bucketed rate after its first batches (no shape paid) measured 8.0x, where its
+# torch.profiler recording gave up to 5.69x with two shapes paid in the loop, 8.74x with none
+# (tests/fixtures/steps/varlen_compiled).
 WIDTH = 3.0  # ... within this many times the low end: a range a user can act on
 BUCKETS = 3  # the shapes a padded loop keeps: "a few lengths" (BERT-base padded to 64/128/256, an image loop to
              # 192/256/320 pixels: wrappers/varlen_infer.py, wrappers/varlen_conv.py)
