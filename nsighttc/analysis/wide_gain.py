@@ -63,7 +63,7 @@ def loop(f: dict, doc: dict) -> dict:
     all_removed = whole / max(whole - paid, 1.0)
     speed = (f"; the steps at known shapes at the program's unrecorded speed ({duration(u['median_ns'])} a step "
              f"against {duration(u['known_shape_ns'])} recorded)") if scale < 1.0 else ""
-    before = BEFORE_STEADY if (fam or {}).get("warmup_steps") and not warm_cost and not pre_ns else ""
+    before = BEFORE_STEADY if fam.get("warmup_steps") and not warm_cost and not pre_ns else ""
     if not each or not acc.get("known_mean_ns") or not n:  # (a verdict saved before the model's inputs were kept)
         return {"low": round(whole / max(whole - 0.5 * paid, 1.0), 3), "high": round(all_removed, 3),
                 "basis": f"`shape-churn`: half to all of the {duration(paid)} the steps at new shapes took beyond a "

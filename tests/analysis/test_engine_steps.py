@@ -15,6 +15,7 @@ import nsighttc
 from nsighttc.analysis.timeline import steps as steps_mod
 from nsighttc.analysis.timeline.base import GRAPH_LAUNCH_CALLS, SYNC_CALLS, with_hip
 from nsighttc.parse import marks
+from tests.conftest import fixture_bytes
 
 FOREIGN = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
 
@@ -76,8 +77,7 @@ def test_a_kernel_period_inside_one_graph_launch_is_no_step(tmp_path):
     """With the engine's annotation not recorded, the kernel period found among the graph's kernels (all timed at the
     one launch) is no step: iterations of no time have no host boundary between them."""
     import json
-    import lzma
-    doc = json.loads(lzma.decompress((FOREIGN / "tracelens_vllm_decode_graph_mi300.json.xz").read_bytes()))
+    doc = json.loads(fixture_bytes(FOREIGN / "tracelens_vllm_decode_graph_mi300.json.xz"))
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "user_annotation"]
     path = tmp_path / "no_annotation.json"
     path.write_text(json.dumps(doc))

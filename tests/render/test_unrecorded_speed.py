@@ -293,19 +293,14 @@ def test_the_new_shapes_met_before_the_window_are_counted_in_the_loops_gain(run)
     1,299.3 and 696.2 -> 1,962.0 requests/s; the first run, whose window ran to the program's end with no unrecorded
     step to scale its known steps by, holds 1.89x and the earlier calls' 2.25-2.5x, not 2.82x), three sizes 3.8-4.5x
     and cudnn.benchmark off 6.9x (768-783 -> 2,983-3,445 and 5,279 images/s, the probe call's)."""
-    from types import SimpleNamespace
     from nsighttc.analysis import wide_gain
-    from nsighttc.profile.churn import churn_before_window
     doc, events = _final(run)
     tl = doc["timeline"]
-    said = tl["steps"]["shape_churn"].pop("before_window")  # (what the run itself set, made again here)
-    for f in tl["step_families"]:
-        (f.get("shape_churn") or {}).pop("before_window", None)
+    said = _without_before_window(tl)  # (what the run itself set, made again here)
+    assert said
     first = next(f for f in doc["findings"] if f["id"] == "shape-churn")
     without = wide_gain.loop(first, doc)
-    p = SimpleNamespace(mode="timeline", recorded_from_s=tl["startup"]["unrecorded_s"], window_events=events)
-    assert churn_before_window(SimpleNamespace(timeline=tl), [p])
-    got = tl["steps"]["shape_churn"]["before_window"]
+    got = _before_window_again(tl, events)
     assert {k: got[k] for k in said} == said  # (and each new shape's cost, for the gain model: the run predates it)
     assert got["new_shape_excess_each_ns"] == sorted(got["new_shape_excess_each_ns"])
     assert sum(got["new_shape_excess_each_ns"]) == pytest.approx(got["new_shape_excess_ns"], abs=len(said) + 8)
@@ -321,6 +316,23 @@ def test_the_new_shapes_met_before_the_window_are_counted_in_the_loops_gain(run)
     # the program's unrecorded speed at a known shape, where the launcher timed it after the window
     if run == "varlen_cached":
         assert "at the program's unrecorded speed (6.67 ms a step against 8.81 ms recorded)" in gain["basis"]
+
+
+def _without_before_window(tl: dict) -> dict | None:
+    """A verdict's timeline without what its run said of the steps before its window (``before_window``, on the
+    steps and on their family); what the steps had."""
+    for f in tl["step_families"]:
+        (f.get("shape_churn") or {}).pop("before_window", None)
+    return tl["steps"]["shape_churn"].pop("before_window", None)
+
+
+def _before_window_again(tl: dict, events: list[dict]) -> dict:
+    """The steps before the window made again from the run's window events (``churn_before_window``)."""
+    from types import SimpleNamespace
+    from nsighttc.profile.churn import churn_before_window
+    p = SimpleNamespace(mode="timeline", recorded_from_s=tl["startup"]["unrecorded_s"], window_events=events)
+    assert churn_before_window(SimpleNamespace(timeline=tl), [p])
+    return tl["steps"]["shape_churn"]["before_window"]
 
 
 def test_a_first_runs_new_sizes_are_its_cause_though_its_known_size_steps_jitter():
@@ -434,14 +446,9 @@ TRAIN_COLD = (326.0 / 79.6, 256.7 / 69.3)
 def _train(run: str) -> tuple[dict, dict]:
     """A live run's verdict with the steps before its window made again from its events (``churn_before_window``),
     and the shape-churn finding."""
-    from types import SimpleNamespace
-    from nsighttc.profile.churn import churn_before_window
     doc, events = _final(run, TRAIN)
-    tl = doc["timeline"]
-    for f in [tl["steps"]] + tl["step_families"]:
-        (f.get("shape_churn") or {}).pop("before_window", None)
-    p = SimpleNamespace(mode="timeline", recorded_from_s=tl["startup"]["unrecorded_s"], window_events=events)
-    assert churn_before_window(SimpleNamespace(timeline=tl), [p])
+    _without_before_window(doc["timeline"])
+    _before_window_again(doc["timeline"], events)
     return doc, next(f for f in doc["findings"] if f["id"] == "shape-churn")
 
 
