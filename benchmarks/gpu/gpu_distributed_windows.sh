@@ -2,7 +2,8 @@
 # Issue 50 on two GPUs (kind nvidia-h100-x2): every rank's window kept, work compared by launches, a straggler named
 # with its frame. One call (the session's device time was 8 minutes).
 #   Usage (after `source .device-carry/setup.sh`): bash benchmarks/gpu/gpu_distributed_windows.sh OUT PART
-#   PART capture72 (one GPU: a first run whose rank 0 records its operators by a dispatch mode), verify50 (the call of reports/distributed_windows), fsdp50 (FSDP2 after its fixes: even first and cached,
+#   PART rounds72 (the shared torchrun programs as alternating rounds, each round's ranks said),
+#   capture72 (one GPU: a first run whose rank 0 records its operators by a dispatch mode), verify50 (the call of reports/distributed_windows), fsdp50 (FSDP2 after its fixes: even first and cached,
 #   extra host work on rank 1; fixtures kept), final50 (the done-when runs after the gain bound and the rest: FSDP2
 #   even / extra, the DDP straggler ending inside its window, with the plain runs their gains are checked against),
 #   cost50 (alternating plain / first / cached rounds of DDP and FSDP2; ROUNDS=3 for three), cost50e (DDP alone,
@@ -94,6 +95,32 @@ overhead() {  # name rounds programs...: alternating plain / first / cached roun
 }
 
 case "$PART" in
+rounds72)   # the shared torchrun programs (../shared/programs, carried in .device-carry/programs) as alternating
+            # rounds of plain / first run (empty evidence cache) / cached run, the machine's environment as
+            # run_on_gpu.sh has it; each round's ranks (straggler, cause, incomplete ranks) and first fix in
+            # summary.json's ranks_said. DDP_ROUNDS (3) of ddp_w.py --straggler 1 and ddp_plain.py --slow-rank 1,
+            # FSDP_ROUNDS (2, 0: none) of fsdp_train.py; LIMIT_S (560) for them all, DDP_SHARE (70) percent of it for
+            # the DDP rounds; DDP_PROGRAMS: other programs of gpu_profile_overhead.py for the DDP rounds (e.g.
+            # "shared_ddp_plain shared_ddp_w ddp", ddp: this repository's wrappers/ddp_train.py)
+  LIMIT_S=${LIMIT_S:-560}; t0=$(date +%s)
+  timeout $((LIMIT_S * ${DDP_SHARE:-70} / 100)) python3 benchmarks/gpu/gpu_profile_overhead.py --out "$W/ov" \
+    --rounds "${DDP_ROUNDS:-3}" ${DDP_PROGRAMS:-shared_ddp_w shared_ddp_plain} > "$W/rounds72.log" 2>&1
+  left=$((LIMIT_S - ($(date +%s) - t0)))
+  [ "$left" -gt 150 ] && [ "${FSDP_ROUNDS:-2}" -gt 0 ] && timeout "$left" python3 benchmarks/gpu/gpu_profile_overhead.py \
+    --out "$W/ov" --rounds "${FSDP_ROUNDS:-2}" shared_fsdp_train >> "$W/rounds72.log" 2>&1
+  cp "$W/ov/summary.json" "$OUT/summary_overhead.json" 2>/dev/null; cat "$W/rounds72.log" >> "$S"
+  tar czf "$OUT/rounds72_runs.tgz" -C "$W" --exclude='*trace.json' --exclude='*.sqlite' --exclude='*.ncu-rep' \
+    --exclude='*.nsys-rep' --exclude='host_samples.json' --exclude='*.collapsed' --exclude='*.png' ov 2>/dev/null
+  python3 - "$W/ov/summary.json" >> "$S" 2>&1 <<'PY'
+import json, sys
+for e in json.load(open(sys.argv[1])):
+    print(e["program"], "plain", e["plain_s"], "first", e["default_s"], e["ratio"], "cached", e["warm_s"], e["ratio_warm"],
+          "pairs", e["pair_ratios"])
+    for label in ("cold", "warm"):
+        for r in (e.get("ranks_said") or {}).get(label) or []:
+            print("  ", label, json.dumps(r)[:400])
+PY
+  ;;
 capture72)  # one GPU: two gloo DDP ranks with `train` open around the loop (benchmarks/gpu/ddp_one_gpu_ranges.py):
             # plain, first run (rank 0's operators by a dispatch mode, the replay measuring their kernels), cached,
             # plain; each run's launcher lines on the operators and its evidence line, rank 0's list kept

@@ -67,6 +67,13 @@ PROGRAMS = {
     # programs as users write them (../shared/programs, or $NSIGHTTC_PROGRAMS: .device-carry/programs on the GPU
     # machine, where the checkout travels without ../shared)
     **{f"shared_{name}": [f"{{programs}}/{name}.py"] for name in ("vit_eval", "hf_bert", "lit_cifar", "llm_generate")},
+    # the shared torchrun programs (two GPUs), as run_on_gpu.sh starts them: a DDP job whose `train` range is open
+    # around its loop and whose rank 1 sleeps 30 ms a step in `data`, one with a heavier loader on rank 1, FSDP2 even
+    # and with rank 1's 25 ms of host work
+    **{f"shared_{name}": ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                          f"{{programs}}/{name}.py", *args]
+       for name, args in (("ddp_w", ("--straggler", "1")), ("ddp_plain", ("--slow-rank", "1")), ("fsdp_train", ()),
+                          ("fsdp_slow", ()))},
 }
 # NCCL settings for the lent multi-GPU machines (no NVLink multicast: the machines' notes say why)
 DISTRIBUTED_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -149,6 +156,30 @@ def latest_verdict(runs: Path) -> dict | None:
     return json.loads((dirs[-1] / "verdict.json").read_text()) if dirs else None
 
 
+def ranks_said(doc: dict | None) -> dict | None:
+    """What a torchrun job's verdict said of its ranks, in a line a round's summary keeps: the straggler named (its
+    cause and excess), or why none was, and the ranks left out as incomplete. Every round's, not the last one's only:
+    a first run's rank 0 does more than the others before its window, and a rank named in one round of three is not a
+    property of the program."""
+    dist = (doc or {}).get("distributed")
+    if not dist:
+        return None
+    out = {"incomplete_ranks": dist.get("incomplete_ranks"), "same_work": dist.get("same_work")}
+    s = dist.get("straggler")
+    if s:
+        out["straggler"] = {"rank": s.get("rank"), "cause": s.get("cause"),
+                            "excess_ms": round((s.get("excess_ns") or 0) / 1e6, 1),
+                            "own_excess_ms": round((s.get("own_excess_ns") or 0) / 1e6, 1)}
+    for key in ("no_consistent_straggler", "not_waited_for", "launch_imbalance"):
+        if dist.get(key):
+            out[key] = {"rank": dist[key].get("rank")}
+    first = next(iter(doc.get("findings") or []), None)
+    if first:
+        gain = first.get("gain") or {}
+        out["first_fix"] = {"title": first.get("title"), "low": gain.get("low"), "high": gain.get("high")}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -195,6 +226,7 @@ def main() -> int:
         prof_args = ["--", py, *run_prog] if command else run_prog
         prof_cmd = [py, "-m", "nsighttc", "profile", "--out", str(runs), *extra, *prof_args]
         plain_s, cold_s, warm_s, full_s, rcs, phases = [], [], [], [], [], {"cold": [], "warm": []}
+        said = {"cold": [], "warm": []}  # (a torchrun job's ranks, round by round)
         cold_doc = warm_doc = None
         for r in range(a.rounds):
             s, rc = timed(plain_cmd, dict(os.environ), a.out / f"{name}_plain.log")
@@ -206,6 +238,7 @@ def main() -> int:
             rcs.append(rc)
             cold_doc = latest_verdict(runs)
             phases["cold"].append(latest_phases(runs))
+            said["cold"].append(ranks_said(cold_doc))
             if not a.first_runs_only:
                 # the warm cache is filled by copying this cold run's cache (the first warm run is then a second run)
                 shutil.copytree(cold_env["NSIGHTTC_CACHE_DIR"], warm_cache / name, dirs_exist_ok=True)
@@ -215,6 +248,7 @@ def main() -> int:
                 rcs.append(rc)
                 warm_doc = latest_verdict(runs)
                 phases["warm"].append(latest_phases(runs))
+                said["warm"].append(ranks_said(warm_doc))
             if a.full_run:
                 s, rc = timed([py, "-m", "nsighttc", "profile", "--full-run", "--out", str(runs), *extra, *prof_args],
                               dict(os.environ, NSIGHTTC_CACHE_DIR=str(warm_cache / name)), a.out / f"{name}_full.log")
@@ -238,7 +272,8 @@ def main() -> int:
                                        **({"full_run": statistics.median(full_s),
                                            "ratio_full_run": round(statistics.median(full_s) / med, 3)} if full_s else {})},
                  "full_run_s": full_s,
-                 "phase_seconds": phases}
+                 "phase_seconds": phases,
+                 **({"ranks_said": said} if any(said["cold"] + said["warm"]) else {})}
         if cold_doc is not None:
             startup = (cold_doc.get("timeline") or {}).get("startup") or {}
             entry["startup_s"] = startup.get("seconds")

@@ -12,6 +12,7 @@ pass's gate), what they said they did (``runtime.window``'s event lines), and ho
 from __future__ import annotations
 
 from ..runtime.unrecorded import BEFORE_WINDOW_MIN  # unrecorded warm-up steps enough for a median
+from . import data_waits
 from ..record_format import HOOK_PHASE
 from ..step_time import typical_step
 from .passes import Options, Pass
@@ -176,6 +177,9 @@ def _host_ahead(ranks: list[dict], recorded_ahead: bool) -> bool:
     return recorded_ahead
 
 
+AFTER, BEFORE = "the steps timed after the window", "the warm-up's unrecorded steps"  # (the two unrecorded stretches)
+
+
 def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
                      known_under_ms: float | None = None) -> dict | None:
     """The steps the program ran after its window with the recording stopped (``runtime.window``'s ``unrecorded``
@@ -202,6 +206,18 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
     ahead = bool(before) and all(r.get("synced") for r in ranks) and \
         statistics.median(before) < AHEAD * statistics.median(d)
     before = [] if ahead else before
+    # a stretch whose steps waited for their data unlike the window's measures the loader, not the recording
+    # (``profile.data_waits``): left out; where neither is left, no unrecorded speed, and the verdict says why
+    phase = e.get("phase")
+    waited = {AFTER: None if decode else data_waits.after_waits(ranks),
+              BEFORE: data_waits.before_waits(events, phase) if before else None}
+    left = [(what, ms) for what, ms in waited.items() if ms is not None and data_waits.shifted(events, phase, ms)]
+    why = {what: data_waits.words(events, phase, [(what, ms)]) for what, ms in left}
+    before = [] if BEFORE in why else before
+    if AFTER in why:
+        if len(before) < BEFORE_WINDOW_MIN:  # (too few alone for a median)
+            return {"left_out": data_waits.words(events, phase, left)}
+        d, ranks, before = before, [], []  # (the warm-up's stretch alone)
     known = None
     if known_under_ms is not None and not decode:
         kept, kept_before = [x for x in d if x <= known_under_ms], [x for x in before if x <= known_under_ms]
@@ -211,11 +227,18 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
         d, before = (kept, kept_before) if kept else (kept_before, [])
     launches = not decode and _host_ahead(ranks, recorded_ahead)
     mid = statistics.fmean(d) if launches else statistics.median(d + before)
+    if AFTER in why:  # the warm-up's steps only
+        out = {"phase": phase, "steps": len(d) // max(1, len(_starts_before(events, phase))),
+               "median_ms": round(mid, 4), "when": "before",
+               "how": f"the warm-up's last steps before the window, unrecorded, this run; left out: {why[AFTER]}"}
+        return out
     out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]) + len(before) // max(1, len(ranks)),
            "median_ms": round(mid, 4), "when": "before and after" if before else "after",
            "how": ("the warm-up's last steps before the window and the steps after it, unrecorded, this run"
                    if before else "steps the program ran after its window with the recording stopped, this run")
                   + (f", {len(ranks)} ranks" if len(ranks) > 1 else "")}
+    if BEFORE in why:
+        out["how"] += f"; left out: {why[BEFORE]}"
     if ahead:
         out["how"] += ("; the warm-up's unrecorded steps left out: the host ran ahead of the GPU there (their host "
                        "times were under half the synchronised steps')")
@@ -233,6 +256,12 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
         # own time where the host ran ahead (its scaled launch times), nor slow ones among a new shape's steps)
         out.update(_slow_after(e["durations_ms"], out["median_ms"]))
     return out
+
+
+def _starts_before(events: list[dict], phase) -> list[dict]:
+    """Every rank's window start of ``phase`` that said its unrecorded warm-up steps."""
+    return [e for e in events if e.get("event") == "start" and e.get("phase") == phase
+            and e.get("unrecorded_before_ms")]
 
 
 def _before_ms(events: list[dict], phase) -> list:
@@ -258,6 +287,9 @@ def before_window(events: list[dict], known_under_ms: float | None = None) -> di
         d = [x for x in d if x <= known_under_ms]
     if len(d) < BEFORE_WINDOW_MIN:
         return None
+    waited = data_waits.before_waits(events, phase)
+    if data_waits.shifted(events, phase, waited):
+        return {"left_out": data_waits.words(events, phase, [(BEFORE, waited)])}
     return {"phase": phase, "steps": len(d), "median_ms": round(statistics.median(d), 4), "when": "before",
             "how": "the warm-up's last steps before the window, unrecorded (the recording started with the window), "
                    "this run" + (f", {len(starts)} ranks" if len(starts) > 1 else "")}
@@ -280,7 +312,9 @@ def unrecorded_speed(verdict, done: list[Pass]) -> bool:
         recorded = float(churn["base_ns"])
     u = unrecorded_steps(p.window_events or [], recorded_ahead=ahead,
                          known_under_ms=UNRECORDED_SLOW * recorded / 1e6 if churn.get("base_ns") else None)
-    if not u:
+    if u and u.get("left_out"):  # (timed, but no measure of the recording: said beside the recorded step)
+        st["unrecorded_left_out"] = u["left_out"]
+    if not u or u.get("left_out"):
         return False
     unrec = u["median_ms"] * 1e6
     inf = tl.get("inference") or {}

@@ -259,12 +259,16 @@ class Sampler:
         os.replace(tmp, self.path)
 
 
-def what_is_recorded(ns) -> str:
-    """What this process's profiler records, in words: a rank that records more works more on its host (a first
-    run's rank 0 records operators with their arguments for the replay; the other ranks the ranges only)."""
+def what_is_recorded(ns, operators_apart: bool = False) -> str:
+    """What this process's profiler records in the steps the verdict judges, in words: a rank that records more works
+    more on its host (a first run's rank 0 records operators with their arguments for the replay; the other ranks the
+    ranges only). ``operators_apart``: the operators with their arguments are recorded before the window only (their
+    own trace, or the dispatch mode's list), and the window like every other rank's. Said so, a rank's own lag in its
+    window is not put down to a recording it did not make there (a DDP first run on two H200s, 2026-11-29: rank 0
+    named "operators with their arguments" for a window recorded with the ranges only)."""
     if ns.torch_trace is None:
         return "no profiler in this process (nsys records it from outside)"
-    if ns.record_shapes:
+    if ns.record_shapes and not operators_apart:
         from .rank_env import current_rank
         if ns.shapes_rank is None or current_rank() == ns.shapes_rank:
             return "torch.profiler: operators with their arguments"

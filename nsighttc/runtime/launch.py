@@ -275,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"nsighttc.launch: warning: {variants.FP16_WARNING}")
         if ns.annotate == "modules":
             remove_hooks = annotate.annotate_all_modules()
+        lead = False  # (a distributed rank 0 whose operators with their arguments are recorded before its window only)
         if ns.torch_trace:
             import torch
             acts = [torch.profiler.ProfilerActivity.CPU]
@@ -328,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
             from . import host_samples
             # (a recording that starts at the first window: the samples from there on, host_samples.start says why)
             host_samples.start(ns.host_samples, (ns.sample_interval_ms or host_samples.INTERVAL_S * 1e3) / 1e3,
-                               facts={"profiler_records": host_samples.what_is_recorded(ns)}, hold=from_window)
+                               facts={"profiler_records": host_samples.what_is_recorded(ns, lead)},
+                               hold=from_window)
         with top, variant_ctx:
             if window is not None:
                 window.base_depth = len(annotate.open_ranges())

@@ -57,9 +57,11 @@ def _hook_dataloaders(marks: StepMarks) -> None:
             return original(self)
         finally:
             m.end(marks._end)
-            add = getattr(marks.window, "add_data", None)  # the step timer: the loader's share of each step
-            if add is not None:
-                add(time.perf_counter_ns() - t0, _gpu_drained())
+            # the step timer: the loader's share of each step; the window: each step's wait for its data
+            add = getattr(marks.window, "add_data", None)
+            if add is not None:  # (the stream's state only for a listener that reads it: no CUDA call in a recording)
+                took = time.perf_counter_ns() - t0
+                add(took, _gpu_drained() if getattr(marks.window, "wants_drained", True) else None)
 
     cls.__next__ = __next__
     marks._undo.append(lambda: setattr(cls, "__next__", original))

@@ -75,6 +75,8 @@ class StepTimer:
             return
         ph.shapes[-1] = self._signatures.setdefault(signature, len(self._signatures))
 
+    wants_drained = True  # (``add_data``'s stream state: the loop hooks query the stream for it)
+
     def add_data(self, ns: float, drained: bool | None = None) -> None:
         """A DataLoader fetch took ``ns`` of the host's time (the step hooks time each ``__next__``) and, on a GPU,
         the stream had (``drained``) or had not run out of work when it returned: what tells, without a profiler,
@@ -205,6 +207,10 @@ class Fanout:
     def explicit_end(self, open_ranges: list) -> None:
         for x in self.listeners:
             x.explicit_end(open_ranges)
+
+    @property
+    def wants_drained(self) -> bool:
+        return any(getattr(x, "wants_drained", False) for x in self.listeners)
 
     def add_data(self, ns: float, drained: bool | None = None) -> None:
         for x in self.listeners:

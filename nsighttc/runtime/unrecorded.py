@@ -57,14 +57,17 @@ class AfterWindow:
         self.key, self.last, self.kind, self.then, self.count = key, now, kind, then, count
         self.durations: list[float] = []
         self.kinds: list[str | None] = []
+        self.data: list[float] = []  # each step's wait in DataLoader fetches (``Window.add_data``)
         self.first_at: float | None = None
         self.sync, self.clock = sync, clock  # the device's synchronisation and the clock (``synced``)
         self.synced_from: float | None = None
         self.host_share: float | None = None  # the counted steps' host times over the synchronised span, once scaled
 
-    def step(self, now: float, took: float | None, next_kind: str | None) -> bool:
-        """A step of the phase ended at ``now`` (``took``: its own time where known): True once enough are timed."""
+    def step(self, now: float, took: float | None, next_kind: str | None, data: float = 0.0) -> bool:
+        """A step of the phase ended at ``now`` (``took``: its own time where known; ``data``: its wait in DataLoader
+        fetches): True once enough are timed."""
         self.durations.append(took if took is not None else now - self.last)
+        self.data.append(data)
         self.kinds.append(self.kind)
         self.last, self.kind = now, next_kind
         if len(self.durations) == 1 and self.sync is not None and took is None:
@@ -109,6 +112,8 @@ class AfterWindow:
             doc["host_share"] = round(self.host_share, 4)  # (under 1: the host ran ahead, ``profile.window``)
         if any(self.kinds[1:]):
             doc["kinds"] = self.kinds[1:]
+        if any(self.data[1:]):  # (the waits unscaled: a synchronised stretch scales the host's step times only)
+            doc["data_ms"] = [round(d * 1e3, 4) for d in self.data[1:]]
         return doc
 
 

@@ -72,6 +72,7 @@ class Window(WindowEnd):
         self.steps_left = None
         self._shapes: set = set()  # the main model's input-shape signatures seen so far (``note_shape``)
         self._step_new: bool | None = None  # the open step's first model call met a new signature (None: no call yet)
+        self._data_s = 0.0  # the open step's wait in DataLoader fetches (``add_data``)
 
     def disable(self) -> None:
         """No window (the program has no steps to choose from, as the timeline run found): every step is
@@ -94,6 +95,14 @@ class Window(WindowEnd):
         if new and len(self._shapes) < SHAPES_MAX:
             self._shapes.add(signature)
         self._step_new = new
+
+    wants_drained = False  # (``add_data`` reads the wait only: the loop hooks make no CUDA call for it)
+
+    def add_data(self, ns: float, drained: bool | None = None) -> None:
+        """A DataLoader fetch of the open step returned after ``ns`` (the step hooks' ``__next__``): what each step
+        waited for its data, said beside the unrecorded steps' times, since a stretch that waited less for data than
+        the window did is no measure of the recording's slowdown (``profile.window.data_shift``)."""
+        self._data_s += ns / 1e9
 
     def hook_boundary(self, last: bool = False) -> None:
         """A hook step ended (``runtime.steps``); ignored once the program marks its own steps. ``last``: it ended with
@@ -137,8 +146,9 @@ class Window(WindowEnd):
     def _boundary(self, key: tuple, *, named: bool, took: float | None = None, last: bool = False) -> None:
         """A step of phase ``key`` ended: count it, decide what the window does here (``_decide``), let the ranks of
         a distributed job agree on it (``ranks``: rank 0's decision stands on every rank), then do it."""
+        data, self._data_s = self._data_s, 0.0
         if self._after is not None:
-            self._after_boundary(key, took)
+            self._after_boundary(key, took, data)
             return
         now = self.clock()
         compiles = self.compiles()
@@ -157,6 +167,8 @@ class Window(WindowEnd):
                 ph.compiled.append(compiles > ph.compiles_at)
                 ph.recorded.append(self.recorder.recording())
                 ph.new_shape.append(bool(self._step_new))
+                # (a step timed by its own range, ``took``: its fetch came before the range, not in its time)
+                ph.data.append(data if took is None else 0.0)
             ph.compiles_at = compiles
             if ph.state == "window":
                 self.recorder.step_in_window()  # (a change of sessions still waiting is given up here)
@@ -285,6 +297,8 @@ class Window(WindowEnd):
             if self.generation and ph.key == HOOK_PHASE:
                 ph.begun_at, ph.requests = now, 0  # (``_decide``: the window counts whole requests)
             before = before_window(ph.durations, ph.recorded, ph.compiled, MIN_WARMUP)
+            waited = before_window(ph.data, ph.recorded, ph.compiled, MIN_WARMUP)  # (their DataLoader waits)
+            ph.window_from = len(ph.durations)
             self.recorder.window_start(last=not named)
             _sampler_budget(True)
             self._open_mark()
@@ -293,6 +307,8 @@ class Window(WindowEnd):
             sized = self._sized_steps(ph) if self._end_known(ph) is not None else ph.steps
             self._event("start", ph.key, ph, **({"sized_steps": sized} if sized != ph.steps else {}),
                         **({"unrecorded_before_ms": [round(d * 1e3, 4) for d in before]} if before else {}),
+                        **({"unrecorded_before_data_ms": [round(d * 1e3, 4) for d in waited]}
+                           if before and any(waited) else {}),
                         **_warmup_shapes(ph))
         elif what == "end" and ph.state == "window":
             ph.state = "done"
@@ -336,9 +352,25 @@ class Window(WindowEnd):
             doc.update({"step": ph.n, "warmup": ph.warmup, "steps": ph.steps,
                         "median_ms": None if ph.median_s is None else round(ph.median_s * 1e3, 3),
                         "auto_warmup": self.warmup is None})
+            if event in ("end", "ended"):
+                doc.update(_window_data(ph))
         doc.update(extra)
         self.events.append(doc)
         self.emit(EVENT_PREFIX + json.dumps(doc))
+
+
+def _window_data(ph: Phase) -> dict:
+    """The window's steps as this process timed them: their median time and their median wait in DataLoader
+    fetches (``window_step_ms``, ``window_data_ms``), where its steps waited for data at all; the profile run holds
+    the unrecorded steps' waits against them (``profile.window.data_shift``)."""
+    if ph.window_from is None or not any(ph.data):
+        return {}
+    import statistics
+    steps, data = ph.durations[ph.window_from:], ph.data[ph.window_from:]
+    if not steps:
+        return {}
+    return {"window_step_ms": round(statistics.median(steps) * 1e3, 4),
+            "window_data_ms": round(statistics.median(data) * 1e3, 4)}
 
 
 def _warmup_shapes(ph: Phase) -> dict:

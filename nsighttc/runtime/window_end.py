@@ -129,14 +129,14 @@ class WindowEnd:
         import _thread
         _thread.interrupt_main()  # a step boundary seen on another thread: stop the main one
 
-    def _after_boundary(self, key: tuple, took: float | None) -> None:
+    def _after_boundary(self, key: tuple, took: float | None, data: float = 0.0) -> None:
         """A step ended after the last window, the recording stopped: time it; after enough, say what they took
         (the ``unrecorded`` event) and stop the program (``--full-run``: let it run on)."""
         a = self._after
         if key != a.key:
             return
         self._ended_at = None  # (the program ran on past the step its last run ended at)
-        if a.step(self.clock(), took, self.next_step):
+        if a.step(self.clock(), took, self.next_step, data if took is None else 0.0):
             self.close()
             if a.then == "stop":
                 self._raise_done(self.phases[key])

@@ -82,7 +82,7 @@ class Phase:
     hook steps are one phase)."""
     __slots__ = ("key", "n", "durations", "compiled", "state", "left", "first_at", "last_at", "begun_at",
                  "compiles_at", "warmup", "steps", "median_s", "prepared", "agreed", "requests", "settled",
-                 "prepared_n", "recorded", "after_steps", "sized_s", "new_shape")
+                 "prepared_n", "recorded", "after_steps", "sized_s", "new_shape", "data", "window_from")
 
     def __init__(self, key: tuple, now: float, compiles: int):
         self.key = key
@@ -91,6 +91,8 @@ class Phase:
         self.compiled: list[bool] = []
         self.recorded: list[bool] = []  # whether the recorder recorded each step (``Recorder.recording``)
         self.new_shape: list[bool] = []  # whether each step's main-model call met input shapes not seen before
+        self.data: list[float] = []     # seconds each step waited in the DataLoader's fetch (``Window.add_data``)
+        self.window_from: int | None = None  # the index in ``durations`` of the window's first step
         self.after_steps: int | None = None  # unrecorded steps timed after the window, as the ranks agreed
         self.state = "warmup"          # warmup -> window -> done
         self.left = 0

@@ -499,3 +499,32 @@ def test_a_fine_tunes_gain_counts_a_first_runs_warm_up_at_a_known_steps_speed_an
             as_ran = wide_gain.loop(first, doc)
             assert as_ran["high"] < gain["high"] < min(TRAIN_WARM) <= 1.03 * gain["high"], (as_ran, gain)
         assert gain["high"] < min(TRAIN_COLD)
+
+
+ROUNDS72 = Path(__file__).resolve().parents[2] / "reports" / "distributed_windows" / "rounds72"
+
+
+@pytest.mark.parametrize("run", ["ddp_plain_cached1", "ddp_plain_cached2"])
+def test_steps_a_full_prefetch_queue_fed_are_no_measure_of_the_recordings_cost(run):
+    """Two H200s, the shared ddp_plain.py (rank 1's items cost more), cached runs: the warm-up's unrecorded steps and
+    the steps after the window (the queue filled again during the profiler's stop) took batches that were ready,
+    while rank 1's window steps waited 12.3 ms each for theirs. Before, the report said "12 steady steps of 66.4 ms
+    recorded, 36.9 ms unrecorded (the recording's slowdown 1.80x ...)" where plain runs took 62.2 ms a step."""
+    from nsighttc.profile import data_waits
+    from nsighttc.profile.window import unrecorded_steps
+    from nsighttc.runtime.window import read_events
+    events = read_events(fixture_open(ROUNDS72 / f"{run}.window_events.jsonl.gz", "rt").read().splitlines())
+    data, step = data_waits.window_waits(events, "nsighttc.step")
+    assert data > 10 and step > 60  # rank 1's window: the loader's pace
+    assert max(float(x) for e in events if e.get("event") == "start" for x in e["unrecorded_before_ms"]) < step
+    u = unrecorded_steps(events)
+    assert set(u) == {"left_out"}, u  # no speed: both stretches ran on ready batches
+    assert "the steps timed after the window waited 0.1 ms each" in u["left_out"]
+    assert "the warm-up's unrecorded steps 0.2 ms" in u["left_out"]
+
+
+def test_the_report_says_why_a_jobs_unrecorded_steps_give_no_speed():
+    tl = json.loads(fixture_open(ROUNDS72 / "ddp_plain_cached1.verdict_steps.json.gz").read())["timeline"]
+    line = startup_line(tl)
+    assert "12 steady steps of 77.4 ms recorded (no unrecorded speed to hold them against: " in line, line
+    assert "slowdown" not in line and "DataLoader's batches" in line

@@ -242,8 +242,13 @@ def test_only_rank_0_records_operators_with_their_arguments_and_only_until_the_w
     lines: list[str] = []
     events = _stopped_job(tmp_path, SHAPES_PROGRAM, (
         "--torch-trace", str(tmp_path / "rank{nsighttc_rank}" / "trace.json"), "--record-shapes", "--shapes-rank", "0",
-        "--no-operators", "--ops-trace", str(tmp_path / "rank{nsighttc_rank}" / "ops.json")), lines=lines)
+        "--no-operators", "--ops-trace", str(tmp_path / "rank{nsighttc_rank}" / "ops.json"),
+        "--host-samples", str(tmp_path / "rank{nsighttc_rank}" / "host.json")), lines=lines)
     assert len([e for e in events if e["event"] == "start"]) == 2
+    # and each rank's host facts say so: the straggler's comparison of hosts reads them (rank 0 was said to record
+    # "operators with their arguments" in a window recorded like rank 1's, on two H200s)
+    said = {json.loads((tmp_path / f"rank{r}" / "host.json").read_text())["host"]["profiler_records"] for r in (0, 1)}
+    assert said == {"torch.profiler: ranges, CUDA calls and GPU work only"}, said
     # rank 0 changed sessions (stopped the recording of operators, wrote them) a step before the window, and the
     # window started on every rank only after that: the other ranks' waits for it are in no window
     from nsighttc.record_format import DROPPED_BEFORE_WINDOW

@@ -179,6 +179,8 @@ def startup_line(tl: dict) -> str | None:
     speed = (f" recorded{known[0]}, {ns(u['median_ns'])} unrecorded{known[1]} "
              f"({recording_cost_words(u['recording_slowdown'])}, {u['steps']} steps timed {u.get('when') or 'after'} "
              f"the window{_unrecorded_slow_words(u)})") if u else ""
+    if not u and steps.get("unrecorded_left_out"):  # (timed, but no measure of the recording: ``profile.data_waits``)
+        speed = f" recorded (no unrecorded speed to hold them against: {steps['unrecorded_left_out']})"
     step, gpu = typical_step(steps)
     ahead = f" as the GPU finished them (the host started one every {ns(steps.get('median_iteration_ns'))})" \
         if gpu else ""
