@@ -5,9 +5,10 @@ Why: a DataLoader's workers fill their prefetch queue while the program starts (
 the first steps after it take batches that are ready, and a loader slower than the loop only shows once that queue is
 spent. The window, sized on those fast steps, then records the loop's real pace. Two H200s, the shared
 ``ddp_plain.py --slow-rank 1`` (a rank whose items cost more), three cached runs: "12 steady steps of 66.4 ms recorded,
-36.9 ms unrecorded (the recording's slowdown 1.80x ...)", and 1.72x, 1.53x, while plain runs took 62.2 ms a step: the
-unrecorded steps were the warm-up's last ones, before the queue ran dry, and the straggler's fix was judged at them (up
-to 2.43x). The launcher says what each step waited in DataLoader fetches (``runtime.window.Window.add_data``): the
+36.9 ms unrecorded (the recording's slowdown 1.80x ...)", and 1.72x, 1.53x, while plain runs took 62.2 ms a step, and
+the straggler's fix was judged at that speed (up to 2.43x). Timed (two later cached runs): the window's steps on the
+rank with the slow loader waited 12.3 ms each for data, the warm-up's unrecorded ones 0.2 ms (before the queue ran dry)
+and the steps after the window 0.1 ms (the queue filled again during the profiler's stop). The launcher says what each step waited in DataLoader fetches (``runtime.window.Window.add_data``): the
 warm-up's unrecorded steps (``unrecorded_before_data_ms`` on the window's start), the steps after the window
 (``data_ms`` on the ``unrecorded`` event) and the window's own (``window_data_ms`` and ``window_step_ms`` on its end).
 A job's ranks each say their own; the rank that waited most is the one the others wait for, so each side takes it.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import statistics
 
 # A stretch whose steps' median wait for data is under the window's by more than this share of the window's step is no
-# measure of the recording's cost (the ddp_plain runs above: 20-25 ms of a 66 ms step against ~0 before it). One-sided:
+# measure of the recording's cost (the ddp_plain runs above: 12.3 ms of 68-78 ms steps against 0.1-0.2 ms). One-sided:
 # a stretch that waited more than the window ran slower for it, which understates the recording's cost, never invents
 # one (a CPU test's two steps after its window waited 10.2 and 7.4 ms against the window's 7.0 ms of 11 ms steps).
 DATA_SHIFT = 0.1
