@@ -331,7 +331,22 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
     if any(by[n].calibrated for n in per):
         basis.append("step times from a plain run")
     basis += list(dict.fromkeys(n for s in ss for n in s.notes))
-    return {"low": round(max(low, 1.0), 3), "high": round(max(high, low, 1.0), 3), "basis": "; ".join(basis)}
+    low, high = round(max(low, 1.0), 3), round(max(high, low, 1.0), 3)
+    if idle and high > wide_gain.WIDTH * low:
+        basis.append(_idle_width(idle, by, low, high))
+    return {"low": low, "high": high, "basis": "; ".join(basis)}
+
+
+def _idle_width(idle: dict, by: dict, low: float, high: float) -> str:
+    """What a range of a host-side finding wider than ``wide_gain.WIDTH`` comes from: a step whose GPU idles most of
+    its time gains anything from a part of that idle time removed to all of it, and one recording cannot tell how much
+    a fix removes (a serving engine's decode step, 98% idle while its host waited in one copy: 1.96x to 44x; AMD's
+    TraceLens traces, tests/fixtures/foreign)."""
+    n = max(idle, key=lambda k: idle[k][0] / max(by[k].T, 1.0))
+    share = min(idle[n][0] / by[n].T, 1.0) if by[n].T else 0.0
+    return (f"wider than {wide_gain.WIDTH:g}x: the GPU idle time it causes is {100 * share:.0f}% of the steps of "
+            f"`{n}`, so the gain turns on how much of it the fix removes ({100 * idle[n][2]:.0f}% of it: {low:.3g}x; "
+            f"all of it: {high:.3g}x), which one recording cannot tell")
 
 
 def estimate(f: dict, doc: dict, ss: list[Scope], dtype: str | None = None) -> dict | None:
