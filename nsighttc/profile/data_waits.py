@@ -8,9 +8,10 @@ spent. The window, sized on those fast steps, then records the loop's real pace.
 36.9 ms unrecorded (the recording's slowdown 1.80x ...)", and 1.72x, 1.53x, while plain runs took 62.2 ms a step, and
 the straggler's fix was judged at that speed (up to 2.43x). Timed (two later cached runs): the window's steps on the
 rank with the slow loader waited 12.3 ms each for data, the warm-up's unrecorded ones 0.2 ms (before the queue ran dry)
-and the steps after the window 0.1 ms (the queue filled again during the profiler's stop). The launcher says what each step waited in DataLoader fetches (``runtime.window.Window.add_data``): the
-warm-up's unrecorded steps (``unrecorded_before_data_ms`` on the window's start), the steps after the window
-(``data_ms`` on the ``unrecorded`` event) and the window's own (``window_data_ms`` and ``window_step_ms`` on its end).
+and the steps after the window 0.1 ms (the queue filled again during the profiler's stop). The launcher says what each
+step waited in DataLoader fetches (``runtime.window.Window.add_data``): the warm-up's unrecorded steps
+(``unrecorded_before_data_ms`` on the window's start), the steps after the window (``data_ms`` on the ``unrecorded``
+event) and the window's own (``window_data_ms`` and ``window_step_ms`` on its end).
 A job's ranks each say their own; the rank that waited most is the one the others wait for, so each side takes it.
 """
 from __future__ import annotations
@@ -34,11 +35,9 @@ def window_waits(events: list[dict], phase) -> tuple[float, float] | None:
     return max(float(e.get("window_data_ms") or 0.0) for e in ends), max(float(e["window_step_ms"]) for e in ends)
 
 
-def before_waits(events: list[dict], phase) -> float:
-    """The warm-up's unrecorded steps' median wait for data (ms), the most-waiting rank's (a rank that said none had
-    its batches ready in every one)."""
-    starts = [e for e in events if e.get("event") == "start" and e.get("phase") == phase
-              and e.get("unrecorded_before_ms")]
+def before_waits(starts: list[dict]) -> float:
+    """The warm-up's unrecorded steps' median wait for data (ms), the most-waiting rank's, from the window's starts
+    that said those steps (a rank that said no wait had its batches ready in every one)."""
     return max((statistics.median(e.get("unrecorded_before_data_ms") or [0.0]) for e in starts), default=0.0)
 
 
@@ -47,18 +46,19 @@ def after_waits(unrecorded: list[dict]) -> float:
     return max((statistics.median(e.get("data_ms") or [0.0]) for e in unrecorded), default=0.0)
 
 
-def shifted(events: list[dict], phase, waited_ms: float) -> bool:
+def shifted(window: tuple[float, float] | None, waited_ms: float) -> bool:
     """Whether a stretch whose steps waited ``waited_ms`` each for data measures no recording's cost: its wait short
-    of the window's by more than ``DATA_SHIFT`` of the window's step (False where no wait was said)."""
-    w = window_waits(events, phase)
-    return w is not None and w[0] - waited_ms > DATA_SHIFT * w[1]
+    of the window's (``window_waits``) by more than ``DATA_SHIFT`` of the window's step (False where no wait was
+    said)."""
+    return window is not None and window[0] - waited_ms > DATA_SHIFT * window[1]
 
 
-def words(events: list[dict], phase, left: list[tuple[str, float]]) -> str:
-    """Why the stretches ``left`` ((what, its steps' wait in ms)) were left out, in one clause: "the warm-up's
-    unrecorded steps waited 0.2 ms each for the DataLoader's batches, the window's steps 12.3 ms of 77.6 ms: the
-    loader's pace, not only the recording, set them apart" (several: "... and the steps timed after ... 0.1 ms")."""
-    data, step = window_waits(events, phase) or (0.0, 0.0)
+def words(window: tuple[float, float], left: list[tuple[str, float]]) -> str:
+    """Why the stretches ``left`` ((what, its steps' wait in ms)) were left out against the ``window``'s waits, in
+    one clause: "the warm-up's unrecorded steps waited 0.2 ms each for the DataLoader's batches, the window's steps
+    12.3 ms of 77.6 ms: the loader's pace, not only the recording, set them apart" (several: "... and the steps timed
+    after ... 0.1 ms")."""
+    data, step = window
     (what, ms), rest = left[0], left[1:]
     said = f"{what} waited {ms:.1f} ms each for the DataLoader's batches" + "".join(
         f" and {w} {m:.1f} ms" for w, m in rest)

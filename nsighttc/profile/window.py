@@ -209,14 +209,15 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
     # a stretch whose steps waited for their data unlike the window's measures the loader, not the recording
     # (``profile.data_waits``): left out; where neither is left, no unrecorded speed, and the verdict says why
     phase = e.get("phase")
+    window = data_waits.window_waits(events, phase)
     waited = {AFTER: None if decode else data_waits.after_waits(ranks),
-              BEFORE: data_waits.before_waits(events, phase) if before else None}
-    left = [(what, ms) for what, ms in waited.items() if ms is not None and data_waits.shifted(events, phase, ms)]
-    why = {what: data_waits.words(events, phase, [(what, ms)]) for what, ms in left}
+              BEFORE: data_waits.before_waits(_starts_before(events, phase)) if before else None}
+    left = [(what, ms) for what, ms in waited.items() if ms is not None and data_waits.shifted(window, ms)]
+    why = {what: data_waits.words(window, [(what, ms)]) for what, ms in left}
     before = [] if BEFORE in why else before
     if AFTER in why:
         if len(before) < BEFORE_WINDOW_MIN:  # (too few alone for a median)
-            return {"left_out": data_waits.words(events, phase, left)}
+            return {"left_out": data_waits.words(window, left)}
         d, ranks, before = before, [], []  # (the warm-up's stretch alone)
     known = None
     if known_under_ms is not None and not decode:
@@ -228,10 +229,9 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
     launches = not decode and _host_ahead(ranks, recorded_ahead)
     mid = statistics.fmean(d) if launches else statistics.median(d + before)
     if AFTER in why:  # the warm-up's steps only
-        out = {"phase": phase, "steps": len(d) // max(1, len(_starts_before(events, phase))),
-               "median_ms": round(mid, 4), "when": "before",
-               "how": f"the warm-up's last steps before the window, unrecorded, this run; left out: {why[AFTER]}"}
-        return out
+        return {"phase": phase, "steps": len(d) // max(1, len(_starts_before(events, phase))),
+                "median_ms": round(mid, 4), "when": "before",
+                "how": f"the warm-up's last steps before the window, unrecorded, this run; left out: {why[AFTER]}"}
     out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]) + len(before) // max(1, len(ranks)),
            "median_ms": round(mid, 4), "when": "before and after" if before else "after",
            "how": ("the warm-up's last steps before the window and the steps after it, unrecorded, this run"
@@ -266,8 +266,7 @@ def _starts_before(events: list[dict], phase) -> list[dict]:
 
 def _before_ms(events: list[dict], phase) -> list:
     """Every rank's unrecorded warm-up steps said at the window's start of ``phase`` (milliseconds)."""
-    return [x for e in events if e.get("event") == "start" and e.get("phase") == phase
-            for x in e.get("unrecorded_before_ms") or []]
+    return [x for e in _starts_before(events, phase) for x in e["unrecorded_before_ms"]]
 
 
 def before_window(events: list[dict], known_under_ms: float | None = None) -> dict | None:
@@ -287,9 +286,9 @@ def before_window(events: list[dict], known_under_ms: float | None = None) -> di
         d = [x for x in d if x <= known_under_ms]
     if len(d) < BEFORE_WINDOW_MIN:
         return None
-    waited = data_waits.before_waits(events, phase)
-    if data_waits.shifted(events, phase, waited):
-        return {"left_out": data_waits.words(events, phase, [(BEFORE, waited)])}
+    window, waited = data_waits.window_waits(events, phase), data_waits.before_waits(_starts_before(events, phase))
+    if data_waits.shifted(window, waited):
+        return {"left_out": data_waits.words(window, [(BEFORE, waited)])}
     return {"phase": phase, "steps": len(d), "median_ms": round(statistics.median(d), 4), "when": "before",
             "how": "the warm-up's last steps before the window, unrecorded (the recording started with the window), "
                    "this run" + (f", {len(starts)} ranks" if len(starts) > 1 else "")}

@@ -101,7 +101,7 @@ class Window(WindowEnd):
     def add_data(self, ns: float, drained: bool | None = None) -> None:
         """A DataLoader fetch of the open step returned after ``ns`` (the step hooks' ``__next__``): what each step
         waited for its data, said beside the unrecorded steps' times, since a stretch that waited less for data than
-        the window did is no measure of the recording's slowdown (``profile.window.data_shift``)."""
+        the window did is no measure of the recording's slowdown (``profile.data_waits``)."""
         self._data_s += ns / 1e9
 
     def hook_boundary(self, last: bool = False) -> None:
@@ -362,7 +362,7 @@ class Window(WindowEnd):
 def _window_data(ph: Phase) -> dict:
     """The window's steps as this process timed them: their median time and their median wait in DataLoader
     fetches (``window_step_ms``, ``window_data_ms``), where its steps waited for data at all; the profile run holds
-    the unrecorded steps' waits against them (``profile.window.data_shift``)."""
+    the unrecorded steps' waits against them (``profile.data_waits``)."""
     if ph.window_from is None or not any(ph.data):
         return {}
     import statistics
