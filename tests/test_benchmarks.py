@@ -40,13 +40,15 @@ def test_a_run_without_peers_keeps_the_earlier_peer_times_with_ratios_against_th
 
 
 def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
-    """reports/profile_overhead/summary.json (written by benchmarks/gpu/gpu_profile_overhead.py on the GPU machine):
+    """reports/profile_overhead/summary.json.gz (written by benchmarks/gpu/gpu_profile_overhead.py on the GPU machine):
     one entry per program with the exact commands, the GPU, the plain and default wall times of alternating rounds,
     the ratio of their medians, the time to the verdict (plain, first, cached run), and the evidence it had."""
     import json
     import statistics
     from pathlib import Path
-    doc = json.loads((Path(__file__).resolve().parents[1] / "reports/profile_overhead/summary.json").read_text())
+    import gzip
+    doc = json.loads(gzip.decompress((Path(__file__).resolve().parents[1] / "reports/profile_overhead/summary.json.gz")
+                                     .read_bytes()))
     programs = sorted(e["program"] for e in doc)
     assert programs == ["compile", "dataloader", "ddp", "ddp_compiled", "ddp_shared_gpu", "ddp_shared_gpu_long",
                         "ddp_shared_gpu_long_torch", "ddp_shared_gpu_torch", "eval_loop", "fsdp2", "fsdp2_compiled",
@@ -83,8 +85,8 @@ def test_the_committed_overhead_summary_has_what_issues_10_and_29_ask_for():
         assert len(e["plain_s"]) == len(e["default_s"]) == len(e["warm_s"]) >= 3 and e["gpu"] == "NVIDIA H200, 580.159.04"
         assert e["cold"]["timeline_verdict"] and e["warm"]["timeline_verdict"]
     # every round's verdict, first and cached, where a call was folded in (benchmarks/gpu/fold_overhead_rounds.py)
-    rounds = json.loads((Path(__file__).resolve().parents[1] / "reports/profile_overhead/first_run_2026-11-29/"
-                         "rounds.json").read_text())
+    rounds = json.loads(gzip.decompress((Path(__file__).resolve().parents[1] / "reports/profile_overhead/"
+                                         "first_run_2026-11-29/rounds.json.gz").read_bytes()))
     for r in (r for r in rounds if "verdicts_each_round" in r):
         each = r["verdicts_each_round"]
         assert len(each["first"]) == len(r["default_s"]) and len(each["cached"]) == len(r["warm_s"]), r["program"]

@@ -4,7 +4,9 @@ once with ``torch.cuda.graph`` after a few eager warm-up steps on a side stream,
 
 What the program repeats is the replay: after capture the host only copies the next batch into the static input and
 launches one graph. Written as PyTorch's CUDA graph documentation shows (whole-network capture); no nsighttc marks.
-``--eager`` runs the same steps without the graph (what the graph is worth). Prints steps/s and ms/step.
+``--eager`` runs the same steps without the graph (what the graph is worth); ``--two-graphs`` captures the forward
+and backward in one graph and the optimizer's step in another, and replays both each step (an iteration of two
+replays). Prints steps/s and ms/step.
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ def build(a):
 def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--eager", action="store_true", help="no graph: the same steps launched one kernel at a time")
+    ap.add_argument("--two-graphs", action="store_true",
+                    help="the forward and backward in one graph, the optimizer's step in another: two replays a step")
     a = ap.parse_args()
     import torch
     dev, model, data = build(a)
@@ -70,8 +74,20 @@ def main() -> None:
         torch.cuda.current_stream().wait_stream(s)
         graph = torch.cuda.CUDAGraph()
         opt.zero_grad(set_to_none=False)
-        with torch.cuda.graph(graph):
-            static_loss = step(static_x, static_y)
+        if a.two_graphs:
+            def forward_backward(x, y):
+                opt.zero_grad(set_to_none=False)
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                return loss
+            with torch.cuda.graph(graph):
+                static_loss = forward_backward(static_x, static_y)
+            second = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(second):
+                opt.step()
+        else:
+            with torch.cuda.graph(graph):
+                static_loss = step(static_x, static_y)
     else:
         for _ in range(a.warmup):
             step(static_x, static_y)
@@ -83,12 +99,14 @@ def main() -> None:
             static_x.copy_(x)
             static_y.copy_(y)
             graph.replay()
+            if a.two_graphs:
+                second.replay()
         else:
             static_loss = step(x, y)
     sync(dev)
     dt = time.perf_counter() - t0
     print(f"loss {float(static_loss.detach()):.4f}; {a.steps / dt:.1f} steps/s, {1e3 * dt / a.steps:.3f} ms/step "
-          f"({'eager' if graph is None else 'graph replay'})", flush=True)
+          f"({'eager' if graph is None else 'two graph replays' if a.two_graphs else 'graph replay'})", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ batches are new for a long while. ``--bucket`` pads every batch to the first of 
 shape); ``math``: PyTorch's unfused attention. ``--compile reduce-overhead`` runs the model under
 ``torch.compile(mode="reduce-overhead")``: the second length recompiles it with a dynamic length, and every new length
 after it records a CUDA graph of its own (CUDA graph trees), the per-shape cost a compiled loop pays; the rate after
-that recompile (from the batch after the second length's first, bucketed or not) is printed too. No nsighttc marks.
+that recompile (from the batch after the second length's first, bucketed or not) is printed too. ``--compile static``:
+``torch.compile(dynamic=False)``, which compiles the model again at every new length (up to dynamo's recompile limit,
+after which new lengths run eagerly). ``--model gpt2``: a GPT-2-small decoder (causal attention with a padding mask)
+in BERT's place. No nsighttc marks.
 Prints requests/s.
 """
 from __future__ import annotations
@@ -34,21 +37,27 @@ def main() -> None:
     ap.add_argument("--bucket", action="store_true", help="pad each batch to 64, 128 or 256 tokens")
     ap.add_argument("--attention", choices=["default", "efficient", "math"], default="default",
                     help="the attention backend (default: PyTorch's choice, cuDNN's on Hopper)")
-    ap.add_argument("--compile", choices=["none", "default", "reduce-overhead"], default="none",
-                    help="run the model under torch.compile in this mode")
+    ap.add_argument("--compile", choices=["none", "default", "reduce-overhead", "static"], default="none",
+                    help="run the model under torch.compile in this mode (static: dynamic=False, one compile a length)")
+    ap.add_argument("--model", choices=["bert", "gpt2"], default="bert", help="BERT-base or GPT-2-small (random weights)")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda where there is one")
     a = ap.parse_args()
     import random
 
     import torch
-    from transformers import BertConfig, BertModel
     dev = pick_device(a.device)
     dtype = torch.float16 if dev.type == "cuda" else torch.float32
     torch.manual_seed(0)
-    cfg = BertConfig(num_hidden_layers=a.layers)  # BERT-base: 768 wide, 12 heads
-    model = BertModel(cfg).to(dev, dtype).eval()
-    if a.compile != "none":
+    if a.model == "gpt2":
+        from transformers import GPT2Config, GPT2Model
+        model = GPT2Model(GPT2Config(n_layer=a.layers)).to(dev, dtype).eval()  # GPT-2 small: 768 wide, 12 heads
+    else:
+        from transformers import BertConfig, BertModel
+        model = BertModel(BertConfig(num_hidden_layers=a.layers)).to(dev, dtype).eval()  # BERT-base: 768, 12 heads
+    if a.compile == "static":
+        model = torch.compile(model, dynamic=False)
+    elif a.compile != "none":
         model = torch.compile(model, mode=None if a.compile == "default" else a.compile)
     rnd = random.Random(0)
     # each request a list of token ids (their values do not matter here: only the lengths shape the work)
@@ -85,7 +94,7 @@ def main() -> None:
     after = (f"; {(len(batches) - second) * a.batch / (t_end - t_second):.1f} requests/s from batch {second + 1} "
              "(after the second length unbucketed)") if t_second is not None and a.compile != "none" else ""
     print(f"{served / dt:.1f} requests/s over {served} requests ({'buckets' if a.bucket else 'padded to each batch'}, "
-          f"{len({max(map(len, b)) for b in batches})} batch lengths, attention {a.attention}"
+          f"{len({max(map(len, b)) for b in batches})} batch lengths, {a.model}, attention {a.attention}"
           f"{', compiled ' + a.compile if a.compile != 'none' else ''}){after}; last {pooled:.3f}", flush=True)
 
 

@@ -4,10 +4,10 @@
 The call brings back ``summary.json`` (one row per program: the medians, the pair ratios, the last round's verdicts)
 and ``overhead.tgz`` (every run's folder). This writes, per program measured in that call:
 
-* a slim row in ``reports/profile_overhead/<rounds>`` (default ``first_run_2026-11-29/rounds.json``) with the call's
+* a slim row in ``reports/profile_overhead/<rounds>`` (default ``first_run_2026-11-29/rounds.json.gz``) with the call's
   number, the code it measured (``--change``) and **every** round's verdict, first and cached run alike (the summary
   keeps only the last round's, which hides a verdict that flips between rounds);
-* the program's row in ``reports/profile_overhead/summary.json``, replaced (or added), unless ``--rounds-only`` (a
+* the program's row in ``reports/profile_overhead/summary.json.gz``, replaced (or added), unless ``--rounds-only`` (a
   call of one round that checks a change keeps the rows of more rounds there).
 
     python3 benchmarks/gpu/fold_overhead_rounds.py --call 5 --change "..." DEVICE_DIR [DEVICE_DIR ...]
@@ -21,7 +21,7 @@ import tarfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_profile_overhead import ROOT, write_rows  # noqa: E402 - (the summary's own writer, beside this script)
+from gpu_profile_overhead import ROOT, read_rows, write_rows  # noqa: E402 - (the summary's own writer, beside this script)
 
 REPORTS = ROOT / "reports" / "profile_overhead"
 
@@ -50,12 +50,12 @@ def main() -> int:
     ap.add_argument("devices", nargs="+", type=Path, help="folders a device call brought back (summary.json, overhead.tgz)")
     ap.add_argument("--call", required=True, help="the call's label in rounds.json")
     ap.add_argument("--change", required=True, help="what code the call measured, in words")
-    ap.add_argument("--rounds", default="first_run_2026-11-29/rounds.json")
+    ap.add_argument("--rounds", default="first_run_2026-11-29/rounds.json.gz")
     ap.add_argument("--rounds-only", action="store_true", help="leave summary.json's rows as they are")
     a = ap.parse_args()
-    rounds_path, summary_path = REPORTS / a.rounds, REPORTS / "summary.json"
-    rounds = json.loads(rounds_path.read_text())
-    summary = json.loads(summary_path.read_text())
+    rounds_path, summary_path = REPORTS / a.rounds, REPORTS / "summary.json.gz"
+    rounds = read_rows(rounds_path)
+    summary = read_rows(summary_path)
     for dev in a.devices:
         rows = json.loads((dev / "summary.json").read_text())
         runs = run_verdicts(dev / "overhead.tgz")

@@ -4,7 +4,7 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|twographs|twographs2   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
@@ -22,9 +22,14 @@
 # wrappers/compile_loop.py --mode reduce-overhead (a training step replayed as CUDA graphs) plain and profiled first;
 # final4: the compiled variable-length loop, BERT eager and the image loop, each plain and bucketed around its profiled
 # first and cached runs (verdicts and window events kept: the gain ranges against what bucketing measured); train:
-# wrappers/varlen_train.py (a fine-tune padded to each batch's longest text) the same way, then recorded by hand
+# wrappers/varlen_train.py (a fine-tune padded to each batch's longest text) the same way, then recorded by hand;
+# novel: wrappers/graph_serve.py, GPT-2 and a statically compiled BERT at many lengths (see the part); novel2: the
+# first two again at later code, the server's live recordings kept, GPT-2 recorded by hand, the shared programs;
+# novel3: the server plain around its first and cached runs; twographs: graph_replay.py --two-graphs (two replays a
+# step) plain, profiled first and cached, recorded by hand; twographs2: the same at later code, and 40 steps under
+# nsys with graphs traced whole
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|twographs|twographs2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -262,6 +267,97 @@ if [ "$PART" = train ]; then  # a fine-tune on texts of many lengths (dynamic pa
   # 40 steps recorded (60 made a 330 MB trace whose reading did not fit the call)
   [ $(( $(date +%s) - T0 )) -lt 330 ] && RECORD_ANALYZE=0 record varlen_train wrappers/varlen_train.py --steps 40
   echo "train took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+gpt2_runs() {  # GPT-2 at many lengths: a plain pair (padded, bucketed) around its profiled first and cached runs, twice
+  local VG="$V --model gpt2"
+  plain vg_1 $VG; plain vg_bucket_1 $VG --bucket
+  profile vg_first 200 -- $VG
+  profile vg_cached 200 -- $VG
+  plain vg_2 $VG; plain vg_bucket_2 $VG --bucket
+}
+
+if [ "$PART" = novel ]; then  # programs of kinds no fixture holds: a server replaying one of three hand-captured
+  # CUDA graphs a batch and reading each answer back; GPT-2 on batches padded to their longest text (and bucketed);
+  # BERT under torch.compile(dynamic=False), which compiles again at every new length. Each plain around its profiled
+  # first and cached runs (verdicts and window events kept), then the server recorded whole by hand
+  T0=$(date +%s); GS="python3 wrappers/graph_serve.py"
+  VS="$V --compile static --layers 2 --batches ${STATIC_BATCHES:-40}"
+  plain gs_1 $GS; plain gs_eager $GS --eager
+  profile gs_first 200 -- $GS
+  profile gs_cached 200 -- $GS
+  gpt2_runs
+  keep_runs gs_first gs_cached vg_first vg_cached
+  echo "novel part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  if [ $(( $(date +%s) - T0 )) -lt 300 ]; then
+    plain vs_1 $VS; plain vs_bucket_1 $VS --bucket
+    profile vs_first $(( 560 - $(date +%s) + T0 )) -- $VS
+    keep_runs vs_first
+  fi
+  [ $(( $(date +%s) - T0 )) -lt 440 ] && record graph_serve wrappers/graph_serve.py --batches 300
+  echo "novel took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = novel2 ]; then  # the server and GPT-2 again at this code: the server's live recordings kept (the
+  # eager calls before its replays), GPT-2 plain around its runs and recorded by hand; then the shared programs
+  T0=$(date +%s); GS="python3 wrappers/graph_serve.py"
+  plain gs_1 $GS
+  profile gs_first 200 -- $GS
+  profile gs_cached 200 -- $GS
+  for n in gs_first gs_cached; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -f "$d/torch_trace.json" ] && python3 benchmarks/strip_fixture.py "$d/torch_trace.json" \
+      "$W/fix/graph_serve_${n#gs_}_live.json.xz" >> "$S" 2>&1
+  done
+  gpt2_runs
+  keep_runs gs_first gs_cached vg_first vg_cached
+  echo "novel2 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  [ $(( $(date +%s) - T0 )) -lt 260 ] && record varlen_gpt2 wrappers/varlen_infer.py --model gpt2 --batches 60
+  echo "novel2 part 2 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  if [ $(( $(date +%s) - T0 )) -lt 330 ] && [ -d .device-carry/programs ]; then
+    timeout $(( 570 - $(date +%s) + T0 )) bash .device-carry/programs/run_on_gpu.sh "$W/sp" hf_bert.py llm_generate.py \
+      > "$W/sp.log" 2>&1
+    echo "shared programs: rc=$?" >> "$S"; cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
+  fi
+fi
+
+if [ "$PART" = novel3 ]; then  # the server once more at the code that tells the window where its replays begin
+  GS="python3 wrappers/graph_serve.py"
+  plain gs_1 $GS
+  profile gs_first 200 -- $GS
+  profile gs_cached 200 -- $GS
+  plain gs_2 $GS
+  keep_runs gs_first gs_cached
+fi
+
+if [ "$PART" = twographs ]; then  # a training step captured as two graphs (forward+backward, the optimizer's step),
+  # both replayed each step: what the steps are, live and recorded by hand (reproduced before any change)
+  G2="$G --steps 2000 --two-graphs"
+  plain graph_one $G --steps 2000; plain graph_two $G2
+  profile two_first 200 -- $G2
+  profile two_cached 200 -- $G2
+  keep_runs two_first two_cached
+  pack
+  record graph_two wrappers/graph_replay.py --steps 300 --two-graphs
+fi
+
+if [ "$PART" = twographs2 ]; then  # the same at the code that groups graphs replayed in turn: profiled first and
+  # cached, then a short run under nsys with graphs traced whole (the CPU fixture: one record a replay)
+  G2="$G --steps 2000 --two-graphs"
+  plain graph_two $G2
+  profile two_first 200 -- $G2
+  profile two_cached 200 -- $G2
+  keep_runs two_first two_cached
+  timeout 200 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none -f true -o "$W/two_g.nsys" $G --steps 40 \
+    --two-graphs > "$W/two_g.log" 2>&1 && nsys export --type sqlite -f true -o "$W/two_g.sqlite" "$W/two_g.nsys.nsys-rep" \
+    >> "$W/two_g.log" 2>&1
+  echo "nsys graph-level two graphs: rc=$? | $(grep 'ms/step' "$W/two_g.log" | tail -1)" >> "$S"
+  [ -f "$W/two_g.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/two_g.sqlite" \
+    "$W/fix/graph_two_nsys_graphs.sqlite.xz" >> "$S" 2>&1 && timeout 120 python3 -m nsighttc analyze \
+    "$W/fix/graph_two_nsys_graphs.sqlite.xz" -q 2>&1 | head -8 >> "$S"
 fi
 
 if [ "$PART" = record ]; then

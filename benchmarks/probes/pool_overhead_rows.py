@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Pool a new call's alternating rounds into ``reports/profile_overhead/summary.json``'s rows of the same programs.
+"""Pool a new call's alternating rounds into ``reports/profile_overhead/summary.json.gz``'s rows of the same programs.
 
 ``benchmarks/gpu/gpu_profile_overhead.py`` writes one row per program and call (plain, first and cached runs in
 alternating rounds). Calls of the same cost path on the same machine kind are pooled: the rounds are appended, and
@@ -7,16 +7,18 @@ the ratios made again from all of them, both ways: the ratio of the medians (``r
 round's ratio over its own plain run (``pair_ratios``; their medians are printed), which a drift of the machine's
 speed between or within calls moves less. The other fields (verdicts, phases) are the new call's.
 
-    python3 benchmarks/probes/pool_overhead_rows.py reports/profile_overhead/summary.json NEW_summary.json \
+    python3 benchmarks/probes/pool_overhead_rows.py reports/profile_overhead/summary.json.gz NEW_summary.json \
         --programs ddp_compiled fsdp2_compiled --call "call 16 (4 rounds each)"
 """
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+from gpu_profile_overhead import read_rows, write_rows  # noqa: E402 - (the summary's own reader and writer)
 
 POOLED = ("plain_s", "default_s", "warm_s", "exit_codes")
 
@@ -38,13 +40,13 @@ def pool(old: dict, new: dict, call: str) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("summary", type=Path, help="the committed summary.json (rewritten)")
+    ap.add_argument("summary", type=Path, help="the committed summary.json.gz (rewritten)")
     ap.add_argument("new", type=Path, help="the new call's summary.json")
     ap.add_argument("--programs", nargs="+", required=True)
     ap.add_argument("--call", required=True, help="how the new rounds are named in the row's 'calls'")
     a = ap.parse_args()
-    rows = json.loads(a.summary.read_text())
-    new = {r["program"]: r for r in json.loads(a.new.read_text())}
+    rows = read_rows(a.summary)
+    new = {r["program"]: r for r in read_rows(a.new)}
     for name in a.programs:
         i = next(i for i, r in enumerate(rows) if r["program"] == name)
         rows[i] = row = pool(rows[i], new[name], a.call)
@@ -52,7 +54,7 @@ def main() -> int:
         print(f"{name}: {len(row['plain_s'])} rounds; ratio of medians first {row['ratio']}, cached "
               f"{row['ratio_warm']}; medians of the pair ratios {statistics.median(pr['first']):.3f}, "
               f"{statistics.median(pr['cached']):.3f}")
-    a.summary.write_text(json.dumps(rows, indent=2) + "\n")
+    write_rows(a.summary, rows)
     return 0
 
 

@@ -43,6 +43,11 @@ def describe(e: dict, records: bool = True) -> str:
         return f"no new phase began within {e.get('grace_s')} s after the last window: stopping the program"
     if kind == "finish":
         return f"no new phase began within {e.get('grace_s')} s after the last window: recording ends, the program runs on"
+    if kind == "replays":
+        return (f"`{phase}`: the program's CUDA graph replays begin; its warm-up starts again on them"
+                if e.get("warmup_again") else
+                f"`{phase}`: the program's CUDA graph replays begin inside the window (the steps before it are no "
+                "measure of a replay)")
     if kind == "off":
         return "no window (the program has no steps to choose from): recording everything"
     return f"`{phase}`: {kind}"

@@ -180,8 +180,14 @@ def _host_ahead(ranks: list[dict], recorded_ahead: bool) -> bool:
 AFTER, BEFORE = "the steps timed after the window", "the warm-up's unrecorded steps"  # (the two unrecorded stretches)
 
 
+def _per_step(durations: list[float], n: int) -> list[float]:
+    """The launcher's step times summed ``n`` at a time: the analysis' step holds ``n`` of them (graphs replayed in
+    turn, ``timeline.steps.replays_per_step``; the launcher times each replay). Any ``n`` in a row hold one of each."""
+    return durations if n <= 1 else [sum(durations[i:i + n]) for i in range(0, len(durations) - n + 1, n)]
+
+
 def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
-                     known_under_ms: float | None = None) -> dict | None:
+                     known_under_ms: float | None = None, per_step: int = 1) -> dict | None:
     """The steps the program ran after its window with the recording stopped (``runtime.window``'s ``unrecorded``
     event): how many, their median, and a generation loop's decode calls' median apart. Where the host ran ahead of
     the GPU in them (``_host_ahead``; ``recorded_ahead``: the recorded steps' host did) their time is their mean: the
@@ -194,13 +200,13 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
         return before_window(events, known_under_ms)
     ranks = [x for x in events if x.get("event") == "unrecorded" and x.get("durations_ms")
              and x.get("phase") == e.get("phase")]  # (a distributed job: every rank's, the same steps in lock-step)
-    d = [float(x) for r in ranks for x in r["durations_ms"]]
-    kinds = [k for r in ranks for k in (r.get("kinds") or [None] * len(r["durations_ms"]))]
+    d = [x for r in ranks for x in _per_step([float(v) for v in r["durations_ms"]], per_step)]
+    kinds = [k for r in ranks for k in (r.get("kinds") or [None] * len(r["durations_ms"]))][:len(d)]
     decode = [x for x, k in zip(d, kinds) if k == "decode"]
     # a run recording from its window timed a few steps after it, as many as make enough with the warm-up's last
     # unrecorded steps (runtime.unrecorded): both stretches count; a generation loop's decode calls after it only (the
     # hooks call a training step's model call "prefill" too: two H200s, FSDP2's cached runs, call 9)
-    before = [] if decode else [float(x) for x in _before_ms(events, e.get("phase"))]
+    before = [] if decode else _per_step([float(x) for x in _before_ms(events, e.get("phase"))], per_step)
     # the warm-up's host times were launch times where they are far under the synchronised steps after the window
     # (the host ran ahead of the GPU there): the synchronised stretch only
     ahead = bool(before) and all(r.get("synced") for r in ranks) and \
@@ -232,11 +238,14 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
         return {"phase": phase, "steps": len(d) // max(1, len(_starts_before(events, phase))),
                 "median_ms": round(mid, 4), "when": "before",
                 "how": f"the warm-up's last steps before the window, unrecorded, this run; left out: {why[AFTER]}"}
-    out = {"phase": e.get("phase"), "steps": len(e["durations_ms"]) + len(before) // max(1, len(ranks)),
+    own = _per_step([float(v) for v in e["durations_ms"]], per_step)  # (this rank's, as the analysis' steps)
+    out = {"phase": e.get("phase"), "steps": len(own) + len(before) // max(1, len(ranks)),
            "median_ms": round(mid, 4), "when": "before and after" if before else "after",
            "how": ("the warm-up's last steps before the window and the steps after it, unrecorded, this run"
                    if before else "steps the program ran after its window with the recording stopped, this run")
                   + (f", {len(ranks)} ranks" if len(ranks) > 1 else "")}
+    if per_step > 1:
+        out["how"] += f"; {per_step} CUDA graph replays a step, their times summed"
     if BEFORE in why:
         out["how"] += f"; left out: {why[BEFORE]}"
     if ahead:
@@ -254,14 +263,18 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
         out["decode_median_ms"] = round(statistics.median(decode), 4)
     elif not launches and known is None:  # (one rank's: a job's ranks time the same steps in lock-step; no step's
         # own time where the host ran ahead (its scaled launch times), nor slow ones among a new shape's steps)
-        out.update(_slow_after(e["durations_ms"], out["median_ms"]))
+        out.update(_slow_after(own, out["median_ms"]))
     return out
 
 
 def _starts_before(events: list[dict], phase) -> list[dict]:
-    """Every rank's window start of ``phase`` that said its unrecorded warm-up steps."""
+    """Every rank's window start of ``phase`` that said its unrecorded warm-up steps, less those whose window then
+    turned into the program's CUDA graph replays (a ``replays`` event: the steps before were its eager calls, no
+    measure of a replay; ``runtime.window.Window.replays_begin``)."""
+    replayed = any(e.get("event") == "replays" and e.get("phase") == phase and e.get("step") is not None
+                   for e in events)
     return [e for e in events if e.get("event") == "start" and e.get("phase") == phase
-            and e.get("unrecorded_before_ms")]
+            and e.get("unrecorded_before_ms") and not replayed]
 
 
 def _before_ms(events: list[dict], phase) -> list:
@@ -281,6 +294,9 @@ def before_window(events: list[dict], known_under_ms: float | None = None) -> di
     if not starts:
         return None
     phase = starts[0].get("phase")
+    starts = _starts_before(events, phase)
+    if not starts:
+        return None
     d = [float(x) for x in _before_ms(events, phase)]
     if known_under_ms is not None:
         d = [x for x in d if x <= known_under_ms]
@@ -310,7 +326,8 @@ def unrecorded_speed(verdict, done: list[Pass]) -> bool:
     if churn.get("base_ns"):  # a loop of changing shapes: its step at a known shape against the unrecorded ones'
         recorded = float(churn["base_ns"])
     u = unrecorded_steps(p.window_events or [], recorded_ahead=ahead,
-                         known_under_ms=UNRECORDED_SLOW * recorded / 1e6 if churn.get("base_ns") else None)
+                         known_under_ms=UNRECORDED_SLOW * recorded / 1e6 if churn.get("base_ns") else None,
+                         per_step=int(st.get("replays_per_step") or 1))
     if u and u.get("left_out"):  # (timed, but no measure of the recording: said beside the recorded step)
         st["unrecorded_left_out"] = u["left_out"]
     if not u or u.get("left_out"):

@@ -43,6 +43,10 @@ COST_BUDGET = 0.01             # the sampler's CPU time stays under this share o
 # only. Still within the issue's 1.05x for the run: the window is a few seconds of it.
 WINDOW_COST_BUDGET = 0.03
 ANCHOR_EVERY_S = 0.25
+# ... and inside a window of steady steps, from its first step on: a window of fast steps is shorter than the interval
+# above (H200, wrappers/graph_serve.py: 110 replays of 0.55 ms, a 0.18 s recording after a first run's change of
+# profiler sessions held no clock mark, and none of its 162 samples could be placed)
+WINDOW_ANCHOR_EVERY_S = 0.02
 # While sampling, the interpreter hands its lock over to a waiting thread after this long (Python's default: 5 ms).
 # A sample needs the lock; a pure-Python loop gives it up only when the switch interval forces it, a C call that
 # releases it at once, so at 5 ms the samples came late in Python code and early in C calls: a CPU loop spending 52%
@@ -306,6 +310,7 @@ def _nvtx_only(name: str) -> None:
 
 _ACTIVE: list[Sampler] = []
 _next_main_anchor = 0
+_anchor_every_s = ANCHOR_EVERY_S  # (``WINDOW_ANCHOR_EVERY_S`` inside a window: ``in_window``)
 
 
 def _forget_in_child() -> None:
@@ -326,7 +331,7 @@ def maybe_anchor(open_mark) -> None:
         return
     t = time.perf_counter_ns()
     if t >= _next_main_anchor:
-        _next_main_anchor = t + int(ANCHOR_EVERY_S * 1e9)
+        _next_main_anchor = t + int(_anchor_every_s * 1e9)
         _ACTIVE[0].anchor(lambda name: open_mark(name).close())
 
 
@@ -346,7 +351,12 @@ def start(path: Path, interval_s: float = INTERVAL_S, facts: dict | None = None,
 
 def in_window(on: bool) -> None:
     """A window of steady steps starts (``on``) or ends: the active sampler spends ``WINDOW_COST_BUDGET`` there (a
-    held one begins sampling at the first)."""
+    held one begins sampling at the first), and the main thread's clock marks come every ``WINDOW_ANCHOR_EVERY_S``
+    there, the first at the window's next mark."""
+    global _next_main_anchor, _anchor_every_s
+    _anchor_every_s = WINDOW_ANCHOR_EVERY_S if on else ANCHOR_EVERY_S
+    if on:
+        _next_main_anchor = 0
     for s in _ACTIVE:
         s.budget = WINDOW_COST_BUDGET if on else COST_BUDGET
         if on:

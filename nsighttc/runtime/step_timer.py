@@ -200,6 +200,12 @@ class Fanout:
         for x in self.listeners:
             x.hook_boundary(last=last)
 
+    def replays_begin(self) -> None:
+        for x in self.listeners:
+            begin = getattr(x, "replays_begin", None)
+            if begin is not None:
+                begin()
+
     def explicit_begin(self, open_ranges: list) -> None:
         for x in self.listeners:
             x.explicit_begin(open_ranges)

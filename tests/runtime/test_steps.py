@@ -297,3 +297,79 @@ def test_replays_inside_a_model_call_are_the_models_not_the_loops(tmp_path):
         counts = marks.record()
         marks.remove()
     assert counts.get("replays", 0) == 0 and counts["model_calls"] == 6 and counts["steps"] == 5
+
+
+class _Clock:
+    """The window's clock, moved by the program (a step's time is what the test says it took)."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def _serve(window, clock, eager_ms, replays: int, replay_ms: float = 0.5):
+    """A server as ``wrappers/graph_serve.py`` is written: eager calls of the model (the warm-up, then the capture: a
+    call each), then one replay of a captured graph per batch. Returns the step hooks' counts."""
+    from nsighttc.runtime.window_end import WindowDone
+    m = _model()
+    x = torch.randn(2, 16)
+    marks = hooks.install()
+    marks.window = window
+    loop_hooks._hook_graph_replays(marks, cls=_Graph)
+    try:
+        with torch.no_grad():
+            for ms in eager_ms:
+                clock.t += ms / 1e3
+                m(x)
+            g = _Graph(lambda: None)
+            for _ in range(replays):
+                clock.t += replay_ms / 1e3
+                g.replay()
+        marks.finish()
+    except WindowDone:
+        pass
+    finally:
+        counts = marks.record()
+        marks.remove()
+    return counts
+
+
+def test_a_warm_up_that_turns_into_graph_replays_starts_again_on_them():
+    """Eager calls that never agree (the warm-up and the captures: a new shape each, H200 graph_serve 1.6-65 ms), then
+    replays: the warm-up starts again on the replays, so the window holds replays only and is sized on them."""
+    from nsighttc.runtime.window import Window
+    from nsighttc.runtime.window_recorders import Recorder
+    clock, said = _Clock(), []
+    win = Window(stop=False, recorder=Recorder(), clock=clock, emit=said.append)
+    win.unrecorded = False
+    counts = _serve(win, clock, [4.4, 65.5, 2.9, 71.7, 3.9, 19.0, 1.2, 30.0], replays=60)
+    assert counts["replays"] == 60
+    kinds = [e["event"] for e in win.events]
+    assert kinds[0] == "replays" and win.events[0]["warmup_again"] and "start" in kinds
+    start = next(e for e in win.events if e["event"] == "start")
+    assert start["median_ms"] == pytest.approx(0.5, rel=0.01) and start["warmup"] <= 6
+    from nsighttc.profile.running import describe
+    from nsighttc.runtime.window import read_events
+    assert "warm-up starts again" in describe(read_events(said)[0])  # (the profile run's progress line)
+
+
+def test_a_window_under_way_when_the_replays_begin_says_so_and_its_eager_warm_up_is_no_replays_speed():
+    """The window started on steady eager calls (a cached run recording from its window): the steps timed unrecorded
+    before it were eager calls, no measure of what the recording costs a replay (H200 graph_serve, cached: "842 µs
+    unrecorded ... no faster (0.63x)" from two eager calls and two replays, where a replay took 0.46 ms). The window
+    says where the replays began, and the unrecorded speed is the replays' after it."""
+    from nsighttc.profile.window import unrecorded_steps
+    from nsighttc.runtime.window import Window
+    from nsighttc.runtime.window_recorders import TorchRecorder
+    clock = _Clock()
+    rec = TorchRecorder(finish=lambda: None, start=lambda: None, clock=clock)  # (recording from the window's start)
+    win = Window(stop=True, recorder=rec, clock=clock, emit=lambda line: None, steps_max=10)
+    _serve(win, clock, [3.0] * 12, replays=200)
+    kinds = [e["event"] for e in win.events]
+    assert kinds.index("start") < kinds.index("replays") < kinds.index("unrecorded"), kinds
+    start = win.events[kinds.index("start")]
+    assert start["unrecorded_before_ms"] and all(x == pytest.approx(3.0) for x in start["unrecorded_before_ms"])
+    got = unrecorded_steps(win.events)
+    assert got["median_ms"] == pytest.approx(0.5, rel=0.01) and got["when"] == "after", got

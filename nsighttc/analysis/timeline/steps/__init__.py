@@ -31,10 +31,10 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     if sets or step_range:
         return sets
     from ..base import GRAPH_LAUNCH_CALLS
-    replays = find_mod.graph_replays(api, GRAPH_LAUNCH_CALLS) if api is not None else []
+    replays = find_mod.graph_replays(api, GRAPH_LAUNCH_CALLS, ops) if api is not None else []
     sets = find_mod.hooks(marks)
     if sets:
-        sets = find_mod.with_graph_replays(sets, replays)
+        sets = find_mod.before_replays(find_mod.with_graph_replays(sets, replays))
         # the hooks labelled the calls (a live run): they saw a generation loop's cache or knew it was none (a
         # variable-length loop's calls are "prefill" each, its new shapes other tiles and heavier: no requests)
         return sets if marks["name"].isin([DECODE, PREFILL]).any() else _with_calls(sets, launches, launch_start)
@@ -42,13 +42,15 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     first_launch = float(launch_start[ok].min()) if ok.any() else np.inf
     sets = find_mod.profiler_ops(ranges, first_launch)
     if sets:
-        return _with_calls(find_mod.with_graph_replays(sets, replays), launches, launch_start)
+        return _with_calls(find_mod.before_replays(find_mod.with_graph_replays(sets, replays)), launches,
+                           launch_start)
     if replays:
         copies = find_mod.result_copies(ops)
         if find_mod.replays_within(copies, replays):  # (some iterations replay a graph, the others run eagerly)
             return copies
         order = LaunchOrder.of(launches, launch_start)
-        return _with_calls(replays + find_mod.outside(_from_kernels(order), replays), launches, launch_start, order)
+        return _with_calls(find_mod.before_replays(replays + find_mod.outside(_from_kernels(order), replays)),
+                           launches, launch_start, order)
     return find_mod.wider_loop(_from_kernels(LaunchOrder.of(launches, launch_start)), find_mod.result_copies(ops))
 
 
@@ -194,6 +196,8 @@ def _family(st: StepSet, u: intervals.Union, k_start: np.ndarray, k_end_max: np.
            "_warm": (s[:warm].astype("float64"), it_end[:warm].astype("float64")),
            "_iterations": (s[steady_part].astype("float64"), it_end[steady_part].astype("float64")),
            "_gpu_done": gpu_done[steady_part].astype("float64")}  # (each steady step's work done on the GPU)
+    if st.per_step > 1:  # (the launcher times each replay: the profile run sums them into steps, ``profile.window``)
+        fam["replays_per_step"] = st.per_step
     fam["median_verdict"] = classify(med_share, span, int(np.sum(k_in[steady_part])), th)
     q25, q75 = (float(x) for x in np.percentile(share[steady_part], [25, 75]))
     fam["busy_quartiles"] = [q25, q75]

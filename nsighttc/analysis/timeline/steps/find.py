@@ -40,6 +40,9 @@ COPY_MATCH = 0.9      # copies per iteration: the byte counts repeat with this p
 COPIES_SPAN = 2.0     # the copies' steps replace the kernel period's where they span this many times its loop
 GRAPH_REPLAY = "graph-replay"
 MIN_REPLAYS = 10  # graph launches that make a loop (a model captured once and replayed a handful of times is no loop)
+MAX_CYCLE = 4       # graphs replayed in turn that make one iteration, at most
+CYCLE_MATCH = 0.9   # ... where this share of the replays' graphs equals the one a cycle before
+WARMUP_OF_REPLAYS = 0.5  # a family wholly before the replays with fewer steps than this share of them: their warm-up
 MODEL_CALLS = "model calls"               # the hooks' family of the main model's calls (``hooks``)
 PROFILER_STEP = "ProfilerStep"            # torch.profiler's step mark ``ProfilerStep#N`` (profile.step(); a schedule's steps)
 OPTIMIZER_OP = "Optimizer.step#"          # torch/optim/optimizer.py profile_hook_step (torch 2.11, 2.13)
@@ -57,6 +60,7 @@ class StepSet:
     source: str
     detail: str
     calls: object = None  # generation.Calls: a generation loop's prefill/decode calls found from its kernels
+    per_step: int = 1     # CUDA graph replays a step holds (graphs replayed in turn: ``replay_cycle``)
 
 
 def step_paths(ranges: pd.DataFrame, step_range: str | None) -> list[str]:
@@ -93,9 +97,10 @@ def explicit(ranges: pd.DataFrame, step_range: str | None) -> list[StepSet]:
     return out
 
 
-def graph_replays(api: pd.DataFrame, launch_calls: set[str]) -> list[StepSet]:
+def graph_replays(api: pd.DataFrame, launch_calls: set[str], ops: pd.DataFrame | None = None) -> list[StepSet]:
     """The program's CUDA graph replays as steps: each from its ``cudaGraphLaunch`` call to the next one's (on the
-    thread that launches most of them), when there are ``MIN_REPLAYS`` or more."""
+    thread that launches most of them), when there are ``MIN_REPLAYS`` or more; where the program replays several
+    graphs in a fixed order each iteration (``replay_cycle``), one step per cycle of them."""
     if api.empty:
         return []
     g = api[api["name"].isin(launch_calls).to_numpy()]
@@ -106,9 +111,47 @@ def graph_replays(api: pd.DataFrame, launch_calls: set[str]) -> list[StepSet]:
     g = g.sort_values("start_ns", kind="stable")
     if len(g) < MIN_REPLAYS:
         return []
-    return [StepSet("CUDA graph replays", None, g["start_ns"].to_numpy(dtype="float64"),
-                    g["end_ns"].to_numpy(dtype="float64"), GRAPH_REPLAY,
+    starts, ends = g["start_ns"].to_numpy(dtype="float64"), g["end_ns"].to_numpy(dtype="float64")
+    p = replay_cycle(g, ops)
+    if p > 1:
+        n = len(starts) // p
+        return [StepSet("CUDA graph replays", None, starts[:n * p:p], ends[p - 1:n * p:p], GRAPH_REPLAY,
+                        f"the program's CUDA graph replays (`cudaGraphLaunch`): {p} graphs replayed in turn, each "
+                        "cycle of them an iteration", per_step=p)]
+    return [StepSet("CUDA graph replays", None, starts, ends, GRAPH_REPLAY,
                     "the program's CUDA graph replays (`cudaGraphLaunch`): each replay is an iteration")]
+
+
+def replay_cycle(g: pd.DataFrame, ops: pd.DataFrame | None) -> int:
+    """How many replays make one iteration: the smallest ``p`` up to ``MAX_CYCLE`` with which the replayed graphs
+    repeat (``CYCLE_MATCH`` of the replays' graphs equal to the one ``p`` before), where consecutive replays are of
+    different graphs; else 1. A graph is told by the GPU work its launch ran (its kernels' count; a graph traced whole,
+    one record a replay, by its time within a factor of two). A training step captured as two graphs (forward and
+    backward, then the optimizer's step: ``wrappers/graph_replay.py --two-graphs``, H200) was read as 600 steps of
+    550 µs for 300 iterations of 1.13 ms, half of them "slow steps" holding 80% of the loop; a server replaying one of
+    three graphs of one shape a batch (``wrappers/graph_serve.py``) keeps one step per replay (its graphs' kernels
+    count the same, and their order follows its requests)."""
+    if ops is None or ops.empty or "correlation" not in ops or len(g) < 4 * MAX_CYCLE:
+        return 1
+    from ....parse.timeline import corr_key
+    key = corr_key(g["pid"], g["correlation"]) if "pid" in g else corr_key(np.zeros(len(g), np.int64), g["correlation"])
+    okey = corr_key(ops["pid"], ops["correlation"]) if "pid" in ops else \
+        corr_key(np.zeros(len(ops), np.int64), ops["correlation"])
+    mine = np.isin(okey, key)
+    if not mine.any():
+        return 1
+    per = pd.DataFrame({"k": okey[mine], "d": (ops["end_ns"] - ops["start_ns"]).to_numpy(dtype="float64")[mine]})
+    agg = per.groupby("k")["d"].agg(["size", "sum"])
+    count = agg["size"].reindex(key).fillna(0).to_numpy(dtype="int64")
+    sig = count
+    if (count <= 1).all():  # (graphs traced whole: their time, in factors of two)
+        sig = np.floor(np.log2(np.maximum(agg["sum"].reindex(key).fillna(0).to_numpy(dtype="float64"), 1.0)))
+    if np.mean(sig[1:] == sig[:-1]) >= CYCLE_MATCH:
+        return 1  # (one graph, or several that look alike: each replay a step)
+    for p in range(2, MAX_CYCLE + 1):
+        if np.mean(sig[p:] == sig[:-p]) >= CYCLE_MATCH:
+            return p
+    return 1
 
 
 def with_graph_replays(sets: list[StepSet], replays: list[StepSet]) -> list[StepSet]:
@@ -121,6 +164,24 @@ def with_graph_replays(sets: list[StepSet], replays: list[StepSet]) -> list[Step
     for st in sets:
         inside |= (r >= st.starts[0]) & (r <= max(float(st.ends[-1]), float(st.starts[-1])))
     return sets + replays if inside.mean() < 0.5 else sets
+
+
+def before_replays(sets: list[StepSet]) -> list[StepSet]:
+    """``sets`` less the families that are the graph-replaying loop's warm-up: every step of theirs starts before the
+    program's first replay, and they hold fewer than ``WARMUP_OF_REPLAYS`` as many steps as the replays (an eager
+    phase of its own, a long training run before replayed evaluation, holds more). What a program does before its
+    replays are the eager calls that warm the model up and the capture (a model call each), and what it repeats is the
+    replay: those steps go to the start-up, as any warm-up does. Seen on one H200 (``wrappers/graph_serve.py``: three
+    graphs captured after three eager calls each, then one replay a batch): a cached run's window began at the fifth
+    eager call, and its 7 eager calls (2.68 ms each) held more time than its 103 replays (0.55 ms), so the headline
+    judged the eager calls: "GPU busy 2% ... CPU-bound: host busy in `Sequential.forward`", first fix "launch-bound in
+    `model calls`: replay the model's call as a CUDA graph" (the first run, recorded whole, gave that fix first too)."""
+    replays = next((st for st in sets if st.source == GRAPH_REPLAY), None)
+    if replays is None:
+        return sets
+    first = float(replays.starts[0])
+    return [st for st in sets if st is replays or not (
+        float(st.starts[-1]) < first and len(st.starts) < WARMUP_OF_REPLAYS * len(replays.starts))]
 
 
 def outside(sets: list[StepSet], replays: list[StepSet]) -> list[StepSet]:
