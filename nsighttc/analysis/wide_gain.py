@@ -52,10 +52,14 @@ def loop(f: dict, doc: dict) -> dict:
     if u.get("known_shape_ns") and u.get("median_ns") and (tl.get("steps") or {}).get("name") == fam["name"] and \
             1.0 < float(u["known_shape_ns"]) / float(u["median_ns"]) <= MAX_RECORDING_COST:
         scale = float(u["median_ns"]) / float(u["known_shape_ns"])
-    pre_known = pre_ns - pre_cost  # (the launcher timed those unrecorded, in a run recording from its window)
-    if pre.get("recorded"):  # ... a first run's warm-up ran under the operators' recording: at a known step's speed
-        pre_known = min(pre_known, int(pre.get("steps") or 0) * float(acc.get("base_ns") or 0.0) * scale)
-    whole = others + known * scale + pre_known + paid
+    def at_speed(k: float) -> float:
+        """All the steps' time with the known-shape steps at ``k`` times their recorded time."""
+        pre_known = pre_ns - pre_cost  # (the launcher timed those unrecorded, in a run recording from its window)
+        if pre.get("recorded"):  # ... a first run's warm-up ran under the operators' recording: at a known step's speed
+            pre_known = min(pre_known, int(pre.get("steps") or 0) * float(acc.get("base_ns") or 0.0) * k)
+        return others + known * k + pre_known + paid
+
+    whole = at_speed(scale)
     each = sorted(list(acc.get("new_shape_excess_each_ns") or []) + list(acc.get("warmup_new_shape_excess_each_ns") or [])
                   + list(pre.get("new_shape_excess_each_ns") or []))
     n = int(acc["steps"]) + int(acc.get("warmup_later_steps") or 0) + int(pre.get("steps") or 0)
@@ -81,10 +85,8 @@ def loop(f: dict, doc: dict) -> dict:
     # which the recording slows little, so the loop without it is faster still than the recorded steps say.
     fast_scale = 1.0 if u.get("median_ns") else max(1.0 / UNMEASURED_RECORDING_COST,
                                                      min(float(fam.get("median_gpu_busy_share") or 0.0), 1.0))
-    if fast_scale < 1.0:
-        pre_fast = min(pre_known, int(pre.get("steps") or 0) * float(acc.get("base_ns") or 0.0) * fast_scale) \
-            if pre.get("recorded") else pre_known
-        whole_fast = others + known * fast_scale + pre_fast + paid
+    if fast_scale < 1.0:  # (``scale`` is 1 here: nothing unrecorded measured it)
+        whole_fast = at_speed(fast_scale)
         all_removed = whole_fast / max(whole_fast - paid, 1.0)
         paid_in_loop = min(whole_fast / max(others + n * mean * fast_scale + (BUCKETS - 1) * median, 1.0), all_removed)
     # the high end: no new shape paid in the loop, each step at the known-shape mean, where that stays within

@@ -271,8 +271,8 @@ def _starts_before(events: list[dict], phase) -> list[dict]:
     """Every rank's window start of ``phase`` that said its unrecorded warm-up steps, less those whose window then
     turned into the program's CUDA graph replays (a ``replays`` event: the steps before were its eager calls, no
     measure of a replay; ``runtime.window.Window.replays_begin``)."""
-    replayed = any(e.get("event") == "replays" and e.get("phase") == phase and e.get("step") is not None
-                   for e in events)
+    replayed = any(e.get("event") == "replays" and e.get("phase") == phase and not e.get("warmup_again")
+                   for e in events)  # (a warm-up started again on the replays timed replays before its window)
     return [e for e in events if e.get("event") == "start" and e.get("phase") == phase
             and e.get("unrecorded_before_ms") and not replayed]
 
@@ -290,19 +290,19 @@ def before_window(events: list[dict], known_under_ms: float | None = None) -> di
     cached run: 8 such steps, 5 of them new sizes at 173-309 ms, read "207 ms unrecorded ... no faster (0.01x)" against
     1.69 ms recorded; H200, reports/steps_time/final3)."""
     import statistics
-    starts = [e for e in events if e.get("event") == "start" and e.get("unrecorded_before_ms")]
-    if not starts:
+    first = next((e for e in events if e.get("event") == "start" and e.get("unrecorded_before_ms")), None)
+    if first is None:
         return None
-    phase = starts[0].get("phase")
+    phase = first.get("phase")
     starts = _starts_before(events, phase)
     if not starts:
         return None
-    d = [float(x) for x in _before_ms(events, phase)]
+    d = [float(x) for e in starts for x in e["unrecorded_before_ms"]]
     if known_under_ms is not None:
         d = [x for x in d if x <= known_under_ms]
     if len(d) < BEFORE_WINDOW_MIN:
         return None
-    window, waited = data_waits.window_waits(events, phase), data_waits.before_waits(_starts_before(events, phase))
+    window, waited = data_waits.window_waits(events, phase), data_waits.before_waits(starts)
     if data_waits.shifted(window, waited):
         return {"left_out": data_waits.words(window, [(BEFORE, waited)])}
     return {"phase": phase, "steps": len(d), "median_ms": round(statistics.median(d), 4), "when": "before",

@@ -34,7 +34,7 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     replays = find_mod.graph_replays(api, GRAPH_LAUNCH_CALLS, ops) if api is not None else []
     sets = find_mod.hooks(marks)
     if sets:
-        sets = find_mod.before_replays(find_mod.with_graph_replays(sets, replays))
+        sets = find_mod.with_graph_replays(sets, replays)
         # the hooks labelled the calls (a live run): they saw a generation loop's cache or knew it was none (a
         # variable-length loop's calls are "prefill" each, its new shapes other tiles and heavier: no requests)
         return sets if marks["name"].isin([DECODE, PREFILL]).any() else _with_calls(sets, launches, launch_start)
@@ -42,8 +42,7 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     first_launch = float(launch_start[ok].min()) if ok.any() else np.inf
     sets = find_mod.profiler_ops(ranges, first_launch)
     if sets:
-        return _with_calls(find_mod.before_replays(find_mod.with_graph_replays(sets, replays)), launches,
-                           launch_start)
+        return _with_calls(find_mod.with_graph_replays(sets, replays), launches, launch_start)
     if replays:
         copies = find_mod.result_copies(ops)
         if find_mod.replays_within(copies, replays):  # (some iterations replay a graph, the others run eagerly)

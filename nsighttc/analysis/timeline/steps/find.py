@@ -134,9 +134,10 @@ def replay_cycle(g: pd.DataFrame, ops: pd.DataFrame | None) -> int:
     if ops is None or ops.empty or "correlation" not in ops or len(g) < 4 * MAX_CYCLE:
         return 1
     from ....parse.timeline import corr_key
-    key = corr_key(g["pid"], g["correlation"]) if "pid" in g else corr_key(np.zeros(len(g), np.int64), g["correlation"])
-    okey = corr_key(ops["pid"], ops["correlation"]) if "pid" in ops else \
-        corr_key(np.zeros(len(ops), np.int64), ops["correlation"])
+
+    def keys(df: pd.DataFrame) -> np.ndarray:  # (a recording of one process may carry no pid)
+        return corr_key(df["pid"] if "pid" in df else np.zeros(len(df), np.int64), df["correlation"])
+    key, okey = keys(g), keys(ops)
     mine = np.isin(okey, key)
     if not mine.any():
         return 1
@@ -156,14 +157,15 @@ def replay_cycle(g: pd.DataFrame, ops: pd.DataFrame | None) -> int:
 
 def with_graph_replays(sets: list[StepSet], replays: list[StepSet]) -> list[StepSet]:
     """``sets`` and the graph-replay family, where most replays fall outside every iteration of ``sets`` (steps the
-    program marks around each replay already are its steps)."""
+    program marks around each replay already are its steps), less the families that were its warm-up
+    (``before_replays``)."""
     if not replays:
         return sets
     r = replays[0].starts
     inside = np.zeros(len(r), dtype=bool)
     for st in sets:
         inside |= (r >= st.starts[0]) & (r <= max(float(st.ends[-1]), float(st.starts[-1])))
-    return sets + replays if inside.mean() < 0.5 else sets
+    return before_replays(sets + replays) if inside.mean() < 0.5 else sets
 
 
 def before_replays(sets: list[StepSet]) -> list[StepSet]:
