@@ -6,7 +6,8 @@ What the program repeats is the replay: after capture the host only copies the n
 launches one graph. Written as PyTorch's CUDA graph documentation shows (whole-network capture); no nsighttc marks.
 ``--eager`` runs the same steps without the graph (what the graph is worth); ``--two-graphs`` captures the forward
 and backward in one graph and the optimizer's step in another, and replays both each step (an iteration of two
-replays). Prints steps/s and ms/step.
+replays); ``--accum K``: gradient accumulation, the forward and backward graph replayed for K micro-batches, then the
+optimizer's graph once (an iteration of K+1 replays). Prints steps/s and ms/step (a step: one optimizer step).
 """
 from __future__ import annotations
 
@@ -50,7 +51,11 @@ def main() -> None:
     ap.add_argument("--eager", action="store_true", help="no graph: the same steps launched one kernel at a time")
     ap.add_argument("--two-graphs", action="store_true",
                     help="the forward and backward in one graph, the optimizer's step in another: two replays a step")
+    ap.add_argument("--accum", type=int, default=1, metavar="K",
+                    help="K micro-batches a step: the forward and backward graph replayed K times, then the optimizer's "
+                         "(implies --two-graphs where K > 1)")
     a = ap.parse_args()
+    a.two_graphs = a.two_graphs or a.accum > 1
     import torch
     dev, model, data = build(a)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
@@ -76,15 +81,18 @@ def main() -> None:
         opt.zero_grad(set_to_none=False)
         if a.two_graphs:
             def forward_backward(x, y):
-                opt.zero_grad(set_to_none=False)
-                loss = loss_fn(model(x), y)
-                loss.backward()
+                if a.accum == 1:
+                    opt.zero_grad(set_to_none=False)
+                loss = loss_fn(model(x), y) / a.accum
+                loss.backward()  # (accumulates into the gradients' storage where K > 1)
                 return loss
             with torch.cuda.graph(graph):
                 static_loss = forward_backward(static_x, static_y)
             second = torch.cuda.CUDAGraph()
             with torch.cuda.graph(second):
                 opt.step()
+                if a.accum > 1:
+                    opt.zero_grad(set_to_none=False)
         else:
             with torch.cuda.graph(graph):
                 static_loss = step(static_x, static_y)
@@ -96,17 +104,21 @@ def main() -> None:
     for i in range(a.steps):
         x, y = data[i % len(data)]
         if graph is not None:
-            static_x.copy_(x)
-            static_y.copy_(y)
-            graph.replay()
+            for k in range(a.accum):
+                xk, yk = data[(i * a.accum + k) % len(data)] if a.accum > 1 else (x, y)
+                static_x.copy_(xk)
+                static_y.copy_(yk)
+                graph.replay()
             if a.two_graphs:
                 second.replay()
         else:
             static_loss = step(x, y)
     sync(dev)
     dt = time.perf_counter() - t0
+    kind = ("eager" if graph is None else f"{a.accum} micro-batch replays and the optimizer's" if a.accum > 1
+            else "two graph replays" if a.two_graphs else "graph replay")
     print(f"loss {float(static_loss.detach()):.4f}; {a.steps / dt:.1f} steps/s, {1e3 * dt / a.steps:.3f} ms/step "
-          f"({'eager' if graph is None else 'two graph replays' if a.two_graphs else 'graph replay'})", flush=True)
+          f"({kind})", flush=True)
 
 
 if __name__ == "__main__":

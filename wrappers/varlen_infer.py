@@ -12,7 +12,9 @@ after it records a CUDA graph of its own (CUDA graph trees), the per-shape cost 
 that recompile (from the batch after the second length's first, bucketed or not) is printed too. ``--compile static``:
 ``torch.compile(dynamic=False)``, which compiles the model again at every new length (up to dynamo's recompile limit,
 after which new lengths run eagerly). ``--model gpt2``: a GPT-2-small decoder (causal attention with a padding mask)
-in BERT's place. No nsighttc marks.
+in BERT's place. ``--vary batch``: a server's dynamic batching instead, every request 128 tokens long and each batch
+1-64 requests (a new batch size is a new shape too); ``--bucket`` then pads the batch to 16, 32 or 64 requests. No
+nsighttc marks.
 Prints requests/s.
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import pick_device  # noqa: E402
 
 BUCKETS = (64, 128, 256)
+BATCH_BUCKETS = (16, 32, 64)
 
 
 def main() -> None:
@@ -40,6 +43,8 @@ def main() -> None:
     ap.add_argument("--compile", choices=["none", "default", "reduce-overhead", "static"], default="none",
                     help="run the model under torch.compile in this mode (static: dynamic=False, one compile a length)")
     ap.add_argument("--model", choices=["bert", "gpt2"], default="bert", help="BERT-base or GPT-2-small (random weights)")
+    ap.add_argument("--vary", choices=["length", "batch"], default="length",
+                    help="what changes from batch to batch: the longest request's length, or the number of requests")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda where there is one")
     a = ap.parse_args()
@@ -61,7 +66,10 @@ def main() -> None:
         model = torch.compile(model, mode=None if a.compile == "default" else a.compile)
     rnd = random.Random(0)
     # each request a list of token ids (their values do not matter here: only the lengths shape the work)
-    batches = [[[101] * rnd.randint(a.min_len, a.max_len) for _ in range(a.batch)] for _ in range(a.batches)]
+    if a.vary == "batch":
+        batches = [[[101] * 128 for _ in range(rnd.randint(1, 64))] for _ in range(a.batches)]
+    else:
+        batches = [[[101] * rnd.randint(a.min_len, a.max_len) for _ in range(a.batch)] for _ in range(a.batches)]
     served = 0
     import contextlib
     backend = contextlib.nullcontext()
@@ -71,7 +79,7 @@ def main() -> None:
         backend = sdpa_kernel([chosen] + ([SDPBackend.MATH] if dev.type == "cpu" else []))  # (no fused CPU kernel)
     # the batch after the second length's first: a compiled model has recompiled by then (a dynamic length); the same
     # batch bucketed, so that both rates cover the same requests
-    longest = [len(max(b, key=len)) for b in batches]
+    longest = [len(max(b, key=len)) if a.vary == "length" else len(b) for b in batches]
     second = next((i + 1 for i, n in enumerate(longest) if n != longest[0]), len(batches))
     t0 = time.perf_counter()
     t_second = None
@@ -80,10 +88,13 @@ def main() -> None:
             if k == second:
                 t_second = time.perf_counter()
             n = max(len(r) for r in batch)  # padded to the batch's longest request
-            if a.bucket:
+            rows = len(batch)
+            if a.bucket and a.vary == "length":
                 n = next(b for b in BUCKETS if b >= n)
-            ids = torch.randint(1000, 20000, (len(batch), n), device=dev)
-            mask = torch.zeros(len(batch), n, dtype=torch.long, device=dev)
+            elif a.bucket:  # (padding rows: requests of no tokens, their answers dropped)
+                rows = next(b for b in BATCH_BUCKETS if b >= rows)
+            ids = torch.randint(1000, 20000, (rows, n), device=dev)
+            mask = torch.zeros(rows, n, dtype=torch.long, device=dev)
             for i, r in enumerate(batch):
                 mask[i, :len(r)] = 1
             out = model(input_ids=ids, attention_mask=mask).last_hidden_state
@@ -94,7 +105,7 @@ def main() -> None:
     after = (f"; {(len(batches) - second) * a.batch / (t_end - t_second):.1f} requests/s from batch {second + 1} "
              "(after the second length unbucketed)") if t_second is not None and a.compile != "none" else ""
     print(f"{served / dt:.1f} requests/s over {served} requests ({'buckets' if a.bucket else 'padded to each batch'}, "
-          f"{len({max(map(len, b)) for b in batches})} batch lengths, {a.model}, attention {a.attention}"
+          f"{len(set(longest))} batch {'lengths' if a.vary == 'length' else 'sizes'}, {a.model}, attention {a.attention}"
           f"{', compiled ' + a.compile if a.compile != 'none' else ''}){after}; last {pooled:.3f}", flush=True)
 
 

@@ -4,7 +4,7 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|twographs|twographs2   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|twographs|twographs2   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
@@ -27,9 +27,12 @@
 # first two again at later code, the server's live recordings kept, GPT-2 recorded by hand, the shared programs;
 # novel3: the server plain around its first and cached runs; twographs: graph_replay.py --two-graphs (two replays a
 # step) plain, profiled first and cached, recorded by hand; twographs2: the same at later code, and 40 steps under
-# nsys with graphs traced whole
+# nsys with graphs traced whole; novel4: graphs with gradient accumulation (5 replays a step) and dynamic batching;
+# novel5: the first again at later code, recorded short by hand (node and graph traces), then the shared programs;
+# novel6: the graph-replaying loops (accumulation, one and two graphs a step, the server) at the last code; novel7:
+# two graphs a step and the accumulation loop, first and cached, with the launcher's syncs after the window left out
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|twographs|twographs2}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|twographs|twographs2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -358,6 +361,86 @@ if [ "$PART" = twographs2 ]; then  # the same at the code that groups graphs rep
   [ -f "$W/two_g.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/two_g.sqlite" \
     "$W/fix/graph_two_nsys_graphs.sqlite.xz" >> "$S" 2>&1 && timeout 120 python3 -m nsighttc analyze \
     "$W/fix/graph_two_nsys_graphs.sqlite.xz" -q 2>&1 | head -8 >> "$S"
+fi
+
+if [ "$PART" = novel4 ]; then  # two more kinds: gradient accumulation with graphs (the forward and backward graph
+  # replayed for 4 micro-batches, then the optimizer's graph: 5 replays an optimizer step) and a server's dynamic
+  # batching (1-64 requests of 128 tokens a batch, bucketed to 16/32/64 requests), each plain around its profiled first
+  # and cached runs (verdicts and window events kept); then the first recorded by hand
+  T0=$(date +%s); GA="$G --steps 400 --accum 4"; VB="$V --vary batch"
+  plain ga_1 $GA; plain ga_eager $G --steps 100 --eager
+  profile ga_first 200 -- $GA
+  profile ga_cached 200 -- $GA
+  plain ga_2 $GA
+  plain vb_1 $VB; plain vb_bucket_1 $VB --bucket
+  profile vb_first 200 -- $VB
+  profile vb_cached 200 -- $VB
+  plain vb_2 $VB; plain vb_bucket_2 $VB --bucket
+  keep_runs ga_first ga_cached vb_first vb_cached
+  echo "novel4 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  [ $(( $(date +%s) - T0 )) -lt 380 ] && record graph_accum wrappers/graph_replay.py --steps 100 --accum 4
+  echo "novel4 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+
+if [ "$PART" = novel5 ]; then  # the accumulation loop at the code that finds cycles of up to 64 replays: plain around
+  # its profiled first and cached runs; short recordings by hand under nsys with graphs traced node by node and whole
+  # (the CPU fixtures); the dynamic-batching pair twice more; then the shared programs
+  T0=$(date +%s); GA="$G --steps 400 --accum 4"; VB="$V --vary batch"
+  plain ga_1 $GA
+  profile ga_first 200 -- $GA
+  profile ga_cached 200 -- $GA
+  plain ga_2 $GA
+  keep_runs ga_first ga_cached
+  for how in node graph; do
+    n=$([ $how = node ] && echo 12 || echo 40)
+    timeout 200 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none --cuda-graph-trace=$how -f true \
+      -o "$W/ga_$how.nsys" $G --steps $n --accum 4 --layers 4 > "$W/ga_$how.log" 2>&1 && nsys export --type sqlite \
+      -f true -o "$W/ga_$how.sqlite" "$W/ga_$how.nsys.nsys-rep" >> "$W/ga_$how.log" 2>&1
+    echo "nsys $how accumulation: rc=$? | $(grep 'ms/step' "$W/ga_$how.log" | tail -1)" >> "$S"
+    [ -f "$W/ga_$how.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/ga_$how.sqlite" \
+      "$W/fix/graph_accum_nsys_$how.sqlite.xz" >> "$S" 2>&1 && timeout 120 python3 -m nsighttc analyze \
+      "$W/fix/graph_accum_nsys_$how.sqlite.xz" -q 2>&1 | head -8 >> "$S"
+  done
+  for i in 3 4; do plain vb_$i $VB; plain vb_bucket_$i $VB --bucket; done
+  echo "novel5 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  [ -z "${NO_SHARED:-}" ] && timeout $(( 560 - $(date +%s) + T0 )) bash .device-carry/programs/run_on_gpu.sh "$W/sp" \
+    hf_bert.py llm_generate.py > "$W/programs.log" 2>&1; echo "shared programs: rc=$?" >> "$S"
+  cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
+  echo "novel5 took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = novel6 ]; then  # the last code on the graph-replaying loops: the accumulation loop plain around its
+  # profiled first and cached runs (the cached run stopped on too few replays after its window before), one and two
+  # graphs a step and the three-graph server profiled once each beside a plain run
+  T0=$(date +%s); GA="$G --steps 400 --accum 4"; GS="python3 wrappers/graph_serve.py"
+  plain ga_1 $GA
+  profile ga_first 200 -- $GA
+  profile ga_cached 200 -- $GA
+  plain ga_2 $GA
+  plain graph_one $G --steps 2000; profile one_cached 200 -- $G --steps 2000
+  plain graph_two $G --steps 2000 --two-graphs; profile two_cached 200 -- $G --steps 2000 --two-graphs
+  plain gs_1 $GS; profile gs_cached 200 -- $GS
+  keep_runs ga_first ga_cached one_cached two_cached gs_cached
+  echo "novel6 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+
+if [ "$PART" = novel7 ]; then  # the loops whose host runs ahead of their graphs, after the launcher's own syncs past
+  # the window are left out: two graphs a step plain around its first and cached runs, the accumulation loop cached
+  T0=$(date +%s); GA="$G --steps 400 --accum 4"; G2="$G --steps 2000 --two-graphs"
+  plain graph_two $G2
+  profile two_first 200 -- $G2
+  profile two_cached 200 -- $G2
+  plain graph_two_2 $G2
+  profile ga_first 200 -- $GA
+  profile ga_cached 200 -- $GA
+  plain ga_1 $GA
+  keep_runs two_first two_cached ga_first ga_cached
+  echo "novel7 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
 fi
 
 if [ "$PART" = record ]; then

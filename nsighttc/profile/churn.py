@@ -9,9 +9,9 @@ from .window import HOOK_PHASE_NAME, UNRECORDED_SLOW  # (a step over this many t
 def churn_before_window(verdict, done: list[Pass]) -> bool:
     """A loop of changing input shapes (``timeline.steps.shape_churn``) recorded from its window: the steps before it
     met most of its new shapes, and the launcher timed them (the window's start event: ``warmup_ms``, ``warmup_new``,
-    ``runtime.window._warmup_shapes``). Their time and what their new shapes cost beyond the step at a known shape go
-    into ``shape_churn.before_window`` (the first step left out: the process' own set-up), which the shape-churn
-    gain counts (``analysis.wide_gain.loop``). True where it set it (the gains are then estimated again).
+    ``runtime.window_events.warmup_shapes``). Their time and what their new shapes cost beyond the step at a known
+    shape go into ``shape_churn.before_window`` (the first step left out: the process' own set-up), which the
+    shape-churn gain counts (``analysis.wide_gain.loop``). True where it set it (the gains are then estimated again).
     Why: BERT-base at 36 lengths on an H200, a first run recorded from its 10th step: its steady steps gave up to
     2.23x where bucketing measured 2.3-2.5x over the whole plain loop (reports/steps_time)."""
     tl = getattr(verdict, "timeline", None)

@@ -12,7 +12,7 @@ from typing import Callable
 from ..collect import process
 from ..collect.yield_cores import IdleFrontend
 from ..errors import NsighttcError
-from ..runtime.window import EVENT_PREFIX, read_events
+from ..runtime.window_events import EVENT_PREFIX, read_events
 from .evidence import export
 from .passes import PERM_ERROR, PERM_FIX, CounterPermission, Options, Pass, signal_name  # noqa: F401
 from .rundir import write_meta

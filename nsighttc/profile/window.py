@@ -197,10 +197,12 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
     import statistics
     e = next((e for e in events if e.get("event") == "unrecorded" and e.get("durations_ms")), None)
     if e is None:
-        return before_window(events, known_under_ms)
+        return before_window(events, known_under_ms, per_step)
     ranks = [x for x in events if x.get("event") == "unrecorded" and x.get("durations_ms")
              and x.get("phase") == e.get("phase")]  # (a distributed job: every rank's, the same steps in lock-step)
     d = [x for r in ranks for x in _per_step([float(v) for v in r["durations_ms"]], per_step)]
+    if not d:  # (fewer replays timed after the window than one step holds: the warm-up's steps, if any)
+        return before_window(events, known_under_ms, per_step)
     kinds = [k for r in ranks for k in (r.get("kinds") or [None] * len(r["durations_ms"]))][:len(d)]
     decode = [x for x, k in zip(d, kinds) if k == "decode"]
     # a run recording from its window timed a few steps after it, as many as make enough with the warm-up's last
@@ -282,13 +284,14 @@ def _before_ms(events: list[dict], phase) -> list:
     return [x for e in _starts_before(events, phase) for x in e["unrecorded_before_ms"]]
 
 
-def before_window(events: list[dict], known_under_ms: float | None = None) -> dict | None:
+def before_window(events: list[dict], known_under_ms: float | None = None, per_step: int = 1) -> dict | None:
     """Where no steps ran after the window (a distributed job, whose ranks stop together; a window that ran to the
     program's end): the warm-up's last steps before the first window, where the recording started with the window
     (``runtime.unrecorded.before_window``; every rank's, a job's ranks running in lock-step), at least
     ``BEFORE_WINDOW_MIN`` of them; in a loop of changing shapes, those under ``known_under_ms`` only (an image loop's
     cached run: 8 such steps, 5 of them new sizes at 173-309 ms, read "207 ms unrecorded ... no faster (0.01x)" against
-    1.69 ms recorded; H200, reports/steps_time/final3)."""
+    1.69 ms recorded; H200, reports/steps_time/final3). ``per_step``: the launcher's times summed as many at a time
+    (``_per_step``)."""
     import statistics
     first = next((e for e in events if e.get("event") == "start" and e.get("unrecorded_before_ms")), None)
     if first is None:
@@ -297,7 +300,7 @@ def before_window(events: list[dict], known_under_ms: float | None = None) -> di
     starts = _starts_before(events, phase)
     if not starts:
         return None
-    d = [float(x) for e in starts for x in e["unrecorded_before_ms"]]
+    d = [x for e in starts for x in _per_step([float(v) for v in e["unrecorded_before_ms"]], per_step)]
     if known_under_ms is not None:
         d = [x for x in d if x <= known_under_ms]
     if len(d) < BEFORE_WINDOW_MIN:

@@ -17,7 +17,7 @@ recorder with work to do before a window (``Recorder.wants_prepare``: a distribu
 profiler sessions) gets a ``prepare`` decision one step before the window's ``start``. Each window is also a
 ``nsighttc.window`` mark in the recording (``record_format.WINDOW``), from which the analysis leaves every earlier
 step out of the steady state. Each event is printed as one line (``EVENT_PREFIX`` + JSON) for the profile run to
-read (``profile.window``).
+read (``window_events``, ``profile.window``).
 """
 from __future__ import annotations
 
@@ -29,13 +29,13 @@ from .lines import say
 from .recording import OPERATOR_STEPS
 from .unrecorded import AfterWindow, before_window
 from .window_end import WindowEnd
+from .window_events import warmup_shapes, window_data
 from .window_recorders import CudaProfilerRecorder, Recorder
 from .window_sizing import (END_WINDOW_STEPS, GEN_REQUESTS, GEN_WINDOW_S, MAX_WARMUP_S, MAX_WARMUP_STEPS, MIN_STEPS,
                             MIN_WARMUP, PHASE_GRACE_S, PREPARE_WAIT_STEPS, STEADY_RUN, STEADY_TOLERANCE, Phase,
-                            is_steady, known_shape_steps, recent_median, shapes_changed, window_steps)
+                            is_steady, known_shape_steps, recent_median, window_steps)
 
 SHAPES_MAX = 10_000  # input-shape signatures remembered (a loop whose every call is new stops adding at this many)
-WARMUP_SAID_MAX = 200  # warm-up step times said at the window's start (the last ones)
 
 
 class Window(WindowEnd):
@@ -328,7 +328,7 @@ class Window(WindowEnd):
                         **({"unrecorded_before_ms": [round(d * 1e3, 4) for d in before]} if before else {}),
                         **({"unrecorded_before_data_ms": [round(d * 1e3, 4) for d in waited]}
                            if before and any(waited) else {}),
-                        **_warmup_shapes(ph))
+                        **warmup_shapes(ph))
         elif what == "end" and ph.state == "window":
             ph.state = "done"
             program_end = action[1:2] == ["program_end"]
@@ -372,34 +372,10 @@ class Window(WindowEnd):
                         "median_ms": None if ph.median_s is None else round(ph.median_s * 1e3, 3),
                         "auto_warmup": self.warmup is None})
             if event in ("end", "ended"):
-                doc.update(_window_data(ph))
+                doc.update(window_data(ph))
         doc.update(extra)
         self.events.append(doc)
         self.emit(EVENT_PREFIX + json.dumps(doc))
-
-
-def _window_data(ph: Phase) -> dict:
-    """The window's steps as this process timed them: their median time and their median wait in DataLoader
-    fetches (``window_step_ms``, ``window_data_ms``), where its steps waited for data at all; the profile run holds
-    the unrecorded steps' waits against them (``profile.data_waits``)."""
-    if ph.window_from is None or not any(ph.data):
-        return {}
-    import statistics
-    steps, data = ph.durations[ph.window_from:], ph.data[ph.window_from:]
-    if not steps:
-        return {}
-    return {"window_step_ms": round(statistics.median(steps) * 1e3, 4),
-            "window_data_ms": round(statistics.median(data) * 1e3, 4)}
-
-
-def _warmup_shapes(ph: Phase) -> dict:
-    """A warm-up whose steps met new input shapes after the first: every warm-up step's time (``warmup_ms``, the last
-    ``WARMUP_SAID_MAX``) and which met a new shape (``warmup_new``, 0/1), for the profile run to count what the new
-    shapes cost before the window (``profile.churn.churn_before_window``); else nothing."""
-    if not shapes_changed(ph):
-        return {}
-    return {"warmup_ms": [round(d * 1e3, 4) for d in ph.durations[-WARMUP_SAID_MAX:]],
-            "warmup_new": [int(x) for x in ph.new_shape[-WARMUP_SAID_MAX:]]}
 
 
 def _sampler_budget(on: bool) -> None:
@@ -408,19 +384,3 @@ def _sampler_budget(on: bool) -> None:
     mod = sys.modules.get(__package__ + ".host_samples")
     if mod is not None:
         mod.in_window(on)
-
-
-def read_events(lines) -> list[dict]:
-    """The window's events from a launcher's output lines (``EVENT_PREFIX`` + JSON each)."""
-    out = []
-    for line in lines:
-        i = line.find(EVENT_PREFIX)
-        if i < 0:
-            continue
-        try:
-            doc = json.loads(line[i + len(EVENT_PREFIX):])
-        except ValueError:
-            continue
-        if isinstance(doc, dict) and "event" in doc:
-            out.append(doc)
-    return out

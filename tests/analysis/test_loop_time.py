@@ -32,6 +32,7 @@ PLAIN_REPLAY_NS = 1.119e6        # plain run, wrappers/graph_replay.py --steps 2
 PLAIN_ACCUM_STEP_NS = 242.1e6    # plain run, wrappers/grad_accum.py (H200)
 PLAIN_SERVE_NS = 0.464e6         # plain runs, wrappers/graph_serve.py: 0.460 and 0.464 ms a batch (H200)
 PLAIN_TWO_GRAPHS_NS = 1.126e6    # plain runs, wrappers/graph_replay.py --two-graphs: 1.126 and 1.127 ms a step (H200)
+NSYS_ACCUM_NS = 1.574e6          # wrappers/graph_replay.py --accum 4 --layers 4 under nsys: 1.574 ms a step (H200)
 
 
 @pytest.fixture(scope="module")
@@ -416,3 +417,55 @@ def test_a_step_captured_as_two_graphs_is_one_step_of_both_replays():
     parts = _parts(tl)
     assert parts["slow steps"] < 0.1 * parts["steady steps"]
     assert tl["verdict"] == "gpu-bound"
+
+
+def test_gradient_accumulation_replaying_graphs_is_one_step_of_every_replay_in_the_cycle():
+    """``wrappers/graph_replay.py --accum 4 --layers 4`` (the forward and backward graph replayed for 4 micro-batches,
+    then the optimizer's graph: 5 replays an optimizer step), 12 steps under a plain ``nsys profile`` with graphs
+    traced node by node (H200, ``gpu_steps_time.sh OUT novel5``; the program timed 1.574 ms a step under nsys). Before:
+    at most 4 graphs made a cycle, so each replay was a step (the 12-layer program's recordings: 500 steps of 0.87-0.97
+    ms for 100 optimizer steps of 3.92 ms plain; its live runs "98 steady steps of 1 ms")."""
+    doc = nsighttc.analyze([FIX / "graph_accum_nsys_node.sqlite.xz"]).to_json()
+    tl = doc["timeline"]
+    st = tl["steps"]
+    assert st["source"] == "graph-replay" and st["replays_per_step"] == 5 and 11 <= st["count"] <= 12, st["count"]
+    assert abs(st["median_effective_ns"] / NSYS_ACCUM_NS - 1) < 0.05, st["median_effective_ns"]
+    parts = _parts(tl)  # (the steps' time: the program's 12 steps under nsys, within 5%)
+    loop = sum(parts.get(k, 0.0) for k in ("warm-up steps", "steady steps", "slow steps", "between steps",
+                                           "GPU after the host's last step"))
+    assert abs(loop / (12 * NSYS_ACCUM_NS) - 1) < 0.05, (loop, parts)
+
+
+def test_a_cycle_of_replays_starts_after_its_odd_graph_out_wherever_the_recording_begins():
+    """The same recording read from its third replay on (a window that opened mid-cycle): the steps still begin at a
+    micro-batch's first replay, the one after the optimizer's graph, and hold the same replays as read whole; the
+    two micro-batch replays before them are a partial cycle, left out."""
+    from nsighttc.analysis.timeline.base import GRAPH_LAUNCH_CALLS
+    from nsighttc.analysis.timeline.steps.find import graph_replays
+    from nsighttc.parse import load
+    tl = load(FIX / "graph_accum_nsys_node.sqlite.xz").timeline
+    launches = tl.api[tl.api["name"].isin(GRAPH_LAUNCH_CALLS).to_numpy()].sort_values("start_ns")
+    whole = graph_replays(tl.api, GRAPH_LAUNCH_CALLS, tl.gpu_ops)[0]
+    later = graph_replays(tl.api.drop(launches.index[:2]), GRAPH_LAUNCH_CALLS, tl.gpu_ops)[0]
+    assert whole.per_step == later.per_step == 5
+    assert len(later.starts) == len(whole.starts) - 1 and set(later.starts) <= set(whole.starts)
+    assert float(later.starts[0]) == float(launches["start_ns"].iloc[5])
+
+
+def test_the_launchers_syncs_after_the_window_are_not_the_programs():
+    """nsighttc's own recording of ``wrappers/graph_serve.py`` (a cached run, H200): after the window's
+    ``nsighttc.window`` mark ends, the launcher drains the GPU before it stops the recording and syncs to time the
+    steps after it, two ``cudaDeviceSynchronize`` calls made inside the program's replay call. They are no call of the
+    program's: the sync table keeps the program's 104 reads of its answers and the device syncs before the window's
+    end (a loop replaying two graphs a step, whose host ran 40 ms ahead of its GPU, was judged "mixed: a synchronising
+    call at `synchronize` emptied the GPU's queue" on that drain)."""
+    from nsighttc.analysis.timeline import SYNC_CALLS
+    from nsighttc.parse import load
+    tl = load(FIX / "graph_serve_cached_live.json.xz").timeline
+    end = float(tl.marks.loc[(tl.marks["name"] == "nsighttc.window").to_numpy(), "end_ns"].max())
+    raw = tl.api[tl.api["name"].isin(SYNC_CALLS).to_numpy()]
+    late = int((raw["start_ns"] >= end).sum())
+    assert late == 2 and set(raw.loc[raw["start_ns"] >= end, "name"]) == {"cudaDeviceSynchronize"}
+    sync = nsighttc.analyze([FIX / "graph_serve_cached_live.json.xz"]).to_json()["timeline"]["sync"]["by_name"]
+    assert sync["cudaStreamSynchronize"]["calls"] == int((raw["name"] == "cudaStreamSynchronize").sum()) == 104
+    assert sync["cudaDeviceSynchronize"]["calls"] == int((raw["name"] == "cudaDeviceSynchronize").sum()) - late

@@ -634,21 +634,22 @@ def test_communication_that_stays_after_a_stragglers_fix_is_its_own_finding_with
 
 
 
-def test_an_fsdp2_jobs_identical_ranks_do_the_same_work_and_a_stragglers_gain_is_its_own_excess(fsdp_even_first):
+def test_an_fsdp2_jobs_identical_ranks_do_the_same_work_and_the_one_ahead_did_not_wait_for_the_other(fsdp_even_first):
     """Issue 50, two H200s, FSDP2 with identical ranks (``tests/fixtures/fsdp/even_first``): rank 0's step less its
     waits in communication was 45.7 ms longer than rank 1's, and its fix was "up to 2.36x" of a 79 ms step; plain
-    runs said rank 0 issues its work 1.3-5.7 ms slower per step (at most 1.13x). Its own excess is what rank 1 waited
-    for it on its host (CUDA calls: a full launch queue), not the gap, which holds rank 1's own host time too."""
+    runs said rank 0 issues its work 1.3-5.7 ms slower per step (at most 1.13x). What rank 1 waited for it on its host
+    (CUDA calls) measures its own excess, not the gap. That measure had held the launcher's drain after the window:
+    one ``cudaDeviceSynchronize`` of 136 ms on rank 1, 15 ms after its window ended, waiting for rank 0 to stop its
+    own recording; with it, 12.5 ms a step and rank 0 named. Without it (``analysis.timeline.without_launcher_syncs``)
+    rank 1 blocked 7.1 ms a step more than rank 0, under a tenth of the step: as the cached run of the same job says
+    (``test_a_rank_the_others_did_not_wait_for_is_no_straggler``), no straggler, and ``not_waited_for`` says why."""
     doc = fsdp_even_first.to_json()
     d = doc["distributed"]
-    s, T = d["straggler"], d["slowest_rank_step_ns"]
     assert d["same_work"] is True and d["incomplete_ranks"] == []
-    assert "CUDA calls" in s["own_excess_basis"]
-    assert 0 < s["own_excess_ns"] < 0.5 * s["excess_ns"], s
-    fix = next(f for f in doc["findings"] if f["id"] == "straggler-rank")
-    assert fix["gain"]["high"] == pytest.approx(T / (T - s["own_excess_ns"]), abs=1e-3)
-    assert fix["gain"]["high"] < 1.3 < T / (T - s["excess_ns"])
-    assert "what its fix can remove" in s["why"]
+    assert d["straggler"] is None and d["no_consistent_straggler"] is None
+    w = d["not_waited_for"]
+    assert w["rank"] == 0 and 0 < w["own_excess_ns"] < 0.1 * d["slowest_rank_step_ns"] < w["excess_ns"], w
+    assert not any(f["id"] == "straggler-rank" for f in doc["findings"])
 
 
 def test_a_rank_with_extra_host_work_is_named_with_about_that_excess():

@@ -428,7 +428,7 @@ def test_a_torchrun_jobs_ranks_are_analysed_in_processes_started_while_it_ran(tm
     assert (res.verdict.distributed["straggler"] is None) == (here.distributed["straggler"] is None)
     # every rank timed the same steps after the window, unrecorded (rank 0's count), and stopped with the others:
     # the job's unrecorded step is theirs (issue 51 for a distributed job)
-    from nsighttc.runtime.window import read_events
+    from nsighttc.runtime.window_events import read_events
     after = [e for e in read_events((res.run_dir / "torch.stderr.log").read_text().splitlines())
              if e["event"] == "unrecorded"]
     assert len(after) == 2 and after[0]["steps"] == after[1]["steps"] >= 2, after

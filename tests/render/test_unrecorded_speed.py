@@ -167,7 +167,7 @@ def test_slow_steps_timed_after_a_short_window_are_said_with_the_time_the_window
     from nsighttc import analyze
     from nsighttc.analysis.timeline.steps.slow import SLOW_FACTOR
     from nsighttc.profile import window as window_mod
-    from nsighttc.runtime.window import read_events
+    from nsighttc.runtime.window_events import read_events
     assert window_mod.UNRECORDED_SLOW == SLOW_FACTOR  # (one bar for a slow step, recorded or not)
     runs: dict[str, list[str]] = {}
     for line in fixture_open(Path(__file__).resolve().parents[1] / "fixtures" / "window" /
@@ -512,7 +512,7 @@ def test_steps_a_full_prefetch_queue_fed_are_no_measure_of_the_recordings_cost(r
     recorded, 36.9 ms unrecorded (the recording's slowdown 1.80x ...)" where plain runs took 62.2 ms a step."""
     from nsighttc.profile import data_waits
     from nsighttc.profile.window import unrecorded_steps
-    from nsighttc.runtime.window import read_events
+    from nsighttc.runtime.window_events import read_events
     events = read_events(fixture_open(ROUNDS72 / f"{run}.window_events.jsonl.gz", "rt").read().splitlines())
     data, step = data_waits.window_waits(events, "nsighttc.step")
     assert data > 10 and step > 60  # rank 1's window: the loader's pace
@@ -584,3 +584,41 @@ def test_steps_of_two_graph_replays_are_timed_unrecorded_as_the_sum_of_both(run)
     assert two["median_ms"] == pytest.approx(2 * one["median_ms"], rel=0.01)
     assert abs(two["median_ms"] / 1.126 - 1) < 0.06, two
     assert "2 CUDA graph replays a step, their times summed" in two["how"]
+
+
+NOVEL4 = FINAL.parent / "novel4"
+PLAIN_ACCUM_MS = 3.94  # wrappers/graph_replay.py --steps 400 --accum 4 plain: 3.921-3.943 ms an optimizer step (H200)
+
+
+@pytest.mark.parametrize("run", ["ga_first", "ga_cached"])
+def test_replays_timed_after_the_window_make_whole_steps_or_no_speed(run):
+    """``wrappers/graph_replay.py --accum 4`` under ``nsighttc profile`` (H200, ``gpu_steps_time.sh OUT novel5``): the
+    launcher times each of a step's 5 replays. The first run timed 24 after its window: 4 whole steps, summed 5 at a
+    time. The cached run timed 2, no whole step, and none before its window either; it stopped with "internal error:
+    StatisticsError: fmean requires at least one data point" before its verdict."""
+    from nsighttc.profile.window import unrecorded_steps
+    events = [json.loads(x) for x in (NOVEL4 / f"{run}_call2_window_events.jsonl").read_text().splitlines() if x]
+    u = unrecorded_steps(events, recorded_ahead=True, per_step=5)
+    if run == "ga_cached":
+        assert u is None
+        return
+    assert u["steps"] == 4 and "5 CUDA graph replays a step, their times summed" in u["how"]
+    assert abs(u["median_ms"] / PLAIN_ACCUM_MS - 1) < 0.06, u
+
+
+def test_a_host_that_ran_ahead_of_its_graphs_has_its_own_iteration_for_a_floor():
+    """``wrappers/graph_replay.py --two-graphs`` under ``nsighttc profile``, a cached run (H200, ``gpu_steps_time.sh
+    OUT novel7``, its timeline kept): steps of 1.21 ms as the GPU finished them, the host starting one every 756 µs.
+    The gains took the host's floor as the step less the time it spent blocked in syncs, spread over the steps: with
+    the launcher's drain after the window in it (40 ms, one call) that floor was 0.4 ms and the fp32 fix's range
+    1.25-2.72x; with the drain left out it was the whole step, and the range 1.00-2.49x ("no faster" at its low end
+    for a step whose GPU work the fix shortens). The host's own iteration is its floor."""
+    from nsighttc.analysis import gain
+    doc = json.loads(fixture_open(NOVEL4 / "two_cached_call4_verdict_steps.json.gz").read())
+    st = doc["timeline"]["steps"]
+    assert st["median_effective_ns"] > 1.5 * st["median_iteration_ns"]  # (the host ran ahead)
+    assert doc["timeline"]["verdict"] == "gpu-bound" and doc["findings"][0]["gain"]["low"] == 1.0  # (as it ran)
+    (scope,) = gain.scopes(doc)
+    assert scope.H == pytest.approx(st["median_iteration_ns"])
+    g = gain.estimate(doc["findings"][0], doc, [scope])
+    assert 1.2 < g["low"] < g["high"] <= doc["findings"][0]["gain"]["high"] * 1.001, g

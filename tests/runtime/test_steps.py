@@ -351,7 +351,7 @@ def test_a_warm_up_that_turns_into_graph_replays_starts_again_on_them():
     start = next(e for e in win.events if e["event"] == "start")
     assert start["median_ms"] == pytest.approx(0.5, rel=0.01) and start["warmup"] <= 6
     from nsighttc.profile.running import describe
-    from nsighttc.runtime.window import read_events
+    from nsighttc.runtime.window_events import read_events
     assert "warm-up starts again" in describe(read_events(said)[0])  # (the profile run's progress line)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nsighttc.runtime import window as win
+from nsighttc.runtime import window_events
 from nsighttc.runtime import window_sizing as sizing
 from nsighttc.runtime import unrecorded
 from nsighttc.runtime import window_end
@@ -155,7 +156,7 @@ def _launch(tmp_path: Path, source: str, *flags: str):
     trace = tmp_path / "trace.json"
     r = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--window", *flags, "--torch-trace",
                         str(trace), "--", str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    return r, trace, win.read_events(r.stderr.splitlines())
+    return r, trace, window_events.read_events(r.stderr.splitlines())
 
 
 @pytest.mark.torch
@@ -399,7 +400,7 @@ def test_a_known_programs_run_that_ended_by_itself_after_its_window_is_not_said_
 def test_read_events_ignores_other_lines():
     lines = ["hello", win.EVENT_PREFIX + '{"event": "start", "phase": "x"}', win.EVENT_PREFIX + "{not json",
              "x " + win.EVENT_PREFIX + '{"event": "end", "stop": true}']
-    assert [e["event"] for e in win.read_events(lines)] == ["start", "end"]
+    assert [e["event"] for e in window_events.read_events(lines)] == ["start", "end"]
 
 
 def generation_calls(w: win.Window, clock: Clock, calls: int, requests: int, dt: float = 0.02,

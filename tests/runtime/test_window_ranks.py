@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from nsighttc.runtime import window as win
+from nsighttc.runtime import window_events
 from nsighttc.runtime import window_sizing as sizing
 from nsighttc.runtime import window_end
 from nsighttc.runtime.window_ranks import KEY_PREFIX, RankAgreement
@@ -184,7 +185,7 @@ def _stopped_job(tmp_path, source: str, launcher_args: tuple = (), lines: list |
     assert "RAN TO THE END" not in r.stdout
     if lines is not None:
         lines.extend(r.stderr.splitlines())
-    return win.read_events((r.stdout + r.stderr).splitlines())
+    return window_events.read_events((r.stdout + r.stderr).splitlines())
 
 
 @pytest.mark.torch
@@ -389,7 +390,7 @@ def test_a_job_whose_end_is_known_records_a_short_window_and_every_rank_runs_to_
                        env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.count("RAN TO THE END") == 2, r.stdout[-2000:] + r.stderr[-3000:]
-    events = win.read_events((r.stdout + r.stderr).splitlines())
+    events = window_events.read_events((r.stdout + r.stderr).splitlines())
     starts = [e for e in events if e["event"] == "start"]
     ends = [e for e in events if e["event"] == "end"]
     assert len(starts) == len(ends) == 2 and {e["steps"] for e in ends} == {sizing.END_WINDOW_STEPS}
@@ -439,7 +440,7 @@ def test_a_user_range_open_across_every_step_and_a_program_ending_inside_its_win
                         str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=300,
                        env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert r.returncode == 0, r.stderr[-3000:]
-    events = win.read_events((r.stdout + r.stderr).splitlines())
+    events = window_events.read_events((r.stdout + r.stderr).splitlines())
     starts = [e for e in events if e["event"] == "start"]
     assert len(starts) == 2 and starts[0]["step"] == starts[1]["step"], events
     in_window = []

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ...parse.host_samples import without_clock_marks
 from ...parse.timeline import Timeline, launch_starts
-from ...record_format import DECODE
+from ...record_format import DECODE, WINDOW
 from ... import labels, stages
 from .. import intervals
 from . import busy, call_summaries, comm as comm_mod, host_frames, idle, in_use, inference as inference_mod, \
@@ -59,6 +59,27 @@ def _containers(fams: list[dict]) -> set[str]:
     return out
 
 
+def without_launcher_syncs(api: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
+    """``api`` less the synchronising calls that began after a process' last window of steady steps ended (its
+    ``nsighttc.window`` mark): there the launcher drains the GPU before it stops the recording
+    (``runtime.trace_writing.write_trace``) and syncs to time the steps after it (``runtime.unrecorded``), inside the
+    program's own call, so they read as the program's; no step after a window is a steady one. Where the host ran
+    ahead of the GPU that drain waited for the backlog of every recorded step: a loop replaying two CUDA graphs a
+    step, with no sync in its loop (H200, ``wrappers/graph_replay.py --two-graphs``, a cached run), was judged "mixed:
+    a synchronising call at `synchronize` emptied the GPU's queue (63% of the GPU's idle time, 6.09 ms)", the host
+    blocked 40.3 ms in it; the same program with one graph a step read GPU-bound beside the same drain."""
+    if api.empty or marks.empty:
+        return api
+    w = marks[(marks["name"] == WINDOW).to_numpy()]
+    if w.empty:
+        return api
+    ends = w.groupby("pid")["end_ns"].max() if "pid" in w and "pid" in api else None
+    end = api["pid"].map(ends).to_numpy(dtype="float64") if ends is not None else \
+        np.full(len(api), float(w["end_ns"].max()))
+    late = api["name"].isin(SYNC_CALLS).to_numpy() & (api["start_ns"].to_numpy(dtype="float64") >= end)
+    return api[~late] if late.any() else api
+
+
 def analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Thresholds | None = None,
                       step_range: str | None = None) -> TimelineResult:
     with stages.stage("timeline"):
@@ -71,6 +92,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     tl = _merge(timelines)
     hs = next((t.host_samples for t in timelines if getattr(t, "host_samples", None) is not None), None)
     tl.marks = without_clock_marks(tl.marks)  # less the host sampler's clock marks (they placed the samples)
+    tl.api = without_launcher_syncs(tl.api, tl.marks)
     ops, ranges, api = tl.gpu_ops, tl.ranges, tl.api
     u = intervals.union(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy())
     lo, hi = busy.window(ops, ranges, u)

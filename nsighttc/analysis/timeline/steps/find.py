@@ -40,8 +40,10 @@ COPY_MATCH = 0.9      # copies per iteration: the byte counts repeat with this p
 COPIES_SPAN = 2.0     # the copies' steps replace the kernel period's where they span this many times its loop
 GRAPH_REPLAY = "graph-replay"
 MIN_REPLAYS = 10  # graph launches that make a loop (a model captured once and replayed a handful of times is no loop)
-MAX_CYCLE = 4       # graphs replayed in turn that make one iteration, at most
+MAX_CYCLE = 64      # graph replays in turn that make one iteration, at most (gradient accumulation: K + 1)
+MIN_CYCLES = 4      # ... seen this many times over
 CYCLE_MATCH = 0.9   # ... where this share of the replays' graphs equals the one a cycle before
+CYCLE_BETTER = 0.5  # ... and this share as many differ as from one replay to the next, at most
 WARMUP_OF_REPLAYS = 0.5  # a family wholly before the replays with fewer steps than this share of them: their warm-up
 MODEL_CALLS = "model calls"               # the hooks' family of the main model's calls (``hooks``)
 PROFILER_STEP = "ProfilerStep"            # torch.profiler's step mark ``ProfilerStep#N`` (profile.step(); a schedule's steps)
@@ -100,7 +102,8 @@ def explicit(ranges: pd.DataFrame, step_range: str | None) -> list[StepSet]:
 def graph_replays(api: pd.DataFrame, launch_calls: set[str], ops: pd.DataFrame | None = None) -> list[StepSet]:
     """The program's CUDA graph replays as steps: each from its ``cudaGraphLaunch`` call to the next one's (on the
     thread that launches most of them), when there are ``MIN_REPLAYS`` or more; where the program replays several
-    graphs in a fixed order each iteration (``replay_cycle``), one step per cycle of them."""
+    graphs in a fixed order each iteration (``replay_cycle``), one step per cycle of them, from the replay that
+    follows the cycle's odd graph out (a partial cycle at either end of the recording is left out)."""
     if api.empty:
         return []
     g = api[api["name"].isin(launch_calls).to_numpy()]
@@ -112,27 +115,34 @@ def graph_replays(api: pd.DataFrame, launch_calls: set[str], ops: pd.DataFrame |
     if len(g) < MIN_REPLAYS:
         return []
     starts, ends = g["start_ns"].to_numpy(dtype="float64"), g["end_ns"].to_numpy(dtype="float64")
-    p = replay_cycle(g, ops)
+    p, first = replay_cycle(g, ops)
     if p > 1:
-        n = len(starts) // p
-        return [StepSet("CUDA graph replays", None, starts[:n * p:p], ends[p - 1:n * p:p], GRAPH_REPLAY,
-                        f"the program's CUDA graph replays (`cudaGraphLaunch`): {p} graphs replayed in turn, each "
-                        "cycle of them an iteration", per_step=p)]
+        n = (len(starts) - first) // p
+        return [StepSet("CUDA graph replays", None, starts[first:first + n * p:p], ends[first + p - 1:first + n * p:p],
+                        GRAPH_REPLAY, f"the program's CUDA graph replays (`cudaGraphLaunch`): {p} graphs replayed in "
+                        "turn, each cycle of them an iteration", per_step=p)]
     return [StepSet("CUDA graph replays", None, starts, ends, GRAPH_REPLAY,
                     "the program's CUDA graph replays (`cudaGraphLaunch`): each replay is an iteration")]
 
 
-def replay_cycle(g: pd.DataFrame, ops: pd.DataFrame | None) -> int:
-    """How many replays make one iteration: the smallest ``p`` up to ``MAX_CYCLE`` with which the replayed graphs
-    repeat (``CYCLE_MATCH`` of the replays' graphs equal to the one ``p`` before), where consecutive replays are of
-    different graphs; else 1. A graph is told by the GPU work its launch ran (its kernels' count; a graph traced whole,
-    one record a replay, by its time within a factor of two). A training step captured as two graphs (forward and
-    backward, then the optimizer's step: ``wrappers/graph_replay.py --two-graphs``, H200) was read as 600 steps of
-    550 µs for 300 iterations of 1.13 ms, half of them "slow steps" holding 80% of the loop; a server replaying one of
-    three graphs of one shape a batch (``wrappers/graph_serve.py``) keeps one step per replay (its graphs' kernels
-    count the same, and their order follows its requests)."""
-    if ops is None or ops.empty or "correlation" not in ops or len(g) < 4 * MAX_CYCLE:
-        return 1
+def replay_cycle(g: pd.DataFrame, ops: pd.DataFrame | None) -> tuple[int, int]:
+    """(How many replays make one iteration, the index of the replay the first whole one starts at): the smallest
+    ``p`` up to ``MAX_CYCLE`` (and a ``MIN_CYCLES``-th of the replays) with which the replayed graphs repeat, where
+    ``CYCLE_MATCH`` of the replays' graphs equal the one ``p`` before and at most ``CYCLE_BETTER`` as many differ as
+    from one replay to the next; else (1, 0). A graph is told by the GPU work its launch ran (its kernels' count; a
+    graph traced whole, one record a replay, by its time within a factor of two). The mismatch rule, not a share of
+    consecutive replays alike, tells a long cycle of one graph repeated from a single graph: gradient accumulation
+    replays its micro-batch graph K times, then the optimizer's (``wrappers/graph_replay.py --accum 4``, H200: 5
+    replays of 3.92 ms an optimizer step were read as 500 steps of 1 ms while at most 4 graphs made a cycle), and a
+    cycle of 33 graphs has 31 of 33 consecutive replays alike; the odd replay of a single graph cut at the recording's
+    end differs as often one cycle back as one replay back. A training step captured as two graphs (forward and
+    backward, then the optimizer's step: ``--two-graphs``) was read as 600 steps of 550 µs for 300 iterations of
+    1.13 ms; a server replaying one of three graphs of one shape a batch (``wrappers/graph_serve.py``) keeps one step
+    per replay (its graphs' kernels count the same, and their order follows its requests). The cycle starts after its
+    one least-replayed graph (the optimizer's, where the micro-batches' graph runs K times), so a window that opened
+    mid-cycle still steps from a micro-batch's first replay; with no single such graph, at the first replay."""
+    if ops is None or ops.empty or "correlation" not in ops or len(g) < MIN_CYCLES * 2:
+        return 1, 0
     from ....parse.timeline import corr_key
 
     def keys(df: pd.DataFrame) -> np.ndarray:  # (a recording of one process may carry no pid)
@@ -140,19 +150,32 @@ def replay_cycle(g: pd.DataFrame, ops: pd.DataFrame | None) -> int:
     key, okey = keys(g), keys(ops)
     mine = np.isin(okey, key)
     if not mine.any():
-        return 1
+        return 1, 0
     per = pd.DataFrame({"k": okey[mine], "d": (ops["end_ns"] - ops["start_ns"]).to_numpy(dtype="float64")[mine]})
     agg = per.groupby("k")["d"].agg(["size", "sum"])
     count = agg["size"].reindex(key).fillna(0).to_numpy(dtype="int64")
     sig = count
     if (count <= 1).all():  # (graphs traced whole: their time, in factors of two)
         sig = np.floor(np.log2(np.maximum(agg["sum"].reindex(key).fillna(0).to_numpy(dtype="float64"), 1.0)))
-    if np.mean(sig[1:] == sig[:-1]) >= CYCLE_MATCH:
-        return 1  # (one graph, or several that look alike: each replay a step)
-    for p in range(2, MAX_CYCLE + 1):
-        if np.mean(sig[p:] == sig[:-p]) >= CYCLE_MATCH:
-            return p
-    return 1
+    differ_next = float(np.mean(sig[1:] != sig[:-1]))
+    if differ_next == 0.0:
+        return 1, 0  # (one graph, or several that look alike: each replay a step)
+    for p in range(2, min(MAX_CYCLE, len(sig) // MIN_CYCLES) + 1):
+        differ = float(np.mean(sig[p:] != sig[:-p]))
+        if differ <= 1.0 - CYCLE_MATCH and differ <= CYCLE_BETTER * differ_next:
+            return p, _cycle_start(sig[:p])
+    return 1, 0
+
+
+def _cycle_start(cycle: np.ndarray) -> int:
+    """Where in ``cycle`` (one period of the graphs' signatures, from the first replay) an iteration begins: after
+    the one graph replayed fewest times in it, where a single graph is; else at its first replay."""
+    values, counts = np.unique(cycle, return_counts=True)
+    fewest = counts == counts.min()
+    if fewest.sum() != 1 or len(values) < 2:
+        return 0
+    odd = values[fewest][0]
+    return int((np.flatnonzero(cycle == odd)[-1] + 1) % len(cycle))
 
 
 def with_graph_replays(sets: list[StepSet], replays: list[StepSet]) -> list[StepSet]:
