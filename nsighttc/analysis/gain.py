@@ -7,7 +7,8 @@ estimate is Amdahl's law on the step, not on GPU time alone. Per phase (step fam
 
 - ``T``: the step as the GPU finished it (``median_effective_ns``); ``B``: the GPU's busy time in it; the host's
   floor ``H = T - (time the host spent blocked in synchronising calls)``: the host's own work, which no GPU-side
-  fix shortens (where the host ran ahead of the GPU, at most its own iteration, ``median_iteration_ns``).
+  fix shortens (where the host ran ahead of the GPU, at most the step less the GPU's time beyond the host's own
+  iteration, ``median_effective_ns - median_iteration_ns``).
 - **GPU work made faster** (matrix work off the Tensor Cores, layout transposes): the finding's kernel time per
   steady step ``M`` shrinks to ``M / r``, ``S = M (1 - 1/r)``. ``r`` runs from ``MATRIX_SPEEDUP_LOW`` (what a
   small or memory-bound GEMM gains) to the ratio of the GPU's Tensor Core peak for the fix's dtype to its CUDA-core
@@ -133,10 +134,10 @@ def scopes(doc: dict, plain: dict[str, dict] | None = None) -> list[Scope]:
             share = f.get("steady_gpu_busy_share", f.get("median_gpu_busy_share", 0.0))
             B = min(T * share, T)
             blocked = min((f.get("steady_sync_blocked_ns") or 0.0) / n, B)
-            # a host that ran ahead of the GPU (its step is the GPU's, ``median_effective_ns``) launched a step in
-            # its own iteration: that is its floor, not the step less one drain's wait spread over the steps
-            H = min(T - blocked, f["median_iteration_ns"]) if T > f["median_iteration_ns"] else T - blocked
-            out.append(Scope(f["name"], T, B, H, f.get("wall_share_of_steps", 1.0)))
+            # a host that ran ahead of the GPU launched a step in its own iteration: the GPU's step beyond it
+            # (``median_effective_ns`` over ``median_iteration_ns``) is no host work either
+            ahead = (f.get("median_effective_ns") or f["median_iteration_ns"]) - f["median_iteration_ns"]
+            out.append(Scope(f["name"], T, B, T - max(blocked, ahead), f.get("wall_share_of_steps", 1.0)))
     if plain:
         _calibrate(out, plain)
     return out

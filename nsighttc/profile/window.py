@@ -208,7 +208,7 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
     # a run recording from its window timed a few steps after it, as many as make enough with the warm-up's last
     # unrecorded steps (runtime.unrecorded): both stretches count; a generation loop's decode calls after it only (the
     # hooks call a training step's model call "prefill" too: two H200s, FSDP2's cached runs, call 9)
-    before = [] if decode else _per_step([float(x) for x in _before_ms(events, e.get("phase"))], per_step)
+    before = [] if decode else _before_ms(events, e.get("phase"), per_step)
     # the warm-up's host times were launch times where they are far under the synchronised steps after the window
     # (the host ran ahead of the GPU there): the synchronised stretch only
     ahead = bool(before) and all(r.get("synced") for r in ranks) and \
@@ -279,9 +279,11 @@ def _starts_before(events: list[dict], phase) -> list[dict]:
             and e.get("unrecorded_before_ms") and not replayed]
 
 
-def _before_ms(events: list[dict], phase) -> list:
-    """Every rank's unrecorded warm-up steps said at the window's start of ``phase`` (milliseconds)."""
-    return [x for e in _starts_before(events, phase) for x in e["unrecorded_before_ms"]]
+def _before_ms(events: list[dict], phase, per_step: int = 1) -> list[float]:
+    """Every rank's unrecorded warm-up steps said at the window's start of ``phase`` (milliseconds), each rank's
+    summed ``per_step`` at a time (``_per_step``)."""
+    return [x for e in _starts_before(events, phase)
+            for x in _per_step([float(v) for v in e["unrecorded_before_ms"]], per_step)]
 
 
 def before_window(events: list[dict], known_under_ms: float | None = None, per_step: int = 1) -> dict | None:
@@ -291,7 +293,7 @@ def before_window(events: list[dict], known_under_ms: float | None = None, per_s
     ``BEFORE_WINDOW_MIN`` of them; in a loop of changing shapes, those under ``known_under_ms`` only (an image loop's
     cached run: 8 such steps, 5 of them new sizes at 173-309 ms, read "207 ms unrecorded ... no faster (0.01x)" against
     1.69 ms recorded; H200, reports/steps_time/final3). ``per_step``: the launcher's times summed as many at a time
-    (``_per_step``)."""
+    (``_before_ms``)."""
     import statistics
     first = next((e for e in events if e.get("event") == "start" and e.get("unrecorded_before_ms")), None)
     if first is None:
@@ -300,7 +302,7 @@ def before_window(events: list[dict], known_under_ms: float | None = None, per_s
     starts = _starts_before(events, phase)
     if not starts:
         return None
-    d = [x for e in starts for x in _per_step([float(v) for v in e["unrecorded_before_ms"]], per_step)]
+    d = _before_ms(events, phase, per_step)
     if known_under_ms is not None:
         d = [x for x in d if x <= known_under_ms]
     if len(d) < BEFORE_WINDOW_MIN:

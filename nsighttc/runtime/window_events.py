@@ -1,8 +1,8 @@
 """What the window says: the fields its ``end`` and ``start`` events carry beyond the phase's counts (the window's
 steps and data waits as this process timed them, the warm-up's steps at new input shapes), and how the profile run
 reads the events back from a launcher's output (``EVENT_PREFIX`` + JSON a line: ``runtime.window`` prints them,
-``profile.running`` and ``profile.window`` read them). Kept apart from the window's decisions so that the reader needs
-no part of the machinery that runs inside the program."""
+``profile.running`` and ``profile.window`` read them). Kept apart from the window's decisions (``runtime.window``),
+which the profile run never needs."""
 from __future__ import annotations
 
 import json

@@ -622,3 +622,18 @@ def test_a_host_that_ran_ahead_of_its_graphs_has_its_own_iteration_for_a_floor()
     assert scope.H == pytest.approx(st["median_iteration_ns"])
     g = gain.estimate(doc["findings"][0], doc, [scope])
     assert 1.2 < g["low"] < g["high"] <= doc["findings"][0]["gain"]["high"] * 1.001, g
+
+
+def test_a_shape_churn_loops_host_floor_keeps_what_its_new_shapes_cost_the_host():
+    """BERT-base at many lengths, a live first run (``final4``): its step for the gains is the loop's mean step, new
+    shapes' plan building in it, host work a GPU-side fix does not shorten. The host did not run ahead of the GPU
+    (its GPU's step is its own), so nothing of that mean comes off its floor but its time blocked in syncs."""
+    from nsighttc.analysis import gain
+    doc, _ = _final("varlen_first", FINAL4)
+    fam = doc["timeline"]["step_families"][0]
+    (scope,) = [s for s in gain.scopes(doc) if s.name == fam["name"]]
+    assert fam["shape_churn"]["mean_ns"] > 1.5 * fam["median_iteration_ns"]
+    assert fam["median_effective_ns"] <= 1.01 * fam["median_iteration_ns"]
+    n = fam["count"] - fam["warmup_steps"]
+    blocked = min(fam.get("steady_sync_blocked_ns", 0.0) / n, scope.B)
+    assert scope.T == fam["shape_churn"]["mean_ns"] and scope.H == pytest.approx(scope.T - blocked)
