@@ -35,6 +35,8 @@ CASES = {
                         r"requests/s over 6 requests \(padded to each batch"),
     "varlen_infer.py --model gpt2": (["--batches", "2", "--batch", "2", "--layers", "1", "--max-len", "32", "--model",
                                       "gpt2"], r"requests/s over 4 requests \(padded to each batch, \d batch lengths, gpt2"),
+    "varlen_infer.py --vary batch --bucket": (["--batches", "2", "--layers", "1", "--vary", "batch", "--bucket"],
+                                              r"requests/s over \d+ requests \(buckets, \d batch sizes, bert"),
     "graph_serve.py": (["--batches", "5", "--batch", "2", "--width", "64", "--layers", "1", "--heads", "4"],
                        r"requests/s, [\d.]+ ms/batch over 5 batches \(eager\)"),
     "grad_accum.py": (["--steps", "1", "--accum", "2", "--batch", "2", "--size", "32"],

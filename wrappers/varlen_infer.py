@@ -13,8 +13,10 @@ that recompile (from the batch after the second length's first, bucketed or not)
 ``torch.compile(dynamic=False)``, which compiles the model again at every new length (up to dynamo's recompile limit,
 after which new lengths run eagerly). ``--model gpt2``: a GPT-2-small decoder (causal attention with a padding mask)
 in BERT's place. ``--vary batch``: a server's dynamic batching instead, every request 128 tokens long and each batch
-1-64 requests (a new batch size is a new shape too); ``--bucket`` then pads the batch to 16, 32 or 64 requests. No
-nsighttc marks.
+1-64 requests (a new batch size is a new shape too); ``--bucket`` then pads the batch to 16, 32 or 64 requests, the
+padding rows filler requests of the batch's length (``--pad-rows empty``: rows of no tokens instead; their all-zero
+mask rows make HF build an attention mask where an unpadded batch has none, so the bucketed loop runs another
+attention kernel than the loop it replaces, and a fresh machine's first such run JIT-compiles it). No nsighttc marks.
 Prints requests/s.
 """
 from __future__ import annotations
@@ -45,6 +47,9 @@ def main() -> None:
     ap.add_argument("--model", choices=["bert", "gpt2"], default="bert", help="BERT-base or GPT-2-small (random weights)")
     ap.add_argument("--vary", choices=["length", "batch"], default="length",
                     help="what changes from batch to batch: the longest request's length, or the number of requests")
+    ap.add_argument("--pad-rows", choices=["full", "empty"], default="full",
+                    help="--vary batch --bucket: the padding rows as filler requests of the batch's length (default), "
+                         "or as rows of no tokens (an attention mask where the unpadded batch has none)")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--device", choices=["cuda", "cpu"], default=None, help="default: cuda where there is one")
     a = ap.parse_args()
@@ -91,12 +96,14 @@ def main() -> None:
             rows = len(batch)
             if a.bucket and a.vary == "length":
                 n = next(b for b in BUCKETS if b >= n)
-            elif a.bucket:  # (padding rows: requests of no tokens, their answers dropped)
+            elif a.bucket:  # (padding rows: filler requests, their answers dropped)
                 rows = next(b for b in BATCH_BUCKETS if b >= rows)
             ids = torch.randint(1000, 20000, (rows, n), device=dev)
             mask = torch.zeros(rows, n, dtype=torch.long, device=dev)
             for i, r in enumerate(batch):
                 mask[i, :len(r)] = 1
+            if a.vary == "batch" and a.pad_rows == "full":
+                mask[len(batch):] = 1  # filler requests of the batch's length
             out = model(input_ids=ids, attention_mask=mask).last_hidden_state
             pooled = out[:, 0].float().sum().item()  # the request's answer leaves the GPU
             served += len(batch)

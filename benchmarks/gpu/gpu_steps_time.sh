@@ -4,7 +4,7 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|twographs|twographs2   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|twographs|twographs2   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
@@ -30,9 +30,10 @@
 # nsys with graphs traced whole; novel4: graphs with gradient accumulation (5 replays a step) and dynamic batching;
 # novel5: the first again at later code, recorded short by hand (node and graph traces), then the shared programs;
 # novel6: the graph-replaying loops (accumulation, one and two graphs a step, the server) at the last code; novel7:
-# two graphs a step and the accumulation loop, first and cached, with the launcher's syncs after the window left out
+# two graphs a step and the accumulation loop, first and cached, with the launcher's syncs after the window left out;
+# novel8: dynamic batching bucketed with filler requests and with empty rows on a fresh machine, then vit_eval.py
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|twographs|twographs2}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|twographs|twographs2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -441,6 +442,25 @@ if [ "$PART" = novel7 ]; then  # the loops whose host runs ahead of their graphs
   keep_runs two_first two_cached ga_first ga_cached
   echo "novel7 took $(( $(date +%s) - T0 )) s" >> "$S"
   pack
+fi
+
+if [ "$PART" = novel8 ]; then  # dynamic batching's bucketed runs on a fresh machine: padding rows as filler requests
+  # (no attention mask, the kernel the unbucketed loop runs) and as rows of no tokens (a mask: another kernel, compiled
+  # on its first run), alternating with the unbucketed loop; then the unbucketed loop profiled first and cached, and
+  # the shared vit_eval.py
+  T0=$(date +%s); VB="$V --vary batch"
+  plain vb_1 $VB; plain vb_full_1 $VB --bucket; plain vb_empty_1 $VB --bucket --pad-rows empty
+  plain vb_empty_2 $VB --bucket --pad-rows empty; plain vb_full_2 $VB --bucket; plain vb_2 $VB
+  plain vb_full_3 $VB --bucket; plain vb_3 $VB
+  profile vb_first 200 -- $VB
+  profile vb_cached 200 -- $VB
+  keep_runs vb_first vb_cached
+  echo "novel8 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  [ -z "${NO_SHARED:-}" ] && timeout $(( 560 - $(date +%s) + T0 )) bash .device-carry/programs/run_on_gpu.sh "$W/sp" \
+    vit_eval.py > "$W/programs.log" 2>&1; echo "shared programs: rc=$?" >> "$S"
+  cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
+  echo "novel8 took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

@@ -218,3 +218,19 @@ def test_other_projects_traces_leave_at_most_5_percent_of_compute_unknown(path):
     assert (tc.get("unknown_time_share") or 0.0) <= 0.05, [u["name"][:80] for u in tc.get("unknown_kernels") or []]
     rules = {k.get("name_rule") for k in doc["kernels"] if k.get("evidence") == "kernel-name"}
     assert None not in rules or tc.get("unknown_time_share", 0.0) > 0
+
+
+AMD_TRACE = HTA / "amd_trace" / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+
+
+@pytest.mark.skipif(not AMD_TRACE.exists(), reason="the shared HTA traces are not beside this checkout")
+def test_torch_profilers_closing_step_with_no_work_is_no_step():
+    """HTA's MI250 training trace, read in place: ``ProfilerStep#1`` 9.29 ms holds every kernel, ``ProfilerStep#2``
+    49 us holds none (the program's last ``prof.step()`` opened it, the profiler's stop closed it). It was read as "2
+    steady steps of 4.69 ms", a median neither step has, and the real step "slow". The stub is no step: one of
+    9.29 ms, and the loop's time in it."""
+    doc = nsighttc.analyze([AMD_TRACE]).to_json()
+    st, lt = doc["timeline"]["steps"], doc["timeline"]["loop_time"]
+    assert st["count"] == 1 and st["median_iteration_ns"] == pytest.approx(9.29e6, rel=0.01), st
+    assert lt["slow_steps"] == 0
+    assert max(p["ns"] for p in lt["parts"]) >= 0.9 * lt["total_ns"]  # the one step holds the recording

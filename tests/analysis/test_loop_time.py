@@ -106,6 +106,9 @@ def test_variable_length_inference_is_held_back_by_its_new_shapes(varlen):
     first = varlen["findings"][0]
     assert first["id"] == "shape-churn"
     assert "pad" in first["advice"] and "dynamic=True" in first["advice"]
+    # a batch's rows padded with rows of no tokens bring in an attention mask the unpadded batch had none of (H200,
+    # dynamic batching bucketed to 16/32/64 rows: 2,292 requests/s against 3,448 with filler requests)
+    assert "filler requests" in first["advice"] and "full attention mask" in first["advice"]
     # the matrix kernels first launched at the new shapes name what paid for them
     churn = next(f for f in tl["step_families"] if f.get("shape_churn"))["shape_churn"]
     assert any("nvjet" in k["name"] or "sdpa" in k["name"] for k in churn["new_shape_kernels"])

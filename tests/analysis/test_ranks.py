@@ -652,6 +652,22 @@ def test_an_fsdp2_jobs_identical_ranks_do_the_same_work_and_the_one_ahead_did_no
     assert not any(f["id"] == "straggler-rank" for f in doc["findings"])
 
 
+def test_the_straggler_headline_says_how_much_of_the_others_wait_its_fix_removes():
+    """``../shared/programs/fsdp_train.py`` (FSDP2, identical ranks) on two H200s, a first run at 28f7b27's code: rank 0
+    named, its own work beyond the other rank's 6.72 ms a step (plain runs: its host 1.3-5.7 ms slower, at most ~1.13x
+    from fixing it), while rank 1 waited 32.2 ms a step in communication. The headline said "the other ranks wait 32.2
+    ms per step for it", five times what its fix removes; it now says both, the fix's part as such (the verdict's
+    distributed block, ``tests/fixtures/fsdp/train_first_distributed.json.gz``)."""
+    from nsighttc.render.markdown import distributed_headline
+    d = json.load(fixture_open(FSDP / "train_first_distributed.json.gz"))["distributed"]
+    s = d["straggler"]
+    assert s["rank"] == 0 and s["own_excess_ns"] < 0.25 * s["others_wait_per_step_ns"]
+    line = distributed_headline({"distributed": d})
+    assert line.startswith("Ranks: rank 0 is the straggler")
+    assert "wait 32.2 ms per step in communication, 6.72 ms of it for its own work beyond theirs" in line, line
+    assert "wait 32.2 ms per step for it" not in line
+
+
 def test_a_rank_with_extra_host_work_is_named_with_about_that_excess():
     """FSDP2, rank 1 doing 30 ms of host work before each step (``extra_first``): rank 1 is named, host-side, in the
     script's own range; its own excess is near its 30 ms, where the gap (59 ms) held rank 0's host time too."""

@@ -53,8 +53,17 @@ TRAINING_FIX = (("torch_compile", "`torch.compile(model)` fuses the small ops"),
                                 "shapes are fixed"))
 
 
+# Where the batch's number of rows is what changes (a server's dynamic batching), the padding rows must not bring in an
+# attention mask the unpadded batch had none of: transformers skips the mask of a batch with no padding token
+# (``masking_utils._ignore_bidirectional_mask_sdpa``: "allowing to dispatch to the flash attention kernel"), so rows of
+# no tokens move every call onto a masked attention kernel. H200, BERT-base fp16, 1-64 requests of 128 tokens bucketed
+# to 16/32/64 rows (``wrappers/varlen_infer.py --vary batch --bucket``, reports/steps_time novel8): filler rows 3,439
+# and 3,448 requests/s; rows of no tokens 1,215 on a fresh machine's first run (its kernel compiled), 2,292 the next.
 PAD_TO_FEW = ("Give the model a few input shapes, not one per batch: pad (or bucket) each batch to one of a few "
-              "lengths (`pad_to_multiple_of=64` in a tokenizer's padding, or batches grouped by length)")
+              "lengths (`pad_to_multiple_of=64` in a tokenizer's padding, or batches grouped by length), and where "
+              "the number of requests in a batch is what changes, to a few batch sizes with filler requests (give "
+              "them a full attention mask: rows of no tokens make transformers pass a mask it skips for a batch "
+              "without padding, and attention leaves its flash kernel)")
 SHAPE_FIX = (PAD_TO_FEW + "; for compiled code mark the changing dimension dynamic (`torch.compile(model, "
              "dynamic=True)`, `torch._dynamo.mark_dynamic(x, 1)`), else each new shape recompiles. No CUDA graphs or "
              "`reduce-overhead` here: a graph replays one shape, and these change.")

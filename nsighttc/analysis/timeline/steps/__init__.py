@@ -8,6 +8,8 @@ as data loading, belongs to it). Medians, not means.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -27,7 +29,7 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
          step_range: str | None, api: pd.DataFrame | None = None, ops: pd.DataFrame | None = None) -> list[StepSet]:
     """The step families of a recording, from the first source that has any, and the program's CUDA graph replays
     beside them (``find`` module docstring)."""
-    sets = find_mod.explicit(ranges, step_range)
+    sets = [without_profiler_stop(st, launch_start) for st in find_mod.explicit(ranges, step_range)]
     if sets or step_range:
         return sets
     from ..base import GRAPH_LAUNCH_CALLS
@@ -51,6 +53,26 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
         return _with_calls(find_mod.before_replays(replays + find_mod.outside(_from_kernels(order), replays)),
                            launches, launch_start, order)
     return find_mod.wider_loop(_from_kernels(LaunchOrder.of(launches, launch_start)), find_mod.result_copies(ops))
+
+
+PROFILER_STOP_SHARE = 0.1  # a last ProfilerStep under this share of the others' median, launching nothing: a stub
+
+
+def without_profiler_stop(st: StepSet, launch_start: np.ndarray) -> StepSet:
+    """``st`` less its last step where that is torch.profiler's closing stub: the program's last ``prof.step()`` opens
+    a ``ProfilerStep#N`` that the profiler's stop closes, with none of the loop's work in it. Such a step launched no
+    GPU work and is under ``PROFILER_STOP_SHARE`` of the other steps' median; left in, two steps have a median that is
+    neither (HTA's MI250 training trace, ``amd_trace``: ``ProfilerStep#1`` 9.29 ms with all 16 kernels, ``#2`` 49 us
+    with none, read as "2 steady steps of 4.69 ms", the real step "slow")."""
+    if st.source != EXPLICIT or len(st.starts) < 2 or \
+            not st.name.rsplit("/", 1)[-1].startswith(find_mod.PROFILER_STEP):
+        return st
+    wall = st.ends - st.starts
+    ok = launch_start[~np.isnan(launch_start)]
+    launched = int(((ok >= st.starts[-1]) & (ok <= st.ends[-1])).sum())
+    if launched or wall[-1] >= PROFILER_STOP_SHARE * float(np.median(wall[:-1])):
+        return st
+    return dataclasses.replace(st, starts=st.starts[:-1], ends=st.ends[:-1])
 
 
 def _from_kernels(order: LaunchOrder | None) -> list[StepSet]:
