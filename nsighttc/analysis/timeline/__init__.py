@@ -95,7 +95,11 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     tl.api = without_launcher_syncs(tl.api, tl.marks)
     ops, ranges, api = tl.gpu_ops, tl.ranges, tl.api
     u = intervals.union(ops["start_ns"].to_numpy(), ops["end_ns"].to_numpy())
-    lo, hi = busy.window(ops, ranges, u)
+    with stages.stage("timeline.launch_calls"):
+        launch_start = launch_starts(launches, api)
+    work_end = (launches["start_ns"] + launches["duration_ns"]).to_numpy(dtype="float64") \
+        if "start_ns" in launches else np.full(len(launches), np.nan)
+    lo, hi = busy.window(ops, ranges, u, launch_start, work_end)
     # the idle pieces need no steps but the last rule (``idle.finish``): on a big recording they are cut on another
     # core while the steps are found (1M-kernel benchmark: ~0.2 s of wall time); numpy lets go of the interpreter
     paths = np.array(sorted(set(labels.strings(ranges["path"]))) if not ranges.empty else [],
@@ -105,10 +109,6 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     busy_ns = float(intervals.busy_within(u, np.array([lo]), np.array([hi]))[0]) if wall else 0.0
     n_kernels = int(ops["kind"].isin(["kernel", "graph"]).sum())
 
-    with stages.stage("timeline.launch_calls"):
-        launch_start = launch_starts(launches, api)
-    work_end = (launches["start_ns"] + launches["duration_ns"]).to_numpy(dtype="float64") \
-        if "start_ns" in launches else np.full(len(launches), np.nan)
     with stages.stage("timeline.steps"):
         step_sets = steps_mod.find(ranges, tl.marks, launches, launch_start, step_range, api, ops)
     generated = next((st.calls for st in step_sets if st.calls is not None), None)  # calls found from kernels

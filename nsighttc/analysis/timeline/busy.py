@@ -16,18 +16,30 @@ from .. import function_names, intervals
 from .base import GRAPH_LAUNCH_CALLS
 
 
-def window(ops: pd.DataFrame, ranges: pd.DataFrame, u: intervals.Union) -> tuple[float, float]:
+def window(ops: pd.DataFrame, ranges: pd.DataFrame, u: intervals.Union, launch_start: np.ndarray | None = None,
+           work_end: np.ndarray | None = None) -> tuple[float, float]:
     """Profiled window: the span of top-level ranges when the workload is annotated, else of GPU work. The GPU's
     work belongs to the window that launched it: a host that finishes launching before its GPU does (an inference
     trace from another project: the host done after 29 ms, its GPU running 494 ms more) ends the window where the
-    GPU work begun in it ends, not where its last range closes. ``u``: the GPU's busy intervals (of ``ops``)."""
+    GPU work begun in it ends, not where its last range closes. ``u``: the GPU's busy intervals (of ``ops``);
+    ``launch_start``/``work_end``: each launch's call and the end of its GPU work, where traced: work launched in the
+    window that began only after it (a graph launched at the end of a serving engine's step: TraceLens' vLLM decode
+    trace on an MI300, its 10.7 ms of kernels starting 6 ms after the host's last range) ends it too."""
     if not ranges.empty:
         top = ranges[~labels.per_category(ranges["path"], lambda p: "/" in p, dtype=bool)]
         lo, hi = float(top["start_ns"].min()), float(top["end_ns"].max())
-        return lo, gpu_drain_end(u, hi)
+        return lo, max(gpu_drain_end(u, hi), launched_work_end(launch_start, work_end, lo, hi))
     if ops.empty:
         return 0.0, 0.0
     return float(ops["start_ns"].min()), float(ops["end_ns"].max())
+
+
+def launched_work_end(launch_start: np.ndarray | None, work_end: np.ndarray | None, lo: float, hi: float) -> float:
+    """The end of the GPU work whose launch call began within [``lo``, ``hi``] (``hi`` where none was, or none traced)."""
+    if launch_start is None or work_end is None or not len(launch_start):
+        return hi
+    m = (launch_start >= lo) & (launch_start <= hi) & np.isfinite(work_end)
+    return max(hi, float(work_end[m].max())) if m.any() else hi
 
 
 # A GPU draining the queue its host filled runs kernel after kernel: gaps of microseconds. A gap this long after the

@@ -8,7 +8,8 @@ is, in this order:
    blocking by CUDA's rules);
 2. ``sync``: the host was blocked in a synchronising call (``cudaStreamSynchronize``, ``cudaMemcpy``...);
 3. ``gpu-wait``: the work that ended the gap had been launched *before* the GPU went idle: the GPU, not
-   the host, was waiting (another stream, an event, a graph dependency);
+   the host, was waiting (another stream, an event, a graph dependency); so is the part of a gap from the
+   return of the call that launched that work, where the GPU idled ``Thresholds.launch_gap_ns`` or more after it;
 4. ``launch-overhead``: a short gap (< ``Thresholds.launch_gap_ns``) ended by work launched after the
    GPU went idle: the host could not launch as fast as the GPU ran (HTA's "host wait"); only where the
    launch call was traced;

@@ -84,7 +84,8 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
         ns = float(by_kind[GPU_WAIT])
         out.append({"kind": "gpu-wait", "name": "launched work waiting", "idle_ns": ns,
                     "detail": f"the GPU idled {_ms(ns)} with the next work already launched (a dependency on "
-                              "another stream, an event, or between the nodes of a CUDA graph)"})
+                              "another stream, an event, or between the nodes of a CUDA graph; or GPU work the "
+                              "recording does not hold, launched before it began)"})
     return sorted(out, key=lambda c: -c["idle_ns"])
 
 

@@ -100,7 +100,7 @@ def cut(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.Dat
     steps below are helpers whose temporaries die when they return, piece indices are 32-bit, and the causes
     are written into one int8 array: the peak of this function fell by ~0.5 GB on that trace."""
     gs, ge = intervals.gaps(u, lo, hi) if hi > lo else (np.array([]), np.array([]))
-    calls, queued_before, launch_ok = _gap_facts(gs, ge, ops, api, ranges, paths, th)
+    calls, queued_before, launch_ok, launched_at = _gap_facts(gs, ge, ops, api, ranges, paths, th)
     # blocking host calls: synchronising calls, and the calls that launched pageable copies
     sync_u = intervals.union(calls.sync["t"].to_numpy(), (calls.sync["t"] + calls.sync["ns"]).to_numpy())
     page_u = intervals.union(calls.pageable["t"].to_numpy(), calls.pageable["call_end"].to_numpy())
@@ -116,7 +116,8 @@ def cut(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.Dat
     launch_ok &= ~drained
 
     seg_t, seg_c = _host_segments(api, ranges, paths)
-    a, b, g = _cut_gaps(gs, ge, np.concatenate([seg_t, sync_u.starts, sync_u.ends, page_u.starts, page_u.ends]))
+    a, b, g = _cut_gaps(gs, ge, np.concatenate([seg_t, sync_u.starts, sync_u.ends, page_u.starts, page_u.ends,
+                                                launched_at[np.isfinite(launched_at)]]))
     first = a == gs[g]
     del gs, ge
     # per piece, its innermost range and its cause, a slice of pieces at a time: whole-run temporaries of
@@ -132,20 +133,25 @@ def cut(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.Dat
         k[drained[gg]] = DRAINED
         k[launch_ok[gg]] = LAUNCH
         k[queued_before[gg]] = GPU_WAIT
+        k[a[sl] >= launched_at[gg]] = GPU_WAIT  # (NaN compares False)
         k[intervals.sorted_inside(mid, sync_u.starts, sync_u.ends)] = SYNC
         k[intervals.sorted_inside(mid, page_u.starts, page_u.ends)] = PAGEABLE
     return Idle(a, b, kind, pc, first, paths, calls)
 
 
 def _gap_facts(gs: np.ndarray, ge: np.ndarray, ops: pd.DataFrame, api: pd.DataFrame, ranges: pd.DataFrame,
-               paths: np.ndarray, th: Thresholds) -> tuple[HostCalls, np.ndarray, np.ndarray]:
+               paths: np.ndarray, th: Thresholds) -> tuple[HostCalls, np.ndarray, np.ndarray, np.ndarray]:
     """The host's blocking calls, and per gap: was the op that ended it launched before the GPU went idle
-    (``queued_before``), and is it a short gap ended by a traced launch made after (``launch_ok``, before
-    the drained test)."""
+    (``queued_before``), is it a short gap ended by a traced launch made after (``launch_ok``, before
+    the drained test), and where the GPU still idled ``Thresholds.launch_gap_ns`` or more after the call that
+    launched that op had returned, that return (``launched_at``, NaN elsewhere): from then on the GPU, not the host,
+    was waiting. TraceLens' vLLM decode trace on an MI300: copies launched 0.5 ms into the step began 8.4 ms into it
+    (work from before the recording, or a dependency), read as the host's time."""
     launch_calls = op_launch_calls(ops, api)
     calls = host_calls(ops, launch_calls, api, ranges, paths)
     op_launch = launch_calls["start_ns"].to_numpy()
-    del launch_calls  # the calls' ends: only the host calls needed them
+    op_return = launch_calls["end_ns"].to_numpy(dtype="float64")
+    del launch_calls
     o_start = ops["start_ns"].to_numpy(dtype="float64")
     order = np.argsort(o_start, kind="stable")
     if len(order) < 2**31:
@@ -158,12 +164,16 @@ def _gap_facts(gs: np.ndarray, ge: np.ndarray, ops: pd.DataFrame, api: pd.DataFr
         del s_sorted
         next_launch = op_launch[order[j]]
         next_launch[~has_next] = np.nan
+        launched_at = op_return[order[j]]
+        launched_at[~has_next] = np.nan
     else:
         has_next, next_launch = np.zeros(len(ge), dtype=bool), np.full(len(ge), np.nan)
-    del order, j, op_launch
+        launched_at = np.full(len(ge), np.nan)
+    del order, j, op_launch, op_return
     queued_before = next_launch < gs                          # NaN (no next op, launch not traced) compares False
     launch_ok = ~np.isnan(next_launch) & ((ge - gs) < th.launch_gap_ns)  # without the launch call, no overhead
-    return calls, queued_before, launch_ok
+    launched_at[~((launched_at > gs) & (ge - launched_at >= th.launch_gap_ns))] = np.nan
+    return calls, queued_before, launch_ok, launched_at
 
 
 def _host_segments(api: pd.DataFrame, ranges: pd.DataFrame, paths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
