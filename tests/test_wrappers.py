@@ -31,6 +31,8 @@ CASES = {
     "fsdp2_train.py": ([], r"fsdp2_train rank 0/1 fsdp2 cpu-gloo fp32 .* ms/step, [\d,]+ tokens/s total"),
     "fsdp2_train.py --fsdp 1": (["--fsdp", "1"], r"fsdp2_train rank 0/1 fsdp1 cpu-gloo fp32 .* ms/step"),
     "graph_replay.py": (["--steps", "20", "--width", "64", "--layers", "2"], r"steps/s, [\d.]+ ms/step \(eager\)"),
+    "graph_replay.py --accum 2": (["--steps", "3", "--width", "64", "--layers", "2", "--accum", "2"],
+                                  r"steps/s, [\d.]+ ms/step \(eager, 2 micro-batches a step\)"),
     "varlen_infer.py": (["--batches", "3", "--batch", "2", "--layers", "1", "--max-len", "32"],
                         r"requests/s over 6 requests \(padded to each batch"),
     "varlen_infer.py --model gpt2": (["--batches", "2", "--batch", "2", "--layers", "1", "--max-len", "32", "--model",

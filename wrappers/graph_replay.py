@@ -111,11 +111,19 @@ def main() -> None:
                 graph.replay()
             if a.two_graphs:
                 second.replay()
+        elif a.accum > 1:  # (eager: the same K micro-batches and one optimizer step, kernel by kernel)
+            opt.zero_grad(set_to_none=False)
+            for k in range(a.accum):
+                xk, yk = data[(i * a.accum + k) % len(data)]
+                static_loss = loss_fn(model(xk), yk) / a.accum
+                static_loss.backward()
+            opt.step()
         else:
             static_loss = step(x, y)
     sync(dev)
     dt = time.perf_counter() - t0
-    kind = ("eager" if graph is None else f"{a.accum} micro-batch replays and the optimizer's" if a.accum > 1
+    kind = (("eager" + (f", {a.accum} micro-batches a step" if a.accum > 1 else "")) if graph is None else
+            f"{a.accum} micro-batch replays and the optimizer's" if a.accum > 1
             else "two graph replays" if a.two_graphs else "graph replay")
     print(f"loss {float(static_loss.detach()):.4f}; {a.steps / dt:.1f} steps/s, {1e3 * dt / a.steps:.3f} ms/step "
           f"({kind})", flush=True)

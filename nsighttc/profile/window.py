@@ -282,8 +282,12 @@ def _starts_before(events: list[dict], phase) -> list[dict]:
 def _before_ms(events: list[dict], phase, per_step: int = 1) -> list[float]:
     """Every rank's unrecorded warm-up steps said at the window's start of ``phase`` (milliseconds), each rank's
     summed ``per_step`` at a time (``_per_step``)."""
-    return [x for e in _starts_before(events, phase)
-            for x in _per_step([float(v) for v in e["unrecorded_before_ms"]], per_step)]
+    return _summed(_starts_before(events, phase), per_step)
+
+
+def _summed(starts: list[dict], per_step: int) -> list[float]:
+    """The unrecorded warm-up steps of these window-start events, each event's summed ``per_step`` at a time."""
+    return [x for e in starts for x in _per_step([float(v) for v in e["unrecorded_before_ms"]], per_step)]
 
 
 def before_window(events: list[dict], known_under_ms: float | None = None, per_step: int = 1) -> dict | None:
@@ -302,7 +306,7 @@ def before_window(events: list[dict], known_under_ms: float | None = None, per_s
     starts = _starts_before(events, phase)
     if not starts:
         return None
-    d = _before_ms(events, phase, per_step)
+    d = _summed(starts, per_step)
     if known_under_ms is not None:
         d = [x for x in d if x <= known_under_ms]
     if len(d) < BEFORE_WINDOW_MIN:

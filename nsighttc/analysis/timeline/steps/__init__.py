@@ -68,8 +68,7 @@ def without_profiler_stop(st: StepSet, launch_start: np.ndarray) -> StepSet:
             not st.name.rsplit("/", 1)[-1].startswith(find_mod.PROFILER_STEP):
         return st
     wall = st.ends - st.starts
-    ok = launch_start[~np.isnan(launch_start)]
-    launched = int(((ok >= st.starts[-1]) & (ok <= st.ends[-1])).sum())
+    launched = ((launch_start >= st.starts[-1]) & (launch_start <= st.ends[-1])).any()  # (NaN compares False)
     if launched or wall[-1] >= PROFILER_STOP_SHARE * float(np.median(wall[:-1])):
         return st
     return dataclasses.replace(st, starts=st.starts[:-1], ends=st.ends[:-1])
