@@ -1,17 +1,21 @@
 """Verdict JSON of every recorded fixture, one file each, for "no behaviour change" checks across a change.
 
     python benchmarks/verdict_snapshot.py OUT_DIR            # analyse every fixture, write OUT_DIR/<name>.json
+    python benchmarks/verdict_snapshot.py OUT_DIR --more DIR # and every trace under DIR (recordings made elsewhere)
     python benchmarks/verdict_snapshot.py --compare A B      # which snapshots differ (exit 1 if any)
 
 Run it on the commit before a change and on the change, then compare: a refactoring must leave every document
 byte-identical (issue 32). Inputs: each timeline and counter recording in tests/fixtures/ alone, the nsys
 export with the ncu CSV merged in, every DDP job directory (several ranks), and the recordings of unannotated
-programs and of windows (tests/fixtures/unmarked/, window/).
+programs and of windows (tests/fixtures/unmarked/, window/), the step, inference, FSDP and foreign recordings
+(steps/, inference/, fsdp/, foreign/), and with ``--more`` each trace under other directories (HolisticTraceAnalysis's
+test data, ../shared/fixtures/hta), one case each.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -20,7 +24,10 @@ FIX = HERE.parent / "tests" / "fixtures"
 sys.path.insert(0, str(HERE.parent))
 
 
-def cases() -> dict[str, list[Path]]:
+TRACES = ("*.json", "*.json.gz", "*.json.xz", "*.sqlite", "*.sqlite.gz", "*.sqlite.xz")
+
+
+def cases(more: list[Path] = ()) -> dict[str, list[Path]]:
     singles = sorted(p for p in FIX.glob("*") if p.is_file() and not p.name.startswith(("README", "replay_ops")))
     out = {p.name: [p] for p in singles}
     out["nsys+ncu"] = [FIX.parents[1] / "nsighttc" / "data" / "h200_loops_nsys.sqlite.gz", FIX / "ncu_raw_tensor_metrics.csv.gz"]
@@ -30,13 +37,21 @@ def cases() -> dict[str, list[Path]]:
     for sub in ("unmarked", "window"):
         for p in sorted((FIX / sub).glob("*.gz")):
             out[f"{sub}_{p.name}"] = [p]
+    for sub in ("steps", "inference", "foreign"):
+        for p in sorted((FIX / sub).glob("*.xz")):
+            out[f"{sub}_{p.name}"] = [p]
+    for d in sorted(p for p in (FIX / "fsdp").iterdir() if p.is_dir()):
+        out[f"fsdp_{d.name}"] = [d]
+    for root in more:
+        for p in sorted(q for pat in TRACES for q in root.rglob(pat)):
+            out[f"more_{str(p.relative_to(root)).replace('/', '_')}"] = [p]
     return out
 
 
-def snapshot(dest: Path) -> None:
+def snapshot(dest: Path, more: list[Path] = ()) -> None:
     import nsighttc
     dest.mkdir(parents=True, exist_ok=True)
-    for name, paths in cases().items():
+    for name, paths in cases(more).items():
         try:
             doc = nsighttc.analyze(paths, jobs=1).to_json()
             text = json.dumps(doc, indent=2, sort_keys=False, allow_nan=False)
@@ -46,13 +61,37 @@ def snapshot(dest: Path) -> None:
         print(f"{name}: {len(text):,} chars", file=sys.stderr)
 
 
+IGNORED = ("inputs", "provenance")  # where the files lay: differs between checkouts, not between verdicts
+
+
+def _doc(path: Path):
+    """The snapshot less ``IGNORED``, with the checkout's folder (the fixtures' parent's parent) cut from every path."""
+    text = path.read_text()
+    if text.startswith("error:"):
+        return re.sub(r"\S*/tests/fixtures/", "tests/fixtures/", text)
+    doc = json.loads(re.sub(r'"[^"]*/tests/fixtures/', '"tests/fixtures/', text))
+    return {k: v for k, v in doc.items() if k not in IGNORED}
+
+
 def compare(a: Path, b: Path) -> int:
+    """Which snapshots differ, their inputs' paths and provenance aside; for each that does, its top-level keys that
+    differ."""
     names = sorted({p.name for p in a.glob("*.json")} | {p.name for p in b.glob("*.json")})
-    differ = [n for n in names if not (a / n).exists() or not (b / n).exists()
-              or (a / n).read_bytes() != (b / n).read_bytes()]
+    differ = 0
     for n in names:
-        print(f"{'DIFFERS' if n in differ else 'same   '} {n}")
-    print(f"{len(names) - len(differ)} of {len(names)} byte-identical")
+        if not (a / n).exists() or not (b / n).exists():
+            print(f"ONLY IN {'A' if (a / n).exists() else 'B'} {n}")
+            differ += 1
+            continue
+        x, y = _doc(a / n), _doc(b / n)
+        if x == y:
+            print(f"same    {n}")
+            continue
+        differ += 1
+        keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k)) if isinstance(x, dict) and \
+            isinstance(y, dict) else ["(error)"]
+        print(f"DIFFERS {n}: {', '.join(keys)}")
+    print(f"{len(names) - differ} of {len(names)} the same")
     return 1 if differ else 0
 
 
@@ -60,12 +99,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", nargs="?", type=Path)
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    ap.add_argument("--more", action="append", type=Path, default=[], metavar="DIR",
+                    help="also every trace under DIR, one case each (repeatable)")
     ns = ap.parse_args()
     if ns.compare:
         return compare(*ns.compare)
     if ns.out is None:
         ap.error("give OUT_DIR or --compare A B")
-    snapshot(ns.out)
+    snapshot(ns.out, ns.more)
     return 0
 
 

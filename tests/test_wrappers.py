@@ -46,6 +46,8 @@ CASES = {
     "graph_partial.py": (["--steps", "3", "--width", "64", "--layers", "2"], r"steps/s, [\d.]+ ms/step \(eager\)"),
     "varlen_train.py": (["--steps", "3", "--batch", "2", "--layers", "1", "--max-len", "32"],
                         r"samples/s over 3 steps \(padded to each batch, \d batch lengths\), [\d.]+ ms/step"),
+    "graph_loader.py": (["--steps", "4", "--batch", "4", "--size", "16", "--channels", "4", "--workers", "1",
+                         "--log-every", "2"], r"images/s, [\d.]+ ms/step \(eager, 1 workers, loader\)"),
     "varlen_conv.py": (["--batches", "3", "--batch", "2", "--size-step", "64"],
                        r"images/s over 6 images \(each batch its size, \d sizes, cudnn.benchmark on\)"),
 }

@@ -4,7 +4,7 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|twographs|twographs2   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|twographs|twographs2   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
@@ -31,9 +31,14 @@
 # novel5: the first again at later code, recorded short by hand (node and graph traces), then the shared programs;
 # novel6: the graph-replaying loops (accumulation, one and two graphs a step, the server) at the last code; novel7:
 # two graphs a step and the accumulation loop, first and cached, with the launcher's syncs after the window left out;
-# novel8: dynamic batching bucketed with filler requests and with empty rows on a fresh machine, then vit_eval.py
+# novel8: dynamic batching bucketed with filler requests and with empty rows on a fresh machine, then vit_eval.py;
+# novel9: wrappers/graph_loader.py (a graphed step fed by a DataLoader) plain on the GPU's own batches, with 2 and 8
+# workers and eager, profiled first and cached, recorded by hand; graph_replay.py --accum 4 graphed and eager;
+# novel10: graph_loader.py with 2 and 8 workers in turn around its first and cached runs (the launcher says the
+# loader's workers now), then the shared programs whose loaders have workers (vit_eval.py, lit_cifar.py; run again
+# at the final code as call 3)
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|twographs|twographs2}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|twographs|twographs2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -72,6 +77,16 @@ keep_runs() {  # name...: each profiled run's verdict and window events, into W/
     [ -n "$d" ] && mkdir -p "$W/fix/$n" && cp "$d/verdict.json" "$W/fix/$n/" 2>/dev/null
     [ -n "$d" ] && grep -h "nsighttc.launch: window" "$d"/torch.stderr.log 2>/dev/null | head -50 > "$W/fix/$n/window_events.txt"
   done
+}
+
+shared_after() {  # part limit program...: the part's files packed, then the shared programs in the time left to limit
+  local part=$1 limit=$2; shift 2
+  echo "$part part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  [ -z "${NO_SHARED:-}" ] && timeout $(( limit - $(date +%s) + T0 )) bash .device-carry/programs/run_on_gpu.sh "$W/sp" \
+    "$@" > "$W/programs.log" 2>&1; echo "shared programs: rc=$?" >> "$S"
+  cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
+  echo "$part took $(( $(date +%s) - T0 )) s" >> "$S"
 }
 
 record() {  # name script args...: torch.profiler by hand, then nsys, each stripped and xz-compressed into W/fix
@@ -405,12 +420,7 @@ if [ "$PART" = novel5 ]; then  # the accumulation loop at the code that finds cy
       "$W/fix/graph_accum_nsys_$how.sqlite.xz" -q 2>&1 | head -8 >> "$S"
   done
   for i in 3 4; do plain vb_$i $VB; plain vb_bucket_$i $VB --bucket; done
-  echo "novel5 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
-  pack
-  [ -z "${NO_SHARED:-}" ] && timeout $(( 560 - $(date +%s) + T0 )) bash .device-carry/programs/run_on_gpu.sh "$W/sp" \
-    hf_bert.py llm_generate.py > "$W/programs.log" 2>&1; echo "shared programs: rc=$?" >> "$S"
-  cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
-  echo "novel5 took $(( $(date +%s) - T0 )) s" >> "$S"
+  shared_after novel5 560 hf_bert.py llm_generate.py
 fi
 
 if [ "$PART" = novel6 ]; then  # the last code on the graph-replaying loops: the accumulation loop plain around its
@@ -455,12 +465,31 @@ if [ "$PART" = novel8 ]; then  # dynamic batching's bucketed runs on a fresh mac
   profile vb_first 200 -- $VB
   profile vb_cached 200 -- $VB
   keep_runs vb_first vb_cached
-  echo "novel8 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
-  pack
-  [ -z "${NO_SHARED:-}" ] && timeout $(( 560 - $(date +%s) + T0 )) bash .device-carry/programs/run_on_gpu.sh "$W/sp" \
-    vit_eval.py > "$W/programs.log" 2>&1; echo "shared programs: rc=$?" >> "$S"
-  cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
-  echo "novel8 took $(( $(date +%s) - T0 )) s" >> "$S"
+  shared_after novel8 560 vit_eval.py
+fi
+
+if [ "$PART" = novel9 ]; then  # a graphed step fed by a DataLoader's workers; the accumulation loop eager and graphed
+  T0=$(date +%s); GL="python3 wrappers/graph_loader.py"
+  plain gl_dev $GL --on-device; plain gl_1 $GL; plain gl_w8 $GL --workers 8; plain gl_eager $GL --eager
+  plain gl_2 $GL
+  profile gl_first 200 -- $GL
+  profile gl_cached 200 -- $GL
+  plain gl_3 $GL
+  keep_runs gl_first gl_cached
+  record gl wrappers/graph_loader.py --steps 150
+  plain accum_graph $G --accum 4 --steps 1000; plain accum_eager $G --eager --accum 4 --steps 300
+  plain accum_graph_2 $G --accum 4 --steps 1000; plain accum_eager_2 $G --eager --accum 4 --steps 300
+  echo "novel9 took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = novel10 ]; then  # the data-loading gain against the loader's own workers, at this code
+  T0=$(date +%s); GL="python3 wrappers/graph_loader.py"
+  plain gl_1 $GL; plain gl_w8_1 $GL --workers 8
+  profile gl_first 200 -- $GL
+  profile gl_cached 200 -- $GL
+  plain gl_w8_2 $GL --workers 8; plain gl_2 $GL
+  keep_runs gl_first gl_cached
+  shared_after novel10 570 vit_eval.py lit_cifar.py
 fi
 
 if [ "$PART" = record ]; then

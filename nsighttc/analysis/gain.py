@@ -19,7 +19,8 @@ estimate is Amdahl's law on the step, not on GPU time alone. Per phase (step fam
 - **Host causes** (a DataLoader fetch, host work in a range, launch overhead, synchronising calls, pageable copies):
   the GPU idle time they make per step, ``I``, and no step gets shorter than its GPU work: ``high`` removes all of
   ``I`` (``max(T - I, B)``), ``low`` half of it (a fix that overlaps part of the work); a DataLoader fetch shared by
-  N workers (8, the advice's, or the variant's N) loses all but ``1/N`` of it at the low end.
+  N workers (8, the advice's, or the variant's N) loses all but ``1/N`` of it at the low end; a loader that has
+  workers, half (``_data_fraction``).
 - **Distributed**: a straggler's excess step time, or the communication no compute overlaps, removed (all, or half).
 
 Several phases: the program's steady time is the phases' weighted by their share of the steps' wall time
@@ -253,6 +254,34 @@ def _costs(f: dict, ss: list[Scope]) -> dict[str, float]:
     return {k: v for k, v in cost.items() if k in by and v > 0}
 
 
+# torch.profiler's range of a DataLoader fetch names its iterator's class: this one's loader has worker processes
+# (torch/utils/data/dataloader.py; `enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__`), how many it does
+# not say
+MULTIPROCESS_LOADER = "_MultiProcessingDataLoaderIter"
+
+
+def _data_fraction(f: dict, doc: dict, workers: int | None) -> tuple[float, str]:
+    """(the share of a data-loading finding's idle time the low end removes, why). A loader without workers gains
+    ``N`` of them (the variant's, else the advice's 8): ``1 - 1/N`` of the wait goes. One that has workers (the
+    launcher's count, ``timeline.loader_workers``, or torch.profiler's name of its iterator) shares the fetch among
+    ``N`` instead of its ``n`` at best (``1 - n/N``), and more worker processes contend for the host's cores: half, as
+    other host fixes. Why: a graphed step fed by 2 workers (H200, wrappers/graph_loader.py) was put at 5.7-17.7x, as
+    if 8 workers replaced none; 8 measured 2.7-3.9x in plain runs (57.9-58.4 ms a step against 15.0-21.9 ms), under
+    the 3.34x that perfect sharing gives."""
+    have = (doc.get("timeline") or {}).get("loader_workers")
+    if have is None and MULTIPROCESS_LOADER in f"{f.get('title', '')} {f.get('evidence', '')}":
+        return HOST_LOW_FRACTION, ("the loader already has worker processes, how many the recording does not say: "
+                                   "half")
+    if have:
+        n = workers or max(ADVISED_WORKERS, 2 * int(have))
+        best = max(1 - int(have) / n, 0.0)
+        return min(HOST_LOW_FRACTION, best), (f"the fetch shared by {n} workers instead of {int(have)}: "
+                                               f"{100 * best:.0f}% of the wait at best, half where they contend for "
+                                               "the host's cores")
+    n = workers or ADVISED_WORKERS
+    return 1 - 1 / n, f"the fetch shared by {n} workers"
+
+
 def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], workers: int | None = None,
               fused: float | None = None) -> dict:
     """The gain of removing the causes of ``items`` ([(finding, dtype of the fix)]) together: GPU-side savings are
@@ -288,10 +317,8 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
         else:
             frac = HOST_LOW_FRACTION
             if f["id"] == DATA_LOADING:
-                n = workers or ADVISED_WORKERS
-                frac = 1 - 1 / n
-                basis.append(f"`{f['id']}`: {100 * frac:.0f}% (the fetch shared by {n} workers) to all of the GPU idle "
-                             "time it causes removed")
+                frac, why = _data_fraction(f, doc, workers)
+                basis.append(f"`{f['id']}`: {100 * frac:.0f}% ({why}) to all of the GPU idle time it causes removed")
             else:
                 basis.append(f"`{f['id']}`: {100 * frac:.0f}% to all of the GPU idle time it causes removed")
             for name, t in cost.items():

@@ -245,7 +245,9 @@ def _conclude(run_dir: Path, target: Target, opts: Options, done: list, gpus: li
             churn = bool((verdict.timeline.get("steps") or {}).get("shape_churn")) if verdict.timeline else False
             # the straggler's fix at that speed; a loop's new shapes: their cost before the window, its known steps
             # at that speed (``analysis.wide_gain.loop``)
-            if churn_before_window(verdict, done) or (sped and (verdict.distributed or churn)):
+            from .data_waits import loader_workers
+            workers_seen = loader_workers(verdict, done)
+            if churn_before_window(verdict, done) or (sped and (verdict.distributed or churn)) or workers_seen:
                 from ..api import with_gains
                 verdict = with_gains(verdict)
             sampled = any(p.engine == "ncu" for p in done) and not any(p.engine in ("nsys", "torch") for p in done)

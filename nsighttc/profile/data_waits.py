@@ -64,3 +64,18 @@ def words(window: tuple[float, float], left: list[tuple[str, float]]) -> str:
         f" and {w} {m:.1f} ms" for w, m in rest)
     return (f"{said}, the window's steps {data:.1f} ms of {step:.1f} ms: the loader's pace, not only the recording, "
             "set them apart")
+
+
+def loader_workers(verdict, done) -> bool:
+    """The worker processes of the DataLoader the window's steps fetched from, as the launcher saw them (``loader_workers``
+    on the window's end events; a job's ranks: the most), into ``timeline.loader_workers``: more workers share a fetch
+    only among more than it has (``analysis.gain``). True where it set it (the gains are then estimated again). Why: a
+    graphed step fed by 2 workers (H200, wrappers/graph_loader.py) was put at 5.7-17.7x by "the fetch shared by 8
+    workers", read as 8 against none; 8 workers measured 3.9x in plain runs, what 8 against 2 gives."""
+    tl = getattr(verdict, "timeline", None)
+    seen = [int(e["loader_workers"]) for p in done for e in getattr(p, "window_events", None) or ()
+            if e.get("event") in ("end", "ended") and isinstance(e.get("loader_workers"), int)]
+    if tl is None or not seen:
+        return False
+    tl["loader_workers"] = max(seen)
+    return True

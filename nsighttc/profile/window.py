@@ -157,8 +157,9 @@ def _slow_after(durations_ms: list[float], median_ms: float) -> dict:
     time of all of them. A window of a dozen steps holds no periodic cost (a DataLoader restarting its workers every
     epoch: Lightning's ResNet-18 on an H200, 2026-11-29, 182 and 195 ms steps among 62 of 20 ms after a 12-step
     window), and the report would say nothing of it: these numbers let it say how much of the time it did not see."""
+    from .. import step_cycle  # (numpy: not before the program starts, ``collect`` tests)
     d = [float(x) for x in durations_ms]
-    slow = [x for x in d if x > UNRECORDED_SLOW * median_ms]
+    slow = [x for x in d if x > UNRECORDED_SLOW * step_cycle.slow_against(d, median_ms)]
     if not slow:
         return {}
     return {"slow_steps": len(slow), "slow_beyond_ms": round(sum(x - median_ms for x in slow), 4),
@@ -235,7 +236,8 @@ def unrecorded_steps(events: list[dict], recorded_ahead: bool = False,
         known = (len(kept) + len(kept_before), len(d) + len(before))
         d, before = (kept, kept_before) if kept else (kept_before, [])
     launches = not decode and _host_ahead(ranks, recorded_ahead)
-    mid = statistics.fmean(d) if launches else statistics.median(d + before)
+    from .. import step_cycle  # (steps taking turns: their cycle's mean)
+    mid = statistics.fmean(d) if launches else step_cycle.typical(before + d)
     if AFTER in why:  # the warm-up's steps only
         return {"phase": phase, "steps": len(d) // max(1, len(_starts_before(events, phase))),
                 "median_ms": round(mid, 4), "when": "before",

@@ -15,6 +15,15 @@ def _code(text: str | None) -> str:
     return f"`{text.replace('|', '∣').replace('`', 'ʼ')}`"
 
 
+def _kind(row: dict) -> str:
+    """The row's kind of work, or where its samples fell mostly while the GPU waited on work already launched, that:
+    the host was not what the GPU waited for (TraceLens' vLLM decode trace: 81% of its idle moments at "(no Python
+    frame)", after the host's recording had ended, beside queued copies)."""
+    if row.get("topic"):
+        return row["topic"]
+    return "(the GPU waited on launched work)" if (row.get("idle_kinds") or {}).get("gpu-wait", 0.0) >= 0.5 else ""
+
+
 def section(hf: dict | None, full: bool = False, stacks: str | None = None) -> list[str]:
     """The section; ``stacks``: the file the idle samples' stacks were written to beside the report, if any."""
     if not hf:
@@ -43,7 +52,7 @@ def section(hf: dict | None, full: bool = False, stacks: str | None = None) -> l
         prog = (r.get("program_line") or "") + (f" {_code(r.get('program_source'))}" if r.get("program_source") else "")
         err = r.get("share_error")
         share = pct(r.get("share")) + (f" ± {100 * err:.0f}" if err is not None and err >= 0.005 else "")
-        out.append(f"| {where} | {calls} | {prog} | {ns(r.get('idle_ns'))} | {share} | {r.get('topic') or ''} |")
+        out.append(f"| {where} | {calls} | {prog} | {ns(r.get('idle_ns'))} | {share} | {_kind(r)} |")
     if len(shown) < len(rows):
         out.append(f"\n{len(rows) - len(shown)} more rows in verdict.json (`timeline.host_frames`).")
     return out + [""] + [f"- {n}" for n in hf.get("notes") or []] + ([""] if hf.get("notes") else [])

@@ -51,6 +51,9 @@ def _hook_dataloaders(marks: StepMarks) -> None:
             return original(self)
         marks.counts["fetches"] += 1
         marks.activity(kind="fetch")
+        note = getattr(marks.window, "note_loader", None)
+        if note is not None:  # the loader's worker processes: what more workers would add (``analysis.gain``)
+            note(getattr(self, "_num_workers", None))
         m = marks.mark(DATA)
         t0 = time.perf_counter_ns()
         try:

@@ -228,6 +228,11 @@ class Fanout:
             if hasattr(x, "note_shape"):
                 x.note_shape(signature)
 
+    def note_loader(self, workers) -> None:
+        for x in self.listeners:
+            if hasattr(x, "note_loader"):
+                x.note_loader(workers)
+
 
 def steady(phase: dict) -> tuple[list[float], int]:
     """A phase's steady step times (the GPU's where recorded, else the host's) and how many warm-up steps were

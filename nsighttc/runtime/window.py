@@ -73,6 +73,7 @@ class Window(WindowEnd):
         self._shapes: set = set()  # the main model's input-shape signatures seen so far (``note_shape``)
         self._step_new: bool | None = None  # the open step's first model call met a new signature (None: no call yet)
         self._data_s = 0.0  # the open step's wait in DataLoader fetches (``add_data``)
+        self.loader_workers: int | None = None  # the most worker processes of a DataLoader the steps fetched from
 
     def disable(self) -> None:
         """No window (the program has no steps to choose from, as the timeline run found): every step is
@@ -103,6 +104,12 @@ class Window(WindowEnd):
         waited for its data, said beside the unrecorded steps' times, since a stretch that waited less for data than
         the window did is no measure of the recording's slowdown (``profile.data_waits``)."""
         self._data_s += ns / 1e9
+
+    def note_loader(self, workers) -> None:
+        """A DataLoader with ``workers`` worker processes delivered a batch (the step hooks' ``__next__``): said in the
+        window's end event, since more workers share a fetch only among more than it has (``analysis.gain``)."""
+        if isinstance(workers, int) and workers >= 0:
+            self.loader_workers = max(self.loader_workers or 0, workers)
 
     def hook_boundary(self, last: bool = False) -> None:
         """A hook step ended (``runtime.steps``); ignored once the program marks its own steps. ``last``: it ended with
@@ -373,6 +380,8 @@ class Window(WindowEnd):
                         "auto_warmup": self.warmup is None})
             if event in ("end", "ended"):
                 doc.update(window_data(ph))
+                if self.loader_workers is not None:
+                    doc["loader_workers"] = self.loader_workers
         doc.update(extra)
         self.events.append(doc)
         self.emit(EVENT_PREFIX + json.dumps(doc))

@@ -119,3 +119,26 @@ def test_the_window_holds_the_gpu_work_launched_in_it_and_the_wait_for_that_work
     waits = {c["kind"]: c["idle_ns"] for c in tl["causes"]}
     assert waits["gpu-wait"] > 7e6 and tl["headline_cause"].startswith("the GPU idled"), tl["headline_cause"]
     assert "no Python frame" not in tl["headline_cause"]
+
+
+def test_a_gpu_waiting_on_launched_work_is_not_called_cpu_bound(vllm):
+    """The same trace's 56% busy share is under the CPU-bound threshold, and its first cause, 94% of the idle time,
+    is the GPU waiting on work already launched: the host was not what the GPU waited for. The headline read
+    "CPU-bound: the GPU idled 7.85 ms with the next work already launched", the phases table "CPU-bound" beside it,
+    and the host-frames table put 81% of the idle time at "(no Python frame)" with no kind of work."""
+    import importlib
+    causes = importlib.import_module("nsighttc.analysis.timeline.idle.causes")
+    from nsighttc.render.markdown import headlines, render
+    assert headlines.GPU_WAIT_WORDS == causes.GPU_WAIT_WORDS  # (render reads the words saved verdicts hold)
+    tl = vllm["timeline"]
+    assert tl["verdict"] == "cpu-bound" and tl["causes"][0]["kind"] == "gpu-wait"
+    line = headlines.timeline_headline(tl)
+    assert "not host-bound: the GPU idled" in line and "CPU-bound" not in line, line
+    md = render(vllm)
+    phase = next(r for r in md.splitlines() if r.startswith("| `vLLM step"))
+    assert "| not host-bound | GPU waiting on launched work" in phase, phase
+    frame = next(r for r in md.splitlines() if r.startswith("| `(no Python frame)`"))
+    assert frame.endswith("| (the GPU waited on launched work) |"), frame
+    # a host cause keeps its word; a rank waiting on others keeps its own
+    assert headlines.verdict_word("cpu-bound", "host busy in `x.py:3` (80% of the GPU's idle time, 1 ms)") == "CPU-bound"
+    assert headlines.verdict_word("mixed", headlines.COMMUNICATION_CAUSE + " (60%)") == "mixed, communication first"

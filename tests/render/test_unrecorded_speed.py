@@ -637,3 +637,21 @@ def test_a_shape_churn_loops_host_floor_keeps_what_its_new_shapes_cost_the_host(
     n = fam["count"] - fam["warmup_steps"]
     blocked = min(fam.get("steady_sync_blocked_ns", 0.0) / n, scope.B)
     assert scope.T == fam["shape_churn"]["mean_ns"] and scope.H == pytest.approx(scope.T - blocked)
+
+
+def test_a_gpu_step_under_1_2x_the_hosts_is_the_steps_where_the_queue_grew_all_along():
+    """The multi-phase program's bf16 training phase (H200, reports/try/calibration/multi): the host started a step
+    every 6.51 ms, the GPU finished one every 7.26 ms (1.12x: under ``HOST_AHEAD``), and at the phase's end the GPU was
+    18 ms behind, about half the 28 steady steps' difference or more: the host ran ahead all along, so the GPU's step
+    is the phase's (``step_time._queue_grew``). Its phases that wait for the GPU every step keep the host's."""
+    from nsighttc.step_time import HOST_AHEAD, MIN_AHEAD, typical_step
+    path = RUNS.parents[1] / "try" / "calibration" / "multi" / "baseline_verdict.json.gz"
+    fams = {f["name"].split("/")[1]: f for f in json.loads(fixture_open(path).read())["timeline"]["step_families"]}
+    bf16 = fams["train_bf16"]
+    it, eff = bf16["median_iteration_ns"], bf16["median_effective_ns"]
+    assert MIN_AHEAD * it < eff < HOST_AHEAD * it and bf16["host_ahead_ns"] > 2 * eff  # (only the queue rule says it)
+    assert typical_step(bf16) == (eff, True)
+    # the same phase with the GPU behind by one step's work at its end: one slow step's leftover, not a queue
+    assert typical_step({**bf16, "host_ahead_ns": 0.9 * eff}) == (it, False)
+    for name in ("host_preprocess", "item_sync", "tiny_kernels"):
+        assert typical_step(fams[name]) == (fams[name]["median_iteration_ns"], False)

@@ -908,6 +908,12 @@ def test_steps_fed_by_a_full_prefetch_queue_are_no_measure_of_the_recordings_cos
     assert shift > data_waits.DATA_SHIFT * end["window_step_ms"] and end["window_step_ms"] > end["window_data_ms"], \
         (start, end)
     assert len(after["data_ms"]) == after["steps"], after
+    # the loader's worker processes, said at the window's end and read by the profile run (``analysis.gain``: more
+    # workers share a fetch only among more than it has)
+    from types import SimpleNamespace
+    assert end["loader_workers"] == 2, end
+    v = SimpleNamespace(timeline={})
+    assert data_waits.loader_workers(v, [SimpleNamespace(window_events=events)]) and v.timeline["loader_workers"] == 2
     u = pwin.unrecorded_steps(events)
     # the warm-up's fed steps left out, and said; the steps after the window kept where they waited as the window's
     # did (on a GPU the profiler's stop let the queue fill again, and they were left out too: the report says so)

@@ -98,8 +98,27 @@ def _unknown_why(tc: dict) -> str:
 
 # the first cause of a rank waiting in collectives (``analysis.timeline.idle.headline``)
 COMMUNICATION_CAUSE = "waiting in communication not overlapped by compute"
+# the gpu-wait cause's words after its time, in saved verdicts too (``analysis.timeline.idle.causes.GPU_WAIT_WORDS``)
+GPU_WAIT_WORDS = "with the next work already launched"
 VERDICT_WORDS = {"cpu-bound": "CPU-bound", "gpu-bound": "GPU-bound", "mixed": "mixed",
                  "insufficient-data": "not enough data to judge", "no-gpu-work": "no GPU work"}
+
+
+def verdict_word(verdict: str | None, cause: str | None) -> str:
+    """The verdict in words, where its first cause is not the host's: a low busy share is "CPU-bound" only when the
+    host kept the GPU waiting. Waiting for other ranks is neither the host's fault nor the GPU's: "communication-bound".
+    An idle GPU with its next work already launched waited on something else (another stream, an event, a graph's node
+    order, work launched before the recording began): TraceLens' vLLM decode trace (MI300, 56% busy, 94% of its idle
+    time of that kind: copies queued behind work from before the recording) read "CPU-bound: the GPU idled 7.85 ms
+    with the next work already launched", words that contradict each other; it reads "not host-bound" now."""
+    word = VERDICT_WORDS.get(verdict, verdict)
+    if verdict not in ("cpu-bound", "mixed") or not cause:
+        return word
+    if cause.startswith(COMMUNICATION_CAUSE):
+        return "communication-bound" if verdict == "cpu-bound" else "mixed, communication first"
+    if cause.startswith("the GPU idled ") and GPU_WAIT_WORDS in cause.split("(")[0]:
+        return "not host-bound" if verdict == "cpu-bound" else "mixed, launched work waiting first"
+    return word
 
 
 def timeline_headline(tl: dict) -> str:
@@ -116,10 +135,7 @@ def timeline_headline(tl: dict) -> str:
     else:
         scope = "of the profiled time"
     cause = tl.get("headline_cause")
-    word = VERDICT_WORDS.get(v, v)
-    if v in ("cpu-bound", "mixed") and cause and cause.startswith(COMMUNICATION_CAUSE):
-        # waiting for other ranks is neither the host's fault nor the GPU's: its own word
-        word = "communication-bound" if v == "cpu-bound" else "mixed, communication first"
+    word = verdict_word(v, cause)
     held = steps.get("held_back_by")
     if held and v == "mixed":  # the median step is GPU-bound, but one cause holds the steps back (timeline._held_back)
         word = (f"mixed (the median step is GPU-bound, but one cause holds the steps back: up to "
@@ -184,6 +200,9 @@ def startup_line(tl: dict) -> str | None:
     step, gpu = typical_step(steps)
     ahead = f" as the GPU finished them (the host started one every {ns(steps.get('median_iteration_ns'))})" \
         if gpu else ""
+    if steps.get("steps_per_cycle"):  # (``step_cycle``: a long step, then short ones, round after round)
+        ahead += (f", a mean over every {steps['steps_per_cycle']} steps (they take turns, as DataLoader workers that "
+                  "deliver their batches together make them)")
     return (f"Start-up {st['seconds']:.1f} s{comp}, then {steady} steady step{'s' if steady != 1 else ''} of "
             f"{ns(step)}{ahead}{speed} (steps from {src}{warm})")
 

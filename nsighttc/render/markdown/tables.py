@@ -6,7 +6,7 @@ import html
 
 from ..fmt import ns, pct, tc_word
 from ..names import short_name
-from .headlines import VERDICT_WORDS, recording_cost_words
+from .headlines import recording_cost_words, verdict_word
 
 
 def _cell(text: str) -> str:
@@ -33,7 +33,7 @@ def _rank_table(ranks: list[dict]) -> str:
                      f"{ns(r.get('exposed_comm_per_step_ns'))} | {pct(ov) if ov is not None else '—'} | "
                      f"{pct(r.get('gpu_busy_share'))} | "
                      f"{pct(r.get('compute_busy_share'))} | {pct(r.get('tc_time_share'))} ({r.get('tc_verdict')}) | "
-                     f"{VERDICT_WORDS.get(r.get('verdict'), r.get('verdict'))} | {_cell(r.get('headline_cause') or '')} |")
+                     f"{verdict_word(r.get('verdict'), r.get('headline_cause'))} | {_cell(r.get('headline_cause') or '')} |")
     return "\n".join(lines)
 
 
@@ -53,7 +53,7 @@ def _phase_table(fams: list[dict]) -> str:
             "First cause of idle time |\n|---|---:|---:|---:|---:|---|---|")
     rows = [f"| `{_cell(f['name'])}` | {f['count']} | {ns(f['median_iteration_ns'])} | {f.get('warmup_steps', 0)} | "
             f"{pct(f.get('steady_gpu_busy_share', f.get('median_gpu_busy_share')))} | "
-            f"{VERDICT_WORDS.get(f['verdict'], f['verdict'])} | "
+            f"{verdict_word(f['verdict'], f.get('headline_cause'))} | "
             f"{_cause_cell(f.get('causes')) if f['verdict'] in ('cpu-bound', 'mixed') else ''} |" for f in fams]
     return "\n".join([head] + rows)
 
@@ -87,7 +87,7 @@ def inference_section(inf: dict) -> list[str]:
             continue
         out.append(f"| {name}{' (warm-up only)' if p.get('warmup_only') else ''} | {p['calls']:,} | {ns(p.get('median_ns'))} | "
                    f"{pct(p.get('gpu_busy_share'))} | {ns(p.get('gpu_ns_per_call'))} | {p.get('kernels_per_call') or 0:,.0f} | "
-                   f"{pct(p.get('tc_time_share'))} | {VERDICT_WORDS.get(p.get('verdict'), p.get('verdict') or '')} | "
+                   f"{pct(p.get('tc_time_share'))} | {verdict_word(p.get('verdict'), p.get('headline_cause')) or ''} | "
                    f"{_cell(p.get('headline_cause') or '')} |")
     if inf.get("found_by"):  # a recording without the hooks' marks: say how the calls were told apart
         out += ["", f"<sub>No marks in the recording: {inf['found_by']}. Time to first token runs from the prefill "

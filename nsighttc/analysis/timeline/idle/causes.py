@@ -11,6 +11,10 @@ from .pieces import DRAINED, GPU_WAIT, HOST, LAUNCH, PAGEABLE, SYNC
 from .scopes import Scope
 
 
+# the gpu-wait cause's words after its time: the headline's verdict word reads them (``render.markdown.headlines``)
+GPU_WAIT_WORDS = "with the next work already launched"
+
+
 # --- causes ---------------------------------------------------------------------------------------
 def _ms(x: float) -> str:
     return duration(x)
@@ -83,7 +87,7 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
     if by_kind.get(GPU_WAIT):
         ns = float(by_kind[GPU_WAIT])
         out.append({"kind": "gpu-wait", "name": "launched work waiting", "idle_ns": ns,
-                    "detail": f"the GPU idled {_ms(ns)} with the next work already launched (a dependency on "
+                    "detail": f"the GPU idled {_ms(ns)} {GPU_WAIT_WORDS} (a dependency on "
                               "another stream, an event, or between the nodes of a CUDA graph; or GPU work the "
                               "recording does not hold, launched before it began)"})
     return sorted(out, key=lambda c: -c["idle_ns"])

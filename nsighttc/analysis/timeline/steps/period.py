@@ -232,7 +232,11 @@ def _approximate(codes: np.ndarray, names: list[str], times: np.ndarray | None, 
     pick = _anchor(codes, np.array([m[0] for m in members]), names, lo, hi, p)
     at = np.flatnonzero(codes == pick)
     inside = _spaced(at[(at >= lo - p // 2) & (at < hi)], p)
-    if len(inside) < MIN_PERIODS:
+    if len(inside) < MIN_PERIODS or _runs(np.abs(np.diff(inside) - p) <= max(2.0, NEAR * p))[1] < MIN_PERIODS - 1:
+        # the steps the anchor starts must repeat at the period too, not only the name's distances: a name launched
+        # three times in each of two AlexNet forwards (7, 16 and 16 kernels apart, the forwards' boundary 16 by
+        # chance) made "3 steps" of 23, 16 and 16 kernels cut through both forwards (HolisticTraceAnalysis's
+        # critical-path test trace: a benchmark's warm-up and measured forward, no loop to find)
         return None
     before = _warm_iterations(codes, at[at < inside[0]], int(inside[0]), p)
     return {"period": p, "anchor": int(pick), "launches": np.concatenate([before, inside]), "warmup": int(len(before)),

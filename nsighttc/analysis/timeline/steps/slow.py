@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .... import labels
+from .... import step_cycle
 from ....step_time import typical_step
 from ... import name_rules
 from ..base import with_hip
@@ -147,15 +148,15 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None,
     it = np.asarray(fam.get("iteration_ns") or [], dtype="float64")[int(fam.get("warmup_steps", 0)):]
     if len(it) < MIN_STEPS:
         return None
-    med = float(np.median(it))
+    med = step_cycle.typical(it)  # (steps that take turns: their cycle's mean, ``step_cycle``)
     first, first_names = seen
     starts, ends = fam["_iterations"]
     lo, hi = np.searchsorted(first, starts, side="left"), np.searchsorted(first, ends, side="left")
     shape_new = (hi - lo) > 0 if len(first) else np.zeros(len(it), dtype=bool)
     captured = _holds(captures, starts, ends)
     new = shape_new | captured
-    base = float(np.median(it[~new])) if (~new).sum() >= MIN_KNOWN else med
-    slow = it > SLOW_FACTOR * base
+    base = step_cycle.typical(it[~new]) if (~new).sum() >= MIN_KNOWN else med
+    slow = it > SLOW_FACTOR * step_cycle.slow_against(it, base)
     # the kernels whose new configurations the slow steps launched: what the new shapes were paid for
     at_new = np.concatenate([np.arange(a, b) for a, b in zip(lo[slow & new], hi[slow & new])] or [np.array([], int)])
     kernels = pd.Series(dtype=int)
@@ -273,8 +274,8 @@ def split(fam: dict, trace_start: float, trace_end: float) -> dict:
     if acc.get("base_ns") and not gpu_clock:
         med = float(acc["base_ns"])
     else:
-        med = float(np.median(it)) if len(it) else 0.0
-    slow = it > SLOW_FACTOR * med
+        med = step_cycle.typical(it) if len(it) else 0.0
+    slow = it > SLOW_FACTOR * step_cycle.slow_against(it, med)
     end = max(trace_end, span_end)
     parts = [("before the first step", max(warm_from - trace_start, 0.0)),
              ("warm-up steps", max(steady_from - warm_from, 0.0)),
