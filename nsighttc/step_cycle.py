@@ -23,6 +23,11 @@ RECUR = 0.5        # ... and the steps k apart alike: their autocorrelation at l
 MIN_CYCLES = 3     # cycles the steps must hold
 
 
+def _finite(durations) -> np.ndarray:
+    x = np.asarray(durations, dtype="float64")
+    return x[np.isfinite(x)]
+
+
 def _spread(x: np.ndarray) -> float:
     q25, med, q75 = np.percentile(x, [25, 50, 75])
     return float((q75 - q25) / med) if med > 0 else np.inf
@@ -41,8 +46,7 @@ def _recurs(x: np.ndarray, k: int) -> float:
 
 def cycle(durations) -> int:
     """How many consecutive steps make one cycle of the loop (1: the steps themselves are its unit)."""
-    x = np.asarray(durations, dtype="float64")
-    x = x[np.isfinite(x)]
+    x = _finite(durations)
     if len(x) < 2 * MIN_CYCLES:
         return 1
     own = _spread(x)
@@ -60,21 +64,20 @@ def cycle(durations) -> int:
 def typical(durations, k: int | None = None) -> float:
     """The loop's typical step: the median of the steps, or of their means over a cycle (``cycle``) where they take
     turns."""
-    x = np.asarray(durations, dtype="float64")
-    x = x[np.isfinite(x)]
+    x = _finite(durations)
     if not len(x):
         return float("nan")
     k = cycle(x) if k is None else k
     return float(np.median(_means(x, k) if 1 < k <= len(x) else x))
 
 
-def slow_against(durations, typical_step: float) -> float:
+def slow_against(durations, typical_step: float, k: int | None = None) -> float:
     """What a step is slow against: the typical step, or where the steps take turns the longest step of a typical
     cycle (the median over cycles of each one's longest), so a cycle's long step, its wait for the round of batches,
-    is not called slow beside the steps of the same round that took their batch at once."""
-    x = np.asarray(durations, dtype="float64")
-    x = x[np.isfinite(x)]
-    k = cycle(x)
+    is not called slow beside the steps of the same round that took their batch at once. ``k``: the steps' cycle
+    where the caller has it (``cycle``)."""
+    x = _finite(durations)
+    k = cycle(x) if k is None else k
     if k <= 1 or len(x) < k:
         return typical_step
     n = len(x) // k * k

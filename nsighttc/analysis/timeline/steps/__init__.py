@@ -244,7 +244,7 @@ def _family(st: StepSet, u: intervals.Union, k_start: np.ndarray, k_end_max: np.
     fam = {"name": st.name, "phase": st.phase, "source": st.source, "found_by": st.detail,
            "count": int(len(s)), "median_ns": float(np.median((e - s)[steady_part])),
            "median_iteration_ns": med_it, "median_gpu_busy_share": med_share,
-           "median_effective_ns": max(step_cycle.typical(effective[steady_part], k), med_it),
+           "median_effective_ns": step_cycle.typical(effective[steady_part], k),
            "wall_ns": float(it_wall.sum()), "steady_wall_ns": span, "steady_busy_ns": span_busy,
            "steady_gpu_busy_share": span_busy / span if span > 0 else 0.0,
            "host_ahead_ns": max(gpu_end - float(it_end[-1]), 0.0),

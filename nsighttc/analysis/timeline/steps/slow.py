@@ -148,7 +148,8 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None,
     it = np.asarray(fam.get("iteration_ns") or [], dtype="float64")[int(fam.get("warmup_steps", 0)):]
     if len(it) < MIN_STEPS:
         return None
-    med = step_cycle.typical(it)  # (steps that take turns: their cycle's mean, ``step_cycle``)
+    k = int(fam.get("steps_per_cycle") or 1)  # (steps that take turns: their cycle's mean, ``step_cycle``)
+    med = step_cycle.typical(it, k)
     first, first_names = seen
     starts, ends = fam["_iterations"]
     lo, hi = np.searchsorted(first, starts, side="left"), np.searchsorted(first, ends, side="left")
@@ -156,7 +157,7 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None,
     captured = _holds(captures, starts, ends)
     new = shape_new | captured
     base = step_cycle.typical(it[~new]) if (~new).sum() >= MIN_KNOWN else med
-    slow = it > SLOW_FACTOR * step_cycle.slow_against(it, base)
+    slow = it > SLOW_FACTOR * step_cycle.slow_against(it, base, k)
     # the kernels whose new configurations the slow steps launched: what the new shapes were paid for
     at_new = np.concatenate([np.arange(a, b) for a, b in zip(lo[slow & new], hi[slow & new])] or [np.array([], int)])
     kernels = pd.Series(dtype=int)
@@ -271,11 +272,12 @@ def split(fam: dict, trace_start: float, trace_end: float) -> dict:
     it = ends - starts
     last_host = float(ends[-1]) if len(ends) else steady_from
     # the typical step: the known-shape step (``account``), else the median; the GPU's median where it is the clock
+    k = step_cycle.cycle(it)
     if acc.get("base_ns") and not gpu_clock:
         med = float(acc["base_ns"])
     else:
-        med = step_cycle.typical(it) if len(it) else 0.0
-    slow = it > SLOW_FACTOR * step_cycle.slow_against(it, med)
+        med = step_cycle.typical(it, k) if len(it) else 0.0
+    slow = it > SLOW_FACTOR * step_cycle.slow_against(it, med, k)
     end = max(trace_end, span_end)
     parts = [("before the first step", max(warm_from - trace_start, 0.0)),
              ("warm-up steps", max(steady_from - warm_from, 0.0)),
