@@ -153,6 +153,8 @@ print('   calls:', {p: (i.get(p) or {}).get('calls') for p in ('prefill', 'decod
   done
   [ -f "$W/static.nsys.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/static.nsys.sqlite" \
     "$W/fix/llm_static_h200_nsys.sqlite.xz" >> "$S" 2>&1
+  [ -f "$W/static.torch.json" ] && python3 benchmarks/strip_fixture.py "$W/static.torch.json" \
+    "$W/fix/llm_static_h200_torch.json.xz" >> "$S" 2>&1
 fi
 
 if [ "$PART" = graphtrace ]; then  # the graph-replaying loop under nsys, graphs traced whole and node by node: what

@@ -88,7 +88,7 @@ def _as_device(src: Path, dest: Path, **props) -> Path:
     """``src`` (a real torch.profiler trace of this repository) with its ``deviceProperties`` set to another device."""
     doc = json.load(fixture_open(src, "rt"))
     doc["deviceProperties"] = [{**p, **props} for p in doc["deviceProperties"]]
-    with gzip.open(dest, "wt") as fh:
+    with gzip.open(dest, "wt", compresslevel=1) as fh:
         json.dump(doc, fh)
     return dest
 

@@ -144,6 +144,20 @@ def test_no_kernel_of_a_generate_loop_is_taken_for_an_optimizer_s():
 
 
 STATIC, NESTED = FIX + "llm_static_graphs_nsys.sqlite.xz", FIX + "llm_nested_hook_marks_nsys.sqlite.xz"
+STATIC_TORCH = FIX + "llm_static_graphs_torch.json.xz"  # the same program's own torch.profiler trace (--trace)
+STATIC_PRINTED = FIX + "llm_static_h200_program.json"   # what it printed of its requests under each recording
+
+
+@pytest.mark.parametrize("path,under", [(STATIC, "under_nsys"), (STATIC_TORCH, "under_its_own_torch_profiler_trace")])
+def test_a_graphed_decode_loops_time_to_first_token_is_the_programs_own(path, under):
+    """The static-cache loop on an H200, recorded by nsys and by its own torch.profiler trace: the program's streamer
+    timed its first tokens 8.41 and 17.5 ms after each generate() began. The first decode call's replay starts later
+    than the token is on the host (the compiled call's guards, its inputs copied into the graph's): the time to that
+    call read 13.2 and 26.3 ms. The first token is on the host at the last device-to-host copy before it."""
+    printed = json.loads(open(STATIC_PRINTED).read())["printed_by_the_program"][under]
+    inf = nsighttc.analyze([path]).to_json()["timeline"]["inference"]
+    assert inf["requests"] >= 2 and inf["found_by"] == generation.FOUND_BY
+    assert inf["ttft_ns"] == pytest.approx(printed["ttft_ms"] * 1e6, rel=0.05)
 
 
 def test_a_loop_replaying_its_decoding_step_as_a_cuda_graph_has_its_requests(tmp_path):

@@ -63,11 +63,25 @@ def test_the_generation_loops_steps_are_its_model_calls_and_its_requests_its_gen
     assert all(inside)
 
 
+def _copies_to_host(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Each device-to-host copy's launch (its runtime call, by correlation) and its end on the GPU, in µs, by launch."""
+    ev = json.load(fixture_open(path))["traceEvents"]
+    launch = {e["args"]["correlation"]: float(e["ts"]) for e in ev
+              if e.get("cat") == "cuda_runtime" and "correlation" in (e.get("args") or {})}
+    copies = sorted((launch[e["args"]["correlation"]], float(e["ts"]) + float(e["dur"])) for e in ev
+                    if e.get("cat") == "gpu_memcpy" and str(e.get("name")).startswith("Memcpy DtoH")
+                    and e["args"].get("correlation") in launch)
+    return np.array([a for a, _ in copies]), np.array([b for _, b in copies])
+
+
 def test_time_to_first_token_and_per_output_token_from_the_marks_on_their_own(llm):
+    """TTFT: a request's start to its first token on the host, the end of the last device-to-host copy launched
+    before its first decode call (the token read for the streamer and the stopping check)."""
     marks = _host_marks(LLM)
     win = marks["nsighttc.window"][0][0]
     dec = np.array([a for a, _ in marks["nsighttc.decode"]])
-    ttft, tpot = [], []
+    copy_t, copy_end = _copies_to_host(LLM)
+    ttft, tpot, before_call = [], [], []
     first_calls = np.array([a for a, _ in marks["nsighttc.forward"]])
     for s, e in marks["nsighttc.request"]:
         inside = first_calls[(first_calls >= s) & (first_calls <= e)]
@@ -76,11 +90,15 @@ def test_time_to_first_token_and_per_output_token_from_the_marks_on_their_own(ll
         d = dec[(dec >= s) & (dec <= e)]
         if not len(d):
             continue  # cut by the window's stop at its start
-        ttft.append(d[0] - s)
+        copied = copy_end[(copy_t >= s) & (copy_t < d[0])]
+        assert len(copied)  # (generate() reads each token on the host)
+        ttft.append(min(copied[-1], d[0]) - s)
+        before_call.append(d[0] - copied[-1])
         tpot.append(statistics.median(np.diff(np.r_[d, e])))
     inf = llm["timeline"]["inference"]
     assert inf["requests"] == len(ttft) >= 3  # the window held whole requests
     assert inf["ttft_ns"] == pytest.approx(statistics.median(ttft) * 1e3, rel=0.01)
+    assert min(before_call) > 0  # the token was on the host before the first decode call began
     assert inf["tpot_ns"] == pytest.approx(statistics.median(tpot) * 1e3, rel=0.01)
     for phase in ("prefill", "decode"):
         p = inf[phase]

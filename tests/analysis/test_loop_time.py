@@ -156,7 +156,7 @@ def test_one_profiler_step_is_the_step(tmp_path):
     keep = steps[1]
     d["traceEvents"] = [e for e in d["traceEvents"] if e not in steps or e is keep]
     path = tmp_path / "one_step.json.gz"
-    with gzip.open(path, "wt") as fh:
+    with gzip.open(path, "wt", compresslevel=1) as fh:
         json.dump(d, fh)
     st = nsighttc.analyze([path]).to_json()["timeline"]["steps"]
     assert st["source"] == "explicit" and st["count"] == 1

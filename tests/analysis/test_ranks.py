@@ -101,7 +101,7 @@ def test_a_default_first_run_names_a_late_rank_0_from_the_windows(tmp_path):
         doc = json.load(fixture_open(src / r / "torch_trace.json.xz"))
         doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("name") != "nsighttc.window"]
         (tmp_path / r).mkdir()
-        with gzip.open(tmp_path / r / "torch_trace.json.gz", "wt") as fh:
+        with gzip.open(tmp_path / r / "torch_trace.json.gz", "wt", compresslevel=1) as fh:
             json.dump(doc, fh)
     assert analyze([tmp_path], jobs=1).distributed["straggler"] is None
 
@@ -437,7 +437,7 @@ def test_a_rank_whose_recording_holds_no_gpu_work_is_named_not_merged(tmp_path):
     (tmp_path / "rank0").mkdir()
     doc = json.load(fixture_open(next((src / "rank0").glob("*.json.[gx]z"))))
     doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")]
-    with gzip.open(tmp_path / "rank0" / "torch_trace.json.gz", "wt") as fh:
+    with gzip.open(tmp_path / "rank0" / "torch_trace.json.gz", "wt", compresslevel=1) as fh:
         json.dump(doc, fh)
     v = analyze([tmp_path], jobs=1)
     d = v.distributed
@@ -568,7 +568,7 @@ def _rank0_losing(tmp_path: Path, keep) -> Path:
     start = min(e["ts"] for e in doc["traceEvents"] if e.get("name") == "nsighttc.window")
     doc["traceEvents"] = [e for e in doc["traceEvents"] if keep(e, start)]
     (tmp_path / "rank0").mkdir()
-    with gzip.open(tmp_path / "rank0" / "torch_trace.json.gz", "wt") as fh:
+    with gzip.open(tmp_path / "rank0" / "torch_trace.json.gz", "wt", compresslevel=1) as fh:
         json.dump(doc, fh)
     return tmp_path
 

@@ -47,7 +47,7 @@ def as_torch_1_9(doc: dict) -> dict:
 def _pair(src: Path, tmp_path: Path) -> tuple[dict, dict]:
     doc = json.load(fixture_open(src))
     old = tmp_path / "old.json.gz"
-    with gzip.open(old, "wt") as fh:
+    with gzip.open(old, "wt", compresslevel=1) as fh:
         json.dump(as_torch_1_9(doc), fh)
     return (nsighttc.analyze([src]).to_json(), nsighttc.analyze([old]).to_json())
 

@@ -59,7 +59,7 @@ def test_a_partial_says_unknown_apart_from_cuda_cores_and_the_three_parts_add_up
         if e.get("cat") == "kernel" and e["name"].startswith("void cutlass_cudnn_infer::Kernel<"):
             e["name"] = e["name"].replace("cutlass_cudnn_infer::Kernel<cutlass_tensorop_", "acme_private::conv_kernel<")
     path = tmp_path / "renamed.json.gz"
-    with gzip.open(path, "wt") as fh:
+    with gzip.open(path, "wt", compresslevel=1) as fh:
         json.dump(doc, fh)
     tc = _tc(path)
     line = tc_headline(tc)

@@ -8,8 +8,11 @@ over the steady steps (after the launcher's window mark, where there is one), th
 share of the kernels launched inside the calls, and the first cause of their idle time (``idle``), so a decode loop
 that leaves the GPU idle 92% of the time in launch gaps says so apart from its prefills.
 
-- time to first token (TTFT): from a request's start (or its prefill's, without request marks) to its first decode
-  call, which begins once the first token is on the host (``generate`` checks it there);
+- time to first token (TTFT): from a request's start (or its prefill's, without request marks) to the first token on
+  the host: the end of the last device-to-host copy before its first decode call (``generate`` reads the token there,
+  for its streamer and its stopping check), else that call's start. Not the call's start alone: a decoding step
+  compiled and replayed as a CUDA graph runs its guards and copies its inputs between the two (H200, a static cache:
+  "TTFT 21.4 ms" from an nsys recording whose program timed 13.9 ms to its first token, reports/steps_time);
 - time per output token (TPOT): the median of a request's decode iterations (each decode call's start to the next's,
   the last to the request's end; without request marks, to its last call's end), the median over requests: the rate
   a streamer measures between the first and the last token, without a profiler's occasional long step;
@@ -91,7 +94,9 @@ def summarize(marks: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, l
     if len(r_start):  # a request the window's stop cut at its very start holds no model call: no request
         held = np.searchsorted(f_start, r_end, side="right") > np.searchsorted(f_start, r_start, side="left")
         r_start, r_end = r_start[held], r_end[held]
-    reqs = _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from)
+    dtoh = pieces.calls.dtoh if pieces is not None else None
+    reqs = _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from,
+                     *(_copies_to_host(dtoh) if dtoh is not None and "end" in dtoh else (None, None)))
     out = {"kind": "generation", "requests": reqs["count"], "requests_recorded": int(max(len(r_start), len(p_start))),
            "request_source": "prefill calls found from the kernels" if found_by else
            "generate() calls" if len(r_start) else "prefill calls (no generate() calls seen)",
@@ -137,8 +142,27 @@ def _phase(s, e, ms, me, u, t, dur, tc, pieces, paths, rinfo, th) -> dict:
             "headline_cause": idle_mod.headline(causes, verdict), "causes": causes[:3]}
 
 
-def _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from) -> dict:
-    """Requests (``generate()`` calls, else prefills) with their TTFT and TPOT, over the steady ones."""
+def _copies_to_host(dtoh: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The device-to-host copies' launch times, in order, and their ends on the GPU (when their data was on the host)."""
+    t, end = dtoh["t"].to_numpy(dtype="float64"), dtoh["end"].to_numpy(dtype="float64")
+    order = np.argsort(t, kind="stable")
+    return t[order], end[order]
+
+
+def _token_on_host(a: float, first: float, copy_t: np.ndarray | None, copy_end: np.ndarray | None) -> float:
+    """When a request's first token was on the host: the end of the last device-to-host copy launched from its start
+    ``a`` to its first decode call's start ``first`` (no later than that call), else ``first``."""
+    if copy_t is None or not len(copy_t):
+        return first
+    i = int(np.searchsorted(copy_t, first, side="left")) - 1
+    if i < 0 or copy_t[i] < a or not np.isfinite(copy_end[i]):
+        return first
+    return min(first, max(float(copy_end[i]), a))
+
+
+def _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from, copy_t=None, copy_end=None) -> dict:
+    """Requests (``generate()`` calls, else prefills) with their TTFT and TPOT, over the steady ones. ``copy_t``,
+    ``copy_end``: the device-to-host copies' launches and ends (``_copies_to_host``), for the first token's arrival."""
     if len(r_start):
         starts, ends = r_start, r_end
     else:  # a loop of its own: a request runs from its prefill to the next prefill's start (or the last call's end)
@@ -161,7 +185,7 @@ def _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from) -> 
             continue  # one token only (max_new_tokens=1), or cut by the window's stop: no decode rate
         n += 1
         first = d_start[lo]
-        ttft.append(first - a)
+        ttft.append(_token_on_host(a, first, copy_t, copy_end) - a)
         # the decode calls' iterations (call start to the next call's start): their median, so a profiler's
         # occasional buffer flush does not stand for the rate (a streamer's mean over a plain run is the same rate)
         steps = np.diff(np.r_[d_start[lo:hi], b])

@@ -21,7 +21,7 @@ SYNC, PAGEABLE, GPU_WAIT, LAUNCH, HOST, DRAINED = range(len(KINDS))
 class HostCalls:
     """Whole-run tables of the host's blocking calls and copies, each with its time and range (path code)."""
     sync: pd.DataFrame       # t, ns, name, pc
-    dtoh: pd.DataFrame       # t, pc
+    dtoh: pd.DataFrame       # t, pc, end (the copy's end on the GPU: the data is on the host then)
     pageable: pd.DataFrame   # t, call_end (the launching call), pc, bytes, ns (GPU time of the copy)
 
 
@@ -66,7 +66,7 @@ def host_calls(ops: pd.DataFrame, calls: pd.DataFrame, api: pd.DataFrame, ranges
     def at(mask):
         t = pd.Series(op_launch[mask])
         return path_codes(paths, paths_at(ranges, pd.Series(ops["pid"].to_numpy()[mask]), t))
-    dtoh = pd.DataFrame({"t": op_launch[d], "pc": at(d)})
+    dtoh = pd.DataFrame({"t": op_launch[d], "pc": at(d), "end": ops["end_ns"].to_numpy(dtype="float64")[d]})
     pg = ops[p]
     pageable = pd.DataFrame({"t": op_launch[p], "call_end": calls["end_ns"].to_numpy()[p], "pc": at(p),
                              "bytes": pg["bytes"].fillna(0).to_numpy(dtype="float64"),

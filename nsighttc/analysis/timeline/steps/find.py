@@ -362,7 +362,8 @@ def result_copies(ops: pd.DataFrame | None) -> list[StepSet]:
 
 # iterations of a wider loop inside the replays' span holding no replay: the replays are a part of it. A generation loop
 # replaying its decoding step has one prompt between replays per request: 10 of 99 copy-bounded iterations held no
-# replay (transformers' static cache under torch.compile, tests/fixtures/inference/llm_static_graphs_nsys), and its
+# replay (transformers' static cache under torch.compile, H100; tests/fixtures/inference/llm_static_graphs_nsys is now
+# the H200's recording of it), and its
 # steps are the replays; a compiled loop of changing lengths, 29 of 60 batches (tests/fixtures/steps)
 NO_REPLAY_SHARE = 0.25
 MANY_REPLAYS_SHARE = 0.05  # ... and at most this share hold two or more (a loop reading its result every N replays)

@@ -25,7 +25,8 @@ marks (each step one call: no tail to skip), and a generation loop that replays 
 static KV cache, transformers' compiled ``generate()``): each replay, with the eager sampling after it, is a decode
 call, and the prompt's call runs eagerly between two replays. There the step that holds a prefill is the previous
 request's last replay, its tail, then the prefill: the decode call starts at the replay and the prefill where the
-step stops repeating a decode step. On the H100, ``llm_static_graphs_nsys``: 78 graph nodes and 49 eager kernels a
+step stops repeating a decode step. On the H100 (the recording ``llm_static_graphs_nsys`` was then; it is now the
+H200's of the same command): 78 graph nodes and 49 eager kernels a
 decode call, 256 kernels more for each prefill, 91 replays for 4 requests; read as 91 steps and no requests before.
 
 The result is marks as the hooks would have drawn them (``nsighttc.forward``/``prefill``/``decode``/``request``),
