@@ -94,9 +94,7 @@ def summarize(marks: pd.DataFrame, u: intervals.Union, launches: pd.DataFrame, l
     if len(r_start):  # a request the window's stop cut at its very start holds no model call: no request
         held = np.searchsorted(f_start, r_end, side="right") > np.searchsorted(f_start, r_start, side="left")
         r_start, r_end = r_start[held], r_end[held]
-    dtoh = pieces.calls.dtoh if pieces is not None else None
-    reqs = _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from,
-                     *(_copies_to_host(dtoh) if dtoh is not None and "end" in dtoh else (None, None)))
+    reqs = _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from, *_copies_to_host(pieces.calls.dtoh))
     out = {"kind": "generation", "requests": reqs["count"], "requests_recorded": int(max(len(r_start), len(p_start))),
            "request_source": "prefill calls found from the kernels" if found_by else
            "generate() calls" if len(r_start) else "prefill calls (no generate() calls seen)",
@@ -149,18 +147,16 @@ def _copies_to_host(dtoh: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return t[order], end[order]
 
 
-def _token_on_host(a: float, first: float, copy_t: np.ndarray | None, copy_end: np.ndarray | None) -> float:
+def _token_on_host(a: float, first: float, copy_t: np.ndarray, copy_end: np.ndarray) -> float:
     """When a request's first token was on the host: the end of the last device-to-host copy launched from its start
     ``a`` to its first decode call's start ``first`` (no later than that call), else ``first``."""
-    if copy_t is None or not len(copy_t):
-        return first
     i = int(np.searchsorted(copy_t, first, side="left")) - 1
     if i < 0 or copy_t[i] < a or not np.isfinite(copy_end[i]):
         return first
     return min(first, max(float(copy_end[i]), a))
 
 
-def _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from, copy_t=None, copy_end=None) -> dict:
+def _requests(r_start, r_end, p_start, d_start, f_start, f_end, steady_from, copy_t, copy_end) -> dict:
     """Requests (``generate()`` calls, else prefills) with their TTFT and TPOT, over the steady ones. ``copy_t``,
     ``copy_end``: the device-to-host copies' launches and ends (``_copies_to_host``), for the first token's arrival."""
     if len(r_start):
