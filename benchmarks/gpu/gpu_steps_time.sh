@@ -4,7 +4,7 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|twographs|twographs2   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|twographs|twographs2   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
@@ -36,9 +36,11 @@
 # workers and eager, profiled first and cached, recorded by hand; graph_replay.py --accum 4 graphed and eager;
 # novel10: graph_loader.py with 2 and 8 workers in turn around its first and cached runs (the launcher says the
 # loader's workers now), then the shared programs whose loaders have workers (vit_eval.py, lit_cifar.py; run again
-# at the final code as call 3)
+# at the final code as call 3); forked: graph_loader.py plain around its first run with and without its DataLoader
+# workers' operators kept out of the first session (NSIGHTTC_RECORD_FORKED=1: as before), its cached run, then the
+# shared programs whose loaders have workers (lit_cifar.py, vit_eval.py)
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|twographs|twographs2}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|twographs|twographs2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -492,6 +494,17 @@ if [ "$PART" = novel10 ]; then  # the data-loading gain against the loader's own
   plain gl_w8_2 $GL --workers 8; plain gl_2 $GL
   keep_runs gl_first gl_cached
   shared_after novel10 570 vit_eval.py lit_cifar.py
+fi
+
+if [ "$PART" = forked ]; then  # DataLoader workers forked while a first run records every operator (forked_children)
+  T0=$(date +%s); GL="python3 wrappers/graph_loader.py"
+  plain gl_1 $GL
+  NSIGHTTC_CACHE_DIR=$W/cache_new profile gl_first 200 -- $GL
+  NSIGHTTC_CACHE_DIR=$W/cache_old NSIGHTTC_RECORD_FORKED=1 profile gl_first_as_before 200 -- $GL
+  NSIGHTTC_CACHE_DIR=$W/cache_new profile gl_cached 200 -- $GL
+  plain gl_2 $GL
+  keep_runs gl_first gl_first_as_before gl_cached
+  shared_after forked 570 lit_cifar.py vit_eval.py
 fi
 
 if [ "$PART" = record ]; then

@@ -58,7 +58,10 @@ def start(prof, operators: bool = True) -> bool:
     """Enter torch.profiler ``prof``; without ``operators``, record the ranges and the GPU only. Returns whether
     the operators are recorded (True also where this torch offers no scopes: it then records everything). The
     runtime calls that do no GPU work are then left out of CUPTI's records (``cupti_quiet``), after every start (a
-    session's start may enable CUPTI's runtime records anew); the first time, the launcher says so in one line."""
+    session's start may enable CUPTI's runtime records anew); the first time, the launcher says so in one line.
+    A process forked while it records (a DataLoader worker) records nothing (``forked_children``)."""
+    from . import forked_children
+    forked_children.install()
     with inductor_left_unloaded():
         recorded = _start(prof, operators)
     from . import cupti_quiet

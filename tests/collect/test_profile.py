@@ -412,8 +412,9 @@ def test_the_verdict_is_made_while_the_launcher_exits_and_checked_against_its_re
     meta = json.loads((res.run_dir / "run.json").read_text())
     tl = meta["passes"][0]
     assert tl["seconds"] - tl["trace_written_s"] >= 3.5  # the pass' time is its process' end, after the sleep
-    # report.md was written before the process had ended (the 4 s shutdown), not after it
-    assert (res.run_dir / "report.md").stat().st_mtime < ended - 2.0
+    # report.md was written before the process had ended (the 4 s shutdown), not after it (1 s, not more: the
+    # analysis took the shutdown's first 2 s on a loaded 2-core host)
+    assert (res.run_dir / "report.md").stat().st_mtime < ended - 1.0
     assert meta["phase_seconds"]["exit_after_report"] > 1.0 and meta["exit_codes"]["torch"] == 3
     verdict = json.loads((res.run_dir / "verdict.json").read_text())
     assert verdict["provenance"]["passes"][0]["seconds"] == tl["seconds"]  # rewritten with the real end

@@ -278,10 +278,17 @@ FINAL = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "final"
 
 def _final(run: str, call: Path = FINAL) -> tuple[dict, list[dict]]:
     """A live run of reports/steps_time/final (H200, 2026-11-29; ``final2``: the next call): its verdict and its
-    launcher's window events."""
-    doc = json.loads(gzip.decompress((call / f"{run}_verdict.json.gz").read_bytes()))
-    events = [json.loads(x) for x in (call / f"{run}_window_events.jsonl").read_text().splitlines() if x.strip()]
-    return doc, events
+    launcher's window events (``final`` to ``final4`` hold theirs in one ``verdicts.tar.xz``)."""
+    packed = call / "verdicts.tar.xz"
+    if packed.exists():
+        import tarfile
+        with tarfile.open(packed) as tar:
+            doc = json.load(tar.extractfile(f"{run}_verdict.json"))
+            lines = tar.extractfile(f"{run}_window_events.jsonl").read().decode().splitlines()
+    else:
+        doc = json.loads(gzip.decompress((call / f"{run}_verdict.json.gz").read_bytes()))
+        lines = (call / f"{run}_window_events.jsonl").read_text().splitlines()
+    return doc, [json.loads(x) for x in lines if x.strip()]
 
 
 @pytest.mark.parametrize("run", ["varlen_first", "varlen_cached", "conv_cached"])

@@ -188,3 +188,53 @@ def test_a_record_function_open_across_the_window_of_a_program_that_ends_inside_
     assert not ops.exists() and "the change is given up" in proc.stderr
     steps = [e for e in _events(trace) if e.get("name") == "nsighttc.step"]
     assert len(steps) >= 30  # the window's steps (from the 5th to the program's end) are in the timeline
+
+
+WORKER_COUNTS_ITS_OPS = """
+import json, os, torch
+class Items(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+    def __getitem__(self, i):
+        x = torch.rand(3, 8, 8)
+        for _ in range(5):
+            x = torch.flip(x, dims=(1,))
+        if i:
+            return x, -1
+        # the worker's copy of the session opened before the fork, written out: its operators, if any reached it
+        # (the trace, not the result's events: a torch with ``trace_only`` keeps none there)
+        path = os.path.join(os.environ["OUT_DIR"], "worker.json")
+        torch._C._autograd._disable_profiler().save(path)
+        with open(path) as f:
+            return x, sum(e.get("name") == "aten::flip" for e in json.load(f)["traceEvents"])
+m = torch.nn.Linear(8, 8); opt = torch.optim.SGD(m.parameters(), lr=0.01)
+loader = torch.utils.data.DataLoader(Items(), batch_size=1, num_workers=1)
+for x, n in loader:
+    if int(n) >= 0:
+        print("FORKED_FLIPS", int(n), flush=True)
+    opt.zero_grad(); m(x[0, 0]).sum().backward(); opt.step()
+"""
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_dataloader_worker_forked_while_a_first_run_records_operators_records_none(tmp_path, keep):
+    """A worker forked during the first session (every operator with its arguments) used to record each of its own
+    operators into a copy of the session nobody writes (H200: a graphed step fed by 2 workers, 103 ms a step against
+    73 ms plain); ``NSIGHTTC_RECORD_FORKED=1`` leaves the worker as torch leaves it, which shows what the test sees."""
+    import os
+    import subprocess
+    import sys
+    from nsighttc.runtime.forked_children import KEEP_ENV
+    prog = tmp_path / "prog.py"
+    prog.write_text(WORKER_COUNTS_ITS_OPS)
+    env = {k: v for k, v in os.environ.items() if k != KEEP_ENV}
+    env["OUT_DIR"] = str(tmp_path)
+    if keep:
+        env[KEEP_ENV] = "1"
+    proc = subprocess.run([sys.executable, "-m", "nsighttc.runtime.launch", "--window", "--window-warmup", "40",
+                           "--window-steps", "6", "--window-end", "continue", "--torch-trace",
+                           str(tmp_path / "t.json"), "--record-shapes", "--ops-trace", str(tmp_path / "ops.json"),
+                           "--", str(prog)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    flips = [int(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith("FORKED_FLIPS")]
+    assert flips == ([5] if keep else [0]), proc.stdout + proc.stderr
