@@ -1,6 +1,6 @@
 """Benchmark: peak memory and time to analyse a large torch.profiler (Kineto) trace.
 
-The trace is made from the real H200 recording (tests/fixtures/kineto_trace_cases_loops.json.gz): its
+The trace is made from the real H200 recording (tests/fixtures/kineto_trace_cases_loops.json.xz): its
 traceEvents repeated with shifted timestamps and correlation ids until the file reaches --mb MB.
 Requirement (issue 3): a 1 GB trace must not need 10 GB of RAM; nsighttc streams it with ijson, so
 memory follows the number of GPU/API events kept, not the file size. Prints MB/s and peak RSS.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-FIXTURE = ROOT / "tests" / "fixtures" / "kineto_trace_cases_loops.json.gz"
+FIXTURE = ROOT / "tests" / "fixtures" / "kineto_trace_cases_loops.json.xz"
 
 
 def make_input(mb: int, dest: Path) -> int:

@@ -24,11 +24,11 @@ def main() -> int:
         db.write_bytes(gzip.open(F.parents[1] / "nsighttc" / "data" / "h200_loops_nsys.sqlite.gz").read())
         cases = {
             "ncu_raw_tensor_metrics": [F / "ncu_raw_tensor_metrics.csv.gz"],
-            "ncu_details_tensor_metrics": [F / "ncu_details_tensor_metrics.csv.gz"],
-            "ncu_details_vgg16_fp16_basic_set": [F / "ncu_details_vgg16_fp16_basic_set.csv.gz"],
+            "ncu_details_tensor_metrics": [F / "ncu_details_tensor_metrics.csv.xz"],
+            "ncu_details_vgg16_fp16_basic_set": [F / "ncu_details_vgg16_fp16_basic_set.csv.xz"],
             "ncu_rep_mm_fp16_fp32": [F / "mm_fp16_fp32.ncu-rep.xz"],
             "nsys_mm_relu_loops": [db],
-            "kineto_trace_cases_loops": [F / "kineto_trace_cases_loops.json.gz"],
+            "kineto_trace_cases_loops": [F / "kineto_trace_cases_loops.json.xz"],
             "nsys_plus_ncu_merged": [db, F / "ncu_raw_tensor_metrics.csv.gz"],
         }
         for name, inputs in cases.items():

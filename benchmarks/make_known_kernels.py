@@ -41,7 +41,7 @@ DEFAULT_SOURCES = [
     f"tests/fixtures/h100_foreach_norm_ncu_raw.csv.gz={H100}",
     f"tests/fixtures/h100_ncu_raw_one_pass_set.csv.gz={H100}",
     f"tests/fixtures/ncu_raw_tensor_metrics.csv.gz={H200}",
-    f"tests/fixtures/ncu_details_tensor_metrics.csv.gz={H200}",
+    f"tests/fixtures/ncu_details_tensor_metrics.csv.xz={H200}",
     f"nsighttc/data/h200_probe_ncu_raw.csv.gz={H200}",
 ]
 OUT = ROOT / "nsighttc" / "data" / "known_kernels.json"

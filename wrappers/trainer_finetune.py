@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tf32", action="store_true", help="TrainingArguments(tf32=True)")
     ap.add_argument("--workers", type=int, default=0, help="dataloader_num_workers (the Trainer's default: 0)")
     ap.add_argument("--grad-accum", type=int, default=1, help="gradient_accumulation_steps")
+    ap.add_argument("--tiny", action="store_true",
+                    help="the smoke mode's tiny BERT (2 layers, hidden 64) on any device: a small recording")
     ap.add_argument("--python-items", action="store_true",
                     help="build each sample's ids in a Python list comprehension (a hand-written tokenizer's host "
                          "work: about 10-20 ms per batch of 32, in the main process)")
@@ -76,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("error: --device cuda but no CUDA device is available (use --device cpu for a smoke run)")
     if cpu:
         a.steps, a.batch, a.seq = min(a.steps, 6), min(a.batch, 4), min(a.seq, 32)
+    if cpu or a.tiny:
         config = BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=128, max_position_embeddings=64, num_labels=2)
     else:
@@ -100,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[StepTimes()])
         result = trainer.train()
     steady = clock.per_second(a.batch * a.grad_accum)
-    print(f"trainer_finetune {'tiny-bert cpu' if cpu else 'bert-base'} {a.precision}{' tf32' if a.tf32 else ''} "
+    print(f"trainer_finetune {'tiny-bert' if cpu or a.tiny else 'bert-base'}{' cpu' if cpu else ''} {a.precision}{' tf32' if a.tf32 else ''} "
           f"batch={a.batch} seq={a.seq} steps={a.steps}: {result.metrics['train_samples_per_second']:.1f} samples/s "
           f"(Trainer), {steady:.1f} samples/s steady, loss {result.training_loss:.3f}", flush=True)
     return 0

@@ -4,7 +4,7 @@
 # gradient accumulation. Each runs plain (the truth), under `nsighttc profile` with an empty evidence cache then cached,
 # recorded whole with torch.profiler by hand (record_torch.py) and with a plain `nsys profile`; the recordings come back
 # as fixtures (benchmarks/strip_fixture.py: xz, what no reader takes left out).
-#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|twographs|twographs2   (source .device-carry/setup.sh first)
+#   bash benchmarks/gpu/gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2   (source .device-carry/setup.sh first)
 # runs: the plain runs and nsighttc's; record: the recordings by hand (each part fits one call of the device tool);
 # verify: the variable-length loop plain and bucketed twice each (the gain a fix must hold), then nsighttc's first and
 # cached runs of the graph-replay and variable-length programs; varlen: nsighttc's runs of the variable-length one only;
@@ -38,9 +38,11 @@
 # loader's workers now), then the shared programs whose loaders have workers (vit_eval.py, lit_cifar.py; run again
 # at the final code as call 3); forked: graph_loader.py plain around its first run with and without its DataLoader
 # workers' operators kept out of the first session (NSIGHTTC_RECORD_FORKED=1: as before), its cached run, then the
-# shared programs whose loaders have workers (lit_cifar.py, vit_eval.py)
+# shared programs whose loaders have workers (lit_cifar.py, vit_eval.py); trainer_accum: wrappers/trainer_finetune.py
+# --grad-accum 4 (the Trainer's accumulation) plain around its first and cached runs, then recorded by hand;
+# trainer_accum_small: the same with a tiny BERT plain twice, then under a plain nsys (the fixture) and analysed
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|twographs|twographs2}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -505,6 +507,29 @@ if [ "$PART" = forked ]; then  # DataLoader workers forked while a first run rec
   plain gl_2 $GL
   keep_runs gl_first gl_first_as_before gl_cached
   shared_after forked 570 lit_cifar.py vit_eval.py
+fi
+
+if [ "$PART" = trainer_accum ]; then  # the Trainer with gradient_accumulation_steps=4 (accelerate skips the step)
+  T0=$(date +%s); TR="python3 wrappers/trainer_finetune.py --grad-accum 4"
+  plain tr_accum_1 $TR --steps 40
+  profile tr_accum_first 240 -- $TR --steps 40
+  profile tr_accum_cached 240 -- $TR --steps 40
+  plain tr_accum_2 $TR --steps 40
+  keep_runs tr_accum_first tr_accum_cached
+  record tr_accum wrappers/trainer_finetune.py --grad-accum 4 --steps 12
+  echo "trainer_accum took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = trainer_accum_small ]; then  # the same with a tiny BERT: a plain nsys recording small enough to keep
+  T0=$(date +%s); TS="wrappers/trainer_finetune.py --grad-accum 4 --tiny --seq 32 --steps 10"
+  plain tr_small_1 python3 $TS; plain tr_small_2 python3 $TS
+  timeout 240 nsys profile -t cuda,nvtx -f true -o "$W/tr_small.nsys" python3 $TS > "$W/tr_small.nsys.log" 2>&1 && \
+    nsys export --type sqlite -f true -o "$W/tr_small.nsys.sqlite" "$W/tr_small.nsys.nsys-rep" >> "$W/tr_small.nsys.log" 2>&1
+  echo "nsys tr_small: rc=$? $(grep -E 'samples/s' "$W/tr_small.nsys.log" | tail -1)" >> "$S"
+  python3 benchmarks/strip_fixture.py "$W/tr_small.nsys.sqlite" "$W/fix/trainer_accum_nsys.sqlite.xz" >> "$S" 2>&1
+  timeout 120 python3 -m nsighttc analyze "$W/tr_small.nsys.sqlite" -o "$W/fix/tr_small_nsys.md" -q >> "$S" 2>&1
+  grep -E "steady steps|^\*\*GPU busy|^First fix" "$W/fix/tr_small_nsys.md" | head -4 >> "$S"
+  echo "trainer_accum_small took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

@@ -472,3 +472,46 @@ def test_the_launchers_syncs_after_the_window_are_not_the_programs():
     sync = nsighttc.analyze([FIX / "graph_serve_cached_live.json.xz"]).to_json()["timeline"]["sync"]["by_name"]
     assert sync["cudaStreamSynchronize"]["calls"] == int((raw["name"] == "cudaStreamSynchronize").sum()) == 104
     assert sync["cudaDeviceSynchronize"]["calls"] == int((raw["name"] == "cudaDeviceSynchronize").sum()) - late
+
+
+def _update_blocks(path: Path) -> list[float]:
+    """The starts of the optimizer updates in a plain nsys recording, read with sqlite alone: runs of
+    ``multi_tensor_apply`` kernels (the gradient clipping's and AdamW's), a new run where more than 100 other kernels
+    came between two of them."""
+    import lzma
+    import sqlite3
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        db = Path(d) / "r.sqlite"
+        db.write_bytes(lzma.decompress(path.read_bytes()))
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT k.start, s.value LIKE '%multi_tensor_apply%' FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                           "JOIN StringIds s ON s.id = k.demangledName ORDER BY k.start").fetchall()
+        con.close()
+    starts, since = [], None
+    for i, (start, update) in enumerate(rows):
+        if update:
+            if since is None or i - since > 100:
+                starts.append(float(start))
+            since = i
+    return starts
+
+
+def test_gradient_accumulation_in_a_plain_nsys_recording_is_one_step_per_optimizer_update():
+    """transformers' Trainer with ``gradient_accumulation_steps=4`` (a tiny BERT, ``wrappers/trainer_finetune.py
+    --grad-accum 4 --tiny --seq 32 --steps 10``) under a plain ``nsys profile -t cuda,nvtx`` (H200, 2026-11-30,
+    ``gpu_steps_time.sh OUT trainer_accum_small``; kept to its first 1.36 s, 5 of its 10 optimizer steps). Each
+    micro-batch's 222 kernels repeat exactly; the update comes every fourth. Before: "19 steady steps of 10.4 ms", the
+    micro-batches (the whole recording: "128 steady steps of 1.31 ms", the copies of the loss's NaN check). The
+    BERT-base run of the same (reports/steps_time/trainer_accum): "48 steps of 63.7 ms" where the program's optimizer
+    steps took 254 ms; now 11 of 258 ms."""
+    path = FIX / "trainer_accum_nsys.sqlite.xz"
+    tl = nsighttc.analyze([path]).to_json()["timeline"]
+    st = tl["steps"]
+    updates = _update_blocks(path)
+    assert len(updates) == 5  # (the recording's own count: the steps' truth)
+    assert st["source"] == "kernel-period" and st["count"] == len(updates) - 1, st["count"]
+    between = sorted(b - a for a, b in zip(updates, updates[1:]))
+    truth = (between[1] + between[2]) / 2  # the median of the 4 intervals between updates
+    assert abs(st["median_iteration_ns"] / truth - 1) < 0.05, (st["median_iteration_ns"], truth)
+    assert "repeating kernel sequence" in st["found_by"]

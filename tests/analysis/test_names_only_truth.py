@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TIMELINES = sorted([p for p in FIX.rglob("*") if p.is_file() and p.parent.name not in ("bad",)
                     and not p.parent.name.startswith("rank")
                     and (p.name.endswith((".sqlite.gz", ".sqlite.xz", "_torch.json.gz", "_torch.json.xz"))
-                         or p.name in ("kineto_trace_cases_loops.json.gz",))
+                         or p.name in ("kineto_trace_cases_loops.json.xz",))
                     and "shapes" not in p.name],
                    key=str)
 RANK_JOBS = sorted({p.parent.parent for p in FIX.rglob("rank0/*") if p.is_file()}, key=str)

@@ -10,7 +10,7 @@ import pytest
 from nsighttc.parse import kineto, kineto_devices, kineto_scan
 from tests.conftest import FIXTURES, fixture_open
 
-REAL = [FIXTURES / "kineto_trace_cases_loops.json.gz", FIXTURES / "multi_phase_torch.json.xz"]
+REAL = [FIXTURES / "kineto_trace_cases_loops.json.xz", FIXTURES / "multi_phase_torch.json.xz"]
 
 
 def _same(a, b):

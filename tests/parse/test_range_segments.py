@@ -80,7 +80,7 @@ def _sweep_paths(r):
 
 def test_nesting_by_arrays_matches_the_sweep_on_real_recordings():
     from nsighttc.parse.range_paths import _nest_arrays
-    for name in ("multi_phase_nsys_node.sqlite.xz", "multi_phase_torch.json.xz", "kineto_trace_cases_loops.json.gz"):
+    for name in ("multi_phase_nsys_node.sqlite.xz", "multi_phase_torch.json.xz", "kineto_trace_cases_loops.json.xz"):
         r = load(FIXTURES / name).timeline.ranges
         fast = _nest_arrays(r)
         assert fast is not None, name

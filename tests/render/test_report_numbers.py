@@ -16,7 +16,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures"
 HTA = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hta"
 RECORDINGS = [FIX / "unmarked" / "trainer_torch.json.xz", FIX / "multi_phase_nsys_node.sqlite.xz",
               FIX / "window" / "trainer_window_torch.json.xz", FIX / "ddp" / "straggler_torch",
-              FIX / "kineto_trace_cases_loops.json.gz"]
+              FIX / "kineto_trace_cases_loops.json.xz"]
 FOREIGN = [HTA / "nccl_parser_config" / "nccl_data.json.gz", HTA / "trace_filter",
            HTA / "ns_resolution_trace" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
            HTA / "amd_trace" / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"]
@@ -80,7 +80,7 @@ def test_every_number_a_report_says_twice_is_the_same_on_other_projects_traces(p
 
 
 def test_the_check_catches_a_headline_that_disagrees_with_its_table():
-    doc = analyze([FIX / "kineto_trace_cases_loops.json.gz"]).to_json()
+    doc = analyze([FIX / "kineto_trace_cases_loops.json.xz"]).to_json()
     report = markdown.render(doc, detail="full")
     share = re.search(r"(\d+)% of the matrix work", report).group(1)
     wrong = report.replace(f"{share}% of the matrix work", f"{int(share) - 9}% of the matrix work", 1)
