@@ -9,7 +9,7 @@ Run: python benchmarks/bench_kineto_json.py [--mb 1000] [--keep FILE]
 from __future__ import annotations
 
 import argparse
-import gzip
+import lzma
 import json
 import resource
 import sys
@@ -23,7 +23,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "kineto_trace_cases_loops.json.xz"
 
 
 def make_input(mb: int, dest: Path) -> int:
-    doc = json.load(gzip.open(FIXTURE))
+    doc = json.load(lzma.open(FIXTURE))
     events = doc.pop("traceEvents")
     span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e.get("ts", 0) for e in events if "ts" in e)
     corr_span = 1 + max(int((e.get("args") or {}).get("correlation", 0) or 0) for e in events)

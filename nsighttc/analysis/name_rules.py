@@ -246,6 +246,16 @@ RULES: tuple[NameRule, ...] = (
        ": h884/s884 (Volta), h1688/s1688 (Turing), 16816 (Ampere) are the HMMA shapes of fp16 convolutions"),
     _r("flash-attention", r"flash_fwd|flash_bwd|pytorch_flash::|fmha_cutlass[FB]_(f16|bf16)|fmha_.*_(f16|bf16)",
        True, None, PEER + ": FlashAttention kernels issue mma for fp16/bf16"),
+    # PyTorch's memory-efficient attention in fp32, built for sm80 and newer (the name's _sm80/_sm90 suffix; _sm50,
+    # _sm70 and _sm75 builds are SIMT): its GEMMs are CUTLASS tensor ops with OpMultiplyAddFastF32, fp32 accuracy
+    # from three TF32 mmas (mem_eff_attention/gemm_kernel_utils.h, DefaultGemmType<ArchTag, float> for compute
+    # capability 8.0 and up). Measured: two of them on the H100 (known-kernel table, on Tensor Cores); seen unmeasured
+    # as fmha_cutlassB_f32_aligned_64x64_k32_dropout_sm80, a tiny BERT's attention backward on the H200
+    # (tests/fixtures/steps/trainer_accum_nsys.sqlite.xz, 5.3% of its kernel time)
+    _r("mem-efficient-attention-fp32", r"fmha_cutlass[FB]_f32_\w*_sm(8\d|9\d|1\d\d)\b", True, "tf32",
+       "PyTorch's mem_eff_attention source (fp32 on sm80+: OpClassTensorOp, OpMultiplyAddFastF32, 3xTF32) and the "
+       "H100's ncu measurements of fmha_cutlassB_f32_aligned_64x64_k64_dropout_sm80 and fmha_cutlassF_f32_aligned_"
+       "64x64_rf_sm80 (known-kernel table)"),
     # --- No matrix work at all: PyTorch/Inductor elementwise, reductions, copies, pooling ---
     _r("elementwise", r"elementwise_kernel|unrolled_elementwise|vectorized_elementwise|"
        r"distribution_elementwise|distribution_nullary", False, None, H200 + ": hmma>0 only via HFMA2.MMA"),

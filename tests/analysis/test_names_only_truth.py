@@ -30,7 +30,7 @@ TIMELINES = sorted([p for p in FIX.rglob("*") if p.is_file() and p.parent.name n
                     and "shapes" not in p.name],
                    key=str)
 RANK_JOBS = sorted({p.parent.parent for p in FIX.rglob("rank0/*") if p.is_file()}, key=str)
-COUNTERS = sorted([p for p in FIX.glob("*.csv.gz") if "ncu" in p.name] + list(FIX.glob("*.ncu-rep*")), key=str)
+COUNTERS = sorted([p for p in [*FIX.glob("*.csv.gz"), *FIX.glob("*.csv.xz")] if "ncu" in p.name] + list(FIX.glob("*.ncu-rep*")), key=str)
 WORD = {"yes": "YES", "partial": "PARTIAL", "no": "NO", "unknown": "UNKNOWN"}
 
 

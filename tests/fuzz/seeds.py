@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from tests.conftest import DETAILS, KINETO, NCU_REP, NSYS_SQLITE_GZ, RAW, fixture_bytes
+from tests.conftest import DETAILS, KINETO, NCU_REP, NSYS_SQLITE_GZ, RAW, fixture_bytes, fixture_open
 
 ROOT = Path(__file__).resolve().parents[2]
 VERDICT = ROOT / "reports" / "examples" / "nsys_plus_ncu_merged" / "verdict.json.gz"
@@ -31,7 +31,7 @@ BY_KIND = {s.kind: s for s in SEEDS}
 
 
 def _csv_head(path: Path, lines: int) -> bytes:
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
+    with fixture_open(path, "rt", encoding="utf-8") as fh:
         return "".join(line for _, line in zip(range(lines), fh)).encode()
 
 
@@ -44,7 +44,7 @@ def seed_bytes(kind: str) -> bytes:
     if kind == "nsys-sqlite":
         return gzip.open(NSYS_SQLITE_GZ, "rb").read()   # 446 KB
     if kind in ("kineto", "kineto-gz"):
-        doc = json.loads(gzip.open(KINETO, "rt", encoding="utf-8").read())
+        doc = json.loads(fixture_open(KINETO, "rt", encoding="utf-8").read())
         events = doc["traceEvents"]
         timed = sorted(float(e["ts"]) for e in events if isinstance(e.get("ts"), (int, float)))
         keep = len(timed)
