@@ -74,12 +74,20 @@ def test_names_only_headline_states_the_known_part_first(docs, monkeypatch):
     """A Trainer fp32 fine-tune by kernel names alone: the headline used to read "UNKNOWN — 11% ... no signal" while
     most of the matrix work was fp32 GEMMs whose names say they ran on CUDA cores. With the known-kernel table its
     memory-efficient attention kernels are measured ones (Tensor Cores, 3xTF32) and the answer is PARTIAL; without the
-    table (names only) the known part comes first, and the JSON's verdict is the headline's word (issue 47)."""
+    table (names only) the known part comes first, and the JSON's verdict is the headline's word (issue 47). Names
+    alone now know those attention kernels too (the ``mem-efficient-attention-fp32`` rule): PARTIAL again; with that
+    rule left out as well, they are the unknown part the headline states after the known one."""
     tc = docs["unmarked/trainer_torch.json.xz"]["tensor_cores"]
     assert tc["verdict"] == "partial" and tc["headline"].startswith("Tensor Cores: PARTIAL")
     assert tc["headline"] == markdown.tc_headline(tc)
-    from nsighttc.analysis import known_kernels
+    from nsighttc.analysis import known_kernels, name_rules
     monkeypatch.setattr(known_kernels, "table", lambda: {"archs": {}})
+    doc = analyze([FIX / "unmarked" / "trainer_torch.json.xz"], jobs=1)
+    assert doc.to_json()["tensor_cores"]["verdict"] == "partial"
+    fmha = doc.kernels[doc.kernels["name"].str.startswith("fmha_cutlass")]
+    assert len(fmha) and (fmha["name_rule"].astype(str) == "mem-efficient-attention-fp32").all()
+    monkeypatch.setattr(name_rules, "RULES", tuple(r for r in name_rules.RULES
+                                                   if r.id != "mem-efficient-attention-fp32"))
     tc = analyze([FIX / "unmarked" / "trainer_torch.json.xz"], jobs=1).to_json()["tensor_cores"]
     line = tc["headline"]
     assert tc["verdict"] == "no"
