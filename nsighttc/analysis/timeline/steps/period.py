@@ -152,21 +152,22 @@ def find(codes: np.ndarray, names: list[str], times: np.ndarray | None = None) -
     if approx is not None and (exact is None or approx["loop_time"] > 2 * exact["loop_time"]):
         return _inner(codes, exact, approx) or approx
     if exact is not None and approx is not None:
-        updates = _optimizer_codes(names)
-        if _part_of_optimizer_step(codes, updates, exact) and not _part_of_optimizer_step(codes, updates, approx):
-            return _after_updates(codes, updates, approx)
+        update = _updates(codes, names)
+        if _part_of_optimizer_step(update, exact) and not _part_of_optimizer_step(update, approx):
+            return _after_updates(codes, update, approx)
     return exact
 
 
-def _optimizer_codes(names: list[str]) -> np.ndarray:
-    """Whether each name code is an optimizer update's kernel (``OPTIMIZER_KERNEL``); one test per distinct name."""
-    return np.array([bool(OPTIMIZER_KERNEL.search(str(n or ""))) for n in names] or [False], dtype=bool)
+def _updates(codes: np.ndarray, names: list[str]) -> np.ndarray:
+    """Whether each launch is an optimizer update's kernel (``OPTIMIZER_KERNEL``); one test per distinct name."""
+    by_code = np.array([bool(OPTIMIZER_KERNEL.search(str(n or ""))) for n in names], dtype=bool)
+    return by_code[codes]
 
 
 OPTIMIZER_STEP_SHARE = 0.5  # a loop whose iterations hold an optimizer update less often than this is part of a step
 
 
-def _part_of_optimizer_step(codes: np.ndarray, updates: np.ndarray, loop: dict) -> bool:
+def _part_of_optimizer_step(update: np.ndarray, loop: dict) -> bool:
     """Whether a loop's iterations are parts of the optimizer's step: its updates recur in at least ``MIN_PERIODS``
     of the iterations, but in fewer than ``OPTIMIZER_STEP_SHARE`` of them. A training step ends with its update, so
     iterations without one are micro-batches (gradient accumulation) or layers. Why: transformers' Trainer with
@@ -177,21 +178,20 @@ def _part_of_optimizer_step(codes: np.ndarray, updates: np.ndarray, loop: dict) 
     at = np.asarray(loop["launches"][loop["warmup"]:], dtype=np.int64)
     if len(at) < MIN_PERIODS:
         return False
-    flagged = updates[np.clip(codes, 0, len(updates) - 1)] if len(updates) else np.zeros(len(codes), bool)
-    before = np.concatenate([[0], np.cumsum(flagged)])
-    bounds = np.append(at, min(int(loop["end"]), len(codes)))
+    before = np.concatenate([[0], np.cumsum(update)])
+    bounds = np.append(at, min(int(loop["end"]), len(update)))
     held = (before[bounds[1:]] - before[bounds[:-1]]) > 0  # each iteration: does it launch an update?
     return int(held.sum()) >= MIN_PERIODS and held.mean() < OPTIMIZER_STEP_SHARE
 
 
-def _after_updates(codes: np.ndarray, updates: np.ndarray, loop: dict) -> dict:
+def _after_updates(codes: np.ndarray, update: np.ndarray, loop: dict) -> dict:
     """The loop's steps started where each ends: at the kernel after its optimizer update. The approximate loop's
     anchor is a name launched once a step, which in an accumulation loop can be a kernel inside the update (the
     Trainer's gradient clipping, ``lpnorm_cleanup``, between the clipping's and AdamW's ``multi_tensor_apply``
     kernels), so its steps would have run from inside one update into the next. An update is the run of update
     kernels with less than a quarter of the period between them; the anchor named is then the name most of the new
     starts launch."""
-    flagged = np.flatnonzero(updates[np.clip(codes, 0, len(updates) - 1)])
+    flagged = np.flatnonzero(update)
     at = np.asarray(loop["launches"], dtype=np.int64)
     p = int(loop["period"])
     if not len(flagged) or not len(at):
