@@ -65,19 +65,35 @@ def _open(path: Path):
     return textio.open_binary(path)
 
 
+def events_prefix(path: Path) -> str:
+    """Where a trace's events are, for ijson: under ``traceEvents`` (Kineto since torch 1.8), or the document itself
+    (Chrome's JSON Array Format, which the Kineto of late 2020 wrote: pytorch/kineto's first tb_plugin sample)."""
+    head = textio.head_bytes(path, 4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return "item" if head.startswith(b"[") else "traceEvents.item"
+
+
 def _events(path: Path):
+    prefix = events_prefix(path)
     try:
         import ijson  # C backend when available: fast and constant memory per event
     except ImportError:  # small traces still work with the standard library
         import json
         with _open(path) as fh:
             doc = json.load(fh)
+        if isinstance(doc, list):
+            yield from doc
+            return
         if not isinstance(doc, dict) or "traceEvents" not in doc:
             raise ParseError("JSON without 'traceEvents': not a torch.profiler/chrome trace", path)
         yield from doc["traceEvents"]
         return
     with _open(path) as fh:
-        yield from ijson.items(fh, "traceEvents.item", use_float=True)
+        try:
+            yield from ijson.items(fh, prefix, use_float=True)
+        except ijson.IncompleteJSONError:
+            if prefix == "traceEvents.item":
+                raise
+            # the Array Format's closing "]" is optional (a process that dies mid-trace): the events before it stand
 
 
 def _has_trace_events(path: Path) -> bool:
@@ -87,7 +103,7 @@ def _has_trace_events(path: Path) -> bool:
             if prefix == "" and event == "map_key" and value == "traceEvents":
                 return True
             if prefix == "" and event == "start_array":
-                return False
+                return True  # the Array Format: the document is the events array
     return False
 
 

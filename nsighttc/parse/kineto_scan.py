@@ -29,6 +29,7 @@ _START = re.compile(rb'"traceEvents"\s*:\s*\[')
 _CUT = re.compile(rb"\}\s*,\s*(?=\{)")
 _END = re.compile(rb"\}\s*\]")
 _EMPTY = re.compile(rb"\s*\]")
+_ARRAY = re.compile(rb"(?:\xef\xbb\xbf)?\s*\[")  # a document that is the events array itself
 
 if msgspec is not None:
     # gc=False: a block holds ~10^5 records, none in a reference cycle; tracking them only feeds the collector
@@ -122,6 +123,9 @@ def scan(read: Callable[[int], bytes], on_events: Callable[..., None], watch: by
     if msgspec is None:
         return None
     head = read(BLOCK)
+    top = _ARRAY.match(head)
+    if top:  # Chrome's JSON Array Format: the events are the document (torch 1.8's Kineto, late 2020)
+        return _scan_events(read, on_events, watch, bytearray(b"[") + head[top.end():], {}, array=True)
     m = _START.search(head)
     while m is None:
         more = read(BLOCK)
@@ -139,9 +143,15 @@ def scan(read: Callable[[int], bytes], on_events: Callable[..., None], watch: by
     buf = bytearray(b"[")
     buf += head[m.end():]
     del head
+    return _scan_events(read, on_events, watch, buf, header)
+
+
+def _scan_events(read, on_events, watch, buf: bytearray, header: dict, array: bool = False) -> dict:
+    """The events array from ``buf`` (its ``[`` and what follows) on, then the document's trailer; ``array``: the
+    array is the whole document, so nothing but white space may follow it."""
     e = _EMPTY.match(buf, 1)
     if e:  # "traceEvents": []
-        return {**header, **_trailer(bytes(buf[e.end():]), read)}
+        return {**header, **_trailer(bytes(buf[e.end():]), read, array)}
     while more := read(BLOCK):
         buf += more
         comma = _last_cut(buf)
@@ -157,7 +167,7 @@ def scan(read: Callable[[int], bytes], on_events: Callable[..., None], watch: by
     # decode; tried from the end (the trailer is short), cheap trailer check first
     for e in reversed(list(_END.finditer(buf, max(1, len(buf) - (4 << 20))))):
         try:
-            tail = _trailer(bytes(buf[e.end():]), read)
+            tail = _trailer(bytes(buf[e.end():]), read, array)
             events = _decode_events(buf, e.end())
         except NotFast:
             continue
@@ -178,12 +188,16 @@ def _last_cut(buf: bytearray) -> int | None:
     return buf.index(b",", last.start()) if last else None
 
 
-def _trailer(rest: bytes, read: Callable[[int], bytes]) -> dict:
+def _trailer(rest: bytes, read: Callable[[int], bytes], array: bool = False) -> dict:
     while more := read(BLOCK):
         rest += more
         if len(rest) > 64 * BLOCK:
             raise NotFast("trailer too long")
     rest = rest.strip()
+    if array:
+        if rest:
+            raise NotFast("bytes after the document's array")
+        return {}
     if rest == b"}":
         return {}
     if not rest.startswith(b","):

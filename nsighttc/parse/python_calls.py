@@ -43,8 +43,9 @@ def read(path: Path) -> HostSamples | None:
     """The trace's Python calls (None without any)."""
     import ijson
     tid, ts, dur, name, pyid, parent = [], [], [], [], [], []
+    from .kineto import events_prefix
     with textio.open_binary(Path(path)) as fh:
-        for ev in ijson.items(fh, "traceEvents.item", use_float=True):
+        for ev in ijson.items(fh, events_prefix(Path(path)), use_float=True):
             if not isinstance(ev, dict) or ev.get("cat") != "python_function" or ev.get("ph") != "X":
                 continue
             a = ev.get("args") or {}
