@@ -5,7 +5,7 @@ per compute capability (``nsighttc/analysis/known_kernels.py`` says how names-on
 Sources, all from ncu on the lent GPUs (nothing typed in):
 - evidence caches (``<cache>/evidence/<gpu>--<driver>.json``, as ``nsighttc profile`` writes them; the runs' copies
   under ``reports/``),
-- committed verdicts (``verdict.json``, gzipped or not) whose kernels carry hardware evidence,
+- committed verdicts (``verdict.json``, gzip- or xz-compressed or not) whose kernels carry hardware evidence,
 - ncu exports (raw or details CSV, ``.ncu-rep``) given as ``PATH=GPU NAME`` (an export does not name its GPU).
 
 A name two measurements disagree on (yes against no) is left out and listed; a dtype one measurement names and
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import lzma
 import json
 import sys
 from pathlib import Path
@@ -53,7 +54,7 @@ def cc_of(gpu: str | None) -> str | None:
 
 
 def _load(path: Path):
-    opener = gzip.open if path.suffix == ".gz" else open
+    opener = {".gz": gzip.open, ".xz": lzma.open}.get(path.suffix, open)
     with opener(path, "rt", encoding="utf-8") as fh:
         return json.load(fh)
 
@@ -91,7 +92,7 @@ def gather(sources: list[str]) -> tuple[list[tuple], list[str]]:
         path_text, _, gpu = src.partition("=")
         p = Path(path_text) if Path(path_text).is_absolute() else ROOT / path_text
         if p.is_dir():
-            for f in sorted(p.rglob("*.json")) + sorted(p.rglob("*.json.gz")):
+            for f in sorted(p.rglob("*.json")) + sorted(p.rglob("*.json.gz")) + sorted(p.rglob("*.json.xz")):
                 rel = f.relative_to(ROOT) if f.is_relative_to(ROOT) else f
                 if f.parent.name == "evidence":
                     got = from_cache(f)

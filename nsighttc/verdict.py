@@ -121,11 +121,12 @@ def _not_json(word: str):
 
 
 def load_json(path: str | Path) -> dict:
-    """Read a saved verdict.json (or a run directory holding one; gzipped or not), checking the schema id."""
+    """Read a saved verdict.json (or a run directory holding one; gzip- or xz-compressed or not), checking the schema
+    id."""
     p = Path(path)
     if p.is_dir():
-        p = p / "verdict.json" if (p / "verdict.json").exists() or not (p / "verdict.json.gz").exists() \
-            else p / "verdict.json.gz"
+        p = next((q for q in (p / "verdict.json", p / "verdict.json.gz", p / "verdict.json.xz") if q.exists()),
+                 p / "verdict.json")
     if not p.exists():
         raise InputError("no such file", p)
     try:
@@ -137,6 +138,12 @@ def load_json(path: str | Path) -> dict:
                 raw = gzip.decompress(raw)
             except (OSError, EOFError, zlib.error) as exc:
                 raise InputError(f"corrupt or truncated gzip data ({exc})", p) from None
+        elif raw[:6] == b"\xfd7zXZ\x00":  # (or xz-compressed, as reports/ keeps some)
+            import lzma
+            try:
+                raw = lzma.decompress(raw)
+            except lzma.LZMAError as exc:
+                raise InputError(f"corrupt or truncated xz data ({exc})", p) from None
         doc = json.loads(raw.decode("utf-8"), parse_constant=_not_json)
     except (OSError, EOFError) as exc:
         raise InputError(f"cannot be read ({getattr(exc, 'strerror', None) or exc})", p) from None

@@ -57,6 +57,20 @@ def test_report_and_diff_read_a_gzipped_verdict_and_name_a_binary_file_in_words(
     assert code == 2 and "corrupt or truncated gzip data" in err
 
 
+def test_report_reads_a_run_directory_whose_verdict_is_xz_compressed(run_cli, tmp_path):
+    """reports/ keeps some verdicts as ``verdict.json.xz`` (the clone's size): a run directory holding one reads as any
+    other, and a cut one is named in one line."""
+    import lzma
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "verdict.json.xz").write_bytes(lzma.compress(gzip.decompress(VERDICT.read_bytes())))
+    code, out, _ = run_cli("report", run, "--format", "json")
+    assert code == 0 and json.loads(out)["schema"] == "nsighttc.verdict/1"
+    (tmp_path / "cut.json.xz").write_bytes((run / "verdict.json.xz").read_bytes()[:60])
+    code, _, err = run_cli("report", tmp_path / "cut.json.xz")
+    assert code == 2 and "corrupt or truncated xz data" in err and len(err.strip().splitlines()) == 1
+
+
 def test_the_demo_names_its_recordings_not_where_the_package_lies(run_cli):
     code, out, _ = run_cli("demo", "--format", "json")
     assert code == 0
