@@ -35,7 +35,7 @@ def cases(more: list[Path] = ()) -> dict[str, list[Path]]:
         out[f"ddp_{d.name}"] = [d]
     # the unannotated programs' recordings and the windows of steady steps (issues 28, 29)
     for sub in ("unmarked", "window"):
-        for p in sorted((FIX / sub).glob("*.gz")):
+        for p in sorted(q for q in (FIX / sub).iterdir() if q.name.endswith((".gz", ".xz"))):
             out[f"{sub}_{p.name}"] = [p]
     for sub in ("steps", "inference", "foreign"):
         for p in sorted((FIX / sub).glob("*.xz")):

@@ -28,6 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SteadyClock  # noqa: E402
 
 
+TINY_POSITIONS = 64  # the tiny BERT's positions (--tiny, --device cpu)
+
+
 def _dataset(n: int, seq: int, vocab: int, python_items: bool = False):
     import torch
 
@@ -79,8 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     if cpu:
         a.steps, a.batch, a.seq = min(a.steps, 6), min(a.batch, 4), min(a.seq, 32)
     if cpu or a.tiny:
+        if a.seq > TINY_POSITIONS:  # (BERT's position table ends there: a longer sample fails deep in transformers)
+            raise SystemExit(f"error: --tiny holds at most {TINY_POSITIONS} tokens a sample (--seq {a.seq}); "
+                             f"give --seq {TINY_POSITIONS // 2}, say")
         config = BertConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                            intermediate_size=128, max_position_embeddings=64, num_labels=2)
+                            intermediate_size=128, max_position_embeddings=TINY_POSITIONS, num_labels=2)
     else:
         config = BertConfig(num_labels=2)  # BERT-base: 12 layers, hidden 768, 110 M parameters
     torch.manual_seed(0)

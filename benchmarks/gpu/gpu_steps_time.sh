@@ -40,9 +40,11 @@
 # workers' operators kept out of the first session (NSIGHTTC_RECORD_FORKED=1: as before), its cached run, then the
 # shared programs whose loaders have workers (lit_cifar.py, vit_eval.py); trainer_accum: wrappers/trainer_finetune.py
 # --grad-accum 4 (the Trainer's accumulation) plain around its first and cached runs, then recorded by hand;
-# trainer_accum_small: the same with a tiny BERT plain twice, then under a plain nsys (the fixture) and analysed
+# trainer_accum_small: the same with a tiny BERT plain twice, then under a plain nsys (the fixture) and analysed;
+# plainrec: programs of every kind recorded as a user does without marks: a plain `nsys profile -t cuda` and
+# torch.profiler's CUDA activity alone (record_torch.py --cuda-only), each analysed, beside a plain run (the truth)
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -530,6 +532,40 @@ if [ "$PART" = trainer_accum_small ]; then  # the same with a tiny BERT: a plain
   timeout 120 python3 -m nsighttc analyze "$W/tr_small.nsys.sqlite" -o "$W/fix/tr_small_nsys.md" -q >> "$S" 2>&1
   grep -E "steady steps|^\*\*GPU busy|^First fix" "$W/fix/tr_small_nsys.md" | head -4 >> "$S"
   echo "trainer_accum_small took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+plainrec() {  # name script args...: plain, then a plain nsys (CUDA only) and torch.profiler's CUDA activity alone
+  local name=$1; shift
+  plain "$name" python3 "$@"
+  local t0; t0=$(date +%s.%N)
+  timeout 200 nsys profile -t cuda -f true -o "$W/$name.nsys" python3 "$@" > "$W/$name.nsys.log" 2>&1 && \
+    nsys export --type sqlite -f true -o "$W/$name.nsys.sqlite" "$W/$name.nsys.nsys-rep" >> "$W/$name.nsys.log" 2>&1
+  echo "nsys $name: rc=$? $(secs "$t0" "$(date +%s.%N)") s" >> "$S"
+  t0=$(date +%s.%N)
+  timeout 200 python3 benchmarks/gpu/record_torch.py --cuda-only "$W/$name.cuda.json" "$@" > "$W/$name.cuda.log" 2>&1
+  echo "torch.profiler CUDA only $name: rc=$? $(secs "$t0" "$(date +%s.%N)") s" >> "$S"
+  for f in "$W/$name.nsys.sqlite" "$W/$name.cuda.json"; do
+    [ -f "$f" ] || continue
+    timeout 120 python3 -m nsighttc analyze "$f" -o "$W/fix/$(basename "$f").md" -q >> "$S" 2>&1
+    { echo "analyze $(basename "$f"):"; grep -E "^Start-up|^\*\*GPU busy|^First fix|^Where" "$W/fix/$(basename "$f").md" | \
+      cut -c1-400 | sed 's/^/   /'; } >> "$S"
+  done
+  [ -f "$W/$name.nsys.sqlite" ] && python3 benchmarks/strip_fixture.py "$W/$name.nsys.sqlite" \
+    "$W/fix/${name}_nsys.sqlite.xz" >> "$S" 2>&1
+  [ -f "$W/$name.cuda.json" ] && python3 benchmarks/strip_fixture.py --keep-events "$W/$name.cuda.json" \
+    "$W/fix/${name}_cuda_torch.json.xz" >> "$S" 2>&1
+}
+
+if [ "$PART" = plainrec ]; then
+  T0=$(date +%s)
+  plainrec compiled wrappers/compile_loop.py --steps 30 --layers 4
+  plainrec compiled_ro wrappers/compile_loop.py --steps 30 --layers 4 --mode reduce-overhead
+  plainrec accum wrappers/grad_accum.py --steps 12
+  plainrec varlen wrappers/varlen_infer.py --batches 40
+  plainrec graph wrappers/graph_replay.py --steps 300
+  plainrec trainer wrappers/trainer_finetune.py --tiny --seq 32 --steps 20
+  [ $(( $(date +%s) - T0 )) -lt 420 ] && plainrec lightning wrappers/lightning_module.py --steps 40
+  echo "plainrec took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

@@ -25,6 +25,7 @@ import pandas as pd
 import pytest
 
 import nsighttc
+from tests.conftest import FIXTURES, fixture_open
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "steps"
 HTA = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hta"
@@ -444,7 +445,7 @@ def test_a_cycle_of_replays_starts_after_its_odd_graph_out_wherever_the_recordin
     micro-batch's first replay, the one after the optimizer's graph, and hold the same replays as read whole; the
     two micro-batch replays before them are a partial cycle, left out."""
     from nsighttc.analysis.timeline.base import GRAPH_LAUNCH_CALLS
-    from nsighttc.analysis.timeline.steps.find import graph_replays
+    from nsighttc.analysis.timeline.steps.replays import graph_replays
     from nsighttc.parse import load
     tl = load(FIX / "graph_accum_nsys_node.sqlite.xz").timeline
     launches = tl.api[tl.api["name"].isin(GRAPH_LAUNCH_CALLS).to_numpy()].sort_values("start_ns")
@@ -515,3 +516,42 @@ def test_gradient_accumulation_in_a_plain_nsys_recording_is_one_step_per_optimiz
     truth = (between[1] + between[2]) / 2  # the median of the 4 intervals between updates
     assert abs(st["median_iteration_ns"] / truth - 1) < 0.05, (st["median_iteration_ns"], truth)
     assert "repeating kernel sequence" in st["found_by"]
+
+
+def _unmarked_copy(src: Path, tmp_path: Path) -> Path:
+    """``src`` as a recording made without marks: an nsys export without its NVTX ranges, or a torch.profiler trace of
+    the CUDA activity alone (no operators, no ranges)."""
+    import lzma
+    import sqlite3
+    if src.name.endswith(".sqlite.xz"):
+        db = tmp_path / "plain.sqlite"
+        db.write_bytes(lzma.decompress(src.read_bytes()))
+        con = sqlite3.connect(db)
+        con.execute("DELETE FROM NVTX_EVENTS")
+        con.commit()
+        con.close()
+        return db
+    doc = json.load(fixture_open(src))
+    host = {"cpu_op", "user_annotation", "python_function", "cpu_instant_event"}
+    out = tmp_path / "cuda_only.json.gz"
+    with gzip.open(out, "wt", compresslevel=1) as fh:
+        json.dump({**doc, "traceEvents": [e for e in doc["traceEvents"] if e.get("cat") not in host]}, fh)
+    return out
+
+
+@pytest.mark.parametrize("name", ["compile_nsys.sqlite.xz", "compile_torch.json.xz"])
+def test_a_compiled_loop_recorded_without_marks_is_stepped_by_its_kernels_not_by_the_compilers_copies(name, tmp_path):
+    """``wrappers/compile_loop.py`` (torch.compile, 12 steps; tests/fixtures/unmarked: recorded with nsighttc's step
+    marks, which are taken out here). torch.compile copies results to the host while it compiles: without marks the
+    steps were those copies, "14 steady steps of 289 us" and one "slow step" of 12 s holding the compilation and the
+    whole loop, "GPU busy 1%", first fix "up to 153x". The steps are the loop's 13 ms iterations, as the marks say."""
+    src = FIXTURES / "unmarked" / name
+    marked = nsighttc.analyze([src]).to_json()["timeline"]["steps"]
+    plain = nsighttc.analyze([_unmarked_copy(src, tmp_path)]).to_json()["timeline"]
+    st = plain["steps"]
+    assert marked["source"] == "hook" and st["source"] == "kernel-period", st["found_by"]
+    steady = lambda s: s["count"] - s.get("warmup_steps", 0)  # noqa: E731
+    assert abs(steady(st) - steady(marked)) <= 1, (steady(st), steady(marked))
+    assert abs(st["median_iteration_ns"] / marked["median_iteration_ns"] - 1) < 0.1
+    assert abs(st["steady_gpu_busy_share"] - marked["steady_gpu_busy_share"]) < 0.1
+    assert plain["loop_time"]["slow_steps"] == 0

@@ -17,7 +17,7 @@ from .... import step_cycle
 from ....record_format import COMPILE, DECODE, PREFILL, WINDOW
 from ... import intervals
 from ..base import Thresholds, classify
-from . import find as find_mod, generation, period, steady
+from . import copies as copies_mod, find as find_mod, generation, period, replays as replays_mod, steady
 from .launch_order import LaunchOrder
 from .find import EXPLICIT, GRAPH_REPLAY, HOOK, KERNEL_PERIOD, PROFILER_OP, RESULT_COPY, StepSet, step_paths
 from .steady import RULE, malloc_times
@@ -34,10 +34,10 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     if sets or step_range:
         return sets
     from ..base import GRAPH_LAUNCH_CALLS
-    replays = find_mod.graph_replays(api, GRAPH_LAUNCH_CALLS, ops) if api is not None else []
+    replays = replays_mod.graph_replays(api, GRAPH_LAUNCH_CALLS, ops) if api is not None else []
     sets = find_mod.hooks(marks)
     if sets:
-        sets = find_mod.with_graph_replays(sets, replays)
+        sets = replays_mod.with_graph_replays(sets, replays)
         # the hooks labelled the calls (a live run): they saw a generation loop's cache or knew it was none (a
         # variable-length loop's calls are "prefill" each, its new shapes other tiles and heavier: no requests)
         return sets if marks["name"].isin([DECODE, PREFILL]).any() else _with_calls(sets, launches, launch_start)
@@ -45,16 +45,16 @@ def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, laun
     first_launch = float(launch_start[ok].min()) if ok.any() else np.inf
     sets = find_mod.profiler_ops(ranges, first_launch)
     if sets:
-        return _with_calls(find_mod.with_graph_replays(sets, replays), launches, launch_start)
+        return _with_calls(replays_mod.with_graph_replays(sets, replays), launches, launch_start)
     if replays:
-        copies = find_mod.result_copies(ops)
-        if find_mod.replays_within(copies, replays):  # (some iterations replay a graph, the others run eagerly)
+        copies = copies_mod.result_copies(ops)
+        if copies_mod.replays_within(copies, replays):  # (some iterations replay a graph, the others run eagerly)
             return copies
         order = LaunchOrder.of(launches, launch_start)
-        return _with_calls(find_mod.before_replays(replays + find_mod.outside(_from_kernels(order), replays)),
+        return _with_calls(replays_mod.before_replays(replays + replays_mod.outside(_from_kernels(order), replays)),
                            launches, launch_start, order)
     order = LaunchOrder.of(launches, launch_start)
-    return find_mod.wider_loop(within_one_range(_from_kernels(order), ranges, order), find_mod.result_copies(ops))
+    return copies_mod.wider_loop(within_one_range(_from_kernels(order), ranges, order), copies_mod.result_copies(ops))
 
 
 PROFILER_STOP_SHARE = 0.1  # a last ProfilerStep under this share of the others' median, launching nothing: a stub
