@@ -5,6 +5,10 @@
   13 MB DDP rank; NCCL's polling threads) and the CPU-sampling ones (``SAMPLING_CALLCHAINS``, ``COMPOSITE_EVENTS``,
   ``SCHED_EVENTS``: 3.7 MB of a 6.9 MB recording of BERT inference, `nsys profile` by default; nsighttc's host
   samples come from its own sampler), then VACUUM; every table the parser reads is unchanged.
+- nsys SQLite, also: the runtime calls that launch, copy, wait for or order nothing, as ``QUIET`` below, and the
+  driver's ``cuKernelGetName``/``cuKernelGetFunction`` beside each launch (a third of a recent recording's calls);
+  the strings no row refers to (``StringIds`` holds the whole program's, a plain recording's start-up included:
+  ~30% of a short loop's compressed export).
 - torch.profiler JSON: drops ``cpu_op``, ``ac2g`` (flow arrows) and ``fwdbwd`` events (the parser reads
   kernels, copies, sets, CUDA runtime/driver calls and user annotations), except the ``cpu_op`` events that span
   a torch.compile compilation (``parse.marks.COMPILE_OPS``: the parser reads those); with ``--keep-events`` every
@@ -17,10 +21,11 @@
 
 ``--until SECONDS``: also drops the events that begin more than SECONDS after the recording's first event (a loop of
 300 CUDA-graph replays kept to its first 120; every kept event unchanged); in an nsys SQLite, the rows of every table
-with a ``start`` column, measured from the first kernel's or runtime call's start.
+with a ``start`` column, measured from the first kernel's or runtime call's start. ``--from SECONDS`` (nsys SQLite):
+likewise the rows that begin before then (a program's start-up, where a test reads its loop only).
 
 Output is compressed by its name: ``.xz`` (what the fixtures use: ~40% smaller than gzip, decoded at ~150 MB/s) or
-``.gz``. Usage: strip_fixture.py [--keep-events|--as-is] [--until SECONDS] IN OUT.xz   (IN may be gzip- or xz-compressed)
+``.gz``. Usage: strip_fixture.py [--keep-events|--as-is] [--from SECONDS] [--until SECONDS] IN OUT.xz   (IN may be gzip- or xz-compressed)
 """
 from __future__ import annotations
 
@@ -60,31 +65,69 @@ def _write(dst: Path, data: bytes) -> None:
         dst.write_bytes(gzip.compress(data, compresslevel=9))
 
 
+# driver calls that look up a kernel's name or function beside its launch (CUDA 13's runtime, nsys 2025.3): no launch,
+# copy, wait or order in them
+NAME_LOOKUPS = {"cuKernelGetName", "cuKernelGetFunction"}
+
+
 def _quiet() -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from nsighttc.runtime.cupti_quiet import QUIET
     return QUIET
 
 
-def _cut_sqlite(con: sqlite3.Connection, until: float) -> None:
-    """Rows starting more than ``until`` seconds after the first kernel or runtime call, out of every timed table."""
+def _cut_sqlite(con: sqlite3.Connection, until: float | None, since: float | None = None) -> None:
+    """Rows starting more than ``until`` seconds after the first kernel or runtime call (or less than ``since``), out of
+    every timed table."""
     firsts = [con.execute(f'SELECT MIN(start) FROM "{t}"').fetchone()[0]
               for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME") if _has(con, t)]
     firsts = [x for x in firsts if x is not None]
     if not firsts:
         return
-    end = min(firsts) + int(until * 1e9)
+    end = min(firsts) + int(until * 1e9) if until is not None else None
+    begin = min(firsts) + int(since * 1e9) if since is not None else None
     for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
         if any(c[1] == "start" for c in con.execute(f'PRAGMA table_info("{t}")')):
-            con.execute(f'DELETE FROM "{t}" WHERE start > ?', (end,))
+            if end is not None:
+                con.execute(f'DELETE FROM "{t}" WHERE start > ?', (end,))
+            if begin is not None:
+                con.execute(f'DELETE FROM "{t}" WHERE start < ?', (begin,))
+
+
+STRING_REFS = {"nameId", "textId", "domainId", "jsonTextId", "categoryId"}
+
+
+def _unreferenced_strings(con: sqlite3.Connection) -> None:
+    """``StringIds`` rows that no column naming a string refers to (``*Name``: a kernel's demangled, short and mangled
+    names; ``nameId``, ``textId``, ``domainId``, ``jsonTextId``, ``categoryId``: calls, threads, NVTX ranges)."""
+    if not _has(con, "StringIds"):
+        return
+    top = con.execute("SELECT MAX(id) FROM StringIds").fetchone()[0]
+    if top is None:
+        return
+    used: set[int] = set()
+    for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'StringIds'").fetchall():
+        for c in con.execute(f'PRAGMA table_info("{t}")').fetchall():
+            if not (c[1].endswith("Name") or c[1] in STRING_REFS):
+                continue
+            used.update(v for (v,) in con.execute(
+                f'SELECT DISTINCT "{c[1]}" FROM "{t}" WHERE typeof("{c[1]}") = \'integer\' AND "{c[1]}" BETWEEN 0 AND ?',
+                (top,)))
+    con.execute("CREATE TEMP TABLE used_ids (id INTEGER PRIMARY KEY)")
+    con.executemany("INSERT INTO used_ids VALUES (?)", ((i,) for i in used))
+    con.execute("DELETE FROM StringIds WHERE id NOT IN (SELECT id FROM used_ids)")
 
 
 def main(argv: list[str]) -> None:
     keep_events = "--keep-events" in argv
-    until = None
+    until = since = None
     if "--until" in argv:
         i = argv.index("--until")
         until = float(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
+    if "--from" in argv:
+        i = argv.index("--from")
+        since = float(argv[i + 1])
         argv = argv[:i] + argv[i + 2:]
     src, dst = [Path(a) for a in argv if not a.startswith("--")][:2]
     data = _read(src)
@@ -99,11 +142,12 @@ def main(argv: list[str]) -> None:
                 con.execute(f'DROP TABLE IF EXISTS "{t}"')
             quiet = _quiet()
             ids = [i for i, v in con.execute("SELECT id, value FROM StringIds")
-                   if re.sub(r"_v\d+$", "", v) in quiet] if _has(con, "StringIds") else []
+                   if re.sub(r"_v\d+$", "", v) in quiet or v in NAME_LOOKUPS] if _has(con, "StringIds") else []
             if ids and _has(con, "CUPTI_ACTIVITY_KIND_RUNTIME"):
                 con.execute(f"DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN ({','.join(map(str, ids))})")
-            if until is not None:
-                _cut_sqlite(con, until)
+            if until is not None or since is not None:
+                _cut_sqlite(con, until, since)
+            _unreferenced_strings(con)
             con.commit()
             con.execute("VACUUM")
             con.close()

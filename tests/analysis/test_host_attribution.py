@@ -117,7 +117,7 @@ def test_the_trunk_never_goes_into_the_work_that_is_the_cause():
     topics = importlib.import_module("nsighttc.analysis.timeline.host_topics")
     sites = []
     for run in ("trainer_first", "trainer_cached"):
-        hs = host_samples.read(FIX / run / "host_samples.json.gz")
+        hs = host_samples.read(FIX / run / "host_samples.json.xz")
         fn = hs.frames["function"].to_numpy()
         fetching = [k for k, s in enumerate(hs.stacks) if any(fn[int(x)] == "Trainer.get_batch_samples" for x in s)]
         main = hs.samples[(hs.samples["tid"] == hs.main_tid) & hs.samples["stack"].isin(fetching)]
@@ -143,7 +143,7 @@ def test_the_trunk_stops_at_the_call_of_the_model_whose_forward_holds_the_sample
     from nsighttc.parse import host_samples
     host_frames = importlib.import_module("nsighttc.analysis.timeline.host_frames")
     topics = importlib.import_module("nsighttc.analysis.timeline.host_topics")
-    hs = host_samples.read(FIX / "trainer_first" / "host_samples.json.gz")
+    hs = host_samples.read(FIX / "trainer_first" / "host_samples.json.xz")
     files, funcs = hs.frames["file"].astype(str).to_numpy(), hs.frames["function"].astype(str).to_numpy()
     in_model = [k for k, s in enumerate(hs.stacks)
                 if any("/transformers/models/" in files[int(x)] and funcs[int(x)].endswith(".forward") for x in s)]

@@ -686,7 +686,7 @@ def test_a_cached_runs_samples_from_its_window_alone_name_the_stragglers_frame()
     import gzip
     import json
     for r in (0, 1):
-        doc = json.loads(fixture_open(FSDP / "extra_cached" / f"rank{r}" / "host_samples.json.gz").read())
+        doc = json.loads(fixture_open(FSDP / "extra_cached" / f"rank{r}" / "host_samples.json.xz").read())
         assert doc["host"]["sampled_from"] == "the first window" and len(doc["t"]) > 100
     v = analyze([FSDP / "extra_cached"], jobs=1)
     d = v.distributed
