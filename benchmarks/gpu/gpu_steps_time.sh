@@ -42,9 +42,11 @@
 # --grad-accum 4 (the Trainer's accumulation) plain around its first and cached runs, then recorded by hand;
 # trainer_accum_small: the same with a tiny BERT plain twice, then under a plain nsys (the fixture) and analysed;
 # plainrec: programs of every kind recorded as a user does without marks: a plain `nsys profile -t cuda` and
-# torch.profiler's CUDA activity alone (record_torch.py --cuda-only), each analysed, beside a plain run (the truth)
+# torch.profiler's CUDA activity alone (record_torch.py --cuda-only), each analysed, beside a plain run (the truth);
+# slowsteps: wrappers/checkpoint_loop.py (checkpoints and slow reads: slow steps at known shapes) plain around its
+# first and cached runs, then recorded by hand (torch.profiler, plain nsys) and analysed
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -566,6 +568,23 @@ if [ "$PART" = plainrec ]; then
   plainrec trainer wrappers/trainer_finetune.py --tiny --seq 32 --steps 20
   [ $(( $(date +%s) - T0 )) -lt 420 ] && plainrec lightning wrappers/lightning_module.py --steps 40
   echo "plainrec took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = slowsteps ]; then
+  T0=$(date +%s); CK="python3 wrappers/checkpoint_loop.py"
+  plain ck_1 $CK
+  profile ck_first 200 -- $CK
+  profile ck_cached 200 -- $CK
+  plain ck_2 $CK
+  keep_runs ck_first ck_cached
+  record ck wrappers/checkpoint_loop.py
+  for f in "$W/ck.torch.json" "$W/ck.nsys.sqlite"; do
+    [ -f "$f" ] && timeout 120 python3 -m nsighttc analyze "$f" -o "$W/fix/$(basename "$f").md" -q >> "$S" 2>&1 && \
+      grep -E "^Start-up|^\*\*GPU busy|^First fix|^Where" "$W/fix/$(basename "$f").md" | cut -c1-700 | sed 's/^/   /' >> "$S"
+  done
+  for d in "$W"/runs_ck_*/*/; do [ -f "$d/report.md" ] && grep -E "^Start-up|^\*\*GPU busy|^First fix|^Where" \
+    "$d/report.md" | cut -c1-700 | sed "s|^|   $(basename "$(dirname "$d")"): |" >> "$S"; done
+  echo "slowsteps took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

@@ -555,3 +555,40 @@ def test_a_compiled_loop_recorded_without_marks_is_stepped_by_its_kernels_not_by
     assert abs(st["median_iteration_ns"] / marked["median_iteration_ns"] - 1) < 0.1
     assert abs(st["steady_gpu_busy_share"] - marked["steady_gpu_busy_share"]) < 0.1
     assert plain["loop_time"]["slow_steps"] == 0
+
+
+# wrappers/checkpoint_loop.py's defaults: 6 Linear(4096, 4096) layers and a Linear(4096, 10); AdamW keeps two fp32
+# moments a parameter, so a checkpoint of the model and the optimizer brings 12 bytes a parameter to the host
+CHECKPOINT_PARAMS = 6 * (4096 * 4096 + 4096) + 4096 * 10 + 10
+PLAIN_STALL_NS = 0.762e9 / 5     # plain run (H200, gpu_steps_time.sh OUT slowsteps): 5 slow reads, 0.762 s beyond the step
+
+
+def test_slow_steps_at_known_shapes_are_explained_a_checkpoint_and_a_data_stall():
+    """``wrappers/checkpoint_loop.py`` recorded whole by torch.profiler by hand (H200, first 3.4 s: 22 steps), whose
+    slow steps are not at new shapes: a ``torch.save`` checkpoint at step 15 and two slow reads of 150 ms. Before they
+    were only counted ("3 slow steps ... 1.72 s beyond it"); now their excess is told by cause, and the causes add up
+    to it: the slow reads' time in the DataLoader's fetch, the checkpoint's copies of the model's and the optimizer's
+    state to the host (their bytes are the state's size) and the host blocked while they ran."""
+    from nsighttc.render.markdown import headlines
+    tl = nsighttc.analyze([FIX / "checkpoint_loop_torch.json.xz"]).to_json()["timeline"]
+    lt = tl["loop_time"]
+    sc = lt["slow_causes"]
+    assert lt["slow_steps"] == sc["steps"] == 3 and not lt.get("new_shape_steps")
+    assert sum(c["ns"] for c in sc["causes"]) == pytest.approx(sc["excess_ns"], rel=1e-9)
+    assert sc["excess_ns"] == pytest.approx(lt["slow_beyond_median_ns"], rel=0.02)
+    by = {c["kind"]: c for c in sc["causes"]}
+    data = [c for c in sc["causes"] if c["kind"] == "host-range" and "DataLoader" in c["name"]]
+    assert len(data) == 1 and abs(data[0]["ns"] / (2 * PLAIN_STALL_NS) - 1) < 0.2, data
+    checkpoint = by["copies-to-host"]["ns"] + by["sync"]["ns"]
+    assert checkpoint > 0.7 * (sc["excess_ns"] - data[0]["ns"])
+    copies = sc["copies_to_host"]
+    assert copies["typical_copies"] == 0 and abs(copies["bytes"] / (12 * CHECKPOINT_PARAMS) - 1) < 0.01
+    line = headlines.loop_time_line(tl)
+    assert "data loading (`enumerate(DataLoader)#" in line and "a checkpoint (`torch.save`)" in line
+
+
+def test_slow_steps_at_new_shapes_are_the_shapes_cost_and_not_told_again(varlen):
+    """The variable-length loop's slow steps are all at new shapes: the shapes' account holds them
+    (``new_shape_steps``), and no second account of the same steps is given."""
+    lt = varlen["timeline"]["loop_time"]
+    assert lt["new_shape_steps"] == lt["slow_steps"] > 0 and "slow_causes" not in lt

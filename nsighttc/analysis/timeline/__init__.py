@@ -31,7 +31,7 @@ from .extent import first_time, last_time, launching_threads, union_of
 from .held_back import held_back
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
 from .findings import findings
-from .steps import slow as slow_mod
+from .steps import slow as slow_mod, slow_causes
 from .steps.launch_order import LaunchOrder
 from .steps.period import TRAINING_KERNEL
 
@@ -140,6 +140,8 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
             f["_idle_by"] = sc.idle  # (the host samples' strata: host_frames.table)
             f["causes"] = idle.causes(sc, f["steady_busy_ns"], paths, rinfo)
             f["headline_cause"] = idle.headline(f["causes"], f["verdict"])
+        if fams:  # why the slow steps at known shapes were slow (``steps.slow_causes``): the loop's time line says
+            fams[0]["_slow_causes"] = slow_causes.explain(fams[0], pieces, u, paths, rinfo, ops, api)
         if not rstats.empty:
             # ranges judged on the steady steps: their idle pieces outside them are left out; ranges outside the
             # steady steps (start-up, between phases): their warm-up iterations are left out, as before
@@ -270,6 +272,7 @@ def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.nd
         acc = slow_mod.account(f, first, order, captures)
         if acc is None:
             continue
+        f["_slow_known"], f["_typical"] = acc.pop("_slow_known"), acc.pop("_typical")
         f["time_accounting"] = acc
         if slow_mod.new_shapes(acc, total - float(f.get("steady_wall_ns") or 0.0)):
             f["shape_churn"] = acc

@@ -211,6 +211,34 @@ def _seconds(v: float) -> str:
     return f"{v / 1e9:.2f} s" if v >= 1e8 else ns(v)
 
 
+SLOW_CAUSE_SHARE = 0.05  # a cause under this share of the slow steps' excess is left out of the words
+# device-to-host bytes a slow step copies, from which they are read as the model's state: a checkpoint of a 100 M
+# parameter MLP and its AdamW state, 1.2 GB in 42 copies (H200, wrappers/checkpoint_loop.py); a metric or a loss read
+# back is bytes to kilobytes
+STATE_BYTES = 64e6
+
+
+def slow_causes_words(sc: dict) -> str:
+    """'data loading (`enumerate(DataLoader)#...`) 3.92 s, host work outside any range 0.10 s; 160 device-to-host
+    copies of 412.0 MB in them (as many typical steps: 12, 48 kB)': the slow steps' excess by cause
+    (``analysis.timeline.steps.slow_causes``), the largest first, and what they did that typical steps do not."""
+    parts = [f"{r['words']} {_seconds(r['ns'])}" for r in sc["causes"] if r["share"] >= SLOW_CAUSE_SHARE][:4]
+    c = sc.get("copies_to_host")
+    if c:
+        state = ": the model's state brought to the host, as a checkpoint (`torch.save`) or a `state_dict()` read does" \
+            if c.get("per_step_bytes", 0) >= STATE_BYTES else ""
+        parts.append(f"{c['copies']:,} device-to-host copies of {_mb(c['bytes'])} in them (as many typical steps: "
+                     f"{c['typical_copies']:g}, {_mb(c['typical_bytes'])}){state}")
+    g = sc.get("allocator_growth")
+    if g:
+        parts.append(f"the CUDA allocator grew {g['calls']} times ({ns(g['ns'])})")
+    return ", ".join(parts)
+
+
+def _mb(b: float) -> str:
+    return f"{b / 1e6:,.1f} MB" if b >= 1e5 else f"{b / 1e3:.0f} kB"
+
+
 def loop_time_line(tl: dict) -> str | None:
     """'Where the recording's 2.25 s went: before the first step 0.48 s (21%), ..., 33 steady steps 0.30 s (13%),
     25 slow steps (over 1.5x the typical step of 9.3 ms) 1.34 s (59%: 1.11 s beyond it, 25 at new input shapes)': every
@@ -237,6 +265,11 @@ def loop_time_line(tl: dict) -> str | None:
             extra = f": {_seconds(lt['slow_beyond_median_ns'])} beyond it"
             if lt.get("new_shape_steps"):
                 extra += f", {lt['new_shape_steps']} at new input shapes"
+            sc = lt.get("slow_causes")
+            if sc and sc.get("causes"):  # (why the slow steps at known shapes were slow: their excess by cause)
+                extra += (f"; the {sc['steps']} at known shapes {_seconds(sc['excess_ns'])}: "
+                          if lt.get("new_shape_steps") or sc["steps"] != lt["slow_steps"] else ": ") + \
+                    slow_causes_words(sc)
         words.append(f"{label} {_seconds(p['ns'])} ({100 * p['share']:.0f}%{extra})")
     clock = " (steps as the GPU finished them: the host ran ahead)" if lt.get("clock") == "gpu" else ""
     return f"Where the recording's {_seconds(lt['total_ns'])} went{clock}: " + ", ".join(words)

@@ -185,7 +185,8 @@ def account(fam: dict, seen: tuple[np.ndarray, np.ndarray], order=None,
             "new_shape_excess_each_ns": _each(excess[slow & new]),
             "capture_steps": int((slow & captured & ~shape_new).sum()),
             "capture_excess_ns": float(excess[slow & captured & ~shape_new].sum()),
-            "mean_ns": float(it.mean()), "slow_factor": SLOW_FACTOR, **warm}
+            "mean_ns": float(it.mean()), "slow_factor": SLOW_FACTOR, **warm,
+            "_slow_known": slow & ~new, "_typical": ~slow}  # (private: ``slow_causes``; taken out before the JSON)
 
 
 def _each(x: np.ndarray) -> list[int]:
@@ -295,6 +296,9 @@ def split(fam: dict, trace_start: float, trace_end: float) -> dict:
     if acc.get("new_shape_steps") and acc.get("slow_steps"):
         out["new_shape_steps"] = int(acc["new_shape_steps"])
         out["new_shape_beyond_median_ns"] = float(acc["new_shape_excess_ns"])
+    if fam.get("_slow_causes") and out["slow_steps"]:  # (why the slow steps at known shapes were slow: ``slow_causes``;
+        # none where the steps on the GPU's clock held none: the host's slow steps were its waits for a queue)
+        out["slow_causes"] = fam["_slow_causes"]
     if acc.get("warmup_new_shape_steps"):  # (the warm-up steps after the first at new shapes: ``_warm_new_shapes``)
         out["warmup_new_shape_steps"] = int(acc["warmup_new_shape_steps"])
         out["warmup_new_shape_beyond_ns"] = float(acc["warmup_new_shape_excess_ns"])
