@@ -32,8 +32,10 @@ def explain(fam: dict, pieces, u: intervals.Union, paths: np.ndarray, rinfo: dic
             api: pd.DataFrame) -> dict | None:
     """``{"steps", "excess_ns", "causes": [{"kind", "name", "words", "ns", "share"}], "copies_to_host",
     "allocator_growth"}`` for the family's slow steps at known shapes (``fam["_slow_known"]``, set by ``slow.account``
-    through ``_account_steps``), or None where there are none or too few typical steps to hold them against. The causes'
-    ``ns`` add up to ``excess_ns``: the slow steps' time beyond as many typical steps (their mean)."""
+    through ``_account_steps``), or None where there are none or too few typical steps to hold them against. Each cause
+    is what the slow steps held of it beyond as many typical steps (their mean); the rows are scaled to add up to
+    ``excess_ns``, the slow steps' time beyond the typical step (``time_accounting.base_ns``): the time the loop's line
+    says they took beyond it."""
     known, typical = fam.get("_slow_known"), fam.get("_typical")
     if known is None or typical is None or not known.any() or typical.sum() < MIN_TYPICAL:
         return None
@@ -73,7 +75,7 @@ def explain(fam: dict, pieces, u: intervals.Union, paths: np.ndarray, rinfo: dic
         r["share"] = r["ns"] / excess
         r["words"] = _words(r)
     out = {"steps": int(known.sum()), "excess_ns": excess, "causes": rows}
-    copies = _count(ops, _dtoh(ops), sk, ek, st, et, scale)
+    copies = _count(ops, dtoh, sk, ek, st, et, scale)
     if copies:
         out["copies_to_host"] = copies
     growth = _growth(api, sk, ek, st, et, scale)
