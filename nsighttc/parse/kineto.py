@@ -96,6 +96,17 @@ def _events(path: Path):
             # the Array Format's closing "]" is optional (a process that dies mid-trace): the events before it stand
 
 
+def _events_or_refuse(path: Path) -> None:
+    """Refuse a JSON array that holds no trace events: the Array Format's events are objects with a phase (``"ph"``),
+    as every Kineto event is; ``[1, 2, 3]`` or a list of records of another tool read as an empty trace otherwise."""
+    if events_prefix(path) != "item":
+        return
+    head = textio.head_bytes(path, 1 << 16)
+    if b'"ph"' not in head and head.strip(b"\xef\xbb\xbf \t\r\n[]"):
+        raise ParseError("a JSON array without trace events (objects with a \"ph\" phase): not a torch.profiler/"
+                         "chrome trace", path)
+
+
 def _has_trace_events(path: Path) -> bool:
     import ijson
     with _open(path) as fh:
@@ -139,6 +150,7 @@ def _columns() -> tuple[dict, dict, dict]:
 def read(path: Path) -> Parsed:
     """The block reader when the trace allows it, else the event-by-event reader (which also words the
     error for a malformed file)."""
+    _events_or_refuse(path)
     try:
         fast = _read_blocks(path)
     except ParseError:

@@ -78,3 +78,13 @@ def test_an_old_traces_operators_are_ranges_only_where_they_are_the_programs():
                  "AddBackward0", "detach_", ""]
     assert all(kineto.old_range(n) for n in ranges)
     assert not any(kineto.old_range(n) for n in operators)
+
+
+@pytest.mark.parametrize("text", ["[1, 2, 3]", '[{"name": "a record of another tool"}]'])
+def test_a_json_array_without_trace_events_is_refused_in_one_line(text, tmp_path, run_cli):
+    """The Array Format's events are objects with a phase (``"ph"``): an array of anything else is no trace, and says
+    so, where it read as an empty one."""
+    path = tmp_path / "list.json"
+    path.write_text(text)
+    code, _, err = run_cli("analyze", path)
+    assert code == 2 and "a JSON array without trace events" in err and len(err.strip().splitlines()) == 1
