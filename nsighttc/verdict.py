@@ -17,6 +17,7 @@ import pandas as pd
 
 from .errors import InputError
 from .model import SCHEMA_ID, Finding
+from .parse.textio import GZIP_MAGIC, XZ_MAGIC
 
 
 def _num(v: Any) -> Any:
@@ -131,14 +132,14 @@ def load_json(path: str | Path) -> dict:
         raise InputError("no such file", p)
     try:
         raw = p.read_bytes()
-        if raw[:2] == b"\x1f\x8b":  # a verdict kept gzipped (a CI artifact) is read as it is
+        if raw[:2] == GZIP_MAGIC:  # a verdict kept gzipped (a CI artifact) is read as it is
             import gzip
             import zlib
             try:
                 raw = gzip.decompress(raw)
             except (OSError, EOFError, zlib.error) as exc:
                 raise InputError(f"corrupt or truncated gzip data ({exc})", p) from None
-        elif raw[:6] == b"\xfd7zXZ\x00":  # (or xz-compressed, as reports/ keeps some)
+        elif raw[:6] == XZ_MAGIC:  # (or xz-compressed, as reports/ keeps some)
             import lzma
             try:
                 raw = lzma.decompress(raw)

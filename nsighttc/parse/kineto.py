@@ -68,8 +68,11 @@ def _open(path: Path):
 def events_prefix(path: Path) -> str:
     """Where a trace's events are, for ijson: under ``traceEvents`` (Kineto since torch 1.8), or the document itself
     (Chrome's JSON Array Format, which the Kineto of late 2020 wrote: pytorch/kineto's first tb_plugin sample)."""
-    head = textio.head_bytes(path, 4096).lstrip(b"\xef\xbb\xbf \t\r\n")
-    return "item" if head.startswith(b"[") else "traceEvents.item"
+    return "item" if _array_document(textio.head_bytes(path, 4096)) else "traceEvents.item"
+
+
+def _array_document(head: bytes) -> bool:
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
 
 
 def _events(path: Path):
@@ -99,10 +102,8 @@ def _events(path: Path):
 def _events_or_refuse(path: Path) -> None:
     """Refuse a JSON array that holds no trace events: the Array Format's events are objects with a phase (``"ph"``),
     as every Kineto event is; ``[1, 2, 3]`` or a list of records of another tool read as an empty trace otherwise."""
-    if events_prefix(path) != "item":
-        return
     head = textio.head_bytes(path, 1 << 16)
-    if b'"ph"' not in head and head.strip(b"\xef\xbb\xbf \t\r\n[]"):
+    if _array_document(head) and b'"ph"' not in head and head.strip(b"\xef\xbb\xbf \t\r\n[]"):
         raise ParseError("a JSON array without trace events (objects with a \"ph\" phase): not a torch.profiler/"
                          "chrome trace", path)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from ...parse.marks import STEP_PATTERN  # leaves that mark an iteration (defined where the ranges are split)
@@ -24,6 +25,14 @@ SYNC_CALLS = with_hip({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEv
                        "cudaMemcpyWithStream"})
 # Host calls that launch a whole CUDA graph: their correlation id is shared by every node of the graph.
 GRAPH_LAUNCH_CALLS = with_hip({"cudaGraphLaunch", "cuGraphLaunch"})
+
+
+def device_to_host(ops: pd.DataFrame | None):
+    """Which of the GPU operations are copies to the host (a result read back, a checkpoint's state): the idle
+    pieces' blocking copies, the result copies that bound a loop's steps, the slow steps' copies."""
+    if ops is None or ops.empty or "copy_kind" not in ops:
+        return np.zeros(0 if ops is None else len(ops), dtype=bool)
+    return (ops["kind"] == "memcpy").to_numpy() & (ops["copy_kind"] == "DtoH").to_numpy()
 
 
 @dataclass

@@ -11,7 +11,7 @@ from ....parse.timeline import op_launch_calls
 from .... import labels
 from ....allocator import slices
 from ... import intervals
-from ..base import SYNC_CALLS, Thresholds
+from ..base import SYNC_CALLS, Thresholds, device_to_host
 
 KINDS = ("sync", "pageable-copy", "gpu-wait", "launch-overhead", "host-range", "drained")
 SYNC, PAGEABLE, GPU_WAIT, LAUNCH, HOST, DRAINED = range(len(KINDS))
@@ -60,7 +60,7 @@ def host_calls(ops: pd.DataFrame, calls: pd.DataFrame, api: pd.DataFrame, ranges
                          "pc": path_codes(paths, paths_at(ranges, s["pid"], s["start_ns"]))})
     op_launch = calls["start_ns"].to_numpy()
     memcpy = (ops["kind"] == "memcpy").to_numpy()
-    d = memcpy & (ops["copy_kind"] == "DtoH").to_numpy()
+    d = device_to_host(ops)
     p = memcpy & (ops["copy_kind"] == "HtoD").to_numpy() & (ops["src_kind"] == "pageable").to_numpy()
 
     def at(mask):

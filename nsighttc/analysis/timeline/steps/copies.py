@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..base import device_to_host
 from .find import RESULT_COPY, StepSet
 
 MIN_COPIES = 6        # result copies that make a loop
@@ -23,9 +24,7 @@ def result_copies(ops: pd.DataFrame | None) -> list[StepSet]:
     gave "52 steady steps of 1.63 ms", the last 1% of a 6.1 s loop, and left 96% of it "before the first step"; its
     150 batches each ended with one 256-byte copy of the answers (H200, wrappers/varlen_conv.py,
     reports/steps_time; an nsys recording of the same loop at 13 sizes: tests/fixtures/steps/varlen_conv_nsys.sqlite.xz)."""
-    if ops is None or ops.empty or "copy_kind" not in ops:
-        return []
-    dtoh = (ops["kind"] == "memcpy").to_numpy() & (ops["copy_kind"] == "DtoH").to_numpy()
+    dtoh = device_to_host(ops)
     if dtoh.sum() < MIN_COPIES + 1:
         return []
     c = ops.loc[dtoh, ["end_ns", "bytes"]].sort_values("end_ns", kind="stable")

@@ -17,14 +17,12 @@ import pandas as pd
 
 from ... import intervals
 from .. import idle
-from ..base import with_hip
+from ..base import device_to_host
 from .find import DATALOADER_OP
+from .steady import ALLOCATOR_GROWTH
 
 MIN_TYPICAL = 2        # typical steps to hold the slow ones against
 OTHER = "other"        # what the causes measured do not hold of the excess
-# the CUDA caching allocator's growth (``steps.steady.ALLOCATOR_GROWTH``'s calls)
-GROWTH_CALLS = with_hip({"cudaMalloc", "cudaMallocAsync", "cuMemAlloc", "cuMemAllocAsync", "cuMemCreate",
-                         "cuMemAlloc_v2"})
 DATA_WORDS = ("data", "load", "batch", "fetch", "collate", DATALOADER_OP)
 
 
@@ -54,7 +52,7 @@ def explain(fam: dict, pieces, u: intervals.Union, paths: np.ndarray, rinfo: dic
                                                                         rinfo)}
     rows = [{"kind": c["kind"], "name": c["name"], "ns": c["idle_ns"] - scale * typ_c.get((c["kind"], c["name"]), 0.0)}
             for c in slow_c]
-    dtoh = _dtoh(ops)  # (the GPU's time in copies to the host apart from its other work: a checkpoint's copies)
+    dtoh = device_to_host(ops)  # (the GPU's time in copies to the host apart from its other work: a checkpoint's copies)
     if dtoh.any():
         cu = intervals.union(ops["start_ns"].to_numpy(dtype="float64")[dtoh], ops["end_ns"].to_numpy(dtype="float64")[dtoh])
         copy_k = float(intervals.busy_within(cu, sk, ek).sum())
@@ -96,12 +94,6 @@ def _words(r: dict) -> str:
             "copies-to-host": "the GPU copying to the host", OTHER: "not attributed"}.get(kind, name)
 
 
-def _dtoh(ops: pd.DataFrame) -> np.ndarray:
-    if ops is None or ops.empty or "copy_kind" not in ops:
-        return np.zeros(0 if ops is None else len(ops), dtype=bool)
-    return (ops["kind"] == "memcpy").to_numpy() & (ops["copy_kind"] == "DtoH").to_numpy()
-
-
 def _count(ops: pd.DataFrame, mask: np.ndarray, sk, ek, st, et, scale: float) -> dict | None:
     """The device-to-host copies in the slow steps and in as many typical ones: a checkpoint brings the model's state to
     the host one tensor at a time."""
@@ -121,7 +113,7 @@ def _growth(api: pd.DataFrame, sk, ek, st, et, scale: float) -> dict | None:
     """The CUDA caching allocator's growth calls in the slow steps, against as many typical ones."""
     if api is None or api.empty or "name" not in api:
         return None
-    hit = api["name"].isin(GROWTH_CALLS).to_numpy()
+    hit = api["name"].isin(ALLOCATOR_GROWTH).to_numpy()
     if not hit.any():
         return None
     t = api.loc[hit, "start_ns"].to_numpy(dtype="float64")
