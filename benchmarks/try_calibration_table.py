@@ -8,8 +8,8 @@ the baseline's plain step times (``analysis.variant_gain.for_variant``), and the
 """
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 import sys
 from pathlib import Path
 
@@ -25,7 +25,7 @@ def rows(cal: Path = CAL) -> list[dict]:
     out = []
     for case in CASES:
         d = cal / case
-        verdict = json.loads(gzip.decompress((d / "baseline_verdict.json.gz").read_bytes()))
+        verdict = json.loads(lzma.decompress((d / "baseline_verdict.json.xz").read_bytes()))
         runs: dict[str, list] = {}
         for f in sorted((d / "step_times").glob("*.json")):
             name, _, rnd = f.stem.rpartition("_plain")

@@ -1,9 +1,9 @@
 """The GitHub Action's steps, called as GitHub would call them (its environment variables, an event payload
 file), with the REST exchange replayed through an injected opener: no GitHub, no network."""
 import atexit
-import gzip
 import io
 import json
+import lzma
 import os
 import re
 import shutil
@@ -16,7 +16,7 @@ from nsighttc import github_action as ga
 
 ROOT = Path(__file__).resolve().parents[1]
 API = json.loads((ROOT / "tests" / "fixtures" / "github_api" / "exchange.json").read_text())
-# real H100 runs (reports/resnet_amp/, their verdicts kept gzipped): unpacked into run directories as a run leaves them
+# real H100 runs (reports/resnet_amp/, their verdicts kept xz-compressed): unpacked into run directories as a run leaves them
 _RUNS = Path(tempfile.mkdtemp(prefix="nsighttc-ga-"))
 atexit.register(shutil.rmtree, _RUNS, True)
 
@@ -24,7 +24,7 @@ atexit.register(shutil.rmtree, _RUNS, True)
 def _run_dir(name: str) -> Path:
     d = _RUNS / name
     d.mkdir()
-    (d / "verdict.json").write_bytes(gzip.decompress((ROOT / "reports" / "resnet_amp" / name / "verdict.json.gz")
+    (d / "verdict.json").write_bytes(lzma.decompress((ROOT / "reports" / "resnet_amp" / name / "verdict.json.xz")
                                                      .read_bytes()))
     return d / "verdict.json"
 

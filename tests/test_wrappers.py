@@ -29,7 +29,10 @@ CASES = {
     "llm_generate.py --cache static": (["--cache", "static"], r'"cache": "static"'),
     "eval_loop.py": ([], r'"wrapper": "eval_loop".*"images_per_s"'),
     "checkpoint_loop.py": (["--stall-every", "2", "--stall-ms", "20"],
-                           r"steps=8: typical step [\d.]+ ms; 2 checkpoints [\d.-]+ s beyond it; 3 stalled reads"),
+                           r"steps=8 save=sync/4: typical step [\d.]+ ms; 2 checkpoints [\d.-]+ s beyond it; 3 "
+                           r"stalled reads"),
+    "checkpoint_loop.py --save-mode thread": (["--save-mode", "thread", "--stall-every", "0"],
+                                              r"steps=8 save=thread/4: typical step [\d.]+ ms; 2 checkpoints"),
     "fsdp2_train.py": ([], r"fsdp2_train rank 0/1 fsdp2 cpu-gloo fp32 .* ms/step, [\d,]+ tokens/s total"),
     "fsdp2_train.py --fsdp 1": (["--fsdp", "1"], r"fsdp2_train rank 0/1 fsdp1 cpu-gloo fp32 .* ms/step"),
     "graph_replay.py": (["--steps", "20", "--width", "64", "--layers", "2"], r"steps/s, [\d.]+ ms/step \(eager\)"),

@@ -9,6 +9,8 @@ the time its checkpoint steps and its stalled steps took beyond it, and the loop
 of the loop's time must add up to. No nsighttc marks.
 
     python wrappers/checkpoint_loop.py                 # 60 steps, a checkpoint every 15, a stall every 10 batches
+    python wrappers/checkpoint_loop.py --save-every 30 # the fix "save less often", half as often
+    python wrappers/checkpoint_loop.py --save-mode thread   # the fix "off the loop": pinned copies, a writer thread
     python wrappers/checkpoint_loop.py --device cpu    # smoke mode (tiny model, a few steps)
 """
 from __future__ import annotations
@@ -41,6 +43,43 @@ class Slow:
         return torch.randn(self.dim, generator=g), i % 10
 
 
+class Writer:
+    """``--save-mode thread``: a checkpoint off the loop's critical path, as nsighttc's `checkpoint-in-loop` advice
+    says for a loop that writes its own: the state's tensors copied into pinned host buffers (allocated at the first
+    checkpoint, reused) with ``non_blocking=True``, and ``torch.save`` on a thread once the copies are done. The next
+    checkpoint waits for the last one's write."""
+
+    def __init__(self):
+        self.bufs, self.thread = None, None
+
+    def save(self, state, path) -> None:
+        import threading
+        import torch
+        from torch.utils._pytree import tree_flatten, tree_unflatten
+        leaves, spec = tree_flatten(state)
+        if self.thread is not None:
+            self.thread.join()
+        if self.bufs is None:
+            self.bufs = [torch.empty(x.shape, dtype=x.dtype, pin_memory=x.is_cuda) if torch.is_tensor(x) else None
+                         for x in leaves]
+        staged = tree_unflatten([b.copy_(x, non_blocking=True) if b is not None else x
+                                 for x, b in zip(leaves, self.bufs)], spec)
+        done = torch.cuda.Event() if torch.cuda.is_available() else None
+        if done is not None:
+            done.record()
+
+        def write():
+            if done is not None:
+                done.synchronize()
+            torch.save(staged, path)
+        self.thread = threading.Thread(target=write, name="checkpoint-writer")
+        self.thread.start()
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: smoke mode (tiny model)")
@@ -51,6 +90,8 @@ def main() -> None:
     ap.add_argument("--save-every", type=int, default=15, help="steps between checkpoints (0: none)")
     ap.add_argument("--stall-every", type=int, default=10, help="batches between slow reads (0: none)")
     ap.add_argument("--stall-ms", type=float, default=150.0, help="how long a slow read takes")
+    ap.add_argument("--save-mode", choices=["sync", "thread"], default="sync",
+                    help="sync: torch.save in the loop, as users write it; thread: pinned copies and a writer thread")
     a = ap.parse_args()
     import torch
     device = pick_device(a.device)
@@ -65,6 +106,7 @@ def main() -> None:
     data = torch.utils.data.DataLoader(Slow(a.steps * a.batch, a.dim, a.batch, a.stall_every, a.stall_ms),
                                        batch_size=a.batch, num_workers=0)
     times, kinds = [], []
+    writer = Writer() if a.save_mode == "thread" else None
     with tempfile.TemporaryDirectory() as d:
         t_loop = t0 = time.perf_counter()
         for step, (x, y) in enumerate(data, 1):  # (each iteration timed from the last one's end: its fetch included)
@@ -75,19 +117,25 @@ def main() -> None:
             opt.step()
             saved = bool(a.save_every and step % a.save_every == 0)
             if saved:
-                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step},
-                           Path(d) / "checkpoint.pt")
+                state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step}
+                if writer is not None:
+                    writer.save(state, Path(d) / "checkpoint.pt")
+                else:
+                    torch.save(state, Path(d) / "checkpoint.pt")
             sync(device)
             times.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             kinds.append("checkpoint" if saved else "stall" if a.stall_every and step > 1 and
                          (step - 1) % a.stall_every == 0 else "")
         sync(device)
+        if writer is not None:
+            writer.close()
         loop = time.perf_counter() - t_loop
     typical = statistics.median(t for t, k in zip(times[1:], kinds[1:]) if not k)
     beyond = {k: sum(t - typical for t, kk in zip(times, kinds) if kk == k) for k in ("checkpoint", "stall")}
     n = {k: kinds.count(k) for k in ("checkpoint", "stall")}
-    print(f"checkpoint_loop {a.layers}x{a.dim} batch={a.batch} steps={len(times)}: typical step {1e3 * typical:.2f} ms; "
+    print(f"checkpoint_loop {a.layers}x{a.dim} batch={a.batch} steps={len(times)} save={a.save_mode}/"
+          f"{a.save_every}: typical step {1e3 * typical:.2f} ms; "
           f"{n['checkpoint']} checkpoints {beyond['checkpoint']:.3f} s beyond it; {n['stall']} stalled reads "
           f"{beyond['stall']:.3f} s beyond it; "
           f"loop {loop:.3f} s, {1e3 * loop / len(times):.2f} ms/step; loss {float(loss.detach()):.4f}")

@@ -45,8 +45,11 @@
 # torch.profiler's CUDA activity alone (record_torch.py --cuda-only), each analysed, beside a plain run (the truth);
 # slowsteps: wrappers/checkpoint_loop.py (checkpoints and slow reads: slow steps at known shapes) plain around its
 # first and cached runs, then recorded by hand (torch.profiler, plain nsys) and analysed
+# checkpoint: the same program's fixes measured plain (a checkpoint every 15 steps as written; every 30: "save less
+# often"; --save-mode thread: pinned copies and a writer thread, "off the loop"; none), around its first and cached
+# runs and its recordings by hand: the `checkpoint-in-loop` finding's gain range against what the fixes measure
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -585,6 +588,27 @@ if [ "$PART" = slowsteps ]; then
   for d in "$W"/runs_ck_*/*/; do [ -f "$d/report.md" ] && grep -E "^Start-up|^\*\*GPU busy|^First fix|^Where" \
     "$d/report.md" | cut -c1-700 | sed "s|^|   $(basename "$(dirname "$d")"): |" >> "$S"; done
   echo "slowsteps took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = checkpoint ]; then
+  T0=$(date +%s); CK="python3 wrappers/checkpoint_loop.py"
+  plain ck15_1 $CK
+  plain ck30 $CK --save-every 30
+  plain ckthread $CK --save-mode thread
+  plain ck0 $CK --save-every 0
+  profile ck_first 200 -- $CK
+  profile ck_cached 200 -- $CK
+  plain ck15_2 $CK
+  keep_runs ck_first ck_cached
+  record ck wrappers/checkpoint_loop.py
+  for v in "$W"/runs_ck_*/*/verdict.json "$W"/fix/ck.*.verdict.json; do  # each verdict's findings and their gains
+    [ -f "$v" ] && python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-3 if 'runs_' in sys.argv[1] else -1])
+print('   headline cause:', (d.get('timeline') or {}).get('headline_cause'))
+for f in d['findings'][:4]:
+    g = f.get('gain') or {}; print('  ', f['id'], g.get('low'), g.get('high'), g.get('of', 'step'), '|', (g.get('basis') or '')[:600])" "$v" >> "$S" 2>&1
+  done
+  echo "checkpoint took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

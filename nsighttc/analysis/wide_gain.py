@@ -208,3 +208,54 @@ def job(f: dict, doc: dict, low_fraction: float) -> dict:
         high = u / (u - wait)
         basis += f"; at the program's unrecorded step ({duration(u)}, measured in this run) up to {high:.2f}x"
     return {"low": round(low, 3), "high": round(max(high, low), 3), "basis": basis}
+
+
+# The low end of a checkpoint's fix: half of what the checkpoints cost the loop goes (saved half as often); the high
+# end: all of it (saved rarely enough not to count, or wholly off the loop). H200, wrappers/checkpoint_loop.py
+# (reports/steps_time/checkpoint): a first run put it at 1.66-4.95x, a cached run at 1.69-5.53x, where plain runs
+# measured 1.72-1.98x saving half as often and 5.0-5.8x saving none; a writer thread (an asynchronous save whose
+# copies and write still share the machine with the loop) measured 1.44-1.65x, under the low end: the advice says it.
+CHECKPOINT_LOW_FRACTION = 0.5
+
+
+def checkpoint(f: dict, doc: dict) -> dict:
+    """What a loop gains from checkpoints saved less often or off its critical path (``checkpoint-in-loop``), on the
+    loop's whole time (its steady steps, the other step families' too): their cost (``slow_causes``' ``checkpoint``:
+    their time beyond the typical step, less their data loading) half removed to all removed. Where the launcher timed
+    the program's steps after its window unrecorded (``steps.unrecorded``), those steps count too, and their slow steps'
+    time beyond their median in the share the checkpoints held of the recorded slow steps' (a window of 12 steps holds
+    one checkpoint of a program that saves every 15: the recording alone would put it at one in 12)."""
+    tl = doc.get("timeline") or {}
+    sc = (tl.get("loop_time") or {}).get("slow_causes") or {}
+    ck = sc.get("checkpoint")
+    fams = tl.get("step_families") or []
+    if not ck or not fams or not ck.get("cost_ns"):
+        return {"low": None, "high": None, "basis": "no checkpoint account in this verdict"}
+    fam = fams[0]
+    loop = float((fam.get("time_accounting") or {}).get("loop_ns") or 0.0)
+    others = sum(float(x.get("steady_wall_ns") or 0.0) for x in fams[1:])
+    whole, paid = loop + others, float(ck["cost_ns"])
+    basis = (f"`checkpoint-in-loop`: {100 * CHECKPOINT_LOW_FRACTION:.0f}% (saved half as often) to all (saved rarely "
+             f"enough not to count, or wholly off the loop) of the {duration(paid)} its "
+             f"{ck['steps']} checkpoint step{'s' if ck['steps'] != 1 else ''} took beyond the typical step, less their "
+             f"data loading, of the loop's {duration(loop)} over its steady steps"
+             + (f" and the other step families' {duration(others)}" if others > 0.01 * loop else ""))
+    u = (tl.get("steps") or {}).get("unrecorded") or {}
+    if (tl.get("steps") or {}).get("name") == fam["name"] and u.get("after_ns") and sc.get("excess_ns"):
+        share = min(paid / float(sc["excess_ns"]), 1.0)
+        more = share * float(u.get("slow_beyond_ns") or 0.0)
+        whole += float(u["after_ns"])
+        paid += more
+        basis += (f"; with the {duration(float(u['after_ns']))} of the steps timed unrecorded after the window, "
+                  f"{duration(more)} of them checkpoints ({100 * share:.0f}% of their slow steps' time beyond their "
+                  "median, as in the recorded slow steps)")
+    if whole <= 0 or paid <= 0:
+        return {"low": None, "high": None, "basis": basis + ": nothing to remove"}
+    paid = min(paid, 0.999 * whole)
+    low = whole / (whole - CHECKPOINT_LOW_FRACTION * paid)
+    high = whole / (whole - paid)
+    if high > WIDTH * low:
+        basis += (f". Wider than {WIDTH:g}x: the checkpoints hold {100 * paid / whole:.0f}% of the loop, so the gain "
+                  "turns on how much of them the fix takes out of it (how much rarer, and how much of the save "
+                  "leaves it), which one recording cannot tell")
+    return {"low": round(low, 3), "high": round(high, 3), "basis": basis}

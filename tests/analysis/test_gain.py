@@ -3,8 +3,8 @@ in ``reports/try/calibration/`` (their plain step times beside them)."""
 from __future__ import annotations
 
 import copy
-import gzip
 import json
+import lzma
 from pathlib import Path
 
 import pytest
@@ -130,7 +130,7 @@ def test_calibration_on_the_h100_runs():
 
 def test_calibration_verdicts_validate():
     for case in ("mnist", "loader", "resnet", "trainer", "multi"):
-        doc = json.loads(gzip.decompress((CAL / case / "baseline_verdict.json.gz").read_bytes()))
+        doc = json.loads(lzma.decompress((CAL / case / "baseline_verdict.json.xz").read_bytes()))
         assert schema_problem(gain.attach(doc, None)) is None
         plain = measure.read(CAL / case / "step_times" / "baseline_plain1.json")
         assert plain and all(v["clock"] == "gpu" for v in plain.values())

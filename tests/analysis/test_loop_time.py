@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -244,7 +247,7 @@ def test_a_live_run_of_the_loop_named_the_op_on_the_gpu_machine():
     launcher's hooks made the steps (model calls), the launch times the op: 92% of the new shapes' cost was the
     host's pause before cuDNN's attention kernel. The first run's report said 97% (its report.md.gz there)."""
     d = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "shape_costs"
-    tl = json.loads(gzip.decompress((d / "varlen_cached_verdict.json.gz").read_bytes()))["timeline"]
+    tl = json.loads(lzma.decompress((d / "varlen_cached_verdict.json.xz").read_bytes()))["timeline"]
     churn = tl["steps"]["shape_churn"]
     assert tl["steps"]["source"] == "hook" and "sdpa" in churn["paid_before"][0]["name"]
     assert churn["paid_before"][0]["ns"] > 0.8 * churn["new_shape_excess_ns"]
@@ -585,6 +588,82 @@ def test_slow_steps_at_known_shapes_are_explained_a_checkpoint_and_a_data_stall(
     assert copies["typical_copies"] == 0 and abs(copies["bytes"] / (12 * CHECKPOINT_PARAMS) - 1) < 0.01
     line = headlines.loop_time_line(tl)
     assert "data loading (`enumerate(DataLoader)#" in line and "a checkpoint (`torch.save`)" in line
+
+
+def test_a_checkpoint_is_a_finding_of_its_own_on_the_loops_time_and_the_per_step_findings_judge_the_other_steps():
+    """The same recording: the checkpoint at step 15 (one step copying the model's and AdamW's state to the host,
+    1.2 GB) held two thirds of the loop, and the report led with "Synchronising calls stall the launch queue, up to
+    2.49x" on the 19.2 ms median step, then "data loading up to 2.49x", whose per-step idle time held the checkpoint's
+    syncs and the slow reads over a step that holds neither. Now the checkpoint is the headline's cause and the first
+    fix, its gain on the loop's whole time, and the other findings are of the other steps: data loading's gain at most
+    what removing the DataLoader's whole fetch time from the loop gives."""
+    from nsighttc.render.markdown import headlines
+    doc = nsighttc.analyze([FIX / "checkpoint_loop_torch.json.xz"]).to_json()
+    tl = doc["timeline"]
+    fam = tl["step_families"][0]
+    ck = tl["loop_time"]["slow_causes"]["checkpoint"]
+    first = doc["findings"][0]
+    assert first["id"] == "checkpoint-in-loop" and first["gain"]["of"] == "the loop", first["id"]
+    assert ck["steps"] == fam["checkpoint_steps"] == 1 and abs(ck["bytes"] / (12 * CHECKPOINT_PARAMS) - 1) < 0.01
+    # its cost: the checkpoint step's time beyond the typical step, which held no slow read
+    it = np.asarray(fam["iteration_ns"][fam["warmup_steps"]:])
+    longest = float(it.max()) - fam["time_accounting"]["base_ns"]
+    assert ck["cost_ns"] == pytest.approx(longest, rel=0.01)
+    loop = fam["time_accounting"]["loop_ns"]
+    g = first["gain"]
+    assert g["high"] == pytest.approx(loop / (loop - ck["cost_ns"]), rel=0.01) and g["low"] < g["high"] <= 3 * g["low"]
+    assert "checkpoints (1 step copied the model's state" in tl["headline_cause"]
+    assert "Checkpoints hold" in headlines.first_fix(doc) and "of the loop" in headlines.first_fix(doc)
+    fetch = next(r for r in doc["ranges"] if r["name"].startswith("enumerate(DataLoader)"))
+    data = next(f for f in doc["findings"] if f["id"] == "gpu-starved-by-data-loading")
+    assert data["gain"]["high"] <= 1.01 * loop / (loop - fetch["wall_ns"]), (data["gain"], fetch["wall_ns"])
+    sync = next(f for f in doc["findings"] if f["id"] == "synchronising-calls")
+    assert not (sync["gain"] or {}).get("high") or sync["gain"]["high"] < g["high"]
+
+
+def test_a_slow_step_whose_gpu_computes_beyond_a_typical_step_is_no_checkpoint(monkeypatch):
+    """A checkpoint copies and writes; an evaluation that reads its outputs back computes too. The checkpoint step of
+    the recording above computed nothing beyond a typical step (``COMPUTE_SHARE`` bounds that extra work by its share
+    of the step's excess): with the bar set under its own extra work, the step is a slow step explained by cause, no
+    checkpoint, and the per-step findings hold it again."""
+    from nsighttc.analysis.timeline.steps import slow_causes
+    monkeypatch.setattr(slow_causes, "COMPUTE_SHARE", -0.01)
+    doc = nsighttc.analyze([FIX / "checkpoint_loop_torch.json.xz"]).to_json()
+    tl = doc["timeline"]
+    assert "checkpoint" not in tl["loop_time"]["slow_causes"] and "checkpoint_steps" not in tl["step_families"][0]
+    assert not any(f["id"] == "checkpoint-in-loop" for f in doc["findings"])
+    assert tl["loop_time"]["slow_causes"]["copies_to_host"]["bytes"] > slow_causes.STATE_BYTES
+    from nsighttc.render.markdown import headlines
+    assert "device-to-host copies" in headlines.loop_time_line(tl) and "checkpoint" not in headlines.loop_time_line(tl)
+
+
+CHECKPOINT_CALL = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "checkpoint"
+
+
+def _plain_loops(summary: str) -> dict[str, list[float]]:
+    """The plain runs' loop times in a GPU call's summary, by variant: 'plain ck15_1: rc=0 ... loop 14.247 s, ...'."""
+    out: dict[str, list[float]] = {}
+    for m in re.finditer(r"^plain (ck\w+?)(?:_\d)?: rc=0 .*?; loop ([\d.]+) s,", summary, re.M):
+        out.setdefault(m.group(1), []).append(float(m.group(2)))
+    return out
+
+
+def test_the_checkpoint_gain_counts_the_unrecorded_steps_and_holds_saving_half_as_often():
+    """A cached run of ``wrappers/checkpoint_loop.py`` (H200, reports/steps_time/checkpoint): its window recorded 12
+    steps holding one checkpoint, then 43 steps ran unrecorded, 3 more checkpoints among them. The gain, recomputed
+    from its verdict by this checkout, counts those steps and their checkpoints (the window alone holds one in 12, the
+    program saves one in 15), and holds what the plain runs of the same call measured: saving every 30 steps instead
+    of 15 within the range, saving none no further than its high end."""
+    from nsighttc.analysis import gain
+    doc = gain.attach(json.loads(lzma.decompress((CHECKPOINT_CALL / "ck_cached_verdict.json.xz").read_bytes())))
+    g = next(f for f in doc["findings"] if f["id"] == "checkpoint-in-loop")["gain"]
+    assert doc["findings"][0]["id"] == "checkpoint-in-loop" and "timed unrecorded after the window" in g["basis"]
+    loops = _plain_loops(lzma.decompress((CHECKPOINT_CALL / "summary.txt.xz").read_bytes()).decode())
+    assert len(loops["ck15"]) == 2 and loops["ck30"] and loops["ck0"], loops
+    half = [t / loops["ck30"][0] for t in loops["ck15"]]
+    none = [t / loops["ck0"][0] for t in loops["ck15"]]
+    assert g["low"] <= min(half) and max(half) <= g["high"], (g, half)
+    assert min(none) <= g["high"] <= 1.2 * max(none), (g, none)
 
 
 def test_slow_steps_at_new_shapes_are_the_shapes_cost_and_not_told_again(varlen):

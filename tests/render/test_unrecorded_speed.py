@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ RUNS = Path(__file__).resolve().parents[2] / "reports" / "host_frames" / "call_v
 
 @pytest.mark.parametrize("run", ["llm_first", "llm_cached"])
 def test_the_report_gives_the_recorded_and_the_unrecorded_speed(run):
-    tl = json.loads(fixture_open(RUNS / run / "verdict.json.gz").read())["timeline"]
+    tl = json.loads(fixture_open(RUNS / run / "verdict.json.xz").read())["timeline"]
     u, inf = tl["steps"]["unrecorded"], tl["inference"]
     line = startup_line(tl)
     assert " recorded, " in line and " unrecorded (the recording's slowdown " in line
@@ -141,12 +142,11 @@ def test_a_loop_whose_host_runs_ahead_is_shown_and_costed_at_the_gpus_step(run, 
     replay every 386-670 us, the GPU finished one every 1.11-1.20 ms. The startup line shows the GPU's step and says
     the host's, and the recording's cost compares it with the synchronised steps after the window (it read 0.41x and
     0.58x, "no faster", on the host's step)."""
-    import gzip
     import json
     from types import SimpleNamespace
     from nsighttc.profile.window import unrecorded_speed
     d = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "graph_sync"
-    doc = json.loads(gzip.decompress((d / f"{run}_verdict.json.gz").read_bytes()))
+    doc = json.loads(lzma.decompress((d / f"{run}_verdict.json.xz").read_bytes()))
     events = [json.loads(line) for line in (d / f"{run}_window_events.jsonl").read_text().splitlines()]
     tl = doc["timeline"]
     tl["steps"].pop("unrecorded", None)
@@ -212,7 +212,7 @@ def test_steps_timed_where_the_host_ran_ahead_are_the_span_over_the_count(run):
     from types import SimpleNamespace
     from nsighttc.profile.window import unrecorded_speed
     d = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "graph_ahead"
-    tl = json.loads(gzip.decompress((d / f"{run}_verdict.json.gz").read_bytes()))["timeline"]
+    tl = json.loads(lzma.decompress((d / f"{run}_verdict.json.xz").read_bytes()))["timeline"]
     events = [json.loads(line) for line in (d / f"{run}_window_events.jsonl").read_text().splitlines()]
     after = next(e for e in events if e["event"] == "unrecorded")
     assert "host_share" not in after  # (events written before the launcher said it: the recorded steps tell)
@@ -255,7 +255,7 @@ def test_a_loop_of_new_shapes_compares_its_steps_at_shapes_already_seen():
     from types import SimpleNamespace
     from nsighttc.profile.window import unrecorded_speed
     d = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "shape_costs"
-    tl = json.loads(gzip.decompress((d / "varlen_cached_verdict.json.gz").read_bytes()))["timeline"]
+    tl = json.loads(lzma.decompress((d / "varlen_cached_verdict.json.xz").read_bytes()))["timeline"]
     events = [json.loads(line) for line in (d / "varlen_cached_window_events.jsonl").read_text().splitlines()]
     before = next(e for e in events if e["event"] == "start")["unrecorded_before_ms"]
     after = next(e for e in events if e["event"] == "unrecorded")["durations_ms"]
@@ -554,7 +554,7 @@ def test_a_first_runs_churn_gain_takes_its_known_shape_steps_faster_than_recorde
     within 3x, and says where its high end comes from. Neither holds the cold pairs (4.6-5.4x: cuDNN's plans cost
     more on a host meeting the lengths first), which no recording of a warm host can see."""
     from nsighttc.analysis import wide_gain
-    doc = json.loads(gzip.decompress((NOVEL / f"vg_first_call{call}_verdict.json.gz").read_bytes()))
+    doc = json.loads(lzma.decompress((NOVEL / f"vg_first_call{call}_verdict.json.xz").read_bytes()))
     assert not (doc["timeline"]["steps"].get("unrecorded") or {}).get("median_ns")  # (nothing timed unrecorded)
     assert "cuDNN's attention" in doc["timeline"]["headline_cause"] and doc["findings"][0]["id"] == "shape-churn"
     gain = wide_gain.loop(doc["findings"][0], doc)
@@ -569,7 +569,7 @@ def test_a_cached_runs_churn_gain_at_its_measured_unrecorded_speed_is_not_widene
     call 1's warm pair (2.57x); its own call's warm pair (2.17x) is 9% under its low end (2.38x): the plain pairs of one
     host moved 2.2-2.6x between calls, as BERT's did (1.90-3.38x in one call)."""
     from nsighttc.analysis import wide_gain
-    doc = json.loads(gzip.decompress((NOVEL / "vg_cached_call2_verdict.json.gz").read_bytes()))
+    doc = json.loads(lzma.decompress((NOVEL / "vg_cached_call2_verdict.json.xz").read_bytes()))
     u = doc["timeline"]["steps"]["unrecorded"]
     assert u["median_ns"] < u["known_shape_ns"]
     gain = wide_gain.loop(doc["findings"][0], doc)
@@ -652,7 +652,7 @@ def test_a_gpu_step_under_1_2x_the_hosts_is_the_steps_where_the_queue_grew_all_a
     18 ms behind, about half the 28 steady steps' difference or more: the host ran ahead all along, so the GPU's step
     is the phase's (``step_time._queue_grew``). Its phases that wait for the GPU every step keep the host's."""
     from nsighttc.step_time import HOST_AHEAD, MIN_AHEAD, typical_step
-    path = RUNS.parents[1] / "try" / "calibration" / "multi" / "baseline_verdict.json.gz"
+    path = RUNS.parents[1] / "try" / "calibration" / "multi" / "baseline_verdict.json.xz"
     fams = {f["name"].split("/")[1]: f for f in json.loads(fixture_open(path).read())["timeline"]["step_families"]}
     bf16 = fams["train_bf16"]
     it, eff = bf16["median_iteration_ns"], bf16["median_effective_ns"]

@@ -30,7 +30,7 @@ from . import busy, call_summaries, comm as comm_mod, host_frames, idle, in_use,
 from .extent import first_time, last_time, launching_threads, union_of
 from .held_back import held_back
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
-from .findings import findings
+from .findings import checkpoint_words, findings
 from .steps import slow as slow_mod, slow_causes
 from .steps.launch_order import LaunchOrder
 from .steps.period import TRAINING_KERNEL
@@ -118,6 +118,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
                                   steps_mod.window_starts(tl.marks))
     del work_end, step_sets  # 16 B per launch, not needed past the step families
     _account_steps(fams, launches, launch_start, slow_mod.capture_times(api))
+    _set_checkpoints(fams, ops, u)
     steady = union_of(fams, "_steady")
     with stages.stage("timeline.range_stats"):
         rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
@@ -227,6 +228,12 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
         first = first_time(ops, api, ranges, lo)
         res.startup = steps_mod.startup(dom, first, compiles)
         res.loop_time = slow_mod.split(dom, first, last_time(ops, api, ranges, hi))
+        ck = (res.loop_time.get("slow_causes") or {}).get("checkpoint")
+        loop = float((dom.get("time_accounting") or {}).get("loop_ns") or 0.0)
+        if ck and not dom.get("shape_churn") and ck["cost_ns"] >= slow_mod.NEW_SHAPE_SHARE * loop and \
+                ck["cost_ns"] > max([c["idle_ns"] for c in causes] or [0.0]):
+            # the loop's first cause: its checkpoints hold more of its time than any cause of a typical step's idle time
+            res.headline_cause = "checkpoints (" + checkpoint_words(ck, loop) + ")"
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
     a_lo, a_hi = dom["steady_window_ns"] if dom else (lo, hi)
     res.activity = busy.activity(u, launches, ranges, a_lo, a_hi)
@@ -282,6 +289,31 @@ def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.nd
             if keep.sum() >= 2:
                 u = intervals.union(starts[keep], ends[keep])
                 f["_steady"] = (u.starts, u.ends)
+
+
+def _set_checkpoints(fams: list[dict], ops: pd.DataFrame, u: intervals.Union) -> None:
+    """The dominant family's checkpoint steps (``slow_causes.checkpoint_steps``: slow steps that copied the model's
+    state to the host) are left out of its steady steps' scope, as steps at new shapes are: the idle causes, the
+    host's frames and the findings per step then say what a typical step waits for, and the checkpoints get their own
+    account and finding (``checkpoint-in-loop``), on the loop's whole time. Why: a loop saving a 1.2 GB checkpoint every
+    15 steps (H200, wrappers/checkpoint_loop.py) led with "Synchronising calls stall the launch queue, up to 2.91x" and,
+    live, "the GPU idles while the host runs `save`, up to 2.91x", both on the median step, where the checkpoints held
+    most of the loop (plain: 7.1 s of its 8.9 s)."""
+    if not fams or fams[0].get("_slow_known") is None:
+        return
+    f = fams[0]
+    ck = slow_causes.checkpoint_steps(f, ops, u)
+    if ck is None:
+        return
+    f["_checkpoint"] = ck
+    f["checkpoint_steps"] = int(ck.sum())
+    if f.get("shape_churn"):
+        return  # (its scope holds the steps at the typical step's speed already: no slow step is in it)
+    starts, ends = f["_iterations"]
+    keep = ~ck
+    if keep.sum() >= 2:
+        u = intervals.union(starts[keep], ends[keep])
+        f["_steady"] = (u.starts, u.ends)
 
 
 # Launches for which the idle pieces are cut on a thread of their own: below, the hand-over costs more than it saves;

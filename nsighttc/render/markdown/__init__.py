@@ -272,7 +272,8 @@ def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | 
         out += [f"### {i}. {f['title']} ({f['severity']})" + (f" — {up}" if up else ""), "",
                 f"- **Evidence:** {f['evidence']}", f"- **Fix:** {f['advice']}"]
         if up:
-            out.append(f"- **Estimated gain:** {g['low']:.2f}x to {g['high']:.2f}x of the steady step ({g['basis']})")
+            out.append(f"- **Estimated gain:** {g['low']:.2f}x to {g['high']:.2f}x of {g.get('of', 'the steady step')} "
+                       f"({g['basis']})")
         out.append("")
         if f.get("kernels"):
             ks = f["kernels"] if full else f["kernels"][:FINDING_KERNELS]

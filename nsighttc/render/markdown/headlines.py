@@ -212,10 +212,6 @@ def _seconds(v: float) -> str:
 
 
 SLOW_CAUSE_SHARE = 0.05  # a cause under this share of the slow steps' excess is left out of the words
-# device-to-host bytes a slow step copies, from which they are read as the model's state: a checkpoint of a 100 M
-# parameter MLP and its AdamW state, 1.2 GB in 42 copies (H200, wrappers/checkpoint_loop.py); a metric or a loss read
-# back is bytes to kilobytes
-STATE_BYTES = 64e6
 
 
 def slow_causes_words(sc: dict) -> str:
@@ -226,7 +222,7 @@ def slow_causes_words(sc: dict) -> str:
     c = sc.get("copies_to_host")
     if c:
         state = ": the model's state brought to the host, as a checkpoint (`torch.save`) or a `state_dict()` read does" \
-            if c.get("per_step_bytes", 0) >= STATE_BYTES else ""
+            if sc.get("checkpoint") else ""  # (the analysis's reading: ``slow_causes.checkpoint_steps``)
         parts.append(f"{c['copies']:,} device-to-host copies of {_mb(c['bytes'])} in them (as many typical steps: "
                      f"{c['typical_copies']:g}, {_mb(c['typical_bytes'])}){state}")
     g = sc.get("allocator_growth")
@@ -386,8 +382,8 @@ def first_fix(doc: dict) -> str | None:
     if best is None:
         return None
     g = best["gain"]
-    return (f"First fix: {best['title']} — {gain_text(g)} (estimated {g['low']:.2f}x to {g['high']:.2f}x of the "
-            f"steady step{width_words(g)})")
+    return (f"First fix: {best['title']} — {gain_text(g)} (estimated {g['low']:.2f}x to {g['high']:.2f}x of "
+            f"{g.get('of', 'the steady step')}{width_words(g)})")
 
 
 # A gain range wider than this (high over low) is one a user cannot act on without knowing why it is wide: the

@@ -24,27 +24,110 @@ from .steady import ALLOCATOR_GROWTH
 MIN_TYPICAL = 2        # typical steps to hold the slow ones against
 OTHER = "other"        # what the causes measured do not hold of the excess
 DATA_WORDS = ("data", "load", "batch", "fetch", "collate", DATALOADER_OP)
+DATA_LOADING_WORDS = "data loading"  # (how a cause of data loading's words begin: a checkpoint's cost leaves it out)
+# Device-to-host bytes a slow step copies from which it is read as a checkpoint: the model's state brought to the host.
+# A checkpoint of a 100 M parameter MLP and its AdamW state is 1.2 GB in 42 copies (H200, wrappers/checkpoint_loop.py);
+# a metric or a loss read back is bytes to kilobytes, an evaluation's predictions megabytes.
+STATE_BYTES = 64e6
+# ... and whose GPU computed less beyond a typical step than this share of the step's time beyond it: a checkpoint
+# copies and writes, it does not compute (the checkpoint steps of wrappers/checkpoint_loop.py: under 1% of their
+# excess), where an evaluation that reads its outputs back runs forward passes too.
+COMPUTE_SHARE = 0.5
+
+
+def checkpoint_steps(fam: dict, ops: pd.DataFrame | None, u: intervals.Union | None = None) -> np.ndarray | None:
+    """Which of the family's steady steps (``fam["_iterations"]``) are checkpoints: slow steps at known shapes
+    (``slow.account``'s ``_slow_known``) that each copied ``STATE_BYTES`` or more to the host, as ``torch.save`` of a
+    ``state_dict()`` does tensor by tensor, and whose GPU did little other work beyond a typical step's
+    (``COMPUTE_SHARE``; ``u``: the GPU's busy time). None where there are none. Such steps are the program saving its
+    state, not its step: ``timeline._account_steps`` judges the steady steps without them, and the checkpoint gets an
+    account of its own (``explain``'s ``checkpoint``) and a finding with its gain on the loop's whole time."""
+    known = fam.get("_slow_known")
+    if known is None or not known.any() or ops is None or "bytes" not in ops:
+        return None
+    dtoh = device_to_host(ops)
+    if not dtoh.any():
+        return None
+    t = ops["start_ns"].to_numpy(dtype="float64")[dtoh]
+    b = np.nan_to_num(ops["bytes"].to_numpy(dtype="float64")[dtoh])
+    order = np.argsort(t, kind="stable")
+    t, cum = t[order], np.concatenate([[0.0], np.cumsum(b[order])])
+    starts, ends = fam["_iterations"]
+    per = cum[np.searchsorted(t, ends, side="left")] - cum[np.searchsorted(t, starts, side="left")]
+    mask = known & (per >= STATE_BYTES)
+    typical = fam.get("_typical")
+    if u is not None and mask.any() and typical is not None and typical.any():
+        cu = intervals.union(t, ops["end_ns"].to_numpy(dtype="float64")[dtoh][order])
+        work = intervals.busy_within(u, starts, ends) - intervals.busy_within(cu, starts, ends)
+        base = float((fam.get("time_accounting") or {}).get("base_ns") or np.median((ends - starts)[typical]))
+        extra = work - float(np.median(work[typical]))
+        mask &= extra < COMPUTE_SHARE * np.clip((ends - starts) - base, 0.0, None)
+    return mask if mask.any() else None
 
 
 def explain(fam: dict, pieces, u: intervals.Union, paths: np.ndarray, rinfo: dict, ops: pd.DataFrame,
             api: pd.DataFrame) -> dict | None:
     """``{"steps", "excess_ns", "causes": [{"kind", "name", "words", "ns", "share"}], "copies_to_host",
-    "allocator_growth"}`` for the family's slow steps at known shapes (``fam["_slow_known"]``, set by ``slow.account``
-    through ``_account_steps``), or None where there are none or too few typical steps to hold them against. Each cause
-    is what the slow steps held of it beyond as many typical steps (their mean); the rows are scaled to add up to
-    ``excess_ns``, the slow steps' time beyond the typical step (``time_accounting.base_ns``): the time the loop's line
-    says they took beyond it."""
+    "allocator_growth", "checkpoint"}`` for the family's slow steps at known shapes (``fam["_slow_known"]``, set by
+    ``slow.account`` through ``_account_steps``), or None where there are none or too few typical steps to hold them
+    against. Each cause is what the slow steps held of it beyond as many typical steps (their mean); the rows are scaled
+    to add up to ``excess_ns``, the slow steps' time beyond the typical step (``time_accounting.base_ns``): the time the
+    loop's line says they took beyond it. ``checkpoint``: the same for the steps among them that copied the model's
+    state to the host (``checkpoint_steps``, ``fam["_checkpoint"]``), with ``cost_ns``, their time beyond the typical
+    step less their data loading: what saving less often, or off the loop, removes."""
     known, typical = fam.get("_slow_known"), fam.get("_typical")
     if known is None or typical is None or not known.any() or typical.sum() < MIN_TYPICAL:
         return None
     starts, ends = fam["_iterations"]
-    it = ends - starts
-    scale = known.sum() / typical.sum()
-    base = float((fam.get("time_accounting") or {}).get("base_ns") or np.median(it[typical]))
-    excess = float(np.clip(it[known] - base, 0.0, None).sum())
-    if excess <= 0:
+    base = float((fam.get("time_accounting") or {}).get("base_ns") or np.median((ends - starts)[typical]))
+    dtoh = device_to_host(ops)  # (the GPU's time in copies to the host apart from its other work: a checkpoint's copies)
+    cu = intervals.union(ops["start_ns"].to_numpy(dtype="float64")[dtoh],
+                         ops["end_ns"].to_numpy(dtype="float64")[dtoh]) if dtoh.any() else None
+    ctx = (pieces, u, paths, rinfo, cu)
+    out = _account(known, typical, starts, ends, base, ctx)
+    if out is None:
         return None
     sk, ek, st, et = starts[known], ends[known], starts[typical], ends[typical]
+    scale = known.sum() / typical.sum()
+    copies = _count(ops, dtoh, sk, ek, st, et, scale)
+    if copies:
+        out["copies_to_host"] = copies
+    growth = _growth(api, sk, ek, st, et, scale)
+    if growth:
+        out["allocator_growth"] = growth
+    ck = fam.get("_checkpoint")
+    if ck is not None and ck.any():
+        acc = _account(ck, typical, starts, ends, base, ctx)
+        if acc is not None:
+            data = sum(r["ns"] for r in acc["causes"] if r["words"].startswith(DATA_LOADING_WORDS))
+            b = np.nan_to_num(ops["bytes"].to_numpy(dtype="float64")[dtoh])
+            inc = intervals.inside(ops["start_ns"].to_numpy(dtype="float64")[dtoh], starts[ck], ends[ck])
+            acc.update(cost_ns=max(acc["excess_ns"] - data, 0.0), copies=int(inc.sum()), bytes=float(b[inc].sum()),
+                       per_step_bytes=float(b[inc].sum()) / int(ck.sum()), base_ns=base,
+                       every_steps=_every(ck))
+            out["checkpoint"] = acc
+    return out
+
+
+def _every(mask: np.ndarray) -> int | None:
+    """The steps between checkpoints where the recording holds two or more of them at a steady interval."""
+    at = np.flatnonzero(mask)
+    if len(at) < 2:
+        return None
+    d = np.diff(at)
+    return int(d[0]) if (d == d[0]).all() else None
+
+
+def _account(slow: np.ndarray, typical: np.ndarray, starts: np.ndarray, ends: np.ndarray, base: float,
+             ctx: tuple) -> dict | None:
+    """``{"steps", "excess_ns", "causes"}`` of the steps ``slow`` against as many ``typical`` ones (``explain``)."""
+    pieces, u, paths, rinfo, cu = ctx
+    it = ends - starts
+    scale = slow.sum() / typical.sum()
+    excess = float(np.clip(it[slow] - base, 0.0, None).sum())
+    if excess <= 0:
+        return None
+    sk, ek, st, et = starts[slow], ends[slow], starts[typical], ends[typical]
     busy_k = float(intervals.busy_within(u, sk, ek).sum())
     busy_t = float(intervals.busy_within(u, st, et).sum())
     slow_c = idle.causes(idle.time_scope(pieces, sk, ek), busy_k, paths, rinfo)
@@ -52,16 +135,14 @@ def explain(fam: dict, pieces, u: intervals.Union, paths: np.ndarray, rinfo: dic
                                                                         rinfo)}
     rows = [{"kind": c["kind"], "name": c["name"], "ns": c["idle_ns"] - scale * typ_c.get((c["kind"], c["name"]), 0.0)}
             for c in slow_c]
-    dtoh = device_to_host(ops)  # (the GPU's time in copies to the host apart from its other work: a checkpoint's copies)
-    if dtoh.any():
-        cu = intervals.union(ops["start_ns"].to_numpy(dtype="float64")[dtoh], ops["end_ns"].to_numpy(dtype="float64")[dtoh])
+    if cu is not None:
         copy_k = float(intervals.busy_within(cu, sk, ek).sum())
         copy_t = float(intervals.busy_within(cu, st, et).sum())
         rows.append({"kind": "copies-to-host", "name": "device-to-host copies", "ns": copy_k - scale * copy_t})
         busy_k, busy_t = busy_k - copy_k, busy_t - copy_t
     rows.append({"kind": "gpu-work", "name": "GPU work", "ns": busy_k - scale * busy_t})
     rows = [r for r in rows if r["ns"] > 0]
-    beyond = float(it[known].sum() - scale * it[typical].sum())  # (what the rows measure: beyond the typical mean)
+    beyond = float(it[slow].sum() - scale * it[typical].sum())  # (what the rows measure: beyond the typical mean)
     held = sum(r["ns"] for r in rows)
     if beyond > held:  # (what no cause measured holds)
         rows.append({"kind": OTHER, "name": OTHER, "ns": beyond - held})
@@ -72,14 +153,7 @@ def explain(fam: dict, pieces, u: intervals.Union, paths: np.ndarray, rinfo: dic
     for r in rows:
         r["share"] = r["ns"] / excess
         r["words"] = _words(r)
-    out = {"steps": int(known.sum()), "excess_ns": excess, "causes": rows}
-    copies = _count(ops, dtoh, sk, ek, st, et, scale)
-    if copies:
-        out["copies_to_host"] = copies
-    growth = _growth(api, sk, ek, st, et, scale)
-    if growth:
-        out["allocator_growth"] = growth
-    return out
+    return {"steps": int(slow.sum()), "excess_ns": excess, "causes": rows}
 
 
 def _words(r: dict) -> str:
@@ -88,7 +162,7 @@ def _words(r: dict) -> str:
         if name == idle.NO_RANGE:
             return "host work outside any range"
         leaf = name.rsplit("/", 1)[-1]
-        return f"data loading (`{name}`)" if any(w in leaf for w in DATA_WORDS) else f"the host in `{name}`"
+        return f"{DATA_LOADING_WORDS} (`{name}`)" if any(w in leaf for w in DATA_WORDS) else f"the host in `{name}`"
     return {"sync": f"synchronising calls ({name})", "launch-overhead": "launch gaps",
             "pageable-copy": "pageable copies", "gpu-wait": "launched work waiting", "gpu-work": "more GPU work",
             "copies-to-host": "the GPU copying to the host", OTHER: "not attributed"}.get(kind, name)
