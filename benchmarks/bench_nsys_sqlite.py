@@ -1,6 +1,6 @@
 """Benchmark: analyse an nsys SQLite export with N kernels (default 1,000,000).
 
-The database is made from the real H200 export (nsighttc/data/h200_loops_nsys.sqlite.gz): the same
+The database is made from the real H200 export (nsighttc/data/h200_loops_nsys.sqlite.xz): the same
 schema, with kernel, memcpy/memset, CUDA API and NVTX rows copied with shifted timestamps and
 correlation ids until there are N kernels. Budget (issue 54): 1M kernels in <= 3.0 s and <= 1 GB peak RSS on the
 2-core machine, the import of the analysis included. Prints the wall time of each stage (``nsighttc.stages``: the
@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-FIXTURE = ROOT / "nsighttc" / "data" / "h200_loops_nsys.sqlite.gz"
+FIXTURE = ROOT / "nsighttc" / "data" / "h200_loops_nsys.sqlite.xz"
 API_KEEP = "(SELECT id FROM StringIds WHERE value LIKE 'cuda%' OR value LIKE 'cuLaunch%')"
 
 

@@ -2,8 +2,8 @@
 Run: python benchmarks/make_examples.py"""
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 import shutil
 import sys
 import tempfile
@@ -21,7 +21,7 @@ def main() -> int:
     out = ROOT / "reports" / "examples"
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "nsys_mm_relu_loops.sqlite"
-        db.write_bytes(gzip.open(F.parents[1] / "nsighttc" / "data" / "h200_loops_nsys.sqlite.gz").read())
+        db.write_bytes(lzma.open(F.parents[1] / "nsighttc" / "data" / "h200_loops_nsys.sqlite.xz").read())
         cases = {
             "ncu_raw_tensor_metrics": [F / "ncu_raw_tensor_metrics.csv.gz"],
             "ncu_details_tensor_metrics": [F / "ncu_details_tensor_metrics.csv.xz"],

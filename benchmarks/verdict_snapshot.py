@@ -30,7 +30,7 @@ TRACES = ("*.json", "*.json.gz", "*.json.xz", "*.sqlite", "*.sqlite.gz", "*.sqli
 def cases(more: list[Path] = ()) -> dict[str, list[Path]]:
     singles = sorted(p for p in FIX.glob("*") if p.is_file() and not p.name.startswith(("README", "replay_ops")))
     out = {p.name: [p] for p in singles}
-    out["nsys+ncu"] = [FIX.parents[1] / "nsighttc" / "data" / "h200_loops_nsys.sqlite.gz", FIX / "ncu_raw_tensor_metrics.csv.gz"]
+    out["nsys+ncu"] = [FIX.parents[1] / "nsighttc" / "data" / "h200_loops_nsys.sqlite.xz", FIX / "ncu_raw_tensor_metrics.csv.gz"]
     for d in sorted(p for p in (FIX / "ddp").iterdir() if not p.name.endswith(".md")):
         out[f"ddp_{d.name}"] = [d]
     # the unannotated programs' recordings and the windows of steady steps (issues 28, 29)

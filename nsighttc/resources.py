@@ -2,7 +2,7 @@
 
 - ``h200_probe_ncu_raw.csv.gz``: Nsight Compute raw page with Tensor Core counters of the probe workload
   (fp32/TF32/fp16/bf16/fp8/int8/fp64 matmuls, convolutions, attention, VGG16), one NVTX range per case;
-- ``h200_loops_nsys.sqlite.gz``: Nsight Systems export of a data-loader-starved loop and a GEMM loop.
+- ``h200_loops_nsys.sqlite.xz``: Nsight Systems export of a data-loader-starved loop and a GEMM loop.
 """
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 DEMOS = {
     "counters": ("h200_probe_ncu_raw.csv.gz",),
-    "timeline": ("h200_loops_nsys.sqlite.gz",),
-    "both": ("h200_loops_nsys.sqlite.gz", "h200_probe_ncu_raw.csv.gz"),
+    "timeline": ("h200_loops_nsys.sqlite.xz",),
+    "both": ("h200_loops_nsys.sqlite.xz", "h200_probe_ncu_raw.csv.gz"),
 }
 
 

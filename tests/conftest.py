@@ -16,7 +16,7 @@ DETAILS = FIXTURES / "ncu_details_tensor_metrics.csv.xz"
 VGG_BASIC = FIXTURES / "ncu_details_vgg16_fp16_basic_set.csv.xz"
 NCU_REP = FIXTURES / "mm_fp16_fp32.ncu-rep.xz"  # (xz-compressed: 15x smaller, read as it is)
 # the H200 nsys export of mm/relu loops: the copy the package ships for `nsighttc demo` (one file, not two)
-NSYS_SQLITE_GZ = Path(__file__).resolve().parents[1] / "nsighttc" / "data" / "h200_loops_nsys.sqlite.gz"
+NSYS_SQLITE_GZ = Path(__file__).resolve().parents[1] / "nsighttc" / "data" / "h200_loops_nsys.sqlite.xz"
 KINETO = FIXTURES / "kineto_trace_cases_loops.json.xz"
 # wrappers/multi_phase.py recorded on an H100 (benchmarks/gpu/gpu_multi_phase.sh, reports/multi_phase/)
 MULTI_GRAPH = FIXTURES / "multi_phase_nsys_graph.sqlite.xz"   # nsys --cuda-graph-trace=graph

@@ -131,7 +131,8 @@ def main() -> None:
         if writer is not None:
             writer.close()
         loop = time.perf_counter() - t_loop
-    typical = statistics.median(t for t, k in zip(times[1:], kinds[1:]) if not k)
+    plain = [t for t, k in zip(times[1:], kinds[1:]) if not k]
+    typical = statistics.median(plain or times[1:] or times)  # (every step saving: the median of them all)
     beyond = {k: sum(t - typical for t, kk in zip(times, kinds) if kk == k) for k in ("checkpoint", "stall")}
     n = {k: kinds.count(k) for k in ("checkpoint", "stall")}
     print(f"checkpoint_loop {a.layers}x{a.dim} batch={a.batch} steps={len(times)} save={a.save_mode}/"

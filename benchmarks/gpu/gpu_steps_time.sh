@@ -48,8 +48,10 @@
 # checkpoint: the same program's fixes measured plain (a checkpoint every 15 steps as written; every 30: "save less
 # often"; --save-mode thread: pinned copies and a writer thread, "off the loop"; none), around its first and cached
 # runs and its recordings by hand: the `checkpoint-in-loop` finding's gain range against what the fixes measure
+# final_ck: the same at the final code, shorter (as written and none, plain; first and cached runs), and a small model
+# saving every step (its checkpoint in every step, so among the steady ones: the host's `torch.save` frames)
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -609,6 +611,48 @@ for f in d['findings'][:4]:
     g = f.get('gain') or {}; print('  ', f['id'], g.get('low'), g.get('high'), g.get('of', 'step'), '|', (g.get('basis') or '')[:600])" "$v" >> "$S" 2>&1
   done
   echo "checkpoint took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = final_ck ]; then
+  T0=$(date +%s); CK="python3 wrappers/checkpoint_loop.py"
+  plain ck15_1 $CK
+  profile ck_first 200 -- $CK
+  profile ck_cached 200 -- $CK
+  plain ck0 $CK --save-every 0
+  plain every1 $CK --dim 1024 --save-every 1
+  plain every0 $CK --dim 1024 --save-every 0
+  profile every_first 200 -- $CK --dim 1024 --save-every 1
+  keep_runs ck_first ck_cached every_first
+  for v in "$W"/runs_*/*/verdict.json; do
+    [ -f "$v" ] && python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-3])
+print('   headline cause:', (d.get('timeline') or {}).get('headline_cause'))
+for f in d['findings'][:4]:
+    g = f.get('gain') or {}; print('  ', f['id'], g.get('low'), g.get('high'), g.get('of', 'step'), '|', f['title'][:150], '|', (g.get('basis') or '')[:400])" "$v" >> "$S" 2>&1
+  done
+  echo "final_ck took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = every_ck ]; then  # a small model saving every step: plain with and without, a first run, by hand
+  T0=$(date +%s); CK="python3 wrappers/checkpoint_loop.py --dim 1024"
+  plain every1 $CK --save-every 1
+  plain every0 $CK --save-every 0
+  profile every_first 200 -- $CK --save-every 1
+  plain every1_2 $CK --save-every 1
+  keep_runs every_first
+  timeout 120 python3 benchmarks/gpu/record_torch.py "$W/every.torch.json" wrappers/checkpoint_loop.py --dim 1024 \
+    --save-every 1 --steps 16 --stall-every 0 > "$W/every.torch.log" 2>&1
+  python3 benchmarks/strip_fixture.py "$W/every.torch.json" "$W/fix/every_torch.json.xz" >> "$S" 2>&1
+  for v in "$W"/runs_*/*/verdict.json "$W/every.torch.json"; do
+    [ -f "$v" ] && { [ "${v%.torch.json}" != "$v" ] && timeout 120 python3 -m nsighttc analyze "$v" --format json \
+      -o "$W/fix/every.verdict.json" -q && v="$W/fix/every.verdict.json"; python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1])
+print('   headline cause:', (d.get('timeline') or {}).get('headline_cause'))
+print('   steps:', (d.get('timeline') or {}).get('steps', {}).get('count'), ((d.get('timeline') or {}).get('loop_time') or {}).get('slow_steps'))
+for f in d['findings'][:4]:
+    g = f.get('gain') or {}; print('  ', f['id'], g.get('low'), g.get('high'), g.get('of', 'step'), '|', f['title'][:150], '|', (g.get('basis') or '')[:300])" "$v" >> "$S" 2>&1; }
+  done
+  echo "every_ck took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

@@ -157,3 +157,32 @@ def test_the_trunk_stops_at_the_call_of_the_model_whose_forward_holds_the_sample
     assert "/transformers/models/" in (top["calls_file"] or "") or "/torch/nn/" in (top["calls_file"] or ""), top
     site = hs.frames[(hs.frames["function"] == top["frame"]) & (hs.frames["file"] == top["file"])].index[0]
     assert topics.topics(hs.frames)[site] != "forward"
+
+
+def test_stacks_in_torch_save_are_a_checkpoint_whose_fix_is_to_save_less_often():
+    """The host's stacks of ``wrappers/checkpoint_loop.py``'s first run on an H200 (its `torch.save` of the model's
+    and AdamW's state in the loop: 903 of its samples in ``serialization._save``, 73 more in the storages' copies to the
+    host under it). They were no topic: a live run whose checkpoint stays among its steady steps (a small model saved
+    every step) got "overlap this host work with GPU work" for it. Each stack's topic is its innermost frame's that
+    has one, as ``host_frames`` reads it: the save stacks are a checkpoint, a topic the trunk never enters, and its
+    finding's fix is to save less often and off the loop; the fetch and the backward keep theirs."""
+    import importlib
+    import json
+    import lzma
+    import pandas as pd
+    topics = importlib.import_module("nsighttc.analysis.timeline.host_topics")
+    findings = importlib.import_module("nsighttc.analysis.timeline.findings")
+    doc = json.loads(lzma.decompress((FIX / "checkpoint_save_stacks.json.xz").read_bytes()))
+
+    def topic(stack):
+        frames = pd.DataFrame([{"file": f, "function": fn} for f, fn, _ in stack["frames"]])
+        return next((t for t in topics.topics(frames) if t), "")
+    by = {}
+    for s in doc["stacks"]:
+        inner = s["frames"][0][1]
+        by.setdefault(inner, set()).add(topic(s))
+    assert by["_save"] == {"checkpoint"} and by["_StorageBase.cpu"] == {"checkpoint"}, by
+    assert by["Slow.__getitem__"] == {"data"} and by["_engine_run_backward"] == {"backward"}, by
+    assert "checkpoint" in topics.CAUSE_TOPICS
+    fid, _, fix = findings.TOPIC_FIX["checkpoint"]
+    assert fid == "host-bound-checkpoint" and fix.startswith("Save less often")

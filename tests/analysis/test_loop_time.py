@@ -245,14 +245,14 @@ def test_the_op_that_paid_for_the_new_shapes_is_the_one_the_host_paused_before(n
 def test_a_live_run_of_the_loop_named_the_op_on_the_gpu_machine():
     """`nsighttc profile wrappers/varlen_infer.py`, cached run on the H200 (reports/steps_time/shape_costs): the
     launcher's hooks made the steps (model calls), the launch times the op: 92% of the new shapes' cost was the
-    host's pause before cuDNN's attention kernel. The first run's report said 97% (its report.md.gz there)."""
+    host's pause before cuDNN's attention kernel. The first run's report said 97% (its report.md.xz there)."""
     d = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "shape_costs"
     tl = json.loads(lzma.decompress((d / "varlen_cached_verdict.json.xz").read_bytes()))["timeline"]
     churn = tl["steps"]["shape_churn"]
     assert tl["steps"]["source"] == "hook" and "sdpa" in churn["paid_before"][0]["name"]
     assert churn["paid_before"][0]["ns"] > 0.8 * churn["new_shape_excess_ns"]
     assert tl["headline_cause"].startswith("new input shapes") and "cuDNN's attention" in tl["headline_cause"]
-    first = gzip.decompress((d / "varlen_first_report.md.gz").read_bytes()).decode()
+    first = lzma.decompress((d / "varlen_first_report.md.xz").read_bytes()).decode()
     assert "of it the host's pauses before `cudnn_generated_fort_native_sdpa" in first
 
 

@@ -172,7 +172,7 @@ def test_ncu_rep_report_matches_csv_truth():
     assert (k["evidence"] == "hardware").all()
 
 
-@pytest.mark.parametrize("recording", ["../../nsighttc/data/h200_loops_nsys.sqlite.gz",
+@pytest.mark.parametrize("recording", ["../../nsighttc/data/h200_loops_nsys.sqlite.xz",
                                        "kineto_trace_cases_loops.json.xz"])
 def test_kernel_rows_list_the_ranges_their_launches_ran_in(recording):
     """Per-kernel rows carry the range paths of their launches (they were always empty for timeline inputs:

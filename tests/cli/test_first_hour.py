@@ -75,7 +75,7 @@ def test_the_demo_names_its_recordings_not_where_the_package_lies(run_cli):
     code, out, _ = run_cli("demo", "--format", "json")
     assert code == 0
     paths = [i["path"] for i in json.loads(out)["inputs"]]
-    assert paths == ["demo: h200_loops_nsys.sqlite.gz", "demo: h200_probe_ncu_raw.csv.gz"]
+    assert paths == ["demo: h200_loops_nsys.sqlite.xz", "demo: h200_probe_ncu_raw.csv.gz"]
     assert str(ROOT) not in out and "site-packages" not in out
 
 

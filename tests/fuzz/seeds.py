@@ -42,7 +42,7 @@ def seed_bytes(kind: str) -> bytes:
     if kind == "ncu-details":
         return _csv_head(DETAILS, 600)
     if kind == "nsys-sqlite":
-        return gzip.open(NSYS_SQLITE_GZ, "rb").read()   # 446 KB
+        return fixture_open(NSYS_SQLITE_GZ, "rb").read()   # 446 KB
     if kind in ("kineto", "kineto-gz"):
         doc = json.loads(fixture_open(KINETO, "rt", encoding="utf-8").read())
         events = doc["traceEvents"]

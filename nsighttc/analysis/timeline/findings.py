@@ -116,6 +116,9 @@ CHECKPOINT_FIX = ("Save less often (every few hundred steps, or by wall time: tr
                   "of a 1.2 GB checkpoint's cost, saving half as often 50%).")
 
 
+CHECKPOINT_SHARE = 0.02  # checkpoints holding less of the loop's time than this make no finding (the loop's line says them)
+
+
 def checkpoint_words(ck: dict, loop_ns: float) -> str:
     """'3 of 22 steady steps copied the model's state to the host (1,208.7 MB in 42 copies, as `torch.save` of a
     `state_dict()` does), 1.43 s beyond the typical step (19.2 ms): 53% of the loop's time'."""
@@ -136,6 +139,8 @@ def checkpoint_finding(res: TimelineResult) -> Finding | None:
         return None
     loop = float((fam.get("time_accounting") or {}).get("loop_ns") or 0.0)
     share = ck["cost_ns"] / max(loop, 1.0)
+    if share < CHECKPOINT_SHARE:
+        return None
     parts = ", ".join(f"{r['words']} {duration(r['ns'])}" for r in ck["causes"] if r["share"] >= 0.05)
     return Finding(
         "checkpoint-in-loop", "high" if share >= slow_mod.NEW_SHAPE_SHARE else "medium",
@@ -208,6 +213,7 @@ TOPIC_FIX = {
     "logging": ("per-step-logging", "medium",
                 "Log less often (every N steps: `logging_steps`, `log_every_n_steps`), and keep values on the GPU "
                 "until then: each tensor logged is read back with a synchronising copy."),
+    "checkpoint": ("host-bound-checkpoint", "high", CHECKPOINT_FIX),
     "sync": ("synchronising-line", "high",
              "This line waits for the GPU (`.item()`, `.cpu()`, `.tolist()`, `print(tensor)`, `synchronize()`): keep "
              "the value on the GPU and read it once every N steps, or copy with `non_blocking=True` into pinned "
@@ -291,7 +297,7 @@ def _host_frames_finding(add, c: dict, label: str, verdict: str, share: float, c
     if topic in TOPIC_FIX:
         fid, sev, fix = TOPIC_FIX[topic]
         what = {"data": "loads data", "optimizer": "steps the optimizer", "logging": "logs",
-                "sync": "waits for the GPU"}[topic]
+                "sync": "waits for the GPU", "checkpoint": "saves a checkpoint"}[topic]
         add(topic, c["name"], Finding(fid, sev, f"The GPU waits while the host {what} in {frame_words(top)}",
                                       evidence, fix, idle, []), {k: v * part for k, v in cost.items()})
     elif topic in ("forward", "backward"):

@@ -1,5 +1,6 @@
 """What a host frame is: plumbing every call passes through (never a site), and the kind of work its stack was doing
-(a topic: data loading, an optimizer step, logging, a synchronising call, the model's forward or backward).
+(a topic: data loading, an optimizer step, logging, a synchronising call, a checkpoint, the model's forward or
+backward).
 
 ``host_frames`` sites the host's idle samples with these rules; findings take their fix from the topic. The rule
 tables say where each rule was seen.
@@ -34,6 +35,12 @@ TOPICS = (
     (r"/torch/utils/data/|/torchvision/transforms/|/PIL/|/datasets/|/accelerate/data_loader\.py$|"
      r"/lightning/pytorch/loops/fetchers\.py$|/lightning/pytorch/utilities/combined_loader\.py$", r"", "data"),
     (r"/torch/optim/|/torch/amp/grad_scaler\.py$|/apex/optimizers/|/accelerate/optimizer\.py$", r"", "optimizer"),
+    # a checkpoint written in the loop: torch.save's ``_save`` and the storages it copies to the host
+    # (torch/serialization.py, torch/storage.py under it: wrappers/checkpoint_loop.py sampled on the H200,
+    # tests/fixtures/host_frames/checkpoint_save_stacks.json.xz); torch.distributed.checkpoint, safetensors and
+    # Lightning's checkpoint IO by their paths
+    (r"/torch/serialization\.py$|/torch/distributed/checkpoint/|/safetensors/|/lightning/fabric/plugins/io/|"
+     r"/lightning/pytorch/callbacks/model_checkpoint\.py$", r"", "checkpoint"),
     (r"/logging/__init__\.py$|/torch/utils/tensorboard/|/tensorboardX/|/wandb/|/lightning/pytorch/loggers/|"
      r"/lightning/pytorch/trainer/connectors/logger_connector/|/lightning/pytorch/callbacks/progress/|/tqdm/",
      r"", "logging"),
@@ -56,7 +63,7 @@ SYNC_SOURCE = re.compile(r"\.(item|cpu|tolist|numpy)\(\s*\)|\bsynchronize\(|\bpr
 # 90% of them went on into it, deep in timm in the next ("`Block.forward` → `Attention.forward`",
 # "`VisionTransformer.forward_features` → `Sequential.forward`"), with no program line (H200, ../shared/programs
 # vit_eval.py, reports/steps_time/final3: at the morning's main and at this code alike).
-CAUSE_TOPICS = ("data", "optimizer", "logging", "sync", "forward")
+CAUSE_TOPICS = ("data", "optimizer", "logging", "sync", "forward", "checkpoint")
 
 
 def plumbing(files: pd.Series, funcs: pd.Series) -> np.ndarray:
