@@ -24,7 +24,6 @@ from .steady import ALLOCATOR_GROWTH
 MIN_TYPICAL = 2        # typical steps to hold the slow ones against
 OTHER = "other"        # what the causes measured do not hold of the excess
 DATA_WORDS = ("data", "load", "batch", "fetch", "collate", DATALOADER_OP)
-DATA_LOADING_WORDS = "data loading"  # (how a cause of data loading's words begin: a checkpoint's cost leaves it out)
 # Device-to-host bytes a slow step copies from which it is read as a checkpoint: the model's state brought to the host.
 # A checkpoint of a 100 M parameter MLP and its AdamW state is 1.2 GB in 42 copies (H200, wrappers/checkpoint_loop.py);
 # a metric or a loss read back is bytes to kilobytes, an evaluation's predictions megabytes.
@@ -43,17 +42,12 @@ def checkpoint_steps(fam: dict, ops: pd.DataFrame | None, u: intervals.Union | N
     state, not its step: ``timeline._account_steps`` judges the steady steps without them, and the checkpoint gets an
     account of its own (``explain``'s ``checkpoint``) and a finding with its gain on the loop's whole time."""
     known = fam.get("_slow_known")
-    if known is None or not known.any() or ops is None or "bytes" not in ops:
+    copies = _host_copies(ops)
+    if known is None or not known.any() or copies is None:
         return None
-    dtoh = device_to_host(ops)
-    if not dtoh.any():
-        return None
-    t = ops["start_ns"].to_numpy(dtype="float64")[dtoh]
-    b = np.nan_to_num(ops["bytes"].to_numpy(dtype="float64")[dtoh])
-    order = np.argsort(t, kind="stable")
-    t, cum = t[order], np.concatenate([[0.0], np.cumsum(b[order])])
+    t, e, b = copies
     starts, ends = fam["_iterations"]
-    per = cum[np.searchsorted(t, ends, side="left")] - cum[np.searchsorted(t, starts, side="left")]
+    per = _bytes_within(t, b, starts, ends)
     typical = fam.get("_typical")
     # beyond what a typical step copies: a loop that saves every step copies its state in each of them, and its slow
     # steps are no checkpoints of their own (a small model saved every step, H200: one slow step of 520 us beyond the
@@ -61,12 +55,29 @@ def checkpoint_steps(fam: dict, ops: pd.DataFrame | None, u: intervals.Union | N
     usual = float(np.median(per[typical])) if typical is not None and typical.any() else 0.0
     mask = known & (per - usual >= STATE_BYTES)
     if u is not None and mask.any() and typical is not None and typical.any():
-        cu = intervals.union(t, ops["end_ns"].to_numpy(dtype="float64")[dtoh][order])
+        cu = intervals.union(t, e)
         work = intervals.busy_within(u, starts, ends) - intervals.busy_within(cu, starts, ends)
         base = float((fam.get("time_accounting") or {}).get("base_ns") or np.median((ends - starts)[typical]))
         extra = work - float(np.median(work[typical]))
         mask &= extra < COMPUTE_SHARE * np.clip((ends - starts) - base, 0.0, None)
     return mask if mask.any() else None
+
+
+def _host_copies(ops: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(start, end, bytes) of the GPU's copies to the host, by start; None where there are none or no byte counts."""
+    dtoh = device_to_host(ops)
+    if not dtoh.any() or "bytes" not in ops:
+        return None
+    t = ops["start_ns"].to_numpy(dtype="float64")[dtoh]
+    order = np.argsort(t, kind="stable")
+    return (t[order], ops["end_ns"].to_numpy(dtype="float64")[dtoh][order],
+            np.nan_to_num(ops["bytes"].to_numpy(dtype="float64")[dtoh][order]))
+
+
+def _bytes_within(t: np.ndarray, b: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The bytes of the copies (sorted by start ``t``) that began in each of the steps ``[starts, ends)``."""
+    cum = np.concatenate([[0.0], np.cumsum(b)])
+    return cum[np.searchsorted(t, ends, side="left")] - cum[np.searchsorted(t, starts, side="left")]
 
 
 def explain(fam: dict, pieces, u: intervals.Union, paths: np.ndarray, rinfo: dict, ops: pd.DataFrame,
@@ -103,12 +114,12 @@ def explain(fam: dict, pieces, u: intervals.Union, paths: np.ndarray, rinfo: dic
     if ck is not None and ck.any():
         acc = _account(ck, typical, starts, ends, base, ctx)
         if acc is not None:
-            data = sum(r["ns"] for r in acc["causes"] if r["words"].startswith(DATA_LOADING_WORDS))
-            b = np.nan_to_num(ops["bytes"].to_numpy(dtype="float64")[dtoh])
-            inc = intervals.inside(ops["start_ns"].to_numpy(dtype="float64")[dtoh], starts[ck], ends[ck])
-            acc.update(cost_ns=max(acc["excess_ns"] - data, 0.0), copies=int(inc.sum()), bytes=float(b[inc].sum()),
-                       per_step_bytes=float(b[inc].sum()) / int(ck.sum()), base_ns=base,
-                       every_steps=_every(ck))
+            data = sum(r["ns"] for r in acc["causes"] if r["kind"] == "host-range" and _is_data(r["name"]))
+            t, _, b = _host_copies(ops)
+            n = int(intervals.inside(t, starts[ck], ends[ck]).sum())
+            held = float(_bytes_within(t, b, starts[ck], ends[ck]).sum())
+            acc.update(cost_ns=max(acc["excess_ns"] - data, 0.0), copies=n, bytes=held,
+                       per_step_bytes=held / int(ck.sum()), base_ns=base, every_steps=_every(ck))
             out["checkpoint"] = acc
     return out
 
@@ -165,11 +176,16 @@ def _words(r: dict) -> str:
     if kind == "host-range":
         if name == idle.NO_RANGE:
             return "host work outside any range"
-        leaf = name.rsplit("/", 1)[-1]
-        return f"{DATA_LOADING_WORDS} (`{name}`)" if any(w in leaf for w in DATA_WORDS) else f"the host in `{name}`"
+        return f"data loading (`{name}`)" if _is_data(name) else f"the host in `{name}`"
     return {"sync": f"synchronising calls ({name})", "launch-overhead": "launch gaps",
             "pageable-copy": "pageable copies", "gpu-wait": "launched work waiting", "gpu-work": "more GPU work",
             "copies-to-host": "the GPU copying to the host", OTHER: "not attributed"}.get(kind, name)
+
+
+def _is_data(range_path: str) -> bool:
+    """Whether a range is data loading, by its innermost name (``DATA_WORDS``)."""
+    leaf = range_path.rsplit("/", 1)[-1]
+    return any(w in leaf for w in DATA_WORDS)
 
 
 def _count(ops: pd.DataFrame, mask: np.ndarray, sk, ek, st, et, scale: float) -> dict | None:
