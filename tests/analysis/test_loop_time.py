@@ -637,6 +637,21 @@ def test_a_slow_step_whose_gpu_computes_beyond_a_typical_step_is_no_checkpoint(m
     assert "device-to-host copies" in headlines.loop_time_line(tl) and "checkpoint" not in headlines.loop_time_line(tl)
 
 
+def test_a_save_in_every_step_recorded_without_host_samples_is_named_by_its_copies():
+    """``wrappers/checkpoint_loop.py --dim 1024 --save-every 1`` recorded by hand with torch.profiler (H200; no host
+    samples, so no Python call is named): each step saves the model and AdamW's state. No step is a checkpoint of its
+    own (each copies the same 75 MB); the finding on the host's time outside any range read "overlap this host work
+    with GPU work". It now says what each step copied, the model's state's size, and the advice to do it every N steps."""
+    doc = nsighttc.analyze([FIX / "checkpoint_every_step_torch.json.xz"]).to_json()
+    fam = doc["timeline"]["step_families"][0]
+    params = 6 * (1024 * 1024 + 1024) + 1024 * 10 + 10
+    assert abs(fam["host_copy_bytes_per_step"] / (12 * params) - 1) < 0.01, fam.get("host_copy_bytes_per_step")
+    assert "checkpoint_steps" not in fam and not any(f["id"] == "checkpoint-in-loop" for f in doc["findings"])
+    first = doc["findings"][0]
+    assert first["id"] == "host-copies-every-step" and "75.7 MB to the host" in first["title"], first["title"]
+    assert first["advice"].startswith("Do it every N steps") and first["gain"]["high"] > 1
+
+
 CHECKPOINT_CALL = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "checkpoint"
 
 

@@ -118,7 +118,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
                                   steps_mod.window_starts(tl.marks))
     del work_end, step_sets  # 16 B per launch, not needed past the step families
     _account_steps(fams, launches, launch_start, slow_mod.capture_times(api))
-    _set_checkpoints(fams, ops, u)
+    _state_copies(fams, ops, u)
     steady = union_of(fams, "_steady")
     with stages.stage("timeline.range_stats"):
         rstats = ranges_mod.range_stats(ranges, u, launches, th, steady if fams else None)
@@ -291,14 +291,20 @@ def _account_steps(fams: list[dict], launches: pd.DataFrame, launch_start: np.nd
                 f["_steady"] = (u.starts, u.ends)
 
 
-def _set_checkpoints(fams: list[dict], ops: pd.DataFrame, u: intervals.Union) -> None:
-    """The dominant family's checkpoint steps (``slow_causes.checkpoint_steps``: slow steps that copied the model's
+def _state_copies(fams: list[dict], ops: pd.DataFrame, u: intervals.Union) -> None:
+    """Steps that bring the model's state to the host. Each family whose median step copies that much is marked
+    (``host_copy_bytes_per_step``: a save in every step, which its host-range finding names). The dominant family's
+    checkpoint steps (``slow_causes.checkpoint_steps``: slow steps that copied the model's
     state to the host) are left out of its steady steps' scope, as steps at new shapes are: the idle causes, the
     host's frames and the findings per step then say what a typical step waits for, and the checkpoints get their own
     account and finding (``checkpoint-in-loop``), on the loop's whole time. Why: a loop saving a 1.2 GB checkpoint every
     15 steps (H200, wrappers/checkpoint_loop.py) led with "Synchronising calls stall the launch queue, up to 2.91x" and,
     live, "the GPU idles while the host runs `save`, up to 2.91x", both on the median step, where the checkpoints held
     most of the loop (plain: 7.1 s of its 8.9 s)."""
+    for f in fams:  # (a family whose every step copies the model's state to the host: ``slow_causes.copies_per_step``)
+        per = slow_causes.copies_per_step(f, ops)
+        if per is not None:
+            f["host_copy_bytes_per_step"] = per
     if not fams or fams[0].get("_slow_known") is None:
         return
     f = fams[0]

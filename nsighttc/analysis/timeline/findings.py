@@ -116,6 +116,14 @@ CHECKPOINT_FIX = ("Save less often (every few hundred steps, or by wall time: tr
                   "of a 1.2 GB checkpoint's cost, saving half as often 50%).")
 
 
+# ... where every step copies that much to the host (``slow_causes.copies_per_step``) and the host works while the GPU
+# idles, with no host samples to name the call
+EVERY_STEP_COPIES_FIX = ("Do it every N steps, not every step: a checkpoint saved each step (`torch.save` of a "
+                         "`state_dict()`) or large tensors read back each step (`.cpu()`, `.numpy()`, `.tolist()` to log "
+                         "or store them). Keep what you need on the GPU until then; what must leave it, copy into pinned "
+                         "host buffers with `non_blocking=True` and write from a thread "
+                         "(`torch.distributed.checkpoint.async_save` for a checkpoint). `nsighttc profile` samples the "
+                         "host's stacks and names the line.")
 CHECKPOINT_SHARE = 0.02  # checkpoints holding less of the loop's time than this make no finding (the loop's line says them)
 
 
@@ -325,6 +333,7 @@ def findings(res: TimelineResult) -> list[Finding]:
         f.per_step_ns = {**(f.per_step_ns or {}), **cost}
 
     sync_top = []
+    copies = {f["name"]: f["host_copy_bytes_per_step"] for f in res.families if f.get("host_copy_bytes_per_step")}
     work = workload(res)
     churn = {f["name"] for f in res.families if f.get("shape_churn")}
     for f in res.families:
@@ -356,6 +365,14 @@ def findings(res: TimelineResult) -> list[Finding]:
                     "gpu-starved-by-data-loading", "high", f"The GPU waits for the host in `{c['name']}`",
                     f"in {label} ({verdict}): {duration(c['idle_ns'])} of GPU idle time in steady state "
                     f"({100 * share:.0f}% of it): {c['detail']}", DATA_FIX, c["idle_ns"], []), cost)
+            elif c["kind"] == "host-range" and copies.get(scope):
+                mb = copies[scope] / 1e6
+                add("host", c["name"], Finding(
+                    "host-copies-every-step", "high", f"The GPU idles while the host works in `{c['name']}`, each step "
+                    f"copying {mb:,.1f} MB to the host", f"in {label} ({verdict}): {c['detail']} ({100 * share:.0f}% "
+                    f"of the idle time); the GPU copied {mb:,.1f} MB to the host in the median step (the model's state "
+                    "is that large: a checkpoint saved every step, or large tensors read back every step)",
+                    EVERY_STEP_COPIES_FIX, c["idle_ns"], []), cost)
             elif c["kind"] == "host-range":
                 add("host", c["name"], Finding(
                     "gpu-idle-during-host-range", "medium", f"The GPU idles while the host works in `{c['name']}`",

@@ -63,6 +63,23 @@ def checkpoint_steps(fam: dict, ops: pd.DataFrame | None, u: intervals.Union | N
     return mask if mask.any() else None
 
 
+def copies_per_step(fam: dict, ops: pd.DataFrame | None) -> float | None:
+    """The bytes the GPU copied to the host in the family's median steady step (``fam["_iterations"]``), where that
+    is ``STATE_BYTES`` or more: a step that brings the model's state (or other tensors that large) to the host every
+    time, as a checkpoint saved every step does. A small model saved every step (H200, wrappers/checkpoint_loop.py
+    --dim 1024 --save-every 1, 75 MB a step), recorded by hand without host samples, read "host busy outside any
+    range" and "overlap this host work": the trace names no Python call, the copies name the work."""
+    copies = _host_copies(ops)
+    if copies is None or fam.get("_iterations") is None:
+        return None
+    t, _, b = copies
+    starts, ends = fam["_iterations"]
+    if not len(starts):
+        return None
+    per = float(np.median(_bytes_within(t, b, starts, ends)))
+    return per if per >= STATE_BYTES else None
+
+
 def _host_copies(ops: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(start, end, bytes) of the GPU's copies to the host, by start; None where there are none or no byte counts."""
     dtoh = device_to_host(ops)
