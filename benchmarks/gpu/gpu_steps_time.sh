@@ -592,6 +592,17 @@ if [ "$PART" = slowsteps ]; then
   echo "slowsteps took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
+findings_of() {  # VERDICT: its headline's cause and first four findings with their gains, to the summary (named by
+  # its run folder, runs_NAME, or its file)
+  python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}
+print(sys.argv[1].split('/')[-3 if '/runs_' in sys.argv[1] else -1])
+print('   headline cause:', t.get('headline_cause'))
+print('   steps:', (t.get('steps') or {}).get('count'), (t.get('loop_time') or {}).get('slow_steps'))
+for f in d['findings'][:4]:
+    g = f.get('gain') or {}; print('  ', f['id'], g.get('low'), g.get('high'), g.get('of', 'step'), '|', f['title'][:150], '|', (g.get('basis') or '')[:600])" "$1" >> "$S" 2>&1
+}
+
 if [ "$PART" = checkpoint ]; then
   T0=$(date +%s); CK="python3 wrappers/checkpoint_loop.py"
   plain ck15_1 $CK
@@ -604,11 +615,7 @@ if [ "$PART" = checkpoint ]; then
   keep_runs ck_first ck_cached
   record ck wrappers/checkpoint_loop.py
   for v in "$W"/runs_ck_*/*/verdict.json "$W"/fix/ck.*.verdict.json; do  # each verdict's findings and their gains
-    [ -f "$v" ] && python3 -c "
-import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-3 if 'runs_' in sys.argv[1] else -1])
-print('   headline cause:', (d.get('timeline') or {}).get('headline_cause'))
-for f in d['findings'][:4]:
-    g = f.get('gain') or {}; print('  ', f['id'], g.get('low'), g.get('high'), g.get('of', 'step'), '|', (g.get('basis') or '')[:600])" "$v" >> "$S" 2>&1
+    [ -f "$v" ] && findings_of "$v"
   done
   echo "checkpoint took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
@@ -624,11 +631,7 @@ if [ "$PART" = final_ck ]; then
   profile every_first 200 -- $CK --dim 1024 --save-every 1
   keep_runs ck_first ck_cached every_first
   for v in "$W"/runs_*/*/verdict.json; do
-    [ -f "$v" ] && python3 -c "
-import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-3])
-print('   headline cause:', (d.get('timeline') or {}).get('headline_cause'))
-for f in d['findings'][:4]:
-    g = f.get('gain') or {}; print('  ', f['id'], g.get('low'), g.get('high'), g.get('of', 'step'), '|', f['title'][:150], '|', (g.get('basis') or '')[:400])" "$v" >> "$S" 2>&1
+    [ -f "$v" ] && findings_of "$v"
   done
   echo "final_ck took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
@@ -643,15 +646,11 @@ if [ "$PART" = every_ck ]; then  # a small model saving every step: plain with a
   timeout 120 python3 benchmarks/gpu/record_torch.py "$W/every.torch.json" wrappers/checkpoint_loop.py --dim 1024 \
     --save-every 1 --steps 16 --stall-every 0 > "$W/every.torch.log" 2>&1
   python3 benchmarks/strip_fixture.py "$W/every.torch.json" "$W/fix/every_torch.json.xz" >> "$S" 2>&1
-  for v in "$W"/runs_*/*/verdict.json "$W/every.torch.json"; do
-    [ -f "$v" ] && { [ "${v%.torch.json}" != "$v" ] && timeout 120 python3 -m nsighttc analyze "$v" --format json \
-      -o "$W/fix/every.verdict.json" -q && v="$W/fix/every.verdict.json"; python3 -c "
-import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1])
-print('   headline cause:', (d.get('timeline') or {}).get('headline_cause'))
-print('   steps:', (d.get('timeline') or {}).get('steps', {}).get('count'), ((d.get('timeline') or {}).get('loop_time') or {}).get('slow_steps'))
-for f in d['findings'][:4]:
-    g = f.get('gain') or {}; print('  ', f['id'], g.get('low'), g.get('high'), g.get('of', 'step'), '|', f['title'][:150], '|', (g.get('basis') or '')[:300])" "$v" >> "$S" 2>&1; }
+  for v in "$W"/runs_*/*/verdict.json; do
+    [ -f "$v" ] && findings_of "$v"
   done
+  timeout 120 python3 -m nsighttc analyze "$W/every.torch.json" --format json -o "$W/fix/every.verdict.json" -q && \
+    findings_of "$W/fix/every.verdict.json"
   echo "every_ck took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 

@@ -55,8 +55,8 @@ KIND = {"fp32-matmul-on-cuda-cores": "gpu", "fp16-conv-on-cuda-cores": "gpu", "n
         "tf32-tensor-core-work": "gpu",
         "gpu-starved-by-data-loading": "host", "gpu-idle-during-host-range": "host", "launch-bound": "host",
         "synchronising-calls": "host", "pageable-host-copies": "host", "host-bound-optimizer-step": "host",
-        "per-step-logging": "host", "host-bound-model-code": "host", "synchronising-line": "host", "host-bound-checkpoint": "host",
-        "host-copies-every-step": "host",
+        "per-step-logging": "host", "host-bound-model-code": "host", "synchronising-line": "host",
+        "host-bound-checkpoint": "host", "host-copies-every-step": "host",
         "straggler-rank": "job", "exposed-communication": "job", "exposed-sharded-communication": "job",
         "shape-churn": "loop", "checkpoint-in-loop": "loop"}
 # the dtype a GPU-side fix moves matrix work to, per finding (the best one the finding's advice names)

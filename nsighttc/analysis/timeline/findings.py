@@ -13,7 +13,7 @@ from .base import TimelineResult
 from . import in_use as in_use_mod
 from .idle import frame_words
 from .idle.causes import top_host_row
-from .steps import shape_costs, slow as slow_mod
+from .steps import shape_costs, slow as slow_mod, slow_causes
 from .steps.steady import BEFORE_WINDOW
 
 FINDING_SHARE = 0.2  # a cause (or a host-frames row) holding this share of a scope's idle time gets a finding
@@ -155,7 +155,8 @@ def checkpoint_finding(res: TimelineResult) -> Finding | None:
         f"Checkpoints hold {100 * share:.0f}% of `{fam['name']}`'s time",
         f"{checkpoint_words(ck, loop)} (the loop: {duration(loop)} over {fam['count'] - fam['warmup_steps']} steady "
         f"steps); their time beyond the typical step went to {parts}. A recording does not name the call: read as "
-        "a checkpoint for the bytes (64 MB or more a step) with no computing beside them; a large read-back of "
+        f"a checkpoint for the bytes ({slow_causes.STATE_BYTES / 1e6:.0f} MB or more a step) with no computing beside "
+        "them; a large read-back of "
         "another kind (an evaluation's outputs) looks the same. The per-step findings judge the other steps.",
         CHECKPOINT_FIX, ck["cost_ns"], [], per_step_ns=None)
 
