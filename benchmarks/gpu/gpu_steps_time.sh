@@ -50,8 +50,9 @@
 # runs and its recordings by hand: the `checkpoint-in-loop` finding's gain range against what the fixes measure
 # final_ck: the same at the final code, shorter (as written and none, plain; first and cached runs), and a small model
 # saving every step (its checkpoint in every step, so among the steady ones: the host's `torch.save` frames)
+# litkind: ../shared/programs/lit_cifar.py plain around a first and two cached runs (headline kind per run), as fixtures
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -652,6 +653,25 @@ if [ "$PART" = every_ck ]; then  # a small model saving every step: plain with a
   timeout 120 python3 -m nsighttc analyze "$W/every.torch.json" --format json -o "$W/fix/every.verdict.json" -q && \
     findings_of "$W/fix/every.verdict.json"
   echo "every_ck took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = litkind ]; then  # ../shared/programs/lit_cifar.py: one headline kind on every run? Plain around a
+  # first run and two cached runs; each run's verdict, its trace (stripped) and its host samples come back (fixtures)
+  T0=$(date +%s); LC="python3 .device-carry/programs/lit_cifar.py"
+  plain lc_1 $LC
+  profile lc_first 200 -- $LC
+  profile lc_cached 200 -- $LC
+  profile lc_cached2 200 -- $LC
+  plain lc_2 $LC
+  keep_runs lc_first lc_cached lc_cached2
+  for n in lc_first lc_cached lc_cached2; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -f "$d/torch_trace.json" ] && python3 benchmarks/strip_fixture.py "$d/torch_trace.json" \
+      "$W/fix/$n/torch_trace.json.xz" >> "$S" 2>&1
+    [ -f "$d/host_samples.json" ] && xz -c "$d/host_samples.json" > "$W/fix/$n/host_samples.json.xz"
+    [ -f "$d/verdict.json" ] && findings_of "$d/verdict.json"
+  done
+  echo "litkind took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

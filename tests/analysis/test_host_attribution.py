@@ -104,6 +104,41 @@ def test_a_launch_bound_headline_names_the_programs_line_its_samples_sit_at():
         assert ("fsdp2_train.py" in head) is named  # (the cause's own words name no file)
 
 
+def test_one_lines_host_work_and_its_launch_gaps_give_one_headline_on_every_run(monkeypatch):
+    """Lightning's ResNet-18 (``../shared/programs/lit_cifar.py``, H200, ``gpu_steps_time.sh OUT litkind``,
+    tests/fixtures/host_frames/README.md): a first run and two cached runs, each with its idle time split nearly
+    evenly between longer host work and launch gaps, both at ``lit_cifar.py:18``. Before, the larger of the two led:
+    "host busy" once (host row 950 ms, launch gaps 494 ms), "launch overhead" twice (145 / 80 ms, 100 / 95 ms: the
+    host work split by range, the launch gaps one cause), the third without the line (3 samples fell in its launch
+    gaps). Now each run names the line and both: its host work, and its launching."""
+    import importlib
+    import json
+    import lzma
+    causes_mod = importlib.import_module("nsighttc.analysis.timeline.idle.causes")
+    lit = FIX / "lit_cifar"
+    fams = json.loads(lzma.open(lit / "families.json.xz").read())  # each run's dominant family, as the GPU made it
+    before = [f["headline_cause_before"] for f in fams.values()]
+    assert sum(h.startswith("launch overhead") for h in before) == 2 and before[0].startswith("host busy")
+    heads = {}
+    for name, f in fams.items():
+        head = heads[name] = causes_mod.headline(f["causes"], f["verdict"], f["rows"])
+        assert head.startswith("host busy in `programs/lit_cifar.py:18` in `Net.training_step`, under "), head
+        # the row's numbers as the host-frames table shows them, the launch gaps' as the causes' table does
+        row, launch = causes_mod.top_host_row(f["rows"]), next(c for c in f["causes"] if c["kind"] == "launch-overhead")
+        share = 100 * launch["idle_ns"] / sum(c["idle_ns"] for c in f["causes"])
+        assert _pm(head) == (round(100 * row["share"]), round(100 * row["share_error"]))
+        assert f"), and launching its kernels slower than the GPU runs them ({share:.0f}% of the idle time: " \
+               f"{launch['detail']})" in head, head
+    # the third run's whole recording (its trace and host samples), read here, says what its family said
+    doc = nsighttc.analyze([lit / "torch_trace.json.xz"]).to_json()
+    assert doc["timeline"]["headline_cause"] == heads["cached2"]
+    assert "CPU-bound: host busy in `programs/lit_cifar.py:18`" in timeline_headline(doc["timeline"])
+    # where the launch gaps hold more than twice the row's time, they lead as before, with the line named or not
+    monkeypatch.setattr(causes_mod, "LAUNCH_LEADS", 1.5)  # (the third run's gaps: 95 ms against the row's 100 ms)
+    f = fams["cached2"]
+    assert causes_mod.headline(f["causes"], f["verdict"], f["rows"]) == f["headline_cause_before"]
+
+
 def test_the_trunk_never_goes_into_the_work_that_is_the_cause():
     """The trunk (the functions on 90% of the idle samples' stacks) is the program's loop; when the data loading
     itself is on that many stacks, the trunk stays out of it, so one cause keeps one site whatever its share (an

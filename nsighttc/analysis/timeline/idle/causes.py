@@ -142,6 +142,33 @@ def top_host_row(rows: list[dict] | None) -> dict | None:
 
 NO_RANGE = "(no range)"  # host work the recording puts in no range (a program, or a recording, without any)
 
+# A launch-gap cause whose host samples sit at the top host row's line is that line's work too: its idle time is
+# the host launching what that line runs. Where it holds at least this share of the row's idle time, the row's
+# headline says so; where it holds more than 1 / LAUNCH_LEADS of it, the launch gaps lead as before. Seen on
+# Lightning's ResNet-18 (`../shared/programs/lit_cifar.py`, H200, 2026-11-30): one program's runs split nearly
+# evenly between longer host work and launch gaps, both at `lit_cifar.py:18`; by the larger of the two, its first run
+# read "host busy" (row 950 ms, launch gaps 494 ms) and its cached runs "launch overhead" (145 / 80 ms and
+# 100 / 95 ms: the host work is split by range, the launch gaps are one cause).
+LAUNCH_CLAUSE = 0.25
+LAUNCH_LEADS = 0.5
+
+
+def _launch_at_row(causes_: list[dict], row: dict | None) -> dict | None:
+    """The launch-gap cause whose host samples' first frame is at ``row``'s program line (None without one). The
+    match itself is the evidence: launch gaps are short, so few samples fall in them (3 to 30 in the runs above),
+    and a line the row's many samples also name is not the noise of a few."""
+    line = (row or {}).get("program_line")
+    c = next((x for x in causes_ if x["kind"] == "launch-overhead" and x["idle_ns"] > 0), None)
+    f = ((c or {}).get("frames") or [None])[0]
+    return c if line and f and f.get("program_line") == line else None
+
+
+def _host_and_launch(row: dict, launch: dict, of: str) -> str:
+    """The headline of one line's host work and the launch gaps whose samples sit at it: the row's words and numbers
+    (as the host-frames table shows them), then the launch gaps' (as the causes' table does)."""
+    return (f"host busy in {frame_words(row)} ({_pm(row)} of the GPU's {of}, {_ms(row['idle_ns'])}), and launching "
+            f"its kernels slower than the GPU runs them ({launch['_share']:.0%} of the {of}: {launch['detail']})")
+
 
 def headline(causes_: list[dict], verdict: str, rows: list[dict] | None = None) -> str | None:
     """One line for the verdict's headline: the first cause and its share of the idle time. Where the host's stack
@@ -154,7 +181,14 @@ def headline(causes_: list[dict], verdict: str, rows: list[dict] | None = None) 
     share = c["idle_ns"] / total
     waiting = any(x["kind"] == "communication" for x in causes_)  # a rank: idle of compute, not of the GPU
     what = "time without compute" if waiting else "idle time"
-    row = top_host_row(rows) if c["kind"] in ("host-range", "sync") else None
+    row = top_host_row(rows) if c["kind"] in ("host-range", "sync", "launch-overhead") else None
+    launch = _launch_at_row(causes_, row)
+    if launch is not None and launch["idle_ns"] >= LAUNCH_CLAUSE * row["idle_ns"] \
+            and row["idle_ns"] >= LAUNCH_LEADS * launch["idle_ns"] \
+            and row.get("topic") != "sync" and (row.get("idle_kinds") or {}).get("sync", 0.0) < 0.5:
+        return _host_and_launch(row, {**launch, "_share": launch["idle_ns"] / total}, what)
+    if c["kind"] == "launch-overhead":
+        row = None
     if row is not None:
         if row.get("topic") == "sync" or (row.get("idle_kinds") or {}).get("sync", 0.0) >= 0.5:
             # (its samples fell in a wait for the GPU: a blocking copy as much as a named sync, ROCm's
