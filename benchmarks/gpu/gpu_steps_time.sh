@@ -51,8 +51,12 @@
 # final_ck: the same at the final code, shorter (as written and none, plain; first and cached runs), and a small model
 # saving every step (its checkpoint in every step, so among the steady ones: the host's `torch.save` frames)
 # litkind: ../shared/programs/lit_cifar.py plain around a first and two cached runs (headline kind per run), as fixtures
+# encoder: benchmarks/gpu/probe_encoder_varlen.py (a variable-length loop not built like the wrappers) plain padded and
+# bucketed around its first and cached runs, then recorded by hand; encoder2: its plain pairs in four alternating
+# rounds (the rate after the first batch too) around a first and a cached run; encoder3: its batches at lengths seen
+# before timed plain, under the launcher's step hooks alone and with its host sampler, and in a cached run
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -672,6 +676,60 @@ if [ "$PART" = litkind ]; then  # ../shared/programs/lit_cifar.py: one headline 
     [ -f "$d/verdict.json" ] && findings_of "$d/verdict.json"
   done
   echo "litkind took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = encoder ]; then  # a variable-length loop of another build (probe_encoder_varlen.py: nn.TransformerEncoder,
+  # bf16 autocast, a padding mask): plain padded and bucketed around its first and cached runs, then recorded by hand
+  T0=$(date +%s); E="python3 benchmarks/gpu/probe_encoder_varlen.py"
+  plain enc_pad_1 $E
+  plain enc_bucket_1 $E --bucket
+  profile enc_first 200 -- $E
+  profile enc_cached 200 -- $E
+  plain enc_pad_2 $E
+  plain enc_bucket_2 $E --bucket
+  keep_runs enc_first enc_cached
+  for v in "$W"/runs_enc_*/*/verdict.json; do
+    [ -f "$v" ] && findings_of "$v"
+  done
+  record enc benchmarks/gpu/probe_encoder_varlen.py --batches 60
+  for v in "$W"/fix/enc.*.verdict.json; do
+    [ -f "$v" ] && findings_of "$v"
+  done
+  echo "encoder took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = encoder2 ]; then  # the same probe's plain pairs in alternating rounds (each printing its rate after the
+  # first batch too), around a first and a cached run
+  T0=$(date +%s); E="python3 benchmarks/gpu/probe_encoder_varlen.py"
+  for r in 1 2; do plain enc_pad_r$r $E; plain enc_bucket_r$r $E --bucket; done
+  profile enc_first 200 -- $E
+  profile enc_cached 200 -- $E
+  for r in 3 4; do plain enc_pad_r$r $E; plain enc_bucket_r$r $E --bucket; done
+  keep_runs enc_first enc_cached
+  for v in "$W"/runs_enc_*/*/verdict.json; do
+    [ -f "$v" ] && findings_of "$v"
+  done
+  echo "encoder2 took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = encoder3 ]; then  # where the launcher's unrecorded steps lose time: the probe's batches at lengths
+  # seen before, plain, under the launcher's step hooks alone, with its host sampler too, and in a cached run
+  T0=$(date +%s); E=benchmarks/gpu/probe_encoder_varlen.py; L="python3 -m nsighttc.runtime.launch --annotate script"
+  plain enc_pad_a python3 $E
+  plain enc_bucket_a python3 $E --bucket
+  plain enc_hooks_a $L --step-times "$W/st_a.json" -- $E
+  plain enc_sampled_a $L --step-times "$W/st_b.json" --host-samples "$W/hs_b.json" -- $E
+  profile enc_first 200 -- python3 $E
+  profile enc_cached 200 -- python3 $E
+  plain enc_pad_b python3 $E
+  plain enc_hooks_b $L --step-times "$W/st_c.json" -- $E
+  plain enc_bucket_b python3 $E --bucket
+  grep -h "requests/s" "$W"/runs_enc_*/*/*.log 2>/dev/null | sed 's/^/   profiled: /' >> "$S"
+  keep_runs enc_first enc_cached
+  for v in "$W"/runs_enc_*/*/verdict.json; do
+    [ -f "$v" ] && findings_of "$v"
+  done
+  echo "encoder3 took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

@@ -686,3 +686,29 @@ def test_slow_steps_at_new_shapes_are_the_shapes_cost_and_not_told_again(varlen)
     (``new_shape_steps``), and no second account of the same steps is given."""
     lt = varlen["timeline"]["loop_time"]
     assert lt["new_shape_steps"] == lt["slow_steps"] > 0 and "slow_causes" not in lt
+
+
+ENCODER_CALL = Path(__file__).resolve().parents[2] / "reports" / "steps_time" / "encoder"
+
+
+def test_unrecorded_steps_no_faster_than_recorded_ones_leave_the_high_end_to_the_unmeasured_rule():
+    """A variable-length loop not built like the wrappers (``benchmarks/gpu/probe_encoder_varlen.py``:
+    ``nn.TransformerEncoder``, bf16 autocast, a padding mask; H200, ``gpu_steps_time.sh OUT encoder3``). Its cached
+    run timed 4 steps unrecorded at lengths seen before, 5.93 ms against 5.08 ms recorded: the host's speed moved, the
+    recording's cost went unmeasured. The high end took them as measured (no faster than recorded): 2.71-3.99x, where
+    the plain pair run next measured 4.16x over the loop after its first batch (each batch at a length seen before
+    3.3 ms plain). It now takes the rule for a loop nothing timed unrecorded, and says why. (The call's first plain
+    pair, the machine's first cuDNN run, measured 12.4x: a cold machine's per-length cost, which no warm run shows.)"""
+    from nsighttc.analysis import gain
+    doc = json.loads(lzma.decompress((ENCODER_CALL / "call3_cached_verdict.json.xz").read_bytes()))
+    saved = next(f for f in doc["findings"] if f["id"] == "shape-churn")["gain"]
+    u = doc["timeline"]["steps"]["unrecorded"]
+    assert u["median_ns"] > u["known_shape_ns"] and u["steps"] == 4
+    g = next(f for f in gain.attach(doc)["findings"] if f["id"] == "shape-churn")["gain"]
+    summary = lzma.decompress((ENCODER_CALL / "summary_call3.txt.xz").read_bytes()).decode()
+    after = {m.group(1): float(m.group(2))  # each plain run's ms a batch after its first batch
+             for m in re.finditer(r"^plain (enc_\w+): rc=0 .*?first batch \d+ ms, then ([\d.]+) ms/batch", summary, re.M)}
+    warm = after["enc_pad_b"] / after["enc_bucket_b"]
+    assert saved["high"] < warm, (saved, warm)  # (the range as the GPU made it missed the pair)
+    assert g["low"] <= warm <= g["high"] <= 3.0 * g["low"], (g, warm)
+    assert "were no faster: the host's own speed moved more than the recording cost" in g["basis"]
