@@ -54,9 +54,10 @@
 # encoder: benchmarks/gpu/probe_encoder_varlen.py (a variable-length loop not built like the wrappers) plain padded and
 # bucketed around its first and cached runs, then recorded by hand; encoder2: its plain pairs in four alternating
 # rounds (the rate after the first batch too) around a first and a cached run; encoder3: its batches at lengths seen
-# before timed plain, under the launcher's step hooks alone and with its host sampler, and in a cached run
+# before timed plain, under the launcher's step hooks alone and with its host sampler, and in a cached run;
+# vitdata: ../shared/programs/vit_eval.py plain as written, with 8 workers and with its batches loaded before the loop
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -730,6 +731,18 @@ if [ "$PART" = encoder3 ]; then  # where the launcher's unrecorded steps lose ti
     [ -f "$v" ] && findings_of "$v"
   done
   echo "encoder3 took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = vitdata ]; then  # ../shared/programs/vit_eval.py: is its DataLoader or its forward's host work the
+  # limit? Plain as written, with 8 workers, and with its batches loaded before the loop (no loader in it), alternating
+  T0=$(date +%s); P=.device-carry/programs/vit_eval.py
+  sed 's/num_workers=4/num_workers=8/' $P > "$W/vit_w8.py"
+  sed 's/^n, t0 = 0, None$/dl = list(dl); n, t0 = 0, None/' $P > "$W/vit_pre.py"
+  grep -n "num_workers\|dl = list" "$W/vit_w8.py" "$W/vit_pre.py" >> "$S"
+  for r in 1 2; do
+    plain vit_as_is_$r python3 $P; plain vit_w8_$r python3 "$W/vit_w8.py"; plain vit_pre_$r python3 "$W/vit_pre.py"
+  done
+  echo "vitdata took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

@@ -139,6 +139,33 @@ def test_one_lines_host_work_and_its_launch_gaps_give_one_headline_on_every_run(
     assert causes_mod.headline(f["causes"], f["verdict"], f["rows"]) == f["headline_cause_before"]
 
 
+def test_two_rows_the_samples_cannot_tell_apart_are_named_as_the_causes_rank_them():
+    """``../shared/programs/vit_eval.py`` (timm ViT-B/16 over a DataLoader with 4 workers; H200, ``gpu_shared_programs.sh``
+    at d9f4b3d; tests/fixtures/host_frames/README.md): each run's dominant family as its verdict held it. The first
+    run's forward row (line 13, 46% ± 7, its host work spread over several ranges) led its DataLoader row (line 10,
+    42% ± 7, one range: the first cause, and the first fix's), so the headline named line 13; the cached run's
+    DataLoader row led 56% ± 7 against 38% ± 6 and named line 10. Within the samples' error the first cause's row is
+    named: both runs name line 10, as their first fixes do."""
+    import importlib
+    import json
+    import lzma
+    causes_mod = importlib.import_module("nsighttc.analysis.timeline.idle.causes")
+    fams = json.loads(lzma.open(FIX / "vit_eval" / "families.json.xz").read())
+    assert "vit_eval.py:13" in fams["first"]["headline_cause_before"]  # (what the code before said)
+    assert "vit_eval.py:10" in fams["cached"]["headline_cause_before"]
+    for name, f in fams.items():
+        head = causes_mod.headline(f["causes"], f["verdict"], f["rows"])
+        assert head.startswith("host busy in `<module>` (programs/vit_eval.py:10) → `_BaseDataLoaderIter.__next__`"), head
+        assert f["first_fix"] == "gpu-starved-by-data-loading" and "vit_eval.py:10" in f["first_fix_title"]
+        row = next(r for r in f["rows"] if r["program_line"] == "programs/vit_eval.py:10")
+        assert _pm(head) == (round(100 * row["share"]), round(100 * row["share_error"]))  # (the table's numbers)
+    # the cached run's rows are apart (56% ± 7 against 38% ± 6): its top row leads as before; with errors a third
+    # as large the first run's would be too, and its top row, the forward's, is named
+    first = fams["first"]
+    narrow = [dict(r, share_error=r["share_error"] / 3) for r in first["rows"]]
+    assert "vit_eval.py:13" in causes_mod.headline(first["causes"], first["verdict"], narrow)
+
+
 def test_the_trunk_never_goes_into_the_work_that_is_the_cause():
     """The trunk (the functions on 90% of the idle samples' stacks) is the program's loop; when the data loading
     itself is on that many stacks, the trunk stays out of it, so one cause keeps one site whatever its share (an

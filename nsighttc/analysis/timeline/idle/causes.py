@@ -163,6 +163,28 @@ def _launch_at_row(causes_: list[dict], row: dict | None) -> dict | None:
     return c if line and f and f.get("program_line") == line else None
 
 
+def _same_site(a: dict, b: dict) -> bool:
+    return all(a.get(k) == b.get(k) for k in ("frame", "file", "line", "calls", "program_line"))
+
+
+def _tie_to_first_cause(row: dict, c: dict, rows: list[dict]) -> dict:
+    """The host row the headline names: the table's top host row, or, where the first cause's own top row (a host
+    range's samples) is at another line of the program and the samples cannot tell the two apart (their shares differ
+    by less than their 95% errors combined), that row, as the causes rank them and the first fix follows. Seen on
+    `../shared/programs/vit_eval.py` (H200, 2026-11-30): its first run's forward row 46% ± 7 (42.9 ms, spread over
+    several ranges) led its DataLoader row 42% ± 7 (39.1 ms, one range, the first cause and the first fix), and its
+    cached run's DataLoader row led 56% ± 7 against 38% ± 6: one program's runs named two lines. Plain runs put the
+    limit in the DataLoader: with its batches loaded before the loop, 1.59-2.12x faster (reports/steps_time)."""
+    f = (c.get("frames") or [None])[0]
+    if not f or not f.get("program_line") or f.get("program_line") == row.get("program_line"):
+        return row
+    own = next((r for r in rows if _same_site(r, f)), None)
+    if own is None or own is row or top_host_row([own]) is None:
+        return row
+    err = ((row.get("share_error") or 0.0) ** 2 + (own.get("share_error") or 0.0) ** 2) ** 0.5
+    return own if row["share"] - own["share"] <= err else row
+
+
 def _host_and_launch(row: dict, launch: dict, of: str) -> str:
     """The headline of one line's host work and the launch gaps whose samples sit at it: the row's words and numbers
     (as the host-frames table shows them), then the launch gaps' (as the causes' table does)."""
@@ -190,6 +212,7 @@ def headline(causes_: list[dict], verdict: str, rows: list[dict] | None = None) 
     if c["kind"] == "launch-overhead":
         row = None
     if row is not None:
+        row = _tie_to_first_cause(row, c, rows or [])
         if row.get("topic") == "sync" or (row.get("idle_kinds") or {}).get("sync", 0.0) >= 0.5:
             # (its samples fell in a wait for the GPU: a blocking copy as much as a named sync, ROCm's
             # hipMemcpyWithStream under `Tensor.copy_` in SGLang's public decode trace)
