@@ -96,9 +96,10 @@ def loop(f: dict, doc: dict) -> dict:
     # the high end: no new shape paid in the loop, each step at the known-shape mean, where that stays within
     # ``WIDTH`` x the low end (else the few shapes paid in the loop, or the end ``WIDTH`` x the low end allows)
     high = min(all_removed, max(paid_in_loop, WIDTH * low))
+    no_faster = bool(u.get("median_ns") and u.get("known_shape_ns")) and \
+        float(u["median_ns"]) >= float(u["known_shape_ns"])
     slower = (f"; the {u.get('steps')} steps timed unrecorded ({duration(float(u['median_ns']))} a step) were no "
-              "faster: the host's own speed moved more than the recording cost") \
-        if u.get("median_ns") and u.get("known_shape_ns") and float(u["median_ns"]) >= float(u["known_shape_ns"]) else ""
+              "faster: the host's own speed moved more than the recording cost") if no_faster else ""
     at = (" as recorded (the recording's cost on them was not measured: at the high end up to "
           f"{1 / fast_scale:.2f}x faster, {UNMEASURED_WORDS}{slower})") if fast_scale < 1.0 else \
         " as recorded (the recording's cost on them was not measured: a plain run's can be faster)" \

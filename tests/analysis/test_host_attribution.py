@@ -140,8 +140,9 @@ def test_one_lines_host_work_and_its_launch_gaps_give_one_headline_on_every_run(
 
 
 def test_two_rows_the_samples_cannot_tell_apart_are_named_as_the_causes_rank_them():
-    """``../shared/programs/vit_eval.py`` (timm ViT-B/16 over a DataLoader with 4 workers; H200, ``gpu_shared_programs.sh``
-    at d9f4b3d; tests/fixtures/host_frames/README.md): each run's dominant family as its verdict held it. The first
+    """``../shared/programs/vit_eval.py`` (timm ViT-B/16 over a DataLoader with 4 workers; H200,
+    ``gpu_shared_programs.sh`` at d9f4b3d; tests/fixtures/host_frames/README.md): each run's dominant family as its
+    verdict held it. The first
     run's forward row (line 13, 46% ± 7, its host work spread over several ranges) led its DataLoader row (line 10,
     42% ± 7, one range: the first cause, and the first fix's), so the headline named line 13; the cached run's
     DataLoader row led 56% ± 7 against 38% ± 6 and named line 10. Within the samples' error the first cause's row is
@@ -155,7 +156,8 @@ def test_two_rows_the_samples_cannot_tell_apart_are_named_as_the_causes_rank_the
     assert "vit_eval.py:10" in fams["cached"]["headline_cause_before"]
     for name, f in fams.items():
         head = causes_mod.headline(f["causes"], f["verdict"], f["rows"])
-        assert head.startswith("host busy in `<module>` (programs/vit_eval.py:10) → `_BaseDataLoaderIter.__next__`"), head
+        assert head.startswith("host busy in `<module>` (programs/vit_eval.py:10) → "
+                               "`_BaseDataLoaderIter.__next__`"), head
         assert f["first_fix"] == "gpu-starved-by-data-loading" and "vit_eval.py:10" in f["first_fix_title"]
         row = next(r for r in f["rows"] if r["program_line"] == "programs/vit_eval.py:10")
         assert _pm(head) == (round(100 * row["share"]), round(100 * row["share_error"]))  # (the table's numbers)
