@@ -609,6 +609,11 @@ for f in d['findings'][:4]:
     g = f.get('gain') or {}; print('  ', f['id'], g.get('low'), g.get('high'), g.get('of', 'step'), '|', f['title'][:150], '|', (g.get('basis') or '')[:600])" "$1" >> "$S" 2>&1
 }
 
+findings_of_each() {  # VERDICT...: findings_of for each that exists (a glob that matched nothing stays unexpanded)
+  local v
+  for v in "$@"; do [ -f "$v" ] && findings_of "$v"; done
+}
+
 if [ "$PART" = checkpoint ]; then
   T0=$(date +%s); CK="python3 wrappers/checkpoint_loop.py"
   plain ck15_1 $CK
@@ -620,9 +625,7 @@ if [ "$PART" = checkpoint ]; then
   plain ck15_2 $CK
   keep_runs ck_first ck_cached
   record ck wrappers/checkpoint_loop.py
-  for v in "$W"/runs_ck_*/*/verdict.json "$W"/fix/ck.*.verdict.json; do  # each verdict's findings and their gains
-    [ -f "$v" ] && findings_of "$v"
-  done
+  findings_of_each "$W"/runs_ck_*/*/verdict.json "$W"/fix/ck.*.verdict.json  # each verdict's findings and their gains
   echo "checkpoint took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
@@ -636,9 +639,7 @@ if [ "$PART" = final_ck ]; then
   plain every0 $CK --dim 1024 --save-every 0
   profile every_first 200 -- $CK --dim 1024 --save-every 1
   keep_runs ck_first ck_cached every_first
-  for v in "$W"/runs_*/*/verdict.json; do
-    [ -f "$v" ] && findings_of "$v"
-  done
+  findings_of_each "$W"/runs_*/*/verdict.json
   echo "final_ck took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
@@ -652,9 +653,7 @@ if [ "$PART" = every_ck ]; then  # a small model saving every step: plain with a
   timeout 120 python3 benchmarks/gpu/record_torch.py "$W/every.torch.json" wrappers/checkpoint_loop.py --dim 1024 \
     --save-every 1 --steps 16 --stall-every 0 > "$W/every.torch.log" 2>&1
   python3 benchmarks/strip_fixture.py "$W/every.torch.json" "$W/fix/every_torch.json.xz" >> "$S" 2>&1
-  for v in "$W"/runs_*/*/verdict.json; do
-    [ -f "$v" ] && findings_of "$v"
-  done
+  findings_of_each "$W"/runs_*/*/verdict.json
   timeout 120 python3 -m nsighttc analyze "$W/every.torch.json" --format json -o "$W/fix/every.verdict.json" -q && \
     findings_of "$W/fix/every.verdict.json"
   echo "every_ck took $(( $(date +%s) - T0 )) s" >> "$S"
@@ -689,13 +688,9 @@ if [ "$PART" = encoder ]; then  # a variable-length loop of another build (probe
   plain enc_pad_2 $E
   plain enc_bucket_2 $E --bucket
   keep_runs enc_first enc_cached
-  for v in "$W"/runs_enc_*/*/verdict.json; do
-    [ -f "$v" ] && findings_of "$v"
-  done
+  findings_of_each "$W"/runs_enc_*/*/verdict.json
   record enc benchmarks/gpu/probe_encoder_varlen.py --batches 60
-  for v in "$W"/fix/enc.*.verdict.json; do
-    [ -f "$v" ] && findings_of "$v"
-  done
+  findings_of_each "$W"/fix/enc.*.verdict.json
   echo "encoder took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
@@ -707,9 +702,7 @@ if [ "$PART" = encoder2 ]; then  # the same probe's plain pairs in alternating r
   profile enc_cached 200 -- $E
   for r in 3 4; do plain enc_pad_r$r $E; plain enc_bucket_r$r $E --bucket; done
   keep_runs enc_first enc_cached
-  for v in "$W"/runs_enc_*/*/verdict.json; do
-    [ -f "$v" ] && findings_of "$v"
-  done
+  findings_of_each "$W"/runs_enc_*/*/verdict.json
   echo "encoder2 took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
@@ -727,9 +720,7 @@ if [ "$PART" = encoder3 ]; then  # where the launcher's unrecorded steps lose ti
   plain enc_bucket_b python3 $E --bucket
   grep -h "requests/s" "$W"/runs_enc_*/*/*.log 2>/dev/null | sed 's/^/   profiled: /' >> "$S"
   keep_runs enc_first enc_cached
-  for v in "$W"/runs_enc_*/*/verdict.json; do
-    [ -f "$v" ] && findings_of "$v"
-  done
+  findings_of_each "$W"/runs_enc_*/*/verdict.json
   echo "encoder3 took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 

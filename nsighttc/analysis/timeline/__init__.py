@@ -301,14 +301,15 @@ def _state_copies(fams: list[dict], ops: pd.DataFrame, u: intervals.Union) -> No
     15 steps (H200, wrappers/checkpoint_loop.py) led with "Synchronising calls stall the launch queue, up to 2.91x" and,
     live, "the GPU idles while the host runs `save`, up to 2.91x", both on the median step, where the checkpoints held
     most of the loop (plain: 7.1 s of its 8.9 s)."""
+    copies = slow_causes.host_copies(ops)  # (read once: every family's steps, then the dominant one's checkpoints)
     for f in fams:  # (a family whose every step copies the model's state to the host: ``slow_causes.copies_per_step``)
-        per = slow_causes.copies_per_step(f, ops)
+        per = slow_causes.copies_per_step(f, copies)
         if per is not None:
             f["host_copy_bytes_per_step"] = per
     if not fams or fams[0].get("_slow_known") is None:
         return
     f = fams[0]
-    ck = slow_causes.checkpoint_steps(f, ops, u)
+    ck = slow_causes.checkpoint_steps(f, copies, u)
     if ck is None:
         return
     f["_checkpoint"] = ck

@@ -185,6 +185,12 @@ def _tie_to_first_cause(row: dict, c: dict, rows: list[dict]) -> dict:
     return own if row["share"] - own["share"] <= err else row
 
 
+def _waits_for_gpu(row: dict) -> bool:
+    """A host row whose samples fell in a wait for the GPU (a synchronising call, a blocking copy): the headline says
+    the wait, not host work."""
+    return row.get("topic") == "sync" or (row.get("idle_kinds") or {}).get("sync", 0.0) >= 0.5
+
+
 def _host_and_launch(row: dict, launch: dict, of: str) -> str:
     """The headline of one line's host work and the launch gaps whose samples sit at it: the row's words and numbers
     (as the host-frames table shows them), then the launch gaps' (as the causes' table does)."""
@@ -206,14 +212,13 @@ def headline(causes_: list[dict], verdict: str, rows: list[dict] | None = None) 
     row = top_host_row(rows) if c["kind"] in ("host-range", "sync", "launch-overhead") else None
     launch = _launch_at_row(causes_, row)
     if launch is not None and launch["idle_ns"] >= LAUNCH_CLAUSE * row["idle_ns"] \
-            and row["idle_ns"] >= LAUNCH_LEADS * launch["idle_ns"] \
-            and row.get("topic") != "sync" and (row.get("idle_kinds") or {}).get("sync", 0.0) < 0.5:
+            and row["idle_ns"] >= LAUNCH_LEADS * launch["idle_ns"] and not _waits_for_gpu(row):
         return _host_and_launch(row, {**launch, "_share": launch["idle_ns"] / total}, what)
     if c["kind"] == "launch-overhead":
         row = None
     if row is not None:
         row = _tie_to_first_cause(row, c, rows or [])
-        if row.get("topic") == "sync" or (row.get("idle_kinds") or {}).get("sync", 0.0) >= 0.5:
+        if _waits_for_gpu(row):
             # (its samples fell in a wait for the GPU: a blocking copy as much as a named sync, ROCm's
             # hipMemcpyWithStream under `Tensor.copy_` in SGLang's public decode trace)
             return f"a synchronising call at {frame_words(row)} emptied the GPU's queue ({_pm(row)} of the GPU's {what}, {_ms(row['idle_ns'])})"

@@ -34,15 +34,15 @@ STATE_BYTES = 64e6
 COMPUTE_SHARE = 0.5
 
 
-def checkpoint_steps(fam: dict, ops: pd.DataFrame | None, u: intervals.Union | None = None) -> np.ndarray | None:
+def checkpoint_steps(fam: dict, copies: tuple | None, u: intervals.Union | None = None) -> np.ndarray | None:
     """Which of the family's steady steps (``fam["_iterations"]``) are checkpoints: slow steps at known shapes
     (``slow.account``'s ``_slow_known``) that each copied ``STATE_BYTES`` or more to the host, as ``torch.save`` of a
     ``state_dict()`` does tensor by tensor, and whose GPU did little other work beyond a typical step's
     (``COMPUTE_SHARE``; ``u``: the GPU's busy time). None where there are none. Such steps are the program saving its
     state, not its step: ``timeline._account_steps`` judges the steady steps without them, and the checkpoint gets an
-    account of its own (``explain``'s ``checkpoint``) and a finding with its gain on the loop's whole time."""
+    account of its own (``explain``'s ``checkpoint``) and a finding with its gain on the loop's whole time.
+    ``copies``: the recording's copies to the host (``host_copies``)."""
     known = fam.get("_slow_known")
-    copies = _host_copies(ops)
     if known is None or not known.any() or copies is None:
         return None
     t, e, b = copies
@@ -63,13 +63,13 @@ def checkpoint_steps(fam: dict, ops: pd.DataFrame | None, u: intervals.Union | N
     return mask if mask.any() else None
 
 
-def copies_per_step(fam: dict, ops: pd.DataFrame | None) -> float | None:
+def copies_per_step(fam: dict, copies: tuple | None) -> float | None:
     """The bytes the GPU copied to the host in the family's median steady step (``fam["_iterations"]``), where that
     is ``STATE_BYTES`` or more: a step that brings the model's state (or other tensors that large) to the host every
     time, as a checkpoint saved every step does. A small model saved every step (H200, wrappers/checkpoint_loop.py
     --dim 1024 --save-every 1, 75 MB a step), recorded by hand without host samples, read "host busy outside any
-    range" and "overlap this host work": the trace names no Python call, the copies name the work."""
-    copies = _host_copies(ops)
+    range" and "overlap this host work": the trace names no Python call, the copies name the work. ``copies``: the
+    recording's copies to the host (``host_copies``)."""
     if copies is None or fam.get("_iterations") is None:
         return None
     t, _, b = copies
@@ -80,7 +80,7 @@ def copies_per_step(fam: dict, ops: pd.DataFrame | None) -> float | None:
     return per if per >= STATE_BYTES else None
 
 
-def _host_copies(ops: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def host_copies(ops: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(start, end, bytes) of the GPU's copies to the host, by start; None where there are none or no byte counts."""
     dtoh = device_to_host(ops)
     if not dtoh.any() or "bytes" not in ops:
@@ -132,7 +132,7 @@ def explain(fam: dict, pieces, u: intervals.Union, paths: np.ndarray, rinfo: dic
         acc = _account(ck, typical, starts, ends, base, ctx)
         if acc is not None:
             data = sum(r["ns"] for r in acc["causes"] if r["kind"] == "host-range" and _is_data(r["name"]))
-            t, _, b = _host_copies(ops)
+            t, _, b = host_copies(ops)
             n = int(intervals.inside(t, starts[ck], ends[ck]).sum())
             held = float(_bytes_within(t, b, starts[ck], ends[ck]).sum())
             acc.update(cost_ns=max(acc["excess_ns"] - data, 0.0), copies=n, bytes=held,
