@@ -62,10 +62,21 @@ class Local:
             on_done: Callable[[Hashable, Any], None] | None = None) -> dict:
         import gc
         out = {}
-        for key, args in tasks:
-            res = _call(fn, args)
-            gc.collect()  # the analysis runs with the cyclic collector paused: free each task's cycles before the next
-            _settle(out, key, res, on_done)
+        # The analysis runs with the cyclic collector paused, so each task's cycles are freed before the next. A full
+        # collection walks every object this process holds (0.12 s a task beside a big heap: 122 of them cost the test
+        # suite 14.5 s); what survived one is frozen, so the next walks only what its task made. Left alone where
+        # something else froze objects (a forked trace writer relies on them staying frozen).
+        own_freeze = gc.get_freeze_count() == 0
+        try:
+            for key, args in tasks:
+                res = _call(fn, args)
+                gc.collect()
+                if own_freeze:
+                    gc.freeze()
+                _settle(out, key, res, on_done)
+        finally:
+            if own_freeze:
+                gc.unfreeze()
         return out
 
     def map_keep(self, full: Callable, summary: Callable, tasks: list[tuple[Hashable, tuple]],

@@ -245,7 +245,7 @@ class EvidenceCache:
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".evidence-", suffix=".json")
             try:
                 with os.fdopen(fd, "w") as fh:
-                    json.dump(doc, fh)
+                    fh.write(json.dumps(doc))
                 os.replace(tmp, self.path)
             except OSError:
                 os.unlink(tmp)  # a full disk must not leave half a cache beside the real one

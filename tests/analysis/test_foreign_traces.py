@@ -89,7 +89,7 @@ def _as_device(src: Path, dest: Path, **props) -> Path:
     doc = json.load(fixture_open(src, "rt"))
     doc["deviceProperties"] = [{**p, **props} for p in doc["deviceProperties"]]
     with gzip.open(dest, "wt", compresslevel=1) as fh:
-        json.dump(doc, fh)
+        fh.write(json.dumps(doc))  # (dumps: the C encoder; dump streams through the Python one, 10x slower)
     return dest
 
 

@@ -161,7 +161,7 @@ def test_one_profiler_step_is_the_step(tmp_path):
     d["traceEvents"] = [e for e in d["traceEvents"] if e not in steps or e is keep]
     path = tmp_path / "one_step.json.gz"
     with gzip.open(path, "wt", compresslevel=1) as fh:
-        json.dump(d, fh)
+        fh.write(json.dumps(d))  # (dumps: the C encoder; dump streams through the Python one, 10x slower)
     st = nsighttc.analyze([path]).to_json()["timeline"]["steps"]
     assert st["source"] == "explicit" and st["count"] == 1
     assert st["median_iteration_ns"] == pytest.approx(keep["dur"] * 1e3, rel=0.02)
@@ -538,7 +538,8 @@ def _unmarked_copy(src: Path, tmp_path: Path) -> Path:
     host = {"cpu_op", "user_annotation", "python_function", "cpu_instant_event"}
     out = tmp_path / "cuda_only.json.gz"
     with gzip.open(out, "wt", compresslevel=1) as fh:
-        json.dump({**doc, "traceEvents": [e for e in doc["traceEvents"] if e.get("cat") not in host]}, fh)
+        kept = [e for e in doc["traceEvents"] if e.get("cat") not in host]
+        fh.write(json.dumps({**doc, "traceEvents": kept}))
     return out
 
 
