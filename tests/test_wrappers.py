@@ -33,6 +33,8 @@ CASES = {
                            r"stalled reads"),
     "checkpoint_loop.py --save-mode thread": (["--save-mode", "thread", "--stall-every", "0"],
                                               r"steps=8 save=thread/4: typical step [\d.]+ ms; 2 checkpoints"),
+    "checkpoint_loop.py --save-mode copy": (["--save-mode", "copy", "--stall-every", "0"],
+                                            r"steps=8 save=copy/4: typical step [\d.]+ ms; 2 host copies"),
     "fsdp2_train.py": ([], r"fsdp2_train rank 0/1 fsdp2 cpu-gloo fp32 .* ms/step, [\d,]+ tokens/s total"),
     "fsdp2_train.py --fsdp 1": (["--fsdp", "1"], r"fsdp2_train rank 0/1 fsdp1 cpu-gloo fp32 .* ms/step"),
     "graph_replay.py": (["--steps", "20", "--width", "64", "--layers", "2"], r"steps/s, [\d.]+ ms/step \(eager\)"),

@@ -11,6 +11,7 @@ of the loop's time must add up to. No nsighttc marks.
     python wrappers/checkpoint_loop.py                 # 60 steps, a checkpoint every 15, a stall every 10 batches
     python wrappers/checkpoint_loop.py --save-every 30 # the fix "save less often", half as often
     python wrappers/checkpoint_loop.py --save-mode thread   # the fix "off the loop": pinned copies, a writer thread
+    python wrappers/checkpoint_loop.py --save-mode copy     # no checkpoint: the weights averaged on the host
     python wrappers/checkpoint_loop.py --device cpu    # smoke mode (tiny model, a few steps)
 """
 from __future__ import annotations
@@ -90,8 +91,10 @@ def main() -> None:
     ap.add_argument("--save-every", type=int, default=15, help="steps between checkpoints (0: none)")
     ap.add_argument("--stall-every", type=int, default=10, help="batches between slow reads (0: none)")
     ap.add_argument("--stall-ms", type=float, default=150.0, help="how long a slow read takes")
-    ap.add_argument("--save-mode", choices=["sync", "thread"], default="sync",
-                    help="sync: torch.save in the loop, as users write it; thread: pinned copies and a writer thread")
+    ap.add_argument("--save-mode", choices=["sync", "thread", "copy"], default="sync",
+                    help="sync: torch.save in the loop, as users write it; thread: pinned copies and a writer thread; "
+                         "copy: no checkpoint, the model's weights copied to the host and averaged there (an EMA kept "
+                         "on the CPU): as many bytes to the host as a save of the model, and no torch.save")
     a = ap.parse_args()
     import torch
     device = pick_device(a.device)
@@ -107,6 +110,7 @@ def main() -> None:
                                        batch_size=a.batch, num_workers=0)
     times, kinds = [], []
     writer = Writer() if a.save_mode == "thread" else None
+    ema = None  # --save-mode copy: the weights' moving average, on the host
     with tempfile.TemporaryDirectory() as d:
         t_loop = t0 = time.perf_counter()
         for step, (x, y) in enumerate(data, 1):  # (each iteration timed from the last one's end: its fetch included)
@@ -116,7 +120,14 @@ def main() -> None:
             loss.backward()
             opt.step()
             saved = bool(a.save_every and step % a.save_every == 0)
-            if saved:
+            if saved and a.save_mode == "copy":
+                host = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+                if ema is None:
+                    ema = host
+                else:
+                    for k, v in host.items():
+                        ema[k].mul_(0.9).add_(v, alpha=0.1)
+            elif saved:
                 state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step}
                 if writer is not None:
                     writer.save(state, Path(d) / "checkpoint.pt")
@@ -137,7 +148,8 @@ def main() -> None:
     n = {k: kinds.count(k) for k in ("checkpoint", "stall")}
     print(f"checkpoint_loop {a.layers}x{a.dim} batch={a.batch} steps={len(times)} save={a.save_mode}/"
           f"{a.save_every}: typical step {1e3 * typical:.2f} ms; "
-          f"{n['checkpoint']} checkpoints {beyond['checkpoint']:.3f} s beyond it; {n['stall']} stalled reads "
+          f"{n['checkpoint']} {'host copies' if a.save_mode == 'copy' else 'checkpoints'} "
+          f"{beyond['checkpoint']:.3f} s beyond it; {n['stall']} stalled reads "
           f"{beyond['stall']:.3f} s beyond it; "
           f"loop {loop:.3f} s, {1e3 * loop / len(times):.2f} ms/step; loss {float(loss.detach()):.4f}")
 

@@ -56,8 +56,11 @@
 # rounds (the rate after the first batch too) around a first and a cached run; encoder3: its batches at lengths seen
 # before timed plain, under the launcher's step hooks alone and with its host sampler, and in a cached run;
 # vitdata: ../shared/programs/vit_eval.py plain as written, with 8 workers and with its batches loaded before the loop
+# readback: wrappers/checkpoint_loop.py --save-mode copy (the weights copied to the host every 15 steps and averaged
+# there: a checkpoint's bytes, no torch.save) plain (as written, every 30, none) around its first and cached runs, a
+# first run of the torch.save loop beside it, then recorded by hand; runs' traces and host samples as fixtures
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -734,6 +737,29 @@ if [ "$PART" = vitdata ]; then  # ../shared/programs/vit_eval.py: is its DataLoa
     plain vit_as_is_$r python3 $P; plain vit_w8_$r python3 "$W/vit_w8.py"; plain vit_pre_$r python3 "$W/vit_pre.py"
   done
   echo "vitdata took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = readback ]; then  # large copies to the host that are no checkpoint: are they read as one?
+  T0=$(date +%s); CK="python3 wrappers/checkpoint_loop.py"
+  plain cp15_1 $CK --save-mode copy
+  plain cp30 $CK --save-mode copy --save-every 30
+  plain cp0 $CK --save-mode copy --save-every 0
+  profile cp_first 200 -- $CK --save-mode copy
+  profile cp_cached 200 -- $CK --save-mode copy
+  plain cp15_2 $CK --save-mode copy
+  profile ck_first 200 -- $CK
+  keep_runs cp_first cp_cached ck_first
+  for n in cp_first cp_cached ck_first; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -f "$d/torch_trace.json" ] && python3 benchmarks/strip_fixture.py "$d/torch_trace.json" \
+      "$W/fix/$n/torch_trace.json.xz" >> "$S" 2>&1
+    [ -f "$d/host_samples.json" ] && xz -c "$d/host_samples.json" > "$W/fix/$n/host_samples.json.xz"
+    [ -f "$d/verdict.json" ] && findings_of "$d/verdict.json"
+  done
+  pack  # (what is here comes back, should the recordings by hand run past the call's limit)
+  [ $(( $(date +%s) - T0 )) -lt 400 ] && record cp wrappers/checkpoint_loop.py --save-mode copy
+  findings_of_each "$W"/fix/cp.*.verdict.json
+  echo "readback took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then
