@@ -58,7 +58,9 @@ KIND = {"fp32-matmul-on-cuda-cores": "gpu", "fp16-conv-on-cuda-cores": "gpu", "n
         "per-step-logging": "host", "host-bound-model-code": "host", "synchronising-line": "host",
         "host-bound-checkpoint": "host", "host-copies-every-step": "host",
         "straggler-rank": "job", "exposed-communication": "job", "exposed-sharded-communication": "job",
-        "shape-churn": "loop", "checkpoint-in-loop": "loop"}
+        "shape-churn": "loop", "checkpoint-in-loop": "loop", "host-copies-in-loop": "loop"}
+# the loop findings whose gain is their steps' cost removed half to all (``wide_gain.checkpoint``)
+CHECKPOINTS = ("checkpoint-in-loop", "host-copies-in-loop")
 # the dtype a GPU-side fix moves matrix work to, per finding (the best one the finding's advice names)
 FIX_DTYPE = {"fp32-matmul-on-cuda-cores": "bf16", "fp16-conv-on-cuda-cores": "fp16", "tf32-tensor-core-work": "bf16"}
 # the dtype the finding's work runs in now, when it runs on the Tensor Cores already (else: FP32 on CUDA cores)
@@ -393,7 +395,7 @@ def estimate(f: dict, doc: dict, ss: list[Scope], dtype: str | None = None) -> d
     if kind == "job":  # on the job's slowest step (``wide_gain``)
         return wide_gain.job(f, doc, HOST_LOW_FRACTION)
     if kind == "loop":  # on the loop's whole time
-        g = wide_gain.checkpoint(f, doc) if f["id"] == "checkpoint-in-loop" else wide_gain.loop(f, doc)
+        g = wide_gain.checkpoint(f, doc) if f["id"] in CHECKPOINTS else wide_gain.loop(f, doc)
         return {**g, "of": "the loop"} if g.get("high") else g
     g = _estimate([(f, dtype)], doc, ss)
     if kind == "gpu" and g.get("high"):

@@ -243,9 +243,11 @@ def checkpoint(f: dict, doc: dict) -> dict:
     loop = float((fam.get("time_accounting") or {}).get("loop_ns") or 0.0)
     others = sum(float(x.get("steady_wall_ns") or 0.0) for x in fams[1:])
     whole, paid = loop + others, float(ck["cost_ns"])
-    basis = (f"`checkpoint-in-loop`: {100 * CHECKPOINT_LOW_FRACTION:.0f}% (saved half as often) to all (saved rarely "
+    done, kind, many, act = ("copied", "copying", "copying steps", "copying") if f["id"] == "host-copies-in-loop" \
+        else ("saved", "checkpoint", "checkpoints", "save")
+    basis = (f"`{f['id']}`: {100 * CHECKPOINT_LOW_FRACTION:.0f}% ({done} half as often) to all ({done} rarely "
              f"enough not to count, or wholly off the loop) of the {duration(paid)} its "
-             f"{ck['steps']} checkpoint step{'s' if ck['steps'] != 1 else ''} took beyond the typical step, less their "
+             f"{ck['steps']} {kind} step{'s' if ck['steps'] != 1 else ''} took beyond the typical step, less their "
              f"data loading, of the loop's {duration(loop)} over its steady steps"
              + (f" and the other step families' {duration(others)}" if others > 0.01 * loop else ""))
     u = (tl.get("steps") or {}).get("unrecorded") or {}
@@ -255,7 +257,7 @@ def checkpoint(f: dict, doc: dict) -> dict:
         whole += float(u["after_ns"])
         paid += more
         basis += (f"; with the {duration(float(u['after_ns']))} of the steps timed unrecorded after the window, "
-                  f"{duration(more)} of them checkpoints ({100 * share:.0f}% of their slow steps' time beyond their "
+                  f"{duration(more)} of them {many} ({100 * share:.0f}% of their slow steps' time beyond their "
                   "median, as in the recorded slow steps)")
     if whole <= 0 or paid <= 0:
         return {"low": None, "high": None, "basis": basis + ": nothing to remove"}
@@ -263,7 +265,7 @@ def checkpoint(f: dict, doc: dict) -> dict:
     low = whole / (whole - CHECKPOINT_LOW_FRACTION * paid)
     high = whole / (whole - paid)
     if high > WIDTH * low:
-        basis += (f". Wider than {WIDTH:g}x: the checkpoints hold {100 * paid / whole:.0f}% of the loop, so the gain "
-                  "turns on how much of them the fix takes out of it (how much rarer, and how much of the save "
+        basis += (f". Wider than {WIDTH:g}x: the {many} hold {100 * paid / whole:.0f}% of the loop, so the gain "
+                  f"turns on how much of them the fix takes out of it (how much rarer, and how much of the {act} "
                   "leaves it), which one recording cannot tell")
     return {"low": round(low, 3), "high": round(high, 3), "basis": basis}

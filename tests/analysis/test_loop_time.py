@@ -622,6 +622,42 @@ def test_a_checkpoint_is_a_finding_of_its_own_on_the_loops_time_and_the_per_step
     assert not (sync["gain"] or {}).get("high") or sync["gain"]["high"] < g["high"]
 
 
+def test_copies_to_the_host_that_saved_nothing_are_named_at_their_line_and_a_save_on_the_hosts_stacks_stays_one():
+    """H200, ``wrappers/checkpoint_loop.py --save-mode copy``: the weights copied to the host every 15 steps and
+    averaged there (403 MB a time, no ``torch.save``; plain, the loop took 3.3-4.8 s, 2.6 s copying half as often, 1.9 s
+    never: reports/steps_time/readback). Its cached run read "checkpoints (1 step copied the model's state to the host
+    ... as `torch.save` of a `state_dict()` does ...)" and "Checkpoints hold 45%", with the advice to save less often.
+    The host's 63 stack samples in that step sat at the copying line, none in a save: copies to the host, named at the
+    line, with their own finding and advice. The torch.save loop's first run (536 samples in its checkpoint steps, 98%
+    in the save) stays a checkpoint, now said from its stacks; a recording without samples reads as before."""
+    from nsighttc.render.markdown import headlines, render
+    run = FIX / "host_copies"
+    doc = nsighttc.analyze([run / "cp_cached" / "torch_trace.json.xz"]).to_json()
+    tl = doc["timeline"]
+    host = tl["loop_time"]["slow_causes"]["checkpoint"]["host"]
+    assert host["saved"] is False and host["samples"] >= 10 and host["save_share"] == 0
+    assert (host["program_frame"], host["program_line"]) == ("main", "wrappers/checkpoint_loop.py:124")  # (.cpu())
+    assert tl["headline_cause"].startswith("copies to the host (1 step copied 402.9 MB in 14 copies to the host in "
+                                           "`main` (wrappers/checkpoint_loop.py:124) and saved nothing"), \
+        tl["headline_cause"]
+    assert "torch.save" not in tl["headline_cause"]
+    f = next(x for x in doc["findings"] if x["id"].endswith("-in-loop"))
+    assert f["id"] == "host-copies-in-loop" and f["title"].startswith("Copies to the host hold 45%"), f["title"]
+    assert f["advice"].startswith("Copy less often") and "Save less often" not in f["advice"]
+    assert f["gain"]["of"] == "the loop" and 1 < f["gain"]["low"] < f["gain"]["high"] <= 3 * f["gain"]["low"]
+    assert f["gain"]["basis"].startswith("`host-copies-in-loop`: 50% (copied half as often)")
+    assert "no save on the host's stacks" in headlines.loop_time_line(tl) and "Copies to the host hold" in render(doc)
+    saved = nsighttc.analyze([run / "ck_first" / "torch_trace.json.xz"]).to_json()
+    ck = saved["timeline"]["loop_time"]["slow_causes"]["checkpoint"]
+    assert ck["host"]["saved"] is True and ck["host"]["save_share"] > 0.9 and ck["host"]["samples"] > 100
+    assert saved["findings"][0]["id"] == "checkpoint-in-loop" and "and saved it in `main`" in \
+        saved["timeline"]["headline_cause"]
+    by_hand = nsighttc.analyze([FIX / "checkpoint_loop_torch.json.xz"]).to_json()  # no samples: the bytes say it
+    assert "host" not in by_hand["timeline"]["loop_time"]["slow_causes"]["checkpoint"]
+    f = next(x for x in by_hand["findings"] if x["id"] == "checkpoint-in-loop")
+    assert "samples the host's stacks, which tell them apart" in f["evidence"]
+
+
 def test_a_slow_step_whose_gpu_computes_beyond_a_typical_step_is_no_checkpoint(monkeypatch):
     """A checkpoint copies and writes; an evaluation that reads its outputs back computes too. The checkpoint step of
     the recording above computed nothing beyond a typical step (``COMPUTE_SHARE`` bounds that extra work by its share

@@ -26,7 +26,7 @@ from ...record_format import DECODE, WINDOW
 from ... import labels, stages
 from .. import intervals
 from . import busy, call_summaries, comm as comm_mod, host_frames, idle, in_use, inference as inference_mod, \
-    ranges as ranges_mod, steps as steps_mod
+    ranges as ranges_mod, state_copies_host, steps as steps_mod
 from .extent import first_time, last_time, launching_threads, union_of
 from .held_back import held_back
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
@@ -162,7 +162,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     # the host's stacks while the GPU idled: per step family (its steady steps) and for the window
     window_scope = (np.array([lo]), np.array([hi]))
     scope = (steady.starts, steady.ends) if fams else window_scope
-    att = None
+    att = threads = None
     if hs is not None:  # (a recording without host stacks pays nothing here: a million API calls' thread ids)
         threads = launching_threads(api)
         if hs.calls is not None:  # recorded calls: read them in the idle time
@@ -230,10 +230,14 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
         res.loop_time = slow_mod.split(dom, first, last_time(ops, api, ranges, hi))
         ck = (res.loop_time.get("slow_causes") or {}).get("checkpoint")
         loop = float((dom.get("time_accounting") or {}).get("loop_ns") or 0.0)
+        if ck and hs is not None and dom.get("_checkpoint") is not None:  # did they save? the host's stacks say
+            starts, ends = dom["_iterations"]
+            ck["host"] = state_copies_host.evidence(hs, starts[dom["_checkpoint"]], ends[dom["_checkpoint"]], threads)
         if ck and not dom.get("shape_churn") and ck["cost_ns"] >= slow_mod.NEW_SHAPE_SHARE * loop and \
                 ck["cost_ns"] > max([c["idle_ns"] for c in causes] or [0.0]):
             # the loop's first cause: its checkpoints hold more of its time than any cause of a typical step's idle time
-            res.headline_cause = "checkpoints (" + checkpoint_words(ck, loop) + ")"
+            res.headline_cause = ("copies to the host (" if state_copies_host.unsaved(ck) else "checkpoints (") + \
+                checkpoint_words(ck, loop) + ")"
     # the picture shows where the question is: the dominant phase's steady steps when there are steps
     a_lo, a_hi = dom["steady_window_ns"] if dom else (lo, hi)
     res.activity = busy.activity(u, launches, ranges, a_lo, a_hi)

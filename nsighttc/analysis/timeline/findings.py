@@ -10,7 +10,7 @@ import re
 from ...durations import duration
 from ...model import Finding
 from .base import TimelineResult
-from . import in_use as in_use_mod
+from . import in_use as in_use_mod, state_copies_host
 from .idle import frame_words
 from .idle.causes import top_host_row
 from .steps import shape_costs, slow as slow_mod, slow_causes
@@ -124,15 +124,35 @@ EVERY_STEP_COPIES_FIX = ("Do it every N steps, not every step: a checkpoint save
                          "host buffers with `non_blocking=True` and write from a thread "
                          "(`torch.distributed.checkpoint.async_save` for a checkpoint). `nsighttc profile` samples the "
                          "host's stacks and names the line.")
+# ... where the host's stacks showed those steps saving nothing (``state_copies_host``): large copies to the host every
+# few steps (H200, wrappers/checkpoint_loop.py --save-mode copy: the weights averaged on the host every 15 steps, plain
+# loop 3.3-4.8 s; every 30 steps 2.6 s, never 1.9 s)
+HOST_COPIES_FIX = ("Copy less often, and keep on the GPU what you compute from the copies: an average of the weights "
+                   "(an EMA: `AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.999))` from "
+                   "`torch.optim.swa_utils`, kept on the GPU), "
+                   "metrics reduced there before one `.item()`, predictions gathered there and moved once. What must "
+                   "reach the host, copy into pinned buffers with `non_blocking=True` and use once an event recorded "
+                   "after the copies is done, so the loop does not wait for them.")
 CHECKPOINT_SHARE = 0.02  # checkpoints holding less of the loop's time than this make no finding (the loop's line says them)
 
 
 def checkpoint_words(ck: dict, loop_ns: float) -> str:
     """'3 of 22 steady steps copied the model's state to the host (1,208.7 MB in 42 copies, as `torch.save` of a
-    `state_dict()` does), 1.43 s beyond the typical step (19.2 ms): 53% of the loop's time'."""
+    `state_dict()` does), 1.43 s beyond the typical step (19.2 ms): 53% of the loop's time'. Where the host's stacks in
+    them say whether they saved (``state_copies_host``), that instead of what a save would do."""
     every = f", one every {ck['every_steps']} steps" if ck.get("every_steps") else ""
-    return (f"{ck['steps']} step{'s' if ck['steps'] != 1 else ''}{every} copied the model's state to the host "
-            f"({ck['bytes'] / 1e6:,.1f} MB in {ck['copies']:,} copies, as `torch.save` of a `state_dict()` does), "
+    host = ck.get("host") or {}
+    moved = f"{ck['bytes'] / 1e6:,.1f} MB in {ck['copies']:,} copies"
+    at = f" in `{host['program_frame']}` ({host['program_line']})" if host.get("program_line") else ""
+    if host.get("saved") is False:
+        what = (f"copied {moved} to the host{at} and saved nothing (none of the host's {host['samples']:,} stack "
+                "samples in them was in a save)")
+    elif host.get("saved"):
+        what = (f"copied the model's state to the host ({moved}) and saved it{at} ({100 * host['save_share']:.0f}% of "
+                f"the host's {host['samples']:,} stack samples in them in a save)")
+    else:
+        what = f"copied the model's state to the host ({moved}, as `torch.save` of a `state_dict()` does)"
+    return (f"{ck['steps']} step{'s' if ck['steps'] != 1 else ''}{every} {what}, "
             f"{duration(ck['cost_ns'])} beyond the typical step ({duration(ck['base_ns'])}): "
             f"{100 * ck['cost_ns'] / max(loop_ns, 1.0):.0f}% of the loop's time")
 
@@ -150,14 +170,23 @@ def checkpoint_finding(res: TimelineResult) -> Finding | None:
     if share < CHECKPOINT_SHARE:
         return None
     parts = ", ".join(f"{r['words']} {duration(r['ns'])}" for r in ck["causes"] if r["share"] >= 0.05)
+    severity = "high" if share >= slow_mod.NEW_SHAPE_SHARE else "medium"
+    said = (f"{checkpoint_words(ck, loop)} (the loop: {duration(loop)} over {fam['count'] - fam['warmup_steps']} "
+            f"steady steps); their time beyond the typical step went to {parts}.")
+    if state_copies_host.unsaved(ck):
+        return Finding(
+            "host-copies-in-loop", severity, f"Copies to the host hold {100 * share:.0f}% of `{fam['name']}`'s time",
+            f"{said} A checkpoint's bytes, but no checkpoint: the host's stacks name the line, not what the program "
+            "does with the copies. The per-step findings judge the other steps.",
+            HOST_COPIES_FIX, ck["cost_ns"], [], per_step_ns=None)
+    evidence = ("" if (ck.get("host") or {}).get("saved") else
+                " A recording does not name the call: read as a checkpoint for the bytes "
+                f"({slow_causes.STATE_BYTES / 1e6:.0f} MB or more a step) with no computing beside them; a large "
+                "read-back of another kind (an evaluation's outputs, weights averaged on the host) looks the same "
+                "(`nsighttc profile` samples the host's stacks, which tell them apart).")
     return Finding(
-        "checkpoint-in-loop", "high" if share >= slow_mod.NEW_SHAPE_SHARE else "medium",
-        f"Checkpoints hold {100 * share:.0f}% of `{fam['name']}`'s time",
-        f"{checkpoint_words(ck, loop)} (the loop: {duration(loop)} over {fam['count'] - fam['warmup_steps']} steady "
-        f"steps); their time beyond the typical step went to {parts}. A recording does not name the call: read as "
-        f"a checkpoint for the bytes ({slow_causes.STATE_BYTES / 1e6:.0f} MB or more a step) with no computing beside "
-        "them; a large read-back of "
-        "another kind (an evaluation's outputs) looks the same. The per-step findings judge the other steps.",
+        "checkpoint-in-loop", severity, f"Checkpoints hold {100 * share:.0f}% of `{fam['name']}`'s time",
+        f"{said}{evidence} The per-step findings judge the other steps.",
         CHECKPOINT_FIX, ck["cost_ns"], [], per_step_ns=None)
 
 
