@@ -58,9 +58,11 @@
 # vitdata: ../shared/programs/vit_eval.py plain as written, with 8 workers and with its batches loaded before the loop
 # readback: wrappers/checkpoint_loop.py --save-mode copy (the weights copied to the host every 15 steps and averaged
 # there: a checkpoint's bytes, no torch.save) plain (as written, every 30, none) around its first and cached runs, a
-# first run of the torch.save loop beside it, then recorded by hand; runs' traces and host samples as fixtures
+# first run of the torch.save loop beside it, then recorded by hand; runs' traces and host samples as fixtures;
+# readback2: at the code that reads the host's stacks in those steps: the copying loop's first and cached runs around
+# plain runs (as written, none), the writer-thread save's first run, then shared programs (hf_bert.py, vit_eval.py)
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -760,6 +762,22 @@ if [ "$PART" = readback ]; then  # large copies to the host that are no checkpoi
   [ $(( $(date +%s) - T0 )) -lt 400 ] && record cp wrappers/checkpoint_loop.py --save-mode copy
   findings_of_each "$W"/fix/cp.*.verdict.json
   echo "readback took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = readback2 ]; then
+  T0=$(date +%s); CK="python3 wrappers/checkpoint_loop.py"
+  plain cp15_1 $CK --save-mode copy
+  profile cp_first 200 -- $CK --save-mode copy
+  profile cp_cached 200 -- $CK --save-mode copy
+  plain cp0 $CK --save-mode copy --save-every 0
+  plain cp30 $CK --save-mode copy --save-every 30
+  profile ckthread_first 200 -- $CK --save-mode thread
+  keep_runs cp_first cp_cached ckthread_first
+  findings_of_each "$W"/runs_*/*/verdict.json
+  for d in "$W"/runs_*/*/; do python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); ck=((d.get('timeline') or {}).get('loop_time') or {}).get('slow_causes') or {}
+print('  ', sys.argv[1].split('/')[-3], 'checkpoint host evidence:', (ck.get('checkpoint') or {}).get('host'))" "$d/verdict.json" >> "$S" 2>&1; done
+  shared_after readback2 560 hf_bert.py vit_eval.py
 fi
 
 if [ "$PART" = record ]; then
