@@ -37,9 +37,9 @@ def evidence(hs: HostSamples | None, starts: np.ndarray, ends: np.ndarray, tids:
         return {"samples": 0, "save_share": None, "saved": None, "program_line": None, "program_frame": None}
     stack = s["stack"].to_numpy()[inside]
     frame_topic = topics(hs.frames)
-    in_save = np.array([(frame_topic[hs.stacks[k]] == "checkpoint").any() for k in range(len(hs.stacks))],
-                       dtype=bool)  # (per distinct stack: a few thousand at most)
-    share = float(in_save[stack].mean())
+    uniq, which = np.unique(stack, return_inverse=True)  # (per distinct stack of these samples: a few hundred)
+    in_save = np.array([(frame_topic[hs.stacks[k]] == "checkpoint").any() for k in uniq], dtype=bool)
+    share = float(in_save[which].mean())
     saved = True if share >= SAVE_SHARE else (False if n >= MIN_SAMPLES else None)
     want = set(tids or ()) | ({int(hs.main_tid)} if hs.main_tid is not None else set())
     mine = np.isin(s["tid"].to_numpy()[inside], list(want)) if want else np.ones(n, dtype=bool)
