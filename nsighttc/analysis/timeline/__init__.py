@@ -30,7 +30,8 @@ from . import busy, call_summaries, comm as comm_mod, host_frames, idle, in_use,
 from .extent import first_time, last_time, launching_threads, union_of
 from .held_back import held_back
 from .base import GRAPH_LAUNCH_CALLS, STEP_PATTERN, SYNC_CALLS, Thresholds, TimelineResult, classify
-from .findings import checkpoint_words, findings
+from .findings import findings
+from .state_findings import checkpoint_words
 from .steps import slow as slow_mod, slow_causes
 from .steps.launch_order import LaunchOrder
 from .steps.period import TRAINING_KERNEL
