@@ -61,8 +61,10 @@
 # first run of the torch.save loop beside it, then recorded by hand; runs' traces and host samples as fixtures;
 # readback2: at the code that reads the host's stacks in those steps: the copying loop's first and cached runs around
 # plain runs (as written, none), the writer-thread save's first run, then shared programs (hf_bert.py, vit_eval.py)
+# hfsave: ../shared/programs/hf_bert.py saving a Trainer checkpoint every 15 steps (save_strategy="steps": safetensors
+# of the model, torch.save of AdamW's state), plain with and without saving around its first and cached runs
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -778,6 +780,30 @@ if [ "$PART" = readback2 ]; then
 import json,sys; d=json.load(open(sys.argv[1])); ck=((d.get('timeline') or {}).get('loop_time') or {}).get('slow_causes') or {}
 print('  ', sys.argv[1].split('/')[-3], 'checkpoint host evidence:', (ck.get('checkpoint') or {}).get('host'))" "$d/verdict.json" >> "$S" 2>&1; done
   shared_after readback2 560 hf_bert.py vit_eval.py
+fi
+
+if [ "$PART" = hfsave ]; then  # a checkpoint nobody here wrote: the Trainer's own save, read from its stacks?
+  T0=$(date +%s); P=.device-carry/programs/hf_bert.py
+  sed 's/save_strategy="no",/save_strategy="steps", save_steps=15,/' $P > "$W/hf_save.py"
+  grep -c 'save_steps=15' "$W/hf_save.py" >> "$S"
+  plain hfs_1 python3 "$W/hf_save.py"
+  plain hf_nosave python3 $P
+  profile hfs_first 240 -- python3 "$W/hf_save.py"
+  profile hfs_cached 240 -- python3 "$W/hf_save.py"
+  plain hfs_2 python3 "$W/hf_save.py"
+  keep_runs hfs_first hfs_cached
+  for n in hfs_first hfs_cached; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -f "$d/torch_trace.json" ] && python3 benchmarks/strip_fixture.py "$d/torch_trace.json" \
+      "$W/fix/$n/torch_trace.json.xz" >> "$S" 2>&1
+    [ -f "$d/host_samples.json" ] && xz -c "$d/host_samples.json" > "$W/fix/$n/host_samples.json.xz"
+    [ -f "$d/verdict.json" ] && findings_of "$d/verdict.json" && python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); lt=(d.get('timeline') or {}).get('loop_time') or {}
+print('   loop:', {k: lt.get(k) for k in ('slow_steps', 'new_shape_steps')}, 'checkpoint:',
+      {k: v for k, v in ((lt.get('slow_causes') or {}).get('checkpoint') or {}).items() if k != 'causes'})" \
+      "$d/verdict.json" >> "$S" 2>&1
+  done
+  echo "hfsave took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then
