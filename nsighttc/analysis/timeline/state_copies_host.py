@@ -16,7 +16,7 @@ import numpy as np
 
 from ...parse.host_samples import HostSamples
 from .. import intervals
-from .host_frames import _rows
+from .host_frames import _rows, _short
 from .host_topics import topics
 
 SAVE_SHARE = 0.1   # of the steps' samples in a save: a checkpoint (torch.save's steps: 90%+ of them, H200)
@@ -26,8 +26,9 @@ MIN_SAMPLES = 10   # fewer samples in the steps say nothing either way (the samp
 def evidence(hs: HostSamples | None, starts: np.ndarray, ends: np.ndarray, tids: set[int] | None) -> dict | None:
     """``{"samples", "save_share", "saved", "program_line", "program_frame"}`` for the host's samples taken in the
     steps ``[starts, ends)``: how many, the share of them (all threads) whose stack is in a save, whether that makes
-    the steps a checkpoint (True), copies that saved nothing (False) or cannot tell (None), and the program's line
-    and function where the launching threads' samples sat most. None without placed samples."""
+    the steps a checkpoint (True), copies that saved nothing (False) or cannot tell (None), and where the launching
+    threads' samples sat most: those in the save where they saved, else those not loading data; the program's line
+    and function, else the library's line that called the save. None without placed samples."""
     if hs is None or not hs.placed or hs.samples.empty or not len(starts):
         return None
     s = hs.samples
@@ -38,19 +39,26 @@ def evidence(hs: HostSamples | None, starts: np.ndarray, ends: np.ndarray, tids:
     stack = s["stack"].to_numpy()[inside]
     frame_topic = topics(hs.frames)
     uniq, which = np.unique(stack, return_inverse=True)  # (per distinct stack of these samples: a few hundred)
-    in_save = np.array([(frame_topic[hs.stacks[k]] == "checkpoint").any() for k in uniq], dtype=bool)
-    share = float(in_save[which].mean())
+    in_save = np.array([(frame_topic[hs.stacks[k]] == "checkpoint").any() for k in uniq], dtype=bool)[which]
+    fetching = np.array([next((t for t in frame_topic[hs.stacks[k]] if t), "") == "data" for k in uniq],
+                        dtype=bool)[which]
+    share = float(in_save.mean())
     saved = True if share >= SAVE_SHARE else (False if n >= MIN_SAMPLES else None)
     want = set(tids or ()) | ({int(hs.main_tid)} if hs.main_tid is not None else set())
     mine = np.isin(s["tid"].to_numpy()[inside], list(want)) if want else np.ones(n, dtype=bool)
+    # where: the samples of the save itself where it saved, else (copies, or a save on another thread: a writer
+    # thread's loop copies) those not fetching the next batch: a step's data loading is no part of its copies (the
+    # Trainer's checkpoint steps, H200, held 40-46% in the save and most of the rest in the dataset's __getitem__,
+    # which named the save's line before)
+    sel = next((m for m in ((mine & in_save) if saved else mine & False, mine & ~fetching) if m.any()), mine)
     line = frame = None
-    if mine.any():
-        row_of, rows, _ = _rows(hs, stack[mine])
-        counts = np.bincount(row_of[stack[mine]], minlength=len(rows))
-        ranked = [int(r) for r in np.argsort(-counts, kind="stable") if counts[r]]
-        top = next((r for r in ranked if isinstance(rows["program_line"].iat[r], str)), None)
-        if top is not None:
-            line, frame = rows["program_line"].iat[top], rows["program_frame"].iat[top]
+    if sel.any():
+        row_of, rows, _ = _rows(hs, stack[sel])
+        r = int(np.argmax(np.bincount(row_of[stack[sel]], minlength=len(rows))))
+        if isinstance(rows["program_line"].iat[r], str):  # the program's own line
+            line, frame = rows["program_line"].iat[r], rows["program_frame"].iat[r]
+        elif rows["line"].iat[r]:  # else the site in the library that called it (a Trainer's own save)
+            line, frame = f"{_short(rows['file'].iat[r])}:{int(rows['line'].iat[r])}", rows["frame"].iat[r]
     return {"samples": n, "save_share": share, "saved": saved, "program_line": line, "program_frame": frame}
 
 
