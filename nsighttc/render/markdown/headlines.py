@@ -221,20 +221,26 @@ def slow_causes_words(sc: dict) -> str:
     parts = [f"{r['words']} {_seconds(r['ns'])}" for r in sc["causes"] if r["share"] >= SLOW_CAUSE_SHARE][:4]
     c = sc.get("copies_to_host")
     if c:
-        host = (sc.get("checkpoint") or {}).get("host") or {}
-        state = "" if not sc.get("checkpoint") else \
-            f": copies to the host in `{host['program_frame']}` ({host['program_line']}), no save on the host's stacks" \
-            if host.get("saved") is False and host.get("program_line") else \
-            ": copies to the host, no save on the host's stacks" if host.get("saved") is False else \
-            ": the model's state brought to the host and saved" if host.get("saved") else \
-            ": the model's state brought to the host, as a checkpoint (`torch.save`) or a `state_dict()` read does"
-        # (the analysis's reading: ``slow_causes.checkpoint_steps``, and the host's stacks in them: ``state_copies_host``)
         parts.append(f"{c['copies']:,} device-to-host copies of {_mb(c['bytes'])} in them (as many typical steps: "
-                     f"{c['typical_copies']:g}, {_mb(c['typical_bytes'])}){state}")
+                     f"{c['typical_copies']:g}, {_mb(c['typical_bytes'])}){_state_words(sc.get('checkpoint'))}")
     g = sc.get("allocator_growth")
     if g:
         parts.append(f"the CUDA allocator grew {g['calls']} times ({ns(g['ns'])})")
     return ", ".join(parts)
+
+
+def _state_words(ck: dict | None) -> str:
+    """What the slow steps' copies were, as the analysis read them (``slow_causes.checkpoint_steps``) and the host's
+    stacks in them said (``state_copies_host``): nothing where they were no checkpoint steps."""
+    if not ck:
+        return ""
+    host = ck.get("host") or {}
+    if host.get("saved") is False:
+        at = f" in `{host['program_frame']}` ({host['program_line']})" if host.get("program_line") else ""
+        return f": copies to the host{at}, no save on the host's stacks"
+    if host.get("saved"):
+        return ": the model's state brought to the host and saved"
+    return ": the model's state brought to the host, as a checkpoint (`torch.save`) or a `state_dict()` read does"
 
 
 def _mb(b: float) -> str:
