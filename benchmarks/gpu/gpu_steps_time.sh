@@ -621,6 +621,27 @@ findings_of_each() {  # VERDICT...: findings_of for each that exists (a glob tha
   for v in "$@"; do [ -f "$v" ] && findings_of "$v"; done
 }
 
+keep_recordings() {  # name...: keep_runs, and each run's trace (stripped) and host samples as fixtures, its findings
+  local n d
+  keep_runs "$@"
+  for n in "$@"; do
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
+    [ -f "$d/torch_trace.json" ] && python3 benchmarks/strip_fixture.py "$d/torch_trace.json" \
+      "$W/fix/$n/torch_trace.json.xz" >> "$S" 2>&1
+    [ -f "$d/host_samples.json" ] && xz -c "$d/host_samples.json" > "$W/fix/$n/host_samples.json.xz"
+    [ -f "$d/verdict.json" ] && findings_of "$d/verdict.json"
+  done
+}
+
+checkpoint_of() {  # VERDICT...: the loop's slow steps and its checkpoint account (less its causes), to the summary
+  local v
+  for v in "$@"; do [ -f "$v" ] && python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); lt=(d.get('timeline') or {}).get('loop_time') or {}
+print('  ', sys.argv[1].split('/')[-3], 'loop:', {k: lt.get(k) for k in ('slow_steps', 'new_shape_steps')}, 'checkpoint:',
+      {k: v for k, v in ((lt.get('slow_causes') or {}).get('checkpoint') or {}).items() if k != 'causes'})" \
+      "$v" >> "$S" 2>&1; done
+}
+
 if [ "$PART" = checkpoint ]; then
   T0=$(date +%s); CK="python3 wrappers/checkpoint_loop.py"
   plain ck15_1 $CK
@@ -674,14 +695,7 @@ if [ "$PART" = litkind ]; then  # ../shared/programs/lit_cifar.py: one headline 
   profile lc_cached 200 -- $LC
   profile lc_cached2 200 -- $LC
   plain lc_2 $LC
-  keep_runs lc_first lc_cached lc_cached2
-  for n in lc_first lc_cached lc_cached2; do
-    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
-    [ -f "$d/torch_trace.json" ] && python3 benchmarks/strip_fixture.py "$d/torch_trace.json" \
-      "$W/fix/$n/torch_trace.json.xz" >> "$S" 2>&1
-    [ -f "$d/host_samples.json" ] && xz -c "$d/host_samples.json" > "$W/fix/$n/host_samples.json.xz"
-    [ -f "$d/verdict.json" ] && findings_of "$d/verdict.json"
-  done
+  keep_recordings lc_first lc_cached lc_cached2
   echo "litkind took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
@@ -752,14 +766,7 @@ if [ "$PART" = readback ]; then  # large copies to the host that are no checkpoi
   profile cp_cached 200 -- $CK --save-mode copy
   plain cp15_2 $CK --save-mode copy
   profile ck_first 200 -- $CK
-  keep_runs cp_first cp_cached ck_first
-  for n in cp_first cp_cached ck_first; do
-    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
-    [ -f "$d/torch_trace.json" ] && python3 benchmarks/strip_fixture.py "$d/torch_trace.json" \
-      "$W/fix/$n/torch_trace.json.xz" >> "$S" 2>&1
-    [ -f "$d/host_samples.json" ] && xz -c "$d/host_samples.json" > "$W/fix/$n/host_samples.json.xz"
-    [ -f "$d/verdict.json" ] && findings_of "$d/verdict.json"
-  done
+  keep_recordings cp_first cp_cached ck_first
   pack  # (what is here comes back, should the recordings by hand run past the call's limit)
   [ $(( $(date +%s) - T0 )) -lt 400 ] && record cp wrappers/checkpoint_loop.py --save-mode copy
   findings_of_each "$W"/fix/cp.*.verdict.json
@@ -776,9 +783,7 @@ if [ "$PART" = readback2 ]; then
   profile ckthread_first 200 -- $CK --save-mode thread
   keep_runs cp_first cp_cached ckthread_first
   findings_of_each "$W"/runs_*/*/verdict.json
-  for d in "$W"/runs_*/*/; do python3 -c "
-import json,sys; d=json.load(open(sys.argv[1])); ck=((d.get('timeline') or {}).get('loop_time') or {}).get('slow_causes') or {}
-print('  ', sys.argv[1].split('/')[-3], 'checkpoint host evidence:', (ck.get('checkpoint') or {}).get('host'))" "$d/verdict.json" >> "$S" 2>&1; done
+  checkpoint_of "$W"/runs_*/*/verdict.json
   shared_after readback2 560 hf_bert.py vit_eval.py
 fi
 
@@ -791,18 +796,8 @@ if [ "$PART" = hfsave ]; then  # a checkpoint nobody here wrote: the Trainer's o
   profile hfs_first 240 -- python3 "$W/hf_save.py"
   profile hfs_cached 240 -- python3 "$W/hf_save.py"
   plain hfs_2 python3 "$W/hf_save.py"
-  keep_runs hfs_first hfs_cached
-  for n in hfs_first hfs_cached; do
-    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1)
-    [ -f "$d/torch_trace.json" ] && python3 benchmarks/strip_fixture.py "$d/torch_trace.json" \
-      "$W/fix/$n/torch_trace.json.xz" >> "$S" 2>&1
-    [ -f "$d/host_samples.json" ] && xz -c "$d/host_samples.json" > "$W/fix/$n/host_samples.json.xz"
-    [ -f "$d/verdict.json" ] && findings_of "$d/verdict.json" && python3 -c "
-import json,sys; d=json.load(open(sys.argv[1])); lt=(d.get('timeline') or {}).get('loop_time') or {}
-print('   loop:', {k: lt.get(k) for k in ('slow_steps', 'new_shape_steps')}, 'checkpoint:',
-      {k: v for k, v in ((lt.get('slow_causes') or {}).get('checkpoint') or {}).items() if k != 'causes'})" \
-      "$d/verdict.json" >> "$S" 2>&1
-  done
+  keep_recordings hfs_first hfs_cached
+  checkpoint_of "$W"/runs_hfs_*/*/verdict.json
   echo "hfsave took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
