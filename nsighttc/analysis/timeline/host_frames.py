@@ -37,7 +37,8 @@ import pandas as pd
 from ...parse.host_samples import LIBRARY, OWN, STDLIB, TOOL, HostSamples, sampler_cost_share
 from .. import intervals
 from . import idle
-from .host_topics import CAUSE_TOPICS, SYNC_SOURCE, plumbing as _plumbing, topics as _topics
+from .host_topics import CAUSE_TOPICS, SYNC_SOURCE, plumbing as _plumbing, stack_topic as _stack_topic, \
+    topics as _topics
 
 TRUNK_SHARE = 0.9   # a function on the stacks of this share of the idle samples is the program's loop, not a cause
 TOP_ROWS = 8        # rows the report shows (the JSON keeps TOP_ROWS * 2)
@@ -80,10 +81,8 @@ def attribute(hs: HostSamples, pieces: idle.Idle, tids: set[int] | None, scope: 
     s = hs.samples
     if not hs.placed or s.empty or not len(pieces.start):
         return None
-    want = set(tids or ()) | ({int(hs.main_tid)} if hs.main_tid is not None else set())
     t = s["t_ns"].to_numpy(dtype="float64")
-    keep = np.isin(s["tid"].to_numpy(), list(want)) if want else np.ones(len(s), dtype=bool)
-    keep &= intervals.inside(t, *scope)
+    keep = launching(hs, tids) & intervals.inside(t, *scope)
     order = np.argsort(pieces.start, kind="stable")
     ps, pe = pieces.start[order], pieces.end[order]
     i = np.searchsorted(ps, t, side="right") - 1
@@ -96,6 +95,13 @@ def attribute(hs: HostSamples, pieces: idle.Idle, tids: set[int] | None, scope: 
     row_of_stack, rows, topic_of_stack = _rows(hs, stack)
     return Attributed(t[inside], dt, pieces.kind[p], pieces.pc[p], row_of_stack[stack], topic_of_stack[stack], stack,
                       rows)
+
+
+def launching(hs: HostSamples, tids: set[int] | None) -> np.ndarray:
+    """Per sample, whether it is of the program's launching threads (``tids``), or its main thread; every sample where
+    neither is known."""
+    want = set(tids or ()) | ({int(hs.main_tid)} if hs.main_tid is not None else set())
+    return np.isin(hs.samples["tid"].to_numpy(), list(want)) if want else np.ones(len(hs.samples), dtype=bool)
 
 
 def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
@@ -152,7 +158,7 @@ def _rows(hs: HostSamples, stack: np.ndarray) -> tuple[np.ndarray, pd.DataFrame,
         if first_eligible >= 0 and own[first_eligible] and SYNC_SOURCE.search(sources[first_eligible]):
             topic_of[k] = "sync"  # the program's line itself made the call that waited (no Python frame below)
         else:
-            topic_of[k] = next((frame_topic[x] for x in full if frame_topic[x]), "")
+            topic_of[k] = _stack_topic(frame_topic, full)
     rows = []
     for (site, _), r in keys.items():
         found = {f: w for f, w in program_of[r].items() if f >= 0}  # stacks that reach the program's code decide

@@ -75,6 +75,12 @@ def plumbing(files: pd.Series, funcs: pd.Series) -> np.ndarray:
     return out
 
 
+def stack_topic(frame_topic: np.ndarray, stack: np.ndarray) -> str:
+    """A stack's topic: its innermost frame's that has one (``frame_topic``: ``topics`` per frame; ``stack``: frame
+    ids, innermost first), or ""."""
+    return next((t for t in frame_topic[stack] if t), "")
+
+
 def topics(frames: pd.DataFrame) -> np.ndarray:
     """Per frame, the topic its file or function says (or "")."""
     out = np.full(len(frames), "", dtype=object)

@@ -16,8 +16,8 @@ import numpy as np
 
 from ...parse.host_samples import HostSamples
 from .. import intervals
-from .host_frames import _rows, _short
-from .host_topics import topics
+from .host_frames import _rows, _short, launching
+from .host_topics import stack_topic, topics
 
 SAVE_SHARE = 0.1   # of the steps' samples in a save: a checkpoint (torch.save's steps: 90%+ of them, H200)
 MIN_SAMPLES = 10   # fewer samples in the steps say nothing either way (the sampler ticks every 5-10 ms)
@@ -40,17 +40,16 @@ def evidence(hs: HostSamples | None, starts: np.ndarray, ends: np.ndarray, tids:
     frame_topic = topics(hs.frames)
     uniq, which = np.unique(stack, return_inverse=True)  # (per distinct stack of these samples: a few hundred)
     in_save = np.array([(frame_topic[hs.stacks[k]] == "checkpoint").any() for k in uniq], dtype=bool)[which]
-    fetching = np.array([next((t for t in frame_topic[hs.stacks[k]] if t), "") == "data" for k in uniq],
-                        dtype=bool)[which]
+    fetching = np.array([stack_topic(frame_topic, hs.stacks[k]) == "data" for k in uniq], dtype=bool)[which]
     share = float(in_save.mean())
     saved = True if share >= SAVE_SHARE else (False if n >= MIN_SAMPLES else None)
-    want = set(tids or ()) | ({int(hs.main_tid)} if hs.main_tid is not None else set())
-    mine = np.isin(s["tid"].to_numpy()[inside], list(want)) if want else np.ones(n, dtype=bool)
+    mine = launching(hs, tids)[inside]
     # where: the samples of the save itself where it saved, else (copies, or a save on another thread: a writer
     # thread's loop copies) those not fetching the next batch: a step's data loading is no part of its copies (the
     # Trainer's checkpoint steps, H200, held 40-46% in the save and most of the rest in the dataset's __getitem__,
     # which named the save's line before)
-    sel = next((m for m in ((mine & in_save) if saved else mine & False, mine & ~fetching) if m.any()), mine)
+    tries = ([mine & in_save] if saved else []) + [mine & ~fetching]
+    sel = next((m for m in tries if m.any()), mine)
     line = frame = None
     if sel.any():
         row_of, rows, _ = _rows(hs, stack[sel])
