@@ -65,8 +65,8 @@ class Local:
         # The analysis runs with the cyclic collector paused, so each task's cycles are freed before the next. A full
         # collection walks every object this process holds (0.12 s a task beside a big heap: 122 of them took 14.5 s in
         # one process running the analysis tests, under cProfile); what survived one is frozen, so the next walks only
-        # what its task made. Left alone where
-        # something else froze objects (a forked trace writer relies on them staying frozen).
+        # what its task made. Left alone where something else froze objects (a forked trace writer relies on them
+        # staying frozen).
         own_freeze = gc.get_freeze_count() == 0
         try:
             for key, args in tasks:
