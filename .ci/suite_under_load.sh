@@ -10,7 +10,7 @@ trap 'kill $BURNER 2>/dev/null' EXIT
 for i in $(seq 1 "$RUNS"); do
   log=$(mktemp)
   s=$(date +%s)
-  timeout 1500 python -m pytest -q -n 2 -p no:cacheprovider > "$log" 2>&1
+  timeout 1500 python -m pytest -q -n auto -p no:cacheprovider > "$log" 2>&1
   rc=$?
   echo "run $i rc=$rc $(( $(date +%s) - s )) s $(tail -1 "$log")"
   rm -f "$log"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.forked_runs import ForkServer
+
 ROOT = Path(__file__).resolve().parents[1]
 WRAPPERS = ROOT / "wrappers"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -80,8 +82,17 @@ def _launched(script: str, extra: list[str], tmp_path: Path) -> tuple[subprocess
     return proc, trace
 
 
+@pytest.fixture(scope="module")
+def forked():
+    """The plain runs are forked from one process that imported torch once (tests/forked_runs.py): on two cores they
+    spent two thirds of their time importing it, each."""
+    server = ForkServer(env=ENV)
+    yield server
+    server.close()
+
+
 @pytest.mark.parametrize("case", list(CASES))
-def test_wrapper_smoke(case, tmp_path):
+def test_wrapper_smoke(case, tmp_path, forked):
     pytest.importorskip("torch")
     script = case.split()[0]
     if script in NEEDS:
@@ -90,8 +101,7 @@ def test_wrapper_smoke(case, tmp_path):
     if case in UNMARKED_STEPS or case == "llm_generate.py":
         proc, trace = _launched(script, extra, tmp_path)
     else:
-        proc = subprocess.run([sys.executable, str(WRAPPERS / script), "--device", "cpu", *extra],
-                              capture_output=True, text=True, timeout=600, env=ENV)
+        proc = forked.run([str(WRAPPERS / script), "--device", "cpu", *extra], env=ENV)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(pattern, proc.stdout), proc.stdout
     if case in UNMARKED_STEPS:
@@ -140,8 +150,7 @@ def test_wrapper_help(script):
     assert proc.returncode == 0 and "--device" in proc.stdout
 
 
-def test_multi_phase_rejects_unknown_phases():
+def test_multi_phase_rejects_unknown_phases(forked):
     pytest.importorskip("torch")
-    proc = subprocess.run([sys.executable, str(WRAPPERS / "multi_phase.py"), "--device", "cpu", "--phases", "nope"],
-                          capture_output=True, text=True, timeout=120, env=ENV)
+    proc = forked.run([str(WRAPPERS / "multi_phase.py"), "--device", "cpu", "--phases", "nope"], env=ENV, timeout=120)
     assert proc.returncode == 2 and "unknown phase(s) nope" in proc.stderr

@@ -36,6 +36,13 @@ def straggler_torch():
 
 
 @pytest.fixture(scope="module")
+def straggler_torch_ranks():
+    """Each rank of the straggler job's torch recording analysed alone: several tests build their rank rows from them
+    (``rank_row`` makes new rows each time; the tests change the rows, never these verdicts)."""
+    return {r: analyze([DDP / "straggler_torch" / f"rank{r}"], jobs=1) for r in (0, 1)}
+
+
+@pytest.fixture(scope="module")
 def fsdp_even_first():
     return analyze([FSDP / "even_first"], jobs=1)
 
@@ -376,14 +383,14 @@ def test_the_kind_of_lag_and_whether_the_ranks_did_the_same_work(straggler_nsys,
     assert analyze([DDP / "balanced_torch"], jobs=1).distributed["same_work"] is True
 
 
-def test_same_work_is_what_ran_per_step_not_how_long_it_took(straggler_torch):
+def test_same_work_is_what_ran_per_step_not_how_long_it_took(straggler_torch, straggler_torch_ranks):
     """Issue 50: the ranks' work is their compute launches per steady step by kernel and grid. Contention changes time,
     not work: rank 1's GPU compute per step made 24% longer (an FSDP2 job's identical ranks measured 22.2 and 27.5 ms,
     NCCL beside compute) is still the same work; one kernel launched with another grid (a larger batch) is not."""
     import copy
     from nsighttc.analysis import ranks as ranks_mod
     from nsighttc.analysis.rank_rows import COMPUTE, rank_row
-    rows = [rank_row(r, analyze([DDP / "straggler_torch" / f"rank{r}"], jobs=1)) for r in (0, 1)]
+    rows = [rank_row(r, straggler_torch_ranks[r]) for r in (0, 1)]
     assert all(r["_work"] for r in rows) and ranks_mod.same_work(rows) is True
     slow = copy.deepcopy(rows)
     slow[1]["_per_step"][(COMPUTE, "GPU compute")] *= 1.24
@@ -395,7 +402,7 @@ def test_same_work_is_what_ran_per_step_not_how_long_it_took(straggler_torch):
     assert ranks_mod.same_work(other) is False
 
 
-def test_each_steps_wait_and_own_work_are_kept_and_the_lag_holds_step_by_step(straggler_torch):
+def test_each_steps_wait_and_own_work_are_kept_and_the_lag_holds_step_by_step(straggler_torch, straggler_torch_ranks):
     """Issue 46: the waiting rank's per-step exposed communication adds up to its per-step mean, and rank 1's 30 ms
     sleep makes it lag in every steady step by more than the steps' spread."""
     from nsighttc.analysis import ranks as ranks_mod
@@ -403,7 +410,7 @@ def test_each_steps_wait_and_own_work_are_kept_and_the_lag_holds_step_by_step(st
     s = v.distributed["straggler"]
     lag = s["lag_by_step"]
     assert lag["lagging_steps_share"] == 1.0 and lag["lag_ns"]["min"] > 20e6 and lag["spread_ns"] < lag["lag_ns"]["min"]
-    rank0 = analyze([DDP / "straggler_torch" / "rank0"])
+    rank0 = straggler_torch_ranks[0]
     fam = rank0.timeline["step_families"][0]
     waits = fam["exposed_comm_ns_per_iteration"]
     assert len(waits) == fam["count"] - fam["warmup_steps"] and min(waits) > 25e6
@@ -412,11 +419,11 @@ def test_each_steps_wait_and_own_work_are_kept_and_the_lag_holds_step_by_step(st
     assert len(row["_own_iterations"]) == len(waits)
 
 
-def test_a_lag_that_does_not_hold_step_by_step_names_no_straggler(straggler_torch):
+def test_a_lag_that_does_not_hold_step_by_step_names_no_straggler(straggler_torch, straggler_torch_ranks):
     """The same two ranks, with rank 1's own work taken from rank 0 in three of its five steps (the lag moves): its
     median is still longer, but no consistent straggler is named, and the report gives the lag's spread."""
     from nsighttc.analysis import ranks as ranks_mod
-    rows = [ranks_mod.rank_row(r, analyze([DDP / "straggler_torch" / f"rank{r}"])) for r in (0, 1)]
+    rows = [ranks_mod.rank_row(r, straggler_torch_ranks[r]) for r in (0, 1)]
     fast, slow = rows[0]["_own_iterations"], rows[1]["_own_iterations"]
     n = min(len(fast), len(slow))
     rows[1]["_own_iterations"] = [fast[i] if i in (0, 2, 4) else slow[i] for i in range(n)]
@@ -451,12 +458,12 @@ def test_a_rank_whose_recording_holds_no_gpu_work_is_named_not_merged(tmp_path):
     assert "Rank 0 is left out of the job's verdict: its recording holds no GPU work" in render(v.to_json())
 
 
-def test_a_host_straggler_is_compared_on_its_hosts_facts(straggler_torch):
+def test_a_host_straggler_is_compared_on_its_hosts_facts(straggler_torch, straggler_torch_ranks):
     """Issue 46: the straggler's why says whether its host differs (what its profiler records, CPUs, threads), with
     this machine's own facts (runtime.host_samples.host_facts) standing for each rank's."""
     from nsighttc.analysis import ranks as ranks_mod
     from nsighttc.runtime.host_samples import host_facts
-    rows = [ranks_mod.rank_row(r, analyze([DDP / "straggler_torch" / f"rank{r}"])) for r in (0, 1)]
+    rows = [ranks_mod.rank_row(r, straggler_torch_ranks[r]) for r in (0, 1)]
     facts = host_facts()
     assert facts["cpu_count"] and facts["python_threads"] >= 1
     for r in rows:
@@ -492,13 +499,13 @@ def _raw_exposed_per_step(trace: Path) -> list[float]:
     return out
 
 
-def test_exposed_communication_per_collective_agrees_with_an_independent_count():
+def test_exposed_communication_per_collective_agrees_with_an_independent_count(straggler_torch_ranks):
     """Issue 46: rank 0 of the straggler job waits ~50 ms a step in its all-reduces. The exposed time per step, from
     the analysis' unions, against a plain loop over the trace's raw events (each NCCL kernel's time less its overlap
     with the merged compute kernels, over the step ranges): within 10% (they agree to the nanosecond here)."""
     per_step = _raw_exposed_per_step(DDP / "straggler_torch" / "rank0" / "torch_trace.json.xz")
     independent = sum(per_step) / len(per_step)
-    comm = analyze([DDP / "straggler_torch" / "rank0"]).timeline["communication"]
+    comm = straggler_torch_ranks[0].timeline["communication"]
     assert comm["exposed_comm_per_step_ns"] == pytest.approx(independent, rel=0.10)
     per = {c["collective"]: c for c in comm["collectives"]}
     assert set(per) == {"all-reduce", "broadcast"} and per["all-reduce"]["phase"] == "unmarked"
@@ -539,11 +546,11 @@ def test_exposed_communication_is_split_into_transfers_and_the_ranks_waiting_for
     assert not any(f.id == "exposed-communication" for f in analyze([DDP / "balanced_nsys_uneven"], jobs=1).findings)
 
 
-def test_exposed_gathers_of_a_sharded_job_get_fsdps_knobs():
+def test_exposed_gathers_of_a_sharded_job_get_fsdps_knobs(straggler_torch_ranks):
     """The reducer on the straggler job's real rank rows, its all-reduces taken as a sharded job's forward all-gathers
     (no FSDP recording here yet: benchmarks/gpu/gpu_fsdp.sh makes them): the finding names FSDP's prefetch knob."""
     from nsighttc.analysis import ranks as ranks_mod
-    rows = [ranks_mod.rank_row(r, analyze([DDP / "straggler_torch" / f"rank{r}"])) for r in (0, 1)]
+    rows = [ranks_mod.rank_row(r, straggler_torch_ranks[r]) for r in (0, 1)]
     for r in rows:
         r["_collectives"] = [dict(c, collective="all-gather", phase="forward") if c["collective"] == "all-reduce" else c
                              for c in r["_collectives"]]
@@ -555,7 +562,7 @@ def test_exposed_gathers_of_a_sharded_job_get_fsdps_knobs():
     assert "all-gather in the forward" in f.evidence and "set_modules_to_forward_prefetch" in f.advice
     assert not any(x.id == "exposed-communication" for x in found)
     # the real DDP job's all-reduces are no sharded job's
-    assert ranks_mod.sharded_exposure([ranks_mod.rank_row(r, analyze([DDP / "straggler_torch" / f"rank{r}"]))
+    assert ranks_mod.sharded_exposure([ranks_mod.rank_row(r, straggler_torch_ranks[r])
                                        for r in (0, 1)]) == []
 
 

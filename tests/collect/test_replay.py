@@ -338,9 +338,9 @@ def test_the_trace_parsed_while_written_is_the_finished_files_parse(tmp_path, mo
     writer.join()
     assert stream.error is None and parsed is not None
     whole = load(trace)
-    pd.testing.assert_frame_equal(parsed.kernels, whole.kernels)
+    pd.testing.assert_frame_equal(parsed.kernels, whole.kernels, check_exact=True)
     for table in ("gpu_ops", "api", "ranges"):
-        pd.testing.assert_frame_equal(getattr(parsed.timeline, table), getattr(whole.timeline, table))
+        pd.testing.assert_frame_equal(getattr(parsed.timeline, table), getattr(whole.timeline, table), check_exact=True)
 
 
 @pytest.mark.parametrize("temp", [True, False], ids=["kineto-tmp-then-rename", "written-in-place"])

@@ -14,9 +14,9 @@ REAL = [FIXTURES / "kineto_trace_cases_loops.json.xz", FIXTURES / "multi_phase_t
 
 
 def _same(a, b):
-    pd.testing.assert_frame_equal(a.kernels, b.kernels)
+    pd.testing.assert_frame_equal(a.kernels, b.kernels, check_exact=True)
     for t in ("gpu_ops", "api", "ranges"):
-        pd.testing.assert_frame_equal(getattr(a.timeline, t), getattr(b.timeline, t))
+        pd.testing.assert_frame_equal(getattr(a.timeline, t), getattr(b.timeline, t), check_exact=True)
     assert a.timeline.devices == b.timeline.devices
 
 

@@ -125,9 +125,9 @@ def test_nsys_reader_without_adbc_gives_the_same_tables(nsys_sqlite, monkeypatch
     monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)
     monkeypatch.setitem(sys.modules, "adbc_driver_sqlite.dbapi", None)
     slow = reader.read(nsys_sqlite)
-    pd.testing.assert_frame_equal(fast.kernels, slow.kernels)
+    pd.testing.assert_frame_equal(fast.kernels, slow.kernels, check_exact=True)
     for t in ("gpu_ops", "api", "ranges"):
         a, b = getattr(fast.timeline, t), getattr(slow.timeline, t)
-        pd.testing.assert_frame_equal(a, b, check_dtype=False)
+        pd.testing.assert_frame_equal(a, b, check_dtype=False, check_exact=True)
         assert a["start_ns"].dtype == b["start_ns"].dtype == "float64"
     assert len(fast.kernels) > 100
