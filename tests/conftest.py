@@ -37,10 +37,10 @@ RESNET_REPLAY_WARM_NCU = FIXTURES / "h100_resnet_amp_replay_warm_ncu_raw.csv.gz"
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto`` (the README's test command): on a machine of up to 4 CPUs, one worker more than its CPUs. A sixth of
-    the suite's worker time is spent waiting on programs its tests started (ranks that sleep a step, a timeout that
-    runs out), and with one worker per CPU that CPU idled: on CI's 2 cores, 474 s with 2 workers, 458 s with 3.
-    Larger machines keep a worker per CPU."""
+    """``-n auto`` (the README's test command): on a machine of up to 4 CPUs, one worker more than its CPUs. About a
+    seventh of the suite's worker time is spent waiting on programs its tests started (ranks that sleep a step, a
+    timeout that runs out), and with one worker per CPU that CPU idled: on a 2-core machine, 474 s with 2 workers, 459 s
+    with 3 (2026-11-30). Larger machines keep a worker per CPU."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cpus + 1 if cpus <= 4 else cpus
 
