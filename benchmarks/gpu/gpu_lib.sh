@@ -20,7 +20,7 @@ plain() {  # name cmd...
   local t0; t0=$(date +%s.%N)
   "$@" > "$W/$name.plain.log" 2>&1
   local rc=$?
-  echo "plain $name: rc=$rc $(secs "$t0" "$(date +%s.%N)") s | $(grep -E 'samples/s|requests/s|ms/step|images/s|it/s|steps/s|tokens/s|"wrapper"' "$W/$name.plain.log" | tail -5 | tr '\n' ' ')" >> "$S"
+  echo "plain $name: rc=$rc $(secs "$t0" "$(date +%s.%N)") s | $(grep -E 'samples/s|requests/s|ms/step|images/s|it/s|steps/s|tokens/s|texts/s|per optimizer step|"wrapper"' "$W/$name.plain.log" | tail -5 | tr '\n' ' ')" >> "$S"
 }
 
 profile() {  # name timeout profile-options... -- cmd...

@@ -61,10 +61,12 @@
 # first run of the torch.save loop beside it, then recorded by hand; runs' traces and host samples as fixtures;
 # readback2: at the code that reads the host's stacks in those steps: the copying loop's first and cached runs around
 # plain runs (as written, none), the writer-thread save's first run, then shared programs (hf_bert.py, vit_eval.py)
+# users: three programs written as their libraries' docs show (benchmarks/gpu/user_programs/), see the part; users2:
+# the compiled one again (fixed), and the eval loop's bucketing gain in two more pairs (NO_EV=1: not);
 # hfsave: ../shared/programs/hf_bert.py saving a Trainer checkpoint every 15 steps (save_strategy="steps": safetensors
 # of the model, torch.save of AdamW's state), plain with and without saving around its first and cached runs
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -799,6 +801,50 @@ if [ "$PART" = hfsave ]; then  # a checkpoint nobody here wrote: the Trainer's o
   keep_recordings hfs_first hfs_cached
   checkpoint_of "$W"/runs_hfs_*/*/verdict.json
   echo "hfsave took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = users ]; then  # programs written as their libraries' docs show (benchmarks/gpu/user_programs/): a
+  # DataLoader eval padding each batch to its longest text, Accelerate's gradient accumulation, a training step compiled
+  # with mode="reduce-overhead"; each plain (and its fix plain), profiled first and cached, recordings kept
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  plain ev_1 $U/loader_varlen_eval.py
+  plain ev_bucket_1 $U/loader_varlen_eval.py --bucket
+  profile ev_first 150 -- $U/loader_varlen_eval.py
+  profile ev_cached 150 -- $U/loader_varlen_eval.py
+  plain ev_2 $U/loader_varlen_eval.py
+  plain ev_bucket_2 $U/loader_varlen_eval.py --bucket
+  plain acc_1 $U/accel_accum.py
+  profile acc_first 150 -- $U/accel_accum.py
+  profile acc_cached 150 -- $U/accel_accum.py
+  if [ $(( $(date +%s) - T0 )) -lt 300 ]; then  # (what fits the device tool's 600 s a call: the compiler's runs last)
+    plain ro_1 $U/compiled_graphs.py
+    plain ro_default $U/compiled_graphs.py --mode default
+    profile ro_first 150 -- $U/compiled_graphs.py
+    [ $(( $(date +%s) - T0 )) -lt 420 ] && profile ro_cached 120 -- $U/compiled_graphs.py
+  fi
+  keep_recordings ev_first ev_cached acc_first acc_cached ro_first ro_cached
+  for v in "$W"/runs_*/*/verdict.json; do python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}; s=t.get('steps') or {}; lt=t.get('loop_time') or {}
+print('  ', sys.argv[1].split('/')[-3], 'steps', s.get('count'), s.get('source'), s.get('name'), 'median', s.get('median_iteration_ns'),
+      'loop', lt.get('total_ns'), [(p['part'], round(p['share'], 3)) for p in lt.get('parts', [])])" "$v" >> "$S" 2>&1; done
+  echo "users took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = users2 ]; then  # the compiled loop again, now marking its steps as reduce-overhead asks (it failed
+  # in users: a graph's output overwritten by the next replay), and the eval loop's bucketing gain in two more pairs
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  plain ro_1 $U/compiled_graphs.py
+  plain ro_default $U/compiled_graphs.py --mode default
+  profile ro_first 150 -- $U/compiled_graphs.py
+  profile ro_cached 120 -- $U/compiled_graphs.py
+  plain ro_2 $U/compiled_graphs.py
+  [ -z "${NO_EV:-}" ] && for i in 3 4; do plain ev_$i $U/loader_varlen_eval.py; plain ev_bucket_$i $U/loader_varlen_eval.py --bucket; done
+  keep_recordings ro_first ro_cached
+  for v in "$W"/runs_*/*/verdict.json; do python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}; s=t.get('steps') or {}; lt=t.get('loop_time') or {}
+print('  ', sys.argv[1].split('/')[-3], 'steps', s.get('count'), s.get('source'), s.get('name'), 'median', s.get('median_iteration_ns'),
+      'loop', lt.get('total_ns'), [(p['part'], round(p['share'], 3)) for p in lt.get('parts', [])])" "$v" >> "$S" 2>&1; done
+  echo "users2 took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then

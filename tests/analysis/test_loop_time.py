@@ -766,3 +766,24 @@ def test_unrecorded_steps_no_faster_than_recorded_ones_leave_the_high_end_to_the
     assert saved["high"] < warm, (saved, warm)  # (the range as the GPU made it missed the pair)
     assert g["low"] <= warm <= g["high"] <= 3.0 * g["low"], (g, warm)
     assert "were no faster: the host's own speed moved more than the recording cost" in g["basis"]
+
+
+def test_a_training_loop_compiled_to_replay_graphs_is_told_of_its_optimizer_outside_them_not_of_logits_processors():
+    """A training step compiled with ``torch.compile(model, mode="reduce-overhead")`` (H200, a cached run of
+    ``benchmarks/gpu/user_programs/compiled_graphs.py``: plain 1.31-1.35 ms a step, 2.13 ms with mode="default"). Its
+    steps are the optimizer's; its host-bound finding said that the program already replays CUDA graphs, as it should,
+    then told a training loop to cut "Python logits processors, stopping criteria, streamers, `.item()` per token",
+    generate()'s words. Now the words are a training loop's, and the optimizer's foreach kernels launched outside the
+    graphs are named with their fix."""
+    doc = nsighttc.analyze([FIX / "compiled_train_cached" / "torch_trace.json.xz"]).to_json()
+    tl = doc["timeline"]
+    assert tl["steps"]["source"] == "hook" and tl["steps"]["name"] == "optimizer steps" and tl["steps"]["count"] > 100
+    assert sum(p["share"] for p in tl["loop_time"]["parts"] if p["part"] == "steady steps") > 0.9
+    first = doc["findings"][0]
+    assert first["id"] in ("host-bound-model-code", "launch-bound") and first["gain"]["high"] < 2.0
+    graphed = [f for f in doc["findings"] if "already replays CUDA graphs" in (f.get("advice") or "")]
+    assert graphed and first in graphed
+    for f in graphed:
+        assert "logits processors" not in f["advice"] and "per token" not in f["advice"]
+        assert "`.item()` per step" in f["advice"] and "the optimizer's step among them" in f["advice"]
+        assert "`fused=True`" in f["advice"] and "multi_tensor_apply" in f["advice"]

@@ -4,7 +4,6 @@ each other are one step at their outermost level, advice knows the CUDA graphs a
 Counts are taken from the raw files here, apart from the analysis."""
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
 import sqlite3
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nsighttc.analysis import variant_gain
-from nsighttc.analysis.timeline.findings import launch_fix
+from nsighttc.analysis.timeline.launch_advice import launch_fix
 from nsighttc.api import analyze
 from nsighttc.experiment import measure
 from nsighttc.experiment.auto import choose

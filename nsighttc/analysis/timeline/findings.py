@@ -16,6 +16,7 @@ from .idle.causes import top_host_row
 from .steps import shape_costs
 from .steps.steady import BEFORE_WINDOW
 from .state_findings import CHECKPOINT_FIX, EVERY_STEP_COPIES_FIX, checkpoint_finding
+from .launch_advice import _short, launch_fix
 
 FINDING_SHARE = 0.2  # a cause (or a host-frames row) holding this share of a scope's idle time gets a finding
 DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)
@@ -25,35 +26,6 @@ WINDOW_SCOPE = in_use_mod.WINDOW_SCOPE  # the scope name of a program without st
 # The hooks' marks around the main model's calls (runtime.steps): host time inside them with the GPU idle is the
 # model's own Python launching its kernels one by one, which CUDA graphs remove with the launch gaps themselves.
 MODEL_CALL_MARKS = ("nsighttc.forward", "nsighttc.prefill", "nsighttc.decode")
-# What removes launch overhead, per workload (one sentence for every program sent a decode loop to
-# "larger batches" and a training loop to CUDA graphs it could not capture).
-LAUNCH_ADVICE = {
-    "generation": "Replay the decoding step as a CUDA graph: a static KV cache, `model.generate(..., "
-                  "cache_implementation=\"static\")` (transformers then compiles the decoding step with CUDA graphs), "
-                  "or `torch.compile(model.forward, mode=\"reduce-overhead\", fullgraph=True)` with a static cache; "
-                  "and give each launch more work: more sequences per `generate()` call (a larger batch). "
-                  "`nsighttc try --variant compile-reduce-overhead` measures it.",
-    "inference": "Replay the model's call as a CUDA graph: `torch.compile(model, mode=\"reduce-overhead\")` (fixed "
-                 "input shapes), fuse small ops (`torch.compile(model)`), and give each launch more work (larger "
-                 "batches). `nsighttc try --variant compile-reduce-overhead` measures it.",
-}
-# The same where the loop's input shapes keep changing (``steps.slow``): a CUDA graph replays one shape, so the advice
-# is fusion with the changing dimension dynamic, and more work per launch.
-LAUNCH_ADVICE_CHANGING_SHAPES = {
-    "generation": "Give each launch more work: more sequences per `generate()` call (a larger batch), and fuse small "
-                  "ops (`torch.compile(model.forward, dynamic=True)`).",
-    "inference": "Fuse small ops with the changing dimension dynamic (`torch.compile(model, dynamic=True)`), and give "
-                 "each launch more work (larger batches). `nsighttc try --variant compile` measures it.",
-}
-# The training fix in parts, each left out where the recording shows it in use (``in_use``: the key it needs absent).
-TRAINING_FIX = (("torch_compile", "`torch.compile(model)` fuses the small ops"),
-                ("foreach_optimizer", "a fused or foreach optimizer (`torch.optim.AdamW(..., fused=True)`) replaces a "
-                                      "per-parameter loop of kernels"),
-                (None, "fewer host syncs (`.item()`, `.cpu()`) keep the launch queue full"),
-                ("cuda_graphs", "CUDA graphs (`torch.compile(model, mode=\"reduce-overhead\")`) where the step's "
-                                "shapes are fixed"))
-
-
 # Where the batch's number of rows is what changes (a server's dynamic batching), the padding rows must not bring in an
 # attention mask the unpadded batch had none of: transformers skips the mask of a batch with no padding token
 # (``masking_utils._ignore_bidirectional_mask_sdpa``: "allowing to dispatch to the flash attention kernel"), so rows of
@@ -75,10 +47,6 @@ SHAPE_FIX_CAPTURES = (PAD_TO_FEW + ". The program records a CUDA graph for each 
                       "first eagerly), so a few shapes also mean a few graphs; with shapes that keep changing, "
                       "`mode=\"max-autotune-no-cudagraphs\"` or the default mode with the dimension dynamic "
                       "(`torch._dynamo.mark_dynamic(x, 1)`) records none.")
-NO_GRAPHS_FOR_CHANGING_SHAPES = (" (no CUDA graphs or `reduce-overhead` while its input shapes keep changing: a graph "
-                                 "replays one shape)")
-
-
 def shape_churn_finding(f: dict) -> Finding | None:
     """The loop's steps at new input shapes (``steps.slow``): what they cost beyond a step at a known shape, which
     kernels were first launched there, and the fix (a few shapes)."""
@@ -108,45 +76,6 @@ def _captures(acc: dict) -> str:
     n = acc.get("capture_steps") or 0
     return (f", and {n} at a shape seen once before recorded a CUDA graph for it "
             f"({duration(acc.get('capture_excess_ns') or 0.0)} beyond a step at a known shape)") if n else ""
-
-
-def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, shapes_change: bool = False) -> str:
-    """What removes launch overhead in this workload, less what the recording shows the program already does
-    (a decode already replayed as CUDA graphs was told to replay the decoding step as a CUDA graph).
-    ``scope``: the step family the finding is about; graphs count where its steady steps replay them (any scope
-    when None). ``shapes_change``: the loop meets new input shapes as it runs, so no CUDA-graph advice."""
-    if "cuda_graphs" in in_use and (scope is None or in_use_mod.graphed(in_use, scope)):
-        top = graphs.get("outside_top") or []
-        names = ", ".join(f"`{_short(o['name'])}` ×{o['count']:,}" for o in top)
-        more = "more sequences per `generate()` call" if work == "generation" else "larger batches"
-        return (f"The program already replays CUDA graphs ({in_use['cuda_graphs']['seen']}): there is no graph to "
-                "adopt. What is left is the host's work between replays and the kernels launched outside the graphs"
-                + (f" ({graphs.get('kernels_outside', 0):,}; most often {names})" if names else "")
-                + ": capture them with the rest (compile the code around the model's call with it, `fullgraph=True`; "
-                "`TORCH_LOGS=graph_breaks` names what ends a capture), cut the host's work per call between replays "
-                "(Python logits processors, stopping criteria, streamers, `.item()` per token), and give each replay "
-                f"more work ({more}).")
-    if work != "training":
-        return (LAUNCH_ADVICE_CHANGING_SHAPES if shapes_change else LAUNCH_ADVICE)[work]
-    # graphs replayed in another phase of the program: it knows them; its other phases are not told to adopt them
-    # (a training step captured after three eager steps was told to capture its eager steps)
-    kept = [text for key, text in TRAINING_FIX
-            if (key is None or key not in in_use) and not (shapes_change and key == "cuda_graphs")]
-    if len(kept) == 4:  # nothing in use: the sentence as it always read
-        body = f"{kept[0]}, {kept[1]}, and {kept[2]}; {kept[3]}"
-    elif len(kept) == 3:
-        body = f"{kept[0]}, {kept[1]}, and {kept[2]}"
-    else:
-        body = ", and ".join(kept)
-    done = [in_use[k]["seen"] for k, _ in TRAINING_FIX if k and k in in_use]
-    try_ = "compile-reduce-overhead" if "torch_compile" in in_use else "compile"
-    return (f"Cut per-kernel host cost: {body}. " + (f"(Already in use: {'; '.join(done)}.) " if done else "")
-            + f"`nsighttc try --variant {try_}` measures it."
-            + (NO_GRAPHS_FOR_CHANGING_SHAPES if shapes_change else ""))
-
-
-def _short(name: str, width: int = 60) -> str:
-    return name if len(name) <= width else name[:width - 3] + "..."
 
 
 DATA_FIX = ("Load and preprocess in parallel: `DataLoader(ds, num_workers=8, pin_memory=True, "
