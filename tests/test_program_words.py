@@ -48,6 +48,16 @@ def test_profile_says_what_the_program_said(case, tmp_path, fake_gpu, run_cli):
     run = next((tmp_path / "runs").iterdir())
     logs = "".join(p.read_text() for p in run.glob("torch*.log"))
     assert words.split(": ", 1)[-1].split(" (")[0] in logs or case == "killed"
+    # the report, read alone (a pull request's comment), leads with the failure: its verdict covers a part of the run
+    # (a program killed at once wrote no trace: no verdict)
+    if case == "killed" and not (run / "verdict.json").exists():
+        return
+    import json
+    exited = json.loads((run / "verdict.json").read_text())["provenance"]["program_exit"]
+    assert exited["code"] == (-9 if case == "killed" else 1)
+    lead = (run / "report.md").read_text().split("\n")[2]
+    assert lead.startswith("**The program failed (") and "this verdict covers what it ran before that" in lead
+    assert ("died of signal 9 (SIGKILL)" if case == "killed" else words) in lead
 
 
 @pytest.mark.parametrize("case", list(PROGRAMS))

@@ -15,7 +15,7 @@ from .. import __version__
 from ..collect import gpu
 from ..errors import UsageError
 from .window import summary as window_summary
-from .passes import Options, Pass
+from .passes import Options, Pass, last_words, signal_name
 from .target import Target
 
 
@@ -54,13 +54,29 @@ def kept(run_dir: Path) -> str:
     return ", ".join(f"{p.name} ({p.stat().st_size:,} B)" for p in files) or "nothing"
 
 
+def program_exit(done: list[Pass]) -> dict | None:
+    """``{"code", "signal", "said"}`` where the program's own run (the first pass) failed by itself: not stopped by
+    nsighttc after its window or its measurements, not interrupted, not timed out. The report leads with it: a program
+    that failed after its start-up still gets a verdict on what it ran, and a reviewer reading only the report did not
+    see that it failed (H200, a loop under `torch.compile(mode="reduce-overhead")` failing at its third step:
+    "CPU-bound ... up to 145x", its exit code in a note on the terminal only)."""
+    own = done[0] if done else None
+    if own is None or own.returncode in (None, 0) or own.stopped_early or own.interrupted or own.timed_out:
+        return None
+    rc = own.returncode
+    return {"code": rc, "signal": signal_name(-rc) if rc < 0 else None,
+            "said": last_words(own.log.with_suffix(".stderr.log"), own.log)}
+
+
 def provenance(run_dir: Path, target: Target, opts: Options, done: list[Pass], gpus: list, notes: list[str],
                 evidence: dict | None = None) -> dict:
     versions = {"nsighttc": __version__, "python": sys.version.split()[0]}
     for p in done:
         if p.engine in ("ncu", "nsys"):
             versions[p.engine] = gpu.tool_version(p.exe)
+    exited = program_exit(done)
     return {
+        **({"program_exit": exited} if exited else {}),
         "gpu": [g.__dict__ for g in gpus], "engines": [p.engine for p in done],
         "commands": [shlex.join(p.argv) for p in done],
         "seconds": {p.engine: round(p.seconds, 3) for p in done},

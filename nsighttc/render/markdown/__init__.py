@@ -16,9 +16,9 @@ from __future__ import annotations
 from .. import host_frames_md
 from ..fmt import flop, ns, pct
 from ..names import short_name
-from .headlines import (EVIDENCE_WORDS, distributed_headline, evidence_sources_text, first_fix, gain_text,
-                        headline_lines, loop_time_line, peak_text, run_cost_line, startup_line, tc_headline, tc_line,
-                        timeline_headline)
+from .headlines import (EVIDENCE_WORDS, distributed_headline, evidence_sources_text, failed_line, first_fix,
+                        gain_text, headline_lines, loop_time_line, peak_text, run_cost_line, startup_line, tc_headline,
+                        tc_line, timeline_headline)
 from .tables import (_cell, _dtype_mix, _kernel_cell, _kernel_table, _phase_table, _range_table, _rank_table,
                      inference_section)
 
@@ -138,7 +138,10 @@ def write_report(doc: dict, path, plots: dict | None = None, detail: str = "summ
 
 def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | None) -> str:
     tc = doc["tensor_cores"]
-    out = ["# nsighttc verdict", "", f"**{tc_line(tc)}**", ""]
+    out = ["# nsighttc verdict", ""]
+    if failed_line(doc):
+        out += [f"**{failed_line(doc)}**", ""]
+    out += [f"**{tc_line(tc)}**", ""]
     tl = doc.get("timeline")
     if tl:
         out += [f"**{timeline_headline(tl)}**", ""]

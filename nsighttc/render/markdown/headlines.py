@@ -414,10 +414,25 @@ def width_words(g: dict) -> str:
             "reaches, `nsighttc try` measures it")
 
 
+def failed_line(doc: dict) -> str | None:
+    """'The program failed (exit code 1: RuntimeError: ...): this verdict covers what it ran before that.' where the
+    profiled program's own run failed by itself (``provenance.program_exit``): the verdict stands on a part of it."""
+    ex = (doc.get("provenance") or {}).get("program_exit")
+    if not ex:
+        return None
+    how = (f"died of signal {-ex['code']} ({ex['signal']})" if ex.get("signal") else f"exit code {ex['code']}")
+    said = ex.get("said")
+    if said and len(said) > 160:
+        said = said[:159] + "…"
+    return (f"The program failed ({how}{': ' + said if said else ''}): this verdict covers what it ran before that, "
+            "not the program as it runs to its end.")
+
+
 def headline_lines(doc: dict) -> list[str]:
-    """The lines a terminal shows at the end of a run: one per question, and where the evidence came from."""
+    """The lines a terminal shows at the end of a run: one per question, and where the evidence came from (and first,
+    where the program failed, that it did)."""
     tc = doc["tensor_cores"]
-    lines = [tc_line(tc)]
+    lines = ([failed_line(doc)] if failed_line(doc) else []) + [tc_line(tc)]
     if doc.get("timeline"):
         lines.append(timeline_headline(doc["timeline"]))
         if startup_line(doc["timeline"]):
