@@ -67,7 +67,7 @@ def test_try_says_what_the_program_said_and_exits_non_zero(case, tmp_path, run_c
     script.write_text(body)
     code, out, err = run_cli("try", "--out", tmp_path / "runs", "--variant", "tf32", script)
     assert code == 7, err
-    assert words in out and f"the baseline failed: " in err and words in err
+    assert words in out and "the baseline failed: " in err and words in err
     run = next((tmp_path / "runs").iterdir())
     stderr_log = (run / "baseline" / "plain1" / "program.stderr.log").read_text()
     if case == "exit-message":
