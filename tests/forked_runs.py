@@ -86,7 +86,8 @@ class ForkServer:
             self._start()
         with tempfile.TemporaryDirectory(prefix="forked-run-") as d:
             out, err = Path(d) / "stdout", Path(d) / "stderr"
-            out.touch(), err.touch()
+            out.touch()
+            err.touch()
             req = {"argv": [str(a) for a in argv], "env": dict(os.environ if env is None else env),
                    "cwd": str(cwd or os.getcwd()), "stdout": str(out), "stderr": str(err)}
             self.proc.stdin.write(json.dumps(req) + "\n")
