@@ -635,6 +635,14 @@ keep_recordings() {  # name...: keep_runs, and each run's trace (stripped) and h
   done
 }
 
+steps_of() {  # VERDICT...: each run's steps (count, source, name, median) and its loop's parts, to the summary
+  local v
+  for v in "$@"; do [ -f "$v" ] && python3 -c "
+import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}; s=t.get('steps') or {}; lt=t.get('loop_time') or {}
+print('  ', sys.argv[1].split('/')[-3], 'steps', s.get('count'), s.get('source'), s.get('name'), 'median', s.get('median_iteration_ns'),
+      'loop', lt.get('total_ns'), [(p['part'], round(p['share'], 3)) for p in lt.get('parts', [])])" "$v" >> "$S" 2>&1; done
+}
+
 checkpoint_of() {  # VERDICT...: the loop's slow steps and its checkpoint account (less its causes), to the summary
   local v
   for v in "$@"; do [ -f "$v" ] && python3 -c "
@@ -823,10 +831,7 @@ if [ "$PART" = users ]; then  # programs written as their libraries' docs show (
     [ $(( $(date +%s) - T0 )) -lt 420 ] && profile ro_cached 120 -- $U/compiled_graphs.py
   fi
   keep_recordings ev_first ev_cached acc_first acc_cached ro_first ro_cached
-  for v in "$W"/runs_*/*/verdict.json; do python3 -c "
-import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}; s=t.get('steps') or {}; lt=t.get('loop_time') or {}
-print('  ', sys.argv[1].split('/')[-3], 'steps', s.get('count'), s.get('source'), s.get('name'), 'median', s.get('median_iteration_ns'),
-      'loop', lt.get('total_ns'), [(p['part'], round(p['share'], 3)) for p in lt.get('parts', [])])" "$v" >> "$S" 2>&1; done
+  steps_of "$W"/runs_*/*/verdict.json
   echo "users took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
@@ -840,10 +845,7 @@ if [ "$PART" = users2 ]; then  # the compiled loop again, now marking its steps 
   plain ro_2 $U/compiled_graphs.py
   [ -z "${NO_EV:-}" ] && for i in 3 4; do plain ev_$i $U/loader_varlen_eval.py; plain ev_bucket_$i $U/loader_varlen_eval.py --bucket; done
   keep_recordings ro_first ro_cached
-  for v in "$W"/runs_*/*/verdict.json; do python3 -c "
-import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timeline') or {}; s=t.get('steps') or {}; lt=t.get('loop_time') or {}
-print('  ', sys.argv[1].split('/')[-3], 'steps', s.get('count'), s.get('source'), s.get('name'), 'median', s.get('median_iteration_ns'),
-      'loop', lt.get('total_ns'), [(p['part'], round(p['share'], 3)) for p in lt.get('parts', [])])" "$v" >> "$S" 2>&1; done
+  steps_of "$W"/runs_*/*/verdict.json
   echo "users2 took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 

@@ -16,7 +16,7 @@ from .idle.causes import top_host_row
 from .steps import shape_costs
 from .steps.steady import BEFORE_WINDOW
 from .state_findings import CHECKPOINT_FIX, EVERY_STEP_COPIES_FIX, checkpoint_finding
-from .launch_advice import _short, launch_fix
+from .launch_advice import launch_fix, short_kernel
 
 FINDING_SHARE = 0.2  # a cause (or a host-frames row) holding this share of a scope's idle time gets a finding
 DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)
@@ -56,7 +56,7 @@ def shape_churn_finding(f: dict) -> Finding | None:
     share = acc["new_shape_excess_ns"] / acc["loop_ns"]
     per = acc["new_shape_excess_ns"] / max(acc["new_shape_steps"], 1)
     kernels = [k["name"] for k in acc.get("new_shape_kernels") or []]
-    named = (", first launched there: " + ", ".join(f"`{_short(k)}`" for k in kernels[:2])) if kernels else ""
+    named = (", first launched there: " + ", ".join(f"`{short_kernel(k)}`" for k in kernels[:2])) if kernels else ""
     return Finding(
         "shape-churn", "high" if share >= 0.3 else "medium",
         f"New input shapes hold {100 * share:.0f}% of `{f['name']}`'s time",

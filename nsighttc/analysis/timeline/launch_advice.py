@@ -60,7 +60,7 @@ def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, 
     when None). ``shapes_change``: the loop meets new input shapes as it runs, so no CUDA-graph advice."""
     if "cuda_graphs" in in_use and (scope is None or in_use_mod.graphed(in_use, scope)):
         top = graphs.get("outside_top") or []
-        names = ", ".join(f"`{_short(o['name'])}` ×{o['count']:,}" for o in top)
+        names = ", ".join(f"`{short_kernel(o['name'])}` ×{o['count']:,}" for o in top)
         more = "more sequences per `generate()` call" if work == "generation" else "larger batches"
         optimizer = any(OPTIMIZER_KERNEL.search(o["name"]) for o in top)
         # (the training words where an optimizer's kernels show it: a recording by hand of an inference loop is
@@ -93,5 +93,6 @@ def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, 
             + (NO_GRAPHS_FOR_CHANGING_SHAPES if shapes_change else ""))
 
 
-def _short(name: str, width: int = 60) -> str:
+def short_kernel(name: str, width: int = 60) -> str:
+    """A kernel's name cut to ``width`` characters for a sentence (the findings name kernels in their advice)."""
     return name if len(name) <= width else name[:width - 3] + "..."

@@ -138,10 +138,8 @@ def write_report(doc: dict, path, plots: dict | None = None, detail: str = "summ
 
 def _render(doc: dict, top: int, plots: dict | None, full: bool, beside: dict | None) -> str:
     tc = doc["tensor_cores"]
-    out = ["# nsighttc verdict", ""]
-    if failed_line(doc):
-        out += [f"**{failed_line(doc)}**", ""]
-    out += [f"**{tc_line(tc)}**", ""]
+    failed = failed_line(doc)
+    out = ["# nsighttc verdict", ""] + ([f"**{failed}**", ""] if failed else []) + [f"**{tc_line(tc)}**", ""]
     tl = doc.get("timeline")
     if tl:
         out += [f"**{timeline_headline(tl)}**", ""]

@@ -432,7 +432,8 @@ def headline_lines(doc: dict) -> list[str]:
     """The lines a terminal shows at the end of a run: one per question, and where the evidence came from (and first,
     where the program failed, that it did)."""
     tc = doc["tensor_cores"]
-    lines = ([failed_line(doc)] if failed_line(doc) else []) + [tc_line(tc)]
+    failed = failed_line(doc)
+    lines = ([failed] if failed else []) + [tc_line(tc)]
     if doc.get("timeline"):
         lines.append(timeline_headline(doc["timeline"]))
         if startup_line(doc["timeline"]):
