@@ -321,6 +321,20 @@ def before_window(events: list[dict], known_under_ms: float | None = None, per_s
                    "this run" + (f", {len(starts)} ranks" if len(starts) > 1 else "")}
 
 
+# Why a run's steps have no unrecorded speed beside them where its program ended inside the window: every step it
+# timed was recorded, so how much the recording slowed them is not measured. Lightning with accumulate_grad_batches=4
+# (an H200, 2026-12-01, benchmarks/gpu/user_programs/lit_accum.py, 40 optimizer steps): the first run's window was
+# extended to the program's end and read "35 steady steps of 71.6 ms", with no word that a plain run takes 46.8 ms.
+ENDED_INSIDE = ("the program ended inside the window, so every step it ran after its warm-up was recorded; a next run "
+                "of it (the evidence cache then knows its length) ends its window sooner and times the rest")
+
+
+def _ended_inside(p: Pass) -> bool:
+    """Whether a window of this pass began and the program ended before any window of it closed."""
+    s = summary(p) if getattr(p, "window", None) is not None else None
+    return bool(s and s["phases"]) and not any(ph["complete"] and not ph.get("program_end") for ph in s["phases"])
+
+
 def unrecorded_speed(verdict, done: list[Pass]) -> bool:
     """The recording's own slowdown, measured in the run: the steady step as recorded against the steps the program
     ran after its window unrecorded (``unrecorded_steps``). Sets ``timeline.steps.unrecorded`` (median, steps, the
@@ -341,6 +355,8 @@ def unrecorded_speed(verdict, done: list[Pass]) -> bool:
                          per_step=int(st.get("replays_per_step") or 1))
     if u and u.get("left_out"):  # (timed, but no measure of the recording: said beside the recorded step)
         st["unrecorded_left_out"] = u["left_out"]
+    elif not u and _ended_inside(p):
+        st["unrecorded_left_out"] = ENDED_INSIDE
     if not u or u.get("left_out"):
         return False
     unrec = u["median_ms"] * 1e6
