@@ -96,6 +96,9 @@ def loop(f: dict, doc: dict) -> dict:
     # the high end: no new shape paid in the loop, each step at the known-shape mean, where that stays within
     # ``WIDTH`` x the low end (else the few shapes paid in the loop, or the end ``WIDTH`` x the low end allows)
     high = min(all_removed, max(paid_in_loop, WIDTH * low))
+    first = _first_meeting(acc, paid, whole_fast if fast_scale < 1.0 else whole)
+    if first is not None and min(first, WIDTH * round(low, 3)) > high * 1.001:
+        high = min(first, WIDTH * round(low, 3))  # (of the low end as said: the range within WIDTH as shown)
     no_faster = bool(u.get("median_ns") and u.get("known_shape_ns")) and \
         float(u["median_ns"]) >= float(u["known_shape_ns"])
     slower = (f"; the {u.get('steps')} steps timed unrecorded ({duration(float(u['median_ns']))} a step) were no "
@@ -126,7 +129,39 @@ def loop(f: dict, doc: dict) -> dict:
     if not none_paid:
         basis += (f"; with no shape paid at all (the per-shape work turned off, as the fix below may allow) up to "
                   f"{all_removed:.1f}x")
+    if first is not None:
+        basis += (f"; a machine meeting these shapes for the first time pays more for each ({FIRST_MEETING:g}x "
+                  f"counted, up to {first:.2f}x" + (f", the range kept within {WIDTH:g}x" if first > high * 1.001
+                                                     else "") + f"): {FIRST_MEETING_WORDS}")
     return {"low": round(low, 3), "high": round(high, 3), "basis": basis}
+
+
+# A new shape's cost paid in kernels a library compiles at run time for each shape, kept on disk by CUDA's JIT cache:
+# a machine (or a cache) meeting the shapes for the first time pays it again, slower. cuDNN's generated attention
+# kernels (``cudnn_generated_fort_native_sdpa_*``): a transformers pipeline over texts of 12-250 words on fresh H200s
+# ran 311 and 330 texts/s plain, a later run on one of them 527 (the same lengths; padded to 256: 970-1,066), so the
+# lengths cost 2.4x as much the first time; BERT's variable-length loop, about 2.1x (~400 against ~190 ms a new
+# length). The range's high end counts each new shape at ``FIRST_MEETING`` x its cost here (benchmarks/gpu/
+# user_programs/pipe_varlen.py, gpu_steps_time.sh users3/users3b; reports/steps_time/README.md).
+RUNTIME_COMPILED = ("cudnn_generated_",)
+FIRST_MEETING = 2.0
+FIRST_MEETING_WORDS = ("cuDNN compiles its generated kernels (`cudnn_generated_*`) for each new shape at run time and "
+                       "CUDA keeps them in its JIT cache on disk, so a run that meets the shapes first (a fresh machine "
+                       "or container) pays about twice what a later run does; plain runs of a pipeline on fresh H200s "
+                       "were 1.6-1.7x slower than a later one at the same lengths")
+
+
+def _first_meeting(acc: dict, paid: float, whole: float) -> float | None:
+    """The loop's gain with no shape paid, where the new shapes' cost was paid in run-time-compiled kernels
+    (``RUNTIME_COMPILED``, their share of the host's pauses before new shapes' kernels, ``paid_before``) counted at
+    ``FIRST_MEETING`` x: what a fresh machine's run gains. None where no such kernel paid."""
+    before = acc.get("paid_before") or []
+    total = sum(float(x.get("ns") or 0.0) for x in before)
+    compiled = sum(float(x.get("ns") or 0.0) for x in before if str(x.get("name") or "").startswith(RUNTIME_COMPILED))
+    if total <= 0 or compiled <= 0 or paid <= 0 or whole <= paid:
+        return None
+    extra = (FIRST_MEETING - 1.0) * paid * compiled / total
+    return (whole + extra) / max(whole - paid, 1.0)
 
 
 def _loop_words(acc, loop, warm_ns, warm_cost, pre, pre_ns, pre_cost, others) -> str:

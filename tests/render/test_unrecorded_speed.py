@@ -487,9 +487,10 @@ def test_a_fine_tunes_gain_counts_a_first_runs_warm_up_at_a_known_steps_speed_an
     known-shape mean with no shape paid in the loop (a loop that runs on pays its few shapes once; the recording's loop
     is only as long as its window, 25-35 steps of 150, which gave 2.27-2.38x with two shapes paid in it). A first run
     records every operator during its warm-up (for the replay): those steps ran at 103-105 ms against 57 ms unrecorded
-    at a known length, and counted as they ran they pulled the high end to 2.42x; at a known step's speed, 2.55x. The
-    cached run's range holds both warm pairs; the first run's high end is 2% under the lower one (said, not fitted), and
-    neither reaches the cold pairs."""
+    at a known length, and counted as they ran they pulled the high end to 2.42x; at a known step's speed, 2.55x, 2%
+    under the lower warm pair. cuDNN's generated attention kernels are compiled per length and kept in CUDA's JIT cache
+    on disk, so a first meeting costs more: the high end counts it (``wide_gain.FIRST_MEETING``), and both runs' ranges
+    hold both warm pairs now, within 3x (the cold pairs, 3.7-4.1x, cost more than twice as much per length)."""
     from nsighttc.analysis import wide_gain
     for run in ("vt_first", "vt_cached"):
         doc, first = _train(run)
@@ -498,14 +499,13 @@ def test_a_fine_tunes_gain_counts_a_first_runs_warm_up_at_a_known_steps_speed_an
         assert "no shape paid in the loop" in gain["basis"], gain["basis"]
         pre = doc["timeline"]["steps"]["shape_churn"]["before_window"]
         assert pre["recorded"] is (run == "vt_first")
-        if run == "vt_cached":
-            assert all(gain["low"] <= m <= gain["high"] for m in TRAIN_WARM), gain
-        else:
+        assert all(gain["low"] <= m <= gain["high"] for m in TRAIN_WARM), gain
+        assert "a machine meeting these shapes for the first time" in gain["basis"]
+        if run == "vt_first":
             assert "the operators' recording for the replay slowed them" in gain["basis"]
-            pre["recorded"] = False  # (counted as they ran)
+            pre["recorded"] = False  # (counted as they ran: 103-105 ms steps, where a known length's took 57 ms)
             as_ran = wide_gain.loop(first, doc)
-            assert as_ran["high"] < gain["high"] < min(TRAIN_WARM) <= 1.03 * gain["high"], (as_ran, gain)
-        assert gain["high"] < min(TRAIN_COLD)
+            assert as_ran["low"] > gain["low"], (as_ran, gain)  # (their excess counted as the shapes' to save)
 
 
 ROUNDS72 = Path(__file__).resolve().parents[2] / "reports" / "distributed_windows" / "rounds72"
@@ -551,15 +551,16 @@ def test_a_first_runs_churn_gain_takes_its_known_shape_steps_faster_than_recorde
     as recorded. The cached runs measured what the recording cost them (10.7 -> 6.95 and 8.98 -> 6.64 ms: 1.35-1.54x),
     and call 1's first run's range (1.92-2.49x) missed its warm pair (2.57x). The high end now takes those steps up to
     ``UNMEASURED_RECORDING_COST`` faster, never under their GPU work; the range holds each call's warm pair, stays
-    within 3x, and says where its high end comes from. Neither holds the cold pairs (4.6-5.4x: cuDNN's plans cost
-    more on a host meeting the lengths first), which no recording of a warm host can see."""
+    within 3x, and says where its high end comes from. The cold pairs (4.6-5.4x: cuDNN's generated kernels compiled on
+    a host meeting the lengths first) are counted at the high end too (``wide_gain.FIRST_MEETING``): call 1's holds its
+    cold pair, within 3x."""
     from nsighttc.analysis import wide_gain
     doc = json.loads(lzma.decompress((NOVEL / f"vg_first_call{call}_verdict.json.xz").read_bytes()))
     assert not (doc["timeline"]["steps"].get("unrecorded") or {}).get("median_ns")  # (nothing timed unrecorded)
     assert "cuDNN's attention" in doc["timeline"]["headline_cause"] and doc["findings"][0]["id"] == "shape-churn"
     gain = wide_gain.loop(doc["findings"][0], doc)
     assert 1.0 < gain["low"] <= GPT2_WARM[call] <= gain["high"] <= 3.0 * gain["low"], gain
-    assert gain["high"] < GPT2_COLD[call]
+    assert GPT2_COLD[call] <= gain["high"] and "a machine meeting these shapes for the first time" in gain["basis"]
     assert f"up to {wide_gain.UNMEASURED_RECORDING_COST:.2f}x faster" in gain["basis"], gain["basis"]
 
 
@@ -662,3 +663,27 @@ def test_a_gpu_step_under_1_2x_the_hosts_is_the_steps_where_the_queue_grew_all_a
     assert typical_step({**bf16, "host_ahead_ns": 0.9 * eff}) == (it, False)
     for name in ("host_preprocess", "item_sync", "tiny_kernels"):
         assert typical_step(fams[name]) == (fams[name]["median_iteration_ns"], False)
+
+
+def test_a_first_run_whose_program_ended_inside_its_window_says_no_step_ran_unrecorded():
+    """Lightning's accumulation loop on an H200 (benchmarks/gpu/user_programs/lit_accum.py, a first run): its window
+    recorded to the program's end, so the verdict's 71.6 ms steps had nothing unrecorded beside them, while a plain run
+    takes 46.8 ms; the report said nothing of it. It now says why no unrecorded speed is given, and how to get one."""
+    from nsighttc.profile.passes import Pass
+    from nsighttc.profile.window import ENDED_INSIDE, unrecorded_speed
+    from types import SimpleNamespace
+    here = Path(__file__).resolve().parents[1] / "fixtures" / "steps" / "lit_accum_first"
+    events = [json.loads(line.split("window ", 1)[1]) for line in (here / "window_events.txt").read_text().splitlines()]
+    tl = json.loads(lzma.open(here / "timeline_steps.json.xz", "rt").read())
+    p = Pass(engine="torch", argv=["--record-shapes"], log=here / "none.log", mode="timeline",
+             window={"warmup": None, "steps": None, "end": "stop"}, window_events=events)
+    assert not unrecorded_speed(SimpleNamespace(timeline=tl), [p])
+    assert tl["steps"]["unrecorded_left_out"] == ENDED_INSIDE and "unrecorded" not in tl["steps"]
+    line = startup_line(tl)
+    assert "35 steady steps of 71.6 ms recorded (no unrecorded speed to hold them against: the program ended inside " \
+           "the window" in line, line
+    ended = [dict(e, event="end") if e["event"] == "ended" else e for e in events]  # a window that closed: no words
+    tl = json.loads(lzma.open(here / "timeline_steps.json.xz", "rt").read())
+    p.window_events = ended
+    unrecorded_speed(SimpleNamespace(timeline=tl), [p])
+    assert "unrecorded_left_out" not in tl["steps"]

@@ -253,6 +253,27 @@ def new_shapes(acc: dict | None, others_ns: float = 0.0) -> bool:
     return most and new_mean >= KNOWN_RATIO * known_mean and costly
 
 
+QUEUED_SHARE = 0.5  # the host's slow steps whose excess mostly vanishes on the GPU's clock waited for queued work
+
+
+def _waits_for_queued_work(host_it: np.ndarray, gpu_it: np.ndarray, base: float | None) -> bool:
+    """Whether the host's slow steps were its waits for work earlier steps had queued: on the GPU's clock (a step
+    ends when its work is done there too) their excess beyond the typical step falls under ``QUEUED_SHARE`` of what it
+    was on the host's. A loop that replays a captured step and reads its loss every 50 replays, under a plain nsys
+    run (an H200, benchmarks/gpu/user_programs/graph_adamw.py): the host queued ~21 replays at 0.1 ms, then launched
+    at the GPU's 1.42 ms, then waited 29.5 ms at the read; its median step was the GPU's, so the host's clock was
+    kept, and the loop read "29 slow steps ... 0.82 s beyond it: more GPU work 0.81 s" where the GPU ran a replay
+    every 1.43 ms throughout."""
+    if not len(host_it):
+        return False
+    med = float(base) if base else float(np.median(host_it))
+
+    def excess(it: np.ndarray) -> float:
+        return float(np.where(it > SLOW_FACTOR * med, it - med, 0.0).sum())
+    host = excess(host_it)
+    return host > 0 and excess(gpu_it) < QUEUED_SHARE * host
+
+
 def split(fam: dict, trace_start: float, trace_end: float) -> dict:
     """The recording's wall time, every second of it, by where it went: start-up before the first step, the warm-up
     steps, the typical steady steps, the slow steps (over ``SLOW_FACTOR`` x the typical step: ``account``'s step at a
@@ -264,12 +285,18 @@ def split(fam: dict, trace_start: float, trace_end: float) -> dict:
     span_end = float(fam["steady_window_ns"][1])
     acc = fam.get("time_accounting") or {}
     done = fam.get("_gpu_done")
-    gpu_clock = typical_step(fam)[1] and done is not None and len(done) == len(starts) and len(done) > 0
-    if gpu_clock:
+    has_done = done is not None and len(done) == len(starts) and len(done) > 0
+    gpu_clock = typical_step(fam)[1] and has_done
+    queued = False  # (the host's slow steps were waits for queued work: their causes, read on its clock, do not apply)
+    if has_done:
         # the host ran ahead of the GPU (``step_time``): each step ends when its work is done on the GPU, the next
         # starts there, so the steps' time is the GPU's and no "GPU after the host's last step" is left over
-        ends = np.maximum.accumulate(np.fmax(np.asarray(done, dtype="float64"), ends))
-        starts = np.concatenate([[steady_from], ends[:-1]])
+        gpu_ends = np.maximum.accumulate(np.fmax(np.asarray(done, dtype="float64"), ends))
+        gpu_starts = np.concatenate([[steady_from], gpu_ends[:-1]])
+        queued = not gpu_clock and _waits_for_queued_work(ends - starts, gpu_ends - gpu_starts, acc.get("base_ns"))
+        gpu_clock = gpu_clock or queued
+        if gpu_clock:
+            starts, ends = gpu_starts, gpu_ends
     it = ends - starts
     last_host = float(ends[-1]) if len(ends) else steady_from
     # the typical step: the known-shape step (``account``), else the median; the GPU's median where it is the clock
@@ -296,7 +323,7 @@ def split(fam: dict, trace_start: float, trace_end: float) -> dict:
     if acc.get("new_shape_steps") and acc.get("slow_steps"):
         out["new_shape_steps"] = int(acc["new_shape_steps"])
         out["new_shape_beyond_median_ns"] = float(acc["new_shape_excess_ns"])
-    if fam.get("_slow_causes") and out["slow_steps"]:  # (why the slow steps at known shapes were slow: ``slow_causes``;
+    if fam.get("_slow_causes") and out["slow_steps"] and not queued:  # (why the slow steps at known shapes were slow: ``slow_causes``;
         # none where the steps on the GPU's clock held none: the host's slow steps were its waits for a queue)
         out["slow_causes"] = fam["_slow_causes"]
     if acc.get("warmup_new_shape_steps"):  # (the warm-up steps after the first at new shapes: ``_warm_new_shapes``)
