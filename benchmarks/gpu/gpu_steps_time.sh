@@ -63,10 +63,16 @@
 # plain runs (as written, none), the writer-thread save's first run, then shared programs (hf_bert.py, vit_eval.py)
 # users: three programs written as their libraries' docs show (benchmarks/gpu/user_programs/), see the part; users2:
 # the compiled one again (fixed), and the eval loop's bucketing gain in two more pairs (NO_EV=1: not);
+# users3: three more (a graphed transformer step with capturable AdamW, a transformers pipeline over texts of many
+# lengths, Lightning's accumulate_grad_batches): plain, first and cached runs, then recorded by hand while time is left;
+# users3rec: the three recorded by hand, each analysis timed (the graph loop's under py-spy), fixtures cut with --until;
+# users3b: Lightning's first and cached runs at the window that counts its steps at the new rate, a pipeline pair,
+# then the graph loop's whole torch.profiler recording read under py-spy (pip install --target: the image has none);
+# users3c: the final code on the three: each plain (the pipeline's pair first on a fresh machine), first and cached;
 # hfsave: ../shared/programs/hf_bert.py saving a Trainer checkpoint every 15 steps (save_strategy="steps": safetensors
 # of the model, torch.save of AdamW's state), plain with and without saving around its first and cached runs
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -847,6 +853,117 @@ if [ "$PART" = users2 ]; then  # the compiled loop again, now marking its steps 
   keep_recordings ro_first ro_cached
   steps_of "$W"/runs_*/*/verdict.json
   echo "users2 took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = users3 ]; then  # three more programs as their libraries' docs show (benchmarks/gpu/user_programs/):
+  # a whole transformer step replayed as a CUDA graph, a pipeline over texts of many lengths, Lightning's accumulation
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  plain gr_1 $U/graph_adamw.py
+  plain gr_eager $U/graph_adamw.py --eager --steps 500
+  profile gr_first 120 -- $U/graph_adamw.py
+  profile gr_cached 120 -- $U/graph_adamw.py
+  plain pv_1 $U/pipe_varlen.py
+  plain pv_pad_1 $U/pipe_varlen.py --pad-to 256
+  profile pv_first 120 -- $U/pipe_varlen.py
+  profile pv_cached 120 -- $U/pipe_varlen.py
+  plain pv_2 $U/pipe_varlen.py
+  plain pv_pad_2 $U/pipe_varlen.py --pad-to 256
+  plain la_1 $U/lit_accum.py
+  profile la_first 150 -- $U/lit_accum.py
+  profile la_cached 150 -- $U/lit_accum.py
+  keep_recordings gr_first gr_cached pv_first pv_cached la_first la_cached
+  steps_of "$W"/runs_*/*/verdict.json
+  echo "users3 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  for n in gr pv la; do  # recorded by hand, while the call has time
+    [ $(( $(date +%s) - T0 )) -gt 470 ] && break
+    case $n in gr) f=graph_adamw.py;; pv) f=pipe_varlen.py;; la) f=lit_accum.py;; esac
+    record "$n" "benchmarks/gpu/user_programs/$f"
+  done
+  echo "users3 took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = users3rec ]; then  # users3's programs recorded by hand (record_torch.py; a plain nsys), each recording
+  # read by today's code and its time to a verdict said; the graph loop's reading sampled by py-spy (it ran past 120 s
+  # in users3); fixtures cut to their first seconds (xz of a whole recording of 1,500 replays is minutes)
+  T0=$(date +%s); U=benchmarks/gpu/user_programs
+  for n in gr pv la; do
+    [ $(( $(date +%s) - T0 )) -gt 420 ] && break
+    case $n in gr) f=graph_adamw.py; cut=1.5;; pv) f=pipe_varlen.py; cut=4;; la) f=lit_accum.py; cut=3;; esac
+    t0=$(date +%s.%N)
+    timeout 200 python3 benchmarks/gpu/record_torch.py "$W/$n.torch.json" "$U/$f" > "$W/$n.torch.log" 2>&1
+    echo "torch.profiler $n: rc=$? $(secs "$t0" "$(date +%s.%N)") s, $(stat -c %s "$W/$n.torch.json" 2>/dev/null) B" >> "$S"
+    t0=$(date +%s.%N)
+    if [ $n = gr ]; then
+      timeout 240 py-spy record -r 10 --format raw -o "$OUT/analyze_gr_pyspy.txt" -- python3 -m nsighttc analyze \
+        "$W/$n.torch.json" --format json -o "$W/fix/$n.torch.verdict.json" -q > "$W/$n.analyze.log" 2>&1
+    else
+      timeout 150 python3 -m nsighttc analyze "$W/$n.torch.json" --format json -o "$W/fix/$n.torch.verdict.json" -q \
+        > "$W/$n.analyze.log" 2>&1
+    fi
+    echo "analyze $n.torch.json: rc=$? $(secs "$t0" "$(date +%s.%N)") s" >> "$S"
+    steps_of "$W/fix/$n.torch.verdict.json"; findings_of "$W/fix/$n.torch.verdict.json"
+    timeout 100 python3 benchmarks/strip_fixture.py --until $cut "$W/$n.torch.json" "$W/fix/${n}_torch_until.json.xz" >> "$S" 2>&1
+    rm -f "$W/$n.torch.json"
+    [ $(( $(date +%s) - T0 )) -gt 450 ] && break
+    t0=$(date +%s.%N)
+    timeout 150 nsys profile -t cuda,nvtx --sample=none --cpuctxsw=none -f true -o "$W/$n.nsys" python3 "$U/$f" \
+      > "$W/$n.nsys.log" 2>&1 && nsys export --type sqlite -f true -o "$W/$n.nsys.sqlite" "$W/$n.nsys.nsys-rep" \
+      >> "$W/$n.nsys.log" 2>&1
+    echo "nsys $n: rc=$? $(secs "$t0" "$(date +%s.%N)") s" >> "$S"
+    t0=$(date +%s.%N)
+    [ -f "$W/$n.nsys.sqlite" ] && timeout 100 python3 -m nsighttc analyze "$W/$n.nsys.sqlite" --format json \
+      -o "$W/fix/$n.nsys.verdict.json" -q > /dev/null 2>&1
+    echo "analyze $n.nsys.sqlite: rc=$? $(secs "$t0" "$(date +%s.%N)") s" >> "$S"
+    steps_of "$W/fix/$n.nsys.verdict.json"; findings_of "$W/fix/$n.nsys.verdict.json"
+    [ -f "$W/$n.nsys.sqlite" ] && timeout 60 python3 benchmarks/strip_fixture.py "$W/$n.nsys.sqlite" \
+      "$W/fix/${n}_nsys.sqlite.xz" >> "$S" 2>&1
+  done
+  echo "users3rec took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = users3b ]; then
+  T0=$(date +%s); U=benchmarks/gpu/user_programs
+  pip install -q --target /tmp/pyspy .device-carry/py_spy*.whl > /dev/null 2>&1
+  plain la_2 python3 $U/lit_accum.py
+  profile la_first 150 -- python3 $U/lit_accum.py
+  profile la_cached 150 -- python3 $U/lit_accum.py
+  plain pv_3 python3 $U/pipe_varlen.py
+  plain pv_pad_3 python3 $U/pipe_varlen.py --pad-to 256
+  keep_runs la_first la_cached
+  steps_of "$W"/runs_*/*/verdict.json
+  pack
+  t0=$(date +%s.%N)
+  timeout 120 python3 benchmarks/gpu/record_torch.py "$W/gr.torch.json" "$U/graph_adamw.py" > "$W/gr.torch.log" 2>&1
+  echo "torch.profiler gr: rc=$? $(secs "$t0" "$(date +%s.%N)") s, $(stat -c %s "$W/gr.torch.json" 2>/dev/null) B" >> "$S"
+  t0=$(date +%s.%N); lim=$(( 560 - $(date +%s) + T0 ))
+  timeout -s INT $lim /tmp/pyspy/bin/py-spy record -r 5 --format raw -o "$OUT/analyze_gr_pyspy.txt" -- python3 -m nsighttc \
+    analyze "$W/gr.torch.json" --format json -o "$W/fix/gr.torch.verdict.json" -q -v > "$W/gr.analyze.log" 2>&1
+  echo "analyze gr.torch.json (py-spy, limit $lim s): rc=$? $(secs "$t0" "$(date +%s.%N)") s" >> "$S"
+  tail -5 "$W/gr.analyze.log" >> "$S"
+  steps_of "$W/fix/gr.torch.verdict.json"; findings_of "$W/fix/gr.torch.verdict.json"
+  echo "users3b took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = users3c ]; then
+  T0=$(date +%s); U=benchmarks/gpu/user_programs
+  plain pv_4 python3 $U/pipe_varlen.py
+  plain pv_pad_4 python3 $U/pipe_varlen.py --pad-to 256
+  profile pv_first 120 -- python3 $U/pipe_varlen.py
+  profile pv_cached 120 -- python3 $U/pipe_varlen.py
+  plain pv_5 python3 $U/pipe_varlen.py
+  plain gr_2 python3 $U/graph_adamw.py
+  profile gr_first 120 -- python3 $U/graph_adamw.py
+  profile gr_cached 120 -- python3 $U/graph_adamw.py
+  plain la_3 python3 $U/lit_accum.py
+  profile la_first 150 -- python3 $U/lit_accum.py
+  profile la_cached 150 -- python3 $U/lit_accum.py
+  keep_runs pv_first pv_cached gr_first gr_cached la_first la_cached
+  for n in pv_first pv_cached gr_first gr_cached la_first la_cached; do
+    findings_of_each "$W"/runs_$n/*/verdict.json
+  done
+  steps_of "$W"/runs_*/*/verdict.json
+  echo "users3c took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 if [ "$PART" = record ]; then
