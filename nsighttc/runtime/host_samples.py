@@ -162,7 +162,11 @@ class Sampler:
         cpu = time.thread_time_ns  # this thread's CPU time: what it took from the program (wall time would count
         #                            the program's own turns whenever it takes the interpreter back mid-sample)
         pause = self.interval_s
-        typical = 0.0  # a sample's CPU time, smoothed
+        # a sample's CPU time, smoothed, from what the interval allows: one costly sample (the first, meeting every
+        # frame; or the first clock mark, importing nvtx in a fresh environment) does not set the pause for seconds.
+        # A fresh CI environment's test run had one sample a second, 1 in a 1.5 s program, where 200 were taken
+        # before (tests/runtime/test_host_samples.py)
+        typical = self.interval_s * self.budget * 1e9
         self._go.wait()  # (held until the first window: ``start(hold=True)``)
         while not wait(pause):
             c0 = cpu()
@@ -171,13 +175,13 @@ class Sampler:
                 self._sample(me, t)
             except Exception:  # noqa: BLE001 - a thread that vanished mid-walk: skip this sample
                 pass
+            sampled = cpu() - c0
             if t >= next_anchor:
                 self.anchor()
                 next_anchor = t + int(ANCHOR_EVERY_S * 1e9)
-            spent = cpu() - c0
-            self.cost_ns += spent
+            self.cost_ns += cpu() - c0  # (the clock marks' cost too: the program paid it)
             # the cost budget: samples further apart when they cost more (a deep stack, a busy host)
-            typical = spent if not typical else 0.9 * typical + 0.1 * spent
+            typical = 0.9 * typical + 0.1 * sampled
             pause = max(self.interval_s, typical / 1e9 / self.budget)
 
     def _sample(self, me: int, t: int) -> None:

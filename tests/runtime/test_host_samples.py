@@ -421,3 +421,29 @@ def test_the_experiments_switch_interval_is_the_samplers_while_it_samples(tmp_pa
         finally:
             host_samples.finish()
         assert sys.getswitchinterval() == before
+
+
+def test_one_costly_sample_does_not_hold_the_sampler_off_for_a_second(tmp_path, monkeypatch):
+    """The pause between samples grows with their smoothed CPU cost (``COST_BUDGET``). It was seeded with the first
+    sample's cost, so one costly sample (the first, meeting every frame; the first clock mark, importing nvtx in a
+    fresh environment) paused the sampler ~1 s: a fresh CI environment's run of the program above had 1 sample in
+    1.5 s. The smoothing now starts from the cost the interval allows."""
+    import time
+    from nsighttc.runtime import host_samples as rt
+    calls = []
+    real = rt.Sampler._sample
+
+    def costly_first(self, me, t):
+        if not calls:  # 10 ms of this thread's CPU, once
+            end = time.thread_time_ns() + 10_000_000
+            while time.thread_time_ns() < end:
+                pass
+        calls.append(t)
+        return real(self, me, t)
+    monkeypatch.setattr(rt.Sampler, "_sample", costly_first)
+    s = rt.Sampler(tmp_path / "s.json").start()
+    deadline = time.perf_counter() + 0.6
+    while time.perf_counter() < deadline:
+        sum(range(2000))  # (the main thread keeps running Python, as a program does)
+    s.stop()
+    assert len(calls) >= 5, len(calls)  # (before: 1 or 2, the second a second after the first)
