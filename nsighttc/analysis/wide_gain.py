@@ -139,16 +139,16 @@ def loop(f: dict, doc: dict) -> dict:
 # A new shape's cost paid in kernels a library compiles at run time for each shape, kept on disk by CUDA's JIT cache:
 # a machine (or a cache) meeting the shapes for the first time pays it again, slower. cuDNN's generated attention
 # kernels (``cudnn_generated_fort_native_sdpa_*``): a transformers pipeline over texts of 12-250 words on fresh H200s
-# ran 311 and 330 texts/s plain, a later run on one of them 527 (the same lengths; padded to 256: 970-1,066), so the
-# lengths cost 2.4x as much the first time; BERT's variable-length loop, about 2.1x (~400 against ~190 ms a new
-# length). The range's high end counts each new shape at ``FIRST_MEETING`` x its cost here (benchmarks/gpu/
-# user_programs/pipe_varlen.py, gpu_steps_time.sh users3/users3b; reports/steps_time/README.md).
+# ran 330, 311 and 296 texts/s plain, later runs on two of those machines 527 and 427 (the same lengths; padded to 256:
+# 955-1,066), so the lengths cost about twice as much the first time; BERT's variable-length loop, about 2.1x (~400
+# against ~190 ms a new length). The range's high end counts each new shape at ``FIRST_MEETING`` x its cost here
+# (benchmarks/gpu/user_programs/pipe_varlen.py, gpu_steps_time.sh users3/users3b/users3c; reports/steps_time).
 RUNTIME_COMPILED = ("cudnn_generated_",)
 FIRST_MEETING = 2.0
-FIRST_MEETING_WORDS = ("cuDNN compiles its generated kernels (`cudnn_generated_*`) for each new shape at run time and "
-                       "CUDA keeps them in its JIT cache on disk, so a run that meets the shapes first (a fresh machine "
-                       "or container) pays about twice what a later run does; plain runs of a pipeline on fresh H200s "
-                       "were 1.6-1.7x slower than a later one at the same lengths")
+FIRST_MEETING_WORDS = ("cuDNN compiles its generated kernels (`cudnn_generated_*`) for each new shape at run time "
+                       "and CUDA keeps them in its JIT cache on disk, so a run that meets the shapes first (a fresh "
+                       "machine or container) pays about twice what a later run does; plain runs of a pipeline on "
+                       "fresh H200s were 1.4-1.7x slower than a later one at the same lengths")
 
 
 def _first_meeting(acc: dict, paid: float, whole: float) -> float | None:

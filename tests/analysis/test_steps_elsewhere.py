@@ -35,8 +35,8 @@ def _kernel_names(path: Path, tmp_path: Path) -> list[str]:
     db = tmp_path / "k.sqlite"
     db.write_bytes(lzma.open(path).read())
     with sqlite3.connect(db) as con:
-        rows = con.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName "
-                           "ORDER BY k.start").fetchall()
+        rows = con.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                           "JOIN StringIds s ON s.id = k.demangledName ORDER BY k.start").fetchall()
     return [r[0] for r in rows]
 
 

@@ -31,4 +31,5 @@ torch.cuda.synchronize()
 t0 = time.perf_counter()
 out = clf(texts, **kw)
 torch.cuda.synchronize()
-print(f"{len(out) / (time.perf_counter() - t0):.1f} texts/s ({f'padded to {a.pad_to}' if a.pad_to else 'padded to each batch'})")
+how = f"padded to {a.pad_to}" if a.pad_to else "padded to each batch"
+print(f"{len(out) / (time.perf_counter() - t0):.1f} texts/s ({how})")

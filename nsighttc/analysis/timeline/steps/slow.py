@@ -323,8 +323,9 @@ def split(fam: dict, trace_start: float, trace_end: float) -> dict:
     if acc.get("new_shape_steps") and acc.get("slow_steps"):
         out["new_shape_steps"] = int(acc["new_shape_steps"])
         out["new_shape_beyond_median_ns"] = float(acc["new_shape_excess_ns"])
-    if fam.get("_slow_causes") and out["slow_steps"] and not queued:  # (why the slow steps at known shapes were slow: ``slow_causes``;
-        # none where the steps on the GPU's clock held none: the host's slow steps were its waits for a queue)
+    if fam.get("_slow_causes") and out["slow_steps"] and not queued:  # (why the slow steps at known shapes were
+        # slow: ``slow_causes``; none where the steps on the GPU's clock held none, or where the host's slow steps
+        # were its waits for a queue)
         out["slow_causes"] = fam["_slow_causes"]
     if acc.get("warmup_new_shape_steps"):  # (the warm-up steps after the first at new shapes: ``_warm_new_shapes``)
         out["warmup_new_shape_steps"] = int(acc["warmup_new_shape_steps"])
