@@ -70,3 +70,9 @@ def _key(name: str) -> str:
         "", _BOOL.sub(_bool01, name)))))).strip()
     key = _WEST_CONST.sub(r"\1 const\2", _INT_SUFFIX.sub(r"\1", key))
     return _SPACE_BESIDE.sub(lambda m: m.group(1) or "", key)
+
+
+def short_kernel(name: str, width: int = 60) -> str:
+    """A kernel's name cut to ``width`` characters for a sentence: the findings' advice and the shape-churn headline
+    name kernels with it, one spelling for both."""
+    return name if len(name) <= width else name[:width - 3] + "..."

@@ -9,6 +9,7 @@ import re
 
 from ...durations import duration
 from ...model import Finding
+from ..kernel_keys import short_kernel
 from .base import TimelineResult
 from . import in_use as in_use_mod
 from .idle import frame_words
@@ -16,7 +17,7 @@ from .idle.causes import top_host_row
 from .steps import shape_costs
 from .steps.steady import BEFORE_WINDOW
 from .state_findings import CHECKPOINT_FIX, EVERY_STEP_COPIES_FIX, checkpoint_finding
-from .launch_advice import launch_fix, short_kernel
+from .launch_advice import launch_fix
 
 FINDING_SHARE = 0.2  # a cause (or a host-frames row) holding this share of a scope's idle time gets a finding
 DATA_WORDS = re.compile(r"data|load|batch|prep|augment|collate|fetch|decode", re.I)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ..kernel_keys import short_kernel
 from . import in_use as in_use_mod
 
 # What removes launch overhead, per workload (one sentence for every program sent a decode loop to
@@ -93,6 +94,3 @@ def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, 
             + (NO_GRAPHS_FOR_CHANGING_SHAPES if shapes_change else ""))
 
 
-def short_kernel(name: str, width: int = 60) -> str:
-    """A kernel's name cut to ``width`` characters for a sentence (the findings name kernels in their advice)."""
-    return name if len(name) <= width else name[:width - 3] + "..."

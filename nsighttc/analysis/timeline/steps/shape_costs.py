@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ....durations import duration
+from ...kernel_keys import short_kernel
 
 MOST = 0.5  # the kernel the pauses came before holds this share of the new shapes' cost: the headline names it
 SMALL = 0.05  # kernels after the first named only where their pauses hold this share of the cost
@@ -72,10 +73,6 @@ def preparer(name: str) -> Preparer | None:
     return next((p for p in PREPARERS if p.pattern.search(name)), None)
 
 
-def _short(name: str) -> str:
-    return name if len(name) <= 60 else name[:57] + "..."
-
-
 @dataclass(frozen=True)
 class Leader:
     """What the new shapes were paid for, as the headline names it: one kernel (``name``) or, where no kernel holds
@@ -116,7 +113,7 @@ def headline_words(acc: dict) -> str:
     if lead is None:
         return ""
     if lead.name is not None:
-        return (f"; {100 * lead.share:.0f}% of it the host's pauses before `{_short(lead.name)}`"
+        return (f"; {100 * lead.share:.0f}% of it the host's pauses before `{short_kernel(lead.name)}`"
                 + (f": {lead.preparer.who}" if lead.preparer else "") + _trials_words(lead))
     return (f"; {100 * lead.share:.0f}% of it the host's pauses before {lead.kernels} kernels of "
             f"{lead.preparer.who if lead.preparer else 'one library'}" + _trials_words(lead))
@@ -129,7 +126,7 @@ def evidence_words(acc: dict) -> str:
     if not paid or not cost:
         return ""
     paid = paid[:1] + [p for p in paid[1:] if p["ns"] >= SMALL * cost]
-    parts = [f"`{_short(p['name'])}` {duration(p['ns'])} ({100 * p['ns'] / cost:.0f}%, over {p['launches']} "
+    parts = [f"`{short_kernel(p['name'])}` {duration(p['ns'])} ({100 * p['ns'] / cost:.0f}%, over {p['launches']} "
              "launches)" for p in paid]
     said = f". The host paused at the new shapes before launching {'; '.join(parts)}, beyond its pause before the " \
            "same kernel at a known shape"
