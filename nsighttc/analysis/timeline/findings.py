@@ -48,6 +48,8 @@ SHAPE_FIX_CAPTURES = (PAD_TO_FEW + ". The program records a CUDA graph for each 
                       "first eagerly), so a few shapes also mean a few graphs; with shapes that keep changing, "
                       "`mode=\"max-autotune-no-cudagraphs\"` or the default mode with the dimension dynamic "
                       "(`torch._dynamo.mark_dynamic(x, 1)`) records none.")
+
+
 def shape_churn_finding(f: dict) -> Finding | None:
     """The loop's steps at new input shapes (``steps.slow``): what they cost beyond a step at a known shape, which
     kernels were first launched there, and the fix (a few shapes)."""

@@ -92,5 +92,3 @@ def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, 
     return (f"Cut per-kernel host cost: {body}. " + (f"(Already in use: {'; '.join(done)}.) " if done else "")
             + f"`nsighttc try --variant {try_}` measures it."
             + (NO_GRAPHS_FOR_CHANGING_SHAPES if shapes_change else ""))
-
-
