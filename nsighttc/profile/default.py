@@ -55,13 +55,14 @@ from typing import Callable
 from ..collect import tools
 from ..collect.evidence_cache import EvidenceCache, program_key
 from ..errors import NsighttcError, UsageError
+from ..runtime.gate import write_gate
 from . import replay_pass
 from .evidence import (NCU_RERUN_MIN_SHARE, Outcome, export, missing_evidence, missing_matrix_share,
                        planned_needs)
 from .passes import BACKEND_FLAGS_FILE, KERNEL_OPS_FILE, Options, Pass
 from .planning import plan, rank_file, timeline_pass
 from .running import run_pass, start_pass
-from .stopping import ProgramPass, write_gate
+from .stopping import ProgramPass
 from .target import Target
 from .timeline_run import TimelineRun
 from .trace_reader import ReadersOfTheTrace

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from ..runtime.gate import write_gate
+
 if TYPE_CHECKING:
     import pandas as pd  # imported where tables are made: the replay is planned before the analysis stack loads
 
@@ -171,7 +173,7 @@ def start_replay(kernels: list[dict], ops: Path, gate: Path, decide: Callable[[p
     calls = calls_for(picked) if calls_for is not None else {k["name"]: k.get("op") for k in picked}
     found = [(k["name"], calls[k["name"]], int(k.get("device") or 0)) for k in picked if calls.get(k["name"])]
     counts = _write_calls(ops, found, len(missing))
-    gate.write_text("go")
+    write_gate(gate, "go")
     return {**counts, "errors": []}
 
 
@@ -344,12 +346,12 @@ class StreamPlan:
 
     def _open_gate(self) -> None:
         if self.hold is None or self.hold.is_set():
-            self.gate.write_text("go")
+            write_gate(self.gate, "go")
             return
 
         def when_released() -> None:
             self.hold.wait()
-            self.gate.write_text("go")
+            write_gate(self.gate, "go")
         threading.Thread(target=when_released, daemon=True, name="nsighttc-replay-gate").start()
 
 

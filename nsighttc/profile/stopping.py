@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..collect import process
 from ..errors import NsighttcError
+from ..runtime.gate import write_gate
 from .evidence import Outcome, export
 from .passes import PERM_FIX, CounterPermission, Options, Pass
 from .planning import hardware_pass
@@ -78,14 +79,6 @@ class _Relay:
             lines, self._lines, self._target = self._lines, [], target
         for line in lines:
             target(line)
-
-
-def write_gate(gate: Path, word: str) -> None:
-    """Tell a launcher waiting at ``gate`` to go on ("go") or to leave ("stop")."""
-    try:
-        gate.write_text(word)
-    except OSError:
-        pass
 
 
 class ProgramPass:

@@ -53,6 +53,18 @@ def said(gate: Path) -> bool:
     return bool(words) and words[0] in ("go", "stop")
 
 
+def write_gate(gate: Path, words: str) -> None:
+    """Say ``words`` at ``gate`` in one step: written beside it, then renamed over it, so a reader polling the
+    gate never reads it half written (a test read an empty gate between its creation and its write; a reader
+    could take 'go' without the settings after it)."""
+    part = gate.with_name(f"{gate.name}.{os.getpid()}.part")
+    try:
+        part.write_text(words)
+        os.replace(part, gate)
+    except OSError:
+        part.unlink(missing_ok=True)
+
+
 def _words(gate: Path) -> list[str]:
     """What ``gate`` says so far (nothing while it does not exist)."""
     try:
