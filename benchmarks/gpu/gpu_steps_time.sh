@@ -69,10 +69,13 @@
 # users3b: Lightning's first and cached runs at the window that counts its steps at the new rate, a pipeline pair,
 # then the graph loop's whole torch.profiler recording read under py-spy (pip install --target: the image has none);
 # users3c: the final code on the three: each plain (the pipeline's pair first on a fresh machine), first and cached;
+# users4: generate() over prompts of many lengths, each batch left-padded to its longest (user_programs/gen_varlen.py):
+# plain pairs (bucketed to multiples of 128) around first and cached runs, then recorded by hand while time is left;
+# users4b: its plain runs with the prompts bucketed, a static cache, both, and as written again;
 # hfsave: ../shared/programs/hf_bert.py saving a Trainer checkpoint every 15 steps (save_strategy="steps": safetensors
 # of the model, torch.save of AdamW's state), plain with and without saving around its first and cached runs
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -971,5 +974,35 @@ if [ "$PART" = record ]; then
   record varlen wrappers/varlen_infer.py --batches 60
   record accum wrappers/grad_accum.py --steps 12
 fi
+if [ "$PART" = users4 ]; then  # generate() over prompts of many lengths (benchmarks/gpu/user_programs/gen_varlen.py):
+  # plain pairs (each batch padded to its longest prompt / to a multiple of 128) around its first and cached runs,
+  # then recorded by hand (torch.profiler, nsys) while the call has time
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  plain gv_1 $U/gen_varlen.py
+  plain gv_bucket_1 $U/gen_varlen.py --bucket
+  profile gv_first 150 -- $U/gen_varlen.py
+  profile gv_cached 150 -- $U/gen_varlen.py
+  plain gv_2 $U/gen_varlen.py
+  plain gv_bucket_2 $U/gen_varlen.py --bucket
+  keep_recordings gv_first gv_cached
+  steps_of "$W"/runs_*/*/verdict.json
+  echo "users4 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  [ $(( $(date +%s) - T0 )) -lt 300 ] && record gv benchmarks/gpu/user_programs/gen_varlen.py
+  echo "users4 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = users4b ]; then  # gen_varlen.py's plain runs with the fixes the shape-churn finding names: prompts
+  # bucketed, a static key/value cache (one decode shape), both; then as written again
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  plain gv_3 $U/gen_varlen.py
+  plain gv_static $U/gen_varlen.py --cache static
+  plain gv_bucket_static $U/gen_varlen.py --bucket --cache static
+  plain gv_bucket_3 $U/gen_varlen.py --bucket
+  plain gv_4 $U/gen_varlen.py
+  echo "users4b took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
 pack
 cat "$S"
+
