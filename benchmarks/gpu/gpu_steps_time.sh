@@ -71,11 +71,12 @@
 # users3c: the final code on the three: each plain (the pipeline's pair first on a fresh machine), first and cached;
 # users4: generate() over prompts of many lengths, each batch left-padded to its longest (user_programs/gen_varlen.py):
 # plain pairs (bucketed to multiples of 128) around first and cached runs, then recorded by hand while time is left;
-# users4b: its plain runs with the prompts bucketed, a static cache, both, and as written again;
+# users4b: its plain runs with the prompts bucketed, a static cache, both, and as written again; users4c: its first and
+# cached runs again (at the code that pays a request's calls per length);
 # hfsave: ../shared/programs/hf_bert.py saving a Trainer checkpoint every 15 steps (save_strategy="steps": safetensors
 # of the model, torch.save of AdamW's state), plain with and without saving around its first and cached runs
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -1001,6 +1002,14 @@ if [ "$PART" = users4b ]; then  # gen_varlen.py's plain runs with the fixes the 
   plain gv_bucket_3 $U/gen_varlen.py --bucket
   plain gv_4 $U/gen_varlen.py
   echo "users4b took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+if [ "$PART" = users4c ]; then  # gen_varlen.py's first and cached runs at the code that pays a request's calls per
+  # length (no plain runs: users4 and users4b measured them)
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  profile gv_first 150 -- $U/gen_varlen.py
+  profile gv_cached 150 -- $U/gen_varlen.py
+  findings_of_each "$W"/runs_gv_*/*/verdict.json
+  echo "users4c took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 pack

@@ -135,3 +135,16 @@ def test_a_generation_loops_churn_gain_pays_a_requests_every_call_per_length_and
     assert gain["low"] <= min(GENERATION_PAIRS) and max(GENERATION_PAIRS) <= gain["high"] <= 3 * gain["low"], gain
     assert "new key/value length" in gain["basis"] and "requests the program serves" in gain["basis"]
 
+
+
+def test_pauses_before_a_kernel_over_the_new_shapes_excess_are_all_of_it_not_over_100_percent():
+    """The generation loop's first run again (users4c): 414 ms of the host's pauses before cuDNN's attention at new
+    lengths against 400 ms those steps took beyond a known-shape step, said "103% of it the host's pauses"."""
+    import json
+    from nsighttc.analysis.timeline.steps import shape_costs
+    doc = json.loads(lzma.open(FIX / "steps" / "gen_varlen" / "gv_first_again_churn.json.xz").read())
+    acc = doc["timeline"]["steps"]["shape_churn"]
+    assert acc["paid_before"][0]["ns"] > acc["new_shape_excess_ns"]  # (as the run measured it)
+    said = shape_costs.headline_words(acc) + shape_costs.evidence_words(acc)
+    assert "; all of it the host's pauses before `cudnn_generated_fort_native_sdpa" in said, said
+    assert "(all of it, over 20 launches)" in said and "103%" not in said
