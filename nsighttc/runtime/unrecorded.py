@@ -31,7 +31,7 @@ from __future__ import annotations
 # "the recording's slowdown 13.72x", reports/steps_time graph). So the stretch after the window is timed between two
 # device synchronisations (``synced``): its steps' host times are scaled to the synchronised span, once, at its end.
 # Scaled, they are still launch times where the host ran ahead: only their sum is the GPU's (``host_share``, the host's
-# times over the span, tells; ``profile.window.unrecorded_steps`` then takes the span over the steps).
+# times over the span, tells; ``profile.unrecorded_steps.unrecorded_steps`` then takes the span over the steps).
 UNRECORDED_STEPS = 24
 UNRECORDED_MIN = 2
 UNRECORDED_MAX_S = 1.0
@@ -100,7 +100,7 @@ class AfterWindow:
             self.host_share = host / span
 
     def event(self, recorder: str) -> dict | None:
-        """The ``unrecorded`` event (what the profile run reads: ``profile.window.unrecorded_steps``), None before
+        """The ``unrecorded`` event (what the profile run reads: ``profile.unrecorded_steps.unrecorded_steps``), None before
         two steps ran."""
         if len(self.durations) < 2:
             return None
