@@ -108,6 +108,15 @@ if [ "$PART" = verify ] || [ "$PART" = varlen ]; then
   done
 fi
 
+pairs_around_runs() {  # name fix limit flags -- cmd...: the program plain and with its fix's flags plain, its first and
+  # cached profiled runs (limit seconds each), then both plain again (NAME_1, NAME_FIX_1, NAME_first, NAME_cached, ...)
+  local n=$1 fx=$2 limit=$3 flags=() ; shift 3
+  while [ "$1" != -- ]; do flags+=("$1"); shift; done; shift
+  plain "${n}_1" "$@"; plain "${n}_${fx}_1" "$@" "${flags[@]}"
+  profile "${n}_first" "$limit" -- "$@"; profile "${n}_cached" "$limit" -- "$@"
+  plain "${n}_2" "$@"; plain "${n}_${fx}_2" "$@" "${flags[@]}"
+}
+
 keep_runs() {  # name...: each profiled run's verdict and window events, into W/fix/NAME (for the CPU tests)
   local n d
   for n in "$@"; do
@@ -825,12 +834,7 @@ if [ "$PART" = users ]; then  # programs written as their libraries' docs show (
   # DataLoader eval padding each batch to its longest text, Accelerate's gradient accumulation, a training step compiled
   # with mode="reduce-overhead"; each plain (and its fix plain), profiled first and cached, recordings kept
   T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
-  plain ev_1 $U/loader_varlen_eval.py
-  plain ev_bucket_1 $U/loader_varlen_eval.py --bucket
-  profile ev_first 150 -- $U/loader_varlen_eval.py
-  profile ev_cached 150 -- $U/loader_varlen_eval.py
-  plain ev_2 $U/loader_varlen_eval.py
-  plain ev_bucket_2 $U/loader_varlen_eval.py --bucket
+  pairs_around_runs ev bucket 150 --bucket -- $U/loader_varlen_eval.py
   plain acc_1 $U/accel_accum.py
   profile acc_first 150 -- $U/accel_accum.py
   profile acc_cached 150 -- $U/accel_accum.py
@@ -866,12 +870,7 @@ if [ "$PART" = users3 ]; then  # three more programs as their libraries' docs sh
   plain gr_eager $U/graph_adamw.py --eager --steps 500
   profile gr_first 120 -- $U/graph_adamw.py
   profile gr_cached 120 -- $U/graph_adamw.py
-  plain pv_1 $U/pipe_varlen.py
-  plain pv_pad_1 $U/pipe_varlen.py --pad-to 256
-  profile pv_first 120 -- $U/pipe_varlen.py
-  profile pv_cached 120 -- $U/pipe_varlen.py
-  plain pv_2 $U/pipe_varlen.py
-  plain pv_pad_2 $U/pipe_varlen.py --pad-to 256
+  pairs_around_runs pv pad 120 --pad-to 256 -- $U/pipe_varlen.py
   plain la_1 $U/lit_accum.py
   profile la_first 150 -- $U/lit_accum.py
   profile la_cached 150 -- $U/lit_accum.py
@@ -979,12 +978,7 @@ if [ "$PART" = users4 ]; then  # generate() over prompts of many lengths (benchm
   # plain pairs (each batch padded to its longest prompt / to a multiple of 128) around its first and cached runs,
   # then recorded by hand (torch.profiler, nsys) while the call has time
   T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
-  plain gv_1 $U/gen_varlen.py
-  plain gv_bucket_1 $U/gen_varlen.py --bucket
-  profile gv_first 150 -- $U/gen_varlen.py
-  profile gv_cached 150 -- $U/gen_varlen.py
-  plain gv_2 $U/gen_varlen.py
-  plain gv_bucket_2 $U/gen_varlen.py --bucket
+  pairs_around_runs gv bucket 150 --bucket -- $U/gen_varlen.py
   keep_recordings gv_first gv_cached
   steps_of "$W"/runs_*/*/verdict.json
   echo "users4 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"

@@ -76,7 +76,8 @@ def loop(f: dict, doc: dict) -> dict:
     median, tenth = float(np.median(each)), float(np.percentile(each, 90))
     costliest = max(x for x in each if x <= OUTLIER * tenth)  # (the costliest, less outliers)
     per, requests = _shapes_per_length(tl, fam, len(each))
-    fast = others + n * mean + (BUCKETS - 1) * per * median
+    more = (BUCKETS - 1) * per  # (the shapes the fixed loop pays beyond the first step's)
+    fast = others + n * mean + more * median
     slow = others + n * longest + BUCKETS * per * costliest
     paid_in_loop = min(whole / max(fast, 1.0), all_removed)
     low = max(min(whole / max(slow, 1.0), paid_in_loop), 1.0)  # (a fix that pays more shapes than the loop did: none)
@@ -117,15 +118,14 @@ def loop(f: dict, doc: dict) -> dict:
     none_paid = high >= all_removed * 0.999
     if none_paid:
         basis += (f"no shape paid in the loop, as a loop that runs on pays its few shapes once or the per-shape work "
-                  f"turned off (as the fix below may allow) pays none ({(BUCKETS - 1) * per} more paid in it at a new "
+                  f"turned off (as the fix below may allow) pays none ({more} more paid in it at a new "
                   f"shape's median cost ({duration(median)}): {paid_in_loop:.2f}x)")
     elif high > paid_in_loop * 1.001:
-        basis += (f"fewer than {(BUCKETS - 1) * per} more shapes paid in the loop ({(BUCKETS - 1) * per} at a new "
-                  f"shape's median cost "
+        basis += (f"fewer than {more} more shapes paid in the loop ({more} at a new shape's median cost "
                   f"({duration(median)}): {paid_in_loop:.2f}x; none: {all_removed:.2f}x; the range kept within "
                   f"{WIDTH:g}x)")
     else:
-        basis += f"{(BUCKETS - 1) * per} more shapes paid at a new shape's median cost ({duration(median)})"
+        basis += f"{more} more shapes paid at a new shape's median cost ({duration(median)})"
     basis += speed + before
     if per > 1 and low <= 1.0:
         basis += (f"; a loop as short as the recorded one ({requests} requests) pays as many shapes at a few lengths "

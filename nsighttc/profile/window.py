@@ -180,16 +180,15 @@ def unrecorded_speed(verdict, done: list[Pass]) -> bool:
         return False
     unrec = u["median_ms"] * 1e6
     inf = tl.get("inference") or {}
-    if inf and u.get("decode_median_ms") and churn.get("base_ns"):
-        # decode calls at shapes seen before, against the recorded call at one: the recorded time per output token
-        # holds the new shapes' cost too, which no recording's speed measures, so no unrecorded one is said
-        unrec = u["decode_median_ms"] * 1e6
-    elif inf and u.get("decode_median_ms") and inf.get("tpot_ns"):
+    if inf and u.get("decode_median_ms") and (churn.get("base_ns") or inf.get("tpot_ns")):
         unrec = u["decode_median_ms"] * 1e6  # (model calls: the decode calls are the steady ones)
-        slow = float(inf["tpot_ns"]) / unrec
-        inf["unrecorded"] = {"tpot_ns": unrec, "steps": u["steps"], "recording_slowdown": round(slow, 3),
-                             **({"tokens_per_s": round(float(inf["tokens_per_s"]) * slow, 2)}
-                                if inf.get("tokens_per_s") else {})}
+        if not churn.get("base_ns"):  # (where shapes churn, the decode calls are at shapes seen before, against the
+            # recorded call at one: the recorded time per output token holds the new shapes' cost too, which no
+            # recording's speed measures, so no unrecorded one is said)
+            slow = float(inf["tpot_ns"]) / unrec
+            inf["unrecorded"] = {"tpot_ns": unrec, "steps": u["steps"], "recording_slowdown": round(slow, 3),
+                                 **({"tokens_per_s": round(float(inf["tokens_per_s"]) * slow, 2)}
+                                    if inf.get("tokens_per_s") else {})}
     st["unrecorded"] = {"median_ns": unrec, "steps": u["steps"], "recording_slowdown": round(recorded / unrec, 3),
                         "when": u["when"], "how": u["how"],  # when: the steps timed "after" the window or "before" it
                         **({"known_shape_ns": recorded} if churn.get("base_ns") else {}),  # (the recorded step so

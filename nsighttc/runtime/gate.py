@@ -4,6 +4,7 @@ the window takes: ``window-warmup=N``, ``window=off``), and the wait at PyTorch'
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def write_gate(gate: Path, words: str) -> None:
     """Say ``words`` at ``gate`` in one step: written beside it, then renamed over it, so a reader polling the
     gate never reads it half written (a test read an empty gate between its creation and its write; a reader
     could take 'go' without the settings after it)."""
-    part = gate.with_name(f"{gate.name}.{os.getpid()}.part")
+    part = gate.with_name(f"{gate.name}.{os.getpid()}.{threading.get_ident()}.part")  # (one per writing thread)
     try:
         part.write_text(words)
         os.replace(part, gate)

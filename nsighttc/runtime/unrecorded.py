@@ -100,8 +100,8 @@ class AfterWindow:
             self.host_share = host / span
 
     def event(self, recorder: str) -> dict | None:
-        """The ``unrecorded`` event (what the profile run reads: ``profile.unrecorded_steps.unrecorded_steps``), None before
-        two steps ran."""
+        """The ``unrecorded`` event (what the profile run reads: ``profile.unrecorded_steps.unrecorded_steps``), None
+        before two steps ran."""
         if len(self.durations) < 2:
             return None
         doc = {"event": "unrecorded", "phase": "/".join(self.key), "recorder": recorder,
