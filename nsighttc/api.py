@@ -245,6 +245,8 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         raise UsageError("no input files given")
     with stages.stage("parse"):
         parsed = _load_all(paths)
+    from .parse import segments
+    parsed, joined = segments.join(parsed)  # (recordings of one program one after another: a profiler's cycles)
     timelines = [p for p in parsed if p.timeline is not None]
     counters = [p for p in parsed if p.timeline is None]
     warnings = [w for p in parsed for w in p.warnings]
@@ -337,6 +339,9 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         found = sorted(found + timeline_mod.findings(timeline), key=lambda f: -f.time_ns)
     inputs = [{"path": str(p.path), "kind": p.kind.value, "launches": int(len(p.kernels))} for p in parsed]
     tl_doc = timeline_mod.to_json(timeline) if timeline is not None else None
+    if joined and tl_doc is not None:
+        tl_doc["recordings"] = joined
+        warnings.append(segments.note(joined))
     v = Verdict(inputs, device, summary, kernel_rows, ranges, found, launches, warnings, tl_doc)
     v.host_collapsed = timeline.host_collapsed if timeline is not None else ""
     return with_gains(v)

@@ -200,8 +200,12 @@ def startup_line(tl: dict) -> str | None:
     step, gpu = typical_step(steps)
     ahead = f" as the GPU finished them (the host started one every {ns(steps.get('median_iteration_ns'))})" \
         if gpu else ""
-    if steps.get("steps_per_cycle"):  # (``step_cycle``: a long step, then short ones, round after round)
-        ahead += (f", a mean over every {steps['steps_per_cycle']} steps (they take turns, as DataLoader workers that "
+    k, rec = steps.get("steps_per_cycle"), (tl.get("recordings") or {}).get("recordings")
+    if k and rec and steps.get("count") == k * rec:  # (a profiler's cycles: ``parse.segments``)
+        ahead += (f", a mean over every {k} steps (each recording's {k}: the profiler stops at its last, waiting for "
+                  "the GPU)")
+    elif k:  # (``step_cycle``: a long step, then short ones, round after round)
+        ahead += (f", a mean over every {k} steps (they take turns, as DataLoader workers that "
                   "deliver their batches together make them)")
     return (f"Start-up {st['seconds']:.1f} s{comp}, then {steady} steady step{'s' if steady != 1 else ''} of "
             f"{ns(step)}{ahead}{speed} (steps from {src}{warm})")
@@ -280,6 +284,10 @@ def loop_time_line(tl: dict) -> str | None:
                     slow_causes_words(sc)
         words.append(f"{label} {_seconds(p['ns'])} ({100 * p['share']:.0f}%{extra})")
     clock = " (steps as the GPU finished them: the host ran ahead)" if lt.get("clock") == "gpu" else ""
+    rec = tl.get("recordings") or {}
+    if rec.get("recordings"):  # (a profiler's cycles, joined: ``parse.segments``)
+        clock += (f" ({rec['recordings']} recordings one after another; the {_seconds(rec['unrecorded_ns'])} between "
+                  "them was not recorded and is left out)")
     return f"Where the recording's {_seconds(lt['total_ns'])} went{clock}: " + ", ".join(words)
 
 
