@@ -66,4 +66,7 @@ SESSION_KEPT = "nsighttc.launch: kept the window's session, for "
 # the rank's trace. The ranges are bookkeeping, not the program's: the parsers drop them (``parse.marks``).
 CAPTURED_OP = "nsighttc.op#"
 CAPTURE_FILE = "torch_ops_capture.json"
+# + the program's line: a torch.profiler the program made was held off while the launcher recorded with its own
+# (``runtime.guest_profiler``: one process holds one Kineto session); said once, at its first action
+OWN_PROFILER_HELD = "nsighttc.launch: the program's own torch.profiler held off, at "
 WINDOW_EVENT = "nsighttc.launch: window "  # + a JSON object: what the window did (start/end/stop per phase)

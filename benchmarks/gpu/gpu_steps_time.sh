@@ -73,10 +73,15 @@
 # plain pairs (bucketed to multiples of 128) around first and cached runs, then recorded by hand while time is left;
 # users4b: its plain runs with the prompts bucketed, a static cache, both, and as written again; users4c: its first and
 # cached runs again (at the code that pays a request's calls per length);
+# users5: a program that profiles itself as PyTorch's profiler recipe shows (user_programs/sched_cycles.py: a schedule
+# whose cycle repeats, one trace file per cycle), eager and graph-replaying: plain, with its own profiler (the log
+# folders read by `nsighttc analyze`, kept as fixtures), and under `nsighttc profile` (its profiler beside ours);
+# users5b: the same at the code that joins a profiler's cycles and holds the program's own profiler off: plain, its log
+# folders analysed, its first and cached runs (torch.profiler), the graph-replaying one's first run;
 # hfsave: ../shared/programs/hf_bert.py saving a Trainer checkpoint every 15 steps (save_strategy="steps": safetensors
 # of the model, torch.save of AdamW's state), plain with and without saving around its first and cached runs
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -985,6 +990,55 @@ if [ "$PART" = users4 ]; then  # generate() over prompts of many lengths (benchm
   pack
   [ $(( $(date +%s) - T0 )) -lt 300 ] && record gv benchmarks/gpu/user_programs/gen_varlen.py
   echo "users4 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = users5 ]; then  # a program profiling itself in cycles (user_programs/sched_cycles.py), see the header
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs/sched_cycles.py"
+  plain sc_eager $U --no-profile
+  plain sc_graph $U --graph --no-profile
+  plain sc_eager_log $U --log "$W/fix/sc_eager_log"
+  plain sc_graph_log $U --graph --log "$W/fix/sc_graph_log" --steps 60
+  plain sc_eager_rep $U --log "$W/fix/sc_eager_rep" --repeat 2 --wait 8
+  plain sc_eager_2 $U --no-profile
+  for d in sc_eager_log sc_graph_log sc_eager_rep; do
+    ls "$W/fix/$d" >> "$S" 2>&1
+    timeout 180 python3 -m nsighttc analyze "$W/fix/$d" -o "$W/fix/$d.md" -q >> "$S" 2>&1
+    timeout 180 python3 -m nsighttc analyze "$W/fix/$d" --format json -o "$W/fix/$d.verdict.json" -q >> "$S" 2>&1
+    echo "analyze $d:" >> "$S"; grep -E "^\*\*|^Start-up|^Where|Steps \|" "$W/fix/$d.md" | head -8 >> "$S"
+    (cd "$W/fix" && tar cJf "$d.tar.xz" "$d" && rm -rf "$d")
+  done
+  echo "users5 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  profile sc_own 240 -- $U --log "$W/own_log"
+  ls "$W/own_log" >> "$S" 2>&1
+  tail -15 "$W/sc_own.profile.log" >> "$S"
+  profile sc_own_nsys 240 --timeline-engine nsys -- $U --log "$W/own_log_nsys"
+  ls "$W/own_log_nsys" >> "$S" 2>&1
+  tail -8 "$W/sc_own_nsys.profile.log" >> "$S"
+  keep_runs sc_own sc_own_nsys
+  echo "users5 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = users5b ]; then  # see the header: the cycles joined, the program's own profiler held off
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs/sched_cycles.py"
+  plain sc_eager $U --no-profile
+  plain sc_graph $U --graph --no-profile
+  plain sc_eager_log $U --log "$W/fix/sc_eager_log"
+  plain sc_graph_log $U --graph --log "$W/fix/sc_graph_log" --steps 60
+  for d in sc_eager_log sc_graph_log; do
+    timeout 180 python3 -m nsighttc analyze "$W/fix/$d" -o "$W/fix/$d.md" -q >> "$S" 2>&1
+    echo "analyze $d:" >> "$S"; grep -E "^\*\*GPU|^Start-up|^Where" "$W/fix/$d.md" | head -4 >> "$S"
+    rm -rf "$W/fix/$d"
+  done
+  profile sc_own_first 240 -- $U --log "$W/own_log"
+  profile sc_own_cached 240 -- $U --log "$W/own_log2"
+  profile sc_own_graph 240 -- $U --graph --steps 60 --log "$W/own_log3"
+  ls "$W"/own_log* >> "$S" 2>&1
+  for n in sc_own_first sc_own_cached sc_own_graph; do
+    grep -E "own torch.profiler|exited with code" "$W/$n.profile.log" | head -3 >> "$S"
+  done
+  plain sc_eager_2 $U --no-profile
+  keep_runs sc_own_first sc_own_cached sc_own_graph
+  echo "users5b took $(( $(date +%s) - T0 )) s" >> "$S"
   pack
 fi
 if [ "$PART" = users4b ]; then  # gen_varlen.py's plain runs with the fixes the shape-churn finding names: prompts

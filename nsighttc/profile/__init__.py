@@ -41,6 +41,16 @@ from .rundir import kept, new_run_dir, provenance, safe_name, write_meta
 from .running import finish_pass, pass_env, run_pass, run_queue, signal_name, start_pass
 from .target import Target, resolve_target
 
+# The program ran its own torch.profiler beside nsighttc's (``runtime.guest_profiler``): one process holds one Kineto
+# session, and the program's cycles ended nsighttc's recording, so the run had no trace (H200,
+# benchmarks/gpu/user_programs/sched_cycles.py). Under nsys both record: the same program's nsys run wrote its own 8
+# traces and nsighttc's verdict (gpu_steps_time.sh users5).
+OWN_PROFILER_NOTE = ("the program runs its own torch.profiler ({where}); one process holds one such recording, so it "
+                     "was held off while nsighttc's recorded: its steps (`prof.step()`) are the verdict's steps, but "
+                     "its own traces (`on_trace_ready`, `export_chrome_trace`) were not written this run and what it "
+                     "read back (`key_averages()`) was empty. To have both: `--timeline-engine nsys`, beside which it "
+                     "records as written; or run it without nsighttc and read its traces with `nsighttc analyze DIR`")
+
 __all__ = ["ENGINES", "PERM_FIX", "CounterPermission", "NoGPU", "Options", "Pass", "Result", "Target", "distribute",
            "finish_pass", "new_run_dir", "pass_env", "plan", "profile", "rank_dirs", "rank_run_dir", "resolve_target",
            "run_pass", "safe_name", "start_pass"]
@@ -144,6 +154,8 @@ def _ending(done: list[Pass], opts: Options, failures: list[str]) -> _Ending:
         said = window_note(p) if p.mode == "timeline" else None
         if said:
             notes.append(said)
+        if p.own_profiler and p.engine == "torch":
+            notes.append(OWN_PROFILER_NOTE.format(where=p.own_profiler))
     interrupted = any(p.interrupted for p in done)
     timed_out = any(p.timed_out for p in done)
     if interrupted:

@@ -91,6 +91,7 @@ class Pass:
     operators_until_s: float | None = None         # ... and when they were written (None: one recording, whole)
     ranks_recorded: dict = field(default_factory=dict)  # distributed timeline: what each rank's launcher recorded
     ranks_left_running_s: float | None = None      # ... stopped: a rank still ran this long after another's stop
+    own_profiler: str | None = None                # the program's line whose torch.profiler was held off (guest_profiler)
 
     @property
     def stopped_after_window(self) -> bool:

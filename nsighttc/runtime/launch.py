@@ -278,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         lead = False  # (a distributed rank 0 whose operators with their arguments are recorded before its window only)
         if ns.torch_trace:
             import torch
+            from . import guest_profiler
+            guest_profiler.install()  # (the program's own torch.profiler records nothing beside ours: one session)
             acts = [torch.profiler.ProfilerActivity.CPU]
             if torch.cuda.is_available():
                 acts.append(torch.profiler.ProfilerActivity.CUDA)
@@ -287,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
                 config = trace_only
                 if not record_shapes and os.environ.get(EXTERNAL_CORRELATION_ENV) == "off":
                     config = ranges_config(trace_only is not None) or trace_only
-                return torch.profiler.profile(activities=acts, record_shapes=record_shapes, with_stack=False,
-                                              **({"experimental_config": config} if config is not None else {}))
+                return guest_profiler.own(torch.profiler.profile(
+                    activities=acts, record_shapes=record_shapes, with_stack=False,
+                    **({"experimental_config": config} if config is not None else {})))
             # a first run whose window may come: the operators until it (their own trace), then the window's ranges
             windowed = window is not None and window.enabled and not from_window
             ops_until_window = ns.ops_trace is not None and ns.record_shapes and windowed

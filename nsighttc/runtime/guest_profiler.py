@@ -1,0 +1,84 @@
+"""The program's own ``torch.profiler``, held off while nsighttc's records the process.
+
+One process holds one Kineto session. A program that profiles itself as PyTorch's recipe shows (``profile(schedule=
+schedule(wait=1, warmup=1, active=3), on_trace_ready=tensorboard_trace_handler(DIR))`` and ``prof.step()``) started
+and stopped sessions over nsighttc's: each of its cycles ended the session nsighttc was recording, and the launcher's
+own stop then failed ("RuntimeError: Can't disable Kineto profiler when it's not running"), so the run had no trace
+and no verdict, and said the workload had failed (H200, torch 2.11, ``benchmarks/gpu/user_programs/sched_cycles.py``,
+gpu_steps_time.sh users5; the program itself exited 0). On this machine's CPU build the program's first cycle took the
+session over silently and nsighttc wrote no trace at all.
+
+So, while the launcher records with torch.profiler, a ``torch.profiler.profile`` the program makes starts, steps and
+stops as the program asks but records nothing of its own: its schedule's actions (prepare, start, stop, its
+``on_trace_ready``) are not run, and its ``prof.step()`` still marks each step as ``ProfilerStep#N`` in nsighttc's
+recording, the program's own step marks. What the program reads back afterwards (``key_averages()``, ``events()``)
+is empty, and ``export_chrome_trace`` writes nothing: the run says so, with the program's line, and how to have both
+(``--timeline-engine nsys``: nsys and the program's profiler record side by side, as seen on the same program).
+Standard library only until torch is imported: this runs inside the user's program.
+"""
+from __future__ import annotations
+
+import os
+import traceback
+import weakref
+
+from ..record_format import OWN_PROFILER_HELD
+from .lines import say
+
+_OWN: "weakref.WeakSet" = weakref.WeakSet()   # nsighttc's own profilers: never held off
+_SAID: list[str] = []                          # where the program's first profiler was held off (said once)
+_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def own(prof):
+    """``prof`` (a ``torch.profiler.profile`` nsighttc made), marked as nsighttc's: it records. Returns it."""
+    _OWN.add(prof)
+    return prof
+
+
+def _program_line() -> str:
+    """The program's line that drove the profiler: the innermost frame outside torch and nsighttc."""
+    import torch
+    skip = (os.path.dirname(os.path.abspath(torch.__file__)), _HERE)
+    for fr in reversed(traceback.extract_stack()[:-2]):
+        f = os.path.abspath(fr.filename)
+        if not f.startswith(skip) and not fr.filename.startswith("<"):
+            return f"{os.path.basename(f)}:{fr.lineno}"
+    return "?"
+
+
+def install() -> None:
+    """Hold off every ``torch.profiler.profile`` that is not nsighttc's, from now on in this process."""
+    from torch.profiler import profiler as tp
+    from torch.autograd.profiler_util import EventList
+    cls = tp.profile
+    if getattr(cls, "_nsighttc_held", False):
+        return
+    transit, key_averages, events, export = cls._transit_action, cls.key_averages, cls.events, \
+        cls.export_chrome_trace
+
+    def held(self) -> bool:
+        if self in _OWN:
+            return False
+        if not _SAID:
+            _SAID.append(_program_line())
+            say(f"{OWN_PROFILER_HELD}{_SAID[0]}")
+        return True
+
+    def _transit_action(self, prev_action, current_action):
+        if held(self):
+            return None  # (no session prepared, started or stopped, no on_trace_ready: nsighttc's records)
+        return transit(self, prev_action, current_action)
+
+    def _key_averages(self, *a, **kw):
+        return EventList([]) if held(self) else key_averages(self, *a, **kw)
+
+    def _events(self):
+        return EventList([]) if held(self) else events(self)
+
+    def _export_chrome_trace(self, path, *a, **kw):
+        return None if held(self) else export(self, path, *a, **kw)
+
+    cls._transit_action, cls.key_averages, cls.events = _transit_action, _key_averages, _events
+    cls.export_chrome_trace = _export_chrome_trace
+    cls._nsighttc_held = True
