@@ -47,6 +47,13 @@ def _program_line() -> str:
     return "?"
 
 
+def _empty(EventList):
+    """No events, as a profiler that recorded none returns them (the tree built: ``key_averages()`` asks for it)."""
+    events = EventList([])
+    events._build_tree()
+    return events
+
+
 def install() -> None:
     """Hold off every ``torch.profiler.profile`` that is not nsighttc's, from now on in this process."""
     from torch.profiler import profiler as tp
@@ -71,10 +78,10 @@ def install() -> None:
         return transit(self, prev_action, current_action)
 
     def _key_averages(self, *a, **kw):
-        return EventList([]) if held(self) else key_averages(self, *a, **kw)
+        return _empty(EventList) if held(self) else key_averages(self, *a, **kw)
 
     def _events(self):
-        return EventList([]) if held(self) else events(self)
+        return _empty(EventList) if held(self) else events(self)
 
     def _export_chrome_trace(self, path, *a, **kw):
         return None if held(self) else export(self, path, *a, **kw)
@@ -82,3 +89,33 @@ def install() -> None:
     cls._transit_action, cls.key_averages, cls.events = _transit_action, _key_averages, _events
     cls.export_chrome_trace = _export_chrome_trace
     cls._nsighttc_held = True
+    _hold_off_legacy(held, EventList)
+
+
+def _hold_off_legacy(held, EventList) -> None:
+    """The same for ``torch.autograd.profiler.profile`` used as a context (``with profile(use_cuda=True) as p:``, the
+    older spelling). nsighttc's own profilers drive theirs through ``_prepare_trace``/``_start_trace`` and stop it by
+    ``__exit__``, never entering it, so an instance is held off where the program entered it: it then exits as a no-op
+    and reads back no events."""
+    from torch.autograd import profiler as ap
+    cls = ap.profile
+    enter, leave, export = cls.__enter__, cls.__exit__, cls.export_chrome_trace
+
+    def __enter__(self):
+        if not self.enabled:
+            return enter(self)
+        self._nsighttc_guest = True
+        held(self)
+        self.entered, self.kineto_results = True, None
+        self._function_events, self._needs_processing = _empty(EventList), False
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        if getattr(self, "_nsighttc_guest", False):
+            return False
+        return leave(self, exc_type, exc_val, exc_tb)
+
+    def export_chrome_trace(self, path, *a, **kw):
+        return None if getattr(self, "_nsighttc_guest", False) else export(self, path, *a, **kw)
+
+    cls.__enter__, cls.__exit__, cls.export_chrome_trace = __enter__, __exit__, export_chrome_trace

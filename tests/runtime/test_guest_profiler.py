@@ -29,6 +29,10 @@ with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup
         time.sleep(0.003)
         prof.step()
 print("rows", len(prof.key_averages()), "steps done")
+with torch.autograd.profiler.profile() as legacy:  # (the older spelling, entered as a context)
+    m(x).sum().backward()
+print("legacy rows", len(legacy.key_averages()), legacy.key_averages().table().count("\\n") >= 0)
+legacy.export_chrome_trace(sys.argv[1] + ".legacy.json")
 """
 
 
@@ -46,8 +50,10 @@ def test_a_program_profiling_itself_keeps_running_as_written_and_its_steps_are_t
     assert (res.run_dir / "torch_trace.json").exists()
     said = (res.run_dir / "torch.stderr.log").read_text()
     assert "the program's own torch.profiler held off, at own_profiler.py:6" in said
-    assert "rows 0 steps done" in (res.run_dir / "torch.log").read_text()  # (what it read back: empty, no error)
+    out = (res.run_dir / "torch.log").read_text()
+    assert "rows 0 steps done" in out and "legacy rows 0 True" in out  # (what it read back: empty, no error)
     assert not log.exists() or not any(log.iterdir())  # its own traces: not written this run (and the note says so)
+    assert not Path(f"{log}.legacy.json").exists()
     note = next(n for n in res.notes if "runs its own torch.profiler" in n)
     assert "own_profiler.py:6" in note and "--timeline-engine nsys" in note
     steps = res.verdict.to_json()["timeline"]["steps"]
