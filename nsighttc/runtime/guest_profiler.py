@@ -36,15 +36,39 @@ def own(prof):
     return prof
 
 
+def _library(path: str) -> bool:
+    """An installed package's file, or the standard library's (``contextlib``): not the program's."""
+    import sysconfig
+    std = sysconfig.get_paths().get("stdlib") or ""
+    return any(part in ("site-packages", "dist-packages") for part in path.replace("\\", "/").split("/")) or \
+        bool(std) and os.path.abspath(path).startswith(os.path.abspath(std) + os.sep)
+
+
+def _short(path: str) -> str:
+    """A library's file from its package (``lightning/pytorch/profilers/pytorch.py``), the program's by its name."""
+    parts = path.replace("\\", "/").split("/")
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] in ("site-packages", "dist-packages"):
+            return "/".join(parts[i + 1:])
+    return os.path.basename(path)
+
+
 def _program_line() -> str:
-    """The program's line that drove the profiler: the innermost frame outside torch and nsighttc."""
+    """Where the profiler was driven from: the innermost frame outside torch and nsighttc, and where that is a
+    library's (Lightning's ``Trainer(profiler="pytorch")``), the program's own line that called into it."""
     import torch
     skip = (os.path.dirname(os.path.abspath(torch.__file__)), _HERE)
-    for fr in reversed(traceback.extract_stack()[:-2]):
-        f = os.path.abspath(fr.filename)
-        if not f.startswith(skip) and not fr.filename.startswith("<"):
-            return f"{os.path.basename(f)}:{fr.lineno}"
-    return "?"
+    frames = [fr for fr in traceback.extract_stack()[:-2]
+              if not fr.filename.startswith("<") and not os.path.abspath(fr.filename).startswith(skip)]
+    if not frames:
+        return "?"
+    inner = frames[-1]
+    where = f"{_short(inner.filename)}:{inner.lineno}"
+    if _library(inner.filename):
+        own = next((fr for fr in reversed(frames) if not _library(fr.filename)), None)
+        if own is not None:
+            where += f", called from {os.path.basename(own.filename)}:{own.lineno}"
+    return where
 
 
 def _empty(EventList):
@@ -90,6 +114,24 @@ def install() -> None:
     cls.export_chrome_trace = _export_chrome_trace
     cls._nsighttc_held = True
     _hold_off_legacy(held, EventList)
+    _keep_session_on(held)
+
+
+def _keep_session_on(held) -> None:
+    """A program that stops whatever profiler is on before starting its own (Lightning's PyTorchProfiler: "close profiler
+    if it is already opened", ``torch.autograd._disable_profiler()``) stopped nsighttc's recording, and the launcher
+    then wrote no trace at all (this machine, torch 2.13, Lightning 2.6.6, ``Trainer(profiler="pytorch")``). The call
+    through ``torch.autograd`` leaves nsighttc's session on; torch's own profilers hold their own reference to the
+    binding, and nsighttc stops its sessions through them."""
+    import torch.autograd as autograd
+    if getattr(autograd._disable_profiler, "_nsighttc", False):
+        return
+
+    def _disable_profiler():
+        held(None)
+        return None
+    _disable_profiler._nsighttc = True
+    autograd._disable_profiler = _disable_profiler
 
 
 def _hold_off_legacy(held, EventList) -> None:

@@ -78,3 +78,14 @@ def test_recordings_that_overlap_in_time_are_not_joined():
     gap = joined["gaps_ns"][0]
     assert (parsed[later].kernels["start_ns"] - out[later].kernels["start_ns"]).round().eq(round(gap)).all()
     assert (parsed[later].timeline.api["start_ns"] - out[later].timeline.api["start_ns"]).round().eq(round(gap)).all()
+
+
+def test_profiler_steps_whose_paths_grew_by_ranges_crossing_them_are_one_family():
+    """Lightning's ``Trainer(profiler="pytorch")`` (benchmarks/gpu/user_programs/lit_profiler.py, its launcher trace on
+    this project's CPU machine): Lightning opens ``run_training_epoch`` inside the first ``ProfilerStep`` and steps its
+    profiler inside ``Optimizer.step``, so each step's path holds the ones before; the recording read "1 steady step"
+    of the first one's 14.9 ms, the other 60 dropped as nested inside it."""
+    tl = nsighttc.analyze([CYCLES.parent / "lightning_profiler_cpu_torch.json.xz"]).to_json()["timeline"]
+    steps = tl["steps"]
+    assert steps["source"] == "explicit" and steps["name"].endswith("/ProfilerStep") and steps["count"] == 61
+    assert steps["name"].count("ProfilerStep") == 1 and steps["median_iteration_ns"] < 5e6

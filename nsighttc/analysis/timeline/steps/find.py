@@ -52,14 +52,32 @@ class StepSet:
     per_step: int = 1     # CUDA graph replays a step holds (graphs replayed in turn: ``replay_cycle``)
 
 
+def family_path(path: str) -> str:
+    """A step range's family: its path, but a ``ProfilerStep#N`` whose path holds an earlier ``ProfilerStep`` (torch
+    closes each before it opens the next, so one never holds another) is of the family of the first. Ranges that
+    cross a step's end make that: Lightning's ``Trainer(profiler="pytorch")`` opens ``run_training_epoch`` inside its
+    first step and calls ``prof.step()`` inside ``Optimizer.step``, so each later step's path grew by the ranges left
+    open ("lit_prof.py/ProfilerStep/[pl][profile]run_training_epoch/.../Optimizer.step#SGD.step/ProfilerStep/...") and
+    the 61 steps read as one (this machine, Lightning 2.6.6, the program's profiler held off by nsighttc's launcher)."""
+    parts = path.split("/")
+    if parts[-1].rstrip("#0123456789") != PROFILER_STEP:
+        return path
+    first = next(i for i, part in enumerate(parts) if part.rstrip("#0123456789") == PROFILER_STEP)
+    return "/".join(parts[:first + 1])
+
+
+def _families(ranges: pd.DataFrame) -> np.ndarray:
+    return labels.per_category(ranges["path"], family_path)
+
+
 def step_paths(ranges: pd.DataFrame, step_range: str | None) -> list[str]:
     """Range paths whose leaf marks a step and which repeat (a family needs two instances or more), and torch's own
     ``ProfilerStep#N`` even once: a recording made elsewhere often holds one step (a single-step inference trace, one
     step per rank of an 8-rank job), and a repeating kernel sequence found inside it instead (an optimizer's 4-kernel
-    loop of 73 us) is no step of the program."""
+    loop of 73 us) is no step of the program. Paths as ``family_path`` gives them."""
     if ranges.empty:
         return []
-    counts = ranges["path"].value_counts()
+    counts = pd.Series(_families(ranges)).value_counts()
     leaf = lambda p: str(p).rsplit("/", 1)[-1]  # noqa: E731
     found = sorted(str(p) for p, n in counts.items()
                    if (n >= 2 or _once_a_step(leaf(p))) and is_step_leaf(leaf(p), step_range))
@@ -78,8 +96,10 @@ def explicit(ranges: pd.DataFrame, step_range: str | None) -> list[StepSet]:
     if not paths:
         return []
     out = []
-    cand = ranges[labels.per_category(ranges["path"], lambda p: p in paths, dtype=bool)]
-    for path, grp in cand.groupby(labels.strings(cand["path"])):
+    fam = _families(ranges)
+    keep = np.isin(fam, np.asarray(paths, dtype=object))
+    cand = ranges[keep]
+    for path, grp in cand.groupby(fam[keep]):
         grp = grp.sort_values("start_ns")
         out.append(StepSet(path, path.rsplit("/", 1)[0] if "/" in path else None, grp["start_ns"].to_numpy(dtype="float64"),
                            grp["end_ns"].to_numpy(dtype="float64"), EXPLICIT, f"the program's `{path}` ranges"))
