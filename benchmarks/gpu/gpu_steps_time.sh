@@ -76,12 +76,14 @@
 # users5: a program that profiles itself as PyTorch's profiler recipe shows (user_programs/sched_cycles.py: a schedule
 # whose cycle repeats, one trace file per cycle), eager and graph-replaying: plain, with its own profiler (the log
 # folders read by `nsighttc analyze`, kept as fixtures), and under `nsighttc profile` (its profiler beside ours);
+# users5c: Lightning's Trainer(profiler="pytorch") (user_programs/lit_profiler.py): plain (its own trace read by
+# `nsighttc analyze`), then its first run (the profiler held off, Lightning's stop of ours left off);
 # users5b: the same at the code that joins a profiler's cycles and holds the program's own profiler off: plain, its log
 # folders analysed, its first and cached runs (torch.profiler), the graph-replaying one's first run;
 # hfsave: ../shared/programs/hf_bert.py saving a Trainer checkpoint every 15 steps (save_strategy="steps": safetensors
 # of the model, torch.save of AdamW's state), plain with and without saving around its first and cached runs
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b}; PART=${2:-runs}
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -1039,6 +1041,20 @@ if [ "$PART" = users5b ]; then  # see the header: the cycles joined, the program
   plain sc_eager_2 $U --no-profile
   keep_runs sc_own_first sc_own_cached sc_own_graph
   echo "users5b took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = users5c ]; then  # Lightning's own profiler (user_programs/lit_profiler.py), see the header
+  T0=$(date +%s); L=$PWD/benchmarks/gpu/user_programs/lit_profiler.py
+  mkdir -p "$W/litp" && (cd "$W/litp" && plain lit_prof python3 "$L")
+  f=$(ls "$W"/litp/*.pt.trace.json 2>/dev/null | head -1)
+  echo "its own trace: $f" >> "$S"
+  [ -n "$f" ] && timeout 180 python3 -m nsighttc analyze "$f" -q > "$W/lit_prof_analyze.md" 2>&1
+  grep -E "^\*\*GPU|^Start-up|^Where" "$W/lit_prof_analyze.md" | head -4 >> "$S"
+  [ -n "$f" ] && python3 benchmarks/strip_fixture.py "$f" "$W/fix/lit_profiler_gpu_torch.json.xz" >> "$S" 2>&1
+  profile lit_prof_first 300 -- python3 "$L"
+  grep -E "own torch.profiler|exited with code" "$W/lit_prof_first.profile.log" | head -3 >> "$S"
+  keep_runs lit_prof_first
+  echo "users5c took $(( $(date +%s) - T0 )) s" >> "$S"
   pack
 fi
 if [ "$PART" = users4b ]; then  # gen_varlen.py's plain runs with the fixes the shape-churn finding names: prompts
