@@ -46,7 +46,7 @@ from .target import Target, resolve_target
 # benchmarks/gpu/user_programs/sched_cycles.py). Under nsys both record: the same program's nsys run wrote its own 8
 # traces and nsighttc's verdict (gpu_steps_time.sh users5).
 OWN_PROFILER_NOTE = ("the program runs its own torch.profiler ({where}); one process holds one such recording, so it "
-                     "was held off while nsighttc's recorded: its steps (`prof.step()`) are the verdict's steps, but "
+                     "was held off while nsighttc's recorded: its `prof.step()` calls still mark the program's own steps, but "
                      "its own traces (`on_trace_ready`, `export_chrome_trace`) were not written this run and what it "
                      "read back (`key_averages()`) was empty. To have both: `--timeline-engine nsys`, beside which it "
                      "records as written; or run it without nsighttc and read its traces with `nsighttc analyze DIR`")
