@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .parsed import Parsed
+from .timeline import last_timestamp
 
 # The columns that hold a moment on the recording's clock (everything else, ``duration_ns`` included, is kept).
 TIME_COLUMNS = ("start_ns", "end_ns", "launch_ns")
@@ -30,18 +31,16 @@ MIN_GAP_NS = 1_000_000.0
 
 
 def _extent(p: Parsed) -> tuple[float, float] | None:
+    """The recording's first and last moment (its end as ``timeline.last_timestamp`` takes it: open ranges left out)."""
     tl = p.timeline
-    lo, hi = np.inf, -np.inf
+    lo = np.inf
     for df in (tl.gpu_ops, tl.api, tl.ranges):
-        if len(df):
-            s = df["start_ns"].to_numpy(dtype="float64")
-            e = df["end_ns"].to_numpy(dtype="float64")
-            s, e = s[np.isfinite(s)], e[np.isfinite(e)]
-            if len(s):
-                lo = min(lo, float(s.min()))
-            if len(e):
-                hi = max(hi, float(e.max()))
-    return (lo, hi) if np.isfinite(lo) and np.isfinite(hi) and hi >= lo else None
+        s = df["start_ns"].to_numpy(dtype="float64") if len(df) else np.zeros(0)
+        s = s[np.isfinite(s)]
+        if len(s):
+            lo = min(lo, float(s.min()))
+    hi = last_timestamp(tl.gpu_ops, tl.api, tl.ranges)
+    return (lo, hi) if np.isfinite(lo) and hi >= lo else None
 
 
 def _shifted(df: pd.DataFrame, by: float) -> pd.DataFrame:

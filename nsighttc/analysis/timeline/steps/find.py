@@ -60,10 +60,15 @@ def family_path(path: str) -> str:
     open ("lit_prof.py/ProfilerStep/[pl][profile]run_training_epoch/.../Optimizer.step#SGD.step/ProfilerStep/...") and
     the 61 steps read as one (this machine, Lightning 2.6.6, the program's profiler held off by nsighttc's launcher)."""
     parts = path.split("/")
-    if parts[-1].rstrip("#0123456789") != PROFILER_STEP:
+    if not _profiler_step(parts[-1]):
         return path
-    first = next(i for i, part in enumerate(parts) if part.rstrip("#0123456789") == PROFILER_STEP)
+    first = next(i for i, part in enumerate(parts) if _profiler_step(part))
     return "/".join(parts[:first + 1])
+
+
+def _profiler_step(name: str) -> bool:
+    """A range named ``ProfilerStep#N`` (or ``ProfilerStep``, as paths name a family)."""
+    return name.rstrip("#0123456789") == PROFILER_STEP
 
 
 def _families(ranges: pd.DataFrame) -> np.ndarray:
@@ -88,7 +93,7 @@ def step_paths(ranges: pd.DataFrame, step_range: str | None) -> list[str]:
 def _once_a_step(leaf: str) -> bool:
     """Marks that are a step even once: torch.profiler's ``ProfilerStep#N`` and a serving engine's iteration
     (``parse.marks.ENGINE_STEPS``): a recording of one iteration has one."""
-    return leaf.rstrip("#0123456789") == PROFILER_STEP or leaf in ENGINE_STEP_NAMES
+    return _profiler_step(leaf) or leaf in ENGINE_STEP_NAMES
 
 
 def explicit(ranges: pd.DataFrame, step_range: str | None) -> list[StepSet]:
