@@ -44,6 +44,12 @@ def test_a_graph_loops_cycles_are_its_replays_at_the_gpus_pace_not_the_gap_betwe
     from nsighttc.render.markdown import render
     md = render(doc)
     assert "4 recordings one after another" in md and "each recording's 3" in md
+    import json
+    import jsonschema
+    schema = json.loads((Path(nsighttc.__file__).parent / "schema" / "verdict-1.json").read_text())
+    rec_schema = schema["properties"]["timeline"]["properties"]["recordings"]
+    jsonschema.validate(json.loads(json.dumps(doc, default=str)), schema)
+    jsonschema.validate(rec, rec_schema)
     assert "DataLoader workers" not in md
 
 
