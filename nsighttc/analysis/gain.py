@@ -59,6 +59,19 @@ KIND = {"fp32-matmul-on-cuda-cores": "gpu", "fp16-conv-on-cuda-cores": "gpu", "n
         "host-bound-checkpoint": "host", "host-copies-every-step": "host",
         "straggler-rank": "job", "exposed-communication": "job", "exposed-sharded-communication": "job",
         "shape-churn": "loop", "checkpoint-in-loop": "loop", "host-copies-in-loop": "loop"}
+# The findings on the host's launching, whose gain a recording of a CUDA graph's capture does not give: it holds each
+# kernel launched once on its own while being captured, and none of the replays the loop runs (vLLM capturing its
+# piecewise graphs on an MI300, TraceLens' traces: "up to 4.2x" from launch gaps of a phase that never recurs)
+LAUNCH_FINDINGS = ("launch-bound", "host-bound-model-code")
+CAPTURE_ONLY = ("the recording holds CUDA graph captures and none of their replays: the loop that replays them, whose "
+                "host time a fix would cut, is not in it")
+
+
+def _captures_only(doc: dict) -> bool:
+    g = ((doc.get("timeline") or {}).get("in_use") or {}).get("cuda_graphs") or {}
+    return bool(g.get("captures"))  # (``in_use``: set where the graphs were replayed once each at most)
+
+
 # the loop findings whose gain is their steps' cost removed half to all (``wide_gain.checkpoint``)
 CHECKPOINTS = ("checkpoint-in-loop", "host-copies-in-loop")
 # the dtype a GPU-side fix moves matrix work to, per finding (the best one the finding's advice names)
@@ -394,6 +407,8 @@ def estimate(f: dict, doc: dict, ss: list[Scope], dtype: str | None = None) -> d
         return {"low": None, "high": None, "basis": WHY_NONE.get(f["id"], "not estimated")}
     if kind == "job":  # on the job's slowest step (``wide_gain``)
         return wide_gain.job(f, doc, HOST_LOW_FRACTION)
+    if f["id"] in LAUNCH_FINDINGS and _captures_only(doc):
+        return {"low": None, "high": None, "basis": CAPTURE_ONLY}
     if kind == "loop":  # on the loop's whole time
         g = wide_gain.checkpoint(f, doc) if f["id"] in CHECKPOINTS else wide_gain.loop(f, doc)
         return {**g, "of": "the loop"} if g.get("high") else g

@@ -22,7 +22,9 @@ def attach(p):
         return p
     from . import python_calls
     from .sniff import Kind
-    if p.kind is not Kind.KINETO_JSON or not python_calls.present(p.path):
+    # the parse counted them where it read every event; else (a trace read by another path) a look at the file's head
+    counted = getattr(p.timeline, "python_calls", 0)
+    if p.kind is not Kind.KINETO_JSON or not (counted or python_calls.present(p.path)):
         return p
     try:
         hs = python_calls.read(p.path)

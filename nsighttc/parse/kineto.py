@@ -53,8 +53,13 @@ def old_range(name) -> bool:
 # MTIA accelerator: `mtia_ccp_events`, `mtia_runtime`; HolisticTraceAnalysis's test data, 25,814 device events and no
 # GPU kernel, was told "the workload launched no GPU work" before)
 OTHER_DEVICE_CATS = {"mtia_ccp_events": "MTIA", "mtia_runtime": "MTIA"}
+# with_stack's Python calls, counted while the events are read (parse.python_calls reads them only where there are
+# some): a 263 MB with_stack trace of a transformers pipeline on H200 held its first python_function event past its
+# first 4 MB (its operators first), and a look at the file's head found none (benchmarks/gpu/gpu_steps_time.sh users6)
+PYTHON_CAT = "python_function"
 GROUP = {**{c: 0 for c in GPU_CATS}, **{c: 1 for c in API_CATS}, **{c: 2 for c in RANGE_CATS},
-         **{c: 3 for c in OTHER_DEVICE_CATS}, OLD_OPERATOR: 4}  # table per category (3: counted only; 4: by name)
+         **{c: 3 for c in OTHER_DEVICE_CATS}, OLD_OPERATOR: 4, PYTHON_CAT: 5}
+# (a table per category; 3 and 5: counted only; 4: by name)
 # cpu_op events are read only for torch.compile's spans of a compilation (parse.marks.COMPILE_OPS), and only in the
 # blocks whose bytes hold their names: bucketing every cpu_op cost the 1 GB benchmark trace ~0.25 s of ~4.5 s
 COMPILE_BYTES = b'"entire_'
@@ -236,7 +241,7 @@ def _read_blocks(path: Path, fh=None):
     from . import kineto_scan
     if kineto_scan.msgspec is None:
         return None
-    count = [0]
+    count, python = [0], [0]
     other: dict[str, int] = {}
     g = {"cat": _Coder(), "name": _Coder(), "stream": _Coder(), "grid": _Coder(), "block": _Coder(),
          "ts": _Numbers(_floats), "dur": _Numbers(_floats), "corr": _Numbers(_floats), "device": _Numbers(_floats),
@@ -254,7 +259,7 @@ def _read_blocks(path: Path, fh=None):
         then one comprehension per kept field (4.1M events of the 1 GB benchmark: ~1 s, against ~3 s for
         a filter per category)."""
         count[0] += len(events)
-        buckets: tuple[list, list, list, list, list] = ([], [], [], [], [])
+        buckets: tuple[list, list, list, list, list, list] = ([], [], [], [], [], [])
         group = GROUP.get
         for ev in events:
             b = group(ev.cat)
@@ -264,6 +269,7 @@ def _read_blocks(path: Path, fh=None):
             buckets[2].extend(ev for ev in buckets[4] if old_range(ev.name))
         for ev in buckets[3]:
             other[OTHER_DEVICE_CATS[ev.cat]] = other.get(OTHER_DEVICE_CATS[ev.cat], 0) + 1
+        python[0] += len(buckets[5])
         gg, c, r = ([ev for ev in evs if ev.ph == "X"] for evs in buckets[:3])
         if compiling:
             r += [ev for ev in events if ev.cat == "cpu_op" and ev.name in COMPILE_OPS and ev.ph == "X"]
@@ -295,12 +301,12 @@ def _read_blocks(path: Path, fh=None):
         return None
     gpu = {k: v.column() for k, v in g.items()}
     api = {k: v.column() for k, v in a.items()}
-    return gpu, api, rng, kineto_devices.properties(doc.get("deviceProperties")), count[0], other
+    return gpu, api, rng, kineto_devices.properties(doc.get("deviceProperties")), count[0], other, python[0]
 
 
 def _read_events(path: Path) -> Parsed:
     gpu, api, rng = _columns()
-    n_events = 0
+    n_events = n_python = 0
     other: dict[str, int] = {}
     try:
         for ev in _events(path):
@@ -327,6 +333,8 @@ def _read_events(path: Path) -> Parsed:
                 rng["pid"].append(ev.get("pid")); rng["tid"].append(ev.get("tid"))
             elif cat in OTHER_DEVICE_CATS:
                 other[OTHER_DEVICE_CATS[cat]] = other.get(OTHER_DEVICE_CATS[cat], 0) + 1
+            elif cat == PYTHON_CAT:
+                n_python += 1
     except ParseError:
         raise
     except Exception as exc:  # ijson.IncompleteJSONError, JSONError, gzip EOFError, ...
@@ -335,7 +343,7 @@ def _read_events(path: Path) -> Parsed:
     if n_events == 0 and not _has_trace_events(path):
         raise ParseError("JSON without 'traceEvents': not a torch.profiler/chrome trace", path)
     props = kineto_devices.device_properties(path, _open)
-    return _build(path, gpu, api, rng, props, n_events, other)
+    return _build(path, gpu, api, rng, props, n_events, other, n_python)
 
 
 def _floats(values: list) -> np.ndarray:
@@ -376,7 +384,7 @@ def _dims(values, rows: np.ndarray) -> pd.Categorical:
 
 
 def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events: int,
-           other: dict | None = None) -> Parsed:
+           other: dict | None = None, python_calls: int = 0) -> Parsed:
     """Columns collected from the events -> kernel table and Timeline. Vectorised: string work runs once per
     distinct name (a million launches share a few hundred), numbers go straight into numpy arrays."""
     kind = _labels(gpu["cat"])
@@ -442,4 +450,4 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
         notes.append(f"{path}: the trace holds no GPU events: the workload launched no GPU work "
                      "(or the profiler ran without ProfilerActivity.CUDA)")
     return Parsed(path, Kind.KINETO_JSON, conform(kernels), notes, Timeline("torch", gpu_ops, api_df, ranges, devices,
-                                                                                    marks=marks))
+                                                                                    marks=marks, python_calls=python_calls))

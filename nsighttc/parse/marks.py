@@ -40,10 +40,11 @@ COMPILED_GRAPH = "torch.compile graph"
 # graph executions, SGLang's Qwen3-8B decode), where the step found without them was a transformer layer ("36 steps
 # of 1.9 ms", "36 steps of 0 ns" inside one graph launch).
 ENGINE_STEPS = (
-    # vLLM: execute_context_2(14721)_generation_0(0); with roofline counts:
-    # execute_64_context_0(sq0sk0sqsq0sqsk0)_generation_64(sq64sk131072sqsq64sqsk131072)
+    # vLLM's model runner: execute_context_2(14721)_generation_0(0); with roofline counts:
+    # execute_64_context_0(sq0sk0sqsq0sqsk0)_generation_64(sq64sk131072sqsq64sqsk131072). SGLang's traces there
+    # carry the same name around their own step[...] (sglang_Qwen3-8B_decode), so it is named for no one engine
     (re.compile(r"^execute_(?:\d+_)?context_\d+\([^)]*\)_generation_\d+\([^)]*\)$"),
-     "vLLM step (execute_context_*_generation_*)"),
+     "engine step (execute_context_*_generation_*)"),
     # SGLang: step[DECODE bs=32], step[EXTEND bs=2 toks=14721], step[MIXED bs=2 ...]
     (re.compile(r"^step\[(?:EXTEND|DECODE|MIXED|IDLE)\b[^\]]*\]$"), "SGLang step[...]"),
     # ATOM: prefill[bs=2 tok=14721 ctx=[7803, 6918]], decode[bs=64 tok=64 d=64]

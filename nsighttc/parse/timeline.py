@@ -43,6 +43,7 @@ class Timeline:
     notes: list[str] = field(default_factory=list)
     marks: pd.DataFrame = field(default_factory=lambda: _empty_marks())  # parse.marks: steps, compilations
     host_samples: object | None = None  # parse.host_samples.HostSamples: the host's stacks, on this clock
+    python_calls: int = 0  # torch.profiler with_stack's Python calls the trace holds (parse.python_calls reads them)
 
 
 def _empty_marks() -> pd.DataFrame:

@@ -6,6 +6,7 @@ launch (every graph kernel timed at the graph's launch: "12 steps of 0 ns", "36 
 "new input shapes ... up to 757,177x" / "1,823,664x" on a step of no time."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -31,9 +32,9 @@ def sglang():
 
 
 @pytest.mark.parametrize("name, folded", [
-    ("execute_context_2(14721)_generation_0(0)", "vLLM step (execute_context_*_generation_*)"),
+    ("execute_context_2(14721)_generation_0(0)", "engine step (execute_context_*_generation_*)"),
     ("execute_64_context_0(sq0sk0sqsq0sqsk0)_generation_64(sq64sk131072sqsq64sqsk131072)",
-     "vLLM step (execute_context_*_generation_*)"),
+     "engine step (execute_context_*_generation_*)"),
     ("step[DECODE bs=32]", "SGLang step[...]"),
     ("step[EXTEND bs=2 toks=14721 c_sq=14721 c_sqsq=108745533 c_sqsk=108745533 c_sk=14721]", "SGLang step[...]"),
     ("prefill[bs=2 tok=14721 ctx=[7803, 6918]]", "ATOM step (prefill[...], decode[...])"),
@@ -59,7 +60,7 @@ def test_one_engine_iteration_is_the_recordings_one_step(vllm, sglang):
     for doc in (vllm, sglang):
         st = doc["timeline"]["steps"]
         assert st["source"] == steps_mod.EXPLICIT and st["count"] == 1, st
-        assert st["name"].startswith("vLLM step") and st["median_iteration_ns"] > 1e6
+        assert st["name"].startswith("engine step") and st["median_iteration_ns"] > 1e6
         assert all(f["name"] == st["name"] for f in doc["timeline"]["step_families"])
         assert not any(f["id"] == "shape-churn" for f in doc["findings"])
         assert all((f.get("gain") or {}).get("high") is None or f["gain"]["high"] < 100 for f in doc["findings"])
@@ -68,9 +69,23 @@ def test_one_engine_iteration_is_the_recordings_one_step(vllm, sglang):
     assert "hipEventSynchronize" in vllm["timeline"]["sync"]["by_name"]
     assert sglang["timeline"]["sync"]["by_name"]["hipMemcpyWithStream"]["ns"] > 0.9 * \
         sglang["timeline"]["steps"]["median_iteration_ns"]
-    # the host's samples there fell in that wait: a synchronising call, named without the object's address
-    assert sglang["timeline"]["headline_cause"].startswith(
-        "a synchronising call at `built-in method copy_ of Tensor object` (<built-in>:0) emptied the GPU's queue")
+
+
+def test_a_blocking_copy_that_waits_on_an_idle_gpu_is_the_gpus_wait_not_a_sync(sglang):
+    """SGLang's decode step: a 256-byte copy to the host, called 0.4 ms into the step by a blocking
+    ``hipMemcpyWithStream``, ran 463 ms later on a GPU that ran nothing recorded meanwhile: the copy sat in the GPU's
+    queue behind work the recording does not hold (from before it, or another process) or a dependency. Main of
+    2026-12-01 read it "a synchronising call ... emptied the GPU's queue", first fix "Synchronising calls" up to 44x,
+    though no fewer syncs would have started that copy sooner; the host waited for the GPU, the GPU for something
+    else."""
+    tl = sglang["timeline"]
+    assert tl["sync"]["by_name"]["hipMemcpyWithStream"]["ns"] > 0.9 * tl["steps"]["median_iteration_ns"]
+    waits = {c["kind"]: c["idle_ns"] for c in tl["causes"]}
+    assert tl["causes"][0]["kind"] == "gpu-wait" and waits["gpu-wait"] > 0.95 * 463e6, tl["causes"]
+    assert waits.get("sync", 0) < 1e6 and "GPU work the recording does not hold" in tl["headline_cause"]
+    sync = next(f for f in sglang["findings"] if f["id"] == "synchronising-calls")
+    assert (sync.get("gain") or {}).get("high") is None, sync["gain"]
+    assert not any((f.get("gain") or {}).get("high") for f in sglang["findings"]), sglang["findings"]
 
 
 def test_a_kernel_period_inside_one_graph_launch_is_no_step(tmp_path):
@@ -93,13 +108,16 @@ def test_rocm_runtime_calls_are_named_with_their_cuda_twins():
     assert "hipcuStreamSynchronize" not in SYNC_CALLS and with_hip({"cuLaunchKernel"}) == {"cuLaunchKernel"}
 
 
-def test_a_gain_range_wider_than_3x_says_what_its_width_comes_from(sglang):
-    """SGLang's decode step waited 463 ms of its 474 ms in one copy with the GPU idle: the host-side finding's range is
-    1.96x (half of that idle time removed) to 44x (all of it). It cannot be narrower from one recording; its basis says
-    why, where a range within 3x (a graph-replaying loop's fp32 fix, 1.02-2.28x) says nothing of it."""
-    g = sglang["findings"][0]["gain"]
+def test_a_gain_range_wider_than_3x_says_what_its_width_comes_from():
+    """A generate() loop recorded by torch.profiler idles the GPU 5.79 ms of each 5.74 ms model call (506 us of GPU
+    work): the launch-bound finding's range is 1.84x (half of that idle time removed) to 11.3x (all of it). It cannot
+    be narrower from one recording; its basis says why, where a range within 3x (a graph-replaying loop's fp32 fix,
+    1.02-2.28x) says nothing of it."""
+    doc = nsighttc.analyze([FOREIGN.parent / "inference" / "llm_generate_default_torch.json.xz"]).to_json()
+    g = doc["findings"][0]["gain"]
     assert g["high"] > 3 * g["low"], g
-    assert "wider than 3x: the GPU idle time it causes is 98% of the steps of" in g["basis"], g["basis"]
+    assert re.search(r"wider than 3x: the GPU idle time it causes is \d+% of the steps of `model calls`", g["basis"]), \
+        g["basis"]
     assert f"all of it: {g['high']:.3g}x" in g["basis"] and f"50% of it: {g['low']:.3g}x" in g["basis"]
     other = nsighttc.analyze([FOREIGN.parent / "steps" / "graph_replay_torch.json.xz"]).to_json()
     narrow = [f["gain"] for f in other["findings"] if (f.get("gain") or {}).get("high")]
@@ -135,7 +153,7 @@ def test_a_gpu_waiting_on_launched_work_is_not_called_cpu_bound(vllm):
     line = headlines.timeline_headline(tl)
     assert "not host-bound: the GPU idled" in line and "CPU-bound" not in line, line
     md = render(vllm)
-    phase = next(r for r in md.splitlines() if r.startswith("| `vLLM step"))
+    phase = next(r for r in md.splitlines() if r.startswith("| `engine step"))
     assert "| not host-bound | GPU waiting on launched work" in phase, phase
     frame = next(r for r in md.splitlines() if r.startswith("| `(no Python frame)`"))
     assert frame.endswith("| (the GPU waited on launched work) |"), frame

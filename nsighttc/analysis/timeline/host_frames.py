@@ -241,12 +241,13 @@ def _top_counts(top: np.ndarray, row: np.ndarray, kind: np.ndarray, topic: np.nd
 
 
 def table(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], idle_ns: float, mask=None,
-          idle_by: pd.DataFrame | None = None, strata: tuple | None = None) -> list[dict]:
+          idle_by: pd.DataFrame | None = None, strata: tuple | None = None, drained_part: float = 1.0) -> list[dict]:
     """The rows of the samples inside ``scope`` (and ``mask``), largest first, each with the idle time its samples
     stand for (per (kind, range) stratum of ``idle_by``, a stratum's ns shared by its samples; else ``idle_ns``
     shared by all), its share of ``idle_ns`` (the scope's idle time, or a cause's) and that share's 95% error from
     the sample counts. The strata are the scope's, so a cause's rows (``mask``) weigh as the scope's table does.
-    ``strata``: the scope's (``_scope_strata``), where one caller asks for many causes of one scope."""
+    ``strata``: the scope's (``_scope_strata``), where one caller asks for many causes of one scope.
+    ``drained_part``: the part of the drained time (``idle.DRAINED``) that is the cause's own (``drained_parts``)."""
     if att is None:
         return []
     m, codes, stratum_ns, counts, spans = strata if strata is not None else _scope_strata(att, scope, idle_by)
@@ -254,6 +255,10 @@ def table(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], idle_ns:
         return []
     if idle_by is None or idle_by.empty:  # one stratum: the idle time asked for
         stratum_ns = np.array([float(idle_ns)])
+    elif drained_part != 1.0:  # (a copy: the scope's strata serve its other causes too)
+        drained = np.zeros(len(stratum_ns), dtype=bool)
+        drained[codes] = att.kind[m] == idle.DRAINED   # (a stratum is one kind)
+        stratum_ns = np.where(drained, stratum_ns * drained_part, stratum_ns)
     keep = np.ones(len(codes), dtype=bool) if mask is None else np.asarray(mask)[m]
     if not keep.any():
         return []
@@ -299,6 +304,23 @@ def table(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], idle_ns:
     return out
 
 
+def drained_part(c: dict, idle_by: pd.DataFrame | None, code: dict[str, int]) -> float:
+    """The part of the scope's drained time (a sync had emptied the GPU's queue, then the host ran code) that a
+    cause holds: ``idle.causes`` gives the sync the part the scope's GPU work could have hidden and the host code the
+    rest, so a cause's samples in drained time stand for that part of it, not all of it. Without this a cause's frames
+    held more than its time: TraceLens' TimeSformer trace (H100), whose host decoded video after a sync, read
+    "waiting at `preprocess` → `__call__` 113%" in the sync's finding and "276%" in the host-code one."""
+    if idle_by is None or idle_by.empty or c["kind"] not in ("sync", "host-range"):
+        return 1.0
+    kind, pc, ns = (idle_by[k].to_numpy() for k in ("kind", "pc", "ns"))
+    if c["kind"] == "sync":
+        own, drained = ns[kind == idle.SYNC].sum(), ns[kind == idle.DRAINED].sum()
+    else:
+        at = pc == code.get(c["name"], -1)
+        own, drained = ns[at & (kind == idle.HOST)].sum(), ns[at & (kind == idle.DRAINED)].sum()
+    return float(np.clip((c["idle_ns"] - own) / drained, 0.0, 1.0)) if drained > 0 else 1.0
+
+
 def cause_frames(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], causes: list[dict],
                  paths: np.ndarray, idle_by: pd.DataFrame | None = None) -> None:
     """Each cause gains ``frames`` (its top rows, shares of its own idle time, the samples weighed as the scope's
@@ -322,7 +344,7 @@ def cause_frames(att: Attributed | None, scope: tuple[np.ndarray, np.ndarray], c
             continue
         if not m.any():
             continue
-        rows = table(att, scope, c["idle_ns"], m, idle_by, strata)
+        rows = table(att, scope, c["idle_ns"], m, idle_by, strata, drained_part(c, idle_by, code))
         keys = ("frame", "file", "line", "own", "source", "calls", "program_line", "program_frame", "program_source",
                 "share", "share_error", "idle_ns", "samples", "topic")
         c["frames"] = [{k: r[k] for k in keys} for r in rows[:3]]

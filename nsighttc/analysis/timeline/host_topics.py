@@ -45,6 +45,15 @@ TOPICS = (
      r"/lightning/pytorch/trainer/connectors/logger_connector/|/lightning/pytorch/callbacks/progress/|/tqdm/",
      r"", "logging"),
     (r"/torch/autograd/|/torch/_tensor\.py$", r"backward", "backward"),
+    # a model's input processing: transformers' processors live beside its models (transformers/models/videomae/
+    # image_processing_videomae.py) and its pipelines' preprocess decodes the input (read_video_pyav), so before the
+    # models' rule: TraceLens' TimeSformer pipeline trace (H100) read 178 ms of video normalisation in numpy as "the
+    # model's forward" (its fix: a CUDA graph); media decoders by their packages
+    (r"/transformers/models/[^/]+/(?:image_processing|video_processing|feature_extraction|tokenization|processing)"
+     r"_\w+\.py$|/transformers/(?:image_processing\w*|image_transforms|image_utils|video_utils|video_processing_utils|"
+     r"feature_extraction\w*|tokenization_utils\w*|processing_utils|audio_utils)\.py$|"
+     r"/(?:av|cv2|decord|torchaudio|librosa|soundfile|imageio|tokenizers|torchcodec)/", r"", "data"),
+    (r"/transformers/pipelines/", r"(?:^|\.)(?:preprocess|read_\w+|load_\w+|_sanitize_parameters)$", "data"),
     # (before the rules on function names: a ModuleList's __getitem__ is the model's, not a dataset's)
     (r"/torch/nn/|/transformers/models/|/timm/models/|/torchvision/models/", r"", "forward"),
     (r"", r"collate|__getitem__|(?:^|\.)transform", "data"),

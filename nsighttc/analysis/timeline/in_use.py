@@ -5,7 +5,10 @@ A plain ``nsys`` recording of a ``generate()`` loop with a static cache replays 
 ``cudaGraphLaunch`` calls, 77% of the kernels graph nodes, on an H100), and the launch-bound finding still told it to
 "replay the decoding step as a CUDA graph". Each fix is read from what it leaves in any recording:
 
-- CUDA graphs: ``cudaGraphLaunch`` calls, or whole-graph records (``busy.graphs``);
+- CUDA graphs: ``cudaGraphLaunch`` calls, or whole-graph records (``busy.graphs``); or their capture
+  (``cudaStreamBeginCapture``, ``steps.slow.CAPTURE_CALLS``) in a recording of the program's start-up, which holds the
+  captures and none of the replays (vLLM capturing its piecewise graphs, TraceLens' traces, MI300: "Replay the model's
+  call as a CUDA graph" to the code that was capturing them);
 - torch.compile: its compilations (the hooks' ``nsighttc.compile`` marks, torch.profiler's ``## Call CompiledFxGraph … ##``
   ranges, folded by ``parse.marks``) or Inductor's generated kernels (``triton_poi_*``, ``triton_red_*``, ``triton_per_*``, ``triton_tem_*``:
   the names Inductor gives them, seen in every compiled fixture, torch 2.11 and 2.13);
@@ -39,7 +42,15 @@ def detect(launches: pd.DataFrame, marks: pd.DataFrame, ranges: pd.DataFrame, gr
     may replay graphs in one and launch kernels one by one in another (multi_phase.py), and only the graphed one
     has no graph to adopt."""
     out: dict[str, dict] = {}
-    if graphs.get("launches") or graphs.get("trace") == "graph":
+    captures = _captures(api)
+    n_launch = int(graphs.get("launches") or 0)
+    if captures and n_launch <= captures:  # its capture, each graph replayed once at most: no loop of replays
+        out["cuda_graphs"] = {"launches": n_launch, "captures": captures, "kernel_share": None,
+                              "scopes": _graphed_scopes(api, families, capture=True),
+                              "seen": f"{captures:,} CUDA graph capture{'s' if captures > 1 else ''}, "
+                                      + (f"{n_launch:,} replays" if n_launch > 1 else
+                                         "one replay" if n_launch else "no replay") + " recorded"}
+    elif n_launch or graphs.get("trace") == "graph":
         kernels = int(graphs.get("kernels") or 0)
         total = kernels + int(graphs.get("kernels_outside") or 0)
         share = kernels / total if total else None
@@ -64,14 +75,26 @@ def detect(launches: pd.DataFrame, marks: pd.DataFrame, ranges: pd.DataFrame, gr
     return out
 
 
-def _graphed_scopes(api: pd.DataFrame | None, families: list[dict] | None) -> list[str]:
-    """The step families whose steady window holds a graph launch; the window's scope when there are no families."""
+def _captures(api: pd.DataFrame | None) -> int:
+    """How many CUDA graphs the recording saw the program begin to capture."""
+    if api is None or api.empty:
+        return 0
+    from .steps.slow import CAPTURE_CALLS
+    return int(api["name"].isin(CAPTURE_CALLS).sum())
+
+
+def _graphed_scopes(api: pd.DataFrame | None, families: list[dict] | None, capture: bool = False) -> list[str]:
+    """The step families whose steady window holds a graph launch (``capture``: or a capture, for a recording that
+    holds captures alone: a family among them is the capture's own work); the window's scope when there are no
+    families."""
     if not families:
         return [WINDOW_SCOPE]
     if api is None or api.empty:
         return []
     from .base import GRAPH_LAUNCH_CALLS
-    t = np.sort(api.loc[api["name"].isin(GRAPH_LAUNCH_CALLS).to_numpy(), "start_ns"].to_numpy(dtype="float64"))
+    from .steps.slow import CAPTURE_CALLS
+    calls = GRAPH_LAUNCH_CALLS | CAPTURE_CALLS if capture else GRAPH_LAUNCH_CALLS
+    t = np.sort(api.loc[api["name"].isin(calls).to_numpy(), "start_ns"].to_numpy(dtype="float64"))
     out = []
     for f in families:
         lo, hi = f["steady_window_ns"]

@@ -104,15 +104,19 @@ def cut(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.Dat
     # blocking host calls: synchronising calls, and the calls that launched pageable copies
     sync_u = intervals.union(calls.sync["t"].to_numpy(), (calls.sync["t"] + calls.sync["ns"]).to_numpy())
     page_u = intervals.union(calls.pageable["t"].to_numpy(), calls.pageable["call_end"].to_numpy())
-    # a gap is drained when a blocking call ended inside it [gs, ge]: each end marks the gap that holds it
+    # a gap is drained when a blocking call that began while the GPU still worked ended inside it [gs, ge]: each
+    # end marks the gap that holds it. A call made once the GPU had gone idle emptied no queue: it found it empty
+    # (TraceLens' TimeSformer trace, H100: four syncs blocked 56 us in all, then the host decoded video for 158 ms,
+    # and that time was the syncs', "up to 1.71x" from removing them)
     ends = np.concatenate([sync_u.ends, page_u.ends])
+    began = np.concatenate([sync_u.starts, page_u.starts])
     drained = np.zeros(len(gs), dtype=bool)
     if len(ends) and len(gs):
         i = np.searchsorted(ge, ends, side="left")  # the first gap ending at or after each end
         for j in (i, i + 1):  # (the next gap too: it starts where this one ends after a zero-length kernel)
             ok = j < len(gs)
-            jj, e = j[ok], ends[ok]
-            drained[jj[(gs[jj] <= e) & (e <= ge[jj])]] = True
+            jj, e, b = j[ok], ends[ok], began[ok]
+            drained[jj[(gs[jj] <= e) & (e <= ge[jj]) & (b < gs[jj])]] = True
     launch_ok &= ~drained
 
     seg_t, seg_c = _host_segments(api, ranges, paths)
@@ -132,9 +136,12 @@ def cut(u: intervals.Union, lo: float, hi: float, ops: pd.DataFrame, api: pd.Dat
             pc[sl] = np.where(pos >= 0, seg_c[np.clip(pos, 0, None)], -1)
         k[drained[gg]] = DRAINED
         k[launch_ok[gg]] = LAUNCH
+        k[intervals.sorted_inside(mid, sync_u.starts, sync_u.ends)] = SYNC
+        # the GPU's wait beats a sync: a host blocked while the GPU idles with work already queued is waiting
+        # for the GPU, which waits on something the recording does not show (work from before it, another
+        # process, a dependency); no fewer syncs would start that work sooner
         k[queued_before[gg]] = GPU_WAIT
         k[a[sl] >= launched_at[gg]] = GPU_WAIT  # (NaN compares False)
-        k[intervals.sorted_inside(mid, sync_u.starts, sync_u.ends)] = SYNC
         k[intervals.sorted_inside(mid, page_u.starts, page_u.ends)] = PAGEABLE
     return Idle(a, b, kind, pc, first, paths, calls)
 
@@ -150,9 +157,16 @@ def _gap_facts(gs: np.ndarray, ge: np.ndarray, ops: pd.DataFrame, api: pd.DataFr
     launch_calls = op_launch_calls(ops, api)
     calls = host_calls(ops, launch_calls, api, ranges, paths)
     op_launch = launch_calls["start_ns"].to_numpy()
-    op_return = launch_calls["end_ns"].to_numpy(dtype="float64")
+    op_return = launch_calls["end_ns"].to_numpy(dtype="float64", copy=True)
     del launch_calls
     o_start = ops["start_ns"].to_numpy(dtype="float64")
+    # a copy whose call returned only after the copy had ended was made by a blocking call (``cudaMemcpy`` to the
+    # host): it was queued when that call began, and the GPU idling on after that waited, not the host.
+    # TraceLens' SGLang decode trace (MI300X): a 256-byte copy to the host, called 0.4 ms into the step, ran
+    # 463 ms later on an idle GPU; read as 'a synchronising call emptied the GPU's queue', up to 44x. (Copies
+    # only: a kernel's launch call can outlast the kernel while it loads the kernel's module, host work.)
+    blocking = ops["kind"].isin(("memcpy", "memset")).to_numpy() & (op_return >= ops["end_ns"].to_numpy(dtype="float64"))
+    op_return[blocking] = op_launch[blocking]
     order = np.argsort(o_start, kind="stable")
     if len(order) < 2**31:
         order = order.astype(np.int32)  # kept until the lookup below: half the bytes
