@@ -16,7 +16,7 @@ window), ``cudaProfilerStart``/``Stop`` around the window for the Nsight Compute
 recorder with work to do before a window (``Recorder.wants_prepare``: a distributed first run's rank 0, which changes
 profiler sessions) gets a ``prepare`` decision one step before the window's ``start``. Each window is also a
 ``nsighttc.window`` mark in the recording (``record_format.WINDOW``), from which the analysis leaves every earlier
-step out of the steady state. Each event is printed as one line (``EVENT_PREFIX`` + JSON) for the profile run to
+step out of the steady state; an extended window's mark starts again where it extended (its plateau's steps too). Each event is printed as one line (``EVENT_PREFIX`` + JSON) for the profile run to
 read (``window_events``, ``profile.window``).
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .window_events import warmup_shapes, window_data
 from .window_recorders import CudaProfilerRecorder, Recorder
 from .window_sizing import (END_WINDOW_STEPS, GEN_REQUESTS, GEN_WINDOW_S, MAX_WARMUP_S, MAX_WARMUP_STEPS, MIN_STEPS,
                             MIN_WARMUP, PHASE_GRACE_S, PREPARE_WAIT_STEPS, STEADY_RUN, STEADY_TOLERANCE, Phase,
-                            is_steady, known_shape_steps, recent_median, window_steps)
+                            is_steady, known_shape_steps, recent_median, shapes_changed, window_steps)
 
 SHAPES_MAX = 10_000  # input-shape signatures remembered (a loop whose every call is new stops adding at this many)
 
@@ -269,6 +269,11 @@ class Window(WindowEnd):
             new = ph.median_s = recent_median(ph)
             held = sum(abs(d - new) <= STEADY_TOLERANCE * new for d in ph.durations[ph.window_from or 0:])
             ph.left = max(ph.left, self._window_steps(ph, new) - held)
+            # its mark starts again here, and with it the steady steps (``steps.window_starts``), unless input shapes
+            # change (steps at new shapes are the loop's own cost): a pipeline's first run (H200, users6b) held 33
+            # plateau steps of 48-56 ms before its 10-14 ms ones: a 22.2 ms median, "52 slow steps" 61% of its time
+            if not shapes_changed(ph):
+                self._open_mark()
             self._event("extend", ph.key, ph)
         if at_request and ph.begun_at is not None:  # whole requests: the window ends where one starts
             if self.next_step == "prefill":

@@ -196,6 +196,39 @@ def test_the_launcher_stops_a_hooked_loop_after_its_window(tmp_path):
     assert not any(r["name"] == "nsighttc.window" for r in doc["timeline"].get("ranges", []))
 
 
+PLATEAU = """
+import time, torch
+m = torch.nn.Linear(16, 16); opt = torch.optim.SGD(m.parameters(), lr=0.01); x = torch.randn(8, 16)
+for i in range(400):
+    time.sleep(0.06 if i < 2 else 0.03 if i < 14 else 0.003)
+    opt.zero_grad(); m(x).sum().backward(); opt.step()
+"""
+
+
+@pytest.mark.torch
+def test_a_window_that_extends_at_a_new_rate_starts_its_steady_steps_there(tmp_path):
+    """A transformers pipeline's first run (H200, users6b): its window began on a plateau of 48-56 ms steps (as slow as
+    its warm-up, recorded with the operators' arguments), then its steps ran at 10-14 ms, as unrecorded; the window extended,
+    but every step of it was judged, the plateau's among the steady ones: median 22.2 ms, "52 slow steps" holding
+    61% of the recording. The extension starts the window's mark again, and the analysis starts the steady steps
+    there: the plateau's steps are warm-up ("before the window")."""
+    from nsighttc.api import analyze
+    r, trace, events = _launch(tmp_path, PLATEAU)
+    assert r.returncode == 0, r.stderr
+    start = next(e for e in events if e["event"] == "start")
+    ext = [e for e in events if e["event"] == "extend"]
+    assert ext and start["step"] < 14 <= ext[-1]["step"], events
+    ev = json.loads(trace.read_text())["traceEvents"]
+    marked = sorted(e["ts"] for e in ev if e.get("name") == "nsighttc.window" and e.get("cat") == "user_annotation")
+    assert len(marked) == 1 + len(ext)
+    doc = analyze([trace]).to_json()
+    steps = doc["timeline"]["steps"]
+    assert steps["warmup_steps"] == ext[-1]["step"], steps  # every step before the last extension
+    assert steps["median_iteration_ns"] < 15e6, steps       # the new rate's (3 ms sleeps), not the plateau's 30 ms
+    parts = {p["part"]: p for p in doc["timeline"]["loop_time"]["parts"]}
+    assert parts["warm-up steps"]["ns"] >= 12 * 0.03e9  # the plateau's 12 steps of 30 ms sleeps, not slow steps
+
+
 @pytest.mark.torch
 def test_full_run_lets_it_finish_and_records_only_the_window(tmp_path):
     r, trace, events = _launch(tmp_path, LOOP.format(n=300), "--window-steps", "10", "--window-end", "continue")
@@ -485,6 +518,34 @@ def test_steps_that_fall_inside_the_window_extend_it_at_the_new_rate():
     ext = [e for e in w.events if e["event"] == "extend"]
     assert ext and ext[0]["median_ms"] == 40.0
     assert stopped_at >= len(plateau) + sizing.window_steps(0.04) - sizing.STEADY_RUN  # a window's worth at 40 ms
+
+
+@pytest.mark.parametrize("new_shape_at", [None, 1])
+def test_an_extension_starts_the_windows_mark_again_unless_the_input_shapes_change(monkeypatch, new_shape_at):
+    """At a new rate inside the window its mark starts again (the analysis starts the steady steps there), but not in a
+    loop whose model's input shapes change: its slow steps at new shapes are its own cost, judged with the others."""
+    from nsighttc.runtime import mark_ranges
+    opened = []
+
+    class Mark:
+        def __init__(self, name):
+            opened.append([name, True])
+
+        def close(self):
+            opened[-1][1] = False
+    monkeypatch.setattr(mark_ranges, "OpenMark", Mark)
+    clock = Clock()
+    w = win.Window(clock=clock, emit=lambda s: None)
+    w.mark_windows = True
+    for i, dt in enumerate([0.4] + [0.19] * 9 + [0.04] * 200):
+        try:
+            w.hook_boundary()
+        except window_end.WindowDone:
+            break
+        w.note_shape(((8, 3, 64, 64 if i != new_shape_at else 32),))
+        clock.t += dt
+    assert any(e["event"] == "extend" for e in w.events)
+    assert len(opened) == (1 if new_shape_at else 2) and not any(o for _, o in opened)
 
 
 def test_a_window_whose_steps_ran_faster_from_its_start_ends_a_window_s_worth_after_that_start():

@@ -165,11 +165,26 @@ def _with_calls(sets: list[StepSet], launches: pd.DataFrame, launch_start: np.nd
     return sets
 
 
+REBASE_GAP_NS = 1e6  # a window mark opened within this of the last one's end: the same window, started again
+
+
 def window_starts(marks: pd.DataFrame) -> np.ndarray:
-    """The starts of the windows of steady steps the launcher chose (``runtime.steps.WINDOW`` marks), sorted."""
+    """The starts of the windows of steady steps the launcher chose (``runtime.steps.WINDOW`` marks), sorted. A mark
+    that begins as the one before it ends is that window started again (``runtime.window``: its steps fell to a new
+    rate inside it, the ones before ran at the warm-up's plateau): the window starts at the last of such a chain."""
     if marks is None or marks.empty:
         return np.array([])
-    return np.sort(marks.loc[(marks["name"] == WINDOW).to_numpy(), "start_ns"].to_numpy(dtype="float64"))
+    m = marks.loc[(marks["name"] == WINDOW).to_numpy()].sort_values("start_ns")
+    starts = m["start_ns"].to_numpy(dtype="float64")
+    ends = m["end_ns"].to_numpy(dtype="float64")
+    if len(starts) < 2:
+        return starts
+    again = np.zeros(len(starts), dtype=bool)
+    again[1:] = np.abs(starts[1:] - ends[:-1]) <= REBASE_GAP_NS
+    # each chain's last start: a mark is kept unless the next one starts it again
+    keep = np.ones(len(starts), dtype=bool)
+    keep[:-1] = ~again[1:]
+    return starts[keep]
 
 
 def compile_union(marks: pd.DataFrame) -> intervals.Union:
