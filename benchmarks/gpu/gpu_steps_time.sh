@@ -83,7 +83,15 @@
 # hfsave: ../shared/programs/hf_bert.py saving a Trainer checkpoint every 15 steps (save_strategy="steps": safetensors
 # of the model, torch.save of AdamW's state), plain with and without saving around its first and cached runs
 set -u
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c}; PART=${2:-runs}
+# users6: a transformers image-classification pipeline fed one photo a call (user_programs/hf_pipeline_images.py:
+# its preprocessing on the host; plain as written, with the pipeline's batching and workers, recorded by hand, first
+# and cached runs) and a GPU-bound loop recorded by hand from a step at which its GPU still had steps queued
+# (user_programs/async_window.py): each recording read by `nsighttc analyze`, and kept stripped for the CPU tests
+# users6b: the pipeline again at later code: recorded by hand and read as recorded (not stripped: its Python calls
+# begin past its first megabytes), its first and cached runs between plain runs as written and batched
+# final6: the stop's final code: the pipeline's first and cached runs beside plain runs, then the graph-replaying,
+# variable-length (plain and bucketed) and accumulation loops' first and cached runs, each skipped past 480 s
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -1055,6 +1063,61 @@ if [ "$PART" = users5c ]; then  # Lightning's own profiler (user_programs/lit_pr
   grep -E "own torch.profiler|exited with code" "$W/lit_prof_first.profile.log" | head -3 >> "$S"
   keep_runs lit_prof_first
   echo "users5c took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = users6 ]; then  # see the header: a pipeline's host preprocessing; a recording begun mid-queue
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  plain pipe_1 $U/hf_pipeline_images.py
+  plain pipe_batched $U/hf_pipeline_images.py --batch-size 32 --workers 8
+  plain pipe_workers $U/hf_pipeline_images.py --batch-size 1 --workers 8
+  plain pipe_trace $U/hf_pipeline_images.py --images 80 --trace "$W/fix/pipe_trace.json"
+  plain aw_1 $U/async_window.py
+  plain aw_trace $U/async_window.py --trace "$W/fix/aw_trace.json"
+  for d in pipe_trace aw_trace; do
+    timeout 120 python3 -m nsighttc analyze "$W/fix/$d.json" -o "$W/$d.md" -q >> "$S" 2>&1
+    echo "analyze $d:" >> "$S"; grep -E "^\*\*GPU|^Start-up|^Where|^First fix" "$W/$d.md" | head -5 >> "$S"
+    python3 benchmarks/strip_fixture.py "$W/fix/$d.json" "$W/fix/$d.json.xz" >> "$S" 2>&1 && rm -f "$W/fix/$d.json"
+  done
+  echo "users6 part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+  profile pipe_first 200 -- $U/hf_pipeline_images.py
+  profile pipe_cached 200 -- $U/hf_pipeline_images.py
+  plain pipe_2 $U/hf_pipeline_images.py
+  plain pipe_batched_2 $U/hf_pipeline_images.py --batch-size 32 --workers 8
+  keep_runs pipe_first pipe_cached
+  echo "users6 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = users6b ]; then  # see the header: the pipeline's own recording read whole; first and cached runs
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  plain pipe_1 $U/hf_pipeline_images.py
+  plain pipe_trace $U/hf_pipeline_images.py --images 80 --trace "$W/pipe_trace.json"
+  timeout 150 python3 -m nsighttc analyze "$W/pipe_trace.json" -o "$W/pipe_trace_raw.md" -q >> "$S" 2>&1
+  echo "analyze pipe_trace (as recorded, $(stat -c %s "$W/pipe_trace.json") B):" >> "$S"
+  grep -E "^\*\*GPU|^Where|^First fix|^\| .Pipeline|^\| .run_single" "$W/pipe_trace_raw.md" | head -8 >> "$S"
+  rm -f "$W/pipe_trace.json"
+  profile pipe_first 200 -- $U/hf_pipeline_images.py
+  profile pipe_cached 200 -- $U/hf_pipeline_images.py
+  plain pipe_batched $U/hf_pipeline_images.py --batch-size 32 --workers 8
+  plain pipe_2 $U/hf_pipeline_images.py
+  keep_runs pipe_first pipe_cached
+  echo "users6b took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = final6 ]; then  # see the header
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  room() { [ $(( $(date +%s) - T0 )) -lt 480 ] || { echo "skipped $1: past 480 s" >> "$S"; return 1; }; }
+  plain pipe_1 $U/hf_pipeline_images.py
+  profile pipe_first 200 -- $U/hf_pipeline_images.py
+  profile pipe_cached 200 -- $U/hf_pipeline_images.py
+  plain pipe_batched $U/hf_pipeline_images.py --batch-size 32 --workers 8
+  room graph && { plain graph_1 $G --steps 2000; profile graph_first 200 -- $G --steps 2000
+                  profile graph_cached 200 -- $G --steps 2000; }
+  room varlen && { plain varlen_1 $V; plain varlen_bucket_1 $V --bucket; profile varlen_first 200 -- $V; }
+  room varlen_cached && profile varlen_cached 200 -- $V
+  room accum && { plain accum_1 $A; profile accum_first 200 -- $A; }
+  keep_runs pipe_first pipe_cached graph_first graph_cached varlen_first varlen_cached accum_first
+  echo "final6 took $(( $(date +%s) - T0 )) s" >> "$S"
   pack
 fi
 if [ "$PART" = users4b ]; then  # gen_varlen.py's plain runs with the fixes the shape-churn finding names: prompts
