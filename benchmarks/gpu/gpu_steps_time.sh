@@ -90,8 +90,10 @@ set -u
 # users6b: the pipeline again at later code: recorded by hand and read as recorded (not stripped: its Python calls
 # begin past its first megabytes), its first and cached runs between plain runs as written and batched
 # final6: the stop's final code: the pipeline's first and cached runs beside plain runs, then the graph-replaying,
-# variable-length (plain and bucketed) and accumulation loops' first and cached runs, each skipped past 480 s
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6}; PART=${2:-runs}
+# variable-length (plain and bucketed) and accumulation loops' first and cached runs, each skipped past 480 s;
+# final6b: the pipeline's first and cached runs again between plain runs (a window moved to its extension only after
+# a plateau)
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -1102,6 +1104,16 @@ if [ "$PART" = users6b ]; then  # see the header: the pipeline's own recording r
   plain pipe_2 $U/hf_pipeline_images.py
   keep_runs pipe_first pipe_cached
   echo "users6b took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = final6b ]; then  # see the header
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  plain pipe_1 $U/hf_pipeline_images.py
+  profile pipe_first 200 -- $U/hf_pipeline_images.py
+  profile pipe_cached 200 -- $U/hf_pipeline_images.py
+  plain pipe_batched $U/hf_pipeline_images.py --batch-size 32 --workers 8
+  keep_runs pipe_first pipe_cached
+  echo "final6b took $(( $(date +%s) - T0 )) s" >> "$S"
   pack
 fi
 if [ "$PART" = final6 ]; then  # see the header

@@ -269,7 +269,7 @@ class Window(WindowEnd):
             new = ph.median_s = recent_median(ph)
             held = sum(abs(d - new) <= STEADY_TOLERANCE * new for d in ph.durations[ph.window_from or 0:])
             ph.left = max(ph.left, self._window_steps(ph, new) - held)
-            # its mark starts again here, and with it the steady steps (``steps.window_starts``), unless input shapes
+            # its mark starts again here, the steady steps there after a plateau (``steady.restarted``), unless shapes
             # change (steps at new shapes are the loop's own cost): a pipeline's first run (H200, users6b) held 33
             # plateau steps of 48-56 ms before its 10-14 ms ones: a 22.2 ms median, "52 slow steps" 61% of its time
             if not shapes_changed(ph):

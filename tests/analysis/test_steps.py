@@ -5,7 +5,6 @@ independently from the original recording: the step count from its `step` ranges
 its raw GPU intervals (merged here in plain Python), never from numbers typed in."""
 from __future__ import annotations
 
-import gzip
 import json
 import shutil
 import sqlite3
@@ -18,7 +17,7 @@ from nsighttc.analysis.timeline import steps as steps_mod
 from nsighttc.analysis.timeline.steps import period, steady
 
 from ..conftest import MULTI_NODE, MULTI_TORCH
-from tests.conftest import fixture_open
+from tests.conftest import FIXTURES, fixture_open
 
 P = "multi_phase.py/"
 
@@ -179,6 +178,31 @@ def test_the_warm_up_rule():
     # earlier phase's window, or one after the family's last step, says nothing of this family
     for marks in ([s[0] - 0.5], [s[-1] + 0.5], []):
         assert steady.warmup(s, s + wall, wall, 3.0, 1.2, none, np.array([]), windows=np.array(marks)) == (0, [])
+
+
+def test_a_restarted_window_starts_its_steady_steps_there_only_after_a_plateau():
+    """The launcher starts a window's mark again where it extends the window at a new rate (``runtime.window``); the
+    steady steps start there only where the steps before ran at a plateau. Step times of two runs of a transformers
+    pipeline on an H200 (their verdicts: ``reports/steps_time/users6``): a first run whose window began on 33 steps
+    of 48-56 ms, then 10-14 ms (extended at its 43rd and 52nd program steps), and a cached run, 20-55 ms throughout,
+    extended by three steps of 14-18 ms. Judged whole, the first read a 22.2 ms median step and "52 slow steps"; the
+    cached one, moved to its extension, left 73 of its 144 steps out as warm-up."""
+    from nsighttc.analysis import intervals
+    none = intervals.union(np.array([]), np.array([]))
+    with fixture_open(FIXTURES / "steps" / "pipeline_window_steps.json.gz") as fh:
+        runs = json.load(fh)
+    for key, first_index, expect in (("first_run_plateau_users6b", 0, 52 - 7), ("cached_run_noisy_final6", 1, 1)):
+        run = runs[key]
+        wall = np.asarray(run["iteration_ns"], dtype="float64")
+        s = np.concatenate([[0.0], np.cumsum(wall)[:-1]])
+        at = lambda step: s[step - run["window_start_step"] + first_index] - 1.0  # noqa: E731 (a mark just before)
+        windows = np.array([at(run["window_start_step"])]) if first_index else np.array([])
+        restarts = np.array([at(x) for x in run["extend_steps"]])
+        n, why = steady.warmup(s, s + wall, wall, 3.0, 1.2, none, np.array([]), windows=windows, restarts=restarts)
+        assert n == expect, (key, n)
+        assert steady.BEFORE_WINDOW in why[-1]
+        if key.startswith("first"):  # the steps kept ran at under half the plateau's median (sizes vary after it)
+            assert np.median(wall[n:]) < 0.5 * np.median(wall[1:n])
 
 
 def _strip_nvtx(src_dir, dest):

@@ -23,7 +23,7 @@ from .find import EXPLICIT, GRAPH_REPLAY, HOOK, KERNEL_PERIOD, PROFILER_OP, RESU
 from .steady import RULE, malloc_times
 
 __all__ = ["EXPLICIT", "GRAPH_REPLAY", "HOOK", "KERNEL_PERIOD", "PROFILER_OP", "RESULT_COPY", "RULE", "StepSet", "compile_union", "families", "find",
-           "malloc_times", "public", "startup", "step_paths", "window_starts"]
+           "malloc_times", "public", "startup", "step_paths", "window_restarts", "window_starts"]
 
 
 def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, launch_start: np.ndarray,
@@ -168,23 +168,31 @@ def _with_calls(sets: list[StepSet], launches: pd.DataFrame, launch_start: np.nd
 REBASE_GAP_NS = 1e6  # a window mark opened within this of the last one's end: the same window, started again
 
 
-def window_starts(marks: pd.DataFrame) -> np.ndarray:
-    """The starts of the windows of steady steps the launcher chose (``runtime.steps.WINDOW`` marks), sorted. A mark
-    that begins as the one before it ends is that window started again (``runtime.window``: its steps fell to a new
-    rate inside it, the ones before ran at the warm-up's plateau): the window starts at the last of such a chain."""
+def _window_marks(marks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, whether each starts again the window whose mark just ended: ``runtime.window``'s extension at a new
+    rate), sorted by start."""
     if marks is None or marks.empty:
-        return np.array([])
+        return np.array([]), np.array([], dtype=bool)
     m = marks.loc[(marks["name"] == WINDOW).to_numpy()].sort_values("start_ns")
     starts = m["start_ns"].to_numpy(dtype="float64")
     ends = m["end_ns"].to_numpy(dtype="float64")
-    if len(starts) < 2:
-        return starts
     again = np.zeros(len(starts), dtype=bool)
     again[1:] = np.abs(starts[1:] - ends[:-1]) <= REBASE_GAP_NS
-    # each chain's last start: a mark is kept unless the next one starts it again
-    keep = np.ones(len(starts), dtype=bool)
-    keep[:-1] = ~again[1:]
-    return starts[keep]
+    return starts, again
+
+
+def window_starts(marks: pd.DataFrame) -> np.ndarray:
+    """The starts of the windows of steady steps the launcher chose (``runtime.steps.WINDOW`` marks), sorted; a mark
+    that begins as the one before it ends is that window started again (``window_restarts``), not another."""
+    starts, again = _window_marks(marks)
+    return starts[~again]
+
+
+def window_restarts(marks: pd.DataFrame) -> np.ndarray:
+    """Where a window's mark started again (its steps fell to a new rate inside it), sorted: ``steady.warmup`` moves
+    the window's start there where the steps before ran at a plateau (``steady.PLATEAU_FACTOR``)."""
+    starts, again = _window_marks(marks)
+    return starts[again]
 
 
 def compile_union(marks: pd.DataFrame) -> intervals.Union:
@@ -197,7 +205,7 @@ def compile_union(marks: pd.DataFrame) -> intervals.Union:
 
 def families(sets: list[StepSet], u: intervals.Union, launch_start: np.ndarray, work_end: np.ndarray,
              th: Thresholds, compiles: intervals.Union | None = None, mallocs: np.ndarray | None = None,
-             windows: np.ndarray | None = None) -> list[dict]:
+             windows: np.ndarray | None = None, restarts: np.ndarray | None = None) -> list[dict]:
     """One dict per step family, the one whose steady state holds the most wall time first.
 
     ``launch_start``/``work_end``: when each kernel (or whole-graph execution) was launched and when it
@@ -218,7 +226,7 @@ def families(sets: list[StepSet], u: intervals.Union, launch_start: np.ndarray, 
     del k_order
     np.maximum.accumulate(k_end_max, out=k_end_max)
     windows = windows if windows is not None else np.array([])
-    out = [_family(st, u, k_start, k_end_max, th, compiles, mallocs, windows) for st in sets
+    out = [_family(st, u, k_start, k_end_max, th, compiles, mallocs, windows, restarts) for st in sets
            if len(st.starts) >= 2 or (len(st.starts) == 1 and st.source == "explicit")]  # (one ProfilerStep#)
     total = sum(f["steady_wall_ns"] for f in out) or 1.0
     for f in out:
@@ -227,7 +235,8 @@ def families(sets: list[StepSet], u: intervals.Union, launch_start: np.ndarray, 
 
 
 def _family(st: StepSet, u: intervals.Union, k_start: np.ndarray, k_end_max: np.ndarray, th: Thresholds,
-            compiles: intervals.Union, mallocs: np.ndarray, windows: np.ndarray) -> dict:
+            compiles: intervals.Union, mallocs: np.ndarray, windows: np.ndarray,
+            restarts: np.ndarray | None = None) -> dict:
     s, e = st.starts, st.ends
     it_end = np.concatenate([s[1:], e[-1:]])
     it_end = np.maximum(it_end, e)  # overlapping/odd ranges: an iteration at least covers its step
@@ -235,7 +244,7 @@ def _family(st: StepSet, u: intervals.Union, k_start: np.ndarray, k_end_max: np.
     it_busy = intervals.busy_within(u, s, it_end)
     share = np.where(it_wall > 0, it_busy / it_wall, 0.0)
     warm, reasons = steady.warmup(s, it_end, it_wall, th.warmup_factor, th.warmup_explained, compiles, mallocs,
-                                  windows)
+                                  windows, restarts)
     steady_part = slice(warm, None)
     k_in = (np.searchsorted(k_start, it_end) - np.searchsorted(k_start, s)) if len(k_start) else np.zeros(len(s))
     med_share = float(np.median(share[steady_part]))

@@ -51,15 +51,37 @@ def window_start(windows: np.ndarray, starts: np.ndarray) -> float:
     return float(windows[i]) if i < len(windows) and windows[i] <= starts[-1] else -np.inf
 
 
+# A window whose mark started again (``runtime.window``: its steps fell to a new rate inside it) starts there only where
+# its steps before ran this many times slower than after, at least PLATEAU_MIN_STEPS each side: a plateau (a
+# pipeline's first run on an H200, users6b: 48-56 ms, then 10-14 ms as unrecorded), not a noisy host (its cached run:
+# 20-55 ms throughout, three steps of 14-18 ms extended its window: 25.5 against 18.4 ms medians, kept whole)
+PLATEAU_FACTOR = 1.5
+PLATEAU_MIN_STEPS = 3
+
+
+def restarted(start: float, restarts: np.ndarray | None, starts: np.ndarray, it_wall: np.ndarray) -> float:
+    """The window's start moved to the last of its restarts after which its steps ran ``PLATEAU_FACTOR`` times faster
+    than between its start and there; ``start`` where none did."""
+    if restarts is None or not len(restarts):
+        return start
+    for r in sorted((float(x) for x in restarts if start < x <= starts[-1]), reverse=True):
+        before, after = it_wall[(starts >= start) & (starts < r)], it_wall[starts >= r]
+        if len(before) >= PLATEAU_MIN_STEPS and len(after) >= PLATEAU_MIN_STEPS and \
+                np.median(before) >= PLATEAU_FACTOR * np.median(after):
+            return r
+    return start
+
+
 def warmup(starts: np.ndarray, it_end: np.ndarray, it_wall: np.ndarray, factor: float, explained: float,
-           compiles: intervals.Union, mallocs: np.ndarray, windows: np.ndarray | None = None
-           ) -> tuple[int, list[list[str]]]:
+           compiles: intervals.Union, mallocs: np.ndarray, windows: np.ndarray | None = None,
+           restarts: np.ndarray | None = None) -> tuple[int, list[list[str]]]:
     """(number of leading warm-up steps, the reasons of each). ``windows``: the sorted starts of the recording's
-    window marks."""
+    window marks; ``restarts``: where a window's mark started again (``restarted``)."""
     n = len(starts)
     if n == 0:
         return 0, []
-    before = starts < window_start(windows if windows is not None else np.array([]), starts)
+    w0 = window_start(windows if windows is not None else np.array([]), starts)
+    before = starts < restarted(w0, restarts, starts, it_wall)
     med = float(np.median(it_wall))
     first = np.zeros(n, dtype=bool)
     first[0] = n >= 3
