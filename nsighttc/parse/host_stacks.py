@@ -23,8 +23,7 @@ def attach(p):
     from . import python_calls
     from .sniff import Kind
     # the parse counted them where it read every event; else (a trace read by another path) a look at the file's head
-    counted = getattr(p.timeline, "python_calls", 0)
-    if p.kind is not Kind.KINETO_JSON or not (counted or python_calls.present(p.path)):
+    if p.kind is not Kind.KINETO_JSON or not (p.timeline.python_calls or python_calls.present(p.path)):
         return p
     try:
         hs = python_calls.read(p.path)

@@ -449,5 +449,5 @@ def _build(path: Path, gpu: dict, api: dict, rng: dict, devices: dict, n_events:
     if gpu_ops.empty:
         notes.append(f"{path}: the trace holds no GPU events: the workload launched no GPU work "
                      "(or the profiler ran without ProfilerActivity.CUDA)")
-    return Parsed(path, Kind.KINETO_JSON, conform(kernels), notes, Timeline("torch", gpu_ops, api_df, ranges, devices,
-                                                                                    marks=marks, python_calls=python_calls))
+    timeline = Timeline("torch", gpu_ops, api_df, ranges, devices, marks=marks, python_calls=python_calls)
+    return Parsed(path, Kind.KINETO_JSON, conform(kernels), notes, timeline)

@@ -16,8 +16,9 @@ window), ``cudaProfilerStart``/``Stop`` around the window for the Nsight Compute
 recorder with work to do before a window (``Recorder.wants_prepare``: a distributed first run's rank 0, which changes
 profiler sessions) gets a ``prepare`` decision one step before the window's ``start``. Each window is also a
 ``nsighttc.window`` mark in the recording (``record_format.WINDOW``), from which the analysis leaves every earlier
-step out of the steady state; an extended window's mark starts again where it extended (its plateau's steps too). Each event is printed as one line (``EVENT_PREFIX`` + JSON) for the profile run to
-read (``window_events``, ``profile.window``).
+step out of the steady state; an extended window's mark starts again where it extended (the analysis starts there
+after a plateau: ``steps.steady.restarted``). Each event is printed as one line (``EVENT_PREFIX`` + JSON) for the
+profile run to read (``window_events``, ``profile.window``).
 """
 from __future__ import annotations
 

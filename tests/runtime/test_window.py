@@ -208,10 +208,10 @@ for i in range(400):
 @pytest.mark.torch
 def test_a_window_that_extends_at_a_new_rate_starts_its_steady_steps_there(tmp_path):
     """A transformers pipeline's first run (H200, users6b): its window began on a plateau of 48-56 ms steps (as slow as
-    its warm-up, recorded with the operators' arguments), then its steps ran at 10-14 ms, as unrecorded; the window extended,
-    but every step of it was judged, the plateau's among the steady ones: median 22.2 ms, "52 slow steps" holding
-    61% of the recording. The extension starts the window's mark again, and the analysis starts the steady steps
-    there: the plateau's steps are warm-up ("before the window")."""
+    its warm-up, recorded with the operators' arguments), then its steps ran at 10-14 ms, as unrecorded; the window
+    extended, but every step of it was judged, the plateau's among the steady ones: median 22.2 ms, "52 slow steps"
+    holding 61% of the recording. The extension starts the window's mark again, and the analysis starts the steady
+    steps there: the plateau's steps are warm-up ("before the window")."""
     from nsighttc.api import analyze
     r, trace, events = _launch(tmp_path, PLATEAU)
     assert r.returncode == 0, r.stderr

@@ -116,7 +116,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
     compiles = steps_mod.compile_union(tl.marks)
     with stages.stage("timeline.steps"):
         fams = steps_mod.families(step_sets, u, launch_start, work_end, th, compiles, steps_mod.malloc_times(api),
-                                  steps_mod.window_starts(tl.marks), steps_mod.window_restarts(tl.marks))
+                                  *steps_mod.window_marks(tl.marks))
     del work_end, step_sets  # 16 B per launch, not needed past the step families
     _account_steps(fams, launches, launch_start, slow_mod.capture_times(api))
     _state_copies(fams, ops, u)

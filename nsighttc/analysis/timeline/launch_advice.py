@@ -59,13 +59,13 @@ def launch_fix(work: str, in_use: dict, graphs: dict, scope: str | None = None, 
     (a decode already replayed as CUDA graphs was told to replay the decoding step as a CUDA graph).
     ``scope``: the step family the finding is about; graphs count where its steady steps replay them (any scope
     when None). ``shapes_change``: the loop meets new input shapes as it runs, so no CUDA-graph advice."""
-    if "cuda_graphs" in in_use and (scope is None or in_use_mod.graphed(in_use, scope)) \
-            and in_use["cuda_graphs"].get("captures"):
+    graphed = "cuda_graphs" in in_use and (scope is None or in_use_mod.graphed(in_use, scope))
+    if graphed and in_use["cuda_graphs"].get("captures"):
         return (f"The program captures CUDA graphs ({in_use['cuda_graphs']['seen']}): this recording holds their "
                 "capture, where each kernel of the graph is launched once on its own, and not their replays, so its "
                 "launch gaps are no loop's. Record the loop that replays them (begin the recording after the "
                 "capture, e.g. `torch.profiler.schedule(wait=N, ...)`) to judge it.")
-    if "cuda_graphs" in in_use and (scope is None or in_use_mod.graphed(in_use, scope)):
+    if graphed:
         top = graphs.get("outside_top") or []
         names = ", ".join(f"`{short_kernel(o['name'])}` ×{o['count']:,}" for o in top)
         more = "more sequences per `generate()` call" if work == "generation" else "larger batches"

@@ -165,7 +165,8 @@ def _gap_facts(gs: np.ndarray, ge: np.ndarray, ops: pd.DataFrame, api: pd.DataFr
     # TraceLens' SGLang decode trace (MI300X): a 256-byte copy to the host, called 0.4 ms into the step, ran
     # 463 ms later on an idle GPU; read as 'a synchronising call emptied the GPU's queue', up to 44x. (Copies
     # only: a kernel's launch call can outlast the kernel while it loads the kernel's module, host work.)
-    blocking = ops["kind"].isin(("memcpy", "memset")).to_numpy() & (op_return >= ops["end_ns"].to_numpy(dtype="float64"))
+    blocking = ops["kind"].isin(("memcpy", "memset")).to_numpy() & \
+        (op_return >= ops["end_ns"].to_numpy(dtype="float64"))
     op_return[blocking] = op_launch[blocking]
     order = np.argsort(o_start, kind="stable")
     if len(order) < 2**31:

@@ -23,7 +23,7 @@ from .find import EXPLICIT, GRAPH_REPLAY, HOOK, KERNEL_PERIOD, PROFILER_OP, RESU
 from .steady import RULE, malloc_times
 
 __all__ = ["EXPLICIT", "GRAPH_REPLAY", "HOOK", "KERNEL_PERIOD", "PROFILER_OP", "RESULT_COPY", "RULE", "StepSet", "compile_union", "families", "find",
-           "malloc_times", "public", "startup", "step_paths", "window_restarts", "window_starts"]
+           "malloc_times", "public", "startup", "step_paths", "window_marks"]
 
 
 def find(ranges: pd.DataFrame, marks: pd.DataFrame, launches: pd.DataFrame, launch_start: np.ndarray,
@@ -168,31 +168,19 @@ def _with_calls(sets: list[StepSet], launches: pd.DataFrame, launch_start: np.nd
 REBASE_GAP_NS = 1e6  # a window mark opened within this of the last one's end: the same window, started again
 
 
-def _window_marks(marks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, whether each starts again the window whose mark just ended: ``runtime.window``'s extension at a new
-    rate), sorted by start."""
+def window_marks(marks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(the starts of the windows of steady steps the launcher chose, where a window's mark started again), each
+    sorted: ``runtime.steps.WINDOW`` marks; one that begins as the one before it ends is that window started again
+    (``runtime.window``: its steps fell to a new rate inside it), not another, and ``steady.warmup`` moves the
+    window's start there where the steps before ran at a plateau (``steady.PLATEAU_FACTOR``)."""
     if marks is None or marks.empty:
-        return np.array([]), np.array([], dtype=bool)
+        return np.array([]), np.array([])
     m = marks.loc[(marks["name"] == WINDOW).to_numpy()].sort_values("start_ns")
     starts = m["start_ns"].to_numpy(dtype="float64")
     ends = m["end_ns"].to_numpy(dtype="float64")
     again = np.zeros(len(starts), dtype=bool)
     again[1:] = np.abs(starts[1:] - ends[:-1]) <= REBASE_GAP_NS
-    return starts, again
-
-
-def window_starts(marks: pd.DataFrame) -> np.ndarray:
-    """The starts of the windows of steady steps the launcher chose (``runtime.steps.WINDOW`` marks), sorted; a mark
-    that begins as the one before it ends is that window started again (``window_restarts``), not another."""
-    starts, again = _window_marks(marks)
-    return starts[~again]
-
-
-def window_restarts(marks: pd.DataFrame) -> np.ndarray:
-    """Where a window's mark started again (its steps fell to a new rate inside it), sorted: ``steady.warmup`` moves
-    the window's start there where the steps before ran at a plateau (``steady.PLATEAU_FACTOR``)."""
-    starts, again = _window_marks(marks)
-    return starts[again]
+    return starts[~again], starts[again]
 
 
 def compile_union(marks: pd.DataFrame) -> intervals.Union:
