@@ -39,6 +39,7 @@ import numpy as np
 
 from ..durations import duration
 from . import intervals, peak as peak_mod, wide_gain
+from .timeline import per_item
 
 # What a matrix kernel moved from the CUDA cores to the Tensor Cores gains at least: a small or memory-bound GEMM
 # reads as much as it computes. Seen on the H100 (reports/try): BERT-base's GEMMs (4096 x 768 x 768, Trainer fp32
@@ -58,7 +59,7 @@ KIND = {"fp32-matmul-on-cuda-cores": "gpu", "fp16-conv-on-cuda-cores": "gpu", "n
         "per-step-logging": "host", "host-bound-model-code": "host", "synchronising-line": "host",
         "host-bound-checkpoint": "host", "host-copies-every-step": "host",
         "straggler-rank": "job", "exposed-communication": "job", "exposed-sharded-communication": "job",
-        "shape-churn": "loop", "checkpoint-in-loop": "loop", "host-copies-in-loop": "loop"}
+        "per-input-calls": "host", "shape-churn": "loop", "checkpoint-in-loop": "loop", "host-copies-in-loop": "loop"}
 # The findings on the host's launching, whose gain a recording of a CUDA graph's capture does not give: it holds each
 # kernel launched once on its own while being captured, and none of the replays the loop runs (vLLM capturing its
 # piecewise graphs on an MI300, TraceLens' traces: "up to 4.2x" from launch gaps of a phase that never recurs)
@@ -238,15 +239,16 @@ def _gpu_fix(s: Scope, save_low: float, save_high: float) -> tuple[float, float]
     return max(low, 1.0), max(high, 1.0)
 
 
-def _host_fix(s: Scope, idle: float, fraction_low: float) -> tuple[float, float]:
+def _host_fix(s: Scope, idle: float, fraction_low: float, idle_high: float | None = None) -> tuple[float, float]:
     """Speed-up of a phase whose GPU idle time ``idle`` (as profiled) goes: ``fraction_low`` of it (scaled to the plain
-    run) at the low end, all of it at the high end (unscaled: the profiler's own host time may have been counted
-    under another cause), never below the step's GPU work."""
+    run) at the low end, all of it (or ``idle_high``: what the fix can remove at most) at the high end (unscaled: the
+    profiler's own host time may have been counted under another cause), never below the step's GPU work."""
     gap = s.T - s.B
-    if idle <= 0 or gap <= 0:
+    idle_high = idle if idle_high is None else idle_high
+    if idle <= 0 or gap <= 0 or idle_high <= 0:
         return 1.0, 1.0
-    low = s.T / max(s.T - fraction_low * min(idle * s.scale, gap), s.B, 1.0)
-    high = s.T / max(s.T - min(idle, gap), s.B, 1.0)
+    low = s.T / max(s.T - min(fraction_low * min(idle * s.scale, gap), idle_high), s.B, 1.0)
+    high = s.T / max(s.T - min(idle_high, gap), s.B, 1.0)
     return low, high
 
 
@@ -335,8 +337,13 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
                 sv[1] += M * (1 - 1 / r_high)
                 matrix[name] = matrix.get(name, 0.0) + M
         else:
-            frac = HOST_LOW_FRACTION
-            if f["id"] == DATA_LOADING:
+            frac, kept = HOST_LOW_FRACTION, 0.0
+            if f["id"] == per_item.PER_ITEM_ID:
+                kept, parts = per_item.kept_share(doc)
+                basis.append(f"`{f['id']}`: {100 * frac:.0f}% to all of the GPU idle time under the per-input call "
+                             "removed" + (f", but its {parts} ({100 * kept:.0f}% of it), which the batched call still "
+                                          "runs one input at a time" if kept >= 0.005 else ""))
+            elif f["id"] == DATA_LOADING:
                 frac, why = _data_fraction(f, doc, workers)
                 basis.append(f"`{f['id']}`: {100 * frac:.0f}% ({why}) to all of the GPU idle time it causes removed")
             else:
@@ -344,6 +351,7 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
             for name, t in cost.items():
                 cur = idle.setdefault(name, [0.0, 0.0, frac])
                 cur[0] += t
+                cur[1] += t * kept  # what the fix leaves (the idle time, as profiled, may pass the step's gap)
                 cur[2] = min(cur[2], frac)
     if not save and not idle:
         kinds = {KIND.get(f["id"]) for f, _ in items}
@@ -358,7 +366,8 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
         s = by[name]
         g_lo, g_hi = _gpu_fix(s, *save[name]) if name in save else (1.0, 1.0)
         if name in idle:
-            h_lo, h_hi = _host_fix(s, idle[name][0], idle[name][2])
+            kept = idle[name][1] / idle[name][0] if idle[name][0] > 0 else 0.0
+            h_lo, h_hi = _host_fix(s, idle[name][0], idle[name][2], min(idle[name][0], s.T - s.B) * (1 - kept))
             g_lo, g_hi = g_lo * h_lo, g_hi * h_hi
             floor = s.B - save.get(name, [0, 0])[1]
             if fused is not None:  # compiled: the non-matrix kernels may be fused away at the high end

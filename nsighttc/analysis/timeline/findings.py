@@ -11,7 +11,7 @@ from ...durations import duration
 from ...model import Finding
 from ..kernel_keys import short_kernel
 from .base import TimelineResult
-from . import in_use as in_use_mod
+from . import in_use as in_use_mod, per_item
 from .idle import frame_words
 from .idle.causes import top_host_row
 from .steps import shape_costs
@@ -196,39 +196,6 @@ def _host_frames_finding(add, c: dict, label: str, verdict: str, share: float, c
             "speedscope).", c["idle_ns"], []), cost)
 
 
-# Library calls that take one input at a time in a loop of the program's and have a batched form, by the frame the
-# host's stacks were in while the GPU idled (file, function) -> what to do. A transformers pipeline called once per
-# input runs preprocess, forward (a batch of 1: every kernel launched for one input) and postprocess (a read-back) in
-# turn, the GPU idle through two of them: users6 (benchmarks/gpu/gpu_steps_time.sh, H200): ViT-base fp16 `pipe(img)`
-# per photo 87-99 images/s, `pipe(images, batch_size=32, num_workers=8)` 187-292 (2.1x-2.9x); workers alone 123
-# (1.2-1.4x): its first and cached runs named data loading and the launch rate in turn, each a part of it.
-PER_ITEM_CALLS = (
-    (re.compile(r"(?:^|/)pipelines/base\.py$"), re.compile(r"(?:^|\.)run_single$"),
-     "The program calls a transformers pipeline one input at a time, so each input is preprocessed, run as a batch "
-     "of one and read back alone while the GPU waits: pass the inputs as one list, a dataset or a generator with "
-     "`pipe(inputs, batch_size=32, num_workers=8)` (its DataLoader workers preprocess while the GPU runs; tune "
-     "`batch_size` to the GPU's memory). "),
-)
-PER_ITEM_SHARE = 0.5          # of the idle time's host samples under the per-input call
-PER_ITEM_FINDINGS = ("gpu-starved-by-data-loading", "launch-bound", "host-bound-model-code",
-                     "gpu-idle-during-host-range")
-
-
-def per_item_advice(res: TimelineResult, out: list[Finding]) -> None:
-    """Where most of the host's idle-time samples were under a library's one-input call (``PER_ITEM_CALLS``), each
-    host finding's advice begins with its batched form: the fix that cuts the data loading, the launches and the
-    read-backs of every input together, rather than one of them."""
-    rows = (res.host_frames or {}).get("rows") or []
-    for file_re, func_re, words in PER_ITEM_CALLS:
-        under = sum(r.get("share") or 0.0 for r in rows
-                    if file_re.search(str(r.get("file") or "")) and func_re.search(str(r.get("frame") or "")))
-        if under >= PER_ITEM_SHARE:
-            for f in out:
-                if f.id in PER_ITEM_FINDINGS and not f.advice.startswith(words):
-                    f.advice = words + f.advice
-            return
-
-
 def findings(res: TimelineResult) -> list[Finding]:
     out: list[Finding] = []
     seen: dict[tuple[str, str], Finding] = {}
@@ -355,5 +322,5 @@ def findings(res: TimelineResult) -> list[Finding]:
             "warm-up-excluded", "info", "Warm-up steps were left out", lst,
             "Nothing to fix; profile more steps after warm-up (e.g. `torch.profiler.schedule(wait=1, warmup=2, "
             "active=5)`) for steadier numbers.", 0.0, []))
-    per_item_advice(res, out)
+    per_item.merge((res.host_frames or {}).get("rows"), out)  # a one-input call's parts: one finding
     return out

@@ -7,6 +7,7 @@ import pandas as pd
 
 from ....durations import duration
 
+from .. import per_item
 from .pieces import DRAINED, GPU_WAIT, HOST, LAUNCH, PAGEABLE, SYNC
 from .scopes import Scope
 
@@ -210,6 +211,9 @@ def headline(causes_: list[dict], verdict: str, rows: list[dict] | None = None) 
     waiting = any(x["kind"] == "communication" for x in causes_)  # a rank: idle of compute, not of the GPU
     what = "time without compute" if waiting else "idle time"
     row = top_host_row(rows) if c["kind"] in ("host-range", "sync", "launch-overhead") else None
+    per_input = per_item.match(rows) if row is not None else None
+    if per_input is not None:  # a library's one-input call: the call, not the part of it that held most this run
+        return per_item.headline(per_input, what, _ms(per_input.idle_ns))
     launch = _launch_at_row(causes_, row)
     if launch is not None and launch["idle_ns"] >= LAUNCH_CLAUSE * row["idle_ns"] \
             and row["idle_ns"] >= LAUNCH_LEADS * launch["idle_ns"] and not _waits_for_gpu(row):
