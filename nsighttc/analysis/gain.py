@@ -20,7 +20,8 @@ estimate is Amdahl's law on the step, not on GPU time alone. Per phase (step fam
   the GPU idle time they make per step, ``I``, and no step gets shorter than its GPU work: ``high`` removes all of
   ``I`` (``max(T - I, B)``), ``low`` half of it (a fix that overlaps part of the work); a DataLoader fetch shared by
   N workers (8, the advice's, or the variant's N) loses all but ``1/N`` of it at the low end; a loader that has
-  workers, half (``_data_fraction``).
+  workers, half (``host_gain.data_fraction``); a library's one-input call (``timeline.per_item``) keeps at the high end
+  the parts its batched form still runs per input (``host_gain.host_fix``'s ``idle_high``).
 - **Distributed**: a straggler's excess step time, or the communication no compute overlaps, removed (all, or half).
 
 Several phases: the program's steady time is the phases' weighted by their share of the steps' wall time
@@ -39,6 +40,7 @@ import numpy as np
 
 from ..durations import duration
 from . import intervals, peak as peak_mod, wide_gain
+from .host_gain import HOST_LOW_FRACTION, data_fraction, host_fix, idle_width
 from .timeline import per_item
 
 # What a matrix kernel moved from the CUDA cores to the Tensor Cores gains at least: a small or memory-bound GEMM
@@ -48,7 +50,7 @@ MATRIX_SPEEDUP_LOW = 2.0
 # A GPU not in the peak table: the ratio of H100 SXM's dense Tensor Core peak to its CUDA-core FP32 peak
 # (tf32 494.7 / 67, bf16 989.5 / 67), and the basis says it was assumed.
 ASSUMED_RATIO = {"tf32": 7.4, "bf16": 14.8, "fp16": 14.8}
-HOST_LOW_FRACTION = 0.5     # the low end of a host fix: half of the idle time it causes goes away
+
 
 # finding id -> how its cost is removed: "gpu" (kernel time made faster by r), "gpu-all" (kernel time removed),
 # "host" (GPU idle time removed), "job" (a distributed wait removed)
@@ -84,7 +86,6 @@ FROM_DTYPE = {"tf32-tensor-core-work": "tf32"}
 AUTOCAST_FIXES = {"fp32-matmul-on-cuda-cores", "tf32-tensor-core-work"}
 DATA_LOADING = "gpu-starved-by-data-loading"
 
-ADVISED_WORKERS = 8  # what the data-loading finding's advice says (num_workers=8)
 WHY_NONE = {"matrix-work-unknown": "whether this work reached the Tensor Cores is unknown: nothing to estimate",
             "low-tensor-pipe-utilisation": "the fix (larger or fused GEMMs) changes the work itself: not estimated",
             "misaligned-tensor-core-path": "how much faster an aligned kernel runs depends on the shapes: not estimated",
@@ -239,19 +240,6 @@ def _gpu_fix(s: Scope, save_low: float, save_high: float) -> tuple[float, float]
     return max(low, 1.0), max(high, 1.0)
 
 
-def _host_fix(s: Scope, idle: float, fraction_low: float, idle_high: float | None = None) -> tuple[float, float]:
-    """Speed-up of a phase whose GPU idle time ``idle`` (as profiled) goes: ``fraction_low`` of it (scaled to the plain
-    run) at the low end, all of it (or ``idle_high``: what the fix can remove at most) at the high end (unscaled: the
-    profiler's own host time may have been counted under another cause), never below the step's GPU work."""
-    gap = s.T - s.B
-    idle_high = idle if idle_high is None else idle_high
-    if idle <= 0 or gap <= 0 or idle_high <= 0:
-        return 1.0, 1.0
-    low = s.T / max(s.T - min(fraction_low * min(idle * s.scale, gap), idle_high), s.B, 1.0)
-    high = s.T / max(s.T - min(idle_high, gap), s.B, 1.0)
-    return low, high
-
-
 def _combine(per_phase: dict[str, tuple[float, float]], ss: dict[str, Scope]) -> tuple[float, float]:
     """Program speed-up from per-phase speed-ups: each phase's share of the steps' time shrinks by its own."""
     if not sum(s.weight for s in ss.values()):
@@ -274,34 +262,6 @@ def _costs(f: dict, ss: list[Scope]) -> dict[str, float]:
     if len(ss) == 1 and cost and ss[0].name not in cost and not set(cost) & set(by):
         cost = {ss[0].name: sum(cost.values())}
     return {k: v for k, v in cost.items() if k in by and v > 0}
-
-
-# torch.profiler's range of a DataLoader fetch names its iterator's class: this one's loader has worker processes
-# (torch/utils/data/dataloader.py; `enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__`), how many it does
-# not say
-MULTIPROCESS_LOADER = "_MultiProcessingDataLoaderIter"
-
-
-def _data_fraction(f: dict, doc: dict, workers: int | None) -> tuple[float, str]:
-    """(the share of a data-loading finding's idle time the low end removes, why). A loader without workers gains
-    ``N`` of them (the variant's, else the advice's 8): ``1 - 1/N`` of the wait goes. One that has workers (the
-    launcher's count, ``timeline.loader_workers``, or torch.profiler's name of its iterator) shares the fetch among
-    ``N`` instead of its ``n`` at best (``1 - n/N``), and more worker processes contend for the host's cores: half, as
-    other host fixes. Why: a graphed step fed by 2 workers (H200, wrappers/graph_loader.py) was put at 5.7-17.7x, as
-    if 8 workers replaced none; 8 measured 2.7-3.9x in plain runs (57.9-58.4 ms a step against 15.0-21.9 ms), under
-    the 3.34x that perfect sharing gives."""
-    have = (doc.get("timeline") or {}).get("loader_workers")
-    if have is None and MULTIPROCESS_LOADER in f"{f.get('title', '')} {f.get('evidence', '')}":
-        return HOST_LOW_FRACTION, ("the loader already has worker processes, how many the recording does not say: "
-                                   "half")
-    if have:
-        n = workers or max(ADVISED_WORKERS, 2 * int(have))
-        best = max(1 - int(have) / n, 0.0)
-        return min(HOST_LOW_FRACTION, best), (f"the fetch shared by {n} workers instead of {int(have)}: "
-                                               f"{100 * best:.0f}% of the wait at best, half where they contend for "
-                                               "the host's cores")
-    n = workers or ADVISED_WORKERS
-    return 1 - 1 / n, f"the fetch shared by {n} workers"
 
 
 def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], workers: int | None = None,
@@ -344,7 +304,7 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
                              "removed" + (f", but its {parts} ({100 * kept:.0f}% of it), which the batched call still "
                                           "runs one input at a time" if kept >= 0.005 else ""))
             elif f["id"] == DATA_LOADING:
-                frac, why = _data_fraction(f, doc, workers)
+                frac, why = data_fraction(f, doc, workers)
                 basis.append(f"`{f['id']}`: {100 * frac:.0f}% ({why}) to all of the GPU idle time it causes removed")
             else:
                 basis.append(f"`{f['id']}`: {100 * frac:.0f}% to all of the GPU idle time it causes removed")
@@ -367,7 +327,7 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
         g_lo, g_hi = _gpu_fix(s, *save[name]) if name in save else (1.0, 1.0)
         if name in idle:
             kept = idle[name][1] / idle[name][0] if idle[name][0] > 0 else 0.0
-            h_lo, h_hi = _host_fix(s, idle[name][0], idle[name][2], min(idle[name][0], s.T - s.B) * (1 - kept))
+            h_lo, h_hi = host_fix(s, idle[name][0], idle[name][2], min(idle[name][0], s.T - s.B) * (1 - kept))
             g_lo, g_hi = g_lo * h_lo, g_hi * h_hi
             floor = s.B - save.get(name, [0, 0])[1]
             if fused is not None:  # compiled: the non-matrix kernels may be fused away at the high end
@@ -393,20 +353,8 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
     basis += list(dict.fromkeys(n for s in ss for n in s.notes))
     low, high = round(max(low, 1.0), 3), round(max(high, low, 1.0), 3)
     if idle and high > wide_gain.WIDTH * low:
-        basis.append(_idle_width(idle, by, low, high))
+        basis.append(idle_width(idle, by, low, high))
     return {"low": low, "high": high, "basis": "; ".join(basis)}
-
-
-def _idle_width(idle: dict, by: dict, low: float, high: float) -> str:
-    """What a range of a host-side finding wider than ``wide_gain.WIDTH`` comes from: a step whose GPU idles most of
-    its time gains anything from a part of that idle time removed to all of it, and one recording cannot tell how much
-    a fix removes (a serving engine's decode step, 98% idle while its host waited in one copy: 1.96x to 44x; AMD's
-    TraceLens traces, tests/fixtures/foreign)."""
-    n = max(idle, key=lambda k: idle[k][0] / max(by[k].T, 1.0))
-    share = min(idle[n][0] / by[n].T, 1.0) if by[n].T else 0.0
-    return (f"wider than {wide_gain.WIDTH:g}x: the GPU idle time it causes is {100 * share:.0f}% of the steps of "
-            f"`{n}`, so the gain turns on how much of it the fix removes ({100 * idle[n][2]:.0f}% of it: {low:.3g}x; "
-            f"all of it: {high:.3g}x), which one recording cannot tell")
 
 
 def estimate(f: dict, doc: dict, ss: list[Scope], dtype: str | None = None) -> dict | None:
