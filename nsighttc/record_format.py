@@ -69,4 +69,6 @@ CAPTURE_FILE = "torch_ops_capture.json"
 # + the program's line: a torch.profiler the program made was held off while the launcher recorded with its own
 # (``runtime.guest_profiler``: one process holds one Kineto session); said once, at its first action
 OWN_PROFILER_HELD = "nsighttc.launch: the program's own torch.profiler held off, at "
+# + seconds: a program waiting at its gate paused the profiler frontends above it that long (``runtime.paused_frontends``)
+FRONTENDS_PAUSED = "nsighttc.gate: paused the frontends above the program while it waited at its gate, for "
 WINDOW_EVENT = "nsighttc.launch: window "  # + a JSON object: what the window did (start/end/stop per phase)

@@ -93,7 +93,13 @@ set -u
 # variable-length (plain and bucketed) and accumulation loops' first and cached runs, each skipped past 480 s;
 # final6b: the pipeline's first and cached runs again between plain runs (a window moved to its extension only after
 # a plateau)
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b}; PART=${2:-runs}
+# firstcost: why a first run of a host-bound program is slower than its cached and plain runs: the machine's cores
+# (SMT siblings), the pipeline plain alone and beside two idle-class spinners (as the ncu frontends are), its first
+# run with each process's CPU time sampled (proc_cpu_sampler.py), a first run with nothing beside the timeline
+# (--overlap none), the cached run; the accumulation loop plain, first (sampled) and first with --overlap none
+# firstcost2: the same first and cached runs at the code whose gated programs pause the frontends above them
+# (runtime/paused_frontends.py), each run's paused seconds from run.json, then ../shared/programs' hf_bert and vit_eval
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b|firstcost|firstcost2}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -1115,6 +1121,50 @@ if [ "$PART" = final6b ]; then  # see the header
   keep_runs pipe_first pipe_cached
   echo "final6b took $(( $(date +%s) - T0 )) s" >> "$S"
   pack
+fi
+if [ "$PART" = firstcost ]; then  # see the header
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  { nproc; lscpu | grep -E "^(Model name|Thread|Core|Socket|CPU\(s\)|CPU max|On-line)"
+    echo "siblings of cpu0: $(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list 2>&1)"; } >> "$S" 2>&1
+  sampled() {  # name timeout options -- cmd: a profile run with the CPU sampler beside it (W/fix/NAME_cpu.csv)
+    local n=$1; python3 benchmarks/gpu/proc_cpu_sampler.py "$W/fix/${n}_cpu.csv" --watch "$W/runs_$n" & local sp=$!
+    profile "$@"; kill $sp; wait $sp 2>/dev/null; gzip -f "$W/fix/${n}_cpu.csv"
+  }
+  plain pipe_1 $U/hf_pipeline_images.py
+  # (not in a command substitution: it would wait for the spinners' stdout to close)
+  chrt -i 0 python3 -c "while True: pass" > /dev/null 2>&1 & s1=$!
+  chrt -i 0 python3 -c "while True: pass" > /dev/null 2>&1 & s2=$!
+  plain pipe_beside_idle_spinners $U/hf_pipeline_images.py; kill $s1 $s2
+  NSIGHTTC_CACHE_DIR=$W/cache_a sampled pipe_first 200 -- $U/hf_pipeline_images.py
+  NSIGHTTC_CACHE_DIR=$W/cache_b sampled pipe_first_nothing_beside 200 --overlap none -- $U/hf_pipeline_images.py
+  NSIGHTTC_CACHE_DIR=$W/cache_a sampled pipe_cached 200 -- $U/hf_pipeline_images.py
+  plain pipe_2 $U/hf_pipeline_images.py
+  plain pipe_batched $U/hf_pipeline_images.py --batch-size 32 --workers 8
+  echo "firstcost part 1 took $(( $(date +%s) - T0 )) s" >> "$S"
+  plain accum_1 $A
+  NSIGHTTC_CACHE_DIR=$W/cache_c sampled accum_first 200 -- $A
+  NSIGHTTC_CACHE_DIR=$W/cache_d sampled accum_first_nothing_beside 200 --overlap none -- $A
+  plain accum_2 $A
+  keep_runs pipe_first pipe_first_nothing_beside pipe_cached accum_first accum_first_nothing_beside
+  echo "firstcost took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = firstcost2 ]; then  # see the header
+  T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
+  sampled() {  # name timeout options -- cmd: a profile run with the CPU sampler beside it (W/fix/NAME_cpu.csv)
+    local n=$1; python3 benchmarks/gpu/proc_cpu_sampler.py "$W/fix/${n}_cpu.csv" --watch "$W/runs_$n" & local sp=$!
+    profile "$@"; kill $sp; wait $sp 2>/dev/null; gzip -f "$W/fix/${n}_cpu.csv"
+    echo "   paused: $(grep -ho '"paused_s": [0-9.]*' "$W/runs_$n"/*/run.json | tr '\n' ' ')" >> "$S"
+  }
+  plain pipe_1 $U/hf_pipeline_images.py
+  NSIGHTTC_CACHE_DIR=$W/cache_a sampled pipe_first 200 -- $U/hf_pipeline_images.py
+  NSIGHTTC_CACHE_DIR=$W/cache_a sampled pipe_cached 200 -- $U/hf_pipeline_images.py
+  plain pipe_batched $U/hf_pipeline_images.py --batch-size 32 --workers 8
+  plain accum_1 $A
+  NSIGHTTC_CACHE_DIR=$W/cache_c sampled accum_first 200 -- $A
+  keep_runs pipe_first pipe_cached accum_first
+  shared_after firstcost2 530 hf_bert.py vit_eval.py
+  grep -ro '"paused_s": [0-9.]*' "$W/sp" --include=run.json >> "$S"
 fi
 if [ "$PART" = final6 ]; then  # see the header
   T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"

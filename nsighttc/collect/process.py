@@ -44,6 +44,7 @@ def clear_group(pgid: int, grace_s: float = 2.0) -> None:
             return
         try:
             os.killpg(pgid, sig)
+            os.killpg(pgid, signal.SIGCONT)  # (a stopped process acts on SIGTERM only once continued)
         except (ProcessLookupError, PermissionError):
             return
         deadline = time.monotonic() + grace_s
@@ -64,6 +65,7 @@ def kill_group(proc: subprocess.Popen, grace_s: float | None = None) -> None:
     for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
+            os.killpg(proc.pid, signal.SIGCONT)  # a frontend paused at a gate (runtime.paused_frontends) acts on it now
         except (ProcessLookupError, PermissionError):
             break
         try:

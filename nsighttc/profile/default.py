@@ -375,8 +375,10 @@ def run_default(target: Target, opts: Options, gpus: list, run_dir: Path, cc: st
     else:
         tl_run.finish(remaining())
     program.clean_up()
-    if ncu_frontends():  # which ncu frontends were put in the idle class (run.json)
-        out.info["ncu_frontends"] = [f.record() for f in ncu_frontends()]
+    if ncu_frontends():  # which ncu frontends were put in the idle class, and paused at the gate (run.json)
+        paused = {p.mode or p.engine: p.frontends_paused_s for p in (rp, program.p) if p is not None}
+        out.info["ncu_frontends"] = [{**f.record(), **({"paused_s": paused[f.name]} if paused.get(f.name) is not None
+                                                       else {})} for f in ncu_frontends()]
     try:
         rp_gate.unlink()
     except OSError:

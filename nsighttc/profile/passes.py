@@ -92,6 +92,7 @@ class Pass:
     ranks_recorded: dict = field(default_factory=dict)  # distributed timeline: what each rank's launcher recorded
     ranks_left_running_s: float | None = None      # ... stopped: a rank still ran this long after another's stop
     own_profiler: str | None = None                # the program's line whose torch.profiler was held off (guest_profiler)
+    frontends_paused_s: float | None = None        # how long the program at its gate paused the frontends above it
 
     @property
     def stopped_after_window(self) -> bool:

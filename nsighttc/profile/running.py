@@ -12,7 +12,7 @@ from typing import Callable
 from ..collect import process
 from ..collect.yield_cores import IdleFrontend
 from ..errors import NsighttcError
-from ..record_format import OWN_PROFILER_HELD
+from ..record_format import FRONTENDS_PAUSED, OWN_PROFILER_HELD
 from ..runtime.window_events import EVENT_PREFIX, read_events
 from .evidence import export
 from .passes import PERM_ERROR, PERM_FIX, CounterPermission, Options, Pass, signal_name  # noqa: F401
@@ -78,6 +78,12 @@ def start_pass(p: Pass, *, say: Callable[[str], None]) -> process.Running:
             p.window_events += read_events([line])
             if p.window_events:
                 say(f"[{p.mode or p.engine}] {describe(p.window_events[-1], p.records)}")
+            return
+        if FRONTENDS_PAUSED in line:  # (runtime.paused_frontends)
+            try:
+                p.frontends_paused_s = float(line.split(FRONTENDS_PAUSED, 1)[1].split()[0])
+            except (ValueError, IndexError):
+                pass
             return
         if OWN_PROFILER_HELD in line and p.own_profiler is None:
             p.own_profiler = line.split(OWN_PROFILER_HELD, 1)[1].strip()

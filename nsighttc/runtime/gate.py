@@ -33,7 +33,14 @@ WINDOW: list = [None]  # the window of steady steps, once made (the gate's setti
 
 
 def wait_at_gate(gate: Path) -> bool:
-    """Block until ``gate`` holds 'go' (True) or 'stop' (False); 'stop' too when its owner is gone."""
+    """Block until ``gate`` holds 'go' (True) or 'stop' (False); 'stop' too when its owner is gone. The profiler
+    frontends above the program are paused meanwhile (``paused_frontends``: ncu's spins a core while it waits)."""
+    from .paused_frontends import Paused
+    with Paused():
+        return _wait(gate)
+
+
+def _wait(gate: Path) -> bool:
     checks = 0
     while True:
         checks += 1
