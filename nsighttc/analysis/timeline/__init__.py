@@ -36,6 +36,11 @@ from .steps import slow as slow_mod, slow_causes
 from .steps.launch_order import LaunchOrder
 from .steps.period import TRAINING_KERNEL
 
+# Causes kept per range (the ranges' table shows the first): a range holds every range under it, and Lightning's
+# ``ProfilerStep``s nest each inside the ones before, so each of its 1,943 ranges listed up to 1,912 host ranges with
+# their 7 KB paths: a 2.4 GB verdict (tests/fixtures/steps/lightning_profiler_cpu_torch.json.xz)
+RANGE_CAUSES = 8
+
 __all__ = ["GRAPH_LAUNCH_CALLS", "STEP_PATTERN", "SYNC_CALLS", "Thresholds", "TimelineResult", "analyze_timelines",
            "classify", "extend_ranges", "findings", "refresh_tensor_cores", "to_json"]
 
@@ -154,7 +159,7 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
             by_steps = idle.range_scopes(pieces, names, intervals.gaps(steady, -np.inf, np.inf)) if in_steps.any() else {}
             warm_busy = ranges_mod.busy_in(ranges, rstats["name"], u, warm)
             steady_busy = np.where(in_steps, rstats["busy_ns"], rstats["busy_ns"] - warm_busy)
-            rstats["causes"] = [idle.causes((by_steps if s else by_warm)[n], b, paths, rinfo)
+            rstats["causes"] = [idle.causes((by_steps if s else by_warm)[n], b, paths, rinfo, first=RANGE_CAUSES)
                                 for n, b, s in zip(names, steady_busy, in_steps)]
         else:
             rstats["causes"] = pd.Series(dtype=object)

@@ -30,8 +30,10 @@ def _per_pc(pcs: np.ndarray, kinds: np.ndarray, ns: np.ndarray, kind: int) -> di
     return out
 
 
-def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] | None = None) -> list[dict]:
-    """The scope's causes of idle GPU time, ``{kind, name, idle_ns, detail}``, largest first."""
+def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] | None = None,
+           first: int | None = None) -> list[dict]:
+    """The scope's causes of idle GPU time, ``{kind, name, idle_ns, detail}``, largest first; ``first``: only the first
+    that many (the ranges' table: a range holding every range under it would list each of them, ``RANGE_CAUSES``)."""
     rinfo = rinfo or {}
     by_kind = sc.idle.groupby("kind")["ns"].sum().to_dict() if not sc.idle.empty else {}
     out: list[dict] = []
@@ -45,7 +47,7 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
     if rest > 0:  # host code that no overlap could have hidden: blame it, per range, in proportion
         for pc, ns in sorted(_per_pc(pcs, kinds, nss, DRAINED).items()):
             host[pc] = host.get(pc, 0.0) + rest * ns / drained_ns
-    for pc, ns in sorted(host.items(), key=lambda x: -x[1]):
+    for pc, ns in sorted(host.items(), key=lambda x: -x[1])[:first]:
         if ns <= 0:
             continue
         path = str(paths[pc]) if pc >= 0 else NO_RANGE
@@ -91,7 +93,7 @@ def causes(sc: Scope, busy_ns: float, paths: np.ndarray, rinfo: dict[str, dict] 
                     "detail": f"the GPU idled {_ms(ns)} {GPU_WAIT_WORDS} (a dependency on "
                               "another stream, an event, or between the nodes of a CUDA graph; or GPU work the "
                               "recording does not hold, launched before it began)"})
-    return sorted(out, key=lambda c: -c["idle_ns"])
+    return sorted(out, key=lambda c: -c["idle_ns"])[:first]
 
 
 def frame_words(frame: dict) -> str:
