@@ -99,7 +99,8 @@ set -u
 # (--overlap none), the cached run; the accumulation loop plain, first (sampled) and first with --overlap none
 # firstcost2: the same first and cached runs at the code whose gated programs pause the frontends above them
 # (runtime/paused_frontends.py), each run's paused seconds from run.json, then ../shared/programs' hf_bert and vit_eval
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b|firstcost|firstcost2}; PART=${2:-runs}
+# firstcost3: the graph-replaying and variable-length loops' first runs at that code, beside their plain runs
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b|firstcost|firstcost2|firstcost3}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -1165,6 +1166,18 @@ if [ "$PART" = firstcost2 ]; then  # see the header
   keep_runs pipe_first pipe_cached accum_first
   shared_after firstcost2 530 hf_bert.py vit_eval.py
   grep -ro '"paused_s": [0-9.]*' "$W/sp" --include=run.json >> "$S"
+fi
+if [ "$PART" = firstcost3 ]; then  # see the header
+  T0=$(date +%s)
+  plain graph_1 $G --steps 2000
+  NSIGHTTC_CACHE_DIR=$W/cache_g profile graph_first 200 -- $G --steps 2000
+  echo "   paused: $(grep -ho '"paused_s": [0-9.]*' "$W"/runs_graph_first/*/run.json | tr '\n' ' ')" >> "$S"
+  plain varlen_1 $V; plain varlen_bucket_1 $V --bucket
+  NSIGHTTC_CACHE_DIR=$W/cache_v profile varlen_first 200 -- $V
+  echo "   paused: $(grep -ho '"paused_s": [0-9.]*' "$W"/runs_varlen_first/*/run.json | tr '\n' ' ')" >> "$S"
+  keep_runs graph_first varlen_first
+  echo "firstcost3 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
 fi
 if [ "$PART" = final6 ]; then  # see the header
   T0=$(date +%s); U="python3 benchmarks/gpu/user_programs"
