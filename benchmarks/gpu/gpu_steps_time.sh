@@ -100,7 +100,8 @@ set -u
 # firstcost2: the same first and cached runs at the code whose gated programs pause the frontends above them
 # (runtime/paused_frontends.py), each run's paused seconds from run.json, then ../shared/programs' hf_bert and vit_eval
 # firstcost3: the graph-replaying and variable-length loops' first runs at that code, beside their plain runs
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b|firstcost|firstcost2|firstcost3}; PART=${2:-runs}
+# firstcost4: the graph-replaying loop's first runs with the gate after the CUDA context and before the first line
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b|firstcost|firstcost2|firstcost3|firstcost4}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -1177,6 +1178,16 @@ if [ "$PART" = firstcost3 ]; then  # see the header
   echo "   paused: $(grep -ho '"paused_s": [0-9.]*' "$W"/runs_varlen_first/*/run.json | tr '\n' ' ')" >> "$S"
   keep_runs graph_first varlen_first
   echo "firstcost3 took $(( $(date +%s) - T0 )) s" >> "$S"
+  pack
+fi
+if [ "$PART" = firstcost4 ]; then  # see the header
+  T0=$(date +%s)
+  for o in context start; do
+    NSIGHTTC_CACHE_DIR=$W/cache_$o profile graph_first_$o 150 --overlap $o -- $G --steps 2000
+    echo "   paused: $(grep -ho '"paused_s": [0-9.]*' "$W"/runs_graph_first_$o/*/run.json | tr '\n' ' ')" >> "$S"
+  done
+  keep_runs graph_first_context graph_first_start
+  echo "firstcost4 took $(( $(date +%s) - T0 )) s" >> "$S"
   pack
 fi
 if [ "$PART" = final6 ]; then  # see the header
