@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from ..runtime import idle_class
+from ..runtime.paused_frontends import parent
 
 # How long the lowering waits for the program to appear under the frontend (ncu starts it within a second or two)
 FIND_PROGRAM_S = 60.0
@@ -64,17 +65,7 @@ def children(pid: int) -> list[int]:
 def children_by_parent(pid: int) -> list[int]:
     """The processes whose parent is ``pid``, from each process's ``stat`` (its 4th field, after the name in
     parentheses, which may hold spaces and parentheses itself)."""
-    kids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
-                kids.append(int(entry))
-        except (OSError, ValueError, IndexError):
-            continue
-    return kids
+    return [int(e) for e in os.listdir("/proc") if e.isdigit() and parent(int(e)) == pid]
 
 
 def is_python(pid: int) -> bool:

@@ -31,7 +31,7 @@ OFF_ENV = "NSIGHTTC_PAUSE_FRONTENDS"
 MAX_DEPTH = 16   # frontends above a program: ncu's wrapper script, the frontend, its launcher (3 seen)
 
 
-def _parent(pid: int) -> int | None:
+def parent(pid: int) -> int | None:
     """The parent of ``pid`` (from /proc: the field after the name, which may hold spaces and parentheses)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
@@ -54,7 +54,7 @@ def frontends() -> list[int]:
         if pid is None or pid <= 1:
             return []
         chain.append(pid)
-        pid = _parent(pid)
+        pid = parent(pid)
     return []
 
 

@@ -155,8 +155,9 @@ def _analyze_timelines(timelines: list[Timeline], launches: pd.DataFrame, th: Th
             warm = union_of(fams, "_warm")
             names = rstats["name"].tolist()
             in_steps = (rstats["scope"] == ranges_mod.STEADY).to_numpy()
-            by_warm = idle.range_scopes(pieces, names, (warm.starts, warm.ends))
-            by_steps = idle.range_scopes(pieces, names, intervals.gaps(steady, -np.inf, np.inf)) if in_steps.any() else {}
+            by_warm, *by_steps = idle.range_scopes(pieces, names, (warm.starts, warm.ends),
+                                                   *([intervals.gaps(steady, -np.inf, np.inf)] if in_steps.any() else []))
+            by_steps = by_steps[0] if by_steps else {}
             warm_busy = ranges_mod.busy_in(ranges, rstats["name"], u, warm)
             steady_busy = np.where(in_steps, rstats["busy_ns"], rstats["busy_ns"] - warm_busy)
             rstats["causes"] = [idle.causes((by_steps if s else by_warm)[n], b, paths, rinfo, first=RANGE_CAUSES)

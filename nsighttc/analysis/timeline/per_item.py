@@ -80,7 +80,8 @@ def match(rows: list[dict] | None) -> Match | None:
             continue
         parts: dict[str, float] = {}
         for r in under:
-            parts[_part(r.get("calls"))] = parts.get(_part(r.get("calls")), 0.0) + (r.get("share") or 0.0)
+            part = _part(r.get("calls"))
+            parts[part] = parts.get(part, 0.0) + (r.get("share") or 0.0)
         stays = sum(v for k, v in parts.items() if call.stays.search(k))
         return Match(call, str(under[0]["frame"]), str(under[0].get("file") or ""), share,
                      sum(r.get("idle_ns") or 0.0 for r in under), dict(sorted(parts.items(), key=lambda kv: -kv[1])),

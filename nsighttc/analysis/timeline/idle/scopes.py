@@ -106,26 +106,28 @@ def _under_names(paths, names: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"pc": np.asarray(pcs, dtype=np.int64), "range": np.asarray(codes, dtype=np.int64)})
 
 
-def range_scopes(idle: Idle, names: list[str], warm: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Scope]:
-    """One scope per range path: the pieces and calls whose innermost range is the path or lies under it.
-    Pieces inside warm-up iterations (``warm``: sorted disjoint intervals) are left out, as for families:
-    causes describe the steady state."""
+def range_scopes(idle: Idle, names: list[str],
+                 *warms: tuple[np.ndarray, np.ndarray] | None) -> list[dict[str, Scope]]:
+    """One scope per range path, for each of ``warms``: the pieces and calls whose innermost range is the path or lies
+    under it. Pieces inside warm-up iterations (each of ``warms``: sorted disjoint intervals, or None) are left out, as
+    for families: causes describe the steady state. The ranges' paths and their calls (which no warm-up leaves out) are
+    matched once for all of ``warms``."""
     m = _under_names(idle.paths, names)
     c = idle.calls
-    keep = ~mids_in(idle, *warm) if warm is not None and len(warm[0]) else None
-    base = scope_of(idle, keep, np.ones(len(c.sync), dtype=bool),
-                    np.ones(len(c.dtoh), dtype=bool), np.ones(len(c.pageable), dtype=bool))
-    idle_g = {names[k]: g.drop(columns="range") for k, g in base.idle.merge(m, on="pc").groupby("range")}
-    sync_g = {names[k]: g.drop(columns="range") for k, g in base.sync.merge(m, on="pc").groupby("range")}
+    every = (np.ones(len(c.sync), dtype=bool), np.ones(len(c.dtoh), dtype=bool), np.ones(len(c.pageable), dtype=bool))
+    scopes = [scope_of(idle, ~mids_in(idle, *w) if w is not None and len(w[0]) else None, *every) for w in warms]
+    sync_g = {names[k]: g.drop(columns="range") for k, g in scopes[0].sync.merge(m, on="pc").groupby("range")} \
+        if scopes else {}
     dtoh_g = {names[k]: v for k, v in c.dtoh.merge(m, on="pc").groupby("range").size().items()}
     pg = aggregate(c.pageable.merge(m, on="pc").groupby("range"), copies=("ns", "size"), bytes=("bytes", "sum"),
                    ns=("ns", "sum"))
     pg.index = [names[k] for k in pg.index]
-    empty_idle = base.idle.iloc[0:0]
-    empty_sync = base.sync.iloc[0:0]
-    out = {}
-    for n in names:
-        prow = pg.loc[[n]] if n in pg.index else pd.DataFrame({"copies": [0], "bytes": [0.0], "ns": [0.0]})
-        out[n] = Scope(idle_g.get(n, empty_idle), sync_g.get(n, empty_sync), int(dtoh_g.get(n, 0)),
-                       prow.reset_index(drop=True))
+    rows = {n: pg.loc[[n]].reset_index(drop=True) if n in pg.index
+            else pd.DataFrame({"copies": [0], "bytes": [0.0], "ns": [0.0]}) for n in names}
+    out = []
+    for base in scopes:
+        idle_g = {names[k]: g.drop(columns="range") for k, g in base.idle.merge(m, on="pc").groupby("range")}
+        empty_idle, empty_sync = base.idle.iloc[0:0], base.sync.iloc[0:0]
+        out.append({n: Scope(idle_g.get(n, empty_idle), sync_g.get(n, empty_sync), int(dtoh_g.get(n, 0)), rows[n])
+                    for n in names})
     return out
