@@ -101,7 +101,12 @@ set -u
 # (runtime/paused_frontends.py), each run's paused seconds from run.json, then ../shared/programs' hf_bert and vit_eval
 # firstcost3: the graph-replaying and variable-length loops' first runs at that code, beside their plain runs
 # firstcost4: the graph-replaying loop's first runs with the gate after the CUDA context and before the first line
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b|firstcost|firstcost2|firstcost3|firstcost4}; PART=${2:-runs}
+# torchrun: ../shared/programs' torchrun programs on two GPUs (kind nvidia-h200-x2): plain, first, cached and plain runs of
+# each (TORCHRUN="prog args|..." picks them), their verdicts kept as fixtures
+# final7: the issue's three kinds (graph replay, variable lengths, accumulation) plain around their first and cached
+# runs at the code whose ranges nest whole (parse/range_paths.py), final7s: the shared single-GPU programs
+# (lit_cifar, hf_bert, vit_eval, compiled_gpt, then llm_generate while time is left)
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b|firstcost|firstcost2|firstcost3|firstcost4|torchrun|final7|final7s}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -1225,6 +1230,27 @@ if [ "$PART" = users4c ]; then  # gen_varlen.py's first and cached runs at the c
   echo "users4c took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
+if [ "$PART" = torchrun ]; then  # the shared torchrun programs (kind nvidia-h200-x2): run_on_gpu.sh's plain, first,
+  # cached and plain runs of each; TORCHRUN="prog args|prog args" picks them (default: all four); verdicts kept
+  T0=$(date +%s); IFS='|' read -r -a progs <<< "${TORCHRUN:-ddp_w.py --straggler 1|ddp_plain.py --slow-rank 1|fsdp_slow.py|fsdp_train.py}"
+  timeout $(( ${LIMIT:-560} )) bash .device-carry/programs/run_on_gpu.sh "$W/sp" "${progs[@]}" > "$W/programs.log" 2>&1
+  echo "shared programs: rc=$?" >> "$S"; cp "$W/sp/summary.txt" "$OUT/programs_summary.txt" 2>/dev/null
+  for v in "$W"/sp/*/*/verdict.json; do [ -f "$v" ] && d="$W/fix/tr_$(basename "$(dirname "$(dirname "$v")")")_$(basename "$(dirname "$v")")" && mkdir -p "$d" && cp "$v" "$d/"; done
+  (cd "$W/sp" && tar czf "$OUT/torchrun_logs.tgz" ./*.log) 2>/dev/null
+  echo "torchrun took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+
+if [ "$PART" = final7 ]; then  # see the header
+  T0=$(date +%s)
+  plain graph_1 $G --steps 2000; profile graph_first 200 -- $G --steps 2000; profile graph_cached 200 -- $G --steps 2000
+  plain varlen_1 $V; plain varlen_bucket_1 $V --bucket; profile varlen_first 200 -- $V; profile varlen_cached 200 -- $V
+  plain accum_1 $A; profile accum_first 200 -- $A; profile accum_cached 200 -- $A
+  keep_runs graph_first graph_cached varlen_first varlen_cached accum_first accum_cached
+  echo "final7 took $(( $(date +%s) - T0 )) s" >> "$S"
+fi
+if [ "$PART" = final7s ]; then  # see the header
+  T0=$(date +%s); shared_after final7s 570 lit_cifar.py hf_bert.py vit_eval.py compiled_gpt.py llm_generate.py
+fi
+
 pack
 cat "$S"
-

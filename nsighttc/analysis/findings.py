@@ -13,11 +13,17 @@ import pandas as pd
 
 from .. import labels
 from ..model import Finding
+from . import peak as peak_mod
 from .name_rules import is_communication, name_mask, stated_dtype
 from .tensor_cores import tc_states
 
 LOW_PIPE_PCT = 20.0      # tensor pipe utilisation below which a TC kernel is "underfed"
 MIN_SHARE = 0.01         # findings about less than 1% of kernel time are not worth a reader's time
+# The fix of fp32 matrix work on a GPU whose Tensor Cores do fp16 only (``peak.fp16_only``: V100, T4): bf16 autocast
+# and TF32 do not exist there (bf16 runs on the CUDA cores, TF32 is ignored). HTA's and tb_plugin's public V100 traces.
+HALF_ONLY_FIX = ("This GPU (compute capability {cc}) has fp16 Tensor Cores only, no bf16 and no TF32: use fp16 mixed "
+                 "precision, `with torch.autocast('cuda', dtype=torch.float16):` with `torch.amp.GradScaler('cuda')` "
+                 "for training.")
 TF32_SHARE = 0.10        # TF32 Tensor Core work worth moving to bf16/fp16 (a hint, not a fault)
 # A finding's severity is bounded by how much of the compute kernel time it is about: a "high" fp32 finding for 2.3%
 # of it (an MI300X trace) told a reader to drop everything for what could buy at most 1.02x
@@ -106,6 +112,7 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
             "fp32-matmul-on-cuda-cores", "high",
             "fp32 matrix work ran on CUDA cores (FFMA/SIMT kernels), not Tensor Cores",
             f"{len(fp32)} launches, {_share(t, total, of)}, e.g. {_names(fp32, 1)[0][:100]} (by {_how(fp32)})",
+            HALF_ONLY_FIX.format(cc=cc) if peak_mod.fp16_only(cc) else
             "Use mixed precision (`with torch.autocast('cuda', dtype=torch.bfloat16):` or fp16 + GradScaler), "
             "or allow TF32: `torch.set_float32_matmul_precision('high')` for matmuls and "
             "`torch.backends.cudnn.allow_tf32 = True` for convolutions.",

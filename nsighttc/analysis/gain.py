@@ -79,6 +79,12 @@ def _captures_only(doc: dict) -> bool:
 CHECKPOINTS = ("checkpoint-in-loop", "host-copies-in-loop")
 # the dtype a GPU-side fix moves matrix work to, per finding (the best one the finding's advice names)
 FIX_DTYPE = {"fp32-matmul-on-cuda-cores": "bf16", "fp16-conv-on-cuda-cores": "fp16", "tf32-tensor-core-work": "bf16"}
+
+
+def fix_dtype(f_id: str, doc: dict) -> str:
+    """``FIX_DTYPE`` on this verdict's GPU: fp16 where its Tensor Cores have no bf16 (``peak.fp16_only``: a V100)."""
+    d = FIX_DTYPE.get(f_id, "bf16")
+    return "fp16" if d == "bf16" and peak_mod.fp16_only((doc.get("device") or {}).get("compute_capability")) else d
 # the dtype the finding's work runs in now, when it runs on the Tensor Cores already (else: FP32 on CUDA cores)
 FROM_DTYPE = {"tf32-tensor-core-work": "tf32"}
 # findings whose fix to bf16/fp16 is autocast over fp32 data: the rest of the step's GPU work then moves half the
@@ -283,7 +289,7 @@ def _estimate(items: list[tuple[dict, str | None]], doc: dict, ss: list[Scope], 
         cost = _costs(f, ss)
         if kind in ("gpu", "gpu-all"):
             if kind == "gpu":
-                dtype = dtype or FIX_DTYPE.get(f["id"], "bf16")
+                dtype = dtype or fix_dtype(f["id"], doc)
                 r_low, r_high, src = _ratio(doc, dtype, FROM_DTYPE.get(f["id"]))
                 half_precision |= dtype in ("bf16", "fp16") and f["id"] in AUTOCAST_FIXES
                 basis.append(f"`{f['id']}`: its kernels {r_low:g}x to {r_high:.3g}x faster in {dtype} ({src})")
@@ -371,7 +377,7 @@ def estimate(f: dict, doc: dict, ss: list[Scope], dtype: str | None = None) -> d
         return {**g, "of": "the loop"} if g.get("high") else g
     g = _estimate([(f, dtype)], doc, ss)
     if kind == "gpu" and g.get("high"):
-        g["dtype"] = dtype or FIX_DTYPE.get(f["id"], "bf16")
+        g["dtype"] = dtype or fix_dtype(f["id"], doc)
     return g
 
 

@@ -53,6 +53,14 @@ PEAKS: list[tuple[str, int | None, Peak]] = [
     # NVIDIA L4 datasheet: FP16/BF16 242*, TF32 120*, FP8 485*, INT8 485*; 58 SMs
     (r"\bL4\b", None, Peak("L4", {"fp16": 121.0, "bf16": 121.0, "tf32": 60.0, "fp8": 242.5, "int8": 242.5},
                            "NVIDIA L4 datasheet")),
+    # NVIDIA V100 datasheet: Tensor Performance (fp16 with fp32 accumulate) 125 TFLOPS for SXM2 (the DGX Station's
+    # V100-DGXS is the SXM2 part), 112 for PCIe, 130 for V100S PCIe; no bf16, TF32 or int8 Tensor Core math (Volta,
+    # compute capability 7.0). Named by HTA's and tb_plugin's public traces (Tesla V100-SXM2-16GB, -32GB, -DGXS-32GB)
+    (r"\bV100S\b", None, Peak("V100S PCIe", {"fp16": 130.0}, "NVIDIA V100 Tensor Core GPU datasheet (V100S PCIe)")),
+    (r"\bV100\b.*PCIE", None, Peak("V100 PCIe", {"fp16": 112.0}, "NVIDIA V100 Tensor Core GPU datasheet (PCIe)")),
+    (r"\bV100\b", None, Peak("V100 SXM2", {"fp16": 125.0}, "NVIDIA V100 Tensor Core GPU datasheet (SXM2)")),
+    # NVIDIA T4 datasheet: mixed precision (fp16/fp32) 65 TFLOPS, INT8 130 TOPS (Turing, 7.5: no bf16, no TF32)
+    (r"\bT4\b", None, Peak("T4", {"fp16": 65.0, "int8": 130.0}, "NVIDIA T4 datasheet")),
     # NVIDIA Ada Lovelace architecture whitepaper, RTX 4090 column: FP16/BF16 with FP32 accumulate 165.2
     # (GeForce runs FP32 accumulation at half the FP16-accumulate rate, 330.3), TF32 82.6, FP8 with FP32
     # accumulate 330.3, INT8 660.6 (all dense); 128 SMs
@@ -96,6 +104,21 @@ def summary(kernels: pd.DataFrame, peak: Peak | None, device_name: str | None) -
 # FP32 peak on the CUDA cores (non-tensor), TFLOP/s, per ``Peak.gpu``: what fp32 matrix work left off the Tensor
 # Cores runs at best (analysis.gain divides a Tensor Core peak by it). Same datasheets as above: H100 SXM5 FP32 67,
 # PCIe 51, NVL 60; H200 SXM 67; A100 19.5; L40S 91.6; L4 30.3; RTX 4090 82.6 (Ada whitepaper). B200: no per-GPU
-# FP32 figure in the HGX datasheet used above, left out (the estimate then says its ratio was assumed).
+# FP32 figure in the HGX datasheet used above, left out (the estimate then says its ratio was assumed). V100 SXM2 15.7,
+# PCIe 14, V100S 16.4; T4 8.1 (their datasheets).
 CUDA_CORE_FP32 = {"H100 SXM": 67.0, "H100 PCIe": 51.0, "H100 NVL": 60.0, "H200 SXM": 67.0, "A100": 19.5,
-                  "L40S": 91.6, "L4": 30.3, "RTX 4090": 82.6}
+                  "L40S": 91.6, "L4": 30.3, "RTX 4090": 82.6, "V100 SXM2": 15.7, "V100 PCIe": 14.0,
+                  "V100S PCIe": 16.4, "T4": 8.1}
+
+# Tensor Cores before compute capability 8.0 (Volta 7.0, Turing 7.5) do fp16 (and, Turing, int8) only: no bf16 and
+# no TF32, so a fix that moves fp32 matrix work to them is fp16 autocast with a gradient scaler.
+HALF_ONLY_BELOW = (8, 0)
+
+
+def fp16_only(cc: str | None) -> bool:
+    """Whether a GPU of compute capability ``cc`` ("7.0") has fp16 Tensor Cores only (``HALF_ONLY_BELOW``)."""
+    try:
+        major, minor = (int(x) for x in str(cc).split(".")[:2])
+    except (TypeError, ValueError):
+        return False
+    return (major, minor) < HALF_ONLY_BELOW

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from ..analysis import peak
 from ..analysis.timeline.steps.slow import NEW_SHAPE_SHARE  # (the shape-churn finding's share, on a plain run)
 from ..analysis.variant_gain import adopted
 
@@ -33,14 +34,17 @@ def choose(verdict: dict, record: dict | None, workers: int | None = None,
         if name not in [n for n, _ in out]:
             out.append((name, why))
 
+    # (a GPU whose Tensor Cores do fp16 only, a V100 or T4, has no TF32 and runs bf16 on its CUDA cores)
+    half_only = peak.fp16_only((verdict.get("device") or {}).get("compute_capability"))
+    autocast = "fp16-autocast" if half_only else "bf16-autocast"
     if "fp32-matmul-on-cuda-cores" in found:
         f = found["fp32-matmul-on-cuda-cores"]
-        if not flags.get("torch.backends.cuda.matmul.allow_tf32", False):
+        if not flags.get("torch.backends.cuda.matmul.allow_tf32", False) and not half_only:
             add("tf32", f"finding `fp32-matmul-on-cuda-cores`: {f['evidence'][:160]}")
-        add("bf16-autocast", f"finding `fp32-matmul-on-cuda-cores`: {f['evidence'][:160]}")
+        add(autocast, f"finding `fp32-matmul-on-cuda-cores`: {f['evidence'][:160]}")
     by = tc.get("by_dtype") or {}
     if tc.get("matrix_time_share", 0) >= 0.05 and not ({"fp16", "bf16", "fp8"} & set(by)):
-        add("bf16-autocast", f"matrix work is {100 * tc['matrix_time_share']:.0f}% of kernel time and none of it "
+        add(autocast, f"matrix work is {100 * tc['matrix_time_share']:.0f}% of kernel time and none of it "
                              f"runs in fp16/bf16 (Tensor Cores: {tc.get('verdict')}, dtypes: "
                              f"{', '.join(by) or 'none'})")
     host = tl.get("verdict") in HOST_BOUND

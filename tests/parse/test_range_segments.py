@@ -107,3 +107,19 @@ def test_crossing_ranges_take_the_sweep():
                       "name": ["a", "b", "c"]})
     assert _nest_arrays(r) is None
     assert nest_paths(r).astype(str).tolist() == ["a", "a/b", "a/b/c"]
+
+
+def test_a_range_that_outlives_the_one_it_started_in_nests_under_what_holds_it_whole():
+    """Lightning's profiler opens each ``ProfilerStep#N`` inside the previous step's ``Optimizer.step``, which closes
+    first: nested by start alone, every later range's path grew by a step. A range nests under the innermost open
+    range that holds its end too; one that outlives its parent by less than ``CROSS_NS`` (kineto's rounding) stays
+    under it."""
+    from nsighttc.parse.range_paths import CROSS_NS
+    r = pd.DataFrame({"pid": 1, "tid": 1, "name": ["epoch", "step#1", "opt", "step#2", "batch", "step#3"],
+                      "start_ns": [0.0, 10e3, 20e3, 30e3, 40e3, 60e3],
+                      "end_ns": [100e3, 30e3, 32e3, 60e3, 58e3, 90e3]})
+    assert nest_paths(r).astype(str).tolist() == ["epoch", "epoch/step", "epoch/opt", "epoch/step",
+                                                  "epoch/step/batch", "epoch/step"]
+    # (by start alone: "epoch/step/opt", "epoch/step/opt/step", "epoch/step/opt/step/batch", ...)
+    rounding = r.assign(end_ns=[100e3, 30e3, 30e3 + CROSS_NS / 2, 60e3, 58e3, 90e3])
+    assert nest_paths(rounding).astype(str).tolist()[2] == "epoch/step/opt"

@@ -72,7 +72,15 @@ def _profiler_step(name: str) -> bool:
 
 
 def _families(ranges: pd.DataFrame) -> np.ndarray:
-    return labels.per_category(ranges["path"], family_path)
+    """Each range's family (``family_path``), torch's ``ProfilerStep#N`` as one: a profiler's steps are one sequence
+    (it closes each before it opens the next), wherever the ranges around them put them. Nesting by containment
+    (``parse.range_paths``) puts Lightning's first step at "lit_prof.py/ProfilerStep" and the 59 opened inside its
+    ``run_training_epoch`` under it: their family is the shallowest path."""
+    fam = labels.per_category(ranges["path"], family_path)
+    steps = [str(f) for f in pd.unique(fam) if _profiler_step(str(f).rsplit("/", 1)[-1])]
+    if len(steps) > 1:
+        fam = np.where(np.isin(fam, np.asarray(steps, dtype=object)), min(steps, key=lambda p: (p.count("/"), p)), fam)
+    return fam
 
 
 def step_paths(ranges: pd.DataFrame, step_range: str | None) -> list[str]:
