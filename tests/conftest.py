@@ -58,21 +58,6 @@ def pytest_xdist_auto_num_workers(config):
     return cpus + 1 if cpus <= 4 else cpus
 
 
-# Test files whose tests run whole programs (torchrun jobs, profile runs, try's variants): each test takes 5-60 s of a
-# worker. Collected in file order they came last or in the middle, and the workers ended unevenly: one still ran a
-# torchrun test while the other had nothing left. Run first, the short in-process tests fill the end.
-HEAVY_FIRST = ("tests/collect/test_distributed.py", "tests/runtime/test_window_ranks.py", "tests/collect/test_profile.py",
-               "tests/test_try.py", "tests/fix/test_edits.py", "tests/runtime/test_host_samples.py",
-               "tests/test_wrappers.py", "tests/runtime/test_window.py", "tests/runtime/test_recording.py",
-               "tests/runtime/test_trace_writer.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    """The programs-running files first (``HEAVY_FIRST``, in that order), the rest as collected."""
-    rank = {f: i for i, f in enumerate(HEAVY_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(HEAVY_FIRST)))
-
-
 def fixture_open(path, mode: str = "rb", **kw):
     """A fixture opened for reading, decompressed by what its bytes are: the big recordings are xz-compressed (40%
     smaller than gzip: what keeps a clone small), the small ones gzip-compressed, some plain."""
