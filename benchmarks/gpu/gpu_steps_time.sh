@@ -105,8 +105,10 @@ set -u
 # each (TORCHRUN="prog args|..." picks them), their verdicts kept as fixtures
 # final7: the issue's three kinds (graph replay, variable lengths, accumulation) plain around their first and cached
 # runs at the code whose ranges nest whole (parse/range_paths.py), final7s: the shared single-GPU programs
-# (lit_cifar, hf_bert, vit_eval, compiled_gpt, then llm_generate while time is left)
-OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b|firstcost|firstcost2|firstcost3|firstcost4|torchrun|final7|final7s}; PART=${2:-runs}
+# (lit_cifar, hf_bert, vit_eval, compiled_gpt, then llm_generate while time is left); ddp_shared: with no two-GPU
+# machine, a torchrun job of two ranks sharing GPU 0 (wrappers/ddp_train.py --share-gpu, gloo), rank 1 sleeping 30 ms a
+# step, plain around its first and cached runs, then rank 0 sleeping with no ranges (a first run keeps rank 0's window)
+OUT=${1:?usage: gpu_steps_time.sh OUT runs|record|verify|varlen|graph|truth|attention|static|graphtrace|probe|final|final2|compiled|final4|train|novel|novel2|novel3|novel4|novel5|novel6|novel7|novel8|novel9|novel10|forked|trainer_accum|trainer_accum_small|twographs|twographs2|plainrec|slowsteps|checkpoint|final_ck|every_ck|litkind|encoder|encoder2|encoder3|vitdata|readback|readback2|hfsave|users|users2|users3|users3rec|users3b|users3c|users4|users4b|users4c|users5|users5b|users5c|users6|users6b|final6|final6b|firstcost|firstcost2|firstcost3|firstcost4|torchrun|final7|final7s|ddp_shared}; PART=${2:-runs}
 mkdir -p "$OUT"
 . "$(dirname "$0")/gpu_lib.sh"
 G="python3 wrappers/graph_replay.py"; V="python3 wrappers/varlen_infer.py"; A="python3 wrappers/grad_accum.py"
@@ -1250,6 +1252,25 @@ if [ "$PART" = final7 ]; then  # see the header
 fi
 if [ "$PART" = final7s ]; then  # see the header
   T0=$(date +%s); shared_after final7s 570 lit_cifar.py hf_bert.py vit_eval.py compiled_gpt.py llm_generate.py
+fi
+
+if [ "$PART" = ddp_shared ]; then  # see the header
+  T0=$(date +%s); J="python3 -m torch.distributed.run --standalone --nproc-per-node 2 wrappers/ddp_train.py --share-gpu --delay-ms 30 --steps 40"
+  plain ddp1_1 $J --straggler-rank 1
+  profile ddp1_first 240 -- $J --straggler-rank 1
+  profile ddp1_cached 240 -- $J --straggler-rank 1
+  plain ddp1_2 $J --straggler-rank 1
+  plain ddp0_1 $J --straggler-rank 0 --no-annotate
+  profile ddp0_first 240 -- $J --straggler-rank 0 --no-annotate
+  keep_runs ddp1_first ddp1_cached ddp0_first
+  for n in ddp1_first ddp1_cached ddp0_first; do  # the ranks' line and the window of each run
+    d=$(ls -d "$W/runs_$n"/*/ 2>/dev/null | tail -1); [ -n "$d" ] && python3 -c "
+import json, sys; v = json.load(open(sys.argv[1] + 'verdict.json')); d = v.get('distributed') or {}
+print('$n ranks:', [(r.get('rank'), r.get('complete'), r.get('incomplete_reason'), r.get('median_step_ns')) for r in v.get('ranks') or []][:4])
+s = d.get('straggler') or {}
+print('$n straggler:', s.get('rank'), s.get('own_excess_ns'), 'incomplete:', d.get('incomplete_ranks'), 'run_cost:', json.dumps((v.get('provenance') or {}).get('run_cost'))[:300])" "$d" >> "$S" 2>&1
+  done
+  echo "ddp_shared took $(( $(date +%s) - T0 )) s" >> "$S"
 fi
 
 pack
