@@ -79,12 +79,6 @@ def _captures_only(doc: dict) -> bool:
 CHECKPOINTS = ("checkpoint-in-loop", "host-copies-in-loop")
 # the dtype a GPU-side fix moves matrix work to, per finding (the best one the finding's advice names)
 FIX_DTYPE = {"fp32-matmul-on-cuda-cores": "bf16", "fp16-conv-on-cuda-cores": "fp16", "tf32-tensor-core-work": "bf16"}
-
-
-def fix_dtype(f_id: str, doc: dict) -> str:
-    """``FIX_DTYPE`` on this verdict's GPU: fp16 where its Tensor Cores have no bf16 (``peak.fp16_only``: a V100)."""
-    d = FIX_DTYPE.get(f_id, "bf16")
-    return "fp16" if d == "bf16" and peak_mod.fp16_only((doc.get("device") or {}).get("compute_capability")) else d
 # the dtype the finding's work runs in now, when it runs on the Tensor Cores already (else: FP32 on CUDA cores)
 FROM_DTYPE = {"tf32-tensor-core-work": "tf32"}
 # findings whose fix to bf16/fp16 is autocast over fp32 data: the rest of the step's GPU work then moves half the
@@ -98,6 +92,12 @@ WHY_NONE = {"matrix-work-unknown": "whether this work reached the Tensor Cores i
             "same-name-different-verdicts": "not a cost", "warm-up-excluded": "not a cost",
             "cuda-graphs-traced-whole": "not a cost", "ranks-differ-in-tensor-cores": "not estimated",
             "rank-without-gpu-work": "not a cost: a recording to make again"}
+
+
+def fix_dtype(f_id: str, doc: dict) -> str:
+    """``FIX_DTYPE`` on this verdict's GPU: fp16 where its Tensor Cores have no bf16 (``peak.fp16_only``: a V100)."""
+    d = FIX_DTYPE.get(f_id, "bf16")
+    return "fp16" if d == "bf16" and peak_mod.fp16_only((doc.get("device") or {}).get("compute_capability")) else d
 
 
 @dataclass

@@ -52,45 +52,32 @@ class StepSet:
     per_step: int = 1     # CUDA graph replays a step holds (graphs replayed in turn: ``replay_cycle``)
 
 
-def family_path(path: str) -> str:
-    """A step range's family: its path, but a ``ProfilerStep#N`` whose path holds an earlier ``ProfilerStep`` (torch
-    closes each before it opens the next, so one never holds another) is of the family of the first. Ranges that
-    cross a step's end make that: Lightning's ``Trainer(profiler="pytorch")`` opens ``run_training_epoch`` inside its
-    first step and calls ``prof.step()`` inside ``Optimizer.step``, so each later step's path grew by the ranges left
-    open ("lit_prof.py/ProfilerStep/[pl][profile]run_training_epoch/.../Optimizer.step#SGD.step/ProfilerStep/...") and
-    the 61 steps read as one (this machine, Lightning 2.6.6, the program's profiler held off by nsighttc's launcher)."""
-    parts = path.split("/")
-    if not _profiler_step(parts[-1]):
-        return path
-    first = next(i for i, part in enumerate(parts) if _profiler_step(part))
-    return "/".join(parts[:first + 1])
-
-
 def _profiler_step(name: str) -> bool:
     """A range named ``ProfilerStep#N`` (or ``ProfilerStep``, as paths name a family)."""
     return name.rstrip("#0123456789") == PROFILER_STEP
 
 
 def _families(ranges: pd.DataFrame) -> np.ndarray:
-    """Each range's family (``family_path``), torch's ``ProfilerStep#N`` as one: a profiler's steps are one sequence
-    (it closes each before it opens the next), wherever the ranges around them put them. Nesting by containment
-    (``parse.range_paths``) puts Lightning's first step at "lit_prof.py/ProfilerStep" and the 59 opened inside its
-    ``run_training_epoch`` under it: their family is the shallowest path."""
-    fam = labels.per_category(ranges["path"], family_path)
-    steps = [str(f) for f in pd.unique(fam) if _profiler_step(str(f).rsplit("/", 1)[-1])]
-    if len(steps) > 1:
-        fam = np.where(np.isin(fam, np.asarray(steps, dtype=object)), min(steps, key=lambda p: (p.count("/"), p)), fam)
-    return fam
+    """Each range's family: its path, but torch's ``ProfilerStep#N`` are one family, at the shallowest path any of them
+    has. A profiler's steps are one sequence (it closes each before it opens the next), wherever the ranges around
+    them put them: Lightning's ``Trainer(profiler="pytorch")`` opens ``run_training_epoch`` inside its first step and
+    calls ``prof.step()`` inside ``Optimizer.step``, so its first step sits at "lit_prof.py/ProfilerStep" and the 59
+    opened inside the epoch under it (``parse.range_paths`` nests by containment; nested by start, each later step's
+    path grew by the ranges left open, and the 61 steps read as one). Worked out per distinct path."""
+    path = labels.as_categorical(ranges["path"])
+    steps = {str(c) for c in path.cat.categories if _profiler_step(str(c).rsplit("/", 1)[-1])}
+    first = min(steps, key=lambda p: (p.count("/"), p)) if steps else None
+    return labels.per_category(path, lambda p: first if p in steps else p)
 
 
-def step_paths(ranges: pd.DataFrame, step_range: str | None) -> list[str]:
+def step_paths(ranges: pd.DataFrame, step_range: str | None, fam: np.ndarray | None = None) -> list[str]:
     """Range paths whose leaf marks a step and which repeat (a family needs two instances or more), and torch's own
     ``ProfilerStep#N`` even once: a recording made elsewhere often holds one step (a single-step inference trace, one
     step per rank of an 8-rank job), and a repeating kernel sequence found inside it instead (an optimizer's 4-kernel
-    loop of 73 us) is no step of the program. Paths as ``family_path`` gives them."""
+    loop of 73 us) is no step of the program. Paths as ``_families`` gives them (``fam``: already worked out)."""
     if ranges.empty:
         return []
-    counts = pd.Series(_families(ranges)).value_counts()
+    counts = pd.Series(_families(ranges) if fam is None else fam).value_counts()
     leaf = lambda p: str(p).rsplit("/", 1)[-1]  # noqa: E731
     found = sorted(str(p) for p, n in counts.items()
                    if (n >= 2 or _once_a_step(leaf(p))) and is_step_leaf(leaf(p), step_range))
@@ -105,11 +92,11 @@ def _once_a_step(leaf: str) -> bool:
 
 
 def explicit(ranges: pd.DataFrame, step_range: str | None) -> list[StepSet]:
-    paths = step_paths(ranges, step_range)
+    fam = _families(ranges) if not ranges.empty else None
+    paths = step_paths(ranges, step_range, fam)
     if not paths:
         return []
     out = []
-    fam = _families(ranges)
     keep = np.isin(fam, np.asarray(paths, dtype=object))
     cand = ranges[keep]
     for path, grp in cand.groupby(fam[keep]):
