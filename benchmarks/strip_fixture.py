@@ -129,7 +129,12 @@ def main(argv: list[str]) -> None:
         i = argv.index("--from")
         since = float(argv[i + 1])
         argv = argv[:i] + argv[i + 2:]
-    src, dst = [Path(a) for a in argv if not a.startswith("--")][:2]
+    paths = [Path(a) for a in argv if not a.startswith("--")]
+    if len(paths) != 2:
+        sys.exit("usage: strip_fixture.py [--keep-events|--as-is] [--from SECONDS] [--until SECONDS] IN OUT.xz")
+    src, dst = paths
+    if not src.is_file():
+        sys.exit(f"strip_fixture.py: {src}: no such file")
     data = _read(src)
     if "--as-is" in argv:
         _write(dst, data)

@@ -89,6 +89,19 @@ def _device(kernels: pd.DataFrame) -> dict | None:
     return {"name": names.mode().iloc[0] if not names.empty else None, "compute_capability": cc}
 
 
+def _with_kernel_arch(device: dict | None, kernels: pd.DataFrame) -> dict | None:
+    """A recording that names no compute capability (torch.profiler before 1.9 wrote no ``deviceProperties``): the
+    newest architecture its kernels were built for, said as such (``analysis.kernel_arch``), so the fixes it is
+    advised fit the GPU it most likely ran on. Another vendor's GPU, or a known one, is left as it is."""
+    if (device and (device.get("compute_capability") or device.get("vendor"))) or kernels.empty:
+        return device
+    from .analysis import kernel_arch
+    arch = kernel_arch.newest(kernels["name"])
+    if arch is None:
+        return device
+    return {**(device or {"name": None, "compute_capability": None}), "from_kernel_names": arch}
+
+
 @contextlib.contextmanager
 def _no_cyclic_gc():
     """Analysis allocates millions of short-lived containers and no reference cycles; pausing the
@@ -288,6 +301,7 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
     if device is None and timelines:  # no kernels, but the trace still names its GPU
         devs = {k: v for p in timelines for k, v in p.timeline.devices.items()}
         device = next(iter(devs.values()), None)
+    device = _with_kernel_arch(device, kernels)
 
     def tensor_core_side():
         """Everything the Tensor Core verdict needs; independent of the timeline analysis, so the two run
@@ -301,7 +315,8 @@ def _analyze(paths, *, yes_threshold, thresholds, step_range, range_name=None, e
         compacted = tensor_cores.compact(launches)
         summary = tensor_cores.rollup(compacted, yes_threshold=yes_threshold)
         tc_ranges = tensor_cores.range_table(compacted)
-        found = findings_mod.find(launches, device and device.get("compute_capability"))
+        found = findings_mod.find(launches, device and device.get("compute_capability"),
+                                  (device or {}).get("from_kernel_names"))
         kernel_rows = tensor_cores.aggregate_kernels(launches)
         gpu_name = (device or {}).get("name")
         gpu_peak = peak.match(gpu_name)

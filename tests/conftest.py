@@ -123,3 +123,41 @@ def run_cli(capsys):
         return code, out, err
 
     return _run
+
+
+# The recordings under tests/fixtures are inputs no test changes, and many tests read the same ones (a DDP job's ranks
+# by up to 13 tests, multi_phase_torch.json.xz by 20): each is parsed once a worker, and every test gets a deep copy
+# of its own to change. A test that uses ``monkeypatch`` may have changed how files are parsed (a block size, a reader
+# made to fail): it parses for itself. (A fresh clone's analysis, parse and render tests read 474 files, 168 of them
+# distinct: 42 of their 70 CPU-seconds of parsing were files read before, 2026-12-02.)
+_READ_ONLY = (Path(__file__).parent / "fixtures").resolve()
+_PARSED: dict = {}
+_PARSE_ONCE = {"on": True}
+
+
+@pytest.fixture(autouse=True)
+def _fixtures_parsed_once(request):
+    _PARSE_ONCE["on"] = "monkeypatch" not in request.fixturenames
+    yield
+    _PARSE_ONCE["on"] = True
+
+
+def _parse_fixtures_once() -> None:
+    import copy
+
+    import nsighttc.parse as parse
+    read = parse._read
+
+    def _read(path):
+        p = Path(path).resolve()
+        if not _PARSE_ONCE["on"] or not p.is_relative_to(_READ_ONLY):
+            return read(path)
+        st = p.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        if key not in _PARSED:
+            _PARSED[key] = read(path)
+        return copy.deepcopy(_PARSED[key])
+    parse._read = _read
+
+
+_parse_fixtures_once()

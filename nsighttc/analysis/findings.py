@@ -24,6 +24,12 @@ MIN_SHARE = 0.01         # findings about less than 1% of kernel time are not wo
 HALF_ONLY_FIX = ("This GPU (compute capability {cc}) has fp16 Tensor Cores only, no bf16 and no TF32: use fp16 mixed "
                  "precision, `with torch.autocast('cuda', dtype=torch.float16):` with `torch.amp.GradScaler('cuda')` "
                  "for training.")
+# A recording that does not name its GPU, whose kernels were built for Volta or Turing at newest (kernel_arch)
+HALF_ONLY_BY_NAMES = ("The recording does not name its GPU; its kernels were built for {architecture} at newest "
+                      "(e.g. `{example}`), and Volta's and Turing's Tensor Cores do fp16 only, no bf16 and no TF32: "
+                      "use fp16 mixed precision, `with torch.autocast('cuda', dtype=torch.float16):` with "
+                      "`torch.amp.GradScaler('cuda')` for training. (On an Ampere or newer GPU, bf16 autocast or TF32, "
+                      "`torch.set_float32_matmul_precision('high')`, would do as well.)")
 TF32_SHARE = 0.10        # TF32 Tensor Core work worth moving to bf16/fp16 (a hint, not a fault)
 # A finding's severity is bounded by how much of the compute kernel time it is about: a "high" fp32 finding for 2.3%
 # of it (an MI300X trace) told a reader to drop everything for what could buy at most 1.02x
@@ -71,7 +77,9 @@ def _names_with_several_states(name: pd.Series, state: pd.Series) -> list[str]:
     return found if isinstance(name.dtype, pd.CategoricalDtype) else sorted(found)
 
 
-def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
+def find(launches: pd.DataFrame, cc: str | None = None, names_arch: dict | None = None) -> list[Finding]:
+    """The findings on these launches. ``cc``: the GPU's compute capability where the recording says it;
+    ``names_arch``: else what its kernels' names say (``analysis.kernel_arch.newest``), for the fixes' wording."""
     if launches.empty:
         return []
     state = tc_states(launches)
@@ -113,6 +121,8 @@ def find(launches: pd.DataFrame, cc: str | None = None) -> list[Finding]:
             "fp32 matrix work ran on CUDA cores (FFMA/SIMT kernels), not Tensor Cores",
             f"{len(fp32)} launches, {_share(t, total, of)}, e.g. {_names(fp32, 1)[0][:100]} (by {_how(fp32)})",
             HALF_ONLY_FIX.format(cc=cc) if peak_mod.fp16_only(cc) else
+            HALF_ONLY_BY_NAMES.format(**names_arch) if not cc and names_arch and
+            peak_mod.fp16_only(names_arch["compute_capability"]) else
             "Use mixed precision (`with torch.autocast('cuda', dtype=torch.bfloat16):` or fp16 + GradScaler), "
             "or allow TF32: `torch.set_float32_matmul_precision('high')` for matmuls and "
             "`torch.backends.cudnn.allow_tf32 = True` for convolutions.",

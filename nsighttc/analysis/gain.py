@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..durations import duration
-from . import intervals, peak as peak_mod, wide_gain
+from . import intervals, kernel_arch, peak as peak_mod, wide_gain
 from .host_gain import HOST_LOW_FRACTION, data_fraction, host_fix, idle_width
 from .timeline import per_item
 
@@ -97,7 +97,7 @@ WHY_NONE = {"matrix-work-unknown": "whether this work reached the Tensor Cores i
 def fix_dtype(f_id: str, doc: dict) -> str:
     """``FIX_DTYPE`` on this verdict's GPU: fp16 where its Tensor Cores have no bf16 (``peak.fp16_only``: a V100)."""
     d = FIX_DTYPE.get(f_id, "bf16")
-    return "fp16" if d == "bf16" and peak_mod.fp16_only((doc.get("device") or {}).get("compute_capability")) else d
+    return "fp16" if d == "bf16" and peak_mod.fp16_only(kernel_arch.device_cc(doc.get("device"))) else d
 
 
 @dataclass
@@ -219,6 +219,13 @@ def _ratio(doc: dict, dtype: str, src: str | None = None) -> tuple[float, float,
     ``MATRIX_SPEEDUP_LOW`` from the CUDA cores (1 between two Tensor Core dtypes: a GEMM held back by something else)."""
     name = (doc.get("device") or {}).get("name")
     p = peak_mod.match(name)
+    arch = (doc.get("device") or {}).get("from_kernel_names") or {}
+    if p is None and name is None and arch.get("stands_in"):  # the GPU unnamed: its kernels' architecture's figures
+        p = next((pk for _, _, pk in peak_mod.PEAKS if pk.gpu == arch["stands_in"]), None)
+        if p is not None:
+            low, high, basis = _ratio({"device": {"name": p.gpu}}, dtype, src)
+            return low, high, (f"the recording names no GPU, its kernels are {arch['architecture']}'s: "
+                               f"{basis} assumed")
     if src is not None:
         if p and p.tflops.get(dtype) and p.tflops.get(src):
             r = p.tflops[dtype] / p.tflops[src]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ..analysis import peak
+from ..analysis import kernel_arch, peak
 from ..analysis.timeline.steps.slow import NEW_SHAPE_SHARE  # (the shape-churn finding's share, on a plain run)
 from ..analysis.variant_gain import adopted
 
@@ -35,7 +35,7 @@ def choose(verdict: dict, record: dict | None, workers: int | None = None,
             out.append((name, why))
 
     # (a GPU whose Tensor Cores do fp16 only, a V100 or T4, has no TF32 and runs bf16 on its CUDA cores)
-    half_only = peak.fp16_only((verdict.get("device") or {}).get("compute_capability"))
+    half_only = peak.fp16_only(kernel_arch.device_cc(verdict.get("device")))
     autocast = "fp16-autocast" if half_only else "bf16-autocast"
     if "fp32-matmul-on-cuda-cores" in found:
         f = found["fp32-matmul-on-cuda-cores"]
