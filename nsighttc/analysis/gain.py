@@ -220,12 +220,9 @@ def _ratio(doc: dict, dtype: str, src: str | None = None) -> tuple[float, float,
     name = (doc.get("device") or {}).get("name")
     p = peak_mod.match(name)
     arch = (doc.get("device") or {}).get("from_kernel_names") or {}
-    if p is None and name is None and arch.get("stands_in"):  # the GPU unnamed: its kernels' architecture's figures
-        p = next((pk for _, _, pk in peak_mod.PEAKS if pk.gpu == arch["stands_in"]), None)
-        if p is not None:
-            low, high, basis = _ratio({"device": {"name": p.gpu}}, dtype, src)
-            return low, high, (f"the recording names no GPU, its kernels are {arch['architecture']}'s: "
-                               f"{basis} assumed")
+    if name is None and arch.get("stands_in"):  # the GPU unnamed: its kernels' architecture's figures, as assumed
+        low, high, basis = _ratio({"device": {"name": arch["stands_in"]}}, dtype, src)
+        return low, high, f"the recording names no GPU, its kernels are {arch['architecture']}'s: {basis} assumed"
     if src is not None:
         if p and p.tflops.get(dtype) and p.tflops.get(src):
             r = p.tflops[dtype] / p.tflops[src]

@@ -15,6 +15,8 @@ import re
 
 import pandas as pd
 
+from .. import labels
+
 # (compute capability, architecture, what a kernel's name says when it was built for it, the GPU of the peak table
 # whose figures stand in for the architecture's, where the spelling was seen). Newest first: the first that any
 # kernel name matches is the answer. "(?<![a-z0-9])" keeps `sm80` out of `xsm800` but lets `_sm80` (PyTorch's
@@ -36,7 +38,7 @@ ARCHES: list[tuple[str, str, re.Pattern, str | None, str]] = [
 def newest(names: pd.Series) -> dict | None:
     """The newest architecture any of ``names`` was built for: {"compute_capability", "architecture", "example",
     "stands_in": the peak table's GPU for it}, or None where no name says one. Reads each distinct name once."""
-    distinct = [str(n) for n in pd.unique(names.dropna().astype(str))] if len(names) else []
+    distinct = [str(n) for n in labels.as_categorical(names).cat.categories]  # (no string per launch)
     for cc, arch, rx, gpu, _seen in ARCHES:
         hit = next((n for n in distinct if rx.search(n)), None)
         if hit is not None:
